@@ -1,0 +1,397 @@
+//! OpenClaw's canonical serialiser (`stableStringify`) and its SHA-256 digest.
+//!
+//! The canonical form is JSON with object keys sorted by UTF-16 code units, no whitespace,
+//! numbers written by JavaScript's `Number.prototype.toString`, non-finite numbers written
+//! as the strings `"NaN"`, `"Infinity"`, `"-Infinity"`, lone surrogates dropped from strings
+//! and keys, and the bare token `undefined` where a value is missing. Hashes are the SHA-256
+//! of those bytes, so the bytes must match OpenClaw's exactly.
+//!
+//! Values are never materialised as text: the serialiser streams into a [`Sink`], and
+//! [`Digest`] is a sink that feeds SHA-256 through a small buffer. Objects built only for
+//! hashing (exec outcomes, plan shapes) are written field by field with [`ObjectWriter`].
+
+use sha2::{Digest as _, Sha256};
+
+use crate::value::{JsString, Object, Value};
+
+/// Where canonical bytes go.
+pub trait Sink {
+    /// Appends bytes.
+    fn write(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn write(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+const BUF: usize = 256;
+
+/// A [`Sink`] that hashes what it is given with SHA-256.
+///
+/// ```
+/// use loopguard_core::canonical::{digest_value, hex};
+/// use loopguard_core::Value;
+/// // digest("x") hashes the three bytes `"x"`, quotes included.
+/// let d = digest_value(&Value::from("x"));
+/// assert_eq!(hex(&d).len(), 64);
+/// ```
+pub struct Digest {
+    hasher: Sha256,
+    buf: [u8; BUF],
+    len: usize,
+}
+
+impl Default for Digest {
+    fn default() -> Self {
+        Digest {
+            hasher: Sha256::new(),
+            buf: [0; BUF],
+            len: 0,
+        }
+    }
+}
+
+impl Digest {
+    /// Finishes the hash.
+    pub fn finish(mut self) -> [u8; 32] {
+        self.hasher.update(&self.buf[..self.len]);
+        self.hasher.finalize().into()
+    }
+}
+
+impl Sink for Digest {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        if self.len + bytes.len() <= BUF {
+            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+            self.len += bytes.len();
+            return;
+        }
+        self.hasher.update(&self.buf[..self.len]);
+        self.len = 0;
+        if bytes.len() >= BUF {
+            self.hasher.update(bytes);
+        } else {
+            self.buf[..bytes.len()].copy_from_slice(bytes);
+            self.len = bytes.len();
+        }
+    }
+}
+
+/// Lowercase hex of a digest.
+pub fn hex(d: &[u8; 32]) -> String {
+    let mut s = String::with_capacity(64);
+    push_hex(&mut s, d);
+    s
+}
+
+/// Appends the lowercase hex of a digest.
+pub fn push_hex(out: &mut String, d: &[u8; 32]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &b in d {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+}
+
+/// The SHA-256 of the canonical form of `v`.
+pub fn digest_value(v: &Value<'_>) -> [u8; 32] {
+    let mut d = Digest::default();
+    write_value(&mut d, v);
+    d.finish()
+}
+
+/// The canonical bytes of `v` (`stableStringify`), for inspection and tests.
+///
+/// ```
+/// use loopguard_core::{canonical::to_canonical_string, Value};
+/// let v = Value::parse(br#"{"b":{"d":4,"c":3},"a":1,"n":-0,"e":1e21}"#).unwrap();
+/// assert_eq!(to_canonical_string(&v), r#"{"a":1,"b":{"c":3,"d":4},"e":1e+21,"n":0}"#);
+/// ```
+pub fn to_canonical_string(v: &Value<'_>) -> String {
+    let mut out = Vec::new();
+    write_value(&mut out, v);
+    // The serialiser drops lone surrogates and escapes nothing else outside ASCII, so the
+    // output is always valid UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes `v` canonically.
+pub fn write_value<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
+    match v {
+        Value::Null => out.write(b"null"),
+        Value::Bool(true) => out.write(b"true"),
+        Value::Bool(false) => out.write(b"false"),
+        Value::Number(n) => write_number(out, *n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.write(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                write_value(out, item);
+            }
+            out.write(b"]");
+        }
+        Value::Object(o) => write_object(out, o),
+    }
+}
+
+fn write_object<S: Sink + ?Sized>(out: &mut S, o: &Object<'_>) {
+    out.write(b"{");
+    for (i, (k, v)) in o.iter().enumerate() {
+        if i > 0 {
+            out.write(b",");
+        }
+        write_string(out, k);
+        out.write(b":");
+        write_value(out, v);
+    }
+    out.write(b"}");
+}
+
+/// Writes `Some(v)` canonically and `None` as the bare token `undefined`.
+pub fn write_optional<S: Sink + ?Sized>(out: &mut S, v: Option<&Value<'_>>) {
+    match v {
+        Some(v) => write_value(out, v),
+        None => out.write(b"undefined"),
+    }
+}
+
+/// Writes a number the way `stableStringify` does.
+pub fn write_number<S: Sink + ?Sized>(out: &mut S, n: f64) {
+    if n.is_nan() {
+        out.write(b"\"NaN\"");
+    } else if n.is_infinite() {
+        out.write(if n > 0.0 {
+            b"\"Infinity\""
+        } else {
+            b"\"-Infinity\""
+        });
+    } else {
+        out.write(js_number(n, &mut ryu_js::Buffer::new()).as_bytes());
+    }
+}
+
+/// JavaScript's `Number.prototype.toString()` for any `f64`.
+///
+/// ```
+/// use loopguard_core::canonical::js_number;
+/// let mut b = ryu_js::Buffer::new();
+/// assert_eq!(js_number(1e21, &mut b), "1e+21");
+/// assert_eq!(js_number(-0.0, &mut b), "0");
+/// assert_eq!(js_number(f64::INFINITY, &mut b), "Infinity");
+/// ```
+pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
+    if n == 0.0 {
+        return "0";
+    }
+    buf.format(n)
+}
+
+/// Writes a string as `JSON.stringify` would after dropping lone surrogates.
+pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
+    if s.is_simple() {
+        out.write(b"\"");
+        out.write(s.as_wtf8());
+        out.write(b"\"");
+        return;
+    }
+    out.write(b"\"");
+    write_escaped_body(out, s.as_wtf8(), s.has_lone_surrogates(), EscapeMode::DropSurrogates);
+    out.write(b"\"");
+}
+
+/// What to do with a lone surrogate when escaping.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EscapeMode {
+    /// The canonical serialiser (OpenClaw Era C) drops them.
+    DropSurrogates,
+    /// `JSON.stringify` writes them as `\udxxx`.
+    EscapeSurrogates,
+}
+
+/// Writes the body of a JSON string (no quotes) for WTF-8 `bytes`.
+pub(crate) fn write_escaped_body<S: Sink + ?Sized>(
+    out: &mut S,
+    bytes: &[u8],
+    lone: bool,
+    mode: EscapeMode,
+) {
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let stop = crate::parse::find_string_special(bytes, i);
+        let stop = if lone {
+            match bytes[i..stop].iter().position(|&b| b == 0xED) {
+                Some(p) => i + p,
+                None => stop,
+            }
+        } else {
+            stop
+        };
+        if stop >= bytes.len() {
+            break;
+        }
+        let b = bytes[stop];
+        if b == 0xED {
+            // ED A0..BF xx is a surrogate code point; ED 80..9F xx is ordinary Hangul.
+            match bytes.get(stop + 1) {
+                Some(&b1) if b1 >= 0xA0 && stop + 2 < bytes.len() => {
+                    out.write(&bytes[run..stop]);
+                    if mode == EscapeMode::EscapeSurrogates {
+                        let c = 0xD000
+                            | (u32::from(b1 & 0x3F) << 6)
+                            | u32::from(bytes[stop + 2] & 0x3F);
+                        write_u_escape(out, c);
+                    }
+                    i = stop + 3;
+                    run = i;
+                }
+                _ => i = stop + 1,
+            }
+            continue;
+        }
+        out.write(&bytes[run..stop]);
+        match b {
+            b'"' => out.write(b"\\\""),
+            b'\\' => out.write(b"\\\\"),
+            b'\n' => out.write(b"\\n"),
+            b'\r' => out.write(b"\\r"),
+            b'\t' => out.write(b"\\t"),
+            0x08 => out.write(b"\\b"),
+            0x0C => out.write(b"\\f"),
+            c => write_u_escape(out, u32::from(c)),
+        }
+        i = stop + 1;
+        run = i;
+    }
+    out.write(&bytes[run..]);
+}
+
+fn write_u_escape<S: Sink + ?Sized>(out: &mut S, c: u32) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.write(&[
+        b'\\',
+        b'u',
+        HEX[((c >> 12) & 15) as usize],
+        HEX[((c >> 8) & 15) as usize],
+        HEX[((c >> 4) & 15) as usize],
+        HEX[(c & 15) as usize],
+    ]);
+}
+
+/// Writes an object whose keys the caller gives in canonical order.
+///
+/// Used for the small objects OpenClaw builds only to hash them, so they never exist as
+/// values. Keys must be ASCII and passed in sorted order; debug builds check the order.
+///
+/// ```
+/// use loopguard_core::canonical::{ObjectWriter, Sink};
+/// let mut out = Vec::new();
+/// let mut w = ObjectWriter::new(&mut out);
+/// w.key("a").write(b"1");
+/// w.key("b").write(b"undefined");
+/// w.finish();
+/// assert_eq!(out, br#"{"a":1,"b":undefined}"#);
+/// ```
+pub struct ObjectWriter<'o, S: Sink + ?Sized> {
+    out: &'o mut S,
+    first: bool,
+    #[cfg(debug_assertions)]
+    last: &'static str,
+}
+
+impl<'o, S: Sink + ?Sized> ObjectWriter<'o, S> {
+    /// Starts an object.
+    pub fn new(out: &'o mut S) -> Self {
+        out.write(b"{");
+        ObjectWriter {
+            out,
+            first: true,
+            #[cfg(debug_assertions)]
+            last: "",
+        }
+    }
+
+    /// Writes the next key and returns the sink for its value.
+    pub fn key(&mut self, key: &'static str) -> &mut S {
+        #[cfg(debug_assertions)]
+        {
+            debug_assert!(self.first || self.last < key, "keys out of order: {key}");
+            self.last = key;
+        }
+        if !self.first {
+            self.out.write(b",");
+        }
+        self.first = false;
+        self.out.write(b"\"");
+        self.out.write(key.as_bytes());
+        self.out.write(b"\":");
+        self.out
+    }
+
+    /// Closes the object.
+    pub fn finish(self) {
+        self.out.write(b"}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+
+    fn canon(json: &str) -> String {
+        to_canonical_string(&parse(json.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn reference_outputs() {
+        assert_eq!(canon(r#"{"b":{"d":4,"c":3},"a":1}"#), r#"{"a":1,"b":{"c":3,"d":4}}"#);
+        assert_eq!(canon(r#"[1e21,-0,0.1,1.5e-10,5e-324]"#), "[1e+21,0,0.1,1.5e-10,5e-324]");
+        assert_eq!(canon("[1e400,-1e400]"), r#"["Infinity","-Infinity"]"#);
+        assert_eq!(
+            canon(r#""a\"b\\c\n\u0001\u001f\u007f\u2028é""#),
+            "\"a\\\"b\\\\c\\n\\u0001\\u001f\u{7f}\u{2028}é\""
+        );
+    }
+
+    #[test]
+    fn surrogates_are_dropped_from_strings_and_keys() {
+        // The upstream test: {["key"+HIGH]:"name", high:"left"+HIGH+"right", low:…, valid:…}
+        let v = canon(
+            r#"{"key\ud83d":"name","high":"left\ud83dright","low":"left\ude48right","valid":"emoji \ud83d\ude48 ok"}"#,
+        );
+        assert_eq!(
+            v,
+            r#"{"high":"leftright","key":"name","low":"leftright","valid":"emoji 🙈 ok"}"#
+        );
+        // Hangul (ED 80..9F) is not a surrogate.
+        assert_eq!(canon(r#"["\ud7ff\ud800\uffff"]"#), "[\"\u{d7ff}\u{ffff}\"]");
+    }
+
+    #[test]
+    fn escaped_mode_writes_lone_surrogates() {
+        let v = parse(br#""a\ud800b""#).unwrap();
+        let mut out = Vec::new();
+        let s = v.as_js_str().unwrap();
+        write_escaped_body(&mut out, s.as_wtf8(), true, EscapeMode::EscapeSurrogates);
+        assert_eq!(out, b"a\\ud800b");
+    }
+
+    #[test]
+    fn digest_buffering_matches_one_shot() {
+        for n in [0, 1, 255, 256, 257, 1000, 5000] {
+            let text = "x".repeat(n);
+            let v = Value::from(text.as_str());
+            let mut one = Sha256::new();
+            one.update(format!("\"{text}\""));
+            let want: [u8; 32] = one.finalize().into();
+            assert_eq!(digest_value(&v), want, "{n}");
+        }
+    }
+}

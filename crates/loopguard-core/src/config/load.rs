@@ -1,0 +1,674 @@
+//! Reading an OpenClaw config file and reporting what is wrong with it.
+//!
+//! The `tools.loopDetection` block is validated as OpenClaw's strict schema does (unknown
+//! keys and wrong types are errors), with decisions.md's two relaxations: thresholds out of
+//! order are auto-raised and reported as warnings (item 3), and everything outside the
+//! block and `agents.list[].tools.loopDetection` is ignored (item 4).
+
+use std::fmt;
+
+use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
+use super::{
+    AgentConfig, DetectorSwitches, LoopDetectionConfig, OpenClawConfig,
+    PostCompactionGuardConfig, DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+    DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
+    DEFAULT_WINDOW_SIZE,
+};
+
+/// How bad a [`Diagnostic`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The config is accepted; `config check --strict` rejects it.
+    Warning,
+    /// `config check` rejects the config.
+    Error,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// What a [`Diagnostic`] is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiagnosticKind {
+    /// A key the strict schema does not know; with the nearest known key, if any.
+    UnknownKey {
+        /// The closest known key.
+        suggestion: Option<String>,
+    },
+    /// A value of the wrong type.
+    WrongType,
+    /// A number that is not a positive integer.
+    NotPositiveInteger,
+    /// A threshold raised to keep warning < critical < global.
+    AutoRaised,
+    /// A value replaced by its default at run time.
+    Fallback,
+    /// A key given twice in one object (the last one counts).
+    DuplicateKey,
+    /// A part of the file outside the block that loopguard cannot use.
+    Ignored,
+}
+
+/// One problem found in a config file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The kind of problem.
+    pub kind: DiagnosticKind,
+    /// Key path, e.g. `agents.list[0].tools.loopDetection.warningThreshold`.
+    pub path: String,
+    /// Where in the file.
+    pub pos: Pos,
+    /// A sentence for people.
+    pub message: String,
+}
+
+impl Diagnostic {
+    /// `true` for problems OpenClaw would refuse to start with (unknown keys, wrong types).
+    /// Out-of-range numbers are not fatal: they fall back to defaults at run time.
+    pub fn is_fatal_at_runtime(&self) -> bool {
+        matches!(
+            self.kind,
+            DiagnosticKind::UnknownKey { .. } | DiagnosticKind::WrongType
+        )
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: line {}, column {}: {}: {}",
+            self.severity, self.pos.line, self.pos.col, self.path, self.message
+        )
+    }
+}
+
+/// A config that was read, with everything worth telling about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// The usable config (invalid values dropped, so they fall back to defaults).
+    pub config: OpenClawConfig,
+    /// Errors and warnings in file order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// `true` when any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// A config that could not be read at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// Not JSON5.
+    #[error("syntax error at line {}, column {}: {}", .0.pos.line, .0.pos.col, .0.message)]
+    Syntax(#[from] SyntaxError),
+    /// The document is not an object.
+    #[error("line {}, column {}: an OpenClaw config must be an object, found {found}", .pos.line, .pos.col)]
+    NotAnObject {
+        /// Where the value starts.
+        pos: Pos,
+        /// What was found.
+        found: &'static str,
+    },
+}
+
+const BLOCK_KEYS: &[&str] = &[
+    "enabled",
+    "historySize",
+    "warningThreshold",
+    "unknownToolThreshold",
+    "criticalThreshold",
+    "globalCircuitBreakerThreshold",
+    "detectors",
+    "postCompactionGuard",
+];
+const DETECTOR_KEYS: &[&str] = &["genericRepeat", "knownPollNoProgress", "pingPong"];
+const GUARD_KEYS: &[&str] = &["windowSize"];
+
+/// Keys people have put in this block that are worth a specific explanation.
+fn known_mistake(key: &str) -> Option<&'static str> {
+    match key {
+        "repeatThreshold" | "detectorCooldownMs" => {
+            Some("it appeared in an old docs snippet (OpenClaw #33182) but was never accepted")
+        }
+        "turnLimit" | "maxConsecutiveErrorBatches" | "maxIdleRepeatCalls" => {
+            Some("it belongs to newer OpenClaw run-loop guards, not to tools.loopDetection")
+        }
+        _ => None,
+    }
+}
+
+pub(super) fn load(text: &str) -> Result<Loaded, LoadError> {
+    let root = json5::parse(text)?;
+    let NodeValue::Object(_) = root.value else {
+        return Err(LoadError::NotAnObject {
+            pos: root.pos,
+            found: root.value.type_name(),
+        });
+    };
+    let mut cx = Cx::default();
+    let mut config = OpenClawConfig::default();
+    cx.check_duplicates(&root, "");
+
+    let mut global_pos = Positions::default();
+    if let Some(tools) = root.get("tools") {
+        if let NodeValue::Object(_) = tools.value.value {
+            cx.check_duplicates(&tools.value, "tools");
+            if let Some(block) = tools.value.get("loopDetection") {
+                config.loop_detection =
+                    cx.block(&block.value, "tools.loopDetection", &mut global_pos);
+            }
+        } else {
+            cx.ignored(tools, "tools", "is not an object");
+        }
+    }
+
+    let mut agent_pos = Vec::new();
+    if let Some(agents) = root.get("agents") {
+        match &agents.value.value {
+            NodeValue::Object(_) => {
+                if let Some(list) = agents.value.get("list") {
+                    match &list.value.value {
+                        NodeValue::Array(items) => {
+                            for (i, item) in items.iter().enumerate() {
+                                let path = format!("agents.list[{i}]");
+                                if let Some((agent, pos)) = cx.agent(item, &path) {
+                                    agent_pos.push((i, pos));
+                                    config.agents.push(agent);
+                                }
+                            }
+                        }
+                        _ => cx.ignored(list, "agents.list", "is not an array"),
+                    }
+                }
+            }
+            _ => cx.ignored(agents, "agents", "is not an object"),
+        }
+    }
+
+    // Threshold order, for the global block and for each agent whose block moves a threshold.
+    cx.auto_raises(
+        config.loop_detection.as_ref(),
+        "tools.loopDetection",
+        &global_pos,
+        &Positions::default(),
+    );
+    for (agent, (i, pos)) in config.agents.iter().zip(&agent_pos) {
+        let Some(block) = &agent.loop_detection else {
+            continue;
+        };
+        if block.warning_threshold.is_none()
+            && block.critical_threshold.is_none()
+            && block.global_circuit_breaker_threshold.is_none()
+        {
+            continue;
+        }
+        let merged = LoopDetectionConfig::merge(config.loop_detection.as_ref(), Some(block));
+        cx.auto_raises(
+            merged.as_ref(),
+            &format!("agents.list[{i}].tools.loopDetection"),
+            pos,
+            &global_pos,
+        );
+    }
+
+    let mut diagnostics = cx.diagnostics;
+    diagnostics.sort_by_key(|d| (d.pos.line, d.pos.col));
+    Ok(Loaded {
+        config,
+        diagnostics,
+    })
+}
+
+/// Where each numeric field of one block was written.
+#[derive(Default)]
+struct Positions {
+    warning: Option<Pos>,
+    critical: Option<Pos>,
+    global: Option<Pos>,
+    block: Option<Pos>,
+}
+
+#[derive(Default)]
+struct Cx {
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Cx {
+    fn push(&mut self, severity: Severity, kind: DiagnosticKind, path: &str, pos: Pos, message: String) {
+        self.diagnostics.push(Diagnostic {
+            severity,
+            kind,
+            path: path.to_string(),
+            pos,
+            message,
+        });
+    }
+
+    fn ignored(&mut self, entry: &Entry, path: &str, why: &str) {
+        self.push(
+            Severity::Warning,
+            DiagnosticKind::Ignored,
+            path,
+            entry.key_pos,
+            format!("{why} ({}); loopguard ignores it", entry.value.value.type_name()),
+        );
+    }
+
+    fn check_duplicates(&mut self, node: &Node, path: &str) {
+        let NodeValue::Object(entries) = &node.value else {
+            return;
+        };
+        for (i, e) in entries.iter().enumerate() {
+            if entries[i + 1..].iter().any(|later| later.key == e.key) {
+                let p = join(path, &e.key);
+                self.push(
+                    Severity::Warning,
+                    DiagnosticKind::DuplicateKey,
+                    &p,
+                    e.key_pos,
+                    "is given more than once; the last value is used".into(),
+                );
+            }
+        }
+    }
+
+    fn unknown_keys(&mut self, node: &Node, path: &str, known: &[&str]) {
+        let NodeValue::Object(entries) = &node.value else {
+            return;
+        };
+        for e in entries {
+            if known.contains(&e.key.as_str()) {
+                continue;
+            }
+            let suggestion = suggest(&e.key, known);
+            let mut message = "unknown key (the block is strict)".to_string();
+            if let Some(s) = &suggestion {
+                message.push_str(&format!("; did you mean `{s}`?"));
+            } else {
+                message.push_str(&format!("; known keys: {}", known.join(", ")));
+            }
+            if let Some(note) = known_mistake(&e.key) {
+                message.push_str(&format!(" ({note})"));
+            }
+            self.push(
+                Severity::Error,
+                DiagnosticKind::UnknownKey { suggestion },
+                &join(path, &e.key),
+                e.key_pos,
+                message,
+            );
+        }
+    }
+
+    fn expect_object<'n>(&mut self, node: &'n Node, path: &str, pos: Pos) -> Option<&'n Node> {
+        match node.value {
+            NodeValue::Object(_) => Some(node),
+            _ => {
+                self.push(
+                    Severity::Error,
+                    DiagnosticKind::WrongType,
+                    path,
+                    pos,
+                    format!("expected an object, found {}", node.value.type_name()),
+                );
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, node: &Node, path: &str, key: &str) -> Option<bool> {
+        let e = node.get(key)?;
+        match e.value.value {
+            NodeValue::Bool(b) => Some(b),
+            _ => {
+                self.push(
+                    Severity::Error,
+                    DiagnosticKind::WrongType,
+                    &join(path, key),
+                    e.key_pos,
+                    format!("expected a boolean, found {}", e.value.value.type_name()),
+                );
+                None
+            }
+        }
+    }
+
+    /// A positive integer; invalid numbers are reported and dropped so the default applies.
+    fn positive_int(
+        &mut self,
+        node: &Node,
+        path: &str,
+        key: &str,
+        default: f64,
+        pos: &mut Option<Pos>,
+    ) -> Option<f64> {
+        let e = node.get(key)?;
+        *pos = Some(e.key_pos);
+        let path = join(path, key);
+        match e.value.value {
+            NodeValue::Number(n) if n.is_finite() && n.fract() == 0.0 && n > 0.0 => Some(n),
+            NodeValue::Number(n) => {
+                let shown = fmt_num(n);
+                self.push(
+                    Severity::Error,
+                    DiagnosticKind::NotPositiveInteger,
+                    &path,
+                    e.key_pos,
+                    format!("must be a positive integer, found {shown}"),
+                );
+                self.push(
+                    Severity::Warning,
+                    DiagnosticKind::Fallback,
+                    &path,
+                    e.key_pos,
+                    format!(
+                        "{shown} is not a positive integer, so the default {} is used at run time",
+                        fmt_num(default)
+                    ),
+                );
+                None
+            }
+            _ => {
+                self.push(
+                    Severity::Error,
+                    DiagnosticKind::WrongType,
+                    &path,
+                    e.key_pos,
+                    format!(
+                        "expected a positive integer, found {}",
+                        e.value.value.type_name()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn block(&mut self, node: &Node, path: &str, pos: &mut Positions) -> Option<LoopDetectionConfig> {
+        let node = self.expect_object(node, path, node.pos)?;
+        pos.block = Some(node.pos);
+        self.check_duplicates(node, path);
+        self.unknown_keys(node, path, BLOCK_KEYS);
+        let mut cfg = LoopDetectionConfig {
+            enabled: self.boolean(node, path, "enabled"),
+            history_size: self.positive_int(
+                node,
+                path,
+                "historySize",
+                DEFAULT_HISTORY_SIZE as f64,
+                &mut None,
+            ),
+            warning_threshold: self.positive_int(
+                node,
+                path,
+                "warningThreshold",
+                DEFAULT_WARNING_THRESHOLD,
+                &mut pos.warning,
+            ),
+            unknown_tool_threshold: self.positive_int(
+                node,
+                path,
+                "unknownToolThreshold",
+                DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+                &mut None,
+            ),
+            critical_threshold: self.positive_int(
+                node,
+                path,
+                "criticalThreshold",
+                DEFAULT_CRITICAL_THRESHOLD,
+                &mut pos.critical,
+            ),
+            global_circuit_breaker_threshold: self.positive_int(
+                node,
+                path,
+                "globalCircuitBreakerThreshold",
+                DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+                &mut pos.global,
+            ),
+            ..Default::default()
+        };
+        if let Some(d) = node.get("detectors") {
+            let p = format!("{path}.detectors");
+            if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {
+                self.check_duplicates(dn, &p);
+                self.unknown_keys(dn, &p, DETECTOR_KEYS);
+                cfg.detectors = Some(DetectorSwitches {
+                    generic_repeat: self.boolean(dn, &p, "genericRepeat"),
+                    known_poll_no_progress: self.boolean(dn, &p, "knownPollNoProgress"),
+                    ping_pong: self.boolean(dn, &p, "pingPong"),
+                });
+            }
+        }
+        if let Some(g) = node.get("postCompactionGuard") {
+            let p = format!("{path}.postCompactionGuard");
+            if let Some(gn) = self.expect_object(&g.value, &p, g.key_pos) {
+                self.check_duplicates(gn, &p);
+                self.unknown_keys(gn, &p, GUARD_KEYS);
+                cfg.post_compaction_guard = Some(PostCompactionGuardConfig {
+                    window_size: self.positive_int(
+                        gn,
+                        &p,
+                        "windowSize",
+                        f64::from(DEFAULT_WINDOW_SIZE),
+                        &mut None,
+                    ),
+                });
+            }
+        }
+        Some(cfg)
+    }
+
+    fn agent(&mut self, item: &Node, path: &str) -> Option<(AgentConfig, Positions)> {
+        let NodeValue::Object(_) = item.value else {
+            self.push(
+                Severity::Warning,
+                DiagnosticKind::Ignored,
+                path,
+                item.pos,
+                format!("agent entry is {}, not an object; loopguard ignores it", item.value.type_name()),
+            );
+            return None;
+        };
+        let id = match item.get("id").map(|e| &e.value.value) {
+            Some(NodeValue::String(s)) => s.clone(),
+            other => {
+                let found = other.map_or("nothing", NodeValue::type_name);
+                self.push(
+                    Severity::Warning,
+                    DiagnosticKind::Ignored,
+                    &format!("{path}.id"),
+                    item.pos,
+                    format!("an agent needs a string id, found {found}; loopguard ignores this entry"),
+                );
+                return None;
+            }
+        };
+        let mut pos = Positions::default();
+        let mut loop_detection = None;
+        if let Some(tools) = item.get("tools") {
+            match tools.value.value {
+                NodeValue::Object(_) => {
+                    if let Some(block) = tools.value.get("loopDetection") {
+                        loop_detection =
+                            self.block(&block.value, &format!("{path}.tools.loopDetection"), &mut pos);
+                    }
+                }
+                _ => self.ignored(tools, &format!("{path}.tools"), "is not an object"),
+            }
+        }
+        Some((AgentConfig { id, loop_detection }, pos))
+    }
+
+    /// Reports every raise the resolution of `block` performs.
+    fn auto_raises(&mut self, block: Option<&LoopDetectionConfig>, path: &str, own: &Positions, inherited: &Positions) {
+        let Some(block) = block else { return };
+        let w = super::as_positive_int(block.warning_threshold, DEFAULT_WARNING_THRESHOLD);
+        let c0 = super::as_positive_int(block.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
+        let g0 = super::as_positive_int(
+            block.global_circuit_breaker_threshold,
+            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+        );
+        let at = |p: Option<Pos>, q: Option<Pos>| p.or(q);
+        let mut c = c0;
+        if c <= w {
+            c = w + 1.0;
+            let pos = at(own.critical, own.warning)
+                .or(at(inherited.critical, inherited.warning))
+                .or(own.block)
+                .unwrap_or_default();
+            self.push(
+                Severity::Warning,
+                DiagnosticKind::AutoRaised,
+                &format!("{path}.criticalThreshold"),
+                pos,
+                format!(
+                    "criticalThreshold {} is not above warningThreshold {}; it is raised to {}",
+                    fmt_num(c0),
+                    fmt_num(w),
+                    fmt_num(c)
+                ),
+            );
+        }
+        if g0 <= c {
+            let g = c + 1.0;
+            let pos = at(own.global, own.critical)
+                .or(own.warning)
+                .or(at(inherited.global, inherited.critical))
+                .or(own.block)
+                .unwrap_or_default();
+            self.push(
+                Severity::Warning,
+                DiagnosticKind::AutoRaised,
+                &format!("{path}.globalCircuitBreakerThreshold"),
+                pos,
+                format!(
+                    "globalCircuitBreakerThreshold {} is not above criticalThreshold {}; it is raised to {}",
+                    fmt_num(g0),
+                    fmt_num(c),
+                    fmt_num(g)
+                ),
+            );
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn fmt_num(n: f64) -> String {
+    crate::canonical::js_number(n, &mut ryu_js::Buffer::new()).to_string()
+}
+
+/// The known key closest to `key`, if it is close enough to be a likely typo.
+fn suggest(key: &str, known: &[&str]) -> Option<String> {
+    let lower = key.to_lowercase();
+    known
+        .iter()
+        .map(|k| (strsim::levenshtein(&lower, &k.to_lowercase()), *k))
+        .filter(|(d, k)| *d <= (k.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diags(text: &str) -> Vec<(Severity, String, u32, String)> {
+        load(text)
+            .unwrap()
+            .diagnostics
+            .into_iter()
+            .map(|d| (d.severity, d.path, d.pos.line, d.message))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_from_an_empty_file() {
+        let l = load("{}").unwrap();
+        assert!(l.diagnostics.is_empty());
+        assert_eq!(l.config, OpenClawConfig::default());
+    }
+
+    #[test]
+    fn unknown_key_with_suggestion_and_line() {
+        let d = diags("{\n tools: {\n  loopDetection: {\n   warningThresold: 5,\n   repeatThreshold: 3,\n  },\n },\n}");
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].0, Severity::Error);
+        assert_eq!(d[0].1, "tools.loopDetection.warningThresold");
+        assert_eq!(d[0].2, 4);
+        assert!(d[0].3.contains("did you mean `warningThreshold`"), "{}", d[0].3);
+        assert!(d[1].3.contains("#33182"), "{}", d[1].3);
+    }
+
+    #[test]
+    fn wrong_types_and_non_positive_numbers() {
+        let d = diags(r#"{"tools":{"loopDetection":{"enabled":"yes","historySize":0,"criticalThreshold":2.5,"detectors":{"pingPong":1},"postCompactionGuard":{"windowSize":-1}}}}"#);
+        let paths: Vec<_> = d.iter().map(|x| (x.0, x.1.as_str())).collect();
+        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.enabled")));
+        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.historySize")));
+        assert!(paths.contains(&(Severity::Warning, "tools.loopDetection.historySize")));
+        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.criticalThreshold")));
+        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.detectors.pingPong")));
+        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.postCompactionGuard.windowSize")));
+        let l = load(r#"{"tools":{"loopDetection":{"historySize":0}}}"#).unwrap();
+        assert_eq!(l.config.policy_for(None).resolved.history_size, 30);
+    }
+
+    #[test]
+    fn auto_raise_is_a_warning_naming_the_field_and_value() {
+        let d = diags("{tools:{loopDetection:{\nwarningThreshold: 30,\n}}}");
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d.iter().all(|x| x.0 == Severity::Warning));
+        assert_eq!(d[0].1, "tools.loopDetection.criticalThreshold");
+        assert!(d[0].3.contains("raised to 31"));
+        assert_eq!(d[1].1, "tools.loopDetection.globalCircuitBreakerThreshold");
+        assert!(d[1].3.contains("raised to 32"));
+        assert_eq!(d[0].2, 2);
+    }
+
+    #[test]
+    fn agent_blocks_are_validated_and_merged() {
+        let text = r#"{
+          tools: { loopDetection: { enabled: true, detectors: { pingPong: false } } },
+          agents: { list: [
+            { id: "Alpha", tools: { loopDetection: { warningThreshold: 25, detectors: { genericRepeat: false } } } },
+            { id: "beta" },
+            { name: "no id" },
+          ] },
+        }"#;
+        let l = load(text).unwrap();
+        let d: Vec<_> = l.diagnostics.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(d, ["agents.list[0].tools.loopDetection.criticalThreshold", "agents.list[2].id"]);
+        let p = l.config.policy_for(Some("ALPHA "));
+        assert_eq!(p.resolved.critical_threshold, 26.0);
+        assert!(!p.resolved.generic_repeat && !p.resolved.ping_pong);
+        assert!(l.config.policy_for(Some("beta")).resolved.generic_repeat);
+    }
+
+    #[test]
+    fn syntax_errors_and_non_objects() {
+        assert!(matches!(load("{ tools: }"), Err(LoadError::Syntax(_))));
+        assert!(matches!(load("[1]"), Err(LoadError::NotAnObject { .. })));
+    }
+}

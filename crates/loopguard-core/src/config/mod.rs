@@ -1,0 +1,485 @@
+//! `tools.loopDetection`: the configuration block, its defaults, resolution and merging.
+//!
+//! There are three layers:
+//!
+//! * [`LoopDetectionConfig`]: what a user wrote, every field optional (OpenClaw's
+//!   `ToolLoopDetectionConfig`). Numbers are kept as written (`f64`) because resolution
+//!   must see `0`, `-1` or `2.5` to fall back to the default the way OpenClaw does.
+//! * [`LoopDetectionConfig::merge`]: a per-agent block over the global one, field by field,
+//!   including the nested `detectors` and `postCompactionGuard` objects.
+//! * [`ResolvedConfig`] / [`Policy`]: the numbers the detectors use, after the
+//!   positive-integer fallback and the auto-raise of `criticalThreshold` and
+//!   `globalCircuitBreakerThreshold`.
+//!
+//! [`OpenClawConfig`] reads a whole OpenClaw config file (JSON5 or JSON) and reports every
+//! problem as a [`Diagnostic`] with its line and key path; see [`load`].
+
+pub mod json5;
+mod load;
+
+pub use load::{Diagnostic, DiagnosticKind, LoadError, Loaded, Severity};
+
+/// Default `historySize`.
+pub const DEFAULT_HISTORY_SIZE: usize = 30;
+/// Default `warningThreshold`.
+pub const DEFAULT_WARNING_THRESHOLD: f64 = 10.0;
+/// Default `criticalThreshold`.
+pub const DEFAULT_CRITICAL_THRESHOLD: f64 = 20.0;
+/// Default `unknownToolThreshold`.
+pub const DEFAULT_UNKNOWN_TOOL_THRESHOLD: f64 = 10.0;
+/// Default `globalCircuitBreakerThreshold`.
+pub const DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD: f64 = 30.0;
+/// Default `postCompactionGuard.windowSize`.
+pub const DEFAULT_WINDOW_SIZE: u32 = 3;
+
+/// The `tools.loopDetection` block as written; `None` means "not set".
+///
+/// ```
+/// use loopguard_core::config::LoopDetectionConfig;
+/// let cfg = LoopDetectionConfig { enabled: Some(true), warning_threshold: Some(25.0), ..Default::default() };
+/// let r = cfg.resolve();
+/// assert_eq!((r.warning_threshold, r.critical_threshold, r.global_circuit_breaker_threshold), (25.0, 26.0, 30.0));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopDetectionConfig {
+    /// Master switch of the rolling-history detectors (default off).
+    pub enabled: Option<bool>,
+    /// How many calls the session history keeps.
+    pub history_size: Option<f64>,
+    /// Count at which warnings start.
+    pub warning_threshold: Option<f64>,
+    /// Consecutive unknown-tool failures that block.
+    pub unknown_tool_threshold: Option<f64>,
+    /// Count at which identical outcomes block.
+    pub critical_threshold: Option<f64>,
+    /// Identical no-progress outcomes that block whatever the detector switches say.
+    pub global_circuit_breaker_threshold: Option<f64>,
+    /// Per-detector switches.
+    pub detectors: Option<DetectorSwitches>,
+    /// The post-compaction guard's settings.
+    pub post_compaction_guard: Option<PostCompactionGuardConfig>,
+}
+
+/// `detectors.*`: each detector on unless set to `false`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DetectorSwitches {
+    /// `detectors.genericRepeat`
+    pub generic_repeat: Option<bool>,
+    /// `detectors.knownPollNoProgress`
+    pub known_poll_no_progress: Option<bool>,
+    /// `detectors.pingPong`
+    pub ping_pong: Option<bool>,
+}
+
+/// `postCompactionGuard.*`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PostCompactionGuardConfig {
+    /// Attempts watched after a compaction, and identical triples that abort.
+    pub window_size: Option<f64>,
+}
+
+/// OpenClaw's `asPositiveInt`: the value when it is an integer above zero, else `fallback`.
+///
+/// ```
+/// use loopguard_core::config::as_positive_int;
+/// assert_eq!(as_positive_int(Some(4.0), 10.0), 4.0);
+/// for bad in [Some(0.0), Some(-1.0), Some(2.5), Some(f64::NAN), Some(f64::INFINITY), None] {
+///     assert_eq!(as_positive_int(bad, 10.0), 10.0);
+/// }
+/// ```
+pub fn as_positive_int(v: Option<f64>, fallback: f64) -> f64 {
+    match v {
+        Some(n) if n.is_finite() && n.fract() == 0.0 && n > 0.0 => n,
+        _ => fallback,
+    }
+}
+
+/// The resolved numbers and switches the detectors use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedConfig {
+    /// `enabled === true`.
+    pub enabled: bool,
+    /// History length.
+    pub history_size: usize,
+    /// W.
+    pub warning_threshold: f64,
+    /// U.
+    pub unknown_tool_threshold: f64,
+    /// C, above W.
+    pub critical_threshold: f64,
+    /// G, above C.
+    pub global_circuit_breaker_threshold: f64,
+    /// `detectors.genericRepeat`
+    pub generic_repeat: bool,
+    /// `detectors.knownPollNoProgress`
+    pub known_poll_no_progress: bool,
+    /// `detectors.pingPong`
+    pub ping_pong: bool,
+}
+
+impl Default for ResolvedConfig {
+    fn default() -> Self {
+        LoopDetectionConfig::default().resolve()
+    }
+}
+
+impl LoopDetectionConfig {
+    /// Resolves the block as OpenClaw's `resolveLoopDetectionConfig` does (Era B).
+    pub fn resolve(&self) -> ResolvedConfig {
+        let w = as_positive_int(self.warning_threshold, DEFAULT_WARNING_THRESHOLD);
+        let mut c = as_positive_int(self.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
+        let mut g = as_positive_int(
+            self.global_circuit_breaker_threshold,
+            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+        );
+        if c <= w {
+            c = w + 1.0;
+        }
+        if g <= c {
+            g = c + 1.0;
+        }
+        let d = self.detectors.clone().unwrap_or_default();
+        let history = as_positive_int(self.history_size, DEFAULT_HISTORY_SIZE as f64);
+        ResolvedConfig {
+            enabled: self.enabled.unwrap_or(false),
+            history_size: if history >= usize::MAX as f64 {
+                usize::MAX
+            } else {
+                history as usize
+            },
+            warning_threshold: w,
+            unknown_tool_threshold: as_positive_int(
+                self.unknown_tool_threshold,
+                DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+            ),
+            critical_threshold: c,
+            global_circuit_breaker_threshold: g,
+            generic_repeat: d.generic_repeat.unwrap_or(true),
+            known_poll_no_progress: d.known_poll_no_progress.unwrap_or(true),
+            ping_pong: d.ping_pong.unwrap_or(true),
+        }
+    }
+
+    /// Merges a per-agent block over the global one (`resolveToolLoopDetectionConfig`).
+    ///
+    /// With only one of them, that one is returned unchanged. With both, agent fields win,
+    /// and `detectors` and `postCompactionGuard` are merged field by field.
+    ///
+    /// ```
+    /// use loopguard_core::config::{DetectorSwitches, LoopDetectionConfig};
+    /// let global = LoopDetectionConfig {
+    ///     enabled: Some(true),
+    ///     detectors: Some(DetectorSwitches { ping_pong: Some(false), ..Default::default() }),
+    ///     ..Default::default()
+    /// };
+    /// let agent = LoopDetectionConfig {
+    ///     detectors: Some(DetectorSwitches { generic_repeat: Some(false), ..Default::default() }),
+    ///     ..Default::default()
+    /// };
+    /// let m = LoopDetectionConfig::merge(Some(&global), Some(&agent)).unwrap();
+    /// let d = m.detectors.unwrap();
+    /// assert_eq!((d.ping_pong, d.generic_repeat, m.enabled), (Some(false), Some(false), Some(true)));
+    /// ```
+    pub fn merge(global: Option<&Self>, agent: Option<&Self>) -> Option<Self> {
+        let (g, a) = match (global, agent) {
+            (None, None) => return None,
+            (Some(g), None) => return Some(g.clone()),
+            (None, Some(a)) => return Some(a.clone()),
+            (Some(g), Some(a)) => (g, a),
+        };
+        let gd = g.detectors.clone().unwrap_or_default();
+        let ad = a.detectors.clone().unwrap_or_default();
+        let gp = g.post_compaction_guard.clone().unwrap_or_default();
+        let ap = a.post_compaction_guard.clone().unwrap_or_default();
+        Some(LoopDetectionConfig {
+            enabled: a.enabled.or(g.enabled),
+            history_size: a.history_size.or(g.history_size),
+            warning_threshold: a.warning_threshold.or(g.warning_threshold),
+            unknown_tool_threshold: a.unknown_tool_threshold.or(g.unknown_tool_threshold),
+            critical_threshold: a.critical_threshold.or(g.critical_threshold),
+            global_circuit_breaker_threshold: a
+                .global_circuit_breaker_threshold
+                .or(g.global_circuit_breaker_threshold),
+            detectors: Some(DetectorSwitches {
+                generic_repeat: ad.generic_repeat.or(gd.generic_repeat),
+                known_poll_no_progress: ad.known_poll_no_progress.or(gd.known_poll_no_progress),
+                ping_pong: ad.ping_pong.or(gd.ping_pong),
+            }),
+            post_compaction_guard: Some(PostCompactionGuardConfig {
+                window_size: ap.window_size.or(gp.window_size),
+            }),
+        })
+    }
+}
+
+/// The post-compaction guard's effective settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GuardSettings {
+    /// On unless `enabled` is explicitly `false`.
+    pub enabled: bool,
+    /// `postCompactionGuard.windowSize` with the fallback to 3.
+    pub window_size: u32,
+}
+
+/// Everything the engine needs for one agent: the merged block, resolved.
+///
+/// ```
+/// use loopguard_core::config::Policy;
+/// let p = Policy::from_block(None);
+/// assert!(!p.resolved.enabled);        // detectors need `enabled: true`
+/// assert!(p.records_calls);            // but calls are recorded unless `enabled: false`
+/// assert!(p.guard.enabled);            // and the post-compaction guard runs
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// The merged block (`None` when neither a global nor an agent block exists).
+    pub block: Option<LoopDetectionConfig>,
+    /// The resolved detector settings.
+    pub resolved: ResolvedConfig,
+    /// `enabled !== false`: the pre-call record is written.
+    pub records_calls: bool,
+    /// The post-compaction guard's settings.
+    pub guard: GuardSettings,
+}
+
+impl Policy {
+    /// Resolves a merged block.
+    pub fn from_block(block: Option<LoopDetectionConfig>) -> Self {
+        let resolved = block.clone().unwrap_or_default().resolve();
+        let explicit_off = block.as_ref().and_then(|b| b.enabled) == Some(false);
+        let window = as_positive_int(
+            block
+                .as_ref()
+                .and_then(|b| b.post_compaction_guard.as_ref())
+                .and_then(|p| p.window_size),
+            f64::from(DEFAULT_WINDOW_SIZE),
+        );
+        Policy {
+            block,
+            resolved,
+            records_calls: !explicit_off,
+            guard: GuardSettings {
+                enabled: !explicit_off,
+                window_size: if window >= f64::from(u32::MAX) {
+                    u32::MAX
+                } else {
+                    window as u32
+                },
+            },
+        }
+    }
+
+    /// A policy with detection switched on and every default.
+    pub fn enabled() -> Self {
+        Policy::from_block(Some(LoopDetectionConfig {
+            enabled: Some(true),
+            ..Default::default()
+        }))
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::from_block(None)
+    }
+}
+
+/// An `agents.list[]` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    /// `id` as written.
+    pub id: String,
+    /// `tools.loopDetection` of this agent.
+    pub loop_detection: Option<LoopDetectionConfig>,
+}
+
+/// The parts of an OpenClaw config file loopguard reads.
+///
+/// ```
+/// use loopguard_core::config::OpenClawConfig;
+/// let loaded = OpenClawConfig::from_json5(r#"{
+///   tools: { loopDetection: { enabled: true, warningThreshold: 10 } },
+///   agents: { list: [ { id: "Safe-Runner", tools: { loopDetection: { warningThreshold: 8 } } } ] },
+/// }"#).unwrap();
+/// assert!(loaded.diagnostics.is_empty());
+/// let cfg = loaded.config;
+/// assert_eq!(cfg.policy_for(Some(" safe-runner ")).resolved.warning_threshold, 8.0);
+/// assert_eq!(cfg.policy_for(Some("other")).resolved.warning_threshold, 10.0);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpenClawConfig {
+    /// `tools.loopDetection`.
+    pub loop_detection: Option<LoopDetectionConfig>,
+    /// `agents.list[]`, in file order.
+    pub agents: Vec<AgentConfig>,
+}
+
+/// Agent ids are compared trimmed and case-insensitively (decisions.md item 5).
+pub fn normalize_agent_id(id: &str) -> String {
+    id.trim().to_lowercase()
+}
+
+impl OpenClawConfig {
+    /// Reads an OpenClaw config text (JSON5 or JSON). See [`load`].
+    pub fn from_json5(text: &str) -> Result<Loaded, LoadError> {
+        load::load(text)
+    }
+
+    /// The agent entry for `agent_id`: the first whose trimmed id matches case-insensitively.
+    pub fn agent(&self, agent_id: &str) -> Option<&AgentConfig> {
+        let want = normalize_agent_id(agent_id);
+        self.agents
+            .iter()
+            .find(|a| normalize_agent_id(&a.id) == want)
+    }
+
+    /// The merged block for an agent (or the global block when the agent has no entry).
+    pub fn block_for(&self, agent_id: Option<&str>) -> Option<LoopDetectionConfig> {
+        let agent = agent_id
+            .and_then(|id| self.agent(id))
+            .and_then(|a| a.loop_detection.as_ref());
+        LoopDetectionConfig::merge(self.loop_detection.as_ref(), agent)
+    }
+
+    /// The resolved policy for an agent.
+    pub fn policy_for(&self, agent_id: Option<&str>) -> Policy {
+        Policy::from_block(self.block_for(agent_id))
+    }
+}
+
+/// The threshold of OpenClaw's always-on unknown-tool stream guard.
+///
+/// Unlike [`as_positive_int`], a fractional value is floored: 3.7 gives 3.
+///
+/// ```
+/// use loopguard_core::config::{unknown_tool_guard_threshold, LoopDetectionConfig};
+/// let t = |v| unknown_tool_guard_threshold(Some(&LoopDetectionConfig { unknown_tool_threshold: v, ..Default::default() }));
+/// assert_eq!(t(Some(3.7)), 3);
+/// assert_eq!(t(Some(0.0)), 10);
+/// assert_eq!(t(None), 10);
+/// ```
+pub fn unknown_tool_guard_threshold(block: Option<&LoopDetectionConfig>) -> u64 {
+    match block.and_then(|b| b.unknown_tool_threshold) {
+        Some(n) if n.is_finite() && n > 0.0 => n.floor() as u64,
+        _ => DEFAULT_UNKNOWN_TOOL_THRESHOLD as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(w: Option<f64>, c: Option<f64>, g: Option<f64>) -> (f64, f64, f64) {
+        let r = LoopDetectionConfig {
+            warning_threshold: w,
+            critical_threshold: c,
+            global_circuit_breaker_threshold: g,
+            ..Default::default()
+        }
+        .resolve();
+        (
+            r.warning_threshold,
+            r.critical_threshold,
+            r.global_circuit_breaker_threshold,
+        )
+    }
+
+    #[test]
+    fn auto_raise_table() {
+        assert_eq!(cfg(Some(25.0), None, None), (25.0, 26.0, 30.0));
+        assert_eq!(cfg(Some(30.0), None, None), (30.0, 31.0, 32.0));
+        assert_eq!(cfg(None, Some(35.0), None), (10.0, 35.0, 36.0));
+        assert_eq!(cfg(Some(5.0), Some(5.0), None), (5.0, 6.0, 30.0));
+        assert_eq!(cfg(Some(2.0), Some(4.0), None), (2.0, 4.0, 30.0));
+        assert_eq!(cfg(Some(0.0), Some(2.5), None), (10.0, 20.0, 30.0));
+    }
+
+    #[test]
+    fn history_size_falls_back() {
+        let r = LoopDetectionConfig {
+            history_size: Some(0.0),
+            ..Default::default()
+        }
+        .resolve();
+        assert_eq!(r.history_size, 30);
+    }
+
+    #[test]
+    fn merge_scenario_66() {
+        let global = LoopDetectionConfig {
+            enabled: Some(true),
+            warning_threshold: Some(10.0),
+            detectors: Some(DetectorSwitches {
+                ping_pong: Some(false),
+                ..Default::default()
+            }),
+            post_compaction_guard: Some(PostCompactionGuardConfig {
+                window_size: Some(5.0),
+            }),
+            ..Default::default()
+        };
+        let agent = LoopDetectionConfig {
+            warning_threshold: Some(8.0),
+            detectors: Some(DetectorSwitches {
+                generic_repeat: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let m = LoopDetectionConfig::merge(Some(&global), Some(&agent)).unwrap();
+        assert_eq!(
+            m,
+            LoopDetectionConfig {
+                enabled: Some(true),
+                warning_threshold: Some(8.0),
+                detectors: Some(DetectorSwitches {
+                    ping_pong: Some(false),
+                    generic_repeat: Some(false),
+                    known_poll_no_progress: None
+                }),
+                post_compaction_guard: Some(PostCompactionGuardConfig {
+                    window_size: Some(5.0)
+                }),
+                ..Default::default()
+            }
+        );
+        assert_eq!(
+            LoopDetectionConfig::merge(Some(&global), None),
+            Some(global.clone())
+        );
+    }
+
+    #[test]
+    fn guard_wiring_scenario_79() {
+        assert!(Policy::from_block(None).guard.enabled);
+        let off = LoopDetectionConfig {
+            enabled: Some(false),
+            ..Default::default()
+        };
+        assert!(!Policy::from_block(Some(off.clone())).guard.enabled);
+        let on = LoopDetectionConfig {
+            enabled: Some(true),
+            ..Default::default()
+        };
+        let m = LoopDetectionConfig::merge(Some(&on), Some(&off));
+        assert!(!Policy::from_block(m).guard.enabled);
+    }
+
+    #[test]
+    fn unknown_tool_guard_threshold_scenario_91() {
+        let t = |enabled: Option<bool>, v: Option<f64>| {
+            unknown_tool_guard_threshold(Some(&LoopDetectionConfig {
+                enabled,
+                unknown_tool_threshold: v,
+                ..Default::default()
+            }))
+        };
+        assert_eq!(t(Some(false), None), 10);
+        assert_eq!(t(Some(false), Some(3.0)), 3);
+        assert_eq!(t(None, Some(4.0)), 4);
+        assert_eq!(t(None, Some(0.0)), 10);
+        assert_eq!(t(None, Some(-5.0)), 10);
+        assert_eq!(t(None, Some(f64::NAN)), 10);
+        assert_eq!(t(None, Some(3.7)), 3);
+    }
+}

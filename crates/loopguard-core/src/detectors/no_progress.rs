@@ -1,0 +1,48 @@
+//! The no-progress streak: how many times the same call returned the same outcome.
+//!
+//! Walking back from the newest record, records of other calls and records without an
+//! outcome are **skipped**, not treated as a break (OpenClaw did not adopt contiguous "tail"
+//! semantics, #71671). The first outcome found sets the reference; the first different
+//! outcome ends the streak.
+
+use crate::fingerprint::ArgsDigest;
+use crate::history::Record;
+use crate::outcome::ResultHash;
+
+/// The streak and the outcome it repeats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Streak {
+    /// Identical outcomes of identical calls.
+    pub count: u64,
+    /// The repeated outcome.
+    pub latest: Option<ResultHash>,
+}
+
+/// Computes the streak for `tool` with `args` over `history` (oldest first).
+pub fn streak<'h>(
+    history: impl DoubleEndedIterator<Item = &'h Record>,
+    tool: &[u8],
+    args: &ArgsDigest,
+) -> Streak {
+    let mut s = Streak::default();
+    for r in history.rev() {
+        if !r.same_call(tool, args) {
+            continue;
+        }
+        let Some(h) = r.result else { continue };
+        match s.latest {
+            None => {
+                s.latest = Some(h);
+                s.count = 1;
+            }
+            Some(l) if l == h => s.count += 1,
+            Some(_) => break,
+        }
+    }
+    s
+}
+
+/// `latestResultHash ?? "none"` as it appears in warning keys.
+pub(crate) fn latest_or_none(s: &Streak) -> String {
+    s.latest.map_or_else(|| "none".to_string(), |h| h.to_string())
+}

@@ -1,0 +1,215 @@
+//! The session's rolling history of tool calls (`toolCallHistory`).
+//!
+//! One history per session, shared by all of its runs: trimming ignores run ids, while
+//! detection only looks at the records of the current run ([`History::scoped`]). A call is
+//! recorded before it runs; its outcome is attached to that record afterwards, or appended
+//! as a new record when no pending record matches (OpenClaw's `recordToolCallOutcome`).
+
+use crate::fingerprint::ArgsDigest;
+use crate::outcome::ResultHash;
+use crate::value::JsString;
+
+/// An owned JavaScript string (tool names, run ids and call ids are held as given).
+pub type Name = JsString<'static>;
+
+/// One history entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// The tool name as given.
+    pub tool: Name,
+    /// The argument digest (`argsHash` is `tool:hex(args)`).
+    pub args: ArgsDigest,
+    /// The provider's call id, used to pair the outcome with the call.
+    pub call_id: Option<Name>,
+    /// The normalised run id (trimmed, never empty).
+    pub run: Option<Name>,
+    /// Set when the outcome is recorded.
+    pub result: Option<ResultHash>,
+    /// The missing tool an error named, if any.
+    pub unknown_tool: Option<Box<str>>,
+    /// Milliseconds since the epoch, as the caller reported it; set once.
+    pub timestamp_ms: u64,
+}
+
+impl Record {
+    /// `true` when both records have the same `argsHash` string.
+    #[inline]
+    pub fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
+        self.args == *args && self.tool.as_wtf8() == tool
+    }
+
+    /// `true` when two records have the same `argsHash` string.
+    #[inline]
+    pub fn same_signature(&self, other: &Record) -> bool {
+        self.same_call(other.tool.as_wtf8(), &other.args)
+    }
+
+    fn in_run(&self, run: Option<&[u8]>) -> bool {
+        self.run.as_ref().map(JsString::as_wtf8) == run
+    }
+}
+
+/// Normalises a run id as OpenClaw does: trimmed; blank means none.
+///
+/// ```
+/// use loopguard_core::history::normalize_run;
+/// assert_eq!(normalize_run(Some(b" run-1 ")), Some(&b"run-1"[..]));
+/// assert_eq!(normalize_run(Some(b"   ")), None);
+/// ```
+pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
+    run.map(crate::text::js_trim).filter(|r| !r.is_empty())
+}
+
+/// The rolling history of one session.
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    records: Vec<Record>,
+}
+
+impl History {
+    /// All records, oldest first, across runs.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The records of one (normalised) run, oldest first.
+    pub fn scoped<'h>(
+        &'h self,
+        run: Option<&'h [u8]>,
+    ) -> impl DoubleEndedIterator<Item = &'h Record> + Clone + 'h {
+        self.records.iter().filter(move |r| r.in_run(run))
+    }
+
+    /// Appends a record, then drops the oldest until at most `limit` remain.
+    pub fn push(&mut self, record: Record, limit: usize) {
+        self.records.push(record);
+        if self.records.len() > limit {
+            let excess = self.records.len() - limit;
+            self.records.drain(..excess);
+        }
+    }
+
+    /// Attaches an outcome to the newest matching pending record, or appends one.
+    ///
+    /// A record matches when its run, tool and arguments are equal, it has no outcome yet,
+    /// and (when `call_id` is non-empty) its call id is equal. Returns the updated record.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_outcome(
+        &mut self,
+        run: Option<&[u8]>,
+        call_id: Option<&JsString<'_>>,
+        tool: &JsString<'_>,
+        args: ArgsDigest,
+        result: ResultHash,
+        unknown_tool: Option<String>,
+        timestamp_ms: u64,
+        limit: usize,
+    ) -> &Record {
+        let call_id = call_id.filter(|c| !c.is_empty());
+        let found = self.records.iter().rposition(|r| {
+            r.in_run(run)
+                && call_id.is_none_or(|c| r.call_id.as_ref().map(JsString::as_wtf8) == Some(c.as_wtf8()))
+                && r.same_call(tool.as_wtf8(), &args)
+                && r.result.is_none()
+        });
+        let index = match found {
+            Some(i) => {
+                let r = &mut self.records[i];
+                r.result = Some(result);
+                r.unknown_tool = unknown_tool.map(String::into_boxed_str);
+                i
+            }
+            None => {
+                self.records.push(Record {
+                    tool: tool.clone().into_owned(),
+                    args,
+                    call_id: call_id.map(|c| c.clone().into_owned()),
+                    run: run.map(owned_name),
+                    result: Some(result),
+                    unknown_tool: unknown_tool.map(String::into_boxed_str),
+                    timestamp_ms,
+                });
+                self.records.len() - 1
+            }
+        };
+        let excess = self.records.len().saturating_sub(limit);
+        if excess > 0 {
+            self.records.drain(..excess);
+        }
+        // If trimming removed the record itself (a limit of 0 cannot happen: limits are
+        // positive), fall back to the newest one.
+        let i = index.saturating_sub(excess).min(self.records.len() - 1);
+        &self.records[i]
+    }
+}
+
+/// Copies WTF-8 bytes into a [`Name`].
+pub(crate) fn owned_name(bytes: &[u8]) -> Name {
+    let lone = std::str::from_utf8(bytes).is_err();
+    JsString::from_wtf8(std::borrow::Cow::Owned(bytes.to_vec()), lone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(tool: &str, n: u8, run: Option<&str>) -> Record {
+        Record {
+            tool: JsString::from(tool.to_string()),
+            args: ArgsDigest([n; 32]),
+            call_id: None,
+            run: run.map(|r| JsString::from(r.to_string())),
+            result: None,
+            unknown_tool: None,
+            timestamp_ms: 0,
+        }
+    }
+
+    #[test]
+    fn trims_to_limit_oldest_first() {
+        let mut h = History::default();
+        for i in 0..40 {
+            h.push(rec("tool", i, None), 30);
+        }
+        assert_eq!(h.records().len(), 30);
+        assert_eq!(h.records()[0].args, ArgsDigest([10; 32]));
+    }
+
+    #[test]
+    fn scope_isolates_runs() {
+        let mut h = History::default();
+        h.push(rec("a", 1, Some("r1")), 30);
+        h.push(rec("a", 2, None), 30);
+        h.push(rec("a", 3, Some("r2")), 30);
+        assert_eq!(h.scoped(Some(b"r1")).count(), 1);
+        assert_eq!(h.scoped(None).count(), 1);
+        assert_eq!(h.scoped(Some(b"r3")).count(), 0);
+    }
+
+    #[test]
+    fn outcome_in_another_run_is_appended() {
+        let mut h = History::default();
+        let mut r = rec("read", 1, Some("run-1"));
+        r.call_id = Some(JsString::from("call-1".to_string()));
+        h.push(r, 30);
+        let res = ResultHash {
+            is_error: false,
+            digest: [9; 32],
+        };
+        let tool = JsString::from("read");
+        let id = JsString::from("call-1");
+        let got = h.record_outcome(
+            Some(b"run-2"),
+            Some(&id),
+            &tool,
+            ArgsDigest([1; 32]),
+            res,
+            None,
+            5,
+            30,
+        );
+        assert_eq!(got.run.as_ref().unwrap().as_wtf8(), b"run-2");
+        assert_eq!(h.records().len(), 2);
+        assert!(h.records()[0].result.is_none());
+    }
+}

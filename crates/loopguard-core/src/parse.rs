@@ -1,0 +1,516 @@
+//! JSON text to [`Value`], with `JSON.parse` semantics.
+//!
+//! Why not `serde_json`: OpenClaw hashes what JavaScript's `JSON.parse` produced, and three of
+//! its behaviours are not available there: lone surrogate escapes (`"\ud800"`) are kept, every
+//! number becomes an `f64` however many digits or however large its exponent (`1e400` is
+//! `Infinity`), and a repeated key keeps its last value. The parser is also the hot path of
+//! `loopguard replay`, so strings without escapes are borrowed from the input untouched.
+//!
+//! Nesting is limited to [`MAX_DEPTH`] levels so that no input can exhaust the stack.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::value::{push_wtf8, JsString, Object, Value};
+
+/// The deepest nesting of arrays and objects the parser accepts.
+pub const MAX_DEPTH: usize = 512;
+
+/// Why a JSON text was rejected, and where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} at byte {offset}")]
+pub struct ParseError {
+    /// What went wrong.
+    pub kind: ParseErrorKind,
+    /// Byte offset into the input.
+    pub offset: usize,
+}
+
+/// The kinds of [`ParseError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseErrorKind {
+    /// The input is not UTF-8.
+    InvalidUtf8,
+    /// The input ended inside a value.
+    UnexpectedEnd,
+    /// A byte that cannot start or continue a value here.
+    UnexpectedChar(char),
+    /// A raw control character inside a string.
+    ControlCharInString,
+    /// A backslash escape that JSON does not define.
+    InvalidEscape,
+    /// A malformed number.
+    InvalidNumber,
+    /// Non-whitespace after the value.
+    TrailingCharacters,
+    /// Nesting deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+impl fmt::Display for ParseErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseErrorKind::InvalidUtf8 => f.write_str("invalid UTF-8"),
+            ParseErrorKind::UnexpectedEnd => f.write_str("unexpected end of JSON input"),
+            ParseErrorKind::UnexpectedChar(c) => write!(f, "unexpected character {c:?}"),
+            ParseErrorKind::ControlCharInString => f.write_str("control character in string"),
+            ParseErrorKind::InvalidEscape => f.write_str("invalid escape in string"),
+            ParseErrorKind::InvalidNumber => f.write_str("invalid number"),
+            ParseErrorKind::TrailingCharacters => f.write_str("unexpected data after the value"),
+            ParseErrorKind::TooDeep => write!(f, "nesting deeper than {MAX_DEPTH} levels"),
+        }
+    }
+}
+
+/// Parses exactly one JSON value surrounded by optional whitespace.
+///
+/// ```
+/// use loopguard_core::{parse, Value};
+/// assert_eq!(parse(b" 9007199254740993 ").unwrap(), Value::Number(9007199254740992.0));
+/// assert_eq!(parse(b"1e400").unwrap(), Value::Number(f64::INFINITY));
+/// let lone = parse(br#""\ud800""#).unwrap();
+/// assert!(lone.as_js_str().unwrap().has_lone_surrogates());
+/// assert!(parse(b"[1,]").is_err());
+/// ```
+pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
+    if let Err(e) = std::str::from_utf8(input) {
+        return Err(ParseError {
+            kind: ParseErrorKind::InvalidUtf8,
+            offset: e.valid_up_to(),
+        });
+    }
+    let mut p = Parser { s: input, i: 0 };
+    p.skip_ws();
+    let v = p.value(0)?;
+    p.skip_ws();
+    if p.i != input.len() {
+        return Err(p.err(ParseErrorKind::TrailingCharacters));
+    }
+    Ok(v)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, kind: ParseErrorKind) -> ParseError {
+        ParseError {
+            kind,
+            offset: self.i,
+        }
+    }
+
+    fn unexpected(&self) -> ParseError {
+        match self.s.get(self.i) {
+            None => self.err(ParseErrorKind::UnexpectedEnd),
+            Some(_) => {
+                let c = std::str::from_utf8(&self.s[self.i..])
+                    .ok()
+                    .and_then(|t| t.chars().next())
+                    .unwrap_or('\u{FFFD}');
+                self.err(ParseErrorKind::UnexpectedChar(c))
+            }
+        }
+    }
+
+    #[inline]
+    fn skip_ws(&mut self) {
+        while let Some(&b) = self.s.get(self.i) {
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        match self.s.get(self.i) {
+            None => Err(self.err(ParseErrorKind::UnexpectedEnd)),
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(Value::String),
+            Some(b't') => self.literal(b"true", Value::Bool(true)),
+            Some(b'f') => self.literal(b"false", Value::Bool(false)),
+            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number().map(Value::Number),
+            Some(_) => Err(self.unexpected()),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], v: Value<'a>) -> Result<Value<'a>, ParseError> {
+        for &w in word {
+            if self.s.get(self.i) != Some(&w) {
+                return Err(self.unexpected());
+            }
+            self.i += 1;
+        }
+        Ok(v)
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(ParseErrorKind::TooDeep));
+        }
+        self.i += 1;
+        let mut entries = Vec::new();
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&b'}') {
+            self.i += 1;
+            return Ok(Value::Object(Object::default()));
+        }
+        loop {
+            if self.s.get(self.i) != Some(&b'"') {
+                return Err(self.unexpected());
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.unexpected());
+            }
+            self.i += 1;
+            self.skip_ws();
+            let v = self.value(depth)?;
+            entries.push((key, v));
+            self.skip_ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    self.skip_ws();
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(Object::from_entries(entries)));
+                }
+                _ => return Err(self.unexpected()),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(ParseErrorKind::TooDeep));
+        }
+        self.i += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.s.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            match self.s.get(self.i) {
+                Some(b',') => {
+                    self.i += 1;
+                    self.skip_ws();
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.unexpected()),
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<f64, ParseError> {
+        let start = self.i;
+        let s = self.s;
+        let mut i = self.i;
+        if s.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let int_start = i;
+        match s.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while matches!(s.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+            }
+            _ => {
+                self.i = i;
+                return Err(self.err(ParseErrorKind::InvalidNumber));
+            }
+        }
+        let int_end = i;
+        let mut simple = true;
+        if s.get(i) == Some(&b'.') {
+            simple = false;
+            i += 1;
+            let d = i;
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+            if i == d {
+                self.i = i;
+                return Err(self.err(ParseErrorKind::InvalidNumber));
+            }
+        }
+        if matches!(s.get(i), Some(b'e' | b'E')) {
+            simple = false;
+            i += 1;
+            if matches!(s.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            let d = i;
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+            if i == d {
+                self.i = i;
+                return Err(self.err(ParseErrorKind::InvalidNumber));
+            }
+        }
+        self.i = i;
+        // Integers of up to 15 digits are exact in f64; skip the general parser for them.
+        if simple && int_end - int_start <= 15 {
+            let mut n: u64 = 0;
+            for &d in &s[int_start..int_end] {
+                n = n * 10 + u64::from(d - b'0');
+            }
+            let f = n as f64;
+            return Ok(if int_start > start { -f } else { f });
+        }
+        // The grammar above is a subset of what `f64::from_str` accepts, and that parser
+        // rounds correctly, overflows to infinity and underflows to zero as JavaScript does.
+        let text = std::str::from_utf8(&s[start..i]).map_err(|_| ParseError {
+            kind: ParseErrorKind::InvalidNumber,
+            offset: start,
+        })?;
+        text.parse::<f64>().map_err(|_| ParseError {
+            kind: ParseErrorKind::InvalidNumber,
+            offset: start,
+        })
+    }
+
+    fn string(&mut self) -> Result<JsString<'a>, ParseError> {
+        let s = self.s;
+        self.i += 1;
+        let start = self.i;
+        let stop = find_string_special(s, self.i);
+        self.i = stop;
+        match s.get(stop) {
+            Some(b'"') => {
+                self.i += 1;
+                return Ok(JsString::from_parts(
+                    Cow::Borrowed(&s[start..stop]),
+                    true,
+                    false,
+                ));
+            }
+            Some(b'\\') => {}
+            Some(_) => return Err(self.err(ParseErrorKind::ControlCharInString)),
+            None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+        }
+        let mut out = Vec::with_capacity((stop - start) + 16);
+        out.extend_from_slice(&s[start..stop]);
+        let mut simple = true;
+        let mut lone = false;
+        loop {
+            match s.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    return Ok(JsString::from_parts(Cow::Owned(out), simple, lone));
+                }
+                Some(b'\\') => {
+                    let esc = s.get(self.i + 1).copied();
+                    self.i += 2;
+                    let c = match esc {
+                        Some(b'"') => b'"',
+                        Some(b'\\') => b'\\',
+                        Some(b'/') => b'/',
+                        Some(b'b') => 0x08,
+                        Some(b'f') => 0x0C,
+                        Some(b'n') => b'\n',
+                        Some(b'r') => b'\r',
+                        Some(b't') => b'\t',
+                        Some(b'u') => {
+                            let u = self.hex4()?;
+                            let cp = if (0xD800..0xDC00).contains(&u)
+                                && s.get(self.i) == Some(&b'\\')
+                                && s.get(self.i + 1) == Some(&b'u')
+                            {
+                                let save = self.i;
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)
+                                } else {
+                                    self.i = save;
+                                    u
+                                }
+                            } else {
+                                u
+                            };
+                            if (0xD800..0xE000).contains(&cp) {
+                                lone = true;
+                                simple = false;
+                            } else if cp < 0x20 || cp == 0x22 || cp == 0x5C {
+                                simple = false;
+                            }
+                            push_wtf8(&mut out, cp);
+                            continue;
+                        }
+                        None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+                        Some(_) => {
+                            self.i -= 1;
+                            return Err(self.err(ParseErrorKind::InvalidEscape));
+                        }
+                    };
+                    if needs_escape_char(c) {
+                        simple = false;
+                    }
+                    out.push(c);
+                }
+                Some(_) => {
+                    let stop = find_string_special(s, self.i);
+                    if stop == self.i {
+                        return Err(self.err(ParseErrorKind::ControlCharInString));
+                    }
+                    out.extend_from_slice(&s[self.i..stop]);
+                    self.i = stop;
+                }
+                None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, ParseError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let d = match self.s.get(self.i) {
+                Some(&b @ b'0'..=b'9') => b - b'0',
+                Some(&b @ b'a'..=b'f') => b - b'a' + 10,
+                Some(&b @ b'A'..=b'F') => b - b'A' + 10,
+                None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+                Some(_) => return Err(self.err(ParseErrorKind::InvalidEscape)),
+            };
+            v = v * 16 + u32::from(d);
+            self.i += 1;
+        }
+        Ok(v)
+    }
+}
+
+#[inline]
+fn needs_escape_char(c: u8) -> bool {
+    crate::value::needs_json_escape(c)
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+#[inline]
+fn has_zero_byte(w: u64) -> u64 {
+    w.wrapping_sub(LO) & !w & HI
+}
+
+/// Index of the first `"`, `\` or control character at or after `i` (or `s.len()`).
+///
+/// Eight bytes at a time: the lowest flagged byte of each test is always a real match.
+#[inline]
+pub(crate) fn find_string_special(s: &[u8], mut i: usize) -> usize {
+    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let t = has_zero_byte(w ^ (LO * u64::from(b'"')))
+            | has_zero_byte(w ^ (LO * u64::from(b'\\')))
+            | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        if t != 0 {
+            return i + (t.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() {
+        if needs_escape_char(s[i]) {
+            return i;
+        }
+        i += 1;
+    }
+    s.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_specials_at_every_position() {
+        for len in 0..20 {
+            for pos in 0..=len {
+                for special in [b'"', b'\\', 0x00, 0x1F] {
+                    let mut s = vec![b'a'; len];
+                    s.extend_from_slice("é€".as_bytes());
+                    if pos < len {
+                        s[pos] = special;
+                    }
+                    let want = if pos < len { pos } else { s.len() };
+                    assert_eq!(find_string_special(&s, 0), want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parses_numbers_like_javascript() {
+        for (t, want) in [
+            ("-0", -0.0),
+            ("0.1e1", 1.0),
+            ("123456789012345678901234567890", 1.2345678901234568e29),
+            ("1e-400", 0.0),
+            ("-1e400", f64::NEG_INFINITY),
+            ("18014398509481985", 18014398509481984.0),
+        ] {
+            let v = parse(t.as_bytes()).unwrap().as_f64().unwrap();
+            assert_eq!(v.to_bits(), want.to_bits(), "{t}");
+        }
+        for bad in ["01", "1.", ".5", "+1", "1e", "-", "0x10", "NaN", "Infinity"] {
+            assert!(parse(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn strings_keep_lone_surrogates_and_pair_real_ones() {
+        let v = parse(br#""\ud83d\ude48 \ud800x \udc00 \u00e9\n""#).unwrap();
+        let s = v.as_js_str().unwrap();
+        assert!(s.has_lone_surrogates());
+        let mut want = "🙈 ".as_bytes().to_vec();
+        want.extend_from_slice(&[0xED, 0xA0, 0x80]);
+        want.extend_from_slice(b"x ");
+        want.extend_from_slice(&[0xED, 0xB0, 0x80]);
+        want.extend_from_slice(" é\n".as_bytes());
+        assert_eq!(s.as_wtf8(), &want[..]);
+    }
+
+    #[test]
+    fn rejects_what_json_parse_rejects() {
+        for bad in [
+            "", "{", "[1,]", "{\"a\":1,}", "\"\t\"", "'x'", "{a:1}", "tru", "nul", "[1 2]",
+            "\"\\x\"", "\"\\u12\"", "1 2", "\"abc",
+        ] {
+            assert!(parse(bad.as_bytes()).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            parse(&[b'"', 0xFF, b'"']).unwrap_err().kind,
+            ParseErrorKind::InvalidUtf8
+        );
+    }
+
+    #[test]
+    fn depth_is_limited() {
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert!(parse(ok.as_bytes()).is_ok());
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert_eq!(
+            parse(deep.as_bytes()).unwrap_err().kind,
+            ParseErrorKind::TooDeep
+        );
+    }
+}

@@ -1,0 +1,453 @@
+//! The API an agent runtime embeds: one [`Session`] per agent session.
+//!
+//! Call [`Session::before_call`] before a tool runs (it answers allow / warn / block),
+//! [`Session::after_call`] with what the tool returned (it records the outcome and may
+//! abort the run when a loop survived a compaction), and [`Session::on_compaction`] when
+//! the runtime compacted the context. This is OpenClaw's before-tool-call wrapper:
+//!
+//! * detection runs only when `enabled` is `true`; the call is recorded unless `enabled` is
+//!   explicitly `false`; outcomes are always recorded;
+//! * a block does not record the call; the veto result is recorded as its outcome, and
+//!   since a veto has no hash, the block stays in force for the next identical call;
+//! * warnings are returned every time with an `emitted` flag from the bucket
+//!   de-duplication, so a runtime shows the model each warning once per ten calls;
+//! * the post-compaction guard belongs to a (session, run) pair.
+//!
+//! Every warning that is emitted, every block and every abort is also reported as a
+//! `tracing` event (target `loopguard::tool_loop`) with the fields of OpenClaw's
+//! `tool.loop` diagnostic event.
+
+use std::collections::HashMap;
+
+use crate::compaction_guard::{CompactionGuard, GuardAbort};
+use crate::config::Policy;
+use crate::detectors::{self, Detection, Level, Probe};
+use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
+use crate::history::{normalize_run, owned_name, History, Name, Record};
+use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
+use crate::value::{JsString, Object, Value};
+use crate::warnings::WarningBuckets;
+
+/// Whether blocks are enforced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// A blocked call does not run (OpenClaw's behaviour).
+    #[default]
+    Enforce,
+    /// Shadow mode: decisions are reported, but every call is treated as if it ran.
+    Observe,
+}
+
+/// A tool call, as the runtime knows it.
+///
+/// ```
+/// use loopguard_core::{Call, Value};
+/// let args = Value::parse(br#"{"path":"/a.txt"}"#).unwrap();
+/// let call = Call::new("read", &args).run("run-1").call_id("call-7");
+/// assert_eq!(call.tool.as_str(), Some("read"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Call<'a> {
+    /// Tool name, used as given.
+    pub tool: JsString<'a>,
+    /// The tool's parameters.
+    pub args: &'a Value<'a>,
+    /// The provider's tool-call id.
+    pub call_id: Option<JsString<'a>>,
+    /// The run id (trimmed; blank means none).
+    pub run: Option<JsString<'a>>,
+    /// The agent id, for diagnostics.
+    pub agent: Option<JsString<'a>>,
+    /// When the call was made, in milliseconds since the epoch (0 if unknown).
+    pub timestamp_ms: u64,
+}
+
+impl<'a> Call<'a> {
+    /// A call of `tool` with `args`.
+    pub fn new(tool: impl Into<JsString<'a>>, args: &'a Value<'a>) -> Self {
+        Call {
+            tool: tool.into(),
+            args,
+            call_id: None,
+            run: None,
+            agent: None,
+            timestamp_ms: 0,
+        }
+    }
+
+    /// Sets the run id.
+    pub fn run(mut self, run: impl Into<JsString<'a>>) -> Self {
+        self.run = Some(run.into());
+        self
+    }
+
+    /// Sets the provider's call id.
+    pub fn call_id(mut self, id: impl Into<JsString<'a>>) -> Self {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    /// Sets the agent id.
+    pub fn agent(mut self, agent: impl Into<JsString<'a>>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+
+    /// Sets the timestamp.
+    pub fn at(mut self, timestamp_ms: u64) -> Self {
+        self.timestamp_ms = timestamp_ms;
+        self
+    }
+
+    fn run_key(&self) -> Option<&[u8]> {
+        normalize_run(self.run.as_ref().map(JsString::as_wtf8))
+    }
+}
+
+/// What to do with a call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// No loop.
+    Allow,
+    /// A loop is forming; the call runs. Show `detection.message` to the model when
+    /// `emitted` is true.
+    Warn {
+        /// The detection.
+        detection: Detection,
+        /// The de-duplication key (`<run>:` + the detector's key when a run is set).
+        key: Name,
+        /// `true` when the warning entered a new bucket of ten.
+        emitted: bool,
+    },
+    /// The call must not run; give the model `detection.message` as its result.
+    Block {
+        /// The detection.
+        detection: Detection,
+        /// The key, built like a warning's.
+        key: Name,
+    },
+}
+
+/// The answer of [`Session::before_call`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallDecision {
+    /// The argument digest (`argsHash` is `tool:` and its hex).
+    pub args: ArgsDigest,
+    /// Allow, warn or block.
+    pub verdict: Verdict,
+}
+
+impl CallDecision {
+    /// The detection, when there is one.
+    pub fn detection(&self) -> Option<&Detection> {
+        match &self.verdict {
+            Verdict::Allow => None,
+            Verdict::Warn { detection, .. } | Verdict::Block { detection, .. } => Some(detection),
+        }
+    }
+
+    /// `true` for a block.
+    pub fn is_block(&self) -> bool {
+        matches!(self.verdict, Verdict::Block { .. })
+    }
+}
+
+/// The answer of [`Session::after_call`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutcomeDecision {
+    /// The argument digest.
+    pub args: ArgsDigest,
+    /// The outcome hash, or `None` when nothing was recorded (an `undefined` result or
+    /// the loop's own veto).
+    pub result: Option<ResultHash>,
+    /// Set when the post-compaction guard says the run must abort.
+    pub abort: Option<GuardAbort>,
+}
+
+/// The answer of [`Session::on_compaction`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompactionDecision {
+    /// `false` when the guard is disabled (`enabled: false`).
+    pub armed: bool,
+}
+
+/// The loop-detection state of one agent session.
+///
+/// ```
+/// use loopguard_core::{Call, Policy, Session, Value, Verdict};
+/// use loopguard_core::outcome::Outcome;
+///
+/// let policy = Policy::enabled();
+/// let mut session = Session::new("agent:main:main");
+/// let args = Value::parse(br#"{"path":"/same.txt"}"#).unwrap();
+/// let result = Value::parse(br#"{"content":[{"type":"text","text":"same output"}]}"#).unwrap();
+/// let mut blocked_at = None;
+/// for i in 1..=25 {
+///     let call = Call::new("read", &args);
+///     let d = session.before_call(&policy, &call);
+///     if let Verdict::Block { detection, .. } = &d.verdict {
+///         assert!(detection.message.to_string().contains("identical outcomes"));
+///         blocked_at = Some(i);
+///         break;
+///     }
+///     session.after_call(&policy, &call, Outcome::Result(&result));
+/// }
+/// assert_eq!(blocked_at, Some(21));
+/// ```
+#[derive(Debug, Default)]
+pub struct Session {
+    id: String,
+    mode: Mode,
+    hashing: Hashing,
+    history: History,
+    buckets: WarningBuckets,
+    unscoped_guard: Option<CompactionGuard>,
+    run_guards: HashMap<Box<[u8]>, CompactionGuard>,
+}
+
+impl Session {
+    /// A fresh session; `id` only labels diagnostics.
+    pub fn new(id: impl Into<String>) -> Self {
+        Session {
+            id: id.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets enforce or observe mode.
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Replaces the outcome-hashing settings (for example the channel-send predicate).
+    pub fn with_hashing(mut self, hashing: Hashing) -> Self {
+        self.hashing = hashing;
+        self
+    }
+
+    /// The session's label.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The rolling history, oldest first.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The post-compaction guard of a run, if one exists yet.
+    pub fn guard(&self, run: Option<&str>) -> Option<&CompactionGuard> {
+        match normalize_run(run.map(str::as_bytes)) {
+            None => self.unscoped_guard.as_ref(),
+            Some(r) => self.run_guards.get(r),
+        }
+    }
+
+    /// Creates the guard of `run` with `policy`'s settings if it does not exist yet; a
+    /// guard keeps the settings of the first event that named its run.
+    pub fn touch_guard(&mut self, policy: &Policy, run: Option<&[u8]>) -> &mut CompactionGuard {
+        let settings = policy.guard;
+        match normalize_run(run) {
+            None => self
+                .unscoped_guard
+                .get_or_insert_with(|| CompactionGuard::new(settings)),
+            Some(r) => {
+                if !self.run_guards.contains_key(r) {
+                    self.run_guards.insert(r.into(), CompactionGuard::new(settings));
+                }
+                self.run_guards
+                    .get_mut(r)
+                    .expect("inserted just above")
+            }
+        }
+    }
+
+    /// The before-call check: detect, de-duplicate warnings, record the call.
+    pub fn before_call(&mut self, policy: &Policy, call: &Call<'_>) -> CallDecision {
+        let tool = call.tool.as_wtf8();
+        let run = call.run_key();
+        self.touch_guard(policy, run);
+        let args = args_digest_wtf8(tool, call.args);
+
+        let detection = if policy.resolved.enabled {
+            let probe = Probe {
+                history: self.history.scoped(run),
+                tool,
+                args,
+                params: call.args,
+            };
+            detectors::detect(&probe, &policy.resolved)
+        } else {
+            None
+        };
+
+        let verdict = match detection {
+            None => Verdict::Allow,
+            Some(detection) => {
+                let key = match run {
+                    Some(r) => crate::messages::key(&[r, b":", detection.warning_key.as_wtf8()]),
+                    None => detection.warning_key.clone(),
+                };
+                match detection.level {
+                    Level::Critical => Verdict::Block { detection, key },
+                    Level::Warning => {
+                        let emitted = self.buckets.should_emit(key.as_wtf8(), detection.count);
+                        Verdict::Warn {
+                            detection,
+                            key,
+                            emitted,
+                        }
+                    }
+                }
+            }
+        };
+        self.report(call, &verdict);
+
+        let blocked = matches!(verdict, Verdict::Block { .. });
+        if blocked && self.mode == Mode::Enforce {
+            // The tool does not run; the model gets the veto as its result, and that
+            // result is recorded like any outcome (it hashes to nothing, so the streak
+            // that caused the block is kept).
+            if let Verdict::Block { detection, .. } = &verdict {
+                let veto = veto_result(&detection.message);
+                self.after_call(policy, call, Outcome::Result(&veto));
+            }
+        } else if policy.records_calls {
+            self.history.push(
+                Record {
+                    tool: call.tool.clone().into_owned(),
+                    args,
+                    call_id: call.call_id.clone().map(JsString::into_owned),
+                    run: run.map(owned_name),
+                    result: None,
+                    unknown_tool: None,
+                    timestamp_ms: call.timestamp_ms,
+                },
+                policy.resolved.history_size,
+            );
+        }
+        CallDecision { args, verdict }
+    }
+
+    /// The after-call step: hash and record the outcome, feed the post-compaction guard.
+    pub fn after_call(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        outcome: Outcome<'_, '_>,
+    ) -> OutcomeDecision {
+        let tool = call.tool.as_wtf8();
+        let run = call.run_key();
+        self.touch_guard(policy, run);
+        let args = args_digest_wtf8(tool, call.args);
+        let hashed = hash_outcome(tool, call.args, outcome, &self.hashing);
+        let Some(result) = hashed.result_hash else {
+            return OutcomeDecision {
+                args,
+                result: None,
+                abort: None,
+            };
+        };
+        self.history.record_outcome(
+            run,
+            call.call_id.as_ref(),
+            &call.tool,
+            args,
+            result,
+            hashed.unknown_tool,
+            call.timestamp_ms,
+            policy.resolved.history_size,
+        );
+        let verdict = self.touch_guard(policy, run).observe(tool, args, result);
+        if let Some(abort) = &verdict.abort {
+            tracing::error!(
+                target: "loopguard::tool_loop",
+                session = %self.id,
+                run = run.map(String::from_utf8_lossy).as_deref(),
+                agent = call.agent.as_ref().map(|a| a.to_string()).as_deref(),
+                tool = %call.tool,
+                level = "critical",
+                action = "abort",
+                detector = "compaction_loop_persisted",
+                count = abort.count,
+                message = %abort.message,
+                "tool loop"
+            );
+        }
+        OutcomeDecision {
+            args,
+            result: Some(result),
+            abort: verdict.abort,
+        }
+    }
+
+    /// A compaction finished: arms the post-compaction guard of the run.
+    pub fn on_compaction(&mut self, policy: &Policy, run: Option<&JsString<'_>>) -> CompactionDecision {
+        let guard = self.touch_guard(policy, run.map(JsString::as_wtf8));
+        guard.arm();
+        CompactionDecision {
+            armed: guard.settings().enabled,
+        }
+    }
+
+    fn report(&self, call: &Call<'_>, verdict: &Verdict) {
+        let (detection, action) = match verdict {
+            Verdict::Warn {
+                detection,
+                emitted: true,
+                ..
+            } => (detection, "warn"),
+            Verdict::Block { detection, .. } => (detection, "block"),
+            _ => return,
+        };
+        let paired = detection.paired_tool.as_ref().map(|p| p.to_string());
+        macro_rules! tool_loop {
+            ($lvl:ident) => {
+                tracing::$lvl!(
+                    target: "loopguard::tool_loop",
+                    session = %self.id,
+                    run = call.run_key().map(String::from_utf8_lossy).as_deref(),
+                    agent = call.agent.as_ref().map(|a| a.to_string()).as_deref(),
+                    tool = %call.tool,
+                    level = detection.level.as_str(),
+                    action,
+                    detector = detection.detector.as_str(),
+                    count = detection.count,
+                    message = %detection.message,
+                    paired_tool = paired.as_deref(),
+                    "tool loop"
+                )
+            };
+        }
+        match detection.level {
+            Level::Critical => tool_loop!(error),
+            Level::Warning => tool_loop!(warn),
+        }
+    }
+}
+
+/// The tool result a blocked call gives the model (OpenClaw's veto result).
+///
+/// ```
+/// use loopguard_core::session::veto_result;
+/// let v = veto_result(&"CRITICAL: stop".into());
+/// assert_eq!(v.get("details").and_then(|d| d.get("deniedReason")).and_then(|r| r.as_str()), Some("tool-loop"));
+/// ```
+pub fn veto_result(message: &JsString<'_>) -> Value<'static> {
+    let msg = Value::String(message.clone().into_owned());
+    let text = Value::Object(Object::from_entries(vec![
+        ("type".into(), Value::from("text")),
+        ("text".into(), msg.clone()),
+    ]));
+    let details = Value::Object(Object::from_entries(vec![
+        ("status".into(), Value::from("blocked")),
+        ("deniedReason".into(), Value::from("tool-loop")),
+        ("reason".into(), msg),
+    ]));
+    Value::Object(Object::from_entries(vec![
+        ("content".into(), Value::Array(vec![text])),
+        ("details".into(), details),
+    ]))
+    .into_owned()
+}

@@ -1,0 +1,555 @@
+//! A JSON value with JavaScript's semantics.
+//!
+//! OpenClaw hashes what `JSON.parse` produced, so loopguard needs a value type that can hold
+//! everything `JSON.parse` can: numbers as `f64` (so `9007199254740993` is `9007199254740992`
+//! and `1e400` is `Infinity`), object keys deduplicated with the last value winning, and
+//! strings that are **not** valid Unicode (lone UTF-16 surrogates such as `"\ud800"`).
+//!
+//! Strings are stored as [WTF-8](https://simonsapin.github.io/wtf-8/): UTF-8, extended so that
+//! a lone surrogate is encoded as its own 3-byte sequence. For every valid string this is plain
+//! UTF-8, so the common case costs nothing; the canonical serialiser drops the lone
+//! surrogates when it writes (decisions.md item 2), and everything before that sees the raw
+//! string.
+//!
+//! Object entries are kept sorted by UTF-16 code units (JavaScript's default `sort`), which
+//! is the order the canonical serialiser writes them in.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A parsed JSON value, borrowing its strings from the input where it can.
+///
+/// ```
+/// use loopguard_core::Value;
+/// let v = Value::parse(br#"{"b":1,"a":[true,null,"x"]}"#).unwrap();
+/// assert_eq!(v.get("b").and_then(Value::as_f64), Some(1.0));
+/// assert_eq!(v.get("a").and_then(Value::as_array).map(|a| a.len()), Some(3));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// `null`
+    Null,
+    /// `true` or `false`
+    Bool(bool),
+    /// Every JSON number, as JavaScript holds it.
+    Number(f64),
+    /// A string, possibly holding lone surrogates.
+    String(JsString<'a>),
+    /// An array.
+    Array(Vec<Value<'a>>),
+    /// A "plain object" in OpenClaw's terms.
+    Object(Object<'a>),
+}
+
+impl<'a> Value<'a> {
+    /// Parses one JSON text with `JSON.parse` semantics. See [`crate::parse`].
+    pub fn parse(input: &'a [u8]) -> Result<Value<'a>, crate::parse::ParseError> {
+        crate::parse::parse(input)
+    }
+
+    /// Looks up `key` when `self` is an object.
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+        match self {
+            Value::Object(o) => o.get(key),
+            _ => None,
+        }
+    }
+
+    /// The object, if this is one.
+    pub fn as_object(&self) -> Option<&Object<'a>> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The array, if this is one.
+    pub fn as_array(&self) -> Option<&[Value<'a>]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_js_str(&self) -> Option<&JsString<'a>> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The string as `&str`, if this is a string holding valid Unicode.
+    pub fn as_str(&self) -> Option<&str> {
+        self.as_js_str().and_then(JsString::as_str)
+    }
+
+    /// The number, if this is one.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// `true` for `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// Copies every borrowed string so the value no longer borrows its input.
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(b),
+            Value::Number(n) => Value::Number(n),
+            Value::String(s) => Value::String(s.into_owned()),
+            Value::Array(a) => Value::Array(a.into_iter().map(Value::into_owned).collect()),
+            Value::Object(o) => Value::Object(Object {
+                entries: o
+                    .entries
+                    .into_iter()
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect(),
+            }),
+        }
+    }
+
+    /// An empty object, the default `args` of an event.
+    pub fn empty_object() -> Value<'static> {
+        Value::Object(Object::default())
+    }
+}
+
+impl From<bool> for Value<'_> {
+    fn from(b: bool) -> Self {
+        Value::Bool(b)
+    }
+}
+
+impl From<f64> for Value<'_> {
+    fn from(n: f64) -> Self {
+        Value::Number(n)
+    }
+}
+
+impl From<i64> for Value<'_> {
+    fn from(n: i64) -> Self {
+        Value::Number(n as f64)
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(s: &'a str) -> Self {
+        Value::String(JsString::from(s))
+    }
+}
+
+impl From<String> for Value<'static> {
+    fn from(s: String) -> Self {
+        Value::String(JsString::from(s))
+    }
+}
+
+/// An object: entries sorted by key in UTF-16 code-unit order, keys unique.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Object<'a> {
+    entries: Vec<(JsString<'a>, Value<'a>)>,
+}
+
+impl<'a> Object<'a> {
+    /// Builds an object the way `JSON.parse` does: a repeated key keeps its last value.
+    ///
+    /// ```
+    /// use loopguard_core::{Object, Value};
+    /// let o = Object::from_entries(vec![("dup".into(), Value::from(1.0)), ("dup".into(), Value::from(2.0))]);
+    /// assert_eq!(o.len(), 1);
+    /// assert_eq!(o.get("dup"), Some(&Value::Number(2.0)));
+    /// ```
+    pub fn from_entries(mut entries: Vec<(JsString<'a>, Value<'a>)>) -> Self {
+        let sorted = entries
+            .windows(2)
+            .all(|w| utf16_cmp(w[0].0.as_wtf8(), w[1].0.as_wtf8()) == Ordering::Less);
+        if !sorted {
+            // A stable sort keeps duplicates in input order, so the last one is the winner.
+            entries.sort_by(|a, b| utf16_cmp(a.0.as_wtf8(), b.0.as_wtf8()));
+            let mut out: Vec<(JsString<'a>, Value<'a>)> = Vec::with_capacity(entries.len());
+            for (k, v) in entries {
+                match out.last_mut() {
+                    Some(last) if last.0.as_wtf8() == k.as_wtf8() => last.1 = v,
+                    _ => out.push((k, v)),
+                }
+            }
+            entries = out;
+        }
+        Object { entries }
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+        let key = key.as_bytes();
+        if self.entries.len() <= 8 {
+            return self
+                .entries
+                .iter()
+                .find(|(k, _)| k.as_wtf8() == key)
+                .map(|(_, v)| v);
+        }
+        self.entries
+            .binary_search_by(|(k, _)| utf16_cmp(k.as_wtf8(), key))
+            .ok()
+            .map(|i| &self.entries[i].1)
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// `true` when the object has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entries in canonical (UTF-16 sorted) order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&JsString<'a>, &Value<'a>)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+}
+
+/// A JavaScript string held as WTF-8 bytes.
+///
+/// `simple` records that the bytes are valid UTF-8 and contain nothing `JSON.stringify`
+/// escapes, so the canonical form is the bytes between two quotes; the serialiser uses it to
+/// skip scanning long strings. `lone` records that the string holds lone surrogates.
+#[derive(Clone)]
+pub struct JsString<'a> {
+    bytes: Cow<'a, [u8]>,
+    simple: bool,
+    lone: bool,
+}
+
+impl<'a> JsString<'a> {
+    /// Wraps WTF-8 bytes. `lone` must be true when the bytes hold a surrogate sequence.
+    pub(crate) fn from_wtf8(bytes: Cow<'a, [u8]>, lone: bool) -> Self {
+        let simple = !lone && !bytes.iter().any(|&b| needs_json_escape(b));
+        JsString {
+            bytes,
+            simple,
+            lone,
+        }
+    }
+
+    /// Wraps bytes whose flags the caller already knows (the parser).
+    pub(crate) fn from_parts(bytes: Cow<'a, [u8]>, simple: bool, lone: bool) -> Self {
+        JsString {
+            bytes,
+            simple,
+            lone,
+        }
+    }
+
+    /// The WTF-8 bytes.
+    pub fn as_wtf8(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The string as `&str` when it holds no lone surrogates.
+    pub fn as_str(&self) -> Option<&str> {
+        if self.lone {
+            None
+        } else {
+            std::str::from_utf8(&self.bytes).ok()
+        }
+    }
+
+    /// The string with every lone surrogate replaced by U+FFFD.
+    pub fn to_string_lossy(&self) -> Cow<'_, str> {
+        match self.as_str() {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(
+                CodePoints::new(&self.bytes)
+                    .map(|c| char::from_u32(c).unwrap_or('\u{FFFD}'))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// `true` when the bytes hold at least one lone surrogate.
+    pub fn has_lone_surrogates(&self) -> bool {
+        self.lone
+    }
+
+    /// `true` when `JSON.stringify` writes the bytes unchanged between quotes.
+    pub(crate) fn is_simple(&self) -> bool {
+        self.simple
+    }
+
+    /// `true` for `""`.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// A copy that owns its bytes.
+    pub fn into_owned(self) -> JsString<'static> {
+        JsString {
+            bytes: Cow::Owned(self.bytes.into_owned()),
+            simple: self.simple,
+            lone: self.lone,
+        }
+    }
+
+    /// Borrows this string without copying.
+    pub fn reborrow(&self) -> JsString<'_> {
+        JsString {
+            bytes: Cow::Borrowed(&self.bytes),
+            simple: self.simple,
+            lone: self.lone,
+        }
+    }
+
+    /// JavaScript's `String.prototype.trim`, borrowing from `self`.
+    pub fn trim(&self) -> JsString<'_> {
+        let t = crate::text::js_trim(&self.bytes);
+        JsString {
+            bytes: Cow::Borrowed(t),
+            simple: self.simple,
+            lone: self.lone && t.len() >= 3,
+        }
+    }
+}
+
+impl PartialEq for JsString<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for JsString<'_> {}
+
+impl PartialOrd for JsString<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for JsString<'_> {
+    /// JavaScript's string comparison: UTF-16 code units.
+    fn cmp(&self, other: &Self) -> Ordering {
+        utf16_cmp(&self.bytes, &other.bytes)
+    }
+}
+
+impl std::hash::Hash for JsString<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes.hash(state)
+    }
+}
+
+impl fmt::Debug for JsString<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string_lossy(), f)
+    }
+}
+
+impl fmt::Display for JsString<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+impl<'a> From<&'a str> for JsString<'a> {
+    fn from(s: &'a str) -> Self {
+        JsString::from_wtf8(Cow::Borrowed(s.as_bytes()), false)
+    }
+}
+
+impl From<String> for JsString<'static> {
+    fn from(s: String) -> Self {
+        JsString::from_wtf8(Cow::Owned(s.into_bytes()), false)
+    }
+}
+
+/// Bytes that `JSON.stringify` never writes as they are.
+#[inline]
+pub(crate) fn needs_json_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Compares two WTF-8 strings by UTF-16 code units, as JavaScript's `<` and `sort` do.
+///
+/// Byte order equals code-point order, which differs from UTF-16 order only where both
+/// differing code points are at or above U+D800; only that case decodes further.
+pub fn utf16_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    if common == a.len() || common == b.len() {
+        return a.len().cmp(&b.len());
+    }
+    let mut start = common;
+    while start > 0 && (a[start] & 0xC0) == 0x80 {
+        start -= 1;
+    }
+    let (ca, _) = decode_at(a, start);
+    let (cb, _) = decode_at(b, start);
+    if ca.min(cb) < 0xD800 {
+        return ca.cmp(&cb);
+    }
+    let ua = CodePoints::new(&a[start..]).flat_map(utf16_units);
+    let ub = CodePoints::new(&b[start..]).flat_map(utf16_units);
+    ua.cmp(ub)
+}
+
+fn utf16_units(c: u32) -> impl Iterator<Item = u16> {
+    let (first, second) = if c >= 0x10000 {
+        let v = c - 0x10000;
+        (0xD800 + (v >> 10) as u16, Some(0xDC00 + (v & 0x3FF) as u16))
+    } else {
+        (c as u16, None)
+    };
+    std::iter::once(first).chain(second)
+}
+
+/// Decodes the code point starting at `i` (WTF-8 allows surrogate code points).
+/// Malformed bytes decode as themselves, one at a time, so this never fails.
+pub(crate) fn decode_at(s: &[u8], i: usize) -> (u32, usize) {
+    let b0 = s[i] as u32;
+    let cont = |k: usize| -> Option<u32> {
+        s.get(i + k)
+            .filter(|&&b| b & 0xC0 == 0x80)
+            .map(|&b| (b & 0x3F) as u32)
+    };
+    if b0 < 0x80 {
+        (b0, 1)
+    } else if b0 & 0xE0 == 0xC0 {
+        match cont(1) {
+            Some(c1) => (((b0 & 0x1F) << 6) | c1, 2),
+            None => (b0, 1),
+        }
+    } else if b0 & 0xF0 == 0xE0 {
+        match (cont(1), cont(2)) {
+            (Some(c1), Some(c2)) => (((b0 & 0x0F) << 12) | (c1 << 6) | c2, 3),
+            _ => (b0, 1),
+        }
+    } else if b0 & 0xF8 == 0xF0 {
+        match (cont(1), cont(2), cont(3)) {
+            (Some(c1), Some(c2), Some(c3)) => {
+                (((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3, 4)
+            }
+            _ => (b0, 1),
+        }
+    } else {
+        (b0, 1)
+    }
+}
+
+/// Iterates the code points of WTF-8 bytes.
+pub(crate) struct CodePoints<'s> {
+    s: &'s [u8],
+    i: usize,
+}
+
+impl<'s> CodePoints<'s> {
+    pub(crate) fn new(s: &'s [u8]) -> Self {
+        CodePoints { s, i: 0 }
+    }
+}
+
+impl Iterator for CodePoints<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        if self.i >= self.s.len() {
+            return None;
+        }
+        let (c, n) = decode_at(self.s, self.i);
+        self.i += n;
+        Some(c)
+    }
+}
+
+/// Appends the WTF-8 encoding of a code point or lone surrogate.
+pub(crate) fn push_wtf8(out: &mut Vec<u8>, c: u32) {
+    if c < 0x80 {
+        out.push(c as u8);
+    } else if c < 0x800 {
+        out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+    } else if c < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (c >> 12) as u8,
+            0x80 | ((c >> 6) & 0x3F) as u8,
+            0x80 | (c & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (c >> 18) as u8,
+            0x80 | ((c >> 12) & 0x3F) as u8,
+            0x80 | ((c >> 6) & 0x3F) as u8,
+            0x80 | (c & 0x3F) as u8,
+        ]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wtf8(units: &[u16]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in char::decode_utf16(units.iter().copied()) {
+            match r {
+                Ok(c) => push_wtf8(&mut out, c as u32),
+                Err(e) => push_wtf8(&mut out, e.unpaired_surrogate() as u32),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn utf16_order_puts_astral_before_private_use() {
+        // U+1F600 (D83D DE00) sorts before U+E000 in UTF-16, after it in UTF-8.
+        assert_eq!(utf16_cmp("😀".as_bytes(), "\u{E000}".as_bytes()), Ordering::Less);
+        assert_eq!(utf16_cmp("a".as_bytes(), "b".as_bytes()), Ordering::Less);
+        assert_eq!(utf16_cmp("ab".as_bytes(), "a".as_bytes()), Ordering::Greater);
+        assert_eq!(utf16_cmp("\u{D7FF}".as_bytes(), "😀".as_bytes()), Ordering::Less);
+    }
+
+    #[test]
+    fn utf16_order_matches_reference_on_surrogates() {
+        let cases: &[&[u16]] = &[
+            &[0xD83D],
+            &[0xD83D, 0xDE00],
+            &[0xD83D, 0x41],
+            &[0xDE00],
+            &[0xE000],
+            &[0xFFFF],
+            &[0xD800, 0xDC00],
+            &[0x41],
+            &[],
+        ];
+        for a in cases {
+            for b in cases {
+                assert_eq!(utf16_cmp(&wtf8(a), &wtf8(b)), a.cmp(b), "{a:x?} vs {b:x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_keep_last_value() {
+        let o = Object::from_entries(vec![
+            ("b".into(), Value::from(1.0)),
+            ("a".into(), Value::from(2.0)),
+            ("b".into(), Value::from(3.0)),
+        ]);
+        let keys: Vec<_> = o.iter().map(|(k, _)| k.to_string()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        assert_eq!(o.get("b"), Some(&Value::Number(3.0)));
+    }
+}
