@@ -192,6 +192,15 @@ pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
     buf.format(n)
 }
 
+/// JavaScript's `String(n)` as an owned string.
+///
+/// ```
+/// assert_eq!(loopguard_core::canonical::format_js_number(2.5e-7), "2.5e-7");
+/// ```
+pub fn format_js_number(n: f64) -> String {
+    js_number(n, &mut ryu_js::Buffer::new()).to_string()
+}
+
 /// Writes a string as `JSON.stringify` would after dropping lone surrogates.
 pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     if s.is_simple() {
@@ -202,6 +211,26 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     }
     out.write(b"\"");
     write_escaped_body(out, s.as_wtf8(), s.has_lone_surrogates(), EscapeMode::DropSurrogates);
+    out.write(b"\"");
+}
+
+/// Writes a string as JavaScript's `JSON.stringify` does, quotes included: lone surrogates
+/// become `\udxxx` escapes instead of being dropped. For output, not for hashing.
+///
+/// ```
+/// use loopguard_core::{canonical::write_json_string, parse};
+/// let v = parse(br#""a\ud800\n""#).unwrap();
+/// let mut out = Vec::new();
+/// write_json_string(&mut out, v.as_js_str().unwrap());
+/// assert_eq!(out, br#""a\ud800\n""#);
+/// ```
+pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
+    out.write(b"\"");
+    if s.is_simple() {
+        out.write(s.as_wtf8());
+    } else {
+        write_escaped_body(out, s.as_wtf8(), s.has_lone_surrogates(), EscapeMode::EscapeSurrogates);
+    }
     out.write(b"\"");
 }
 

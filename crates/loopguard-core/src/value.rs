@@ -220,6 +220,11 @@ impl<'a> Object<'a> {
         self.entries.is_empty()
     }
 
+    /// Consumes the object, yielding its entries in canonical order.
+    pub fn into_entries(self) -> impl ExactSizeIterator<Item = (JsString<'a>, Value<'a>)> {
+        self.entries.into_iter()
+    }
+
     /// Entries in canonical (UTF-16 sorted) order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&JsString<'a>, &Value<'a>)> {
         self.entries.iter().map(|(k, v)| (k, v))

@@ -1,1 +1,109 @@
-//! placeholder
+//! # loopguard-replay
+//!
+//! Replays a stream of tool-call events (the JSON Lines format of loopguard's `events.md`)
+//! through [`loopguard_core`] and produces one decision per event, exactly as OpenClaw's
+//! before-tool-call wrapper would have decided.
+//!
+//! * [`event`]: parsing one input line, with errors that name the line and the field;
+//! * [`Replayer`]: sessions, per-agent config, enforce/observe mode, and matching the
+//!   outcomes of blocked calls;
+//! * [`decision`]: the output line;
+//! * [`summary`]: the human summary.
+//!
+//! [`replay`] ties them together over any reader and writer, streaming: memory does not grow
+//! with the input's length.
+//!
+//! ```
+//! use loopguard_replay::{replay, Output, Replayer};
+//! use loopguard_core::{config::OpenClawConfig, Mode};
+//!
+//! let input = br#"{"type":"call","tool":"read","args":{"path":"/a"}}
+//! {"type":"outcome","tool":"read","args":{"path":"/a"},"result":"same"}
+//! "#;
+//! let mut out = Vec::new();
+//! let mut r = Replayer::new(OpenClawConfig::default(), Mode::Enforce);
+//! let summary = replay(&input[..], &mut out, &mut r, Output::Json).unwrap();
+//! assert_eq!(summary.events, 2);
+//! assert!(String::from_utf8(out).unwrap().contains(r#""decision":"recorded""#));
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod decision;
+pub mod event;
+mod replayer;
+pub mod summary;
+
+use std::io::{self, BufRead, Write};
+
+pub use decision::{Action, Decision};
+pub use event::{parse_event, Event, EventError};
+pub use replayer::Replayer;
+pub use summary::Summary;
+
+/// What [`replay`] writes while it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// One JSON decision per event.
+    Json,
+    /// Nothing; the caller renders the [`Summary`].
+    SummaryOnly,
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// A line is not a valid event.
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// Reading or writing failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Replays every event of `input`, writing decisions to `out` when `output` is
+/// [`Output::Json`]. Stops at the first bad line; decisions already written stay written.
+pub fn replay<R: BufRead, W: Write>(
+    mut input: R,
+    out: W,
+    replayer: &mut Replayer,
+    output: Output,
+) -> Result<Summary, ReplayError> {
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    let mut summary = Summary::default();
+    let mut line = Vec::with_capacity(1 << 12);
+    let mut json = Vec::with_capacity(1 << 10);
+    let mut number = 0u64;
+    let result = loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) => break Ok(()),
+            Ok(_) => {}
+            Err(e) => break Err(ReplayError::Io(e)),
+        }
+        number += 1;
+        let mut text = &line[..];
+        if number == 1 {
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        }
+        if text.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+            continue;
+        }
+        let event = match parse_event(text, number) {
+            Ok(e) => e,
+            Err(e) => break Err(ReplayError::Event(e)),
+        };
+        let decision = replayer.process(&event, number);
+        summary.observe(&decision);
+        if output == Output::Json {
+            json.clear();
+            decision.write_json(&mut json);
+            if let Err(e) = out.write_all(&json) {
+                break Err(ReplayError::Io(e));
+            }
+        }
+    };
+    out.flush()?;
+    result.map(|()| summary)
+}

@@ -576,7 +576,7 @@ fn join(path: &str, key: &str) -> String {
 }
 
 fn fmt_num(n: f64) -> String {
-    crate::canonical::js_number(n, &mut ryu_js::Buffer::new()).to_string()
+    crate::canonical::format_js_number(n)
 }
 
 /// The known key closest to `key`, if it is close enough to be a likely typo.

@@ -1,0 +1,209 @@
+//! One decision per event, and its JSON line (events.md, "Output: decisions").
+
+use loopguard_core::canonical::{push_hex, write_json_string};
+use loopguard_core::detectors::{Detector, Level};
+use loopguard_core::fingerprint::ArgsDigest;
+use loopguard_core::history::Name;
+use loopguard_core::outcome::ResultHash;
+use loopguard_core::JsString;
+
+use crate::event::EventKind;
+
+/// What loopguard decided for an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// call: no loop.
+    Allow,
+    /// call: a loop is forming.
+    Warn,
+    /// call: a loop; the call does not run (enforce) or would not have (observe).
+    Block,
+    /// outcome: recorded.
+    Recorded,
+    /// outcome: absorbed by a blocked call, no state changed.
+    Ignored,
+    /// outcome: the post-compaction guard aborts the run.
+    Abort,
+    /// compaction: the guard is armed.
+    Armed,
+    /// compaction: the guard is disabled.
+    GuardDisabled,
+}
+
+impl Action {
+    /// The `decision` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Warn => "warn",
+            Action::Block => "block",
+            Action::Recorded => "recorded",
+            Action::Ignored | Action::GuardDisabled => "ignored",
+            Action::Abort => "abort",
+            Action::Armed => "armed",
+        }
+    }
+}
+
+/// The detection fields of a warn, block or abort.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    /// The detector.
+    pub detector: Detector,
+    /// Warning or critical.
+    pub level: Level,
+    /// The detector's count.
+    pub count: u64,
+    /// The message given to the model.
+    pub message: Name,
+    /// The de-duplication key (warn and block only).
+    pub warning_key: Option<Name>,
+    /// The other tool of a ping-pong pair.
+    pub paired_tool: Option<Name>,
+    /// Whether the warning passed the bucket de-duplication (warn and block only).
+    pub emitted: Option<bool>,
+}
+
+/// A decision, borrowing the echoed strings from its event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision<'e> {
+    /// 1-based input line.
+    pub line: u64,
+    /// The event's type.
+    pub kind: EventKind,
+    /// The session (`"default"` when absent).
+    pub session: JsString<'e>,
+    /// `run` as given.
+    pub run: Option<JsString<'e>>,
+    /// `callId` as given.
+    pub call_id: Option<JsString<'e>>,
+    /// `tool` (absent on compactions).
+    pub tool: Option<JsString<'e>>,
+    /// The argument digest (calls and outcomes).
+    pub args: Option<ArgsDigest>,
+    /// The outcome hash (outcomes only; `None` when nothing was recorded).
+    pub result: Option<ResultHash>,
+    /// The decision.
+    pub action: Action,
+    /// Detection details for warn, block and abort.
+    pub finding: Option<Finding>,
+}
+
+impl Decision<'_> {
+    /// Appends the decision as one JSON line (with the trailing newline).
+    ///
+    /// Field order follows events.md; strings are escaped as `JSON.stringify` does.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"line\":");
+        push_u64(out, self.line);
+        out.extend_from_slice(b",\"type\":\"");
+        out.extend_from_slice(self.kind.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"session\":");
+        write_json_string(out, &self.session);
+        out.extend_from_slice(b",\"run\":");
+        opt_string(out, self.run.as_ref());
+        out.extend_from_slice(b",\"callId\":");
+        opt_string(out, self.call_id.as_ref());
+        if let Some(tool) = &self.tool {
+            out.extend_from_slice(b",\"tool\":");
+            write_json_string(out, tool);
+            if let Some(args) = &self.args {
+                out.extend_from_slice(b",\"argsHash\":");
+                write_args_hash(out, tool, args);
+            }
+        }
+        if self.kind == EventKind::Outcome {
+            out.extend_from_slice(b",\"resultHash\":");
+            match &self.result {
+                Some(h) => {
+                    out.push(b'"');
+                    if h.is_error {
+                        out.extend_from_slice(b"error:");
+                    }
+                    push_hex_bytes(out, &h.digest);
+                    out.push(b'"');
+                }
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        out.extend_from_slice(b",\"decision\":\"");
+        out.extend_from_slice(self.action.as_str().as_bytes());
+        out.push(b'"');
+        if let Some(f) = &self.finding {
+            out.extend_from_slice(b",\"detector\":\"");
+            out.extend_from_slice(f.detector.as_str().as_bytes());
+            out.extend_from_slice(b"\",\"level\":\"");
+            out.extend_from_slice(f.level.as_str().as_bytes());
+            out.extend_from_slice(b"\",\"count\":");
+            push_u64(out, f.count);
+            out.extend_from_slice(b",\"message\":");
+            write_json_string(out, &f.message);
+            if let Some(k) = &f.warning_key {
+                out.extend_from_slice(b",\"warningKey\":");
+                write_json_string(out, k);
+            }
+            if let Some(p) = &f.paired_tool {
+                out.extend_from_slice(b",\"pairedTool\":");
+                write_json_string(out, p);
+            }
+            if let Some(e) = f.emitted {
+                out.extend_from_slice(if e {
+                    b",\"emitted\":true"
+                } else {
+                    b",\"emitted\":false"
+                });
+            }
+        }
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// The `argsHash` string, when the decision has one.
+    pub fn args_hash(&self) -> Option<String> {
+        let (tool, args) = (self.tool.as_ref()?, self.args.as_ref()?);
+        let mut s = tool.to_string_lossy().into_owned();
+        s.push(':');
+        push_hex(&mut s, &args.0);
+        Some(s)
+    }
+}
+
+fn opt_string(out: &mut Vec<u8>, s: Option<&JsString<'_>>) {
+    match s {
+        Some(s) => write_json_string(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// `"tool:hex"` as a JSON string.
+fn write_args_hash(out: &mut Vec<u8>, tool: &JsString<'_>, args: &ArgsDigest) {
+    let mut tmp = Vec::with_capacity(tool.as_wtf8().len() + 70);
+    write_json_string(&mut tmp, tool);
+    tmp.pop(); // the closing quote: the digest goes inside the same string
+    out.extend_from_slice(&tmp);
+    out.push(b':');
+    push_hex_bytes(out, &args.0);
+    out.push(b'"');
+}
+
+fn push_hex_bytes(out: &mut Vec<u8>, d: &[u8; 32]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for &b in d {
+        out.push(HEX[(b >> 4) as usize]);
+        out.push(HEX[(b & 15) as usize]);
+    }
+}
+
+fn push_u64(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}

@@ -1,0 +1,283 @@
+//! One line of the event stream (events.md, format v1).
+
+use loopguard_core::parse::{ParseError, ParseErrorKind};
+use loopguard_core::{JsString, Value};
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Before a tool call.
+    Call,
+    /// After a tool call.
+    Outcome,
+    /// A compaction finished.
+    Compaction,
+}
+
+impl EventKind {
+    /// The `type` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Call => "call",
+            EventKind::Outcome => "outcome",
+            EventKind::Compaction => "compaction",
+        }
+    }
+}
+
+/// An outcome's payload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payload<'a> {
+    /// `result`
+    Result(Value<'a>),
+    /// `error`
+    Error(Value<'a>),
+}
+
+/// A parsed event, borrowing from its line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event<'a> {
+    /// `type`
+    pub kind: EventKind,
+    /// `session`, when given.
+    pub session: Option<JsString<'a>>,
+    /// `run` as given (not trimmed).
+    pub run: Option<JsString<'a>>,
+    /// `agent`
+    pub agent: Option<JsString<'a>>,
+    /// `callId`
+    pub call_id: Option<JsString<'a>>,
+    /// `tool` (always set for calls and outcomes).
+    pub tool: Option<JsString<'a>>,
+    /// `args`, `{}` when absent.
+    pub args: Value<'a>,
+    /// `result` or `error` of an outcome.
+    pub payload: Option<Payload<'a>>,
+    /// `ts`: milliseconds since the epoch when the producer recorded them (an optional
+    /// extension used by transcript adapters; it never changes a decision), else 0.
+    pub timestamp_ms: u64,
+}
+
+/// Why a line is not a valid event.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct EventError {
+    /// 1-based line number.
+    pub line: u64,
+    /// The field at fault, if one is.
+    pub field: Option<&'static str>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(line: u64, field: Option<&'static str>, message: impl Into<String>) -> EventError {
+    EventError {
+        line,
+        field,
+        message: message.into(),
+    }
+}
+
+fn describe(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn json_error(line: u64, e: &ParseError) -> EventError {
+    let what = match e.kind {
+        ParseErrorKind::InvalidUtf8 => "the line is not valid UTF-8".to_string(),
+        _ => format!("not valid JSON: {}", e.kind),
+    };
+    err(line, None, format!("{what} (byte {} of the line)", e.offset + 1))
+}
+
+/// Parses one non-blank line.
+///
+/// ```
+/// use loopguard_replay::event::{parse_event, EventKind};
+/// let e = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1).unwrap();
+/// assert_eq!(e.kind, EventKind::Call);
+/// let bad = parse_event(br#"{"type":"call"}"#, 7).unwrap_err();
+/// assert_eq!(bad.to_string(), "line 7: field `tool`: a call needs a `tool` string");
+/// ```
+pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError> {
+    let value = loopguard_core::parse(line_bytes).map_err(|e| json_error(line, &e))?;
+    let Value::Object(obj) = value else {
+        return Err(err(
+            line,
+            None,
+            format!("an event must be a JSON object, found {}", describe(&value)),
+        ));
+    };
+    // Take ownership of the fields we need without cloning large payloads.
+    let mut kind = None;
+    let mut session = None;
+    let mut run = None;
+    let mut agent = None;
+    let mut call_id = None;
+    let mut tool = None;
+    let mut args = None;
+    let mut result = None;
+    let mut error = None;
+    let mut ts = 0u64;
+    for (k, v) in obj.into_entries() {
+        match k.as_wtf8() {
+            b"type" => kind = Some(v),
+            b"session" => session = opt_string(v, line, "session")?,
+            b"run" => run = opt_string(v, line, "run")?,
+            b"agent" => agent = opt_string(v, line, "agent")?,
+            b"callId" => call_id = opt_string(v, line, "callId")?,
+            b"tool" => tool = Some(v),
+            b"args" => args = Some(v),
+            b"result" => result = Some(v),
+            b"error" => error = Some(v),
+            b"ts" => {
+                if let Value::Number(n) = v {
+                    if n.is_finite() && n >= 0.0 {
+                        ts = n as u64;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let kind = match kind {
+        None => return Err(err(line, Some("type"), "field `type`: missing")),
+        Some(Value::String(s)) => match s.as_wtf8() {
+            b"call" => EventKind::Call,
+            b"outcome" => EventKind::Outcome,
+            b"compaction" => EventKind::Compaction,
+            _ => {
+                return Err(err(
+                    line,
+                    Some("type"),
+                    format!(
+                        "field `type`: unknown event type {:?}; expected \"call\", \"outcome\" or \"compaction\"",
+                        s.to_string_lossy()
+                    ),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(err(
+                line,
+                Some("type"),
+                format!("field `type`: expected a string, found {}", describe(&other)),
+            ))
+        }
+    };
+    let tool = match (kind, tool) {
+        (EventKind::Compaction, _) => None,
+        (_, Some(Value::String(s))) => Some(s),
+        (_, None) | (_, Some(Value::Null)) => {
+            return Err(err(
+                line,
+                Some("tool"),
+                format!("field `tool`: a {} needs a `tool` string", kind.as_str()),
+            ))
+        }
+        (_, Some(other)) => {
+            return Err(err(
+                line,
+                Some("tool"),
+                format!("field `tool`: expected a string, found {}", describe(&other)),
+            ))
+        }
+    };
+    let payload = match kind {
+        EventKind::Outcome => match (result, error) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    line,
+                    Some("error"),
+                    "fields `result` and `error`: an outcome has one of them, not both",
+                ))
+            }
+            (Some(r), None) => Some(Payload::Result(r)),
+            (None, Some(e)) => Some(Payload::Error(e)),
+            (None, None) => {
+                return Err(err(
+                    line,
+                    Some("result"),
+                    "field `result`: an outcome needs a `result` or an `error`",
+                ))
+            }
+        },
+        _ => None,
+    };
+    Ok(Event {
+        kind,
+        session,
+        run,
+        agent,
+        call_id,
+        tool,
+        args: args.unwrap_or_else(|| Value::Object(Default::default())),
+        payload,
+        timestamp_ms: ts,
+    })
+}
+
+fn opt_string<'a>(
+    v: Value<'a>,
+    line: u64,
+    field: &'static str,
+) -> Result<Option<JsString<'a>>, EventError> {
+    match v {
+        Value::String(s) => Ok(Some(s)),
+        Value::Null => Ok(None),
+        other => Err(err(
+            line,
+            Some(field),
+            format!("field `{field}`: expected a string, found {}", describe(&other)),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(s: &str) -> Result<Event<'_>, EventError> {
+        parse_event(s.as_bytes(), 3)
+    }
+
+    #[test]
+    fn bad_events_name_line_and_field() {
+        let cases = [
+            ("[1]", None),
+            ("not json", None),
+            (r#"{"tool":"x"}"#, Some("type")),
+            (r#"{"type":"nope","tool":"x"}"#, Some("type")),
+            (r#"{"type":5}"#, Some("type")),
+            (r#"{"type":"call","tool":7}"#, Some("tool")),
+            (r#"{"type":"outcome","tool":"x"}"#, Some("result")),
+            (r#"{"type":"outcome","tool":"x","result":1,"error":"e"}"#, Some("error")),
+            (r#"{"type":"call","tool":"x","run":1}"#, Some("run")),
+            (r#"{"type":"call","tool":"x","session":{}}"#, Some("session")),
+        ];
+        for (text, field) in cases {
+            let got = e(text).unwrap_err();
+            assert_eq!(got.line, 3, "{text}");
+            assert_eq!(got.field, field, "{text}: {got}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_null_values() {
+        let ev = e(r#"{"type":"call","tool":"x","run":null,"extra":[1]}"#).unwrap();
+        assert_eq!(ev.args, Value::Object(Default::default()));
+        assert!(ev.run.is_none());
+        let ev = e(r#"{"type":"outcome","tool":"x","args":null,"error":null}"#).unwrap();
+        assert_eq!(ev.args, Value::Null);
+        assert_eq!(ev.payload, Some(Payload::Error(Value::Null)));
+        let ev = e(r#"{"type":"compaction"}"#).unwrap();
+        assert!(ev.tool.is_none());
+    }
+}

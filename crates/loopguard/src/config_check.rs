@@ -1,0 +1,194 @@
+//! `loopguard config check`: validate a config and show what each agent gets.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use loopguard_core::config::{
+    as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, Severity,
+    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+    DEFAULT_WARNING_THRESHOLD,
+};
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The OpenClaw config file (JSON5 or JSON).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Show only the effective settings of this agent id.
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+    /// Treat warnings (auto-raised thresholds, fallbacks, ignored entries) as errors.
+    #[arg(long)]
+    strict: bool,
+}
+
+pub fn run(args: CheckArgs) -> Result<ExitCode> {
+    let name = args.file.display().to_string();
+    let text =
+        std::fs::read_to_string(&args.file).with_context(|| format!("cannot read {name}"))?;
+    let loaded = match OpenClawConfig::from_json5(&text) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{name}: error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut errors = 0;
+    let mut warnings = 0;
+    for d in &loaded.diagnostics {
+        let severity = if args.strict { Severity::Error } else { d.severity };
+        match severity {
+            Severity::Error => errors += 1,
+            Severity::Warning => warnings += 1,
+        }
+        let tag = if args.strict && d.severity == Severity::Warning {
+            "error (strict)".to_string()
+        } else {
+            d.severity.to_string()
+        };
+        eprintln!(
+            "{name}:{}:{}: {tag}: {}: {}",
+            d.pos.line, d.pos.col, d.path, d.message
+        );
+    }
+
+    let cfg = &loaded.config;
+    let mut out = String::new();
+    match &args.agent {
+        Some(id) => {
+            let entry = cfg
+                .agents
+                .iter()
+                .position(|a| loopguard_core::config::normalize_agent_id(&a.id) == loopguard_core::config::normalize_agent_id(id));
+            let title = match entry {
+                Some(i) => format!("agent {:?} (agents.list[{i}])", cfg.agents[i].id),
+                None => format!("agent {id:?} (no agents.list entry: the global block applies)"),
+            };
+            describe(&mut out, &title, cfg, Some(id));
+        }
+        None => {
+            describe(&mut out, "global (tools.loopDetection; agents without an entry)", cfg, None);
+            for (i, a) in cfg.agents.iter().enumerate() {
+                let _ = writeln!(out);
+                describe(&mut out, &format!("agent {:?} (agents.list[{i}])", a.id), cfg, Some(&a.id));
+            }
+        }
+    }
+    print!("{out}");
+    let verdict = if errors > 0 {
+        format!("{name}: {errors} error(s), {warnings} warning(s)")
+    } else {
+        format!("{name}: ok, {warnings} warning(s)")
+    };
+    eprintln!("{verdict}");
+    Ok(if errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Where a field's value came from.
+fn source(agent: Option<bool>, global: Option<bool>) -> &'static str {
+    match (agent, global) {
+        (Some(true), _) => "agent",
+        (_, Some(true)) => "global",
+        _ => "default",
+    }
+}
+
+fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&str>) {
+    let policy: Policy = cfg.policy_for(agent);
+    let r = &policy.resolved;
+    let global = cfg.loop_detection.clone().unwrap_or_default();
+    let own = agent
+        .and_then(|a| cfg.agent(a))
+        .and_then(|a| a.loop_detection.clone())
+        .unwrap_or_default();
+    let merged = policy.block.clone().unwrap_or_default();
+    let _ = writeln!(out, "{title}");
+    let num = loopguard_core::canonical::format_js_number;
+    let src_num = |f: fn(&LoopDetectionConfig) -> Option<f64>| {
+        source(f(&own).map(|_| true), f(&global).map(|_| true))
+    };
+    let note = |field: Option<f64>, used: f64, default: f64, src: &'static str| -> String {
+        match field {
+            Some(v) if as_positive_int(Some(v), default) != v => {
+                format!("({src}: {} is not a positive integer, default used)", num(v))
+            }
+            Some(v) if v != used => format!("({src}: {} raised)", num(v)),
+            Some(_) => format!("({src})"),
+            None if used != default => format!("(raised from default {})", num(default)),
+            None => "(default)".to_string(),
+        }
+    };
+    let _ = writeln!(
+        out,
+        "  enabled: {}  ({}; rolling-history detectors {})",
+        r.enabled,
+        source(own.enabled.map(|_| true), global.enabled.map(|_| true)),
+        if r.enabled { "on" } else { "off" }
+    );
+    let _ = writeln!(
+        out,
+        "  historySize: {}  {}",
+        r.history_size,
+        note(merged.history_size, r.history_size as f64, 30.0, src_num(|c| c.history_size))
+    );
+    let _ = writeln!(
+        out,
+        "  warningThreshold: {}  {}",
+        num(r.warning_threshold),
+        note(merged.warning_threshold, r.warning_threshold, DEFAULT_WARNING_THRESHOLD, src_num(|c| c.warning_threshold))
+    );
+    let _ = writeln!(
+        out,
+        "  criticalThreshold: {}  {}",
+        num(r.critical_threshold),
+        note(merged.critical_threshold, r.critical_threshold, DEFAULT_CRITICAL_THRESHOLD, src_num(|c| c.critical_threshold))
+    );
+    let _ = writeln!(
+        out,
+        "  globalCircuitBreakerThreshold: {}  {}",
+        num(r.global_circuit_breaker_threshold),
+        note(
+            merged.global_circuit_breaker_threshold,
+            r.global_circuit_breaker_threshold,
+            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+            src_num(|c| c.global_circuit_breaker_threshold)
+        )
+    );
+    let _ = writeln!(
+        out,
+        "  unknownToolThreshold: {}  {}",
+        num(r.unknown_tool_threshold),
+        note(merged.unknown_tool_threshold, r.unknown_tool_threshold, 10.0, src_num(|c| c.unknown_tool_threshold))
+    );
+    let det = |f: fn(&LoopDetectionConfig) -> Option<bool>| {
+        source(f(&own).map(|_| true), f(&global).map(|_| true))
+    };
+    let _ = writeln!(
+        out,
+        "  detectors: genericRepeat={} ({}), knownPollNoProgress={} ({}), pingPong={} ({})",
+        r.generic_repeat,
+        det(|c| c.detectors.as_ref().and_then(|d| d.generic_repeat)),
+        r.known_poll_no_progress,
+        det(|c| c.detectors.as_ref().and_then(|d| d.known_poll_no_progress)),
+        r.ping_pong,
+        det(|c| c.detectors.as_ref().and_then(|d| d.ping_pong)),
+    );
+    let window_src = src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size));
+    let _ = writeln!(
+        out,
+        "  postCompactionGuard: {}, windowSize={} ({})",
+        if policy.guard.enabled {
+            "on"
+        } else {
+            "off (enabled: false)"
+        },
+        policy.guard.window_size,
+        window_src
+    );
+}
