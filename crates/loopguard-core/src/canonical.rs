@@ -210,7 +210,12 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
         return;
     }
     out.write(b"\"");
-    write_escaped_body(out, s.as_wtf8(), s.has_lone_surrogates(), EscapeMode::DropSurrogates);
+    write_escaped_body(
+        out,
+        s.as_wtf8(),
+        s.has_lone_surrogates(),
+        EscapeMode::DropSurrogates,
+    );
     out.write(b"\"");
 }
 
@@ -229,7 +234,12 @@ pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     if s.is_simple() {
         out.write(s.as_wtf8());
     } else {
-        write_escaped_body(out, s.as_wtf8(), s.has_lone_surrogates(), EscapeMode::EscapeSurrogates);
+        write_escaped_body(
+            out,
+            s.as_wtf8(),
+            s.has_lone_surrogates(),
+            EscapeMode::EscapeSurrogates,
+        );
     }
     out.write(b"\"");
 }
@@ -380,8 +390,14 @@ mod tests {
 
     #[test]
     fn reference_outputs() {
-        assert_eq!(canon(r#"{"b":{"d":4,"c":3},"a":1}"#), r#"{"a":1,"b":{"c":3,"d":4}}"#);
-        assert_eq!(canon(r#"[1e21,-0,0.1,1.5e-10,5e-324]"#), "[1e+21,0,0.1,1.5e-10,5e-324]");
+        assert_eq!(
+            canon(r#"{"b":{"d":4,"c":3},"a":1}"#),
+            r#"{"a":1,"b":{"c":3,"d":4}}"#
+        );
+        assert_eq!(
+            canon(r#"[1e21,-0,0.1,1.5e-10,5e-324]"#),
+            "[1e+21,0,0.1,1.5e-10,5e-324]"
+        );
         assert_eq!(canon("[1e400,-1e400]"), r#"["Infinity","-Infinity"]"#);
         assert_eq!(
             canon(r#""a\"b\\c\n\u0001\u001f\u007f\u2028é""#),

@@ -79,11 +79,12 @@ pub(crate) fn write_plan_shape<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
         _ => false,
     };
     let mut w = ObjectWriter::new(out);
-    w.key("hasExplanation").write(if non_blank(v.get("explanation")) {
-        b"true"
-    } else {
-        b"false"
-    });
+    w.key("hasExplanation")
+        .write(if non_blank(v.get("explanation")) {
+            b"true"
+        } else {
+            b"false"
+        });
     canonical::write_number(w.key("planLength"), plan.len() as f64);
     let sink = w.key("statuses");
     sink.write(b"[");
@@ -126,12 +127,18 @@ mod tests {
 
     #[test]
     fn plan_wording_is_ignored_but_status_is_not() {
-        let a = h("update_plan", r#"{"plan":[{"step":"patch code","status":"pending"}]}"#);
+        let a = h(
+            "update_plan",
+            r#"{"plan":[{"step":"patch code","status":"pending"}]}"#,
+        );
         let b = h(
             "update_plan",
             r#"{"plan":[{"step":"patch code again","status":"pending"}],"explanation":""}"#,
         );
-        let c = h("update_plan", r#"{"plan":[{"step":"patch code","status":"in_progress"}]}"#);
+        let c = h(
+            "update_plan",
+            r#"{"plan":[{"step":"patch code","status":"in_progress"}]}"#,
+        );
         let d = h(
             "update_plan",
             r#"{"plan":[{"step":"a","status":"pending"},{"step":"b","status":"pending"}]}"#,
@@ -141,8 +148,14 @@ mod tests {
         assert_ne!(a, d);
         // Other tools hash the raw parameters.
         assert_ne!(
-            h("other", r#"{"plan":[{"step":"patch code","status":"pending"}]}"#)[6..],
-            h("other", r#"{"plan":[{"step":"patch code again","status":"pending"}]}"#)[6..]
+            h(
+                "other",
+                r#"{"plan":[{"step":"patch code","status":"pending"}]}"#
+            )[6..],
+            h(
+                "other",
+                r#"{"plan":[{"step":"patch code again","status":"pending"}]}"#
+            )[6..]
         );
     }
 

@@ -108,7 +108,8 @@ impl History {
         let call_id = call_id.filter(|c| !c.is_empty());
         let found = self.records.iter().rposition(|r| {
             r.in_run(run)
-                && call_id.is_none_or(|c| r.call_id.as_ref().map(JsString::as_wtf8) == Some(c.as_wtf8()))
+                && call_id
+                    .is_none_or(|c| r.call_id.as_ref().map(JsString::as_wtf8) == Some(c.as_wtf8()))
                 && r.same_call(tool.as_wtf8(), &args)
                 && r.result.is_none()
         });

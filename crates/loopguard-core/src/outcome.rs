@@ -578,9 +578,14 @@ mod tests {
     fn hash(tool: &str, args: &str, result: &str) -> Option<String> {
         let a = parse(args.as_bytes()).unwrap();
         let r = parse(result.as_bytes()).unwrap();
-        hash_outcome(tool.as_bytes(), &a, Outcome::Result(&r), &Hashing::default())
-            .result_hash
-            .map(|h| h.to_string())
+        hash_outcome(
+            tool.as_bytes(),
+            &a,
+            Outcome::Result(&r),
+            &Hashing::default(),
+        )
+        .result_hash
+        .map(|h| h.to_string())
     }
 
     #[test]
@@ -614,7 +619,11 @@ mod tests {
     #[test]
     fn poll_status_missing_is_undefined_not_null() {
         let a = hash("process", r#"{"action":"poll"}"#, r#"{"details":{}}"#);
-        let b = hash("process", r#"{"action":"poll"}"#, r#"{"details":{"status":null}}"#);
+        let b = hash(
+            "process",
+            r#"{"action":"poll"}"#,
+            r#"{"details":{"status":null}}"#,
+        );
         assert_ne!(a, b);
         let mut out = Vec::new();
         let mut w = ObjectWriter::new(&mut out);
@@ -626,18 +635,46 @@ mod tests {
     #[test]
     fn send_ids_are_stripped_route_ids_kept() {
         let args = r#"{"action":"send","text":"hi"}"#;
-        let a = hash("message", args, r#"{"details":{"ok":true,"messageId":"1","receipt":{"x":1},"route":{"id":"A"}},"content":[{"type":"text","text":"id 1"}]}"#);
-        let b = hash("message", args, r#"{"details":{"ok":true,"messageId":"2","receipt":{"x":2},"route":{"id":"A"}},"content":[{"type":"text","text":"id 2"}]}"#);
-        let c = hash("message", args, r#"{"details":{"ok":true,"messageId":"2","route":{"id":"B"}}}"#);
+        let a = hash(
+            "message",
+            args,
+            r#"{"details":{"ok":true,"messageId":"1","receipt":{"x":1},"route":{"id":"A"}},"content":[{"type":"text","text":"id 1"}]}"#,
+        );
+        let b = hash(
+            "message",
+            args,
+            r#"{"details":{"ok":true,"messageId":"2","receipt":{"x":2},"route":{"id":"A"}},"content":[{"type":"text","text":"id 2"}]}"#,
+        );
+        let c = hash(
+            "message",
+            args,
+            r#"{"details":{"ok":true,"messageId":"2","route":{"id":"B"}}}"#,
+        );
         assert_eq!(a, b);
         assert_ne!(a, c);
         // Not a send action: full hashing.
-        let r1 = hash("message", r#"{"action":"read"}"#, r#"{"details":{"messageId":"1"}}"#);
-        let r2 = hash("message", r#"{"action":"read"}"#, r#"{"details":{"messageId":"2"}}"#);
+        let r1 = hash(
+            "message",
+            r#"{"action":"read"}"#,
+            r#"{"details":{"messageId":"1"}}"#,
+        );
+        let r2 = hash(
+            "message",
+            r#"{"action":"read"}"#,
+            r#"{"details":{"messageId":"2"}}"#,
+        );
         assert_ne!(r1, r2);
         // " send" is not trimmed.
-        let s1 = hash("message", r#"{"action":" send"}"#, r#"{"details":{"messageId":"1"}}"#);
-        let s2 = hash("message", r#"{"action":" send"}"#, r#"{"details":{"messageId":"2"}}"#);
+        let s1 = hash(
+            "message",
+            r#"{"action":" send"}"#,
+            r#"{"details":{"messageId":"1"}}"#,
+        );
+        let s2 = hash(
+            "message",
+            r#"{"action":" send"}"#,
+            r#"{"details":{"messageId":"2"}}"#,
+        );
         assert_ne!(s1, s2);
     }
 
@@ -676,6 +713,9 @@ mod tests {
         assert_eq!(f("1e400"), "Infinity");
         assert_eq!(f("false"), "false");
         assert_eq!(f("null"), "null");
-        assert_eq!(f(r#"{"message":"m","code":5}"#), r#"{"code":5,"message":"m"}"#);
+        assert_eq!(
+            f(r#"{"message":"m","code":5}"#),
+            r#"{"code":5,"message":"m"}"#
+        );
     }
 }

@@ -492,8 +492,20 @@ mod tests {
     #[test]
     fn rejects_what_json_parse_rejects() {
         for bad in [
-            "", "{", "[1,]", "{\"a\":1,}", "\"\t\"", "'x'", "{a:1}", "tru", "nul", "[1 2]",
-            "\"\\x\"", "\"\\u12\"", "1 2", "\"abc",
+            "",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "\"\t\"",
+            "'x'",
+            "{a:1}",
+            "tru",
+            "nul",
+            "[1 2]",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "1 2",
+            "\"abc",
         ] {
             assert!(parse(bad.as_bytes()).is_err(), "{bad:?}");
         }

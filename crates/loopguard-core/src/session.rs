@@ -254,35 +254,99 @@ impl Session {
                 .get_or_insert_with(|| CompactionGuard::new(settings)),
             Some(r) => {
                 if !self.run_guards.contains_key(r) {
-                    self.run_guards.insert(r.into(), CompactionGuard::new(settings));
+                    self.run_guards
+                        .insert(r.into(), CompactionGuard::new(settings));
                 }
-                self.run_guards
-                    .get_mut(r)
-                    .expect("inserted just above")
+                self.run_guards.get_mut(r).expect("inserted just above")
             }
         }
     }
 
+    /// OpenClaw's `detectToolCallLoop`: the detection for `call` against the history of
+    /// its run, without recording anything or de-duplicating warnings. `None` when
+    /// `enabled` is not `true` or no rule matches.
+    pub fn detect(&self, policy: &Policy, call: &Call<'_>) -> Option<Detection> {
+        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        self.detect_with(policy, call, args)
+    }
+
+    fn detect_with(&self, policy: &Policy, call: &Call<'_>, args: ArgsDigest) -> Option<Detection> {
+        if !policy.resolved.enabled {
+            return None;
+        }
+        let run = call.run_key();
+        let probe = Probe {
+            history: self.history.scoped(run),
+            tool: call.tool.as_wtf8(),
+            args,
+            params: call.args,
+        };
+        detectors::detect(&probe, &policy.resolved)
+    }
+
+    /// OpenClaw's `recordToolCall`: appends the pending record of a call (whatever
+    /// `enabled` says; [`Session::before_call`] applies that rule).
+    pub fn record_call(&mut self, policy: &Policy, call: &Call<'_>) {
+        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        self.record_call_with(policy, call, args);
+    }
+
+    fn record_call_with(&mut self, policy: &Policy, call: &Call<'_>, args: ArgsDigest) {
+        self.history.push(
+            Record {
+                tool: call.tool.clone().into_owned(),
+                args,
+                call_id: call.call_id.clone().map(JsString::into_owned),
+                run: call.run_key().map(owned_name),
+                result: None,
+                unknown_tool: None,
+                timestamp_ms: call.timestamp_ms,
+            },
+            policy.resolved.history_size,
+        );
+    }
+
+    /// OpenClaw's `recordToolCallOutcome`: hashes the outcome and attaches it to the
+    /// pending record (or appends one), without feeding the post-compaction guard.
+    /// Returns the record, or `None` when the outcome has no hash.
+    pub fn record_outcome(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        outcome: Outcome<'_, '_>,
+    ) -> Option<&Record> {
+        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        self.record_outcome_with(policy, call, outcome, args)
+    }
+
+    fn record_outcome_with(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        outcome: Outcome<'_, '_>,
+        args: ArgsDigest,
+    ) -> Option<&Record> {
+        let hashed = hash_outcome(call.tool.as_wtf8(), call.args, outcome, &self.hashing);
+        let result = hashed.result_hash?;
+        Some(self.history.record_outcome(
+            call.run_key(),
+            call.call_id.as_ref(),
+            &call.tool,
+            args,
+            result,
+            hashed.unknown_tool,
+            call.timestamp_ms,
+            policy.resolved.history_size,
+        ))
+    }
+
     /// The before-call check: detect, de-duplicate warnings, record the call.
     pub fn before_call(&mut self, policy: &Policy, call: &Call<'_>) -> CallDecision {
-        let tool = call.tool.as_wtf8();
         let run = call.run_key();
         self.touch_guard(policy, run);
-        let args = args_digest_wtf8(tool, call.args);
+        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
 
-        let detection = if policy.resolved.enabled {
-            let probe = Probe {
-                history: self.history.scoped(run),
-                tool,
-                args,
-                params: call.args,
-            };
-            detectors::detect(&probe, &policy.resolved)
-        } else {
-            None
-        };
-
-        let verdict = match detection {
+        let verdict = match self.detect_with(policy, call, args) {
             None => Verdict::Allow,
             Some(detection) => {
                 let key = match run {
@@ -304,28 +368,16 @@ impl Session {
         };
         self.report(call, &verdict);
 
-        let blocked = matches!(verdict, Verdict::Block { .. });
-        if blocked && self.mode == Mode::Enforce {
-            // The tool does not run; the model gets the veto as its result, and that
-            // result is recorded like any outcome (it hashes to nothing, so the streak
-            // that caused the block is kept).
-            if let Verdict::Block { detection, .. } = &verdict {
+        match &verdict {
+            Verdict::Block { detection, .. } if self.mode == Mode::Enforce => {
+                // The tool does not run; the model gets the veto as its result, and that
+                // result is recorded like any outcome (it hashes to nothing, so the streak
+                // that caused the block is kept).
                 let veto = veto_result(&detection.message);
                 self.after_call(policy, call, Outcome::Result(&veto));
             }
-        } else if policy.records_calls {
-            self.history.push(
-                Record {
-                    tool: call.tool.clone().into_owned(),
-                    args,
-                    call_id: call.call_id.clone().map(JsString::into_owned),
-                    run: run.map(owned_name),
-                    result: None,
-                    unknown_tool: None,
-                    timestamp_ms: call.timestamp_ms,
-                },
-                policy.resolved.history_size,
-            );
+            _ if policy.records_calls => self.record_call_with(policy, call, args),
+            _ => {}
         }
         CallDecision { args, verdict }
     }
@@ -341,24 +393,14 @@ impl Session {
         let run = call.run_key();
         self.touch_guard(policy, run);
         let args = args_digest_wtf8(tool, call.args);
-        let hashed = hash_outcome(tool, call.args, outcome, &self.hashing);
-        let Some(result) = hashed.result_hash else {
+        let recorded = self.record_outcome_with(policy, call, outcome, args);
+        let Some(result) = recorded.and_then(|r| r.result) else {
             return OutcomeDecision {
                 args,
                 result: None,
                 abort: None,
             };
         };
-        self.history.record_outcome(
-            run,
-            call.call_id.as_ref(),
-            &call.tool,
-            args,
-            result,
-            hashed.unknown_tool,
-            call.timestamp_ms,
-            policy.resolved.history_size,
-        );
         let verdict = self.touch_guard(policy, run).observe(tool, args, result);
         if let Some(abort) = &verdict.abort {
             tracing::error!(
@@ -383,7 +425,11 @@ impl Session {
     }
 
     /// A compaction finished: arms the post-compaction guard of the run.
-    pub fn on_compaction(&mut self, policy: &Policy, run: Option<&JsString<'_>>) -> CompactionDecision {
+    pub fn on_compaction(
+        &mut self,
+        policy: &Policy,
+        run: Option<&JsString<'_>>,
+    ) -> CompactionDecision {
         let guard = self.touch_guard(policy, run.map(JsString::as_wtf8));
         guard.arm();
         CompactionDecision {

@@ -84,7 +84,10 @@ mod tests {
         assert_eq!(js_trim(b"   "), b"");
         assert_eq!(js_trim(b""), b"");
         // A lone surrogate (WTF-8 ED A0 80) is not whitespace.
-        assert_eq!(js_trim(&[0x20, 0xED, 0xA0, 0x80, 0x20]), &[0xED, 0xA0, 0x80]);
+        assert_eq!(
+            js_trim(&[0x20, 0xED, 0xA0, 0x80, 0x20]),
+            &[0xED, 0xA0, 0x80]
+        );
     }
 
     #[test]

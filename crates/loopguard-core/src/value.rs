@@ -520,10 +520,19 @@ mod tests {
     #[test]
     fn utf16_order_puts_astral_before_private_use() {
         // U+1F600 (D83D DE00) sorts before U+E000 in UTF-16, after it in UTF-8.
-        assert_eq!(utf16_cmp("😀".as_bytes(), "\u{E000}".as_bytes()), Ordering::Less);
+        assert_eq!(
+            utf16_cmp("😀".as_bytes(), "\u{E000}".as_bytes()),
+            Ordering::Less
+        );
         assert_eq!(utf16_cmp("a".as_bytes(), "b".as_bytes()), Ordering::Less);
-        assert_eq!(utf16_cmp("ab".as_bytes(), "a".as_bytes()), Ordering::Greater);
-        assert_eq!(utf16_cmp("\u{D7FF}".as_bytes(), "😀".as_bytes()), Ordering::Less);
+        assert_eq!(
+            utf16_cmp("ab".as_bytes(), "a".as_bytes()),
+            Ordering::Greater
+        );
+        assert_eq!(
+            utf16_cmp("\u{D7FF}".as_bytes(), "😀".as_bytes()),
+            Ordering::Less
+        );
     }
 
     #[test]

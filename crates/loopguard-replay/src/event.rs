@@ -94,7 +94,11 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
         ParseErrorKind::InvalidUtf8 => "the line is not valid UTF-8".to_string(),
         _ => format!("not valid JSON: {}", e.kind),
     };
-    err(line, None, format!("{what} (byte {} of the line)", e.offset + 1))
+    err(
+        line,
+        None,
+        format!("{what} (byte {} of the line)", e.offset + 1),
+    )
 }
 
 /// Parses one non-blank line.
@@ -186,7 +190,10 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
             return Err(err(
                 line,
                 Some("tool"),
-                format!("field `tool`: expected a string, found {}", describe(&other)),
+                format!(
+                    "field `tool`: expected a string, found {}",
+                    describe(&other)
+                ),
             ))
         }
     };
@@ -235,7 +242,10 @@ fn opt_string<'a>(
         other => Err(err(
             line,
             Some(field),
-            format!("field `{field}`: expected a string, found {}", describe(&other)),
+            format!(
+                "field `{field}`: expected a string, found {}",
+                describe(&other)
+            ),
         )),
     }
 }
@@ -258,9 +268,15 @@ mod tests {
             (r#"{"type":5}"#, Some("type")),
             (r#"{"type":"call","tool":7}"#, Some("tool")),
             (r#"{"type":"outcome","tool":"x"}"#, Some("result")),
-            (r#"{"type":"outcome","tool":"x","result":1,"error":"e"}"#, Some("error")),
+            (
+                r#"{"type":"outcome","tool":"x","result":1,"error":"e"}"#,
+                Some("error"),
+            ),
             (r#"{"type":"call","tool":"x","run":1}"#, Some("run")),
-            (r#"{"type":"call","tool":"x","session":{}}"#, Some("session")),
+            (
+                r#"{"type":"call","tool":"x","session":{}}"#,
+                Some("session"),
+            ),
         ];
         for (text, field) in cases {
             let got = e(text).unwrap_err();

@@ -87,7 +87,10 @@ pub fn replay<R: BufRead, W: Write>(
         if number == 1 {
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
-        if text.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n')) {
+        if text
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
             continue;
         }
         let event = match parse_event(text, number) {

@@ -215,11 +215,7 @@ impl Replayer {
     }
 }
 
-fn finding(
-    d: loopguard_core::Detection,
-    key: Option<Name>,
-    emitted: Option<bool>,
-) -> Finding {
+fn finding(d: loopguard_core::Detection, key: Option<Name>, emitted: Option<bool>) -> Finding {
     Finding {
         detector: d.detector,
         level: d.level,

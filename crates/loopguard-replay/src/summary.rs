@@ -130,7 +130,10 @@ impl Summary {
                     .map(|k| k.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 // Strip the run prefix so both sides of a pair share one loop.
-                match (&run, key.find("pingpong:").or_else(|| key.find("unknown-tool:"))) {
+                match (
+                    &run,
+                    key.find("pingpong:").or_else(|| key.find("unknown-tool:")),
+                ) {
                     (Some(_), Some(at)) => key[at..].to_string(),
                     _ => key,
                 }
@@ -144,7 +147,10 @@ impl Summary {
                 s.loops.push(Loop {
                     run,
                     tool,
-                    paired_tool: f.paired_tool.as_ref().map(|p| p.to_string_lossy().into_owned()),
+                    paired_tool: f
+                        .paired_tool
+                        .as_ref()
+                        .map(|p| p.to_string_lossy().into_owned()),
                     detectors: Vec::new(),
                     max_count: 0,
                     first_line: d.line,

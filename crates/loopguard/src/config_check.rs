@@ -38,7 +38,11 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let mut errors = 0;
     let mut warnings = 0;
     for d in &loaded.diagnostics {
-        let severity = if args.strict { Severity::Error } else { d.severity };
+        let severity = if args.strict {
+            Severity::Error
+        } else {
+            d.severity
+        };
         match severity {
             Severity::Error => errors += 1,
             Severity::Warning => warnings += 1,
@@ -58,10 +62,10 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let mut out = String::new();
     match &args.agent {
         Some(id) => {
-            let entry = cfg
-                .agents
-                .iter()
-                .position(|a| loopguard_core::config::normalize_agent_id(&a.id) == loopguard_core::config::normalize_agent_id(id));
+            let entry = cfg.agents.iter().position(|a| {
+                loopguard_core::config::normalize_agent_id(&a.id)
+                    == loopguard_core::config::normalize_agent_id(id)
+            });
             let title = match entry {
                 Some(i) => format!("agent {:?} (agents.list[{i}])", cfg.agents[i].id),
                 None => format!("agent {id:?} (no agents.list entry: the global block applies)"),
@@ -69,10 +73,20 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             describe(&mut out, &title, cfg, Some(id));
         }
         None => {
-            describe(&mut out, "global (tools.loopDetection; agents without an entry)", cfg, None);
+            describe(
+                &mut out,
+                "global (tools.loopDetection; agents without an entry)",
+                cfg,
+                None,
+            );
             for (i, a) in cfg.agents.iter().enumerate() {
                 let _ = writeln!(out);
-                describe(&mut out, &format!("agent {:?} (agents.list[{i}])", a.id), cfg, Some(&a.id));
+                describe(
+                    &mut out,
+                    &format!("agent {:?} (agents.list[{i}])", a.id),
+                    cfg,
+                    Some(&a.id),
+                );
             }
         }
     }
@@ -116,7 +130,10 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
     let note = |field: Option<f64>, used: f64, default: f64, src: &'static str| -> String {
         match field {
             Some(v) if as_positive_int(Some(v), default) != v => {
-                format!("({src}: {} is not a positive integer, default used)", num(v))
+                format!(
+                    "({src}: {} is not a positive integer, default used)",
+                    num(v)
+                )
             }
             Some(v) if v != used => format!("({src}: {} raised)", num(v)),
             Some(_) => format!("({src})"),
@@ -135,19 +152,34 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         out,
         "  historySize: {}  {}",
         r.history_size,
-        note(merged.history_size, r.history_size as f64, 30.0, src_num(|c| c.history_size))
+        note(
+            merged.history_size,
+            r.history_size as f64,
+            30.0,
+            src_num(|c| c.history_size)
+        )
     );
     let _ = writeln!(
         out,
         "  warningThreshold: {}  {}",
         num(r.warning_threshold),
-        note(merged.warning_threshold, r.warning_threshold, DEFAULT_WARNING_THRESHOLD, src_num(|c| c.warning_threshold))
+        note(
+            merged.warning_threshold,
+            r.warning_threshold,
+            DEFAULT_WARNING_THRESHOLD,
+            src_num(|c| c.warning_threshold)
+        )
     );
     let _ = writeln!(
         out,
         "  criticalThreshold: {}  {}",
         num(r.critical_threshold),
-        note(merged.critical_threshold, r.critical_threshold, DEFAULT_CRITICAL_THRESHOLD, src_num(|c| c.critical_threshold))
+        note(
+            merged.critical_threshold,
+            r.critical_threshold,
+            DEFAULT_CRITICAL_THRESHOLD,
+            src_num(|c| c.critical_threshold)
+        )
     );
     let _ = writeln!(
         out,
@@ -164,7 +196,12 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         out,
         "  unknownToolThreshold: {}  {}",
         num(r.unknown_tool_threshold),
-        note(merged.unknown_tool_threshold, r.unknown_tool_threshold, 10.0, src_num(|c| c.unknown_tool_threshold))
+        note(
+            merged.unknown_tool_threshold,
+            r.unknown_tool_threshold,
+            10.0,
+            src_num(|c| c.unknown_tool_threshold)
+        )
     );
     let det = |f: fn(&LoopDetectionConfig) -> Option<bool>| {
         source(f(&own).map(|_| true), f(&global).map(|_| true))

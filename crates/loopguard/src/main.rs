@@ -143,8 +143,7 @@ fn run_replay(args: ReplayArgs) -> Result<ExitCode> {
     let result = if args.input.as_os_str() == "-" {
         replay(io::stdin().lock(), stdout.lock(), &mut replayer, output)
     } else {
-        let file =
-            File::open(&args.input).with_context(|| format!("cannot open {}", name))?;
+        let file = File::open(&args.input).with_context(|| format!("cannot open {}", name))?;
         replay(
             BufReader::with_capacity(1 << 20, file),
             stdout.lock(),

@@ -133,7 +133,15 @@ struct Reader {
 fn is_json5_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n' | '\u{B}' | '\u{C}' | '\r' | ' ' | '\u{A0}' | '\u{2028}' | '\u{2029}' | '\u{FEFF}'
+        '\t' | '\n'
+            | '\u{B}'
+            | '\u{C}'
+            | '\r'
+            | ' '
+            | '\u{A0}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{FEFF}'
     ) || (c as u32 >= 0x1680 && crate::text::is_js_whitespace(c as u32))
 }
 
@@ -171,7 +179,10 @@ impl Reader {
     fn bump(&mut self) -> Option<char> {
         let c = self.peek()?;
         self.i += 1;
-        if c == '\n' || c == '\u{2028}' || c == '\u{2029}' || (c == '\r' && self.peek() != Some('\n'))
+        if c == '\n'
+            || c == '\u{2028}'
+            || c == '\u{2029}'
+            || (c == '\r' && self.peek() != Some('\n'))
         {
             self.line += 1;
             self.col = 1;
@@ -342,7 +353,10 @@ impl Reader {
                     let c = self.hex(4)?;
                     out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
                 }
-                Some(c) if (out.is_empty() && is_ident_start(c)) || (!out.is_empty() && is_ident_part(c)) => {
+                Some(c)
+                    if (out.is_empty() && is_ident_start(c))
+                        || (!out.is_empty() && is_ident_part(c)) =>
+                {
                     self.bump();
                     out.push(c);
                 }
@@ -553,7 +567,8 @@ mod tests {
 
     #[test]
     fn json5_strings_and_comments() {
-        let doc = parse("/* a */ { 'k\\'': \"l\\\nine\\x41\\u0042\\0\", $key_1: [1,2,], } // end").unwrap();
+        let doc = parse("/* a */ { 'k\\'': \"l\\\nine\\x41\\u0042\\0\", $key_1: [1,2,], } // end")
+            .unwrap();
         let k = doc.get("k'").unwrap();
         assert_eq!(k.value.value, NodeValue::String("lineAB\0".into()));
         assert_eq!(k.key_pos, Pos { line: 1, col: 11 });

@@ -9,10 +9,9 @@ use std::fmt;
 
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
-    AgentConfig, DetectorSwitches, LoopDetectionConfig, OpenClawConfig,
-    PostCompactionGuardConfig, DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
-    DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
-    DEFAULT_WINDOW_SIZE,
+    AgentConfig, DetectorSwitches, LoopDetectionConfig, OpenClawConfig, PostCompactionGuardConfig,
+    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
+    DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD, DEFAULT_WINDOW_SIZE,
 };
 
 /// How bad a [`Diagnostic`] is.
@@ -248,7 +247,14 @@ struct Cx {
 }
 
 impl Cx {
-    fn push(&mut self, severity: Severity, kind: DiagnosticKind, path: &str, pos: Pos, message: String) {
+    fn push(
+        &mut self,
+        severity: Severity,
+        kind: DiagnosticKind,
+        path: &str,
+        pos: Pos,
+        message: String,
+    ) {
         self.diagnostics.push(Diagnostic {
             severity,
             kind,
@@ -264,7 +270,10 @@ impl Cx {
             DiagnosticKind::Ignored,
             path,
             entry.key_pos,
-            format!("{why} ({}); loopguard ignores it", entry.value.value.type_name()),
+            format!(
+                "{why} ({}); loopguard ignores it",
+                entry.value.value.type_name()
+            ),
         );
     }
 
@@ -398,7 +407,12 @@ impl Cx {
         }
     }
 
-    fn block(&mut self, node: &Node, path: &str, pos: &mut Positions) -> Option<LoopDetectionConfig> {
+    fn block(
+        &mut self,
+        node: &Node,
+        path: &str,
+        pos: &mut Positions,
+    ) -> Option<LoopDetectionConfig> {
         let node = self.expect_object(node, path, node.pos)?;
         pos.block = Some(node.pos);
         self.check_duplicates(node, path);
@@ -480,7 +494,10 @@ impl Cx {
                 DiagnosticKind::Ignored,
                 path,
                 item.pos,
-                format!("agent entry is {}, not an object; loopguard ignores it", item.value.type_name()),
+                format!(
+                    "agent entry is {}, not an object; loopguard ignores it",
+                    item.value.type_name()
+                ),
             );
             return None;
         };
@@ -493,7 +510,9 @@ impl Cx {
                     DiagnosticKind::Ignored,
                     &format!("{path}.id"),
                     item.pos,
-                    format!("an agent needs a string id, found {found}; loopguard ignores this entry"),
+                    format!(
+                        "an agent needs a string id, found {found}; loopguard ignores this entry"
+                    ),
                 );
                 return None;
             }
@@ -504,8 +523,11 @@ impl Cx {
             match tools.value.value {
                 NodeValue::Object(_) => {
                     if let Some(block) = tools.value.get("loopDetection") {
-                        loop_detection =
-                            self.block(&block.value, &format!("{path}.tools.loopDetection"), &mut pos);
+                        loop_detection = self.block(
+                            &block.value,
+                            &format!("{path}.tools.loopDetection"),
+                            &mut pos,
+                        );
                     }
                 }
                 _ => self.ignored(tools, &format!("{path}.tools"), "is not an object"),
@@ -515,7 +537,13 @@ impl Cx {
     }
 
     /// Reports every raise the resolution of `block` performs.
-    fn auto_raises(&mut self, block: Option<&LoopDetectionConfig>, path: &str, own: &Positions, inherited: &Positions) {
+    fn auto_raises(
+        &mut self,
+        block: Option<&LoopDetectionConfig>,
+        path: &str,
+        own: &Positions,
+        inherited: &Positions,
+    ) {
         let Some(block) = block else { return };
         let w = super::as_positive_int(block.warning_threshold, DEFAULT_WARNING_THRESHOLD);
         let c0 = super::as_positive_int(block.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
@@ -617,20 +645,29 @@ mod tests {
         assert_eq!(d[0].0, Severity::Error);
         assert_eq!(d[0].1, "tools.loopDetection.warningThresold");
         assert_eq!(d[0].2, 4);
-        assert!(d[0].3.contains("did you mean `warningThreshold`"), "{}", d[0].3);
+        assert!(
+            d[0].3.contains("did you mean `warningThreshold`"),
+            "{}",
+            d[0].3
+        );
         assert!(d[1].3.contains("#33182"), "{}", d[1].3);
     }
 
     #[test]
     fn wrong_types_and_non_positive_numbers() {
-        let d = diags(r#"{"tools":{"loopDetection":{"enabled":"yes","historySize":0,"criticalThreshold":2.5,"detectors":{"pingPong":1},"postCompactionGuard":{"windowSize":-1}}}}"#);
+        let d = diags(
+            r#"{"tools":{"loopDetection":{"enabled":"yes","historySize":0,"criticalThreshold":2.5,"detectors":{"pingPong":1},"postCompactionGuard":{"windowSize":-1}}}}"#,
+        );
         let paths: Vec<_> = d.iter().map(|x| (x.0, x.1.as_str())).collect();
         assert!(paths.contains(&(Severity::Error, "tools.loopDetection.enabled")));
         assert!(paths.contains(&(Severity::Error, "tools.loopDetection.historySize")));
         assert!(paths.contains(&(Severity::Warning, "tools.loopDetection.historySize")));
         assert!(paths.contains(&(Severity::Error, "tools.loopDetection.criticalThreshold")));
         assert!(paths.contains(&(Severity::Error, "tools.loopDetection.detectors.pingPong")));
-        assert!(paths.contains(&(Severity::Error, "tools.loopDetection.postCompactionGuard.windowSize")));
+        assert!(paths.contains(&(
+            Severity::Error,
+            "tools.loopDetection.postCompactionGuard.windowSize"
+        )));
         let l = load(r#"{"tools":{"loopDetection":{"historySize":0}}}"#).unwrap();
         assert_eq!(l.config.policy_for(None).resolved.history_size, 30);
     }
@@ -659,7 +696,13 @@ mod tests {
         }"#;
         let l = load(text).unwrap();
         let d: Vec<_> = l.diagnostics.iter().map(|d| d.path.as_str()).collect();
-        assert_eq!(d, ["agents.list[0].tools.loopDetection.criticalThreshold", "agents.list[2].id"]);
+        assert_eq!(
+            d,
+            [
+                "agents.list[0].tools.loopDetection.criticalThreshold",
+                "agents.list[2].id"
+            ]
+        );
         let p = l.config.policy_for(Some("ALPHA "));
         assert_eq!(p.resolved.critical_threshold, 26.0);
         assert!(!p.resolved.generic_repeat && !p.resolved.ping_pong);

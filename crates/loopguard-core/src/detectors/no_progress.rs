@@ -44,5 +44,6 @@ pub fn streak<'h>(
 
 /// `latestResultHash ?? "none"` as it appears in warning keys.
 pub(crate) fn latest_or_none(s: &Streak) -> String {
-    s.latest.map_or_else(|| "none".to_string(), |h| h.to_string())
+    s.latest
+        .map_or_else(|| "none".to_string(), |h| h.to_string())
 }

@@ -90,26 +90,25 @@ where
     let pp = streak(probe.history.clone(), probe.tool, &probe.args);
     let paired = pp.paired?;
     let tool_lossy = || String::from_utf8_lossy(probe.tool).into_owned();
-    let (level, message) =
-        if reached(pp.count, cfg.critical_threshold) && pp.no_progress_evidence {
-            tracing::error!(
-                target: "loopguard::detector",
-                "Critical ping-pong loop detected: alternating calls count={} currentTool={}",
-                pp.count,
-                tool_lossy()
-            );
-            (Level::Critical, messages::ping_pong_critical(pp.count))
-        } else if reached(pp.count, cfg.warning_threshold) {
-            tracing::warn!(
-                target: "loopguard::detector",
-                "Ping-pong loop warning: alternating calls count={} currentTool={}",
-                pp.count,
-                tool_lossy()
-            );
-            (Level::Warning, messages::ping_pong_warning(pp.count))
-        } else {
-            return None;
-        };
+    let (level, message) = if reached(pp.count, cfg.critical_threshold) && pp.no_progress_evidence {
+        tracing::error!(
+            target: "loopguard::detector",
+            "Critical ping-pong loop detected: alternating calls count={} currentTool={}",
+            pp.count,
+            tool_lossy()
+        );
+        (Level::Critical, messages::ping_pong_critical(pp.count))
+    } else if reached(pp.count, cfg.warning_threshold) {
+        tracing::warn!(
+            target: "loopguard::detector",
+            "Ping-pong loop warning: alternating calls count={} currentTool={}",
+            pp.count,
+            tool_lossy()
+        );
+        (Level::Warning, messages::ping_pong_warning(pp.count))
+    } else {
+        return None;
+    };
     Some(Detection {
         detector: Detector::PingPong,
         level,
