@@ -1,0 +1,267 @@
+//! End-to-end tests: the real `loopguard` binary on event files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn loopguard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(args)
+        .output()
+        .expect("run loopguard")
+}
+
+fn loopguard_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loopguard");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
+    String::from_utf8(bytes.to_vec())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Every parity case: the decision stream OpenClaw produced, field for field.
+#[test]
+fn parity_sample_decisions_match_openclaw() {
+    let dir = fixtures().join("parity");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".events.jsonl").map(str::to_string)
+        })
+        .collect();
+    cases.sort();
+    assert_eq!(cases.len(), 15, "parity fixtures missing");
+    for case in cases {
+        let config = dir.join(format!("{case}.config.json"));
+        let events = dir.join(format!("{case}.events.jsonl"));
+        let out = loopguard(&[
+            "replay",
+            "--config",
+            config.to_str().unwrap(),
+            "--json",
+            events.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+        let got = json_lines(&out.stdout);
+        let want = json_lines(&std::fs::read(dir.join(format!("{case}.expected.jsonl"))).unwrap());
+        assert_eq!(got.len(), want.len(), "{case}: number of decisions");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w, "{case}: line {}", w["line"]);
+        }
+    }
+}
+
+#[test]
+fn output_is_byte_identical_to_json_stringify_field_order() {
+    // The expected files were written by JSON.stringify; loopguard writes the same bytes.
+    let dir = fixtures().join("parity");
+    let out = loopguard(&[
+        "replay",
+        "--config",
+        dir.join("pingpong_critical_stable.config.json").to_str().unwrap(),
+        "--json",
+        dir.join("pingpong_critical_stable.events.jsonl").to_str().unwrap(),
+    ]);
+    let want = std::fs::read(dir.join("pingpong_critical_stable.expected.jsonl")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&want));
+}
+
+#[test]
+fn stdin_and_blank_lines() {
+    let input = "\n{\"type\":\"call\",\"tool\":\"read\"}\n   \n{\"type\":\"compaction\",\"run\":\" r \"}\r\n";
+    let out = loopguard_stdin(&["replay", "--json", "-"], input);
+    assert!(out.status.success());
+    let d = json_lines(&out.stdout);
+    assert_eq!(d.len(), 2);
+    assert_eq!(d[0]["line"], 2);
+    assert_eq!(d[0]["argsHash"], "read:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+    assert_eq!(d[1]["line"], 4);
+    assert_eq!(d[1]["decision"], "armed");
+    assert_eq!(d[1]["run"], " r ");
+    assert!(d[1].get("tool").is_none());
+}
+
+#[test]
+fn bad_input_names_line_and_field_and_fails() {
+    let cases = [
+        ("{\"type\":\"call\"}\n", "line 1", "`tool`"),
+        ("{\"type\":\"call\",\"tool\":\"a\"}\n{\"type\":\"outcome\",\"tool\":\"a\"}\n", "line 2", "`result`"),
+        ("{\"type\":\"outcome\",\"tool\":\"a\",\"result\":1,\"error\":2}\n", "line 1", "not both"),
+        ("{\"type\":\"nap\",\"tool\":\"a\"}\n", "line 1", "`type`"),
+        ("not json\n", "line 1", "not valid JSON"),
+        ("[]\n", "line 1", "JSON object"),
+        ("{\"type\":\"call\",\"tool\":\"a\",\"run\":5}\n", "line 1", "`run`"),
+    ];
+    for (input, line, field) in cases {
+        let out = loopguard_stdin(&["replay", "--json", "-"], input);
+        assert!(!out.status.success(), "{input}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(line) && err.contains(field), "{input}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Decisions before the bad line were already written.
+    let out = loopguard_stdin(
+        &["replay", "--json", "-"],
+        "{\"type\":\"call\",\"tool\":\"a\"}\n{oops\n",
+    );
+    assert!(!out.status.success());
+    assert_eq!(json_lines(&out.stdout).len(), 1);
+}
+
+#[test]
+fn invalid_utf8_is_an_error_not_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"type\":\"call\",\"tool\":\"\xff\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 1") && err.contains("UTF-8"), "{err}");
+}
+
+fn reads(n: usize, with_outcomes: bool) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "{{\"type\":\"call\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same.txt\"}}}}\n"
+        ));
+        if with_outcomes {
+            s.push_str(&format!("{{\"type\":\"outcome\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same.txt\"}},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"same output\"}}]}}}}\n"));
+        }
+    }
+    s
+}
+
+fn enabled_config() -> tempfile_lite::TempFile {
+    tempfile_lite::TempFile::new("cfg.json5", "{ tools: { loopDetection: { enabled: true } } } // on\n")
+}
+
+#[test]
+fn enforce_blocks_and_absorbs_observe_runs_everything() {
+    let cfg = enabled_config();
+    let input = reads(25, true);
+    let enforce = json_lines(
+        &loopguard_stdin(&["replay", "--config", cfg.path(), "--json", "-"], &input).stdout,
+    );
+    let decisions: Vec<_> = enforce
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap().to_string())
+        .collect();
+    // Call 21 (line 41) is the first block; its outcome (line 42) is ignored.
+    assert_eq!(decisions[40], "block");
+    assert_eq!(decisions[41], "ignored");
+    assert!(enforce[41]["resultHash"].is_null());
+    assert_eq!(enforce[40]["count"], 20);
+    // The block is sticky.
+    assert_eq!(decisions.iter().filter(|d| *d == "block").count(), 5);
+
+    let observe = json_lines(
+        &loopguard_stdin(
+            &["replay", "--config", cfg.path(), "--mode", "observe", "--json", "-"],
+            &input,
+        )
+        .stdout,
+    );
+    // In observe mode every outcome is recorded, so the streak keeps growing and the
+    // global circuit breaker takes over at 30 identical outcomes... but only 25 calls ran:
+    // calls 21..25 are blocks by generic_repeat with growing counts.
+    assert!(observe.iter().all(|d| d["decision"] != "ignored"));
+    let counts: Vec<_> = observe
+        .iter()
+        .filter(|d| d["decision"] == "block")
+        .map(|d| d["count"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [20, 21, 22, 23, 24]);
+}
+
+#[test]
+fn human_summary_lists_loops() {
+    let cfg = enabled_config();
+    let out = loopguard_stdin(&["replay", "--config", cfg.path(), "-"], &reads(22, true));
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("session default: 22 calls"), "{text}");
+    assert!(text.contains("read"), "{text}");
+    assert!(text.contains("generic_repeat"), "{text}");
+    assert!(text.contains("first warning at line 21 (count 10)"), "{text}");
+    assert!(text.contains("first block at line 41 (count 20)"), "{text}");
+}
+
+#[test]
+fn replay_refuses_a_config_openclaw_would_reject() {
+    let cfg = tempfile_lite::TempFile::new(
+        "bad.json5",
+        "{\n  tools: {\n    loopDetection: {\n      enabled: true,\n      repeatThreshold: 3,\n    },\n  },\n}\n",
+    );
+    let out = loopguard_stdin(&["replay", "--config", cfg.path(), "--json", "-"], &reads(1, false));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 5") && err.contains("repeatThreshold"), "{err}");
+}
+
+/// A tiny self-cleaning temporary file (tests must not depend on the environment).
+mod tempfile_lite {
+    use std::path::PathBuf;
+
+    pub struct TempFile(PathBuf);
+
+    impl TempFile {
+        pub fn new(name: &str, contents: &str) -> Self {
+            use std::sync::atomic::{AtomicUsize, Ordering};
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "loopguard-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(name);
+            std::fs::write(&path, contents).unwrap();
+            TempFile(path)
+        }
+
+        pub fn path(&self) -> &str {
+            self.0.to_str().unwrap()
+        }
+    }
+
+    impl Drop for TempFile {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
