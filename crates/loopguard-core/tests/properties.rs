@@ -1,0 +1,210 @@
+//! Property tests: invariants of hashing and detection, and parsers that never panic.
+
+use loopguard_core::config::{LoopDetectionConfig, OpenClawConfig, Policy};
+use loopguard_core::fingerprint::args_hash;
+use loopguard_core::outcome::Outcome;
+use loopguard_core::{parse, Call, Session, Value, Verdict};
+use proptest::prelude::*;
+
+/// A JSON tree that can be written with any key order.
+#[derive(Clone, Debug)]
+enum Tree {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<Tree>),
+    Obj(Vec<(String, Tree)>),
+}
+
+fn tree() -> impl Strategy<Value = Tree> {
+    let leaf = prop_oneof![
+        Just(Tree::Null),
+        any::<bool>().prop_map(Tree::Bool),
+        prop_oneof![
+            any::<i32>().prop_map(f64::from),
+            (-1e30f64..1e30f64),
+            Just(-0.0),
+            Just(1e21),
+            Just(9007199254740993.0),
+        ]
+        .prop_map(Tree::Num),
+        "[a-z😀\u{e000}é \\\\\"\\n\u{2028}]{0,8}".prop_map(Tree::Str),
+    ];
+    leaf.prop_recursive(4, 40, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Tree::Arr),
+            prop::collection::btree_map("[a-zA-Z0-9_😀\u{e000}\u{ffff}é]{0,6}", inner, 0..6)
+                .prop_map(|m| Tree::Obj(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Writes the tree, rotating each object's keys by `shift` and choosing number spellings.
+fn write(t: &Tree, shift: usize, out: &mut String) {
+    match t {
+        Tree::Null => out.push_str("null"),
+        Tree::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Tree::Num(n) => {
+            if shift % 2 == 0 {
+                out.push_str(&format!("{n}"));
+            } else {
+                out.push_str(&format!("{n:e}"));
+            }
+        }
+        Tree::Str(s) => out.push_str(&serde_json::to_string(s).unwrap()),
+        Tree::Arr(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write(item, shift, out);
+            }
+            out.push(']');
+        }
+        Tree::Obj(entries) => {
+            out.push('{');
+            let n = entries.len();
+            for i in 0..n {
+                let (k, v) = &entries[(i + shift) % n];
+                if i > 0 {
+                    out.push_str(" , ");
+                }
+                out.push_str(&serde_json::to_string(k).unwrap());
+                out.push(':');
+                write(v, shift, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn text(t: &Tree, shift: usize) -> String {
+    let mut s = String::new();
+    write(t, shift, &mut s);
+    s
+}
+
+fn hash_of(json: &str) -> String {
+    args_hash("tool", &parse(json.as_bytes()).unwrap())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Key order and number spelling never change an argsHash.
+    #[test]
+    fn key_order_never_changes_a_hash(t in tree(), shift in 1usize..7) {
+        prop_assert_eq!(hash_of(&text(&t, 0)), hash_of(&text(&t, shift)));
+    }
+
+    /// Swapping two different array elements always changes the hash.
+    #[test]
+    fn array_order_always_changes_a_hash(items in prop::collection::vec(tree(), 2..6), i in 0usize..6, j in 0usize..6) {
+        let (i, j) = (i % items.len(), j % items.len());
+        let canon = |t: &Tree| loopguard_core::canonical::to_canonical_string(&parse(text(t, 0).as_bytes()).unwrap());
+        prop_assume!(canon(&items[i]) != canon(&items[j]));
+        let mut swapped = items.clone();
+        swapped.swap(i, j);
+        prop_assert_ne!(hash_of(&text(&Tree::Arr(items), 0)), hash_of(&text(&Tree::Arr(swapped), 0)));
+    }
+
+    /// Canonical output is a fixed point: parsing it again gives the same bytes.
+    #[test]
+    fn canonical_form_is_stable(t in tree()) {
+        let once = loopguard_core::canonical::to_canonical_string(&parse(text(&t, 0).as_bytes()).unwrap());
+        let twice = loopguard_core::canonical::to_canonical_string(&parse(once.as_bytes()).unwrap());
+        prop_assert_eq!(once, twice);
+    }
+
+    /// A single call never triggers, whatever the thresholds.
+    #[test]
+    fn a_single_call_never_triggers(
+        t in tree(),
+        tool in "[a-z_]{1,12}",
+        w in 1.0f64..5.0, c in 1.0f64..5.0, g in 1.0f64..5.0, u in 1.0f64..5.0,
+    ) {
+        let policy = Policy::from_block(Some(LoopDetectionConfig {
+            enabled: Some(true),
+            warning_threshold: Some(w.floor()),
+            critical_threshold: Some(c.floor()),
+            global_circuit_breaker_threshold: Some(g.floor()),
+            unknown_tool_threshold: Some(u.floor()),
+            ..Default::default()
+        }));
+        let args_text = text(&t, 0);
+        let args = parse(args_text.as_bytes()).unwrap();
+        let mut s = Session::new("p");
+        let d = s.before_call(&policy, &Call::new(tool.as_str(), &args));
+        prop_assert_eq!(d.verdict, Verdict::Allow);
+    }
+
+    /// Outcomes that keep changing never lead to a block, however often the call repeats.
+    #[test]
+    fn changing_results_never_block(
+        t in tree(),
+        tool in prop_oneof![Just("read"), Just("process"), Just("exec"), Just("message"), Just("command_status")],
+        n in 1usize..80,
+        alternate in any::<bool>(),
+    ) {
+        let policy = Policy::enabled();
+        let args_text = text(&t, 0);
+        let args = parse(args_text.as_bytes()).unwrap();
+        let other = parse(br#"{"other":true}"#).unwrap();
+        let mut s = Session::new("p");
+        for i in 0..n {
+            let a = if alternate && i % 2 == 1 { &other } else { &args };
+            let call = Call::new(tool, a);
+            let d = s.before_call(&policy, &call);
+            prop_assert!(!d.is_block(), "blocked at call {}: {:?}", i + 1, d.verdict);
+            let result_text = format!(
+                r#"{{"content":[{{"type":"text","text":"step {i}"}}],"details":{{"status":"completed","exitCode":0,"aggregated":"out {i}","tail":"t{i}","ok":{i}}}}}"#
+            );
+            let result = parse(result_text.as_bytes()).unwrap();
+            s.after_call(&policy, &call, Outcome::Result(&result));
+        }
+    }
+
+    /// The JSON parser returns Ok or Err on any bytes; it never panics.
+    #[test]
+    fn json_parser_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let _ = parse(&bytes);
+    }
+
+    /// JSON-looking noise: the parser never panics and accepted values re-serialise.
+    #[test]
+    fn json_parser_never_panics_on_json_like_text(s in r#"[\[\]{}",:0-9eE+\-.a-z\\u ]{0,80}"#) {
+        if let Ok(v) = parse(s.as_bytes()) {
+            let _ = loopguard_core::canonical::to_canonical_string(&v);
+        }
+    }
+
+    /// The config loader never panics on any text.
+    #[test]
+    fn config_loader_never_panics(s in r#"[\[\]{}"',:0-9a-zA-Z_ ./*\n\\-]{0,120}"#) {
+        let _ = OpenClawConfig::from_json5(&s);
+    }
+
+    /// The config loader never panics on structurally valid configs with wrong values.
+    #[test]
+    fn config_loader_handles_any_values(t in tree(), key in prop_oneof![
+        Just("enabled"), Just("historySize"), Just("warningThreshold"), Just("criticalThreshold"),
+        Just("globalCircuitBreakerThreshold"), Just("unknownToolThreshold"), Just("detectors"),
+        Just("postCompactionGuard"), Just("bogus"),
+    ]) {
+        let text = format!(r#"{{"tools":{{"loopDetection":{{"{key}":{}}}}},"agents":{{"list":[{{"id":"a","tools":{{"loopDetection":{{"{key}":{}}}}}}}]}}}}"#, text(&t, 0), text(&t, 1));
+        let loaded = OpenClawConfig::from_json5(&text).unwrap();
+        let _ = loaded.config.policy_for(Some("a"));
+    }
+}
+
+#[test]
+fn lone_surrogates_survive_parsing_and_vanish_when_hashed() {
+    let lone = parse(br#"{"k":"left\ud83dright"}"#).unwrap();
+    let clean = parse(br#"{"k":"leftright"}"#).unwrap();
+    assert_ne!(lone, clean);
+    assert_eq!(args_hash("t", &lone), args_hash("t", &clean));
+    let v: &Value = lone.get("k").unwrap();
+    assert!(v.as_js_str().unwrap().has_lone_surrogates());
+}
