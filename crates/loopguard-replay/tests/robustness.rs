@@ -7,18 +7,40 @@ use proptest::prelude::*;
 
 fn event_line() -> impl Strategy<Value = String> {
     let tool = prop_oneof![
-        Just("\"read\""), Just("\"exec\""), Just("\"process\""), Just("\"message\""),
-        Just("\"update_plan\""), Just("\"\""), Just("\"\\ud800\""), Just("5"), Just("null"),
+        Just("\"read\""),
+        Just("\"exec\""),
+        Just("\"process\""),
+        Just("\"message\""),
+        Just("\"update_plan\""),
+        Just("\"\""),
+        Just("\"\\ud800\""),
+        Just("5"),
+        Just("null"),
     ];
-    let kind = prop_oneof![Just("\"call\""), Just("\"outcome\""), Just("\"compaction\""), Just("\"x\""), Just("1")];
+    let kind = prop_oneof![
+        Just("\"call\""),
+        Just("\"outcome\""),
+        Just("\"compaction\""),
+        Just("\"x\""),
+        Just("1")
+    ];
     let value = prop_oneof![
         Just("{}"), Just("null"), Just("[1,2]"), Just("\"Unknown tool: x\""), Just("1e400"),
         Just("{\"action\":\"poll\"}"), Just("{\"details\":{\"status\":\"blocked\",\"deniedReason\":\"tool-loop\"}}"),
         Just("{\"content\":[{\"type\":\"text\",\"text\":\" a \\ud83d\"}],\"details\":{\"status\":\"running\"}}"),
         Just("{\"plan\":[{\"step\":\"x\",\"status\":\"pending\"}]}"),
     ];
-    let run = prop_oneof![Just(""), Just(",\"run\":\" r1 \""), Just(",\"run\":\"\""), Just(",\"run\":7")];
-    let id = prop_oneof![Just(""), Just(",\"callId\":\"c1\""), Just(",\"callId\":\"\"")];
+    let run = prop_oneof![
+        Just(""),
+        Just(",\"run\":\" r1 \""),
+        Just(",\"run\":\"\""),
+        Just(",\"run\":7")
+    ];
+    let id = prop_oneof![
+        Just(""),
+        Just(",\"callId\":\"c1\""),
+        Just(",\"callId\":\"\"")
+    ];
     let payload = prop_oneof![Just(""), Just(",\"result\":"), Just(",\"error\":")];
     (kind, tool, value.clone(), run, id, payload, value, "[a-z]{0,3}").prop_map(
         |(k, t, a, r, i, p, v, session)| {

@@ -63,7 +63,11 @@ fn parity_sample_decisions_match_openclaw() {
             "--json",
             events.to_str().unwrap(),
         ]);
-        assert!(out.status.success(), "{case}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let got = json_lines(&out.stdout);
         let want = json_lines(&std::fs::read(dir.join(format!("{case}.expected.jsonl"))).unwrap());
         assert_eq!(got.len(), want.len(), "{case}: number of decisions");
@@ -80,12 +84,19 @@ fn output_is_byte_identical_to_json_stringify_field_order() {
     let out = loopguard(&[
         "replay",
         "--config",
-        dir.join("pingpong_critical_stable.config.json").to_str().unwrap(),
+        dir.join("pingpong_critical_stable.config.json")
+            .to_str()
+            .unwrap(),
         "--json",
-        dir.join("pingpong_critical_stable.events.jsonl").to_str().unwrap(),
+        dir.join("pingpong_critical_stable.events.jsonl")
+            .to_str()
+            .unwrap(),
     ]);
     let want = std::fs::read(dir.join("pingpong_critical_stable.expected.jsonl")).unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&want));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&want)
+    );
 }
 
 #[test]
@@ -96,7 +107,10 @@ fn stdin_and_blank_lines() {
     let d = json_lines(&out.stdout);
     assert_eq!(d.len(), 2);
     assert_eq!(d[0]["line"], 2);
-    assert_eq!(d[0]["argsHash"], "read:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+    assert_eq!(
+        d[0]["argsHash"],
+        "read:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+    );
     assert_eq!(d[1]["line"], 4);
     assert_eq!(d[1]["decision"], "armed");
     assert_eq!(d[1]["run"], " r ");
@@ -107,12 +121,24 @@ fn stdin_and_blank_lines() {
 fn bad_input_names_line_and_field_and_fails() {
     let cases = [
         ("{\"type\":\"call\"}\n", "line 1", "`tool`"),
-        ("{\"type\":\"call\",\"tool\":\"a\"}\n{\"type\":\"outcome\",\"tool\":\"a\"}\n", "line 2", "`result`"),
-        ("{\"type\":\"outcome\",\"tool\":\"a\",\"result\":1,\"error\":2}\n", "line 1", "not both"),
+        (
+            "{\"type\":\"call\",\"tool\":\"a\"}\n{\"type\":\"outcome\",\"tool\":\"a\"}\n",
+            "line 2",
+            "`result`",
+        ),
+        (
+            "{\"type\":\"outcome\",\"tool\":\"a\",\"result\":1,\"error\":2}\n",
+            "line 1",
+            "not both",
+        ),
         ("{\"type\":\"nap\",\"tool\":\"a\"}\n", "line 1", "`type`"),
         ("not json\n", "line 1", "not valid JSON"),
         ("[]\n", "line 1", "JSON object"),
-        ("{\"type\":\"call\",\"tool\":\"a\",\"run\":5}\n", "line 1", "`run`"),
+        (
+            "{\"type\":\"call\",\"tool\":\"a\",\"run\":5}\n",
+            "line 1",
+            "`run`",
+        ),
     ];
     for (input, line, field) in cases {
         let out = loopguard_stdin(&["replay", "--json", "-"], input);
@@ -165,7 +191,10 @@ fn reads(n: usize, with_outcomes: bool) -> String {
 }
 
 fn enabled_config() -> tempfile_lite::TempFile {
-    tempfile_lite::TempFile::new("cfg.json5", "{ tools: { loopDetection: { enabled: true } } } // on\n")
+    tempfile_lite::TempFile::new(
+        "cfg.json5",
+        "{ tools: { loopDetection: { enabled: true } } } // on\n",
+    )
 }
 
 #[test]
@@ -189,7 +218,15 @@ fn enforce_blocks_and_absorbs_observe_runs_everything() {
 
     let observe = json_lines(
         &loopguard_stdin(
-            &["replay", "--config", cfg.path(), "--mode", "observe", "--json", "-"],
+            &[
+                "replay",
+                "--config",
+                cfg.path(),
+                "--mode",
+                "observe",
+                "--json",
+                "-",
+            ],
             &input,
         )
         .stdout,
@@ -215,7 +252,10 @@ fn human_summary_lists_loops() {
     assert!(text.contains("session default: 22 calls"), "{text}");
     assert!(text.contains("read"), "{text}");
     assert!(text.contains("generic_repeat"), "{text}");
-    assert!(text.contains("first warning at line 21 (count 10)"), "{text}");
+    assert!(
+        text.contains("first warning at line 21 (count 10)"),
+        "{text}"
+    );
     assert!(text.contains("first block at line 41 (count 20)"), "{text}");
 }
 
@@ -225,10 +265,16 @@ fn replay_refuses_a_config_openclaw_would_reject() {
         "bad.json5",
         "{\n  tools: {\n    loopDetection: {\n      enabled: true,\n      repeatThreshold: 3,\n    },\n  },\n}\n",
     );
-    let out = loopguard_stdin(&["replay", "--config", cfg.path(), "--json", "-"], &reads(1, false));
+    let out = loopguard_stdin(
+        &["replay", "--config", cfg.path(), "--json", "-"],
+        &reads(1, false),
+    );
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("line 5") && err.contains("repeatThreshold"), "{err}");
+    assert!(
+        err.contains("line 5") && err.contains("repeatThreshold"),
+        "{err}"
+    );
 }
 
 /// A tiny self-cleaning temporary file (tests must not depend on the environment).
