@@ -8,7 +8,8 @@
 //! * [`Replayer`]: sessions, per-agent config, enforce/observe mode, and matching the
 //!   outcomes of blocked calls;
 //! * [`decision`]: the output line;
-//! * [`summary`]: the human summary.
+//! * [`summary`]: the human summary;
+//! * [`synthetic`]: generated streams for benchmarks.
 //!
 //! [`replay`] ties them together over any reader and writer, streaming: memory does not grow
 //! with the input's length.
@@ -34,6 +35,7 @@ pub mod decision;
 pub mod event;
 mod replayer;
 pub mod summary;
+pub mod synthetic;
 
 use std::io::{self, BufRead, Write};
 
