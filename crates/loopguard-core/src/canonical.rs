@@ -89,11 +89,9 @@ pub fn hex(d: &[u8; 32]) -> String {
 
 /// Appends the lowercase hex of a digest.
 pub fn push_hex(out: &mut String, d: &[u8; 32]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for &b in d {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 15) as usize] as char);
-    }
+    let hex = hex_bytes(d);
+    // Hex digits are ASCII.
+    out.push_str(std::str::from_utf8(&hex).unwrap_or_default());
 }
 
 /// The SHA-256 of the canonical form of `v`.
@@ -231,6 +229,12 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 /// ```
 pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     out.write(b"\"");
+    write_json_string_body(out, s);
+    out.write(b"\"");
+}
+
+/// [`write_json_string`] without the quotes, to build longer strings (`"tool:hex"`).
+pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     if s.is_simple() {
         out.write(s.as_wtf8());
     } else {
@@ -241,7 +245,17 @@ pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
             EscapeMode::EscapeSurrogates,
         );
     }
-    out.write(b"\"");
+}
+
+/// The lowercase hex digits of a digest, without allocating.
+pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 64];
+    for (i, &b) in d.iter().enumerate() {
+        out[2 * i] = HEX[(b >> 4) as usize];
+        out[2 * i + 1] = HEX[(b & 15) as usize];
+    }
+    out
 }
 
 /// What to do with a lone surrogate when escaping.

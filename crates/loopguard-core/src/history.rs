@@ -5,6 +5,8 @@
 //! recorded before it runs; its outcome is attached to that record afterwards, or appended
 //! as a new record when no pending record matches (OpenClaw's `recordToolCallOutcome`).
 
+use std::collections::VecDeque;
+
 use crate::fingerprint::ArgsDigest;
 use crate::outcome::ResultHash;
 use crate::value::JsString;
@@ -32,9 +34,10 @@ pub struct Record {
 }
 
 impl Record {
-    /// `true` when both records have the same `argsHash` string.
+    /// `true` when the record's `argsHash` string is `tool:hex(args)`.
     #[inline]
     pub fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
+        // The digest differs far more often than the tool, so it is compared first.
         self.args == *args && self.tool.as_wtf8() == tool
     }
 
@@ -63,13 +66,48 @@ pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
 /// The rolling history of one session.
 #[derive(Clone, Debug, Default)]
 pub struct History {
-    records: Vec<Record>,
+    records: VecDeque<Record>,
+}
+
+/// The positions of one run's records in the history, found once per check so the
+/// detectors' several passes compare run ids only once.
+pub(crate) struct Scope<'h> {
+    records: &'h VecDeque<Record>,
+    stack: [u32; 64],
+    heap: Vec<u32>,
+    len: usize,
+}
+
+impl<'h> Scope<'h> {
+    fn indices(&self) -> &[u32] {
+        if self.heap.is_empty() {
+            &self.stack[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    /// The run's records, oldest first.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &'h Record> + Clone + '_ {
+        let records = self.records;
+        self.indices().iter().map(move |&i| &records[i as usize])
+    }
 }
 
 impl History {
     /// All records, oldest first, across runs.
-    pub fn records(&self) -> &[Record] {
+    pub fn records(&self) -> &VecDeque<Record> {
         &self.records
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// `true` when there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
     }
 
     /// The records of one (normalised) run, oldest first.
@@ -80,12 +118,39 @@ impl History {
         self.records.iter().filter(move |r| r.in_run(run))
     }
 
+    pub(crate) fn scope(&self, run: Option<&[u8]>) -> Scope<'_> {
+        let mut scope = Scope {
+            records: &self.records,
+            stack: [0; 64],
+            heap: Vec::new(),
+            len: 0,
+        };
+        let matching = self
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.in_run(run))
+            .map(|(i, _)| i as u32);
+        if self.records.len() <= scope.stack.len() {
+            for i in matching {
+                scope.stack[scope.len] = i;
+                scope.len += 1;
+            }
+        } else {
+            scope.heap.extend(matching);
+            scope.len = scope.heap.len();
+            if scope.heap.is_empty() {
+                scope.heap.shrink_to_fit();
+            }
+        }
+        scope
+    }
+
     /// Appends a record, then drops the oldest until at most `limit` remain.
     pub fn push(&mut self, record: Record, limit: usize) {
-        self.records.push(record);
-        if self.records.len() > limit {
-            let excess = self.records.len() - limit;
-            self.records.drain(..excess);
+        self.records.push_back(record);
+        while self.records.len() > limit {
+            self.records.pop_front();
         }
     }
 
@@ -121,7 +186,7 @@ impl History {
                 i
             }
             None => {
-                self.records.push(Record {
+                self.records.push_back(Record {
                     tool: tool.clone().into_owned(),
                     args,
                     call_id: call_id.map(|c| c.clone().into_owned()),
@@ -134,9 +199,7 @@ impl History {
             }
         };
         let excess = self.records.len().saturating_sub(limit);
-        if excess > 0 {
-            self.records.drain(..excess);
-        }
+        self.records.drain(..excess);
         // If trimming removed the record itself (a limit of 0 cannot happen: limits are
         // positive), fall back to the newest one.
         let i = index.saturating_sub(excess).min(self.records.len() - 1);
@@ -172,7 +235,7 @@ mod tests {
         for i in 0..40 {
             h.push(rec("tool", i, None), 30);
         }
-        assert_eq!(h.records().len(), 30);
+        assert_eq!(h.len(), 30);
         assert_eq!(h.records()[0].args, ArgsDigest([10; 32]));
     }
 
@@ -210,7 +273,7 @@ mod tests {
             30,
         );
         assert_eq!(got.run.as_ref().unwrap().as_wtf8(), b"run-2");
-        assert_eq!(h.records().len(), 2);
+        assert_eq!(h.len(), 2);
         assert!(h.records()[0].result.is_none());
     }
 }

@@ -45,6 +45,8 @@ pub enum ParseErrorKind {
     TrailingCharacters,
     /// Nesting deeper than [`MAX_DEPTH`].
     TooDeep,
+    /// [`parse_object_entries`] was given a value that is not an object.
+    ExpectedObject,
 }
 
 impl fmt::Display for ParseErrorKind {
@@ -58,6 +60,7 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::InvalidNumber => f.write_str("invalid number"),
             ParseErrorKind::TrailingCharacters => f.write_str("unexpected data after the value"),
             ParseErrorKind::TooDeep => write!(f, "nesting deeper than {MAX_DEPTH} levels"),
+            ParseErrorKind::ExpectedObject => f.write_str("expected a JSON object"),
         }
     }
 }
@@ -87,6 +90,72 @@ pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
         return Err(p.err(ParseErrorKind::TrailingCharacters));
     }
     Ok(v)
+}
+
+/// Parses a JSON object and hands each entry to `f` in input order, without building the
+/// object (repeated keys are all passed; the last one is the one `JSON.parse` keeps).
+///
+/// Event envelopes are read this way: their fields are picked out, not hashed.
+///
+/// ```
+/// use loopguard_core::parse::parse_object_entries;
+/// let mut keys = Vec::new();
+/// parse_object_entries(br#"{"type":"call","tool":"read"}"#, |k, _| keys.push(k.to_string())).unwrap();
+/// assert_eq!(keys, ["type", "tool"]);
+/// assert!(parse_object_entries(b"[1]", |_, _| {}).is_err());
+/// ```
+pub fn parse_object_entries<'a>(
+    input: &'a [u8],
+    mut f: impl FnMut(JsString<'a>, Value<'a>),
+) -> Result<(), ParseError> {
+    if let Err(e) = std::str::from_utf8(input) {
+        return Err(ParseError {
+            kind: ParseErrorKind::InvalidUtf8,
+            offset: e.valid_up_to(),
+        });
+    }
+    let mut p = Parser { s: input, i: 0 };
+    p.skip_ws();
+    if p.s.get(p.i) != Some(&b'{') {
+        return Err(p.err(ParseErrorKind::ExpectedObject));
+    }
+    p.i += 1;
+    p.skip_ws();
+    if p.s.get(p.i) == Some(&b'}') {
+        p.i += 1;
+    } else {
+        loop {
+            if p.s.get(p.i) != Some(&b'"') {
+                return Err(p.unexpected());
+            }
+            let key = p.string()?;
+            p.skip_ws();
+            if p.s.get(p.i) != Some(&b':') {
+                return Err(p.unexpected());
+            }
+            p.i += 1;
+            p.skip_ws();
+            let v = p.value(1)?;
+            f(key, v);
+            p.skip_ws();
+            match p.s.get(p.i) {
+                Some(b',') => {
+                    p.i += 1;
+                    p.skip_ws();
+                }
+                Some(b'}') => {
+                    p.i += 1;
+                    break;
+                }
+                _ => return Err(p.unexpected()),
+            }
+        }
+    }
+    p.skip_ws();
+    if p.i != input.len() {
+        return Err(p.err(ParseErrorKind::TrailingCharacters));
+    }
+    Ok(())
 }
 
 struct Parser<'a> {

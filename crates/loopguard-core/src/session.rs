@@ -274,9 +274,9 @@ impl Session {
         if !policy.resolved.enabled {
             return None;
         }
-        let run = call.run_key();
+        let scope = self.history.scope(call.run_key());
         let probe = Probe {
-            history: self.history.scoped(run),
+            history: scope.iter(),
             tool: call.tool.as_wtf8(),
             args,
             params: call.args,
@@ -374,7 +374,7 @@ impl Session {
                 // result is recorded like any outcome (it hashes to nothing, so the streak
                 // that caused the block is kept).
                 let veto = veto_result(&detection.message);
-                self.after_call(policy, call, Outcome::Result(&veto));
+                self.after_call_with(policy, call, Outcome::Result(&veto), args);
             }
             _ if policy.records_calls => self.record_call_with(policy, call, args),
             _ => {}
@@ -389,10 +389,20 @@ impl Session {
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
     ) -> OutcomeDecision {
+        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        self.after_call_with(policy, call, outcome, args)
+    }
+
+    fn after_call_with(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        outcome: Outcome<'_, '_>,
+        args: ArgsDigest,
+    ) -> OutcomeDecision {
         let tool = call.tool.as_wtf8();
         let run = call.run_key();
         self.touch_guard(policy, run);
-        let args = args_digest_wtf8(tool, call.args);
         let recorded = self.record_outcome_with(policy, call, outcome, args);
         let Some(result) = recorded.and_then(|r| r.result) else {
             return OutcomeDecision {

@@ -180,16 +180,17 @@ impl<'a> Object<'a> {
             .windows(2)
             .all(|w| utf16_cmp(w[0].0.as_wtf8(), w[1].0.as_wtf8()) == Ordering::Less);
         if !sorted {
-            // A stable sort keeps duplicates in input order, so the last one is the winner.
+            // A stable sort keeps duplicates in input order; small objects sort in place.
             entries.sort_by(|a, b| utf16_cmp(a.0.as_wtf8(), b.0.as_wtf8()));
-            let mut out: Vec<(JsString<'a>, Value<'a>)> = Vec::with_capacity(entries.len());
-            for (k, v) in entries {
-                match out.last_mut() {
-                    Some(last) if last.0.as_wtf8() == k.as_wtf8() => last.1 = v,
-                    _ => out.push((k, v)),
+            // Keep one entry per key, holding the value that came last in the input.
+            entries.dedup_by(|later, kept| {
+                if later.0.as_wtf8() == kept.0.as_wtf8() {
+                    std::mem::swap(&mut later.1, &mut kept.1);
+                    true
+                } else {
+                    false
                 }
-            }
-            entries = out;
+            });
         }
         Object { entries }
     }

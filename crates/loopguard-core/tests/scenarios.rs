@@ -1008,7 +1008,7 @@ fn s38_unknown_tool_critical_at_ten_and_reset_by_a_success() {
         ),
         10,
     );
-    assert!(s.history().records().last().unwrap().unknown_tool.is_none());
+    assert!(s.history().records().back().unwrap().unknown_tool.is_none());
     assert!(d(&s, &p, "exec", &probe).is_none());
 }
 
@@ -1375,7 +1375,7 @@ fn s57_loop_veto_result_is_not_an_outcome_block_stays_sticky() {
             .is_none(),
         "the veto result must record nothing"
     );
-    assert!(s.history().records().last().unwrap().result.is_none());
+    assert!(s.history().records().back().unwrap().result.is_none());
     let (_, msg) = expect(
         d(&s, &p, "message", &params),
         Detector::GenericRepeat,

@@ -1,6 +1,6 @@
 //! One decision per event, and its JSON line (events.md, "Output: decisions").
 
-use loopguard_core::canonical::{push_hex, write_json_string};
+use loopguard_core::canonical::{hex_bytes, push_hex, write_json_string, write_json_string_body};
 use loopguard_core::detectors::{Detector, Level};
 use loopguard_core::fingerprint::ArgsDigest;
 use loopguard_core::history::Name;
@@ -176,21 +176,15 @@ fn opt_string(out: &mut Vec<u8>, s: Option<&JsString<'_>>) {
 
 /// `"tool:hex"` as a JSON string.
 fn write_args_hash(out: &mut Vec<u8>, tool: &JsString<'_>, args: &ArgsDigest) {
-    let mut tmp = Vec::with_capacity(tool.as_wtf8().len() + 70);
-    write_json_string(&mut tmp, tool);
-    tmp.pop(); // the closing quote: the digest goes inside the same string
-    out.extend_from_slice(&tmp);
+    out.push(b'"');
+    write_json_string_body(out, tool);
     out.push(b':');
     push_hex_bytes(out, &args.0);
     out.push(b'"');
 }
 
 fn push_hex_bytes(out: &mut Vec<u8>, d: &[u8; 32]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for &b in d {
-        out.push(HEX[(b >> 4) as usize]);
-        out.push(HEX[(b & 15) as usize]);
-    }
+    out.extend_from_slice(&hex_bytes(d));
 }
 
 fn push_u64(out: &mut Vec<u8>, n: u64) {

@@ -1,6 +1,6 @@
 //! One line of the event stream (events.md, format v1).
 
-use loopguard_core::parse::{ParseError, ParseErrorKind};
+use loopguard_core::parse::{parse_object_entries, ParseError, ParseErrorKind};
 use loopguard_core::{JsString, Value};
 
 /// What happened.
@@ -111,15 +111,6 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
 /// assert_eq!(bad.to_string(), "line 7: field `tool`: a call needs a `tool` string");
 /// ```
 pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError> {
-    let value = loopguard_core::parse(line_bytes).map_err(|e| json_error(line, &e))?;
-    let Value::Object(obj) = value else {
-        return Err(err(
-            line,
-            None,
-            format!("an event must be a JSON object, found {}", describe(&value)),
-        ));
-    };
-    // Take ownership of the fields we need without cloning large payloads.
     let mut kind = None;
     let mut session = None;
     let mut run = None;
@@ -130,27 +121,55 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
     let mut result = None;
     let mut error = None;
     let mut ts = 0u64;
-    for (k, v) in obj.into_entries() {
-        match k.as_wtf8() {
-            b"type" => kind = Some(v),
-            b"session" => session = opt_string(v, line, "session")?,
-            b"run" => run = opt_string(v, line, "run")?,
-            b"agent" => agent = opt_string(v, line, "agent")?,
-            b"callId" => call_id = opt_string(v, line, "callId")?,
-            b"tool" => tool = Some(v),
-            b"args" => args = Some(v),
-            b"result" => result = Some(v),
-            b"error" => error = Some(v),
-            b"ts" => {
-                if let Value::Number(n) = v {
-                    if n.is_finite() && n >= 0.0 {
-                        ts = n as u64;
-                    }
-                }
+    // The envelope's fields are picked as they are read; a repeated field keeps its last
+    // value, as with `JSON.parse`. Type checks come after, so the last value is checked.
+    let parsed = parse_object_entries(line_bytes, |k, v| match k.as_wtf8() {
+        b"type" => kind = Some(v),
+        b"session" => session = Some(v),
+        b"run" => run = Some(v),
+        b"agent" => agent = Some(v),
+        b"callId" => call_id = Some(v),
+        b"tool" => tool = Some(v),
+        b"args" => args = Some(v),
+        b"result" => result = Some(v),
+        b"error" => error = Some(v),
+        b"ts" => {
+            ts = match v {
+                Value::Number(n) if n.is_finite() && n >= 0.0 => n as u64,
+                _ => 0,
             }
-            _ => {}
         }
+        _ => {}
+    });
+    if let Err(e) = parsed {
+        if e.kind == ParseErrorKind::ExpectedObject {
+            return Err(match loopguard_core::parse(line_bytes) {
+                Ok(value) => err(
+                    line,
+                    None,
+                    format!("an event must be a JSON object, found {}", describe(&value)),
+                ),
+                Err(e) => json_error(line, &e),
+            });
+        }
+        return Err(json_error(line, &e));
     }
+    let session = session
+        .map(|v| opt_string(v, line, "session"))
+        .transpose()?
+        .flatten();
+    let run = run
+        .map(|v| opt_string(v, line, "run"))
+        .transpose()?
+        .flatten();
+    let agent = agent
+        .map(|v| opt_string(v, line, "agent"))
+        .transpose()?
+        .flatten();
+    let call_id = call_id
+        .map(|v| opt_string(v, line, "callId"))
+        .transpose()?
+        .flatten();
     let kind = match kind {
         None => return Err(err(line, Some("type"), "field `type`: missing")),
         Some(Value::String(s)) => match s.as_wtf8() {
