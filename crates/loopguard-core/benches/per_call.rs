@@ -1,1 +1,102 @@
-fn main() {}
+//! The cost of checking one tool call: `before_call` + `after_call` on a warm session.
+//!
+//! Baselines measured in the same run, so the figures can be read as ratios on a noisy
+//! machine: SHA-256 of the canonical argument bytes (what hashing the arguments alone costs)
+//! and SHA-256 of the result text (the floor for hashing a result of that size).
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use loopguard_core::canonical::to_canonical_string;
+use loopguard_core::outcome::Outcome;
+use loopguard_core::{Call, Policy, Session, Value};
+use sha2::{Digest, Sha256};
+
+/// Distinct argument sets, rotated so the history stays full but no loop forms.
+const ROTATION: usize = 64;
+
+fn args_set() -> Vec<String> {
+    (0..ROTATION)
+        .map(|i| format!(r#"{{"path":"/repo/src/module_{i}.rs","limit":200,"offset":0}}"#))
+        .collect()
+}
+
+fn result_text(bytes: usize) -> String {
+    let line = "test result: ok. 42 passed; 0 failed; finished in 0.12s\\n";
+    let mut s = String::with_capacity(bytes + line.len());
+    while s.len() < bytes {
+        s.push_str(line);
+    }
+    s.truncate(bytes);
+    while s.ends_with('\\') {
+        s.pop();
+    }
+    format!(r#"{{"content":[{{"type":"text","text":"{s}"}}],"details":{{"ok":true}}}}"#)
+}
+
+fn bench_pair(c: &mut Criterion) {
+    let policy = Policy::enabled();
+    let args_text = args_set();
+    let args: Vec<Value<'_>> = args_text
+        .iter()
+        .map(|t| Value::parse(t.as_bytes()).unwrap())
+        .collect();
+
+    let mut group = c.benchmark_group("check");
+    for (label, bytes) in [("small", 100usize), ("10KB", 10_000), ("1MB", 1_000_000)] {
+        let text = result_text(bytes);
+        let result = Value::parse(text.as_bytes()).unwrap();
+        let mut session = Session::new("bench");
+        // Warm up: a full history, as in a long session.
+        for a in args.iter().take(40) {
+            let call = Call::new("read", a).run("run-1");
+            session.before_call(&policy, &call);
+            session.after_call(&policy, &call, Outcome::Result(&result));
+        }
+        let mut i = 0usize;
+        group.throughput(Throughput::Elements(1));
+        group.bench_function(BenchmarkId::new("before_after_pair", label), |b| {
+            b.iter(|| {
+                let a = &args[i % ROTATION];
+                i += 1;
+                let call = Call::new("read", a).run("run-1").call_id("call-1");
+                let d = session.before_call(&policy, black_box(&call));
+                let o = session.after_call(&policy, &call, Outcome::Result(black_box(&result)));
+                black_box((d, o))
+            })
+        });
+
+        // Baseline: hashing the result's text alone.
+        let raw = text.clone();
+        group.bench_function(
+            BenchmarkId::new("baseline_sha256_result_bytes", label),
+            |b| b.iter(|| black_box(Sha256::digest(black_box(raw.as_bytes())))),
+        );
+    }
+
+    // Baseline: hashing the canonical argument bytes alone.
+    let canonical: Vec<String> = args.iter().map(to_canonical_string).collect();
+    let mut i = 0usize;
+    group.bench_function("baseline_sha256_args", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(Sha256::digest(black_box(
+                canonical[i % ROTATION].as_bytes(),
+            )))
+        })
+    });
+
+    // For reference: one argsHash (canonical serialisation streamed into SHA-256).
+    let mut i = 0usize;
+    group.bench_function("args_hash_only", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(loopguard_core::fingerprint::args_digest(
+                "read",
+                black_box(&args[i % ROTATION]),
+            ))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_pair);
+criterion_main!(benches);

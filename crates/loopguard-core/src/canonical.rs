@@ -169,7 +169,7 @@ pub fn write_number<S: Sink + ?Sized>(out: &mut S, n: f64) {
         } else {
             b"\"-Infinity\""
         });
-    } else {
+    } else if !write_small_integer(out, n) {
         out.write(js_number(n, &mut ryu_js::Buffer::new()).as_bytes());
     }
 }
@@ -188,6 +188,30 @@ pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
         return "0";
     }
     buf.format(n)
+}
+
+/// Writes integers below 2^53 directly: JavaScript prints them as plain digits, and this
+/// is the common case (counts, ids, exit codes) that the general algorithm handles slowly.
+#[inline]
+fn write_small_integer<S: Sink + ?Sized>(out: &mut S, n: f64) -> bool {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.fract() != 0.0 || n.abs() >= EXACT || n == 0.0 {
+        return false;
+    }
+    let mut v = n.abs() as u64;
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    while v > 0 {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    if n < 0.0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    out.write(&buf[i..]);
+    true
 }
 
 /// JavaScript's `String(n)` as an owned string.

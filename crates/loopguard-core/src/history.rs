@@ -80,7 +80,7 @@ pub(crate) struct Scope<'h> {
 
 impl<'h> Scope<'h> {
     fn indices(&self) -> &[u32] {
-        if self.heap.is_empty() {
+        if self.len <= self.stack.len() && self.heap.is_empty() {
             &self.stack[..self.len]
         } else {
             &self.heap
@@ -89,8 +89,16 @@ impl<'h> Scope<'h> {
 
     /// The run's records, oldest first.
     pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &'h Record> + Clone + '_ {
-        let records = self.records;
-        self.indices().iter().map(move |&i| &records[i as usize])
+        let (front, back) = self.records.as_slices();
+        let split = front.len();
+        self.indices().iter().map(move |&i| {
+            let i = i as usize;
+            if i < split {
+                &front[i]
+            } else {
+                &back[i - split]
+            }
+        })
     }
 }
 
@@ -125,9 +133,11 @@ impl History {
             heap: Vec::new(),
             len: 0,
         };
-        let matching = self
-            .records
+        // Iterating the ring buffer's two halves as slices is much cheaper than its iterator.
+        let (front, back) = self.records.as_slices();
+        let matching = front
             .iter()
+            .chain(back)
             .enumerate()
             .filter(|(_, r)| r.in_run(run))
             .map(|(i, _)| i as u32);
@@ -139,9 +149,6 @@ impl History {
         } else {
             scope.heap.extend(matching);
             scope.len = scope.heap.len();
-            if scope.heap.is_empty() {
-                scope.heap.shrink_to_fit();
-            }
         }
         scope
     }
@@ -209,8 +216,14 @@ impl History {
 
 /// Copies WTF-8 bytes into a [`Name`].
 pub(crate) fn owned_name(bytes: &[u8]) -> Name {
-    let lone = std::str::from_utf8(bytes).is_err();
-    JsString::from_wtf8(std::borrow::Cow::Owned(bytes.to_vec()), lone)
+    name_from_vec(bytes.to_vec())
+}
+
+/// Wraps WTF-8 bytes in a [`Name`] without copying them.
+pub(crate) fn name_from_vec(bytes: Vec<u8>) -> Name {
+    // WTF-8 that is not UTF-8 holds surrogate code points.
+    let lone = std::str::from_utf8(&bytes).is_err();
+    JsString::from_wtf8(std::borrow::Cow::Owned(bytes), lone)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ impl Text {
         self
     }
     fn done(self) -> Name {
-        crate::history::owned_name(&self.0)
+        crate::history::name_from_vec(self.0)
     }
 }
 
@@ -132,7 +132,7 @@ pub(crate) fn key(parts: &[&[u8]]) -> Name {
     for p in parts {
         v.extend_from_slice(p);
     }
-    crate::history::owned_name(&v)
+    crate::history::name_from_vec(v)
 }
 
 /// `tool:hex`, the argsHash string as bytes.
@@ -140,8 +140,6 @@ pub(crate) fn args_hash_bytes(tool: &[u8], args: &crate::fingerprint::ArgsDigest
     let mut v = Vec::with_capacity(tool.len() + 65);
     v.extend_from_slice(tool);
     v.push(b':');
-    let mut hex = String::with_capacity(64);
-    crate::canonical::push_hex(&mut hex, &args.0);
-    v.extend_from_slice(hex.as_bytes());
+    v.extend_from_slice(&crate::canonical::hex_bytes(&args.0));
     v
 }

@@ -378,6 +378,9 @@ fn is_send_like(tool: &[u8], params: &Value<'_>, hashing: &Hashing) -> bool {
 }
 
 /// Writes `stripVolatileSendIds(v)` canonically without building the copy.
+///
+/// Keys are dropped by name at any depth (the denylist), `id` only on message delivery
+/// objects, and `__proto__` always (see the loop body).
 fn write_stripped<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
     match v {
         Value::Array(items) => {
@@ -396,8 +399,11 @@ fn write_stripped<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
             let mut first = true;
             for (k, nested) in o.iter() {
                 let key = k.as_wtf8();
+                // OpenClaw copies with `stripped[key] = …`, which for `__proto__` calls the
+                // prototype setter instead of adding a key, so that key never survives.
                 if VOLATILE_SEND_KEYS.iter().any(|d| d.as_bytes() == key)
                     || (drop_id && key == b"id")
+                    || key == b"__proto__"
                 {
                     continue;
                 }
@@ -676,6 +682,32 @@ mod tests {
             r#"{"details":{"messageId":"2"}}"#,
         );
         assert_ne!(s1, s2);
+    }
+
+    #[test]
+    fn proto_keys_vanish_from_send_results_as_in_javascript() {
+        let send = r#"{"action":"send","text":"hi"}"#;
+        assert_eq!(
+            hash("message", send, r#"{"details":{"ok":true}}"#),
+            hash(
+                "message",
+                send,
+                r#"{"details":{"ok":true,"__proto__":{"x":1}}}"#
+            )
+        );
+        assert_eq!(
+            hash("sessions_send", "{}", r#"{"details":{"__proto__":7}}"#),
+            hash("sessions_send", "{}", r#"{"details":{}}"#)
+        );
+        // Outside the send path `__proto__` is an ordinary key.
+        assert_ne!(
+            hash("read", "{}", r#"{"details":{"ok":true}}"#),
+            hash(
+                "read",
+                "{}",
+                r#"{"details":{"ok":true,"__proto__":{"x":1}}}"#
+            )
+        );
     }
 
     #[test]

@@ -389,7 +389,9 @@ impl Cx {
                         fmt_num(default)
                     ),
                 );
-                None
+                // Kept, not dropped: it still overrides the global value in a per-agent
+                // merge, and resolution then falls back to the default, as in OpenClaw.
+                Some(n)
             }
             _ => {
                 self.push(
@@ -402,7 +404,8 @@ impl Cx {
                         e.value.value.type_name()
                     ),
                 );
-                None
+                // Any non-number overrides in a merge and then falls back to the default.
+                Some(f64::NAN)
             }
         }
     }
@@ -707,6 +710,22 @@ mod tests {
         assert_eq!(p.resolved.critical_threshold, 26.0);
         assert!(!p.resolved.generic_repeat && !p.resolved.ping_pong);
         assert!(l.config.policy_for(Some("beta")).resolved.generic_repeat);
+    }
+
+    #[test]
+    fn invalid_agent_numbers_override_then_fall_back_to_defaults() {
+        let text = r#"{"tools":{"loopDetection":{"enabled":true,"warningThreshold":2,"unknownToolThreshold":1,"postCompactionGuard":{"windowSize":5}}},
+          "agents":{"list":[{"id":"a","tools":{"loopDetection":{"warningThreshold":2.5,"unknownToolThreshold":0,"postCompactionGuard":{"windowSize":0}}}}]}}"#;
+        let l = load(text).unwrap();
+        let p = l.config.policy_for(Some("a"));
+        assert_eq!(p.resolved.warning_threshold, 10.0);
+        assert_eq!(p.resolved.unknown_tool_threshold, 10.0);
+        assert_eq!(p.guard.window_size, 3);
+        let g = l.config.policy_for(None);
+        assert_eq!(
+            (g.resolved.warning_threshold, g.guard.window_size),
+            (2.0, 5)
+        );
     }
 
     #[test]

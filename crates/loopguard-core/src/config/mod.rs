@@ -314,9 +314,16 @@ pub struct OpenClawConfig {
     pub agents: Vec<AgentConfig>,
 }
 
-/// Agent ids are compared trimmed and case-insensitively (decisions.md item 5).
+/// Agent ids are compared trimmed (JavaScript's `trim`) and case-insensitively
+/// (decisions.md item 5).
+///
+/// ```
+/// use loopguard_core::config::normalize_agent_id;
+/// assert_eq!(normalize_agent_id("\u{FEFF} Safe-Runner "), "safe-runner");
+/// assert_eq!(normalize_agent_id("\u{85}a"), "\u{85}a"); // not whitespace in JavaScript
+/// ```
 pub fn normalize_agent_id(id: &str) -> String {
-    id.trim().to_lowercase()
+    String::from_utf8_lossy(crate::text::js_trim(id.as_bytes())).to_lowercase()
 }
 
 impl OpenClawConfig {
