@@ -89,10 +89,8 @@ pub fn replay<R: BufRead, W: Write>(
         if number == 1 {
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
-        if text
-            .iter()
-            .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-        {
+        // Blank means nothing but (JavaScript) whitespace.
+        if loopguard_core::text::js_trim(text).is_empty() {
             continue;
         }
         let event = match parse_event(text, number) {
