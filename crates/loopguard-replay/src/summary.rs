@@ -242,14 +242,17 @@ impl Summary {
                     .as_ref()
                     .map(|r| format!(" in run {r}"))
                     .unwrap_or_default();
+                let lines = if l.first_line == l.last_line {
+                    format!("line {}", l.first_line)
+                } else {
+                    format!("lines {}-{}", l.first_line, l.last_line)
+                };
                 let _ = writeln!(
                     out,
-                    "  {}. {tools}{run}: {}, count up to {}, lines {}-{}",
+                    "  {}. {tools}{run}: {}, count up to {}, {lines}",
                     n + 1,
                     detectors.join(" + "),
                     l.max_count,
-                    l.first_line,
-                    l.last_line
                 );
                 let mut parts = Vec::new();
                 if let Some((line, count)) = l.first_warning {

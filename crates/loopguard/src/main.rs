@@ -160,8 +160,11 @@ fn run_replay(args: ReplayArgs) -> Result<ExitCode> {
                 };
                 let text = summary.render(mode);
                 let mut out = stdout.lock();
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
+                let written = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+                match written {
+                    Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e.into()),
+                    _ => {}
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
