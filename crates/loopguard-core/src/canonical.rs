@@ -62,13 +62,24 @@ impl Digest {
 }
 
 impl Sink for Digest {
-    #[inline]
+    #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
-        if self.len + bytes.len() <= BUF {
-            self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-            self.len += bytes.len();
-            return;
+        // Most writes are a few bytes of punctuation; with the length known at the call site
+        // this compiles to a couple of moves. Everything else takes the cold path.
+        let end = self.len + bytes.len();
+        if end <= BUF {
+            self.buf[self.len..end].copy_from_slice(bytes);
+            self.len = end;
+        } else {
+            self.write_slow(bytes);
         }
+    }
+}
+
+impl Digest {
+    #[cold]
+    #[inline(never)]
+    fn write_slow(&mut self, bytes: &[u8]) {
         self.hasher.update(&self.buf[..self.len]);
         self.len = 0;
         if bytes.len() >= BUF {

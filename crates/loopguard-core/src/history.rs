@@ -31,9 +31,32 @@ pub struct Record {
     pub unknown_tool: Option<Box<str>>,
     /// Milliseconds since the epoch, as the caller reported it; set once.
     pub timestamp_ms: u64,
+    /// Records appended while the same run id was current share a tag, so the run filter
+    /// compares integers instead of strings (see [`History::scope`]).
+    run_tag: u64,
 }
 
 impl Record {
+    /// A pending record of a call (no outcome yet).
+    pub fn new(
+        tool: Name,
+        args: ArgsDigest,
+        call_id: Option<Name>,
+        run: Option<Name>,
+        timestamp_ms: u64,
+    ) -> Self {
+        Record {
+            tool,
+            args,
+            call_id,
+            run,
+            result: None,
+            unknown_tool: None,
+            timestamp_ms,
+            run_tag: 0,
+        }
+    }
+
     /// `true` when the record's `argsHash` string is `tool:hex(args)`.
     #[inline]
     pub fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
@@ -67,12 +90,20 @@ pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
 #[derive(Clone, Debug, Default)]
 pub struct History {
     records: VecDeque<Record>,
+    /// The run id of the newest tagged record, and its tag (tags start at 1; 0 is "no run").
+    current_run: Option<(Box<[u8]>, u64)>,
+    /// Records carrying the current tag, and records without a run: when either equals
+    /// the length, a check in that run needs no filtering.
+    current_count: usize,
+    unscoped_count: usize,
 }
 
 /// The positions of one run's records in the history, found once per check so the
-/// detectors' several passes compare run ids only once.
+/// detectors' several passes compare run ids only once. When every record belongs to the
+/// run (the usual case) no positions are needed at all.
 pub(crate) struct Scope<'h> {
     records: &'h VecDeque<Record>,
+    all: bool,
     stack: [u32; 64],
     heap: Vec<u32>,
     len: usize,
@@ -88,17 +119,63 @@ impl<'h> Scope<'h> {
     }
 
     /// The run's records, oldest first.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &'h Record> + Clone + '_ {
+    pub(crate) fn iter(&self) -> ScopeIter<'h, '_> {
         let (front, back) = self.records.as_slices();
-        let split = front.len();
-        self.indices().iter().map(move |&i| {
-            let i = i as usize;
-            if i < split {
-                &front[i]
-            } else {
-                &back[i - split]
+        if self.all {
+            ScopeIter::All(front.iter().chain(back.iter()))
+        } else {
+            ScopeIter::Some {
+                idx: self.indices().iter(),
+                front,
+                back,
             }
-        })
+        }
+    }
+}
+
+/// Iterator over the records of a [`Scope`].
+#[derive(Clone)]
+pub(crate) enum ScopeIter<'h, 's> {
+    All(std::iter::Chain<std::slice::Iter<'h, Record>, std::slice::Iter<'h, Record>>),
+    Some {
+        idx: std::slice::Iter<'s, u32>,
+        front: &'h [Record],
+        back: &'h [Record],
+    },
+}
+
+impl<'h> ScopeIter<'h, '_> {
+    #[inline]
+    fn at(front: &'h [Record], back: &'h [Record], i: u32) -> &'h Record {
+        let i = i as usize;
+        if i < front.len() {
+            &front[i]
+        } else {
+            &back[i - front.len()]
+        }
+    }
+}
+
+impl<'h> Iterator for ScopeIter<'h, '_> {
+    type Item = &'h Record;
+    #[inline]
+    fn next(&mut self) -> Option<&'h Record> {
+        match self {
+            ScopeIter::All(it) => it.next(),
+            ScopeIter::Some { idx, front, back } => idx.next().map(|&i| Self::at(front, back, i)),
+        }
+    }
+}
+
+impl<'h> DoubleEndedIterator for ScopeIter<'h, '_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<&'h Record> {
+        match self {
+            ScopeIter::All(it) => it.next_back(),
+            ScopeIter::Some { idx, front, back } => {
+                idx.next_back().map(|&i| Self::at(front, back, i))
+            }
+        }
     }
 }
 
@@ -126,20 +203,85 @@ impl History {
         self.records.iter().filter(move |r| r.in_run(run))
     }
 
+    /// The tag records of `run` carry when `run` is the current run.
+    fn current_tag(&self, run: Option<&[u8]>) -> Option<u64> {
+        match (run, &self.current_run) {
+            (Some(r), Some((cur, tag))) if **cur == *r => Some(*tag),
+            _ => None,
+        }
+    }
+
+    /// Tags a new record: the current run's tag, or a fresh one when the run changed.
+    fn tag(&mut self, record: &mut Record) {
+        record.run_tag = match record.run.as_ref().map(JsString::as_wtf8) {
+            None => 0,
+            Some(r) => match self.current_tag(Some(r)) {
+                Some(t) => t,
+                None => {
+                    let next = self
+                        .current_run
+                        .as_ref()
+                        .map_or(1, |(_, t)| t.wrapping_add(1).max(1));
+                    self.current_run = Some((r.into(), next));
+                    self.current_count = 0;
+                    next
+                }
+            },
+        };
+    }
+
+    /// Appends a tagged record and keeps the counters.
+    fn push_tagged(&mut self, mut record: Record) {
+        self.tag(&mut record);
+        match record.run_tag {
+            0 => self.unscoped_count += 1,
+            _ => self.current_count += 1,
+        }
+        self.records.push_back(record);
+    }
+
+    /// Drops the oldest records until at most `limit` remain; returns how many.
+    fn trim(&mut self, limit: usize) -> usize {
+        let mut removed = 0;
+        while self.records.len() > limit {
+            let Some(r) = self.records.pop_front() else {
+                break;
+            };
+            removed += 1;
+            if r.run_tag == 0 {
+                self.unscoped_count -= 1;
+            } else if self.current_run.as_ref().map(|(_, t)| *t) == Some(r.run_tag) {
+                self.current_count -= 1;
+            }
+        }
+        removed
+    }
+
     pub(crate) fn scope(&self, run: Option<&[u8]>) -> Scope<'_> {
+        let tag = self.current_tag(run);
+        let all = match run {
+            None => self.unscoped_count == self.records.len(),
+            Some(_) => tag.is_some() && self.current_count == self.records.len(),
+        };
         let mut scope = Scope {
             records: &self.records,
+            all,
             stack: [0; 64],
             heap: Vec::new(),
             len: 0,
         };
+        if all {
+            return scope;
+        }
         // Iterating the ring buffer's two halves as slices is much cheaper than its iterator.
         let (front, back) = self.records.as_slices();
         let matching = front
             .iter()
             .chain(back)
             .enumerate()
-            .filter(|(_, r)| r.in_run(run))
+            // Equal tags mean equal runs; different tags may still be the same run (runs
+            // that interleave get new tags), so those compare the strings.
+            .filter(|(_, r)| (tag.is_some() && Some(r.run_tag) == tag) || r.in_run(run))
             .map(|(i, _)| i as u32);
         if self.records.len() <= scope.stack.len() {
             for i in matching {
@@ -155,10 +297,8 @@ impl History {
 
     /// Appends a record, then drops the oldest until at most `limit` remain.
     pub fn push(&mut self, record: Record, limit: usize) {
-        self.records.push_back(record);
-        while self.records.len() > limit {
-            self.records.pop_front();
-        }
+        self.push_tagged(record);
+        self.trim(limit);
     }
 
     /// Attaches an outcome to the newest matching pending record, or appends one.
@@ -193,7 +333,7 @@ impl History {
                 i
             }
             None => {
-                self.records.push_back(Record {
+                let record = Record {
                     tool: tool.clone().into_owned(),
                     args,
                     call_id: call_id.map(|c| c.clone().into_owned()),
@@ -201,12 +341,13 @@ impl History {
                     result: Some(result),
                     unknown_tool: unknown_tool.map(String::into_boxed_str),
                     timestamp_ms,
-                });
+                    run_tag: 0,
+                };
+                self.push_tagged(record);
                 self.records.len() - 1
             }
         };
-        let excess = self.records.len().saturating_sub(limit);
-        self.records.drain(..excess);
+        let excess = self.trim(limit);
         // If trimming removed the record itself (a limit of 0 cannot happen: limits are
         // positive), fall back to the newest one.
         let i = index.saturating_sub(excess).min(self.records.len() - 1);
@@ -239,6 +380,7 @@ mod tests {
             result: None,
             unknown_tool: None,
             timestamp_ms: 0,
+            run_tag: 0,
         }
     }
 
@@ -261,6 +403,39 @@ mod tests {
         assert_eq!(h.scoped(Some(b"r1")).count(), 1);
         assert_eq!(h.scoped(None).count(), 1);
         assert_eq!(h.scoped(Some(b"r3")).count(), 0);
+    }
+
+    #[test]
+    fn interleaved_runs_still_scope_correctly() {
+        let mut h = History::default();
+        for (i, run) in ["a", "b", "a", "a", "b", "c", "a"].iter().enumerate() {
+            h.push(rec("t", i as u8, Some(run)), 30);
+        }
+        fn ids(h: &History, run: &[u8]) -> Vec<u8> {
+            h.scope(Some(run)).iter().map(|r| r.args.0[0]).collect()
+        }
+        assert_eq!(ids(&h, b"a"), [0, 2, 3, 6]);
+        assert_eq!(ids(&h, b"b"), [1, 4]);
+        assert_eq!(ids(&h, b"c"), [5]);
+        assert_eq!(ids(&h, b"d"), Vec::<u8>::new());
+        assert_eq!(h.scope(None).iter().count(), 0);
+        // Trimmed down to one run: the unfiltered path.
+        for i in 0..3 {
+            h.push(rec("t", 10 + i, Some("z")), 3);
+        }
+        assert!(h.scope(Some(b"z")).all);
+        assert_eq!(ids(&h, b"z"), [10, 11, 12]);
+        assert_eq!(ids(&h, b"a"), Vec::<u8>::new());
+        h.push(rec("t", 13, None), 3);
+        assert!(!h.scope(Some(b"z")).all);
+        assert_eq!(ids(&h, b"z"), [11, 12]);
+        assert_eq!(
+            h.scope(None)
+                .iter()
+                .map(|r| r.args.0[0])
+                .collect::<Vec<_>>(),
+            [13]
+        );
     }
 
     #[test]

@@ -306,15 +306,13 @@ impl Session {
 
     fn record_call_with(&mut self, policy: &Policy, call: &Call<'_>, args: ArgsDigest) {
         self.history.push(
-            Record {
-                tool: call.tool.clone().into_owned(),
+            Record::new(
+                call.tool.clone().into_owned(),
                 args,
-                call_id: call.call_id.clone().map(JsString::into_owned),
-                run: call.run_key().map(owned_name),
-                result: None,
-                unknown_tool: None,
-                timestamp_ms: call.timestamp_ms,
-            },
+                call.call_id.clone().map(JsString::into_owned),
+                call.run_key().map(owned_name),
+                call.timestamp_ms,
+            ),
             policy.resolved.history_size,
         );
     }
