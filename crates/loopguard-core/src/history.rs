@@ -242,19 +242,28 @@ impl History {
 
     /// Drops the oldest records until at most `limit` remain; returns how many.
     fn trim(&mut self, limit: usize) -> usize {
+        self.trim_keeping(limit, usize::MAX).0
+    }
+
+    /// [`History::trim`], handing back the record that was at position `keep` if it goes.
+    fn trim_keeping(&mut self, limit: usize, keep: usize) -> (usize, Option<Record>) {
         let mut removed = 0;
+        let mut kept = None;
         while self.records.len() > limit {
             let Some(r) = self.records.pop_front() else {
                 break;
             };
-            removed += 1;
             if r.run_tag == 0 {
                 self.unscoped_count -= 1;
             } else if self.current_run.as_ref().map(|(_, t)| *t) == Some(r.run_tag) {
                 self.current_count -= 1;
             }
+            if removed == keep {
+                kept = Some(r);
+            }
+            removed += 1;
         }
-        removed
+        (removed, kept)
     }
 
     pub(crate) fn scope(&self, run: Option<&[u8]>) -> Scope<'_> {
@@ -316,7 +325,7 @@ impl History {
         unknown_tool: Option<String>,
         timestamp_ms: u64,
         limit: usize,
-    ) -> &Record {
+    ) -> RecordRef<'_> {
         let call_id = call_id.filter(|c| !c.is_empty());
         let found = self.records.iter().rposition(|r| {
             r.in_run(run)
@@ -347,11 +356,31 @@ impl History {
                 self.records.len() - 1
             }
         };
-        let excess = self.trim(limit);
-        // If trimming removed the record itself (a limit of 0 cannot happen: limits are
-        // positive), fall back to the newest one.
-        let i = index.saturating_sub(excess).min(self.records.len() - 1);
-        &self.records[i]
+        // Like OpenClaw, return the record even when trimming removed it (a smaller
+        // `historySize` of another agent's config can do that).
+        match self.trim_keeping(limit, index) {
+            (_, Some(gone)) => RecordRef::Trimmed(gone),
+            (excess, None) => RecordRef::Kept(&self.records[index - excess]),
+        }
+    }
+}
+
+/// The record an outcome was attached to: still in the history, or trimmed out of it.
+#[derive(Debug)]
+pub enum RecordRef<'h> {
+    /// Still in the history.
+    Kept(&'h Record),
+    /// Removed by the trim that followed the update.
+    Trimmed(Record),
+}
+
+impl std::ops::Deref for RecordRef<'_> {
+    type Target = Record;
+    fn deref(&self) -> &Record {
+        match self {
+            RecordRef::Kept(r) => r,
+            RecordRef::Trimmed(r) => r,
+        }
     }
 }
 

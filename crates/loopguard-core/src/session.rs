@@ -23,7 +23,7 @@ use crate::compaction_guard::{CompactionGuard, GuardAbort};
 use crate::config::Policy;
 use crate::detectors::{self, Detection, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
-use crate::history::{normalize_run, owned_name, History, Name, Record};
+use crate::history::{normalize_run, owned_name, History, Name, Record, RecordRef};
 use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
 use crate::value::{JsString, Object, Value};
 use crate::warnings::WarningBuckets;
@@ -325,7 +325,7 @@ impl Session {
         policy: &Policy,
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
-    ) -> Option<&Record> {
+    ) -> Option<RecordRef<'_>> {
         let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
         self.record_outcome_with(policy, call, outcome, args)
     }
@@ -336,7 +336,7 @@ impl Session {
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
         args: ArgsDigest,
-    ) -> Option<&Record> {
+    ) -> Option<RecordRef<'_>> {
         let hashed = hash_outcome(call.tool.as_wtf8(), call.args, outcome, &self.hashing);
         let result = hashed.result_hash?;
         Some(self.history.record_outcome(
@@ -533,6 +533,32 @@ pub fn veto_result(message: &JsString<'_>) -> Value<'static> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by differential testing: an outcome whose pending record is trimmed away
+    /// right after the update (a smaller `historySize`) still reports its hash.
+    #[test]
+    fn outcome_of_a_record_trimmed_by_a_smaller_history_keeps_its_hash() {
+        use crate::config::LoopDetectionConfig;
+        let big = Policy::enabled();
+        let small = Policy::from_block(Some(LoopDetectionConfig {
+            enabled: Some(true),
+            history_size: Some(3.0),
+            ..Default::default()
+        }));
+        let mut s = Session::new("t");
+        let first = Value::parse(br#"{"n":0}"#).unwrap();
+        s.before_call(&big, &Call::new("read", &first));
+        for i in 1..5 {
+            let a = Value::parse(format!(r#"{{"n":{i}}}"#).as_bytes())
+                .unwrap()
+                .into_owned();
+            s.before_call(&big, &Call::new("read", &a));
+        }
+        let result = Value::from("same");
+        let d = s.after_call(&small, &Call::new("read", &first), Outcome::Result(&result));
+        assert!(d.result.is_some());
+        assert_eq!(s.history().len(), 3);
+    }
 
     /// The enforce path skips recording the veto result because it hashes to nothing.
     #[test]
