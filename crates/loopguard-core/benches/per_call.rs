@@ -63,6 +63,21 @@ fn bench_pair(c: &mut Criterion) {
                 black_box((d, o))
             })
         });
+        // The same, with the argument digest of `before_call` reused by `after_call`.
+        group.bench_function(
+            BenchmarkId::new("before_after_pair_reusing_digest", label),
+            |b| {
+                b.iter(|| {
+                    let a = &args[i % ROTATION];
+                    i += 1;
+                    let call = Call::new("read", a).run("run-1").call_id("call-1");
+                    let d = session.before_call(&policy, black_box(&call));
+                    let call = call.with_args_digest(d.args);
+                    let o = session.after_call(&policy, &call, Outcome::Result(black_box(&result)));
+                    black_box((d, o))
+                })
+            },
+        );
 
         // Baseline: hashing the result's text alone.
         let raw = text.clone();

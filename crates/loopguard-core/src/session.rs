@@ -60,6 +60,8 @@ pub struct Call<'a> {
     pub agent: Option<JsString<'a>>,
     /// When the call was made, in milliseconds since the epoch (0 if unknown).
     pub timestamp_ms: u64,
+    /// The argument digest, when the caller already has it (see [`Call::with_args_digest`]).
+    pub args_digest: Option<ArgsDigest>,
 }
 
 impl<'a> Call<'a> {
@@ -72,6 +74,23 @@ impl<'a> Call<'a> {
             run: None,
             agent: None,
             timestamp_ms: 0,
+            args_digest: None,
+        }
+    }
+
+    /// Reuses the digest [`Session::before_call`] computed (`CallDecision::args`) for the
+    /// matching [`Session::after_call`], saving one hash of the arguments. Only valid when
+    /// the arguments did not change in between (OpenClaw rehashes because plugins may
+    /// rewrite them).
+    pub fn with_args_digest(mut self, digest: ArgsDigest) -> Self {
+        self.args_digest = Some(digest);
+        self
+    }
+
+    fn digest(&self) -> ArgsDigest {
+        match self.args_digest {
+            Some(d) => d,
+            None => args_digest_wtf8(self.tool.as_wtf8(), self.args),
         }
     }
 
@@ -279,7 +298,7 @@ impl Session {
     /// its run, without recording anything or de-duplicating warnings. `None` when
     /// `enabled` is not `true` or no rule matches.
     pub fn detect(&self, policy: &Policy, call: &Call<'_>) -> Option<Detection> {
-        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        let args = call.digest();
         self.detect_with(policy, call, args)
     }
 
@@ -300,7 +319,7 @@ impl Session {
     /// OpenClaw's `recordToolCall`: appends the pending record of a call (whatever
     /// `enabled` says; [`Session::before_call`] applies that rule).
     pub fn record_call(&mut self, policy: &Policy, call: &Call<'_>) {
-        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        let args = call.digest();
         self.record_call_with(policy, call, args);
     }
 
@@ -326,7 +345,7 @@ impl Session {
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
     ) -> Option<RecordRef<'_>> {
-        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        let args = call.digest();
         self.record_outcome_with(policy, call, outcome, args)
     }
 
@@ -354,7 +373,7 @@ impl Session {
     /// The before-call check: detect, de-duplicate warnings, record the call.
     pub fn before_call(&mut self, policy: &Policy, call: &Call<'_>) -> CallDecision {
         self.ensure_guard(policy, call.run_key());
-        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        let args = call.digest();
 
         let verdict = match self.detect_with(policy, call, args) {
             None => Verdict::Allow,
@@ -398,7 +417,7 @@ impl Session {
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
     ) -> OutcomeDecision {
-        let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
+        let args = call.digest();
         self.after_call_with(policy, call, outcome, args)
     }
 

@@ -11,7 +11,8 @@ use crate::fingerprint::ArgsDigest;
 use crate::history::Record;
 use crate::messages;
 
-/// Records with the same tool and arguments, with or without outcomes.
+/// Records with the same tool and arguments, with or without outcomes (OpenClaw's
+/// `recentCount`; [`super::no_progress::streak`] counts it in its pass as `calls`).
 pub fn recent_count<'h>(
     history: impl Iterator<Item = &'h Record>,
     tool: &[u8],
@@ -56,7 +57,7 @@ where
             paired_tool: None,
         });
     }
-    let count = recent_count(probe.history.clone(), probe.tool, &probe.args);
+    let count = streak.calls;
     if !reached(count, cfg.warning_threshold) {
         return None;
     }
@@ -74,4 +75,35 @@ where
         warning_key: messages::key(&[b"generic:", probe.tool, b":", &args_hash()]),
         paired_tool: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Policy;
+    use crate::outcome::Outcome;
+    use crate::{Call, Session, Value};
+
+    #[test]
+    fn streak_pass_counts_calls_like_recent_count() {
+        let policy = Policy::default(); // records, never detects
+        let mut s = Session::new("t");
+        let a = Value::parse(br#"{"p":1}"#).unwrap();
+        let b = Value::parse(br#"{"p":2}"#).unwrap();
+        for i in 0..25u32 {
+            let args = if i % 3 == 0 { &b } else { &a };
+            let call = Call::new("read", args);
+            s.before_call(&policy, &call);
+            if i % 2 == 0 {
+                let r = Value::from(f64::from(i % 4));
+                s.after_call(&policy, &call, Outcome::Result(&r));
+            }
+        }
+        for args in [&a, &b] {
+            let d = crate::fingerprint::args_digest("read", args);
+            let records = s.history().scoped(None);
+            let streak = crate::detectors::no_progress::streak(records.clone(), b"read", &d);
+            assert_eq!(streak.calls, recent_count(records, b"read", &d));
+        }
+    }
 }

@@ -16,6 +16,9 @@ pub struct Streak {
     pub count: u64,
     /// The repeated outcome.
     pub latest: Option<ResultHash>,
+    /// Every record of the identical call, with or without an outcome (the generic
+    /// detector's `recentCount`). Counted in the same pass because every check needs it.
+    pub calls: u64,
 }
 
 /// Computes the streak for `tool` with `args` over `history` (oldest first).
@@ -25,8 +28,13 @@ pub fn streak<'h>(
     args: &ArgsDigest,
 ) -> Streak {
     let mut s = Streak::default();
+    let mut ended = false;
     for r in history.rev() {
         if !r.same_call(tool, args) {
+            continue;
+        }
+        s.calls += 1;
+        if ended {
             continue;
         }
         let Some(h) = r.result else { continue };
@@ -36,7 +44,7 @@ pub fn streak<'h>(
                 s.count = 1;
             }
             Some(l) if l == h => s.count += 1,
-            Some(_) => break,
+            Some(_) => ended = true,
         }
     }
     s
