@@ -80,12 +80,6 @@ impl fmt::Display for ParseErrorKind {
 /// assert!(parse(b"[1,]").is_err());
 /// ```
 pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(ParseError {
-            kind: ParseErrorKind::InvalidUtf8,
-            offset: e.valid_up_to(),
-        });
-    }
     let mut p = Parser { s: input, i: 0 };
     p.skip_ws();
     let v = p.value(0)?;
@@ -112,12 +106,6 @@ pub fn parse_object_entries<'a>(
     input: &'a [u8],
     mut f: impl FnMut(JsString<'a>, Value<'a>),
 ) -> Result<(), ParseError> {
-    if let Err(e) = std::str::from_utf8(input) {
-        return Err(ParseError {
-            kind: ParseErrorKind::InvalidUtf8,
-            offset: e.valid_up_to(),
-        });
-    }
     let mut p = Parser { s: input, i: 0 };
     p.skip_ws();
     if p.s.get(p.i) != Some(&b'{') {
@@ -365,7 +353,10 @@ impl<'a> Parser<'a> {
         let s = self.s;
         self.i += 1;
         let start = self.i;
-        let stop = find_string_special(s, self.i);
+        let (stop, high) = scan_string(s, self.i);
+        if high {
+            validate_utf8(s, start, stop)?;
+        }
         self.i = stop;
         match s.get(stop) {
             Some(b'"') => {
@@ -450,9 +441,12 @@ impl<'a> Parser<'a> {
                     out.push(c);
                 }
                 Some(_) => {
-                    let stop = find_string_special(s, self.i);
+                    let (stop, high) = scan_string(s, self.i);
                     if stop == self.i {
                         return Err(self.err(ParseErrorKind::ControlCharInString));
+                    }
+                    if high {
+                        validate_utf8(s, self.i, stop)?;
                     }
                     out.extend_from_slice(&s[self.i..stop]);
                     self.i = stop;
@@ -490,6 +484,48 @@ const HI: u64 = 0x8080_8080_8080_8080;
 #[inline]
 fn has_zero_byte(w: u64) -> u64 {
     w.wrapping_sub(LO) & !w & HI
+}
+
+/// Input is UTF-8 by contract; only string contents can hold non-ASCII bytes (anywhere else
+/// they are a syntax error), so only strings that contain such bytes are validated.
+fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> {
+    std::str::from_utf8(&s[start..stop])
+        .map(|_| ())
+        .map_err(|e| ParseError {
+            kind: ParseErrorKind::InvalidUtf8,
+            offset: start + e.valid_up_to(),
+        })
+}
+
+/// [`find_string_special`], also telling whether a byte at or above 0x80 was passed.
+#[inline]
+fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
+    let mut high = 0u64;
+    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let t = has_zero_byte(w ^ (LO * u64::from(b'"')))
+            | has_zero_byte(w ^ (LO * u64::from(b'\\')))
+            | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        if t != 0 {
+            let stop = i + (t.trailing_zeros() / 8) as usize;
+            let before = s[i..stop].iter().any(|&b| b >= 0x80);
+            return (stop, high != 0 || before);
+        }
+        high |= w & HI;
+        i += 8;
+    }
+    while i < s.len() {
+        let b = s[i];
+        if needs_escape_char(b) {
+            break;
+        }
+        high |= u64::from(b & 0x80);
+        i += 1;
+    }
+    (i.min(s.len()), high != 0)
 }
 
 /// Index of the first `"`, `\` or control character at or after `i` (or `s.len()`).

@@ -166,10 +166,22 @@ proptest! {
         }
     }
 
-    /// The JSON parser returns Ok or Err on any bytes; it never panics.
+    /// The JSON parser returns Ok or Err on any bytes; it never panics, and it accepts
+    /// only valid UTF-8 (it validates string contents only, so this checks the shortcut).
     #[test]
     fn json_parser_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
-        let _ = parse(&bytes);
+        if parse(&bytes).is_ok() {
+            prop_assert!(std::str::from_utf8(&bytes).is_ok());
+        }
+    }
+
+    /// Strings with arbitrary bytes inside: accepted exactly when they are valid UTF-8.
+    #[test]
+    fn string_contents_are_validated(body in prop::collection::vec(prop_oneof![Just(b'a'), 0x80u8..=0xFF, Just(0xE2), Just(0x82), Just(0xAC)], 0..24)) {
+        let mut text = vec![b'"'];
+        text.extend_from_slice(&body);
+        text.push(b'"');
+        prop_assert_eq!(parse(&text).is_ok(), std::str::from_utf8(&body).is_ok());
     }
 
     /// JSON-looking noise: the parser never panics and accepted values re-serialise.

@@ -1,6 +1,6 @@
 //! Drives [`Session`]s from events, as OpenClaw's wrapper would have.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use loopguard_core::config::{normalize_agent_id, OpenClawConfig, Policy};
 use loopguard_core::fingerprint::{args_digest_wtf8, ArgsDigest};
@@ -53,8 +53,10 @@ pub struct Replayer {
     mode: Mode,
     hashing: Hashing,
     default_policy: Policy,
-    policies: HashMap<Box<[u8]>, Policy>,
-    sessions: HashMap<Box<[u8]>, SessionState>,
+    // Keys come from the replayed file; a fast hash matters more here than flooding
+    // resistance.
+    policies: FxHashMap<Box<[u8]>, Policy>,
+    sessions: FxHashMap<Box<[u8]>, SessionState>,
 }
 
 impl Replayer {
@@ -66,8 +68,8 @@ impl Replayer {
             mode,
             hashing: Hashing::default(),
             default_policy,
-            policies: HashMap::new(),
-            sessions: HashMap::new(),
+            policies: FxHashMap::default(),
+            sessions: FxHashMap::default(),
         }
     }
 
