@@ -10,8 +10,6 @@
 //! [`Digest`] is a sink that feeds SHA-256 through a small buffer. Objects built only for
 //! hashing (exec outcomes, plan shapes) are written field by field with [`ObjectWriter`].
 
-use sha2::{Digest as _, Sha256};
-
 use crate::value::{JsString, Object, Value};
 
 /// Where canonical bytes go.
@@ -26,67 +24,97 @@ impl Sink for Vec<u8> {
     }
 }
 
-const BUF: usize = 256;
-
 /// A [`Sink`] that hashes what it is given with SHA-256.
+///
+/// Canonical forms arrive in many small writes (punctuation, keys, numbers), so this keeps
+/// its own 64-byte block and feeds whole blocks to the `sha2` crate's compression function,
+/// which uses the CPU's SHA instructions; only the standard padding is done here. Long
+/// strings are compressed straight from their bytes.
 ///
 /// ```
 /// use loopguard_core::canonical::{digest_value, hex};
 /// use loopguard_core::Value;
+/// use sha2::{Digest as _, Sha256};
 /// // digest("x") hashes the three bytes `"x"`, quotes included.
 /// let d = digest_value(&Value::from("x"));
+/// assert_eq!(d, <[u8; 32]>::from(Sha256::digest(b"\"x\"")));
 /// assert_eq!(hex(&d).len(), 64);
 /// ```
 pub struct Digest {
-    hasher: Sha256,
-    buf: [u8; BUF],
+    state: [u32; 8],
+    block: [u8; 64],
     len: usize,
+    total: u64,
 }
+
+/// SHA-256's initial hash value.
+const H0: [u32; 8] = [
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+];
 
 impl Default for Digest {
     fn default() -> Self {
         Digest {
-            hasher: Sha256::new(),
-            buf: [0; BUF],
+            state: H0,
+            block: [0; 64],
             len: 0,
+            total: 0,
         }
     }
 }
 
 impl Digest {
-    /// Finishes the hash.
+    /// Finishes the hash (SHA-256 padding: `0x80`, zeros, the bit length big-endian).
     pub fn finish(mut self) -> [u8; 32] {
-        self.hasher.update(&self.buf[..self.len]);
-        self.hasher.finalize().into()
+        let bits = self.total.wrapping_mul(8);
+        self.block[self.len] = 0x80;
+        self.block[self.len + 1..].fill(0);
+        if self.len >= 56 {
+            compress256(&mut self.state, std::slice::from_ref(&self.block));
+            self.block = [0; 64];
+        }
+        self.block[56..].copy_from_slice(&bits.to_be_bytes());
+        compress256(&mut self.state, std::slice::from_ref(&self.block));
+        let mut out = [0u8; 32];
+        for (chunk, word) in out.chunks_exact_mut(4).zip(self.state) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_slow(&mut self, mut bytes: &[u8]) {
+        // Complete the pending block.
+        let take = 64 - self.len;
+        self.block[self.len..].copy_from_slice(&bytes[..take]);
+        compress256(&mut self.state, std::slice::from_ref(&self.block));
+        bytes = &bytes[take..];
+        // Whole blocks straight from the input.
+        let mut blocks = bytes.chunks_exact(64);
+        for b in &mut blocks {
+            let mut one = [0u8; 64];
+            one.copy_from_slice(b);
+            compress256(&mut self.state, std::slice::from_ref(&one));
+        }
+        let rest = blocks.remainder();
+        self.block[..rest.len()].copy_from_slice(rest);
+        self.len = rest.len();
     }
 }
+
+use sha2::block_api::compress256;
 
 impl Sink for Digest {
     #[inline(always)]
     fn write(&mut self, bytes: &[u8]) {
-        // Most writes are a few bytes of punctuation; with the length known at the call site
-        // this compiles to a couple of moves. Everything else takes the cold path.
+        self.total += bytes.len() as u64;
         let end = self.len + bytes.len();
-        if end <= BUF {
-            self.buf[self.len..end].copy_from_slice(bytes);
+        if end < 64 {
+            self.block[self.len..end].copy_from_slice(bytes);
             self.len = end;
         } else {
             self.write_slow(bytes);
-        }
-    }
-}
-
-impl Digest {
-    #[cold]
-    #[inline(never)]
-    fn write_slow(&mut self, bytes: &[u8]) {
-        self.hasher.update(&self.buf[..self.len]);
-        self.len = 0;
-        if bytes.len() >= BUF {
-            self.hasher.update(bytes);
-        } else {
-            self.buf[..bytes.len()].copy_from_slice(bytes);
-            self.len = bytes.len();
         }
     }
 }
@@ -432,6 +460,7 @@ impl<'o, S: Sink + ?Sized> ObjectWriter<'o, S> {
 mod tests {
     use super::*;
     use crate::parse::parse;
+    use sha2::{Digest as _, Sha256};
 
     fn canon(json: &str) -> String {
         to_canonical_string(&parse(json.as_bytes()).unwrap())
@@ -475,6 +504,23 @@ mod tests {
         let s = v.as_js_str().unwrap();
         write_escaped_body(&mut out, s.as_wtf8(), true, EscapeMode::EscapeSurrogates);
         assert_eq!(out, b"a\\ud800b");
+    }
+
+    #[test]
+    fn digest_matches_sha2_for_every_length_and_split() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
+        for n in 0..data.len() {
+            let want: [u8; 32] = Sha256::digest(&data[..n]).into();
+            for split in [0, 1, 7, 55, 56, 63, 64, 65, 128] {
+                let mut d = Digest::default();
+                let k = split.min(n);
+                d.write(&data[..k]);
+                for b in data[k..n].chunks(13) {
+                    d.write(b);
+                }
+                assert_eq!(d.finish(), want, "n={n} split={split}");
+            }
+        }
     }
 
     #[test]

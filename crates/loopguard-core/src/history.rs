@@ -91,7 +91,9 @@ pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
 pub struct History {
     records: VecDeque<Record>,
     /// The run id of the newest tagged record, and its tag (tags start at 1; 0 is "no run").
-    current_run: Option<(Box<[u8]>, u64)>,
+    current_run: Option<(Name, u64)>,
+    /// The newest record's tool name, shared with the next record of the same tool.
+    last_tool: Option<Name>,
     /// Records carrying the current tag, and records without a run: when either equals
     /// the length, a check in that run needs no filtering.
     current_count: usize,
@@ -206,28 +208,74 @@ impl History {
     /// The tag records of `run` carry when `run` is the current run.
     fn current_tag(&self, run: Option<&[u8]>) -> Option<u64> {
         match (run, &self.current_run) {
-            (Some(r), Some((cur, tag))) if **cur == *r => Some(*tag),
+            (Some(r), Some((cur, tag))) if cur.as_wtf8() == r => Some(*tag),
             _ => None,
         }
     }
 
     /// Tags a new record: the current run's tag, or a fresh one when the run changed.
+    /// Also makes the record share the current run's and the last tool's allocations.
     fn tag(&mut self, record: &mut Record) {
         record.run_tag = match record.run.as_ref().map(JsString::as_wtf8) {
             None => 0,
             Some(r) => match self.current_tag(Some(r)) {
-                Some(t) => t,
+                Some(t) => {
+                    if let Some((cur, _)) = &self.current_run {
+                        record.run = Some(cur.clone());
+                    }
+                    t
+                }
                 None => {
                     let next = self
                         .current_run
                         .as_ref()
                         .map_or(1, |(_, t)| t.wrapping_add(1).max(1));
-                    self.current_run = Some((r.into(), next));
+                    let shared = record.run.as_ref().map(JsString::to_shared);
+                    if let Some(run) = shared {
+                        record.run = Some(run.clone());
+                        self.current_run = Some((run, next));
+                    }
                     self.current_count = 0;
                     next
                 }
             },
         };
+        match &self.last_tool {
+            Some(t) if t.as_wtf8() == record.tool.as_wtf8() => record.tool = t.clone(),
+            _ => {
+                record.tool = record.tool.to_shared();
+                self.last_tool = Some(record.tool.clone());
+            }
+        }
+    }
+
+    /// Appends the pending record of a call, sharing tool and run names with earlier
+    /// records where they repeat.
+    pub fn push_call(
+        &mut self,
+        tool: &JsString<'_>,
+        args: ArgsDigest,
+        call_id: Option<&JsString<'_>>,
+        run: Option<&[u8]>,
+        timestamp_ms: u64,
+        limit: usize,
+    ) {
+        let tool = match &self.last_tool {
+            Some(t) if t.as_wtf8() == tool.as_wtf8() => t.clone(),
+            _ => tool.to_shared(),
+        };
+        let run = match (&self.current_run, run) {
+            (Some((cur, _)), Some(r)) if cur.as_wtf8() == r => Some(cur.clone()),
+            (_, r) => r.map(owned_name),
+        };
+        let record = Record::new(
+            tool,
+            args,
+            call_id.map(|c| c.clone().into_owned()),
+            run,
+            timestamp_ms,
+        );
+        self.push(record, limit);
     }
 
     /// Appends a tagged record and keeps the counters.

@@ -23,7 +23,7 @@ use crate::compaction_guard::{CompactionGuard, GuardAbort};
 use crate::config::Policy;
 use crate::detectors::{self, Detection, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
-use crate::history::{normalize_run, owned_name, History, Name, Record, RecordRef};
+use crate::history::{normalize_run, History, Name, RecordRef};
 use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
 use crate::value::{JsString, Object, Value};
 use crate::warnings::WarningBuckets;
@@ -324,14 +324,12 @@ impl Session {
     }
 
     fn record_call_with(&mut self, policy: &Policy, call: &Call<'_>, args: ArgsDigest) {
-        self.history.push(
-            Record::new(
-                call.tool.clone().into_owned(),
-                args,
-                call.call_id.clone().map(JsString::into_owned),
-                call.run_key().map(owned_name),
-                call.timestamp_ms,
-            ),
+        self.history.push_call(
+            &call.tool,
+            args,
+            call.call_id.as_ref(),
+            call.run_key(),
+            call.timestamp_ms,
             policy.resolved.history_size,
         );
     }

@@ -239,9 +239,39 @@ impl<'a> Object<'a> {
 /// skip scanning long strings. `lone` records that the string holds lone surrogates.
 #[derive(Clone)]
 pub struct JsString<'a> {
-    bytes: Cow<'a, [u8]>,
+    bytes: Repr<'a>,
     simple: bool,
     lone: bool,
+}
+
+/// Where a string's bytes live. `Shared` lets the history keep one allocation for a tool
+/// name or run id that thousands of records repeat.
+#[derive(Clone)]
+enum Repr<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+    Shared(std::sync::Arc<[u8]>),
+}
+
+impl std::ops::Deref for Repr<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Repr::Borrowed(b) => b,
+            Repr::Owned(v) => v,
+            Repr::Shared(a) => a,
+        }
+    }
+}
+
+impl<'a> From<Cow<'a, [u8]>> for Repr<'a> {
+    fn from(c: Cow<'a, [u8]>) -> Self {
+        match c {
+            Cow::Borrowed(b) => Repr::Borrowed(b),
+            Cow::Owned(v) => Repr::Owned(v),
+        }
+    }
 }
 
 impl<'a> JsString<'a> {
@@ -249,7 +279,7 @@ impl<'a> JsString<'a> {
     pub(crate) fn from_wtf8(bytes: Cow<'a, [u8]>, lone: bool) -> Self {
         let simple = !lone && !bytes.iter().any(|&b| needs_json_escape(b));
         JsString {
-            bytes,
+            bytes: bytes.into(),
             simple,
             lone,
         }
@@ -258,7 +288,7 @@ impl<'a> JsString<'a> {
     /// Wraps bytes whose flags the caller already knows (the parser).
     pub(crate) fn from_parts(bytes: Cow<'a, [u8]>, simple: bool, lone: bool) -> Self {
         JsString {
-            bytes,
+            bytes: bytes.into(),
             simple,
             lone,
         }
@@ -307,8 +337,26 @@ impl<'a> JsString<'a> {
 
     /// A copy that owns its bytes.
     pub fn into_owned(self) -> JsString<'static> {
+        let bytes = match self.bytes {
+            Repr::Borrowed(b) => Repr::Owned(b.to_vec()),
+            Repr::Owned(v) => Repr::Owned(v),
+            Repr::Shared(a) => Repr::Shared(a),
+        };
         JsString {
-            bytes: Cow::Owned(self.bytes.into_owned()),
+            bytes,
+            simple: self.simple,
+            lone: self.lone,
+        }
+    }
+
+    /// An owned copy whose clones share one allocation (cheap to clone).
+    pub fn to_shared(&self) -> JsString<'static> {
+        let bytes = match &self.bytes {
+            Repr::Shared(a) => Repr::Shared(a.clone()),
+            other => Repr::Shared(std::sync::Arc::from(&other[..])),
+        };
+        JsString {
+            bytes,
             simple: self.simple,
             lone: self.lone,
         }
@@ -317,7 +365,7 @@ impl<'a> JsString<'a> {
     /// Borrows this string without copying.
     pub fn reborrow(&self) -> JsString<'_> {
         JsString {
-            bytes: Cow::Borrowed(&self.bytes),
+            bytes: Repr::Borrowed(&self.bytes),
             simple: self.simple,
             lone: self.lone,
         }
@@ -327,7 +375,7 @@ impl<'a> JsString<'a> {
     pub fn trim(&self) -> JsString<'_> {
         let t = crate::text::js_trim(&self.bytes);
         JsString {
-            bytes: Cow::Borrowed(t),
+            bytes: Repr::Borrowed(t),
             simple: self.simple,
             lone: self.lone && t.len() >= 3,
         }
@@ -336,7 +384,7 @@ impl<'a> JsString<'a> {
 
 impl PartialEq for JsString<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.bytes == other.bytes
+        *self.bytes == *other.bytes
     }
 }
 
@@ -357,7 +405,7 @@ impl Ord for JsString<'_> {
 
 impl std::hash::Hash for JsString<'_> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.bytes.hash(state)
+        (*self.bytes).hash(state)
     }
 }
 

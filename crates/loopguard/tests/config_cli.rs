@@ -65,23 +65,32 @@ fn errors_name_file_line_and_key_path_and_fail() {
     assert!(!out.status.success());
     let p = cfg.path();
     assert!(
-        stderr.contains(&format!("{p}:5:7: error: tools.loopDetection.enabled: expected a boolean")),
+        stderr.contains(&format!(
+            "{p}:5:7: error: tools.loopDetection.enabled: expected a boolean"
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("{p}:6:7: error: tools.loopDetection.historySize: must be a positive integer, found 0")),
+        stderr.contains(&format!(
+            "{p}:6:7: error: tools.loopDetection.historySize: must be a positive integer, found 0"
+        )),
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("{p}:6:7: warning: tools.loopDetection.historySize")) && stderr.contains("default 30 is used"),
+        stderr.contains(&format!(
+            "{p}:6:7: warning: tools.loopDetection.historySize"
+        )) && stderr.contains("default 30 is used"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("tools.loopDetection.warningThresold: unknown key") && stderr.contains("did you mean `warningThreshold`"),
+        stderr.contains("tools.loopDetection.warningThresold: unknown key")
+            && stderr.contains("did you mean `warningThreshold`"),
         "{stderr}"
     );
     assert!(
-        stderr.contains(&format!("{p}:8:37: error: tools.loopDetection.detectors.genericRepeats")),
+        stderr.contains(&format!(
+            "{p}:8:37: error: tools.loopDetection.detectors.genericRepeats"
+        )),
         "{stderr}"
     );
 }
@@ -95,10 +104,19 @@ fn auto_raise_is_a_warning_unless_strict() {
     );
     let (out, stdout, stderr) = check(&[cfg.path()]);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("warning: tools.loopDetection.criticalThreshold"), "{stderr}");
+    assert!(
+        stderr.contains("warning: tools.loopDetection.criticalThreshold"),
+        "{stderr}"
+    );
     assert!(stderr.contains("raised to 26"), "{stderr}");
-    assert!(stdout.contains("criticalThreshold: 26  (raised from default 20)"), "{stdout}");
-    assert!(stdout.contains("globalCircuitBreakerThreshold: 36"), "{stdout}");
+    assert!(
+        stdout.contains("criticalThreshold: 26  (raised from default 20)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("globalCircuitBreakerThreshold: 36"),
+        "{stdout}"
+    );
 
     let (strict, _, stderr) = check(&[cfg.path(), "--strict"]);
     assert!(!strict.status.success());
@@ -113,20 +131,35 @@ fn agent_filter_matches_trimmed_case_insensitive_ids() {
     );
     let (out, stdout, _) = check(&[cfg.path(), "--agent", " safe-runner "]);
     assert!(out.status.success());
-    assert!(stdout.contains("agent \"Safe-Runner\" (agents.list[0])"), "{stdout}");
-    assert!(stdout.contains("postCompactionGuard: off (enabled: false)"), "{stdout}");
+    assert!(
+        stdout.contains("agent \"Safe-Runner\" (agents.list[0])"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("postCompactionGuard: off (enabled: false)"),
+        "{stdout}"
+    );
     let (_, stdout, _) = check(&[cfg.path(), "--agent", "nobody"]);
-    assert!(stdout.contains("no agents.list entry: the global block applies"), "{stdout}");
+    assert!(
+        stdout.contains("no agents.list entry: the global block applies"),
+        "{stdout}"
+    );
 }
 
 #[test]
 fn syntax_errors_and_missing_files_fail_cleanly() {
-    let cfg = TempConfig::new("bad.json5", "{\n  tools: {\n    loopDetection: { enabled: true,, }\n  }\n}\n");
+    let cfg = TempConfig::new(
+        "bad.json5",
+        "{\n  tools: {\n    loopDetection: { enabled: true,, }\n  }\n}\n",
+    );
     let (out, _, stderr) = check(&[cfg.path()]);
     assert!(!out.status.success());
     assert!(stderr.contains("syntax error at line 3"), "{stderr}");
     let (out, _, stderr) = check(&["/nonexistent/openclaw.json"]);
     assert!(!out.status.success());
-    assert!(stderr.contains("cannot read /nonexistent/openclaw.json"), "{stderr}");
+    assert!(
+        stderr.contains("cannot read /nonexistent/openclaw.json"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"));
 }
