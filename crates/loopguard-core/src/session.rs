@@ -456,8 +456,7 @@ impl Session {
                 action = "abort",
                 detector = "compaction_loop_persisted",
                 count = abort.count,
-                message = %abort.message,
-                "tool loop"
+                message = %abort.message
             );
         }
         OutcomeDecision {
@@ -509,9 +508,8 @@ impl Session {
                     action,
                     detector = detection.detector.as_str(),
                     count = detection.count,
-                    message = %detection.message,
                     paired_tool = paired.as_deref(),
-                    "tool loop"
+                    message = %detection.message
                 )
             };
         }

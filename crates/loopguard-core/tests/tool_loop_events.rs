@@ -1,0 +1,90 @@
+//! Detections are reported as `tracing` events with the fields of OpenClaw's `tool.loop`.
+
+use std::sync::{Arc, Mutex};
+
+use loopguard_core::outcome::Outcome;
+use loopguard_core::{Call, Policy, Session, Value};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::Layer;
+
+#[derive(Default, Clone)]
+struct Captured(Arc<Mutex<Vec<Vec<(String, String)>>>>);
+
+struct Fields(Vec<(String, String)>);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.push((
+            field.name().to_string(),
+            format!("{value:?}").trim_matches('"').to_string(),
+        ));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.push((field.name().to_string(), value.to_string()));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.push((field.name().to_string(), value.to_string()));
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for Captured {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "loopguard::tool_loop" {
+            let mut f = Fields(Vec::new());
+            event.record(&mut f);
+            self.0.lock().unwrap().push(f.0);
+        }
+    }
+}
+
+fn field<'a>(event: &'a [(String, String)], name: &str) -> &'a str {
+    event
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("no field {name} in {event:?}"))
+}
+
+/// Scenario 85 through tracing: 21 identical reads give exactly a warning at 10 and a block
+/// at 20; counts 11-19 are de-duplicated.
+#[test]
+fn tool_loop_events_carry_openclaw_fields() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::registry().with(captured.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let policy = Policy::enabled();
+        let mut s = Session::new("agent:main:main");
+        let args = Value::parse(br#"{"path":"/same.txt"}"#).unwrap();
+        let out = Value::parse(br#"{"content":[{"type":"text","text":"same output"}]}"#).unwrap();
+        for i in 0..21 {
+            let id = format!("read-{i}");
+            let call = Call::new("read", &args)
+                .run("run-1")
+                .agent("main")
+                .call_id(id.as_str());
+            if s.before_call(&policy, &call).is_block() {
+                break;
+            }
+            s.after_call(&policy, &call, Outcome::Result(&out));
+        }
+    });
+    let events = captured.0.lock().unwrap().clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let (warn, block) = (&events[0], &events[1]);
+    for (e, level, action, count) in [
+        (warn, "warning", "warn", "10"),
+        (block, "critical", "block", "20"),
+    ] {
+        assert_eq!(field(e, "session"), "agent:main:main");
+        assert_eq!(field(e, "run"), "run-1");
+        assert_eq!(field(e, "agent"), "main");
+        assert_eq!(field(e, "tool"), "read");
+        assert_eq!(field(e, "level"), level);
+        assert_eq!(field(e, "action"), action);
+        assert_eq!(field(e, "detector"), "generic_repeat");
+        assert_eq!(field(e, "count"), count);
+        assert!(field(e, "message").contains(&format!("{count} times")));
+    }
+    assert!(field(block, "message").contains("identical outcomes"));
+}
