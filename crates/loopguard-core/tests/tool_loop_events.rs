@@ -8,8 +8,11 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::Layer;
 
+/// The fields of one captured event, in order.
+type EventFields = Vec<(String, String)>;
+
 #[derive(Default, Clone)]
-struct Captured(Arc<Mutex<Vec<Vec<(String, String)>>>>);
+struct Captured(Arc<Mutex<Vec<EventFields>>>);
 
 struct Fields(Vec<(String, String)>);
 
