@@ -321,6 +321,52 @@ pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
     out
 }
 
+/// Writes `v` as JSON that parses back to the same JavaScript value (for writing event
+/// files, not for hashing): keys in canonical order, lone surrogates as `\udxxx` escapes,
+/// numbers as JavaScript prints them, and the infinities as `1e999` / `-1e999` (which
+/// `JSON.parse` reads back as `Infinity`).
+///
+/// ```
+/// use loopguard_core::{canonical::write_json_value, parse};
+/// let v = parse(br#"{"b":"\ud800","a":1e400}"#).unwrap();
+/// let mut out = Vec::new();
+/// write_json_value(&mut out, &v);
+/// assert_eq!(out, br#"{"a":1e999,"b":"\ud800"}"#);
+/// assert_eq!(parse(&out).unwrap(), v);
+/// ```
+pub fn write_json_value<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
+    match v {
+        Value::Number(n) if n.is_infinite() => {
+            out.write(if *n > 0.0 { b"1e999" } else { b"-1e999" })
+        }
+        Value::Number(n) if n.is_nan() => out.write(b"null"),
+        Value::String(s) => write_json_string(out, s),
+        Value::Array(items) => {
+            out.write(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                write_json_value(out, item);
+            }
+            out.write(b"]");
+        }
+        Value::Object(o) => {
+            out.write(b"{");
+            for (i, (k, v)) in o.iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                write_json_string(out, k);
+                out.write(b":");
+                write_json_value(out, v);
+            }
+            out.write(b"}");
+        }
+        other => write_value(out, other),
+    }
+}
+
 /// What to do with a lone surrogate when escaping.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EscapeMode {

@@ -58,6 +58,78 @@ pub struct Event<'a> {
     pub timestamp_ms: u64,
 }
 
+impl Event<'_> {
+    /// A copy that owns all its data.
+    pub fn into_owned(self) -> Event<'static> {
+        Event {
+            kind: self.kind,
+            session: self.session.map(JsString::into_owned),
+            run: self.run.map(JsString::into_owned),
+            agent: self.agent.map(JsString::into_owned),
+            call_id: self.call_id.map(JsString::into_owned),
+            tool: self.tool.map(JsString::into_owned),
+            args: self.args.into_owned(),
+            payload: self.payload.map(|p| match p {
+                Payload::Result(v) => Payload::Result(v.into_owned()),
+                Payload::Error(v) => Payload::Error(v.into_owned()),
+            }),
+            timestamp_ms: self.timestamp_ms,
+        }
+    }
+
+    /// Appends the event as one line of the events.md format (with the newline); reading
+    /// it back with [`parse_event`] gives the same event.
+    ///
+    /// ```
+    /// use loopguard_replay::event::parse_event;
+    /// let line = br#"{"type":"outcome","session":"s","run":"r","callId":"c","tool":"read","args":{"p":1},"error":"boom","ts":5}"#;
+    /// let e = parse_event(line, 1).unwrap();
+    /// let mut out = Vec::new();
+    /// e.write_json(&mut out);
+    /// assert_eq!(parse_event(out.trim_ascii_end(), 1).unwrap(), e);
+    /// ```
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use loopguard_core::canonical::{write_json_string, write_json_value};
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(self.kind.as_str().as_bytes());
+        out.push(b'"');
+        let fields = [
+            ("session", &self.session),
+            ("run", &self.run),
+            ("agent", &self.agent),
+            ("callId", &self.call_id),
+            ("tool", &self.tool),
+        ];
+        for (name, value) in fields {
+            if let Some(v) = value {
+                out.extend_from_slice(b",\"");
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+                write_json_string(out, v);
+            }
+        }
+        if self.kind != EventKind::Compaction {
+            out.extend_from_slice(b",\"args\":");
+            write_json_value(out, &self.args);
+        }
+        match &self.payload {
+            Some(Payload::Result(v)) => {
+                out.extend_from_slice(b",\"result\":");
+                write_json_value(out, v);
+            }
+            Some(Payload::Error(v)) => {
+                out.extend_from_slice(b",\"error\":");
+                write_json_value(out, v);
+            }
+            None => {}
+        }
+        if self.timestamp_ms > 0 {
+            out.extend_from_slice(format!(",\"ts\":{}", self.timestamp_ms).as_bytes());
+        }
+        out.extend_from_slice(b"}\n");
+    }
+}
+
 /// Why a line is not a valid event.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]

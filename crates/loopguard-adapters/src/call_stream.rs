@@ -1,0 +1,1 @@
+//! The OpenClaw call-stream JSON.

@@ -1,0 +1,343 @@
+//! What every adapter needs: building events, pairing results with calls, reading
+//! timestamps, and parsing the JSON-in-a-string arguments some APIs use.
+
+use std::collections::VecDeque;
+
+use loopguard_core::config::json5::{self, NodeValue};
+use loopguard_core::{JsString, Object, Value};
+use loopguard_replay::event::{Event, EventKind, Payload};
+
+use crate::{Context, SourcedEvent};
+
+/// Builds the events of one session.
+///
+/// ```
+/// use loopguard_adapters::{common::Builder, Context};
+/// use loopguard_core::Value;
+/// let b = Builder::new(&Context { session: "s1".into(), agent: Some("main".into()) });
+/// let e = b.call(3, Some("run-1"), Some("call_1"), "read", Value::from("x"), 1_700_000_000_000, Some(40));
+/// assert_eq!(e.line, 3);
+/// assert_eq!(e.event.tool.as_ref().unwrap().as_str(), Some("read"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    session: JsString<'static>,
+    agent: Option<JsString<'static>>,
+}
+
+fn name(s: &str) -> JsString<'static> {
+    JsString::from(s.to_string())
+}
+
+impl Builder {
+    /// A builder for the session and agent of `ctx`.
+    pub fn new(ctx: &Context) -> Self {
+        Builder {
+            session: name(&ctx.session),
+            agent: ctx.agent.as_deref().map(name),
+        }
+    }
+
+    fn event(
+        &self,
+        kind: EventKind,
+        run: Option<&str>,
+        call_id: Option<&str>,
+        tool: Option<&str>,
+        args: Value<'static>,
+        payload: Option<Payload<'static>>,
+        ts_ms: u64,
+    ) -> Event<'static> {
+        Event {
+            kind,
+            session: Some(self.session.clone()),
+            run: run.map(name),
+            agent: self.agent.clone(),
+            call_id: call_id.map(name),
+            tool: tool.map(name),
+            args,
+            payload,
+            timestamp_ms: ts_ms,
+        }
+    }
+
+    /// A `call` event.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call(
+        &self,
+        line: u64,
+        run: Option<&str>,
+        call_id: Option<&str>,
+        tool: &str,
+        args: Value<'static>,
+        ts_ms: u64,
+        tokens: Option<u64>,
+    ) -> SourcedEvent {
+        SourcedEvent {
+            event: self.event(EventKind::Call, run, call_id, Some(tool), args, None, ts_ms),
+            line,
+            tokens,
+        }
+    }
+
+    /// An `outcome` event.
+    #[allow(clippy::too_many_arguments)]
+    pub fn outcome(
+        &self,
+        line: u64,
+        run: Option<&str>,
+        call_id: Option<&str>,
+        tool: &str,
+        args: Value<'static>,
+        payload: Payload<'static>,
+        ts_ms: u64,
+    ) -> SourcedEvent {
+        SourcedEvent {
+            event: self.event(
+                EventKind::Outcome,
+                run,
+                call_id,
+                Some(tool),
+                args,
+                Some(payload),
+                ts_ms,
+            ),
+            line,
+            tokens: None,
+        }
+    }
+
+    /// A `compaction` event.
+    pub fn compaction(&self, line: u64, run: Option<&str>, ts_ms: u64) -> SourcedEvent {
+        SourcedEvent {
+            event: self.event(
+                EventKind::Compaction,
+                run,
+                None,
+                None,
+                Value::Null,
+                None,
+                ts_ms,
+            ),
+            line,
+            tokens: None,
+        }
+    }
+}
+
+/// Calls waiting for their results, paired by position and call id.
+///
+/// Ids repeat across runs (Kimi through llama.cpp numbers calls `functions.read:3` afresh
+/// each run), so a result takes the *oldest* waiting call with its id; a result without an
+/// id takes the oldest waiting call. At most `limit` calls wait; older ones are dropped
+/// and returned so the adapter can report them.
+///
+/// ```
+/// use loopguard_adapters::common::Pending;
+/// let mut p = Pending::new(100);
+/// p.push(Some("a".into()), 1);
+/// p.push(Some("a".into()), 2);
+/// p.push(None, 3);
+/// assert_eq!(p.take(Some("a")), Some(1));
+/// assert_eq!(p.take(None), Some(2));
+/// assert_eq!(p.len(), 1);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Pending<T> {
+    queue: VecDeque<(Option<String>, T)>,
+    limit: usize,
+}
+
+impl<T> Pending<T> {
+    /// An empty queue holding at most `limit` calls.
+    pub fn new(limit: usize) -> Self {
+        Pending {
+            queue: VecDeque::new(),
+            limit: limit.max(1),
+        }
+    }
+
+    /// Adds a call; returns the oldest call if the queue was full.
+    pub fn push(&mut self, id: Option<String>, call: T) -> Option<T> {
+        let dropped = if self.queue.len() >= self.limit {
+            self.queue.pop_front().map(|(_, c)| c)
+        } else {
+            None
+        };
+        self.queue.push_back((id.filter(|i| !i.is_empty()), call));
+        dropped
+    }
+
+    /// Takes the call a result with `id` belongs to.
+    pub fn take(&mut self, id: Option<&str>) -> Option<T> {
+        let index = match id.filter(|i| !i.is_empty()) {
+            Some(id) => self
+                .queue
+                .iter()
+                .position(|(i, _)| i.as_deref() == Some(id))?,
+            None => 0,
+        };
+        self.queue.remove(index).map(|(_, c)| c)
+    }
+
+    /// Calls still waiting.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// `true` when no call waits.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Removes and returns every waiting call, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = T> + '_ {
+        self.queue.drain(..).map(|(_, c)| c)
+    }
+}
+
+/// A timestamp in milliseconds since the epoch from a JSON value: a number (milliseconds,
+/// or seconds when it is below 10^11) or an RFC 3339 / ISO 8601 string.
+///
+/// ```
+/// use loopguard_adapters::common::timestamp_ms;
+/// use loopguard_core::Value;
+/// assert_eq!(timestamp_ms(&Value::from("2026-09-05T15:26:58.101Z")), Some(1788622018101));
+/// assert_eq!(timestamp_ms(&Value::from(1788622018101.0)), Some(1788622018101));
+/// assert_eq!(timestamp_ms(&Value::from(1788622018.5)), Some(1788622018500));
+/// assert_eq!(timestamp_ms(&Value::from("yesterday")), None);
+/// ```
+pub fn timestamp_ms(v: &Value<'_>) -> Option<u64> {
+    match v {
+        Value::Number(n) if n.is_finite() && *n > 0.0 => {
+            let ms = if *n < 1e11 { n * 1000.0 } else { *n };
+            Some(ms.round() as u64)
+        }
+        Value::String(s) => parse_rfc3339(&s.to_string_lossy()),
+        _ => None,
+    }
+}
+
+/// Parses an RFC 3339 timestamp (`2026-09-05T15:26:58.101Z`, `…+02:00`, space separator
+/// accepted) to milliseconds since the epoch.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    use time::format_description::well_known::Rfc3339;
+    let s = s.trim();
+    let parsed = time::OffsetDateTime::parse(s, &Rfc3339).ok().or_else(|| {
+        // Accept a space instead of `T`, as some exporters write.
+        let fixed = s.replacen(' ', "T", 1);
+        time::OffsetDateTime::parse(&fixed, &Rfc3339).ok()
+    })?;
+    let ms = parsed.unix_timestamp_nanos() / 1_000_000;
+    u64::try_from(ms).ok()
+}
+
+/// Parses tool arguments given as a JSON string (OpenAI's `arguments`), leniently.
+///
+/// Valid JSON is parsed exactly as OpenClaw would. Otherwise JSON5 is tried (models write
+/// single quotes and trailing commas), then the text inside a Markdown code fence. When
+/// nothing works the raw string itself is the argument value, so identical malformed
+/// arguments still hash identically.
+///
+/// ```
+/// use loopguard_adapters::common::parse_arguments;
+/// use loopguard_core::Value;
+/// assert_eq!(parse_arguments(r#"{"a":1}"#), Value::parse(br#"{"a":1}"#).unwrap());
+/// assert_eq!(parse_arguments("{'a': 1,}"), Value::parse(br#"{"a":1}"#).unwrap());
+/// assert_eq!(parse_arguments("not json"), Value::from("not json".to_string()));
+/// assert_eq!(parse_arguments(""), Value::parse(b"{}").unwrap());
+/// ```
+pub fn parse_arguments(text: &str) -> Value<'static> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Value::Object(Object::default());
+    }
+    if let Ok(v) = loopguard_core::parse(t.as_bytes()) {
+        return v.into_owned();
+    }
+    if let Ok(node) = json5::parse(t) {
+        return node_to_value(&node.value);
+    }
+    if let Some(inner) = strip_code_fence(t) {
+        if let Ok(v) = loopguard_core::parse(inner.as_bytes()) {
+            return v.into_owned();
+        }
+    }
+    Value::from(text.to_string())
+}
+
+fn strip_code_fence(t: &str) -> Option<&str> {
+    let rest = t.strip_prefix("```")?;
+    let rest = rest.split_once('\n').map_or(rest, |(_, r)| r);
+    Some(rest.trim_end().strip_suffix("```")?.trim())
+}
+
+/// Converts a JSON5 node (from [`json5::parse`]) to a [`Value`].
+pub fn node_to_value(n: &NodeValue) -> Value<'static> {
+    match n {
+        NodeValue::Null => Value::Null,
+        NodeValue::Bool(b) => Value::Bool(*b),
+        NodeValue::Number(x) => Value::Number(*x),
+        NodeValue::String(s) => Value::from(s.clone()),
+        NodeValue::Array(items) => {
+            Value::Array(items.iter().map(|i| node_to_value(&i.value)).collect())
+        }
+        NodeValue::Object(entries) => Value::Object(Object::from_entries(
+            entries
+                .iter()
+                .map(|e| (JsString::from(e.key.clone()), node_to_value(&e.value.value)))
+                .collect(),
+        )),
+    }
+}
+
+/// A tool result in OpenClaw's shape, `{"content":[{"type":"text","text":…}]}`, from text.
+///
+/// Results of other agents are text; putting them in this shape makes the default
+/// outcome hash (`{details, text}`) apply to them as it does to OpenClaw's own tools.
+pub fn text_result(text: &str) -> Value<'static> {
+    let block = Value::Object(Object::from_entries(vec![
+        ("type".into(), Value::from("text")),
+        ("text".into(), Value::from(text.to_string())),
+    ]));
+    Value::Object(Object::from_entries(vec![(
+        "content".into(),
+        Value::Array(vec![block]),
+    )]))
+}
+
+/// The text of a content value: a string, or the `text` of `{type:"text"}` blocks joined
+/// by newlines.
+pub fn content_text(v: &Value<'_>) -> String {
+    match v {
+        Value::String(s) => s.to_string_lossy().into_owned(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|b| match (b.get("type"), b.get("text")) {
+                (Some(Value::String(_)), Some(Value::String(t))) => {
+                    Some(t.to_string_lossy().into_owned())
+                }
+                _ => b.as_str().map(str::to_string),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A string field of an object, when it is a string.
+pub fn str_field<'v>(v: &'v Value<'_>, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// Parses one JSONL line into a value, or a `NotJson` diagnostic. (The driver turns it
+/// into `Truncated` when it is the file's last line and has no newline.)
+pub fn parse_line(no: u64, text: &[u8]) -> Result<Value<'_>, crate::Diagnostic> {
+    loopguard_core::parse(text).map_err(|e| {
+        crate::Diagnostic::new(
+            no,
+            crate::DiagnosticKind::NotJson,
+            format!("not JSON: {} at byte {}", e.kind, e.offset + 1),
+        )
+    })
+}

@@ -1,0 +1,399 @@
+//! Recognising a transcript's format from its first bytes.
+
+use std::fmt;
+
+use loopguard_core::Value;
+
+use crate::common::str_field;
+
+/// The formats loopguard reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// loopguard's own event stream (events.md).
+    Events,
+    /// OpenClaw / pi session JSONL.
+    OpenClaw,
+    /// OpenClaw's SQLite transcript store.
+    OpenClawSqlite,
+    /// OpenClaw call-stream JSON.
+    CallStream,
+    /// Claude Code session JSONL.
+    ClaudeCode,
+    /// OpenAI Chat Completions `messages[]` (JSON).
+    ChatCompletions,
+    /// OpenAI Responses items (JSON).
+    Responses,
+    /// Codex CLI rollout JSONL.
+    CodexRollout,
+    /// SWE-agent `.traj`.
+    SweAgent,
+    /// mini-swe-agent `.traj.json`.
+    MiniSweAgent,
+}
+
+impl Format {
+    /// Every format, in the order `--format` lists them.
+    pub const ALL: [Format; 10] = [
+        Format::Events,
+        Format::OpenClaw,
+        Format::OpenClawSqlite,
+        Format::CallStream,
+        Format::ClaudeCode,
+        Format::ChatCompletions,
+        Format::Responses,
+        Format::CodexRollout,
+        Format::SweAgent,
+        Format::MiniSweAgent,
+    ];
+
+    /// The name used by `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Events => "events",
+            Format::OpenClaw => "openclaw",
+            Format::OpenClawSqlite => "openclaw-sqlite",
+            Format::CallStream => "call-stream",
+            Format::ClaudeCode => "claude-code",
+            Format::ChatCompletions => "chat-completions",
+            Format::Responses => "responses",
+            Format::CodexRollout => "codex",
+            Format::SweAgent => "swe-agent",
+            Format::MiniSweAgent => "mini-swe-agent",
+        }
+    }
+
+    /// A short description for error messages and `--help`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::Events => "loopguard event stream (JSONL of call/outcome/compaction)",
+            Format::OpenClaw => "OpenClaw / pi session JSONL (v1-v4)",
+            Format::OpenClawSqlite => "OpenClaw SQLite transcript store (transcript_events)",
+            Format::CallStream => "OpenClaw call-stream JSON",
+            Format::ClaudeCode => "Claude Code session JSONL",
+            Format::ChatCompletions => "OpenAI Chat Completions messages (JSON)",
+            Format::Responses => "OpenAI Responses items (JSON)",
+            Format::CodexRollout => "Codex CLI rollout JSONL",
+            Format::SweAgent => "SWE-agent .traj",
+            Format::MiniSweAgent => "mini-swe-agent .traj.json",
+        }
+    }
+
+    /// Looks a format up by its `--format` name.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// `true` for formats read line by line.
+    pub fn is_line_based(self) -> bool {
+        matches!(
+            self,
+            Format::Events | Format::OpenClaw | Format::ClaudeCode | Format::CodexRollout
+        )
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Guesses the format of a file from its name and its first bytes (a few kilobytes are
+/// enough; the whole file works too).
+///
+/// ```
+/// use loopguard_adapters::{detect, Format};
+/// let head = br#"{"type":"session","version":3,"id":"x","timestamp":"2026-09-05T15:26:13.250Z","cwd":"/"}
+/// {"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"hi"}}
+/// "#;
+/// assert_eq!(detect("s.jsonl", head), Some(Format::OpenClaw));
+/// assert_eq!(detect("x.jsonl", br#"{"type":"call","tool":"read"}"#), Some(Format::Events));
+/// assert_eq!(detect("db", b"SQLite format 3\0..."), Some(Format::OpenClawSqlite));
+/// assert_eq!(detect("x", b"hello"), None);
+/// ```
+pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
+    if head.starts_with(b"SQLite format 3\0") {
+        return Some(Format::OpenClawSqlite);
+    }
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim_start_matches('\u{FEFF}');
+    let trimmed = text.trim_start();
+    // A whole JSON document (possibly cut off at the end of `head`): look at its start.
+    if let Some(f) = detect_document(trimmed) {
+        return Some(f);
+    }
+    // JSON Lines: the first lines that parse decide.
+    let mut votes = Vec::new();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(20)
+    {
+        if let Ok(v) = loopguard_core::parse(line.as_bytes()) {
+            if let Some(f) = detect_line(&v) {
+                votes.push(f);
+            }
+        }
+    }
+    if let Some(f) = votes.first() {
+        return Some(*f);
+    }
+    // File name hints for documents too large to sniff from their start.
+    let lower = name.to_ascii_lowercase();
+    if lower.ends_with(".traj.json") {
+        return Some(Format::MiniSweAgent);
+    }
+    if lower.ends_with(".traj") {
+        return Some(Format::SweAgent);
+    }
+    None
+}
+
+/// One JSONL record's format.
+fn detect_line(v: &Value<'_>) -> Option<Format> {
+    let ty = str_field(v, "type");
+    match ty {
+        Some("call" | "outcome" | "compaction") if v.get("message").is_none() => {
+            return Some(Format::Events)
+        }
+        Some("session") if v.get("version").is_some() || v.get("cwd").is_some() => {
+            return Some(Format::OpenClaw)
+        }
+        _ => {}
+    }
+    if v.get("payload").is_some()
+        && matches!(
+            ty,
+            Some("session_meta" | "turn_context" | "event_msg" | "response_item" | "compacted")
+        )
+    {
+        return Some(Format::CodexRollout);
+    }
+    if v.get("uuid").is_some() || v.get("sessionId").is_some() || v.get("parentUuid").is_some() {
+        if matches!(
+            ty,
+            Some(
+                "user"
+                    | "assistant"
+                    | "system"
+                    | "summary"
+                    | "file-history-snapshot"
+                    | "progress"
+                    | "queue-operation"
+            )
+        ) {
+            return Some(Format::ClaudeCode);
+        }
+    }
+    if ty == Some("message") && v.get("message").and_then(|m| m.get("role")).is_some() {
+        return Some(Format::OpenClaw);
+    }
+    if matches!(
+        ty,
+        Some(
+            "compaction"
+                | "model_change"
+                | "thinking_level_change"
+                | "custom"
+                | "custom_message"
+                | "branch_summary"
+                | "label"
+                | "session_info"
+        )
+    ) && v.get("id").is_some()
+    {
+        return Some(Format::OpenClaw);
+    }
+    None
+}
+
+/// A whole JSON document's format, from its beginning.
+fn detect_document(text: &str) -> Option<Format> {
+    let first = text.chars().next()?;
+    if first != '{' && first != '[' {
+        return None;
+    }
+    // A pretty-printed or single-object document: parse what we have if it is complete;
+    // otherwise look for telling keys near the start.
+    let whole = loopguard_core::parse(text.trim_end().as_bytes()).ok();
+    if let Some(v) = &whole {
+        if let Some(f) = classify_document(v) {
+            return Some(f);
+        }
+        // One complete JSON object on a single line is a JSONL record, not a document.
+        return None;
+    }
+    let key = |k: &str| text.contains(&format!("\"{k}\""));
+    if key("trajectory_format") && text.contains("mini-swe-agent") {
+        return Some(Format::MiniSweAgent);
+    }
+    if key("trajectory")
+        && (key("history") || key("info") || key("environment"))
+        && !text.starts_with('[')
+    {
+        return Some(Format::SweAgent);
+    }
+    if key("calls") && key("session_id") {
+        return Some(Format::CallStream);
+    }
+    if text.starts_with('[') || text.starts_with("{\n") || text.starts_with("{\r") {
+        if key("tool_calls")
+            || key("tool_call_id")
+            || (key("role") && key("content") && !key("call_id"))
+        {
+            return Some(Format::ChatCompletions);
+        }
+        if key("function_call_output") || key("call_id") {
+            return Some(Format::Responses);
+        }
+    }
+    None
+}
+
+fn classify_document(v: &Value<'_>) -> Option<Format> {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(f)) = o.get("trajectory_format") {
+                if f.to_string_lossy().starts_with("mini-swe-agent") {
+                    return Some(Format::MiniSweAgent);
+                }
+            }
+            if matches!(o.get("trajectory"), Some(Value::Array(_))) {
+                return Some(Format::SweAgent);
+            }
+            if let Some(Value::Array(items)) = o.get("messages") {
+                if items.iter().any(|m| m.get("role").is_some()) {
+                    return Some(Format::ChatCompletions);
+                }
+            }
+            for key in ["output", "input", "items"] {
+                if let Some(Value::Array(items)) = o.get(key) {
+                    if items.iter().any(is_responses_item) {
+                        return Some(Format::Responses);
+                    }
+                }
+            }
+            // Call-stream: `{ label: { session_id, calls: [...] } }`.
+            if o.len() > 0
+                && o.iter()
+                    .all(|(_, s)| matches!(s.get("calls"), Some(Value::Array(_))))
+            {
+                return Some(Format::CallStream);
+            }
+            None
+        }
+        Value::Array(items) => {
+            if items.iter().any(is_responses_item) {
+                Some(Format::Responses)
+            } else if items.iter().any(|m| m.get("role").is_some()) {
+                Some(Format::ChatCompletions)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+fn is_responses_item(v: &Value<'_>) -> bool {
+    matches!(
+        str_field(v, "type"),
+        Some(
+            "function_call"
+                | "function_call_output"
+                | "custom_tool_call"
+                | "custom_tool_call_output"
+                | "local_shell_call"
+                | "mcp_call"
+                | "compaction"
+        )
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_each_format() {
+        let cases: &[(&str, &str, Format)] = &[
+            (
+                "a.jsonl",
+                r#"{"type":"outcome","tool":"x","result":1}"#,
+                Format::Events,
+            ),
+            (
+                "a.jsonl",
+                r#"{"type":"session","id":"x","timestamp":"t","cwd":"/"}"#,
+                Format::OpenClaw,
+            ),
+            (
+                "a.jsonl",
+                r#"{"type":"message","message":{"role":"assistant","content":[]}}"#,
+                Format::OpenClaw,
+            ),
+            (
+                "a.jsonl",
+                r#"{"type":"assistant","uuid":"u","sessionId":"s","message":{"content":[]}}"#,
+                Format::ClaudeCode,
+            ),
+            (
+                "a.jsonl",
+                r#"{"timestamp":"t","type":"response_item","payload":{"type":"function_call"}}"#,
+                Format::CodexRollout,
+            ),
+            (
+                "a.json",
+                r#"[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[]}]"#,
+                Format::ChatCompletions,
+            ),
+            (
+                "a.json",
+                r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+                Format::ChatCompletions,
+            ),
+            (
+                "a.json",
+                r#"[{"type":"function_call","call_id":"c","name":"x","arguments":"{}"}]"#,
+                Format::Responses,
+            ),
+            (
+                "a.traj",
+                r#"{"trajectory":[{"action":"ls","observation":""}],"info":{}}"#,
+                Format::SweAgent,
+            ),
+            (
+                "a.traj.json",
+                r#"{"trajectory_format":"mini-swe-agent-1","messages":[]}"#,
+                Format::MiniSweAgent,
+            ),
+            (
+                "a.json",
+                r#"{"run1":{"session_id":"s","calls":[]}}"#,
+                Format::CallStream,
+            ),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(detect(name, text.as_bytes()), Some(*want), "{text}");
+        }
+    }
+
+    #[test]
+    fn pretty_printed_documents_cut_short() {
+        let head = "{\n  \"trajectory\": [\n    {\"action\": \"ls\", \"observation\": \"a\"},\n";
+        assert_eq!(detect("run.traj", head.as_bytes()), Some(Format::SweAgent));
+        let head = "[\n  {\"role\": \"system\", \"content\": \"x\"},\n  {\"role\": \"assistant\", \"tool_calls\": [";
+        assert_eq!(
+            detect("chat.json", head.as_bytes()),
+            Some(Format::ChatCompletions)
+        );
+    }
+
+    #[test]
+    fn unknown_content_is_none() {
+        assert_eq!(detect("x.txt", b"just text\nmore"), None);
+        assert_eq!(detect("x.json", b"{\"a\":1}"), None);
+        assert_eq!(detect("x.json", b""), None);
+    }
+}

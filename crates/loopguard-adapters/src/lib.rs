@@ -1,0 +1,156 @@
+//! # loopguard-adapters
+//!
+//! Turns the session files real agents write into loopguard's event stream (`call`,
+//! `outcome`, `compaction`; see `loopguard_replay::event`), so `loopguard replay` can explain
+//! the loops in them. One module per format:
+//!
+//! | module | format |
+//! |--------|--------|
+//! | [`openclaw`] | OpenClaw / pi session JSONL, versions 1 to 4 |
+//! | [`openclaw_sqlite`] | OpenClaw's SQLite transcript store (`transcript_events`) |
+//! | [`call_stream`] | the OpenClaw call-stream JSON |
+//! | [`claude_code`] | Claude Code session JSONL |
+//! | [`chat_completions`] | OpenAI Chat Completions `messages[]` |
+//! | [`responses`] | OpenAI Responses items and Codex CLI rollouts |
+//! | [`swe_agent`] | SWE-agent `.traj` and mini-swe-agent `.traj.json` |
+//!
+//! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
+//! file. Whole-document formats (a single JSON value) implement [`DocumentAdapter`].
+//! [`detect::detect`] recognises a format from a file's first bytes.
+//!
+//! Every adapter follows the same rules:
+//! * events come out in file order; a call is emitted when its result is seen (calls that
+//!   never got a result never ran, and are reported, not replayed);
+//! * a result is paired with its call by call id, and by position when ids are missing or
+//!   repeat;
+//! * each event carries the line (or record number) it came from, its timestamp when the
+//!   transcript has one, and the tokens the model spent producing the call, when known;
+//! * a line that cannot be used is a [`Diagnostic`] naming the line; the caller decides
+//!   whether that is fatal (`--strict`) or skipped.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod call_stream;
+pub mod chat_completions;
+pub mod claude_code;
+pub mod common;
+pub mod detect;
+pub mod openclaw;
+pub mod openclaw_sqlite;
+pub mod responses;
+pub mod swe_agent;
+
+use std::fmt;
+
+use loopguard_replay::event::Event;
+
+pub use detect::{detect, Format};
+
+/// One event produced from a transcript, with where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourcedEvent {
+    /// The event, in events.md terms (its `timestamp_ms` is set when known).
+    pub event: Event<'static>,
+    /// 1-based line of the transcript (or record number of a document) it came from.
+    pub line: u64,
+    /// Tokens the model spent on the message that made this call, when recorded (split
+    /// evenly between the calls of one message). Calls only.
+    pub tokens: Option<u64>,
+}
+
+/// What the events belong to: the session's name and agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Context {
+    /// Session name used for every event (for example the transcript's session id).
+    pub session: String,
+    /// Agent id, selecting the per-agent config (for example from
+    /// `~/.openclaw/agents/<agentId>/sessions/`).
+    pub agent: Option<String>,
+}
+
+/// Why a line (or record) was not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// 1-based line (or record number).
+    pub line: u64,
+    /// What kind of problem.
+    pub kind: DiagnosticKind,
+    /// A sentence for people.
+    pub message: String,
+}
+
+/// The kinds of [`Diagnostic`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiagnosticKind {
+    /// The line is not JSON (or not the JSON this format has).
+    NotJson,
+    /// The last line is cut off (no newline and not parseable).
+    Truncated,
+    /// An entry type the adapter does not know; skipped.
+    UnknownEntry,
+    /// A known entry with a field missing or of the wrong type.
+    BadField,
+    /// A call that never got a result (it never ran); not replayed.
+    Unanswered,
+    /// A result whose call was not found; not replayed.
+    Orphan,
+}
+
+impl DiagnosticKind {
+    /// `true` for problems `--strict` turns into errors (malformed input); unanswered calls
+    /// and orphan results are normal in real transcripts and only reported.
+    pub fn is_malformed(self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::NotJson
+                | DiagnosticKind::Truncated
+                | DiagnosticKind::UnknownEntry
+                | DiagnosticKind::BadField
+        )
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl Diagnostic {
+    /// A diagnostic.
+    pub fn new(line: u64, kind: DiagnosticKind, message: impl Into<String>) -> Self {
+        Diagnostic {
+            line,
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// A line-based transcript format, fed one line at a time.
+pub trait LineAdapter {
+    /// Consumes line `no` (1-based, without its newline). Events produced go to `out`;
+    /// a line that cannot be used returns a diagnostic and changes nothing.
+    fn line(&mut self, no: u64, text: &[u8], out: &mut Vec<SourcedEvent>)
+        -> Result<(), Diagnostic>;
+
+    /// The input ended: emits what is still pending and reports calls that never got a
+    /// result.
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic>;
+}
+
+/// A whole-document transcript format (one JSON value per file).
+pub trait DocumentAdapter {
+    /// Converts the document, returning its events and what was skipped.
+    fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic>;
+}
+
+/// Events and diagnostics of a document.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Adapted {
+    /// Events in order.
+    pub events: Vec<SourcedEvent>,
+    /// Records that were skipped, and why.
+    pub diagnostics: Vec<Diagnostic>,
+}

@@ -1,0 +1,1 @@
+//! OpenClaw / pi session JSONL (versions 1 to 3; 4 and unknown entry types tolerated).

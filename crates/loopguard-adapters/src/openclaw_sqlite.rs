@@ -1,0 +1,1 @@
+//! OpenClaw's SQLite transcript store (`transcript_events`).

@@ -1,0 +1,1 @@
+//! OpenAI Responses items and Codex CLI rollouts.

@@ -1,0 +1,1 @@
+//! SWE-agent `.traj` and mini-swe-agent `.traj.json`.
