@@ -36,8 +36,10 @@ pub mod chat_completions;
 pub mod claude_code;
 pub mod common;
 pub mod detect;
+pub mod events;
 pub mod openclaw;
 pub mod openclaw_sqlite;
+pub mod reader;
 pub mod responses;
 pub mod swe_agent;
 

@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 
 mod config_check;
+mod html;
+mod inputs;
 mod replay_cmd;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several
