@@ -158,9 +158,17 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             return replay_event_stream(only, config, mode, args.json, style);
         }
     }
+    // Transcripts record what happened, so nothing was blocked: observe by default. Event
+    // streams keep their contract's default, enforce.
+    let all_events = files.iter().all(|f| match (f, forced) {
+        (_, Some(format)) => format == Format::Events,
+        (Input::Stdin, None) => true,
+        (Input::File(p), None) => matches!(inputs::sniff(p), Ok(Some(Format::Events))),
+    });
     let mode = match args.mode {
         Some(ModeArg::Enforce) => Mode::Enforce,
         Some(ModeArg::Observe) => Mode::Observe,
+        None if all_events => Mode::Enforce,
         None => Mode::Observe,
     };
     replay_transcripts(&files, forced, config, mode, &args, style)
