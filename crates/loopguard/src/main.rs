@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod config_check;
+mod convert_cmd;
 mod html;
 mod inputs;
 mod replay_cmd;
@@ -32,6 +33,8 @@ struct Cli {
 enum Command {
     /// Replay a recorded event stream and explain every loop in it.
     Replay(replay_cmd::ReplayArgs),
+    /// Write a transcript (any supported format) as loopguard's event stream.
+    Convert(convert_cmd::ConvertArgs),
     /// Work with OpenClaw config files.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -48,6 +51,7 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     let result = match cli.command {
         Command::Replay(args) => replay_cmd::run(args),
+        Command::Convert(args) => convert_cmd::run(args),
         Command::Config(ConfigCommand::Check(args)) => config_check::run(args),
     };
     match result {

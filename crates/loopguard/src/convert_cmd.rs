@@ -1,0 +1,112 @@
+//! `loopguard convert`: write a transcript as loopguard's event stream, so any format can be
+//! inspected, edited and replayed.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use loopguard_adapters::reader::{self, Flow, Item, ReadError, ReadOptions};
+use loopguard_adapters::{Context, Diagnostic, Format};
+
+use crate::inputs;
+
+/// Arguments of `loopguard convert`.
+#[derive(clap::Args)]
+pub struct ConvertArgs {
+    /// The input format, or `auto` to recognise it from the content.
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    format: String,
+    /// Stop at the first malformed line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+    /// OpenClaw transcripts: only the tree's active branch.
+    #[arg(long)]
+    active_branch: bool,
+    /// Session name for the events (default: the file name).
+    #[arg(long, value_name = "NAME")]
+    session: Option<String>,
+    /// The transcript.
+    #[arg(value_name = "FILE")]
+    input: PathBuf,
+}
+
+/// Runs `loopguard convert`.
+pub fn run(args: ConvertArgs) -> Result<ExitCode> {
+    let path = &args.input;
+    if !path.is_file() {
+        bail!("{}: no such file", path.display());
+    }
+    let format = match args.format.as_str() {
+        "auto" => match inputs::sniff(path)? {
+            Some(f) => {
+                eprintln!("{}: reading as {} ({})", path.display(), f.name(), f.describe());
+                f
+            }
+            None => bail!(
+                "{}: cannot tell which format this is. Choose one with --format NAME:\n{}",
+                path.display(),
+                inputs::format_list()
+            ),
+        },
+        name => Format::from_name(name).ok_or_else(|| {
+            anyhow::anyhow!("unknown --format {name:?}; use auto or one of:\n{}", inputs::format_list())
+        })?,
+    };
+    let session = args
+        .session
+        .clone()
+        .unwrap_or_else(|| inputs::session_names(&[path.as_path()]).remove(0));
+    let ctx = Context {
+        session,
+        agent: reader::agent_from_path(path),
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut buf = Vec::with_capacity(1024);
+    let mut fatal: Option<Diagnostic> = None;
+    let mut write_error: Option<io::Error> = None;
+    let opts = ReadOptions {
+        active_branch: args.active_branch,
+    };
+    let result = reader::read_file(path, format, &ctx, &opts, &mut |item| match item {
+        Item::Event(e) => {
+            buf.clear();
+            e.event.write_json(&mut buf);
+            if let Err(err) = out.write_all(&buf) {
+                write_error = Some(err);
+                return Flow::Stop;
+            }
+            Flow::Continue
+        }
+        Item::Diagnostic(d) => {
+            if args.strict && d.kind.is_malformed() {
+                fatal = Some(d);
+                return Flow::Stop;
+            }
+            eprintln!("{}:{}: skipped: {}", path.display(), d.line, d.message);
+            Flow::Continue
+        }
+    });
+    let flushed = out.flush();
+    match result {
+        Ok(_) => {}
+        Err(ReadError::Stopped) => {
+            if let Some(d) = fatal {
+                eprintln!("error: {}:{}: {} (--strict)", path.display(), d.line, d.message);
+                return Ok(ExitCode::FAILURE);
+            }
+            if let Some(e) = write_error {
+                if e.kind() == io::ErrorKind::BrokenPipe {
+                    return Ok(ExitCode::SUCCESS);
+                }
+                return Err(e.into());
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    match flushed {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
