@@ -42,6 +42,7 @@ pub mod openclaw_sqlite;
 pub mod reader;
 pub mod responses;
 pub mod swe_agent;
+pub mod synthetic;
 
 use std::fmt;
 
