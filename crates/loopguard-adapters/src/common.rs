@@ -38,6 +38,7 @@ impl Builder {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn event(
         &self,
         kind: EventKind,
@@ -110,12 +111,13 @@ impl Builder {
     /// A `compaction` event.
     pub fn compaction(&self, line: u64, run: Option<&str>, ts_ms: u64) -> SourcedEvent {
         SourcedEvent {
+            // `{}` like a parsed compaction line, so events read back identically.
             event: self.event(
                 EventKind::Compaction,
                 run,
                 None,
                 None,
-                Value::Null,
+                Value::Object(Object::default()),
                 None,
                 ts_ms,
             ),

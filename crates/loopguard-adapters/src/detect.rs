@@ -170,8 +170,8 @@ fn detect_line(v: &Value<'_>) -> Option<Format> {
     {
         return Some(Format::CodexRollout);
     }
-    if v.get("uuid").is_some() || v.get("sessionId").is_some() || v.get("parentUuid").is_some() {
-        if matches!(
+    if (v.get("uuid").is_some() || v.get("sessionId").is_some() || v.get("parentUuid").is_some())
+        && matches!(
             ty,
             Some(
                 "user"
@@ -182,9 +182,9 @@ fn detect_line(v: &Value<'_>) -> Option<Format> {
                     | "progress"
                     | "queue-operation"
             )
-        ) {
-            return Some(Format::ClaudeCode);
-        }
+        )
+    {
+        return Some(Format::ClaudeCode);
     }
     if ty == Some("message") && v.get("message").and_then(|m| m.get("role")).is_some() {
         return Some(Format::OpenClaw);
@@ -275,7 +275,7 @@ fn classify_document(v: &Value<'_>) -> Option<Format> {
                 }
             }
             // Call-stream: `{ label: { session_id, calls: [...] } }`.
-            if o.len() > 0
+            if !o.is_empty()
                 && o.iter()
                     .all(|(_, s)| matches!(s.get("calls"), Some(Value::Array(_))))
             {

@@ -16,6 +16,7 @@ use crate::{
 
 /// Something read from a transcript.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)] // events are the common case; boxing them costs more
 pub enum Item {
     /// An event to replay.
     Event(SourcedEvent),
@@ -90,23 +91,36 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ReadError + '_ {
 fn line_adapter(
     format: Format,
     ctx: &Context,
-    _path: &Path,
-    _opts: &ReadOptions,
-) -> Option<Box<dyn LineAdapter>> {
-    match format {
-        Format::Events => Some(Box::new(EventsAdapter::with_defaults(
+    path: &Path,
+    opts: &ReadOptions,
+) -> Result<Option<Box<dyn LineAdapter>>, ReadError> {
+    Ok(Some(match format {
+        Format::Events => Box::new(EventsAdapter::with_defaults(
             Some(ctx.session.clone()),
             ctx.agent.clone(),
-        ))),
-        _ => None,
-    }
+        )),
+        Format::OpenClaw => {
+            let adapter = crate::openclaw::OpenClawAdapter::new(ctx.clone());
+            if opts.active_branch {
+                // A first pass finds the leaf and walks its parents.
+                let file = File::open(path).map_err(io_err(path))?;
+                let ids = crate::openclaw::active_branch_ids(BufReader::new(file))
+                    .map_err(io_err(path))?;
+                Box::new(adapter.with_active_branch(ids))
+            } else {
+                Box::new(adapter)
+            }
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// The document adapter for a whole-document format.
 fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
-    match format {
-        _ => None,
-    }
+    Some(match format {
+        Format::CallStream => Box::new(crate::call_stream::CallStream),
+        _ => return None,
+    })
 }
 
 /// Reads `path` as `format`, handing every item to `sink`. Returns the number of lines
@@ -121,7 +135,7 @@ pub fn read_file(
     if format == Format::OpenClawSqlite {
         return read_sqlite(path, ctx, sink);
     }
-    if let Some(adapter) = line_adapter(format, ctx, path, opts) {
+    if let Some(adapter) = line_adapter(format, ctx, path, opts)? {
         let file = File::open(path).map_err(io_err(path))?;
         return read_lines(BufReader::with_capacity(1 << 20, file), adapter, sink).map_err(|e| {
             match e {
@@ -241,15 +255,38 @@ fn trim_line(mut t: &[u8]) -> &[u8] {
     t
 }
 
+/// Every session of an OpenClaw SQLite store, one after the other (named by session id).
 fn read_sqlite(
     path: &Path,
-    _ctx: &Context,
-    _sink: &mut dyn FnMut(Item) -> Flow,
+    ctx: &Context,
+    sink: &mut dyn FnMut(Item) -> Flow,
 ) -> Result<u64, ReadError> {
-    Err(ReadError::Unsupported {
+    use crate::openclaw_sqlite::{list_sessions, read_session};
+    let sqlite = |e: crate::openclaw_sqlite::SqliteError| ReadError::Sqlite {
         path: path.to_path_buf(),
-        format: Format::OpenClawSqlite,
-    })
+        message: e.to_string(),
+    };
+    let mut records = 0;
+    let mut out = Vec::new();
+    for id in list_sessions(path).map_err(sqlite)? {
+        let session_ctx = Context {
+            session: id.clone(),
+            agent: ctx.agent.clone(),
+        };
+        let diagnostics = read_session(path, &id, session_ctx, &mut out).map_err(sqlite)?;
+        records += out.len() as u64;
+        for d in diagnostics {
+            if sink(Item::Diagnostic(d)) == Flow::Stop {
+                return Err(ReadError::Stopped);
+            }
+        }
+        for e in out.drain(..) {
+            if sink(Item::Event(e)) == Flow::Stop {
+                return Err(ReadError::Stopped);
+            }
+        }
+    }
+    Ok(records)
 }
 
 /// The agent id of an OpenClaw session file, from its path

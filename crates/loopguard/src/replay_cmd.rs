@@ -403,11 +403,21 @@ fn replay_transcripts(
             });
         }
         if unanswered + orphans > 0 {
+            let mut parts = Vec::new();
+            if unanswered > 0 {
+                parts.push(match unanswered {
+                    1 => "1 call never got a result".to_string(),
+                    n => format!("{n} calls never got a result"),
+                });
+            }
+            if orphans > 0 {
+                parts.push(match orphans {
+                    1 => "1 result had no call".to_string(),
+                    n => format!("{n} results had no call"),
+                });
+            }
             progress.suspend(|| {
-                eprintln!(
-                    "{}: {unanswered} calls never got a result and {orphans} results had no call; they were not replayed",
-                    path.display()
-                )
+                eprintln!("{}: {} (not replayed)", path.display(), parts.join(", "))
             });
         }
         progress.inc(1);

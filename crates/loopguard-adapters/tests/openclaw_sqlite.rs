@@ -1,0 +1,444 @@
+//! OpenClaw's SQLite transcript store: databases built in the test from the JSONL fixtures
+//! (`tests/fixtures/transcripts/openclaw/`), with OpenClaw's schema.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use loopguard_adapters::openclaw::OpenClawAdapter;
+use loopguard_adapters::openclaw_sqlite::{list_sessions, read_session, SqliteError};
+use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
+use loopguard_core::config::OpenClawConfig;
+use loopguard_core::Mode;
+use loopguard_replay::decision::Action;
+use loopguard_replay::Replayer;
+use proptest::prelude::*;
+use rusqlite::{params, Connection};
+
+/// OpenClaw's tables (`src/state/openclaw-agent-schema.sql`), the parts transcripts need.
+const SCHEMA: &str = "
+CREATE TABLE session_windows (
+  session_id TEXT NOT NULL PRIMARY KEY,
+  session_key TEXT NOT NULL,
+  previous_session_id TEXT,
+  reason TEXT CHECK (reason IS NULL OR reason IN ('initial', 'reset', 'rollover', 'fork', 'rewind', 'switch', 'recovery', 'compaction')),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE transcript_events (
+  session_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_json TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (session_id, seq),
+  FOREIGN KEY (session_id) REFERENCES session_windows(session_id) ON DELETE CASCADE
+) STRICT;
+";
+
+/// A database file removed (with its journal files) when dropped.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new(name: &str) -> TempDb {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "loopguard-oc-sqlite-{}-{n}-{name}.sqlite",
+            std::process::id()
+        ));
+        let db = TempDb(path);
+        db.remove();
+        db
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/transcripts/openclaw")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The non-blank lines of a fixture, as `openclaw doctor --fix` would import them: row
+/// `seq` i is line i + 1 (the header is seq 0).
+fn rows(name: &str) -> Vec<String> {
+    String::from_utf8(fixture(name))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn import(conn: &Connection, session_id: &str, lines: &[String], created_at: i64) {
+    conn.execute(
+        "INSERT INTO session_windows (session_id, session_key, reason, created_at, updated_at) VALUES (?1, ?2, 'initial', ?3, ?3)",
+        params![session_id, format!("agent:main:{session_id}"), created_at],
+    )
+    .unwrap();
+    for (seq, line) in lines.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO transcript_events (session_id, seq, event_json, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![session_id, seq as i64, line, created_at + seq as i64],
+        )
+        .unwrap();
+    }
+}
+
+/// A database holding the given fixtures as sessions.
+fn database(name: &str, sessions: &[(&str, &str, i64)]) -> TempDb {
+    let db = TempDb::new(name);
+    let conn = Connection::open(db.path()).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    for (id, fixture, created_at) in sessions {
+        import(&conn, id, &rows(fixture), *created_at);
+    }
+    db
+}
+
+fn ctx() -> Context {
+    Context {
+        session: "agent:main:main".into(),
+        agent: Some("main".into()),
+    }
+}
+
+fn read(db: &TempDb, session: &str) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let diagnostics = read_session(db.path(), session, ctx(), &mut out).unwrap();
+    (out, diagnostics)
+}
+
+/// The same fixture through the JSONL adapter, with lines renumbered as row seqs.
+fn via_jsonl(name: &str) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    let mut adapter = OpenClawAdapter::new(ctx());
+    let mut out = Vec::new();
+    let mut diagnostics = Vec::new();
+    for (seq, line) in rows(name).iter().enumerate() {
+        if let Err(d) = adapter.line(seq as u64, line.as_bytes(), &mut out) {
+            diagnostics.push(d);
+        }
+    }
+    diagnostics.extend(adapter.finish(&mut out));
+    diagnostics.sort_by_key(|d| d.line);
+    (out, diagnostics)
+}
+
+type Decided = (u64, Action, Option<&'static str>, Option<u64>);
+
+fn flagged(events: &[SourcedEvent]) -> Vec<Decided> {
+    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
+        .unwrap()
+        .config;
+    let mut r = Replayer::new(cfg, Mode::Observe);
+    events
+        .iter()
+        .map(|e| {
+            let d = r.process(&e.event, e.line);
+            (
+                d.line,
+                d.action,
+                d.finding.as_ref().map(|f| f.detector.as_str()),
+                d.finding.as_ref().map(|f| f.count),
+            )
+        })
+        .filter(|d| !matches!(d.1, Action::Allow | Action::Recorded | Action::Armed))
+        .collect()
+}
+
+const LOOP: &str = "0199a4c2-0001-7000-8000-000000000001";
+const HEALTHY: &str = "0199a4c2-0002-7000-8000-000000000002";
+const COMPACTION: &str = "0199a4c2-0003-7000-8000-000000000003";
+const ABORTED: &str = "0199a4c2-0000-7000-8000-000000000004";
+
+fn agent_database(name: &str) -> TempDb {
+    // Inserted in this order; `created_at` orders them differently from their ids.
+    database(
+        name,
+        &[
+            (HEALTHY, "healthy.jsonl", 1_788_629_200_000),
+            (LOOP, "read-loop.jsonl", 1_788_622_000_000),
+            (COMPACTION, "compaction-loop.jsonl", 1_788_632_800_000),
+            (ABORTED, "aborted.jsonl", 1_788_643_600_000),
+        ],
+    )
+}
+
+#[test]
+fn sessions_are_listed_oldest_first() {
+    let db = agent_database("list");
+    assert_eq!(
+        list_sessions(db.path()).unwrap(),
+        [LOOP, HEALTHY, COMPACTION, ABORTED]
+    );
+}
+
+#[test]
+fn a_session_reads_as_its_jsonl_with_seq_as_line() {
+    let db = agent_database("same");
+    for (id, name) in [
+        (LOOP, "read-loop.jsonl"),
+        (HEALTHY, "healthy.jsonl"),
+        (COMPACTION, "compaction-loop.jsonl"),
+        (ABORTED, "aborted.jsonl"),
+    ] {
+        let (events, diagnostics) = read(&db, id);
+        let (want, want_diagnostics) = via_jsonl(name);
+        assert_eq!(events, want, "{name}");
+        assert_eq!(diagnostics, want_diagnostics, "{name}");
+    }
+    // Rows are not mixed between sessions: the loop session has its 25 reads only.
+    let (events, _) = read(&db, LOOP);
+    assert_eq!(events.len(), 50);
+    assert_eq!(events[0].line, 2); // JSONL line 3, the first assistant message
+    assert_eq!(events[1].line, 3);
+    assert_eq!(
+        events[0].event.call_id.as_ref().unwrap().as_str(),
+        Some("call_rd00")
+    );
+    assert_eq!(events[0].tokens, Some(12834));
+}
+
+#[test]
+fn the_loop_session_warns_and_blocks_at_its_rows() {
+    let db = agent_database("loop");
+    let (events, diagnostics) = read(&db, LOOP);
+    assert!(diagnostics.is_empty());
+    let got = flagged(&events);
+    assert_eq!(got.len(), 15);
+    // The 11th read is row 22 (JSONL line 23); the 21st is row 42.
+    assert_eq!(got[0], (22, Action::Warn, Some("generic_repeat"), Some(10)));
+    assert_eq!(
+        got[10],
+        (42, Action::Block, Some("generic_repeat"), Some(20))
+    );
+    let (events, _) = read(&db, HEALTHY);
+    assert!(flagged(&events).is_empty());
+    let (events, _) = read(&db, COMPACTION);
+    assert_eq!(
+        flagged(&events),
+        [(
+            16,
+            Action::Abort,
+            Some("compaction_loop_persisted"),
+            Some(3)
+        )]
+    );
+}
+
+#[test]
+fn diagnostics_name_the_row() {
+    let db = agent_database("diag");
+    let (_, diagnostics) = read(&db, ABORTED);
+    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (2, DiagnosticKind::Unanswered),
+            (2, DiagnosticKind::Unanswered),
+            (8, DiagnosticKind::Orphan),
+        ]
+    );
+}
+
+#[test]
+fn an_empty_session_name_uses_the_session_id() {
+    let db = agent_database("name");
+    let mut out = Vec::new();
+    read_session(
+        db.path(),
+        LOOP,
+        Context {
+            session: String::new(),
+            agent: None,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(out[0].event.session.as_ref().unwrap().as_str(), Some(LOOP));
+    assert_eq!(out[0].event.agent, None);
+}
+
+#[test]
+fn odd_rows_are_diagnostics() {
+    let db = TempDb::new("odd");
+    let conn = Connection::open(db.path()).unwrap();
+    // An older, looser table: no STRICT, no NOT NULL, no created_at.
+    conn.execute_batch(
+        "CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, PRIMARY KEY(session_id, seq));",
+    )
+    .unwrap();
+    let insert = |seq: i64, v: rusqlite::types::Value| {
+        conn.execute(
+            "INSERT INTO transcript_events VALUES ('s', ?1, ?2)",
+            params![seq, v],
+        )
+        .unwrap();
+    };
+    use rusqlite::types::Value as V;
+    let call = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"read","arguments":{}}],"stopReason":"toolUse"}}"#;
+    let result =
+        r#"{"type":"message","message":{"role":"toolResult","toolCallId":"c","content":[]}}"#;
+    insert(
+        0,
+        V::Text(r#"{"type":"session","version":3,"id":"s"}"#.into()),
+    );
+    insert(1, V::Null);
+    insert(2, V::Integer(7));
+    insert(3, V::Text("{cut".into()));
+    insert(4, V::Blob(call.as_bytes().to_vec()));
+    insert(5, V::Text(result.into()));
+    insert(-1, V::Text(r#"{"type":"mystery"}"#.into()));
+
+    let mut out = Vec::new();
+    let diagnostics = read_session(db.path(), "s", ctx(), &mut out).unwrap();
+    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (0, DiagnosticKind::UnknownEntry), // seq -1 (ordered first) has no line: 0
+            (1, DiagnosticKind::BadField),
+            (2, DiagnosticKind::NotJson),
+            (3, DiagnosticKind::NotJson),
+        ]
+    );
+    assert_eq!(out.len(), 2);
+    assert_eq!((out[0].line, out[1].line), (4, 5));
+    // Without created_at, sessions are listed by id.
+    assert_eq!(list_sessions(db.path()).unwrap(), ["s"]);
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    let missing = TempDb::new("missing");
+    let e = list_sessions(missing.path()).unwrap_err();
+    assert!(matches!(e, SqliteError::Open { .. }), "{e:?}");
+    assert!(e.to_string().starts_with("cannot open "), "{e}");
+    // Read-only: nothing was created.
+    assert!(!missing.path().exists());
+
+    let text = TempDb::new("text");
+    std::fs::write(text.path(), fixture("healthy.jsonl")).unwrap();
+    let e = list_sessions(text.path()).unwrap_err();
+    assert!(matches!(e, SqliteError::NotADatabase { .. }), "{e:?}");
+    assert!(e.to_string().ends_with("is not an SQLite database"), "{e}");
+    let e = read_session(text.path(), "x", ctx(), &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, SqliteError::NotADatabase { .. }), "{e:?}");
+
+    let other = TempDb::new("other");
+    Connection::open(other.path())
+        .unwrap()
+        .execute_batch("CREATE TABLE sessions (id TEXT);")
+        .unwrap();
+    let e = read_session(other.path(), "x", ctx(), &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, SqliteError::MissingTable { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("no `transcript_events` table"),
+        "{e}"
+    );
+
+    let no_json = TempDb::new("nojson");
+    Connection::open(no_json.path())
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, payload TEXT);",
+        )
+        .unwrap();
+    let e = list_sessions(no_json.path()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            SqliteError::MissingColumn {
+                column: "event_json",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    let db = agent_database("unknown");
+    let e = read_session(db.path(), "nope", ctx(), &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, SqliteError::UnknownSession { .. }), "{e:?}");
+    assert!(e.to_string().contains("no session \"nope\""), "{e}");
+}
+
+#[test]
+fn reading_while_openclaw_writes_sees_committed_rows_and_changes_nothing() {
+    let db = TempDb::new("live");
+    let writer = Connection::open(db.path()).unwrap();
+    writer
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+        .unwrap();
+    writer.execute_batch(SCHEMA).unwrap();
+    let lines = rows("read-loop.jsonl");
+    import(&writer, LOOP, &lines[..13], 1);
+    // OpenClaw is in the middle of appending the next rows.
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    for (seq, line) in lines.iter().enumerate().skip(13) {
+        writer
+            .execute(
+                "INSERT INTO transcript_events VALUES (?1, ?2, ?3, 0)",
+                params![LOOP, seq as i64, line],
+            )
+            .unwrap();
+    }
+    let before = std::fs::read(db.path()).unwrap();
+    let (events, diagnostics) = read(&db, LOOP);
+    // Rows 0-12: the header, the user message, five read/result pairs and the sixth read
+    // (row 12), whose result is not committed yet.
+    assert_eq!(events.len(), 10);
+    assert_eq!(diagnostics.len(), 1);
+    assert_eq!(
+        (diagnostics[0].line, diagnostics[0].kind),
+        (12, DiagnosticKind::Unanswered)
+    );
+    assert_eq!(std::fs::read(db.path()).unwrap(), before);
+    writer.execute_batch("COMMIT").unwrap();
+    let (events, diagnostics) = read(&db, LOOP);
+    assert_eq!(events.len(), 50);
+    assert!(diagnostics.is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn random_rows_never_panic(rows in prop::collection::vec(
+        prop_oneof![
+            "\\PC{0,60}",
+            Just(r#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"read"}],"stopReason":"toolUse"}}"#.to_string()),
+            Just(r#"{"type":"message","message":{"role":"toolResult","toolCallId":"a","content":[]}}"#.to_string()),
+            Just(r#"{"type":"compaction"}"#.to_string()),
+        ],
+        1..20,
+    )) {
+        let db = TempDb::new("prop");
+        let conn = Connection::open(db.path()).unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        import(&conn, "s", &rows, 0);
+        drop(conn);
+        let mut out = Vec::new();
+        let diagnostics = read_session(db.path(), "s", ctx(), &mut out).unwrap();
+        for d in &diagnostics {
+            prop_assert!(d.line < rows.len() as u64);
+        }
+        prop_assert_eq!(list_sessions(db.path()).unwrap(), vec!["s".to_string()]);
+    }
+}
