@@ -1,1 +1,640 @@
 //! OpenAI Chat Completions `messages[]`.
+//!
+//! Input: a JSON array of messages, or an object with a `messages` array (a request body,
+//! or a log that stores one). A JSON Lines file of message objects is read by
+//! [`ChatCompletionsLines`]; [`ChatCompletions`] falls back to it when the document is not a
+//! single JSON value.
+//!
+//! | message | becomes |
+//! |---------|---------|
+//! | `{"role":"assistant","tool_calls":[{"id","function":{"name","arguments"}}]}` | one call per entry; `arguments` (a JSON *string*) is parsed leniently with [`parse_arguments`]; an object is taken as it is |
+//! | legacy `{"role":"assistant","function_call":{"name","arguments"}}` | a call without id |
+//! | `{"role":"tool","tool_call_id","content"}` | the result of the call with that id, as [`text_result`] of the content text |
+//! | legacy `{"role":"function","name","content"}` | the result of the oldest waiting legacy call of that name |
+//! | `{"role":"user"}` | a run boundary (`run-1`, `run-2`, …) |
+//! | `system`, `developer`, other roles | ignored |
+//!
+//! The format has no error flag, so every result stays a result, and no compaction marker.
+//! `line` is the 1-based message index (the file line for JSON Lines). A message's optional
+//! `timestamp` (ISO string or epoch number) is used when present.
+//!
+//! A run boundary starts a new run only when the current one made calls, so the consecutive
+//! user messages of one prompt share a run. At a run boundary, calls still waiting for a
+//! result never ran: they are reported as `Unanswered` (a tool message cannot answer a
+//! call of an earlier turn).
+//!
+//! This module also holds the call-pairing machinery shared by the Claude Code, Responses,
+//! Codex and SWE-agent adapters.
+
+use loopguard_core::{Object, Value};
+use loopguard_replay::event::Payload;
+
+use crate::common::{
+    content_text, parse_arguments, parse_line, str_field, text_result, timestamp_ms, Builder,
+    Pending,
+};
+use crate::{
+    Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
+};
+
+/// Calls that may wait for their result at once; older ones are reported as unanswered.
+pub(crate) const PENDING_LIMIT: usize = 4096;
+
+/// A call seen in a transcript, waiting for its result.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingCall {
+    /// Line (or record) of the call.
+    pub(crate) line: u64,
+    /// Run id.
+    pub(crate) run: Option<String>,
+    /// The call id written on the events.
+    pub(crate) call_id: Option<String>,
+    /// Tool name, as given.
+    pub(crate) tool: String,
+    /// Arguments.
+    pub(crate) args: Value<'static>,
+    /// Timestamp of the call, 0 when unknown.
+    pub(crate) ts: u64,
+    /// Tokens of the message that made the call, split between its calls.
+    pub(crate) tokens: Option<u64>,
+    /// The model message the call belongs to (Claude Code's `message.id`).
+    pub(crate) group: Option<String>,
+}
+
+impl PendingCall {
+    /// A call with no timestamp, tokens or group.
+    pub(crate) fn new(
+        line: u64,
+        run: &str,
+        call_id: Option<String>,
+        tool: &str,
+        args: Value<'static>,
+    ) -> Self {
+        PendingCall {
+            line,
+            run: Some(run.to_string()),
+            call_id,
+            tool: tool.to_string(),
+            args,
+            ts: 0,
+            tokens: None,
+            group: None,
+        }
+    }
+}
+
+/// Pairs results with calls and collects the diagnostics of pairing.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    builder: Builder,
+    pending: Pending<PendingCall>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Tracker {
+    pub(crate) fn new(ctx: &Context) -> Self {
+        Tracker {
+            builder: Builder::new(ctx),
+            pending: Pending::new(PENDING_LIMIT),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// A call waits for its result under `key` (its id; `None` pairs by position).
+    pub(crate) fn call(&mut self, key: Option<String>, call: PendingCall) {
+        if let Some(dropped) = self.pending.push(key, call) {
+            self.unanswered(dropped);
+        }
+    }
+
+    /// The call a result with `key` belongs to.
+    pub(crate) fn take(&mut self, key: Option<&str>) -> Option<PendingCall> {
+        self.pending.take(key)
+    }
+
+    /// Emits a call immediately followed by its outcome.
+    pub(crate) fn emit(
+        &self,
+        call: PendingCall,
+        line: u64,
+        payload: Payload<'static>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        let run = call.run.as_deref();
+        let id = call.call_id.as_deref();
+        out.push(self.builder.call(
+            call.line,
+            run,
+            id,
+            &call.tool,
+            call.args.clone(),
+            call.ts,
+            call.tokens,
+        ));
+        out.push(
+            self.builder
+                .outcome(line, run, id, &call.tool, call.args, payload, ts),
+        );
+    }
+
+    /// Pairs a result with its call and emits both, or reports an orphan.
+    pub(crate) fn result(
+        &mut self,
+        line: u64,
+        key: Option<&str>,
+        payload: Payload<'static>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        match self.take(key) {
+            Some(call) => self.emit(call, line, payload, ts, out),
+            None => self.orphan(line, key),
+        }
+    }
+
+    /// A compaction event.
+    pub(crate) fn compaction(&self, line: u64, run: &str, ts: u64, out: &mut Vec<SourcedEvent>) {
+        out.push(self.builder.compaction(line, Some(run), ts));
+    }
+
+    /// Reports a result whose call was not found.
+    pub(crate) fn orphan(&mut self, line: u64, key: Option<&str>) {
+        let message = match key.filter(|k| !k.is_empty() && !k.starts_with('\0')) {
+            Some(id) => format!("result for call id {id:?} has no call; not replayed"),
+            None => "result without a waiting call; not replayed".to_string(),
+        };
+        self.diagnostics
+            .push(Diagnostic::new(line, DiagnosticKind::Orphan, message));
+    }
+
+    /// Reports a call that never got a result.
+    pub(crate) fn unanswered(&mut self, call: PendingCall) {
+        let id = call
+            .call_id
+            .as_deref()
+            .map(|i| format!(" ({i})"))
+            .unwrap_or_default();
+        self.diagnostics.push(Diagnostic::new(
+            call.line,
+            DiagnosticKind::Unanswered,
+            format!("call of {}{id} never got a result; not replayed", call.tool),
+        ));
+    }
+
+    /// Records a diagnostic to be returned by [`Tracker::finish`].
+    pub(crate) fn diagnose(&mut self, line: u64, kind: DiagnosticKind, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::new(line, kind, message));
+    }
+
+    /// Every waiting call never ran.
+    pub(crate) fn flush(&mut self) {
+        let waiting: Vec<PendingCall> = self.pending.drain().collect();
+        for call in waiting {
+            self.unanswered(call);
+        }
+    }
+
+    /// Reports the calls still waiting and returns every diagnostic collected, in line order.
+    pub(crate) fn finish(&mut self) -> Vec<Diagnostic> {
+        self.flush();
+        let mut d = std::mem::take(&mut self.diagnostics);
+        d.sort_by_key(|d| d.line);
+        d
+    }
+}
+
+/// Run ids `<prefix>-1`, `<prefix>-2`, …: a boundary starts a new run only when the current
+/// one made calls.
+#[derive(Clone, Debug)]
+pub(crate) struct Runs {
+    prefix: &'static str,
+    no: u64,
+    dirty: bool,
+}
+
+impl Runs {
+    pub(crate) fn new(prefix: &'static str) -> Self {
+        Runs {
+            prefix,
+            no: 1,
+            dirty: false,
+        }
+    }
+
+    /// The current run id.
+    pub(crate) fn current(&self) -> String {
+        format!("{}-{}", self.prefix, self.no)
+    }
+
+    /// A run boundary (a user prompt).
+    pub(crate) fn boundary(&mut self) {
+        if self.dirty {
+            self.no += 1;
+            self.dirty = false;
+        }
+    }
+
+    /// The current run made a call.
+    pub(crate) fn used(&mut self) {
+        self.dirty = true;
+    }
+}
+
+/// A `NotJson` diagnostic for a whole document, naming the text line of the error.
+pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::parse::ParseError) -> Diagnostic {
+    let end = e.offset.min(doc.len());
+    let line = 1 + doc[..end].iter().filter(|b| **b == b'\n').count() as u64;
+    Diagnostic::new(
+        line,
+        DiagnosticKind::NotJson,
+        format!("not JSON: {} at byte {}", e.kind, e.offset + 1),
+    )
+}
+
+/// An empty `{}`.
+pub(crate) fn empty() -> Value<'static> {
+    Value::Object(Object::default())
+}
+
+/// Tool arguments: a JSON string parsed leniently, an absent or `null` value as `{}`,
+/// anything else as it is.
+pub(crate) fn arguments(v: Option<&Value<'_>>) -> Value<'static> {
+    match v {
+        None | Some(Value::Null) => empty(),
+        Some(Value::String(s)) => parse_arguments(&s.to_string_lossy()),
+        Some(other) => other.clone().into_owned(),
+    }
+}
+
+/// A timestamp field, 0 when absent or unreadable.
+pub(crate) fn ts_of(v: &Value<'_>, key: &str) -> u64 {
+    v.get(key).and_then(timestamp_ms).unwrap_or(0)
+}
+
+/// A string field that is present and not empty.
+pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
+    str_field(v, key)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// The pairing key of a legacy `function_call` (no id): the tool's name.
+fn legacy_key(name: &str) -> String {
+    format!("\0function:{name}")
+}
+
+/// The state of a Chat Completions conversation, one message at a time.
+#[derive(Debug)]
+struct ChatState {
+    tracker: Tracker,
+    runs: Runs,
+}
+
+impl ChatState {
+    fn new(ctx: &Context) -> Self {
+        ChatState {
+            tracker: Tracker::new(ctx),
+            runs: Runs::new("run"),
+        }
+    }
+
+    /// One message; an unusable message returns a diagnostic and changes nothing.
+    fn message(
+        &mut self,
+        no: u64,
+        m: &Value<'_>,
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        if m.as_object().is_none() {
+            return Err(Diagnostic::new(
+                no,
+                DiagnosticKind::BadField,
+                "a chat message must be a JSON object",
+            ));
+        }
+        let Some(role) = str_field(m, "role") else {
+            return Err(Diagnostic::new(
+                no,
+                DiagnosticKind::BadField,
+                "field `role`: missing or not a string",
+            ));
+        };
+        let ts = ts_of(m, "timestamp");
+        match role {
+            "assistant" => self.assistant(no, m, ts),
+            "tool" => {
+                let key = id_field(m, "tool_call_id");
+                let text = content_text(m.get("content").unwrap_or(&Value::Null));
+                self.tracker.result(
+                    no,
+                    key.as_deref(),
+                    Payload::Result(text_result(&text)),
+                    ts,
+                    out,
+                );
+            }
+            "function" => {
+                let key = str_field(m, "name").map(legacy_key);
+                let text = content_text(m.get("content").unwrap_or(&Value::Null));
+                let key = key.unwrap_or_else(|| legacy_key(""));
+                self.tracker
+                    .result(no, Some(&key), Payload::Result(text_result(&text)), ts, out);
+            }
+            "user" => {
+                self.tracker.flush();
+                self.runs.boundary();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn assistant(&mut self, no: u64, m: &Value<'_>, ts: u64) {
+        let run = self.runs.current();
+        match m.get("tool_calls") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(calls)) => {
+                for (i, tc) in calls.iter().enumerate() {
+                    let function = tc.get("function");
+                    let Some(name) = function.and_then(|f| str_field(f, "name")) else {
+                        self.tracker.diagnose(
+                            no,
+                            DiagnosticKind::BadField,
+                            format!("tool_calls[{i}]: field `function.name` missing"),
+                        );
+                        continue;
+                    };
+                    let id = id_field(tc, "id");
+                    let args = arguments(function.and_then(|f| f.get("arguments")));
+                    let mut call = PendingCall::new(no, &run, id.clone(), name, args);
+                    call.ts = ts;
+                    self.tracker.call(id, call);
+                    self.runs.used();
+                }
+            }
+            Some(_) => self.tracker.diagnose(
+                no,
+                DiagnosticKind::BadField,
+                "field `tool_calls`: not an array",
+            ),
+        }
+        if let Some(f) = m.get("function_call").filter(|f| !f.is_null()) {
+            match str_field(f, "name") {
+                Some(name) => {
+                    let args = arguments(f.get("arguments"));
+                    let mut call = PendingCall::new(no, &run, None, name, args);
+                    call.ts = ts;
+                    self.tracker.call(Some(legacy_key(name)), call);
+                    self.runs.used();
+                }
+                None => self.tracker.diagnose(
+                    no,
+                    DiagnosticKind::BadField,
+                    "field `function_call.name`: missing",
+                ),
+            }
+        }
+    }
+}
+
+/// OpenAI Chat Completions `messages[]` as a JSON document.
+///
+/// ```
+/// use loopguard_adapters::{chat_completions::ChatCompletions, Context, DocumentAdapter};
+/// let doc = br#"[{"role":"user","content":"hi"},
+///   {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"read","arguments":"{\"path\":\"/a\"}"}}]},
+///   {"role":"tool","tool_call_id":"c1","content":"text"}]"#;
+/// let a = ChatCompletions.adapt(doc, &Context::default()).unwrap();
+/// assert_eq!(a.events.len(), 2);
+/// assert!(a.diagnostics.is_empty());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChatCompletions;
+
+impl DocumentAdapter for ChatCompletions {
+    fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
+        let value = match loopguard_core::parse(doc) {
+            Ok(v) => v,
+            Err(e) => {
+                if looks_like_json_lines(doc) {
+                    return Ok(adapt_lines(doc, ctx));
+                }
+                return Err(document_error(doc, &e));
+            }
+        };
+        let messages = match &value {
+            Value::Array(items) => items.as_slice(),
+            Value::Object(_) => match value.get("messages") {
+                Some(Value::Array(items)) => items.as_slice(),
+                _ => {
+                    return Err(Diagnostic::new(
+                        1,
+                        DiagnosticKind::BadField,
+                        "field `messages`: missing or not an array",
+                    ))
+                }
+            },
+            _ => {
+                return Err(Diagnostic::new(
+                    1,
+                    DiagnosticKind::BadField,
+                    "expected an array of messages or an object with `messages`",
+                ))
+            }
+        };
+        let mut state = ChatState::new(ctx);
+        let mut adapted = Adapted::default();
+        for (i, m) in messages.iter().enumerate() {
+            if let Err(d) = state.message(i as u64 + 1, m, &mut adapted.events) {
+                adapted.diagnostics.push(d);
+            }
+        }
+        adapted.diagnostics.extend(state.tracker.finish());
+        adapted.diagnostics.sort_by_key(|d| d.line);
+        Ok(adapted)
+    }
+}
+
+/// `true` when the first non-blank line of `doc` is a JSON object on its own.
+fn looks_like_json_lines(doc: &[u8]) -> bool {
+    doc.split(|b| *b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())
+        .is_some_and(|l| matches!(loopguard_core::parse(l), Ok(Value::Object(_))))
+}
+
+/// Reads a JSON Lines document with [`ChatCompletionsLines`].
+fn adapt_lines(doc: &[u8], ctx: &Context) -> Adapted {
+    let mut adapter = ChatCompletionsLines::new(ctx.clone());
+    let mut adapted = Adapted::default();
+    let mut lines = doc.split(|b| *b == b'\n').peekable();
+    let mut no = 0;
+    while let Some(line) = lines.next() {
+        no += 1;
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        if let Err(mut d) = adapter.line(no, line, &mut adapted.events) {
+            let last = lines.peek().is_none();
+            if last && d.kind == DiagnosticKind::NotJson {
+                d.kind = DiagnosticKind::Truncated;
+            }
+            adapted.diagnostics.push(d);
+        }
+    }
+    adapted
+        .diagnostics
+        .extend(adapter.finish(&mut adapted.events));
+    adapted.diagnostics.sort_by_key(|d| d.line);
+    adapted
+}
+
+/// OpenAI Chat Completions messages as JSON Lines, one message object per line.
+///
+/// ```
+/// use loopguard_adapters::{chat_completions::ChatCompletionsLines, Context, LineAdapter};
+/// let mut a = ChatCompletionsLines::new(Context::default());
+/// let mut out = Vec::new();
+/// a.line(1, br#"{"role":"assistant","function_call":{"name":"ls","arguments":"{}"}}"#, &mut out).unwrap();
+/// a.line(2, br#"{"role":"function","name":"ls","content":"a b"}"#, &mut out).unwrap();
+/// assert!(a.finish(&mut out).is_empty());
+/// assert_eq!(out.len(), 2);
+/// ```
+#[derive(Debug)]
+pub struct ChatCompletionsLines {
+    state: ChatState,
+}
+
+impl ChatCompletionsLines {
+    /// An adapter for the session and agent of `ctx`.
+    pub fn new(ctx: Context) -> Self {
+        ChatCompletionsLines {
+            state: ChatState::new(&ctx),
+        }
+    }
+}
+
+impl LineAdapter for ChatCompletionsLines {
+    fn line(
+        &mut self,
+        no: u64,
+        text: &[u8],
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        if text.trim_ascii().is_empty() {
+            return Ok(());
+        }
+        let v = parse_line(no, text)?;
+        self.state.message(no, &v, out)
+    }
+
+    fn finish(&mut self, _out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.state.tracker.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopguard_replay::event::EventKind;
+
+    fn ctx() -> Context {
+        Context {
+            session: "s".into(),
+            agent: None,
+        }
+    }
+
+    fn adapt(doc: &str) -> Adapted {
+        ChatCompletions.adapt(doc.as_bytes(), &ctx()).unwrap()
+    }
+
+    fn tool(e: &SourcedEvent) -> String {
+        e.event.tool.as_ref().unwrap().to_string()
+    }
+
+    #[test]
+    fn parallel_calls_pair_by_id_in_any_order() {
+        let a = adapt(
+            r#"{"messages":[
+            {"role":"system","content":"x"},
+            {"role":"user","content":"go"},
+            {"role":"assistant","content":null,"tool_calls":[
+              {"id":"a","type":"function","function":{"name":"read","arguments":"{\"p\":1}"}},
+              {"id":"b","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+            {"role":"tool","tool_call_id":"b","content":"B"},
+            {"role":"tool","tool_call_id":"a","content":[{"type":"text","text":"A"}]}]}"#,
+        );
+        assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+        let names: Vec<_> = a.events.iter().map(tool).collect();
+        assert_eq!(names, ["ls", "ls", "read", "read"]);
+        assert_eq!(a.events[0].line, 3);
+        assert_eq!(a.events[1].line, 4);
+        assert_eq!(a.events[2].event.kind, EventKind::Call);
+        assert_eq!(
+            a.events[3].event.payload,
+            Some(Payload::Result(text_result("A")))
+        );
+        assert_eq!(a.events[0].event.run.as_ref().unwrap().to_string(), "run-1");
+    }
+
+    #[test]
+    fn invalid_arguments_are_kept_as_text() {
+        let a = adapt(
+            r#"[{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"x","arguments":"{not json"}}]},
+               {"role":"tool","tool_call_id":"a","content":"r"}]"#,
+        );
+        assert_eq!(a.events[0].event.args, Value::from("{not json".to_string()));
+    }
+
+    #[test]
+    fn legacy_function_call_pairs_by_name() {
+        let a = adapt(
+            r#"[{"role":"assistant","function_call":{"name":"f","arguments":"{'a': 1,}"}},
+               {"role":"function","name":"f","content":"ok"}]"#,
+        );
+        assert!(a.diagnostics.is_empty());
+        assert_eq!(a.events.len(), 2);
+        assert!(a.events[0].event.call_id.is_none());
+        assert_eq!(a.events[0].event.args, Value::parse(br#"{"a":1}"#).unwrap());
+    }
+
+    #[test]
+    fn unanswered_orphans_and_runs() {
+        let a = adapt(
+            r#"[{"role":"user","content":"1"},
+               {"role":"assistant","tool_calls":[{"id":"a","function":{"name":"x","arguments":"{}"}}]},
+               {"role":"user","content":"2"},
+               {"role":"tool","tool_call_id":"a","content":"late"},
+               {"role":"assistant","tool_calls":[{"id":"c","function":{"name":"y","arguments":"{}"}}]},
+               {"role":"tool","tool_call_id":"c","content":"ok"},
+               {"content":"no role"}]"#,
+        );
+        let kinds: Vec<_> = a.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (2, DiagnosticKind::Unanswered),
+                (4, DiagnosticKind::Orphan),
+                (7, DiagnosticKind::BadField)
+            ]
+        );
+        assert_eq!(a.events.len(), 2);
+        assert_eq!(a.events[0].event.run.as_ref().unwrap().to_string(), "run-2");
+    }
+
+    #[test]
+    fn json_lines_and_bad_documents() {
+        let doc = "{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"x\",\"arguments\":\"{}\"}}]}\n\n{\"role\":\"tool\",\"tool_call_id\":\"a\",\"content\":\"r\"}\n{\"role\":";
+        let a = adapt(doc);
+        assert_eq!(a.events.len(), 2);
+        assert_eq!(a.events[1].line, 3);
+        assert_eq!(a.diagnostics.len(), 1);
+        assert_eq!(a.diagnostics[0].kind, DiagnosticKind::Truncated);
+        let e = ChatCompletions.adapt(b"[1,", &ctx()).unwrap_err();
+        assert_eq!(e.kind, DiagnosticKind::NotJson);
+        let e = ChatCompletions.adapt(b"{\"x\":1}", &ctx()).unwrap_err();
+        assert_eq!(e.kind, DiagnosticKind::BadField);
+    }
+}

@@ -186,6 +186,14 @@ fn detect_line(v: &Value<'_>) -> Option<Format> {
     {
         return Some(Format::ClaudeCode);
     }
+    // A bare chat message per line (role, no type): Chat Completions as JSON Lines.
+    if ty.is_none()
+        && v.get("role").is_some()
+        && (v.get("content").is_some() || v.get("tool_calls").is_some())
+        && v.get("__openclaw").is_none()
+    {
+        return Some(Format::ChatCompletions);
+    }
     if ty == Some("message") && v.get("message").and_then(|m| m.get("role")).is_some() {
         return Some(Format::OpenClaw);
     }
@@ -274,10 +282,12 @@ fn classify_document(v: &Value<'_>) -> Option<Format> {
                     }
                 }
             }
-            // Call-stream: `{ label: { session_id, calls: [...] } }`.
+            // Call-stream: `{ label: { session_id, calls: [...] } }` (a broken label among
+            // good ones is the adapter's to report).
             if !o.is_empty()
+                && o.iter().all(|(_, s)| s.get("calls").is_some())
                 && o.iter()
-                    .all(|(_, s)| matches!(s.get("calls"), Some(Value::Array(_))))
+                    .any(|(_, s)| matches!(s.get("calls"), Some(Value::Array(_))))
             {
                 return Some(Format::CallStream);
             }
@@ -287,7 +297,20 @@ fn classify_document(v: &Value<'_>) -> Option<Format> {
             if items.iter().any(is_responses_item) {
                 Some(Format::Responses)
             } else if items.iter().any(|m| m.get("role").is_some()) {
-                Some(Format::ChatCompletions)
+                // mini-swe-agent v1 wrote bare message arrays: its actions are code fences
+                // in assistant text, never tool calls.
+                let tool_calls = items
+                    .iter()
+                    .any(|m| m.get("tool_calls").is_some() || m.get("tool_call_id").is_some());
+                let fenced = items.iter().any(|m| {
+                    str_field(m, "role") == Some("assistant")
+                        && str_field(m, "content").is_some_and(|c| c.contains("```"))
+                });
+                if !tool_calls && fenced {
+                    Some(Format::MiniSweAgent)
+                } else {
+                    Some(Format::ChatCompletions)
+                }
             } else {
                 None
             }

@@ -111,6 +111,8 @@ fn line_adapter(
                 Box::new(adapter)
             }
         }
+        Format::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeAdapter::new(ctx.clone())),
+        Format::CodexRollout => Box::new(crate::responses::CodexRolloutAdapter::new(ctx.clone())),
         _ => return Ok(None),
     }))
 }
@@ -119,6 +121,10 @@ fn line_adapter(
 fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
     Some(match format {
         Format::CallStream => Box::new(crate::call_stream::CallStream),
+        Format::ChatCompletions => Box::new(crate::chat_completions::ChatCompletions),
+        Format::Responses => Box::new(crate::responses::Responses),
+        Format::SweAgent => Box::new(crate::swe_agent::SweAgent),
+        Format::MiniSweAgent => Box::new(crate::swe_agent::MiniSweAgent),
         _ => return None,
     })
 }

@@ -1,1 +1,510 @@
 //! OpenAI Responses items and Codex CLI rollouts.
+//!
+//! ## Responses items ([`Responses`])
+//!
+//! Input: a JSON array of items, or an object with `input`, `output` and/or `items`
+//! arrays (read in that order: a logged request, then its response; a string `input` is a
+//! user prompt). `line` is the 1-based index of the item in that sequence. Timestamps: an
+//! item's `created_at`, else the response object's.
+//!
+//! | item | becomes |
+//! |------|---------|
+//! | `function_call` (`call_id`, `name`, `arguments` JSON string) | a call; `arguments` parsed leniently |
+//! | `custom_tool_call` (`call_id`, `name`, `input` raw string) | a call with args `{"input": input}` |
+//! | `local_shell_call` (`call_id`, `action{type:"exec",command[],…}`) | a call of tool `local_shell`, args = `action` |
+//! | `mcp_call` (`id`, `name`, `arguments`, `output`, `error`) | a call and its outcome at once: `error` → error, else `output` → result; neither → unanswered |
+//! | `function_call_output`, `custom_tool_call_output`, `local_shell_call_output` (`call_id`, `output`) | the result, as [`text_result`] of the output text (a string, content parts, or `{content}`) |
+//! | any other `<kind>_call` / `<kind>_call_output` with a `call_id` (for example `computer_call`) | a call of tool `<kind>` (args: `arguments`, `action` or `input`) / its result |
+//! | `compaction` (also `compaction_summary`) | a compaction |
+//! | `message` with role `user` (also a bare `{role, content}`) | a run boundary (`run-1`, `run-2`, …) |
+//! | `reasoning`, `web_search_call` without `call_id`, other types | ignored |
+//!
+//! There is no error flag on function outputs, so they stay results.
+//!
+//! ## Codex CLI rollouts ([`CodexRolloutAdapter`])
+//!
+//! `~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl`, one
+//! `{"timestamp","type","payload"}` per line (`RolloutLine` / `RolloutItem` in
+//! `codex-rs/protocol/src/protocol.rs`):
+//!
+//! * `response_item`: the payload is a Responses item, read as above (Codex's
+//!   `ResponseItem`: `function_call`, `function_call_output` whose `output` is a string or
+//!   content items, `custom_tool_call`, `custom_tool_call_output`, `local_shell_call`, …);
+//! * `compacted` (`{message, replacement_history?}`) and `event_msg`
+//!   `{"type":"context_compacted"}`: a compaction. Codex writes both for one compaction,
+//!   so a compaction marker that follows another with no call, result or user message in
+//!   between is not repeated;
+//! * `event_msg` `{"type":"user_message"}` or a `response_item` user message: a run
+//!   boundary. Codex writes both for one prompt, and a boundary only starts a new run when
+//!   the current run made calls, so they count once;
+//! * `session_meta`, `turn_context` and the other `event_msg` types: ignored;
+//! * any other line type: an `UnknownEntry` diagnostic.
+//!
+//! Timestamps come from each line's `timestamp`. Codex's `token_count` events arrive after
+//! a response's tool calls may already have run, so they are not attributed to calls.
+//!
+//! A line that cannot be used at all returns its diagnostic; problems inside a usable line
+//! and unpaired calls and results are returned by `finish`, in line order.
+
+use loopguard_core::{Object, Value};
+use loopguard_replay::event::Payload;
+
+use crate::chat_completions::{
+    arguments, document_error, empty, id_field, ts_of, PendingCall, Runs, Tracker,
+};
+use crate::common::{content_text, parse_line, str_field, text_result};
+use crate::{
+    Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
+};
+
+/// The state shared by Responses documents and Codex rollouts.
+#[derive(Debug)]
+struct Items {
+    tracker: Tracker,
+    runs: Runs,
+    /// A compaction was emitted and nothing happened since.
+    compacted: bool,
+}
+
+/// The text of a tool output: a string, content parts, or an object with `content`.
+fn output_payload(v: Option<&Value<'_>>) -> Value<'static> {
+    match v {
+        None | Some(Value::Null) => text_result(""),
+        Some(v @ (Value::String(_) | Value::Array(_))) => text_result(&content_text(v)),
+        Some(v @ Value::Object(_)) => match v.get("content") {
+            Some(c @ (Value::String(_) | Value::Array(_))) => text_result(&content_text(c)),
+            _ => v.clone().into_owned(),
+        },
+        Some(other) => other.clone().into_owned(),
+    }
+}
+
+fn bad(no: u64, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(no, DiagnosticKind::BadField, message)
+}
+
+impl Items {
+    fn new(ctx: &Context) -> Self {
+        Items {
+            tracker: Tracker::new(ctx),
+            runs: Runs::new("run"),
+            compacted: false,
+        }
+    }
+
+    fn boundary(&mut self) {
+        self.runs.boundary();
+        self.compacted = false;
+    }
+
+    fn compaction(&mut self, no: u64, ts: u64, out: &mut Vec<SourcedEvent>) {
+        if !self.compacted {
+            self.tracker.compaction(no, &self.runs.current(), ts, out);
+            self.compacted = true;
+        }
+    }
+
+    fn call(&mut self, no: u64, key: Option<String>, tool: &str, args: Value<'static>, ts: u64) {
+        let mut call = PendingCall::new(no, &self.runs.current(), key.clone(), tool, args);
+        call.ts = ts;
+        self.tracker.call(key, call);
+        self.runs.used();
+        self.compacted = false;
+    }
+
+    fn result(&mut self, no: u64, item: &Value<'_>, ts: u64, out: &mut Vec<SourcedEvent>) {
+        let key = id_field(item, "call_id");
+        let payload = Payload::Result(output_payload(item.get("output")));
+        self.tracker.result(no, key.as_deref(), payload, ts, out);
+        self.compacted = false;
+    }
+
+    /// One item; an unusable item returns a diagnostic and changes nothing.
+    fn item(
+        &mut self,
+        no: u64,
+        item: &Value<'_>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        if item.as_object().is_none() {
+            return Err(bad(no, "an item must be a JSON object"));
+        }
+        let ty = match str_field(item, "type") {
+            Some(t) => t,
+            None if item.get("role").is_some() => "message",
+            None => return Err(bad(no, "field `type`: missing or not a string")),
+        };
+        let call_id = || id_field(item, "call_id").or_else(|| id_field(item, "id"));
+        match ty {
+            "message" if str_field(item, "role") == Some("user") => self.boundary(),
+            "function_call" => {
+                let name = str_field(item, "name")
+                    .ok_or_else(|| bad(no, "function_call: field `name` missing"))?;
+                let args = arguments(item.get("arguments"));
+                self.call(no, call_id(), name, args, ts);
+            }
+            "custom_tool_call" => {
+                let name = str_field(item, "name")
+                    .ok_or_else(|| bad(no, "custom_tool_call: field `name` missing"))?;
+                let input = item
+                    .get("input")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+                    .into_owned();
+                let args = Value::Object(Object::from_entries(vec![("input".into(), input)]));
+                self.call(no, call_id(), name, args, ts);
+            }
+            "local_shell_call" => {
+                let args = match item.get("action") {
+                    Some(a @ Value::Object(_)) => a.clone().into_owned(),
+                    _ => empty(),
+                };
+                self.call(no, call_id(), "local_shell", args, ts);
+            }
+            "mcp_call" => {
+                let name = str_field(item, "name")
+                    .ok_or_else(|| bad(no, "mcp_call: field `name` missing"))?;
+                let args = arguments(item.get("arguments"));
+                let id = id_field(item, "id");
+                let mut call = PendingCall::new(no, &self.runs.current(), id, name, args);
+                call.ts = ts;
+                self.runs.used();
+                self.compacted = false;
+                let payload = match (item.get("error"), item.get("output")) {
+                    (Some(e), _) if !e.is_null() => Payload::Error(e.clone().into_owned()),
+                    (_, Some(o)) if !o.is_null() => Payload::Result(output_payload(Some(o))),
+                    _ => {
+                        self.tracker.unanswered(call);
+                        return Ok(());
+                    }
+                };
+                self.tracker.emit(call, no, payload, ts, out);
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+                self.result(no, item, ts, out);
+            }
+            "compaction" | "compaction_summary" => self.compaction(no, ts, out),
+            t if t.ends_with("_call_output") && id_field(item, "call_id").is_some() => {
+                self.result(no, item, ts, out);
+            }
+            t if t.ends_with("_call") && id_field(item, "call_id").is_some() => {
+                let tool = &t[..t.len() - "_call".len()];
+                let args = if let Some(a) = item.get("arguments") {
+                    arguments(Some(a))
+                } else if let Some(a) = item.get("action") {
+                    a.clone().into_owned()
+                } else if let Some(i) = item.get("input") {
+                    Value::Object(Object::from_entries(vec![(
+                        "input".into(),
+                        i.clone().into_owned(),
+                    )]))
+                } else {
+                    empty()
+                };
+                self.call(no, call_id(), tool, args, ts);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// OpenAI Responses items as a JSON document.
+///
+/// ```
+/// use loopguard_adapters::{responses::Responses, Context, DocumentAdapter};
+/// let doc = br#"[{"type":"function_call","call_id":"c1","name":"read","arguments":"{\"path\":\"/a\"}"},
+///   {"type":"function_call_output","call_id":"c1","output":"text"}]"#;
+/// let a = Responses.adapt(doc, &Context::default()).unwrap();
+/// assert_eq!(a.events.len(), 2);
+/// assert!(a.diagnostics.is_empty());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Responses;
+
+impl DocumentAdapter for Responses {
+    fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
+        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let mut lists: Vec<&[Value<'_>]> = Vec::new();
+        let mut leading_prompt = false;
+        match &value {
+            Value::Array(items) => lists.push(items),
+            Value::Object(_) => {
+                for key in ["input", "output", "items"] {
+                    match value.get(key) {
+                        Some(Value::Array(items)) => lists.push(items),
+                        Some(Value::String(_)) if key == "input" => leading_prompt = true,
+                        _ => {}
+                    }
+                }
+                if lists.is_empty() {
+                    return Err(bad(
+                        1,
+                        "expected an array of items or an object with `input`, `output` or `items`",
+                    ));
+                }
+            }
+            _ => return Err(bad(1, "expected an array of items or an object")),
+        }
+        let mut items = Items::new(ctx);
+        if leading_prompt {
+            items.boundary();
+        }
+        // A response object's `created_at` dates its items when they have none.
+        let default_ts = ts_of(&value, "created_at");
+        let mut adapted = Adapted::default();
+        for (i, item) in lists.into_iter().flatten().enumerate() {
+            let no = i as u64 + 1;
+            let ts = match ts_of(item, "created_at") {
+                0 => default_ts,
+                t => t,
+            };
+            if let Err(d) = items.item(no, item, ts, &mut adapted.events) {
+                adapted.diagnostics.push(d);
+            }
+        }
+        adapted.diagnostics.extend(items.tracker.finish());
+        adapted.diagnostics.sort_by_key(|d| d.line);
+        Ok(adapted)
+    }
+}
+
+/// Codex CLI rollout JSONL (`~/.codex/sessions/…/rollout-*.jsonl`).
+///
+/// ```
+/// use loopguard_adapters::{responses::CodexRolloutAdapter, Context, LineAdapter};
+/// let mut a = CodexRolloutAdapter::new(Context::default());
+/// let mut out = Vec::new();
+/// a.line(1, br#"{"timestamp":"2026-01-02T03:04:09.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"c1"}}"#, &mut out).unwrap();
+/// a.line(2, br#"{"timestamp":"2026-01-02T03:04:10.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"a.txt"}}"#, &mut out).unwrap();
+/// assert!(a.finish(&mut out).is_empty());
+/// assert_eq!(out.len(), 2);
+/// ```
+#[derive(Debug)]
+pub struct CodexRolloutAdapter {
+    items: Items,
+}
+
+impl CodexRolloutAdapter {
+    /// An adapter for the session and agent of `ctx`.
+    pub fn new(ctx: Context) -> Self {
+        CodexRolloutAdapter {
+            items: Items::new(&ctx),
+        }
+    }
+}
+
+impl LineAdapter for CodexRolloutAdapter {
+    fn line(
+        &mut self,
+        no: u64,
+        text: &[u8],
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        if text.trim_ascii().is_empty() {
+            return Ok(());
+        }
+        let v = parse_line(no, text)?;
+        if v.as_object().is_none() {
+            return Err(bad(no, "a rollout line must be a JSON object"));
+        }
+        let Some(ty) = str_field(&v, "type") else {
+            return Err(Diagnostic::new(
+                no,
+                DiagnosticKind::UnknownEntry,
+                "a rollout line without a `type`; skipped",
+            ));
+        };
+        let ts = ts_of(&v, "timestamp");
+        let payload = v.get("payload");
+        match ty {
+            "session_meta" | "turn_context" => Ok(()),
+            "response_item" => match payload {
+                Some(p @ Value::Object(_)) => self.items.item(no, p, ts, out),
+                _ => Err(bad(no, "response_item: field `payload` missing")),
+            },
+            "compacted" => {
+                self.items.compaction(no, ts, out);
+                Ok(())
+            }
+            "event_msg" => {
+                match payload.and_then(|p| str_field(p, "type")) {
+                    Some("user_message") => self.items.boundary(),
+                    Some("context_compacted") => self.items.compaction(no, ts, out),
+                    _ => {}
+                }
+                Ok(())
+            }
+            other => Err(Diagnostic::new(
+                no,
+                DiagnosticKind::UnknownEntry,
+                format!("unknown rollout line type {other:?}; skipped"),
+            )),
+        }
+    }
+
+    fn finish(&mut self, _out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.items.tracker.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopguard_replay::event::EventKind;
+
+    fn ctx() -> Context {
+        Context {
+            session: "s".into(),
+            agent: Some("main".into()),
+        }
+    }
+
+    fn adapt(doc: &str) -> Adapted {
+        Responses.adapt(doc.as_bytes(), &ctx()).unwrap()
+    }
+
+    fn rollout(lines: &[&str]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+        let mut a = CodexRolloutAdapter::new(ctx());
+        let mut out = Vec::new();
+        let mut diags = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if let Err(d) = a.line(i as u64 + 1, l.as_bytes(), &mut out) {
+                diags.push(d);
+            }
+        }
+        diags.extend(a.finish(&mut out));
+        (out, diags)
+    }
+
+    #[test]
+    fn each_call_kind() {
+        let a = adapt(
+            r#"{"output":[
+            {"type":"function_call","id":"fc_1","call_id":"c1","name":"read","arguments":"{\"p\":1}"},
+            {"type":"custom_tool_call","call_id":"c2","name":"apply_patch","input":"*** Begin Patch"},
+            {"type":"local_shell_call","call_id":"c3","status":"completed","action":{"type":"exec","command":["ls"]}},
+            {"type":"mcp_call","id":"m1","server_label":"gh","name":"search","arguments":"{}","output":"found","error":null},
+            {"type":"mcp_call","id":"m2","server_label":"gh","name":"search","arguments":"{}","output":null,"error":"boom"},
+            {"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"one"}]},
+            {"type":"custom_tool_call_output","call_id":"c2","output":"Done!"},
+            {"type":"function_call_output","call_id":"c3","output":{"content":"a b","success":true}}]}"#,
+        );
+        assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+        let tools: Vec<_> = a
+            .events
+            .iter()
+            .map(|e| e.event.tool.as_ref().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                "search",
+                "search",
+                "search",
+                "search",
+                "read",
+                "read",
+                "apply_patch",
+                "apply_patch",
+                "local_shell",
+                "local_shell"
+            ]
+        );
+        assert_eq!(
+            a.events[3].event.payload,
+            Some(Payload::Error(Value::from("boom")))
+        );
+        assert_eq!(
+            a.events[5].event.payload,
+            Some(Payload::Result(text_result("one")))
+        );
+        assert_eq!(
+            a.events[6].event.args,
+            Value::parse(br#"{"input":"*** Begin Patch"}"#).unwrap()
+        );
+        assert_eq!(
+            a.events[8].event.args,
+            Value::parse(br#"{"type":"exec","command":["ls"]}"#).unwrap()
+        );
+        assert_eq!(
+            a.events[9].event.payload,
+            Some(Payload::Result(text_result("a b")))
+        );
+    }
+
+    #[test]
+    fn compaction_and_runs() {
+        let a = adapt(
+            r#"[{"role":"user","content":"hi"},
+            {"type":"function_call","call_id":"c1","name":"x","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c1","output":"r"},
+            {"type":"compaction","encrypted_content":"..."},
+            {"type":"message","role":"user","content":[{"type":"input_text","text":"again"}]},
+            {"type":"function_call","call_id":"c2","name":"x","arguments":"{}"},
+            {"type":"mcp_call","id":"m","name":"y","arguments":"{}"},
+            {"type":"function_call_output","call_id":"zz","output":"r"}]"#,
+        );
+        assert_eq!(a.events[2].event.kind, EventKind::Compaction);
+        assert_eq!(a.events[2].event.run.as_ref().unwrap().to_string(), "run-1");
+        let kinds: Vec<_> = a.diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (6, DiagnosticKind::Unanswered),
+                (7, DiagnosticKind::Unanswered),
+                (8, DiagnosticKind::Orphan)
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_compaction_is_counted_once() {
+        let (events, diags) = rollout(&[
+            r#"{"timestamp":"2026-01-02T03:04:05.000Z","type":"session_meta","payload":{"id":"x"}}"#,
+            r#"{"timestamp":"2026-01-02T03:04:06.000Z","type":"compacted","payload":{"message":"","replacement_history":[]}}"#,
+            r#"{"timestamp":"2026-01-02T03:04:06.001Z","type":"event_msg","payload":{"type":"context_compacted"}}"#,
+            r#"{"timestamp":"2026-01-02T03:04:07.000Z","type":"mystery","payload":{}}"#,
+            r#"{"type":"response_item","payload":{"type":"function_call","call_id":"c","arguments":"{}"}}"#,
+            r#"not json"#,
+        ]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].line, 2);
+        assert_eq!(events[0].event.timestamp_ms, 1767323046000);
+        let kinds: Vec<_> = diags.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (4, DiagnosticKind::UnknownEntry),
+                (5, DiagnosticKind::BadField),
+                (6, DiagnosticKind::NotJson)
+            ]
+        );
+    }
+
+    #[test]
+    fn codex_user_message_pair_is_one_boundary() {
+        let call = |id: &str| {
+            format!(
+                r#"{{"type":"response_item","payload":{{"type":"function_call","name":"shell","arguments":"{{}}","call_id":"{id}"}}}}"#
+            )
+        };
+        let output = |id: &str| {
+            format!(
+                r#"{{"type":"response_item","payload":{{"type":"function_call_output","call_id":"{id}","output":"ok"}}}}"#
+            )
+        };
+        let user_evt = r#"{"type":"event_msg","payload":{"type":"user_message","message":"go"}}"#;
+        let user_item = r#"{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}"#;
+        let (c1, o1, c2, o2) = (call("a"), output("a"), call("b"), output("b"));
+        let (events, diags) =
+            rollout(&[user_evt, user_item, &c1, &o1, user_evt, user_item, &c2, &o2]);
+        assert!(diags.is_empty(), "{diags:?}");
+        let runs: Vec<_> = events
+            .iter()
+            .map(|e| e.event.run.as_ref().unwrap().to_string())
+            .collect();
+        assert_eq!(runs, ["run-1", "run-1", "run-2", "run-2"]);
+    }
+}

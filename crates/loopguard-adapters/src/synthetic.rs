@@ -70,18 +70,28 @@ pub fn write_openclaw<W: Write>(out: W, entries: u64, result_bytes: usize) -> io
             let (tool, args, details) = if looping > 0 {
                 looping -= 1;
                 if run % 2 == 0 {
-                    ("read", r#"{"path":"/home/ana/work/site/ROADMAP.md"}"#.to_string(), "{}".to_string())
+                    (
+                        "read",
+                        r#"{"path":"/home/ana/work/site/ROADMAP.md"}"#.to_string(),
+                        "{}".to_string(),
+                    )
                 } else {
                     (
                         "process",
                         r#"{"action":"poll","sessionId":"sess-7"}"#.to_string(),
-                        format!(r#"{{"status":"running","aggregated":"building...","pid":{}}}"#, 4000 + rnd(50)),
+                        format!(
+                            r#"{{"status":"running","aggregated":"building...","pid":{}}}"#,
+                            4000 + rnd(50)
+                        ),
                     )
                 }
             } else {
                 (
                     "exec",
-                    format!(r#"{{"command":"grep -rn todo src/module_{}.ts"}}"#, rnd(400)),
+                    format!(
+                        r#"{{"command":"grep -rn todo src/module_{}.ts"}}"#,
+                        rnd(400)
+                    ),
                     format!(
                         r#"{{"status":"completed","exitCode":0,"durationMs":{},"cwd":"/home/ana/work/site","aggregated":"match {}"}}"#,
                         rnd(900),

@@ -21,8 +21,9 @@ use crate::inputs::{self, Input};
 /// Arguments of `loopguard replay`.
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// An OpenClaw config file (JSON5 or JSON) with `tools.loopDetection`; without it the
-    /// defaults apply (detectors off, post-compaction guard on).
+    /// An OpenClaw config file (JSON5 or JSON) with `tools.loopDetection`. Without it, event
+    /// streams get OpenClaw's defaults (detectors off, post-compaction guard on) and agent
+    /// transcripts get the defaults with `enabled: true`.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// `enforce`: blocked calls do not run; `observe`: report only, as if every call ran.
@@ -170,6 +171,22 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         Some(ModeArg::Observe) => Mode::Observe,
         None if all_events => Mode::Enforce,
         None => Mode::Observe,
+    };
+    // OpenClaw ships with the rolling detectors off; someone replaying transcripts to find
+    // loops wants them on. An explicit --config is used as it is.
+    let config = if args.config.is_none() && !all_events {
+        eprintln!(
+            "loopguard: no --config given: replaying with loop detection enabled and OpenClaw's default thresholds"
+        );
+        OpenClawConfig {
+            loop_detection: Some(loopguard_core::LoopDetectionConfig {
+                enabled: Some(true),
+                ..Default::default()
+            }),
+            agents: Vec::new(),
+        }
+    } else {
+        config
     };
     replay_transcripts(&files, forced, config, mode, &args, style)
 }
@@ -416,9 +433,8 @@ fn replay_transcripts(
                     n => format!("{n} results had no call"),
                 });
             }
-            progress.suspend(|| {
-                eprintln!("{}: {} (not replayed)", path.display(), parts.join(", "))
-            });
+            progress
+                .suspend(|| eprintln!("{}: {} (not replayed)", path.display(), parts.join(", ")));
         }
         progress.inc(1);
     }

@@ -1,0 +1,371 @@
+//! The Claude Code adapter on the fixtures in `tests/fixtures/transcripts/claude-code/`.
+
+use std::path::PathBuf;
+
+use loopguard_adapters::claude_code::ClaudeCodeAdapter;
+use loopguard_adapters::{
+    detect, Context, Diagnostic, DiagnosticKind, Format, LineAdapter, SourcedEvent,
+};
+use loopguard_core::config::OpenClawConfig;
+use loopguard_core::{Detector, Mode, Value};
+use loopguard_replay::event::{EventKind, Payload};
+use loopguard_replay::{Action, Replayer};
+use proptest::prelude::*;
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/transcripts/claude-code")
+        .join(name)
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(path(name)).unwrap()
+}
+
+/// Feeds a file line by line as the reader does: a last line without a newline that is
+/// not JSON is `Truncated`.
+fn feed(bytes: &[u8]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    let mut adapter = ClaudeCodeAdapter::new(Context {
+        session: "3f2a9c1e".into(),
+        agent: Some("main".into()),
+    });
+    let mut events = Vec::new();
+    let mut diagnostics = Vec::new();
+    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        if let Err(mut d) = adapter.line(i as u64 + 1, line, &mut events) {
+            if i + 1 == lines.len() && d.kind == DiagnosticKind::NotJson {
+                d.kind = DiagnosticKind::Truncated;
+            }
+            diagnostics.push(d);
+        }
+    }
+    diagnostics.extend(adapter.finish(&mut events));
+    (events, diagnostics)
+}
+
+/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
+fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
+    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
+        .unwrap()
+        .config;
+    let mut r = Replayer::new(cfg, Mode::Observe);
+    events
+        .iter()
+        .map(|e| {
+            let d = r.process(&e.event, e.line);
+            (
+                e.line,
+                e.event.kind,
+                d.action,
+                d.finding.as_ref().map(|f| f.detector),
+            )
+        })
+        .collect()
+}
+
+fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
+    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
+}
+
+fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
+    d.iter().map(|d| (d.line, d.kind)).collect()
+}
+
+#[test]
+fn every_fixture_is_detected_as_claude_code() {
+    for name in [
+        "loop.jsonl",
+        "healthy.jsonl",
+        "compaction.jsonl",
+        "traps.jsonl",
+    ] {
+        assert_eq!(
+            detect(&path(name).to_string_lossy(), &fixture(name)),
+            Some(Format::ClaudeCode),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn loop_of_25_identical_polls_warns_then_blocks() {
+    let (events, diagnostics) = feed(&fixture("loop.jsonl"));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    assert_eq!(events.len(), 50);
+    let args = Value::parse(
+        br#"{"command":"gh run view 18243312 --json status,conclusion","description":"Check CI run status"}"#,
+    )
+    .unwrap();
+    for (i, pair) in events.chunks(2).enumerate() {
+        let (call, outcome) = (&pair[0], &pair[1]);
+        assert_eq!(call.event.kind, EventKind::Call);
+        assert_eq!(outcome.event.kind, EventKind::Outcome);
+        // The tool_use line of iteration i (its text line, sharing message.id, comes first).
+        assert_eq!(call.line, 3 * i as u64 + 4);
+        assert_eq!(outcome.line, call.line + 1);
+        assert_eq!(s(&call.event.tool), "Bash");
+        assert_eq!(call.event.args, args);
+        assert_eq!(s(&call.event.run), "run-1");
+        assert_eq!(s(&call.event.session), "3f2a9c1e");
+        assert_eq!(s(&call.event.agent), "main");
+        assert_eq!(call.event.call_id, outcome.event.call_id);
+        // usage: 4 + 310 + (18000 + 420 i) + 61, the larger of the two split lines.
+        assert_eq!(call.tokens, Some(18375 + 420 * i as u64));
+        assert!(call.event.timestamp_ms < outcome.event.timestamp_ms);
+        assert_eq!(outcome.event.payload, events[1].event.payload);
+    }
+    assert_eq!(events[0].event.timestamp_ms, 1788621980250);
+    let out = "{\"conclusion\":\"\",\"status\":\"in_progress\"}";
+    let want = format!(
+        r#"{{"content":[{{"type":"text","text":{0:?}}}],"details":{{"stdout":{0:?},"stderr":"","interrupted":false,"isImage":false}}}}"#,
+        out
+    );
+    assert_eq!(
+        events[1].event.payload,
+        Some(Payload::Result(Value::parse(want.as_bytes()).unwrap()))
+    );
+
+    let decisions = replay(&events);
+    let calls: Vec<_> = decisions
+        .iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .collect();
+    for (i, d) in calls.iter().enumerate() {
+        let (want, detector) = match i + 1 {
+            1..=10 => (Action::Allow, None),
+            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
+            _ => (Action::Block, Some(Detector::GenericRepeat)),
+        };
+        assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
+    }
+    assert_eq!(calls[10].0, 34);
+    assert_eq!(calls[20].0, 64);
+}
+
+#[test]
+fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
+    let (events, diagnostics) = feed(&fixture("healthy.jsonl"));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let summary: Vec<(u64, EventKind, String, String)> = events
+        .iter()
+        .map(|e| (e.line, e.event.kind, s(&e.event.tool), s(&e.event.run)))
+        .collect();
+    let c = EventKind::Call;
+    let o = EventKind::Outcome;
+    let want = [
+        (5, c, "Glob", "run-1"),
+        (7, o, "Glob", "run-1"),
+        (6, c, "Read", "run-1"),
+        (8, o, "Read", "run-1"),
+        (9, c, "Read", "run-1"),
+        (10, o, "Read", "run-1"),
+        (13, c, "Grep", "sidechain-7c1d2e3f"),
+        (14, o, "Grep", "sidechain-7c1d2e3f"),
+        (11, c, "Task", "run-1"),
+        (16, o, "Task", "run-1"),
+        (17, c, "mcp__github__get_issue", "run-1"),
+        (18, o, "mcp__github__get_issue", "run-1"),
+        (22, c, "Edit", "run-2"),
+        (23, o, "Edit", "run-2"),
+    ];
+    let want: Vec<_> = want
+        .iter()
+        .map(|(l, k, t, r)| (*l, *k, t.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(summary, want);
+    // One message, split over three lines, with two tool calls: its usage is split.
+    assert_eq!(events[0].tokens, Some((4 + 310 + 18000 + 96) / 2));
+    assert_eq!(events[2].tokens, events[0].tokens);
+    // A failed Read is an error with the tool_result text.
+    assert_eq!(
+        events[5].event.payload,
+        Some(Payload::Error(Value::from(
+            "<tool_use_error>File does not exist.</tool_use_error>"
+        )))
+    );
+    // An MCP result whose toolUseResult is an array (not an object) has no details.
+    let text = "{\"number\":88,\"title\":\"Totals off by one cent\",\"state\":\"open\"}";
+    assert_eq!(
+        events[11].event.payload,
+        Some(Payload::Result(loopguard_adapters::common::text_result(
+            text
+        )))
+    );
+    let decisions = replay(&events);
+    assert!(decisions
+        .iter()
+        .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
+}
+
+#[test]
+fn a_loop_surviving_compaction_aborts_the_run() {
+    let (events, diagnostics) = feed(&fixture("compaction.jsonl"));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let compaction = events
+        .iter()
+        .find(|e| e.event.kind == EventKind::Compaction)
+        .unwrap();
+    assert_eq!(compaction.line, 6);
+    assert_eq!(s(&compaction.event.run), "run-1");
+    assert_eq!(compaction.event.timestamp_ms, 1788622014250);
+    let decisions = replay(&events);
+    assert_eq!(
+        decisions[4],
+        (6, EventKind::Compaction, Action::Armed, None)
+    );
+    let last = decisions.last().unwrap();
+    assert_eq!(
+        *last,
+        (
+            13,
+            EventKind::Outcome,
+            Action::Abort,
+            Some(Detector::CompactionLoopPersisted)
+        )
+    );
+    // The failing builds are errors (is_error: true), identical every time.
+    let errors: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e.event.payload, Some(Payload::Error(_))))
+        .collect();
+    assert_eq!(errors.len(), 3);
+    assert!(errors
+        .iter()
+        .all(|e| e.event.payload == errors[0].event.payload));
+}
+
+#[test]
+fn traps_split_lines_orphans_unknown_and_truncated_lines() {
+    let (events, diagnostics) = feed(&fixture("traps.jsonl"));
+    // Line 3 repeats line 2's tool_use (same id): one call, not two.
+    let calls: Vec<_> = events
+        .iter()
+        .filter(|e| e.event.kind == EventKind::Call)
+        .map(|e| (e.line, e.event.args.clone(), e.tokens))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                3,
+                Value::parse(br#"{"command":"npm run typecheck"}"#).unwrap(),
+                Some(50)
+            ),
+            (
+                2,
+                Value::parse(br#"{"command":"npm run lint"}"#).unwrap(),
+                Some(50)
+            ),
+        ]
+    );
+    assert_eq!(
+        events[3].event.payload,
+        Some(Payload::Error(Value::from(
+            "[Request interrupted by user for tool use]"
+        )))
+    );
+    assert_eq!(
+        kinds(&diagnostics),
+        [
+            (5, DiagnosticKind::UnknownEntry),
+            (6, DiagnosticKind::NotJson),
+            (11, DiagnosticKind::Truncated),
+            (8, DiagnosticKind::Orphan),
+            (9, DiagnosticKind::Unanswered),
+        ]
+    );
+    assert!(!diagnostics[3].kind.is_malformed());
+}
+
+/// A JSON text built from the vocabulary of Claude Code lines.
+fn json_text() -> impl Strategy<Value = String> {
+    let keys = prop::sample::select(vec![
+        "type",
+        "message",
+        "content",
+        "id",
+        "name",
+        "input",
+        "tool_use_id",
+        "is_error",
+        "toolUseResult",
+        "isSidechain",
+        "agentId",
+        "subtype",
+        "usage",
+        "input_tokens",
+        "output_tokens",
+        "isMeta",
+        "isCompactSummary",
+        "timestamp",
+        "text",
+        "role",
+    ]);
+    let words = prop::sample::select(vec![
+        "assistant",
+        "user",
+        "system",
+        "tool_use",
+        "tool_result",
+        "text",
+        "compact_boundary",
+        "summary",
+        "t1",
+        "t2",
+        "m1",
+        "Bash",
+        "2026-09-05T15:26:13.250Z",
+        "",
+    ]);
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        any::<bool>().prop_map(|b| b.to_string()),
+        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
+        words.prop_map(|w| format!("{w:?}")),
+    ];
+    leaf.prop_recursive(5, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
+                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+                format!("{{{}}}", body.join(","))
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Random lines never make the adapter panic.
+    #[test]
+    fn random_lines_never_panic(
+        lines in prop::collection::vec(
+            prop_oneof![json_text().prop_map(String::into_bytes), prop::collection::vec(any::<u8>(), 0..64)],
+            0..24,
+        )
+    ) {
+        let mut bytes = Vec::new();
+        for l in &lines {
+            bytes.extend_from_slice(l);
+            bytes.push(b'\n');
+        }
+        let (events, _) = feed(&bytes);
+        for e in &events {
+            prop_assert!(e.event.kind != EventKind::Call || e.event.tool.is_some());
+        }
+    }
+
+    /// Any fixture line, cut anywhere, never makes the adapter panic.
+    #[test]
+    fn cut_fixture_lines_never_panic(cut in 0usize..4000, pick in 0usize..4) {
+        let name = ["loop.jsonl", "healthy.jsonl", "compaction.jsonl", "traps.jsonl"][pick];
+        let bytes = fixture(name);
+        let cut = cut.min(bytes.len());
+        let _ = feed(&bytes[..cut]);
+    }
+}
