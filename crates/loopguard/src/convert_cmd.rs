@@ -40,7 +40,12 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     let format = match args.format.as_str() {
         "auto" => match inputs::sniff(path)? {
             Some(f) => {
-                eprintln!("{}: reading as {} ({})", path.display(), f.name(), f.describe());
+                eprintln!(
+                    "{}: reading as {} ({})",
+                    path.display(),
+                    f.name(),
+                    f.describe()
+                );
                 f
             }
             None => bail!(
@@ -50,7 +55,10 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             ),
         },
         name => Format::from_name(name).ok_or_else(|| {
-            anyhow::anyhow!("unknown --format {name:?}; use auto or one of:\n{}", inputs::format_list())
+            anyhow::anyhow!(
+                "unknown --format {name:?}; use auto or one of:\n{}",
+                inputs::format_list()
+            )
         })?,
     };
     let session = args
@@ -93,7 +101,12 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         Ok(_) => {}
         Err(ReadError::Stopped) => {
             if let Some(d) = fatal {
-                eprintln!("error: {}:{}: {} (--strict)", path.display(), d.line, d.message);
+                eprintln!(
+                    "error: {}:{}: {} (--strict)",
+                    path.display(),
+                    d.line,
+                    d.message
+                );
                 return Ok(ExitCode::FAILURE);
             }
             if let Some(e) = write_error {
