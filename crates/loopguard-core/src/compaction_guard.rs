@@ -102,6 +102,32 @@ impl CompactionGuard {
         }
     }
 
+    /// The outcomes observed since the guard was last armed, oldest first (for
+    /// [`crate::state`]).
+    pub(crate) fn observations(
+        &self,
+    ) -> impl ExactSizeIterator<Item = (&Name, ArgsDigest, ResultHash)> {
+        self.observations
+            .iter()
+            .map(|o| (&o.tool, o.args, o.result))
+    }
+
+    /// A guard in the given state (for [`crate::state`]).
+    pub(crate) fn restore(
+        settings: GuardSettings,
+        remaining: u32,
+        observations: impl IntoIterator<Item = (Name, ArgsDigest, ResultHash)>,
+    ) -> Self {
+        CompactionGuard {
+            settings,
+            remaining,
+            observations: observations
+                .into_iter()
+                .map(|(tool, args, result)| Observation { tool, args, result })
+                .collect(),
+        }
+    }
+
     /// Feeds one recorded outcome to the guard.
     pub fn observe(&mut self, tool: &[u8], args: ArgsDigest, result: ResultHash) -> GuardVerdict {
         if !self.settings.enabled || self.remaining == 0 {

@@ -314,6 +314,16 @@ impl History {
         (removed, kept)
     }
 
+    /// A history holding `records` (oldest first), as if they had been appended one by
+    /// one; nothing is trimmed. Used by [`crate::state`] to restore a snapshot.
+    pub(crate) fn from_records(records: impl IntoIterator<Item = Record>) -> History {
+        let mut h = History::default();
+        for r in records {
+            h.push_tagged(r);
+        }
+        h
+    }
+
     pub(crate) fn scope(&self, run: Option<&[u8]>) -> Scope<'_> {
         let tag = self.current_tag(run);
         let all = match run {

@@ -24,6 +24,8 @@
 //! * [`warnings`]: a warning is shown once per bucket of ten, so the model is not drowned.
 //! * [`compaction_guard`]: after a context compaction, the same (tool, arguments, result)
 //!   `windowSize` times in a row aborts the run with `compaction_loop_persisted`.
+//! * [`state`]: a session's state as bytes and back, for runtimes that persist it between
+//!   calls (one process per tool call, restarts).
 //! * [`config`]: the `tools.loopDetection` block with OpenClaw's defaults, fallbacks,
 //!   auto-raise rule and per-agent overrides.
 //!
@@ -73,6 +75,7 @@ pub mod messages;
 pub mod outcome;
 pub mod parse;
 pub mod session;
+pub mod state;
 pub mod text;
 pub mod value;
 pub mod warnings;
@@ -81,4 +84,5 @@ pub use config::{LoopDetectionConfig, OpenClawConfig, Policy};
 pub use detectors::{Detection, Detector, Level};
 pub use parse::parse;
 pub use session::{Call, CallDecision, Mode, OutcomeDecision, Session, Verdict};
+pub use state::StateError;
 pub use value::{JsString, Object, Value};

@@ -294,6 +294,40 @@ impl Session {
         }
     }
 
+    /// The session's state, field by field, for [`crate::state`].
+    pub(crate) fn parts(&self) -> SessionParts<'_> {
+        SessionParts {
+            id: &self.id,
+            mode: self.mode,
+            history: &self.history,
+            buckets: &self.buckets,
+            unscoped_guard: self.unscoped_guard.as_ref(),
+            run_guards: &self.run_guards,
+        }
+    }
+
+    /// A session rebuilt from its state (for [`crate::state`]); the hashing settings are
+    /// the defaults and the run cache starts empty.
+    pub(crate) fn from_parts(
+        id: String,
+        mode: Mode,
+        history: History,
+        buckets: WarningBuckets,
+        unscoped_guard: Option<CompactionGuard>,
+        run_guards: HashMap<Box<[u8]>, CompactionGuard>,
+    ) -> Session {
+        Session {
+            id,
+            mode,
+            hashing: Hashing::default(),
+            history,
+            buckets,
+            unscoped_guard,
+            run_guards,
+            last_run: None,
+        }
+    }
+
     /// OpenClaw's `detectToolCallLoop`: the detection for `call` against the history of
     /// its run, without recording anything or de-duplicating warnings. `None` when
     /// `enabled` is not `true` or no rule matches.
@@ -518,6 +552,16 @@ impl Session {
             Level::Warning => tool_loop!(warn),
         }
     }
+}
+
+/// Borrowed views of a session's fields (see [`Session::parts`]).
+pub(crate) struct SessionParts<'s> {
+    pub(crate) id: &'s str,
+    pub(crate) mode: Mode,
+    pub(crate) history: &'s History,
+    pub(crate) buckets: &'s WarningBuckets,
+    pub(crate) unscoped_guard: Option<&'s CompactionGuard>,
+    pub(crate) run_guards: &'s HashMap<Box<[u8]>, CompactionGuard>,
 }
 
 /// The tool result a blocked call gives the model (OpenClaw's veto result).

@@ -48,6 +48,24 @@ impl WarningBuckets {
         true
     }
 
+    /// The keys and their last emitted bucket, oldest-inserted first (for [`crate::state`]).
+    pub(crate) fn entries(&self) -> impl ExactSizeIterator<Item = (&[u8], u64)> {
+        self.last.iter().map(|(k, v)| (&**k, *v))
+    }
+
+    /// Buckets holding `entries` in the given (insertion) order; a repeated key keeps its
+    /// first position and its last bucket, and only the newest [`MAX_KEYS`] are kept.
+    pub(crate) fn from_entries(entries: impl IntoIterator<Item = (Box<[u8]>, u64)>) -> Self {
+        let mut last = IndexMap::new();
+        for (k, v) in entries {
+            last.insert(k, v);
+        }
+        while last.len() > MAX_KEYS {
+            last.shift_remove_index(0);
+        }
+        WarningBuckets { last }
+    }
+
     /// The number of keys held.
     pub fn len(&self) -> usize {
         self.last.len()

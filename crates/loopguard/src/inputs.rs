@@ -228,7 +228,7 @@ mod tests {
         ] {
             std::fs::write(dir.join(f), "{}").unwrap();
         }
-        let got = expand(&[dir.clone()]).unwrap();
+        let got = expand(std::slice::from_ref(&dir)).unwrap();
         let names: Vec<_> = got
             .iter()
             .map(|i| match i {

@@ -4,6 +4,7 @@
 
 mod config_check;
 mod convert_cmd;
+mod hook_cli;
 mod html;
 mod inputs;
 mod replay_cmd;
@@ -38,6 +39,11 @@ enum Command {
     /// Work with OpenClaw config files.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Live loop protection as an agent hook (Claude Code).
+    #[command(subcommand)]
+    Hook(hook_cli::HookCommand),
+    /// Show what the hook's state database knows about a session.
+    Status(hook_cli::StatusArgs),
 }
 
 #[derive(Subcommand)]
@@ -53,6 +59,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay_cmd::run(args),
         Command::Convert(args) => convert_cmd::run(args),
         Command::Config(ConfigCommand::Check(args)) => config_check::run(args),
+        Command::Hook(cmd) => hook_cli::run(cmd),
+        Command::Status(args) => hook_cli::status(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,815 @@
+//! Snapshots of a [`Session`]: everything it remembers, as bytes, and back.
+//!
+//! A runtime that cannot keep a session in memory between tool calls (a hook that runs as
+//! one process per call, a server that restarts) exports the state after each event and
+//! imports it before the next. A restored session makes exactly the decisions the original
+//! would have made: it holds the same history records (tool, argument digest, call id, run,
+//! outcome hash, unknown-tool name, timestamp), the same warning buckets in the same
+//! insertion order, the same post-compaction guards (settings, attempts left, observations)
+//! and the same mode.
+//!
+//! The format is JSON written with the crate's own serialiser and read with its own parser
+//! (no serde): an object with `format`, `version` ([`STATE_VERSION`]), `id`, `mode`,
+//! `history`, `warnings` and `guards`. Names are JavaScript strings (lone surrogates are
+//! written as `\udxxx` escapes and read back as they were); digests are 64 hex digits; an
+//! error outcome hash is `error:` and its hex. Not saved: the outcome-hashing settings
+//! ([`Session::with_hashing`] again after an import if you changed them) and internal
+//! caches, which are rebuilt.
+//!
+//! ```
+//! use loopguard_core::{Call, Policy, Session, Value, Verdict};
+//! use loopguard_core::outcome::Outcome;
+//!
+//! let policy = Policy::enabled();
+//! let args = Value::parse(br#"{"path":"/same.txt"}"#).unwrap();
+//! let same = Value::from("same output");
+//! let mut session = Session::new("s");
+//! for _ in 0..10 {
+//!     let call = Call::new("read", &args);
+//!     session.before_call(&policy, &call);
+//!     session.after_call(&policy, &call, Outcome::Result(&same));
+//! }
+//! // Save between two tool calls, restore in another process.
+//! let bytes = session.export_state();
+//! let mut restored = Session::import_state(&bytes, "s").unwrap();
+//! let d = restored.before_call(&policy, &Call::new("read", &args));
+//! // Ten identical calls before it: the warning is shown, as it would have been without
+//! // the round trip.
+//! assert!(matches!(d.verdict, Verdict::Warn { emitted: true, .. }));
+//! ```
+
+use std::collections::HashMap;
+
+use crate::canonical::{self, hex_bytes, Sink};
+use crate::compaction_guard::CompactionGuard;
+use crate::config::GuardSettings;
+use crate::fingerprint::ArgsDigest;
+use crate::history::{name_from_vec, History, Name, Record};
+use crate::outcome::ResultHash;
+use crate::session::{Mode, Session};
+use crate::value::{JsString, Value};
+use crate::warnings::WarningBuckets;
+
+/// The version written by [`Session::export_state`]; [`Session::import_state`] reads only
+/// this one and says so for any other.
+pub const STATE_VERSION: u32 = 1;
+
+/// The `format` field of every snapshot.
+pub const STATE_FORMAT: &str = "loopguard-session-state";
+
+/// Why a snapshot could not be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StateError {
+    /// The bytes are not JSON.
+    #[error("session state is not valid JSON: {0}")]
+    Json(#[from] crate::parse::ParseError),
+    /// The snapshot was written by another format version.
+    #[error(
+        "session state has format version {found}; this loopguard reads version {STATE_VERSION}"
+    )]
+    Version {
+        /// The version found.
+        found: String,
+    },
+    /// A field is missing or has the wrong type or value.
+    #[error("session state field `{path}`: expected {expected}")]
+    Field {
+        /// Where, e.g. `history[3].args`.
+        path: String,
+        /// What was expected there.
+        expected: &'static str,
+    },
+}
+
+impl Session {
+    /// Serialises everything the session remembers (see [`crate::state`]).
+    pub fn export_state(&self) -> Vec<u8> {
+        let p = self.parts();
+        let mut out: Vec<u8> = Vec::with_capacity(256 + p.history.len() * 200);
+        out.write(b"{\"format\":");
+        write_str(&mut out, STATE_FORMAT);
+        out.write(b",\"version\":");
+        canonical::write_number(&mut out, f64::from(STATE_VERSION));
+        out.write(b",\"id\":");
+        write_str(&mut out, p.id);
+        out.write(b",\"mode\":");
+        write_str(
+            &mut out,
+            match p.mode {
+                Mode::Enforce => "enforce",
+                Mode::Observe => "observe",
+            },
+        );
+        out.write(b",\"history\":[");
+        for (i, r) in p.history.records().iter().enumerate() {
+            if i > 0 {
+                out.write(b",");
+            }
+            write_record(&mut out, r);
+        }
+        out.write(b"],\"warnings\":[");
+        for (i, (key, bucket)) in p.buckets.entries().enumerate() {
+            if i > 0 {
+                out.write(b",");
+            }
+            out.write(b"[");
+            canonical::write_json_string(&mut out, &name_from_vec(key.to_vec()));
+            out.write(b",");
+            canonical::write_number(&mut out, bucket as f64);
+            out.write(b"]");
+        }
+        out.write(b"],\"guards\":[");
+        let mut first = true;
+        if let Some(g) = p.unscoped_guard {
+            write_guard(&mut out, None, g);
+            first = false;
+        }
+        // Sorted so that equal sessions export equal bytes.
+        let mut runs: Vec<_> = p.run_guards.iter().collect();
+        runs.sort_by(|a, b| a.0.cmp(b.0));
+        for (run, g) in runs {
+            if !first {
+                out.write(b",");
+            }
+            first = false;
+            write_guard(&mut out, Some(run), g);
+        }
+        out.write(b"]}");
+        out
+    }
+
+    /// Rebuilds a session from [`Session::export_state`]'s bytes; `id` labels it (the
+    /// saved id is only informative).
+    pub fn import_state(bytes: &[u8], id: impl Into<String>) -> Result<Session, StateError> {
+        let v = crate::parse::parse(bytes)?;
+        let root = Path::root();
+        let obj = |k: &'static str| root.field(&v, k);
+        match obj("format")?.as_js_str() {
+            Some(f) if f.as_wtf8() == STATE_FORMAT.as_bytes() => {}
+            _ => return Err(root.key("format").err("\"loopguard-session-state\"")),
+        }
+        let version = obj("version")?;
+        if version.as_f64() != Some(f64::from(STATE_VERSION)) {
+            let mut found = Vec::new();
+            canonical::write_json_value(&mut found, version);
+            return Err(StateError::Version {
+                found: String::from_utf8_lossy(&found).into_owned(),
+            });
+        }
+        let mode = match obj("mode")?.as_str() {
+            Some("enforce") => Mode::Enforce,
+            Some("observe") => Mode::Observe,
+            _ => return Err(root.key("mode").err("\"enforce\" or \"observe\"")),
+        };
+
+        let history_path = root.key("history");
+        let mut records = Vec::new();
+        for (i, r) in history_path.array(obj("history")?)?.iter().enumerate() {
+            records.push(read_record(&history_path.index(i), r)?);
+        }
+
+        let warnings_path = root.key("warnings");
+        let mut buckets = Vec::new();
+        for (i, w) in warnings_path.array(obj("warnings")?)?.iter().enumerate() {
+            let p = warnings_path.index(i);
+            match w.as_array() {
+                Some([Value::String(key), bucket]) => {
+                    let bucket = p.index(1).uint(bucket)?;
+                    buckets.push((Box::<[u8]>::from(key.as_wtf8()), bucket));
+                }
+                _ => return Err(p.err("a [key, bucket] pair")),
+            }
+        }
+
+        let guards_path = root.key("guards");
+        let mut unscoped_guard = None;
+        let mut run_guards = HashMap::new();
+        for (i, g) in guards_path.array(obj("guards")?)?.iter().enumerate() {
+            let p = guards_path.index(i);
+            let (run, guard) = read_guard(&p, g)?;
+            match run {
+                None => unscoped_guard = Some(guard),
+                Some(r) => {
+                    run_guards.insert(r, guard);
+                }
+            }
+        }
+
+        Ok(Session::from_parts(
+            id.into(),
+            mode,
+            History::from_records(records),
+            WarningBuckets::from_entries(buckets),
+            unscoped_guard,
+            run_guards,
+        ))
+    }
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    canonical::write_json_string(out, &JsString::from(s));
+}
+
+fn write_hex(out: &mut Vec<u8>, d: &[u8; 32]) {
+    out.write(b"\"");
+    out.write(&hex_bytes(d));
+    out.write(b"\"");
+}
+
+fn write_result(out: &mut Vec<u8>, r: &ResultHash) {
+    out.write(b"\"");
+    if r.is_error {
+        out.write(b"error:");
+    }
+    out.write(&hex_bytes(&r.digest));
+    out.write(b"\"");
+}
+
+fn write_opt_name(out: &mut Vec<u8>, n: Option<&Name>) {
+    match n {
+        Some(n) => canonical::write_json_string(out, n),
+        None => out.write(b"null"),
+    }
+}
+
+fn write_record(out: &mut Vec<u8>, r: &Record) {
+    out.write(b"{\"tool\":");
+    canonical::write_json_string(out, &r.tool);
+    out.write(b",\"args\":");
+    write_hex(out, &r.args.0);
+    out.write(b",\"callId\":");
+    write_opt_name(out, r.call_id.as_ref());
+    out.write(b",\"run\":");
+    write_opt_name(out, r.run.as_ref());
+    out.write(b",\"result\":");
+    match &r.result {
+        Some(h) => write_result(out, h),
+        None => out.write(b"null"),
+    }
+    out.write(b",\"unknownTool\":");
+    match &r.unknown_tool {
+        Some(u) => write_str(out, u),
+        None => out.write(b"null"),
+    }
+    out.write(b",\"ts\":");
+    canonical::write_number(out, r.timestamp_ms as f64);
+    out.write(b"}");
+}
+
+fn write_guard(out: &mut Vec<u8>, run: Option<&[u8]>, g: &CompactionGuard) {
+    out.write(b"{\"run\":");
+    match run {
+        Some(r) => canonical::write_json_string(out, &name_from_vec(r.to_vec())),
+        None => out.write(b"null"),
+    }
+    let settings = g.settings();
+    out.write(b",\"enabled\":");
+    out.write(if settings.enabled { b"true" } else { b"false" });
+    out.write(b",\"windowSize\":");
+    canonical::write_number(out, f64::from(settings.window_size));
+    out.write(b",\"remaining\":");
+    canonical::write_number(out, f64::from(g.remaining_attempts()));
+    out.write(b",\"observations\":[");
+    for (i, (tool, args, result)) in g.observations().enumerate() {
+        if i > 0 {
+            out.write(b",");
+        }
+        out.write(b"{\"tool\":");
+        canonical::write_json_string(out, tool);
+        out.write(b",\"args\":");
+        write_hex(out, &args.0);
+        out.write(b",\"result\":");
+        write_result(out, &result);
+        out.write(b"}");
+    }
+    out.write(b"]}");
+}
+
+/// A field path for error messages (`history[3].args`).
+#[derive(Clone)]
+struct Path(String);
+
+impl Path {
+    fn root() -> Path {
+        Path(String::new())
+    }
+
+    fn key(&self, k: &str) -> Path {
+        if self.0.is_empty() {
+            Path(k.to_string())
+        } else {
+            Path(format!("{}.{k}", self.0))
+        }
+    }
+
+    fn index(&self, i: usize) -> Path {
+        Path(format!("{}[{i}]", self.0))
+    }
+
+    fn err(&self, expected: &'static str) -> StateError {
+        StateError::Field {
+            path: self.0.clone(),
+            expected,
+        }
+    }
+
+    fn field<'v, 'a>(
+        &self,
+        v: &'v Value<'a>,
+        k: &'static str,
+    ) -> Result<&'v Value<'a>, StateError> {
+        let Some(o) = v.as_object() else {
+            return Err(self.err("an object"));
+        };
+        o.get(k)
+            .ok_or_else(|| self.key(k).err("a value (the field is missing)"))
+    }
+
+    fn array<'v, 'a>(&self, v: &'v Value<'a>) -> Result<&'v [Value<'a>], StateError> {
+        v.as_array().ok_or_else(|| self.err("an array"))
+    }
+
+    fn uint(&self, v: &Value<'_>) -> Result<u64, StateError> {
+        match v.as_f64() {
+            Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_992.0 => Ok(n as u64),
+            _ => Err(self.err("a non-negative integer")),
+        }
+    }
+
+    fn name(&self, v: &Value<'_>) -> Result<Name, StateError> {
+        match v {
+            Value::String(s) => Ok(s.clone().into_owned()),
+            _ => Err(self.err("a string")),
+        }
+    }
+
+    fn opt_name(&self, v: &Value<'_>) -> Result<Option<Name>, StateError> {
+        match v {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone().into_owned())),
+            _ => Err(self.err("a string or null")),
+        }
+    }
+
+    fn digest(&self, v: &Value<'_>) -> Result<[u8; 32], StateError> {
+        v.as_str()
+            .and_then(parse_hex)
+            .ok_or_else(|| self.err("64 lowercase hex digits"))
+    }
+
+    fn result(&self, v: &Value<'_>) -> Result<ResultHash, StateError> {
+        let s = v.as_str().ok_or_else(|| self.err("an outcome hash"))?;
+        let (is_error, hex) = match s.strip_prefix("error:") {
+            Some(h) => (true, h),
+            None => (false, s),
+        };
+        let digest = parse_hex(hex).ok_or_else(|| self.err("an outcome hash"))?;
+        Ok(ResultHash { is_error, digest })
+    }
+}
+
+fn parse_hex(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let nibble = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in b.chunks_exact(2).enumerate() {
+        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
+fn read_record(p: &Path, v: &Value<'_>) -> Result<Record, StateError> {
+    let f = |k: &'static str| p.field(v, k);
+    let tool = p.key("tool").name(f("tool")?)?;
+    let args = ArgsDigest(p.key("args").digest(f("args")?)?);
+    let call_id = p.key("callId").opt_name(f("callId")?)?;
+    let run = p.key("run").opt_name(f("run")?)?;
+    let result = match f("result")? {
+        Value::Null => None,
+        r => Some(p.key("result").result(r)?),
+    };
+    let unknown_tool = match f("unknownTool")? {
+        Value::Null => None,
+        Value::String(s) => Some(s.to_string_lossy().into_owned().into_boxed_str()),
+        _ => return Err(p.key("unknownTool").err("a string or null")),
+    };
+    let ts = p.key("ts").uint(f("ts")?)?;
+    if run
+        .as_ref()
+        .is_some_and(|r| crate::history::normalize_run(Some(r.as_wtf8())) != Some(r.as_wtf8()))
+    {
+        return Err(p.key("run").err("a trimmed, non-blank run id or null"));
+    }
+    let mut record = Record::new(tool, args, call_id, run, ts);
+    record.result = result;
+    record.unknown_tool = unknown_tool;
+    Ok(record)
+}
+
+type GuardEntry = (Option<Box<[u8]>>, CompactionGuard);
+
+fn read_guard(p: &Path, v: &Value<'_>) -> Result<GuardEntry, StateError> {
+    let f = |k: &'static str| p.field(v, k);
+    let run = p
+        .key("run")
+        .opt_name(f("run")?)?
+        .map(|r| Box::<[u8]>::from(r.as_wtf8()));
+    let enabled = f("enabled")?
+        .as_bool()
+        .ok_or_else(|| p.key("enabled").err("a boolean"))?;
+    let window = p.key("windowSize").uint(f("windowSize")?)?;
+    let remaining = p.key("remaining").uint(f("remaining")?)?;
+    let window_size =
+        u32::try_from(window).map_err(|_| p.key("windowSize").err("an integer below 2^32"))?;
+    let remaining =
+        u32::try_from(remaining).map_err(|_| p.key("remaining").err("an integer below 2^32"))?;
+    let obs_path = p.key("observations");
+    let mut observations = Vec::new();
+    for (i, o) in obs_path.array(f("observations")?)?.iter().enumerate() {
+        let op = obs_path.index(i);
+        let g = |k: &'static str| op.field(o, k);
+        observations.push((
+            op.key("tool").name(g("tool")?)?,
+            ArgsDigest(op.key("args").digest(g("args")?)?),
+            op.key("result").result(g("result")?)?,
+        ));
+    }
+    Ok((
+        run,
+        CompactionGuard::restore(
+            GuardSettings {
+                enabled,
+                window_size,
+            },
+            remaining,
+            observations,
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LoopDetectionConfig;
+    use crate::outcome::Outcome;
+    use crate::session::{Call, Verdict};
+
+    /// One step of a scripted session.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Call {
+            tool: &'static str,
+            args: &'static str,
+            run: Option<&'static str>,
+            id: Option<&'static str>,
+        },
+        Outcome {
+            tool: &'static str,
+            args: &'static str,
+            run: Option<&'static str>,
+            id: Option<&'static str>,
+            result: &'static str,
+            error: bool,
+        },
+        Compaction {
+            run: Option<&'static str>,
+        },
+    }
+
+    /// Runs one step and describes the decision.
+    fn apply(s: &mut Session, policy: &crate::Policy, step: &Step) -> String {
+        match step {
+            Step::Call {
+                tool,
+                args,
+                run,
+                id,
+            } => {
+                let a = Value::parse(args.as_bytes()).unwrap();
+                let mut c = Call::new(*tool, &a);
+                if let Some(r) = run {
+                    c = c.run(*r);
+                }
+                if let Some(i) = id {
+                    c = c.call_id(*i);
+                }
+                let d = s.before_call(policy, &c);
+                match d.verdict {
+                    Verdict::Allow => "allow".into(),
+                    Verdict::Warn {
+                        detection,
+                        key,
+                        emitted,
+                    } => format!(
+                        "warn {} {} {} {key} {emitted}",
+                        detection.detector, detection.count, detection.message
+                    ),
+                    Verdict::Block { detection, key } => format!(
+                        "block {} {} {} {key}",
+                        detection.detector, detection.count, detection.message
+                    ),
+                }
+            }
+            Step::Outcome {
+                tool,
+                args,
+                run,
+                id,
+                result,
+                error,
+            } => {
+                let a = Value::parse(args.as_bytes()).unwrap();
+                let r = Value::parse(result.as_bytes()).unwrap();
+                let mut c = Call::new(*tool, &a);
+                if let Some(rn) = run {
+                    c = c.run(*rn);
+                }
+                if let Some(i) = id {
+                    c = c.call_id(*i);
+                }
+                let o = if *error {
+                    Outcome::Error(&r)
+                } else {
+                    Outcome::Result(&r)
+                };
+                let d = s.after_call(policy, &c, o);
+                format!(
+                    "{:?} {:?}",
+                    d.result,
+                    d.abort.map(|a| (a.count, a.message.to_string()))
+                )
+            }
+            Step::Compaction { run } => {
+                let r = run.map(JsString::from);
+                format!("{:?}", s.on_compaction(policy, r.as_ref()))
+            }
+        }
+    }
+
+    fn call(tool: &'static str, args: &'static str, run: Option<&'static str>) -> Step {
+        Step::Call {
+            tool,
+            args,
+            run,
+            id: None,
+        }
+    }
+
+    fn out(
+        tool: &'static str,
+        args: &'static str,
+        run: Option<&'static str>,
+        result: &'static str,
+    ) -> Step {
+        Step::Outcome {
+            tool,
+            args,
+            run,
+            id: None,
+            result,
+            error: false,
+        }
+    }
+
+    /// A script with every kind of state: a generic loop that warns and blocks, a poll loop,
+    /// ping-pong, call ids, errors, unknown tools, two runs, unscoped calls and compaction
+    /// guards that abort.
+    fn script() -> Vec<Step> {
+        let mut v = Vec::new();
+        for i in 0..22 {
+            v.push(Step::Call {
+                tool: "read",
+                args: r#"{"path":"/a"}"#,
+                run: Some("run-1"),
+                id: Some(["c1", "c2", "c3"][i % 3]),
+            });
+            v.push(Step::Outcome {
+                tool: "read",
+                args: r#"{"path":"/a"}"#,
+                run: Some("run-1"),
+                id: Some(["c1", "c2", "c3"][i % 3]),
+                result: r#""same""#,
+                error: false,
+            });
+        }
+        for _ in 0..12 {
+            v.push(call(
+                "process",
+                r#"{"action":"poll","sessionId":"s"}"#,
+                Some("run-2"),
+            ));
+            v.push(out(
+                "process",
+                r#"{"action":"poll","sessionId":"s"}"#,
+                Some("run-2"),
+                r#"{"details":{"status":"running"},"content":[{"type":"text","text":"..."}]}"#,
+            ));
+            v.push(call("a", "{}", None));
+            v.push(out("a", "{}", None, "1"));
+            v.push(call("b", "{}", None));
+            v.push(out("b", "{}", None, "2"));
+        }
+        for _ in 0..4 {
+            v.push(call("ghost", r#"{"x":"\ud800"}"#, Some(" run-2 ")));
+            v.push(Step::Outcome {
+                tool: "ghost",
+                args: r#"{"x":"\ud800"}"#,
+                run: Some("run-2"),
+                id: None,
+                result: r#""Unknown tool: ghost""#,
+                error: true,
+            });
+        }
+        v.push(Step::Compaction { run: Some("run-2") });
+        v.push(Step::Compaction { run: None });
+        for _ in 0..4 {
+            v.push(call("gateway", r#"{"q":1}"#, Some("run-2")));
+            v.push(out(
+                "gateway",
+                r#"{"q":1}"#,
+                Some("run-2"),
+                r#"{"ok":true}"#,
+            ));
+            v.push(call("gateway", r#"{"q":1}"#, None));
+            v.push(out("gateway", r#"{"q":1}"#, None, r#"{"ok":true}"#));
+        }
+        // An outcome without a pending call, and a pending call without an outcome.
+        v.push(out("late", "{}", Some("run-3"), "3"));
+        v.push(call("pending", "{}", Some("run-3")));
+        v
+    }
+
+    fn policy() -> crate::Policy {
+        crate::Policy::from_block(Some(LoopDetectionConfig {
+            enabled: Some(true),
+            history_size: Some(40.0),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn a_restored_session_decides_exactly_as_the_original_at_every_split() {
+        let policy = policy();
+        let steps = script();
+        let mut original = Session::new("s");
+        let expected: Vec<String> = steps
+            .iter()
+            .map(|s| apply(&mut original, &policy, s))
+            .collect();
+        assert!(expected.iter().any(|d| d.starts_with("warn")));
+        assert!(expected.iter().any(|d| d.starts_with("block")));
+        assert!(expected.iter().any(|d| d.contains("Some((3,")));
+        for split in 0..=steps.len() {
+            let mut s = Session::new("s");
+            for step in &steps[..split] {
+                apply(&mut s, &policy, step);
+            }
+            let bytes = s.export_state();
+            let mut restored = Session::import_state(&bytes, "s").unwrap();
+            assert_eq!(restored.export_state(), bytes, "re-export at {split}");
+            for (i, step) in steps.iter().enumerate().skip(split) {
+                assert_eq!(
+                    apply(&mut restored, &policy, step),
+                    expected[i],
+                    "split {split}, step {i}"
+                );
+            }
+        }
+    }
+
+    fn random_step(k: u8) -> Step {
+        const ARGS: [&str; 2] = [r#"{"a":1}"#, r#"{"a":2}"#];
+        const RUNS: [Option<&str>; 3] = [None, Some("r1"), Some("r2")];
+        const TOOLS: [&str; 3] = ["read", "process", "exec"];
+        const RESULTS: [&str; 3] = [
+            r#""x""#,
+            r#"{"details":{"status":"running"}}"#,
+            r#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok"}}"#,
+        ];
+        let tool = TOOLS[(k % 3) as usize];
+        let args = ARGS[((k / 3) % 2) as usize];
+        let run = RUNS[((k / 6) % 3) as usize];
+        match (k / 18) % 5 {
+            0 | 1 => call(tool, args, run),
+            2 | 3 => out(tool, args, run, RESULTS[((k / 90) % 3) as usize]),
+            _ => Step::Compaction { run },
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Random sequences, split at a random point: the restored session's decisions are
+        /// the original's.
+        #[test]
+        fn random_sequences_survive_a_restore(
+            keys in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..120),
+            split in 0usize..120,
+            small in proptest::prelude::any::<bool>(),
+        ) {
+            let policy = crate::Policy::from_block(Some(LoopDetectionConfig {
+                enabled: Some(true),
+                history_size: Some(if small { 7.0 } else { 30.0 }),
+                warning_threshold: Some(3.0),
+                critical_threshold: Some(5.0),
+                ..Default::default()
+            }));
+            let steps: Vec<Step> = keys.iter().map(|k| random_step(*k)).collect();
+            let split = split.min(steps.len());
+            let mut a = Session::new("s");
+            let mut b = Session::new("s");
+            for step in &steps[..split] {
+                let x = apply(&mut a, &policy, step);
+                proptest::prop_assert_eq!(x, apply(&mut b, &policy, step));
+            }
+            let mut b = Session::import_state(&b.export_state(), "s").unwrap();
+            for step in &steps[split..] {
+                let x = apply(&mut a, &policy, step);
+                proptest::prop_assert_eq!(x, apply(&mut b, &policy, step));
+            }
+            proptest::prop_assert_eq!(a.export_state(), b.export_state());
+        }
+
+        /// No bytes make the importer panic.
+        #[test]
+        fn import_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = Session::import_state(&bytes, "s");
+        }
+    }
+
+    #[test]
+    fn restoring_after_every_step_changes_nothing() {
+        let policy = policy();
+        let steps = script();
+        let mut original = Session::new("s");
+        let mut hopping = Session::new("s");
+        for (i, step) in steps.iter().enumerate() {
+            let a = apply(&mut original, &policy, step);
+            hopping = Session::import_state(&hopping.export_state(), "s").unwrap();
+            assert_eq!(apply(&mut hopping, &policy, step), a, "step {i}");
+        }
+        assert_eq!(hopping.export_state(), original.export_state());
+    }
+
+    #[test]
+    fn mode_and_id_round_trip() {
+        let s = Session::new("old").with_mode(Mode::Observe);
+        let r = Session::import_state(&s.export_state(), "new").unwrap();
+        assert_eq!(r.id(), "new");
+        assert!(String::from_utf8(r.export_state())
+            .unwrap()
+            .contains(r#""mode":"observe""#));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let ok = Session::new("s").export_state();
+        let text = String::from_utf8(ok).unwrap();
+        let bad = text.replace(r#""version":1"#, r#""version":2"#);
+        assert!(matches!(
+            Session::import_state(bad.as_bytes(), "s"),
+            Err(StateError::Version { found }) if found == "2"
+        ));
+        let bad = text.replace(r#""history":[]"#, r#""history":[{"tool":"t"}]"#);
+        let e = Session::import_state(bad.as_bytes(), "s").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "session state field `history[0].args`: expected a value (the field is missing)"
+        );
+        let bad = text.replace(r#""guards":[]"#, r#""guards":{}"#);
+        let e = Session::import_state(bad.as_bytes(), "s").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "session state field `guards`: expected an array"
+        );
+        assert!(matches!(
+            Session::import_state(b"{", "s"),
+            Err(StateError::Json(_))
+        ));
+        assert!(Session::import_state(b"[]", "s").is_err());
+    }
+
+    #[test]
+    fn a_blocked_loop_stays_blocked_after_restore() {
+        let policy = crate::Policy::enabled();
+        let args = Value::parse(br#"{"path":"/x"}"#).unwrap();
+        let res = Value::from("same");
+        let mut s = Session::new("s");
+        for _ in 0..20 {
+            let c = Call::new("read", &args);
+            s.before_call(&policy, &c);
+            s.after_call(&policy, &c, Outcome::Result(&res));
+        }
+        let mut r = Session::import_state(&s.export_state(), "s").unwrap();
+        for _ in 0..3 {
+            assert!(r.before_call(&policy, &Call::new("read", &args)).is_block());
+            r = Session::import_state(&r.export_state(), "s").unwrap();
+        }
+    }
+}

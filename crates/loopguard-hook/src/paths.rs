@@ -1,0 +1,140 @@
+//! Where things live: the state database, the log file, config files, Claude Code settings.
+//!
+//! | what | where |
+//! |------|-------|
+//! | state database | `--state PATH`, else `$XDG_STATE_HOME/loopguard/claude-code.sqlite3` (default `~/.local/state/…`; the platform's local data dir where XDG does not apply) |
+//! | log file | `loopguard.log` beside the database |
+//! | project config | `.loopguard.json5` in `$CLAUDE_PROJECT_DIR`, else in the payload's `cwd`, or in one of their parent directories |
+//! | user config | `$XDG_CONFIG_HOME/loopguard/config.json5` (default `~/.config/…`) |
+//! | Claude Code settings | `~/.claude/settings.json` (user) or `<project>/.claude/settings.json` (project) |
+//!
+//! Everything is resolved from an [`Env`], which the binary takes from the process
+//! environment and tests build by hand.
+//!
+//! ```
+//! use loopguard_hook::paths::Env;
+//! use std::path::PathBuf;
+//! let env = Env { state_home: Some(PathBuf::from("/s")), ..Env::default() };
+//! assert_eq!(env.default_state_db().unwrap(), PathBuf::from("/s/loopguard/claude-code.sqlite3"));
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The file name of the state database inside the state directory.
+pub const STATE_FILE: &str = "claude-code.sqlite3";
+/// The file name of the log, beside the database.
+pub const LOG_FILE: &str = "loopguard.log";
+/// The project config file name.
+pub const PROJECT_CONFIG: &str = ".loopguard.json5";
+
+/// The environment the hook resolves paths from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Env {
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
+    /// The base directory for state (`$XDG_STATE_HOME` or the platform's equivalent).
+    pub state_home: Option<PathBuf>,
+    /// The base directory for config (`$XDG_CONFIG_HOME` or the platform's equivalent).
+    pub config_home: Option<PathBuf>,
+    /// `$CLAUDE_PROJECT_DIR`, which Claude Code sets for hook commands.
+    pub project_dir: Option<PathBuf>,
+}
+
+fn abs_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+impl Env {
+    /// The process environment (`HOME`, `XDG_STATE_HOME`, `XDG_CONFIG_HOME`,
+    /// `CLAUDE_PROJECT_DIR`, with the platform's defaults).
+    pub fn from_process() -> Env {
+        let home = abs_env("HOME").or_else(dirs::home_dir);
+        let state_home = abs_env("XDG_STATE_HOME")
+            .or_else(dirs::state_dir)
+            .or_else(dirs::data_local_dir)
+            .or_else(|| home.as_ref().map(|h| h.join(".local/state")));
+        let config_home = abs_env("XDG_CONFIG_HOME")
+            .or_else(dirs::config_dir)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        Env {
+            home,
+            state_home,
+            config_home,
+            project_dir: abs_env("CLAUDE_PROJECT_DIR"),
+        }
+    }
+
+    /// The default database path.
+    pub fn default_state_db(&self) -> Option<PathBuf> {
+        self.state_home
+            .as_ref()
+            .map(|s| s.join("loopguard").join(STATE_FILE))
+    }
+
+    /// The user config file path.
+    pub fn user_config(&self) -> Option<PathBuf> {
+        self.config_home
+            .as_ref()
+            .map(|c| c.join("loopguard").join("config.json5"))
+    }
+
+    /// `~/.claude/settings.json`.
+    pub fn user_settings(&self) -> Option<PathBuf> {
+        self.home
+            .as_ref()
+            .map(|h| h.join(".claude").join("settings.json"))
+    }
+}
+
+/// `<project>/.claude/settings.json`.
+pub fn project_settings(project: &Path) -> PathBuf {
+    project.join(".claude").join("settings.json")
+}
+
+/// The log file that belongs to a database.
+pub fn log_file_for(db: &Path) -> PathBuf {
+    match db.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.join(LOG_FILE),
+        _ => PathBuf::from(LOG_FILE),
+    }
+}
+
+/// The nearest `.loopguard.json5` in `start` or one of its ancestors.
+pub fn find_project_config(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|d| d.join(PROJECT_CONFIG))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_config_is_found_in_ancestors() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(find_project_config(&deep), None);
+        std::fs::write(dir.path().join("a").join(PROJECT_CONFIG), "{}").unwrap();
+        assert_eq!(
+            find_project_config(&deep),
+            Some(dir.path().join("a").join(PROJECT_CONFIG))
+        );
+    }
+
+    #[test]
+    fn log_sits_beside_the_database() {
+        assert_eq!(
+            log_file_for(Path::new("/x/y/db.sqlite")),
+            PathBuf::from("/x/y/loopguard.log")
+        );
+        assert_eq!(
+            log_file_for(Path::new("db")),
+            PathBuf::from("loopguard.log")
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! `loopguard status`: what the database knows about the sessions it protects.
+//!
+//! Without a session id: every session, most recent first, with its event count and run.
+//! With one: its recent hook events (tool, decision, detector, count, message), the
+//! repeated calls of the current run with their no-progress streaks, and the state of the
+//! run's post-compaction guard.
+//!
+//! ```
+//! use loopguard_hook::{run_claude_code, HookOptions};
+//! use loopguard_hook::status::session_status;
+//! use loopguard_hook::store::{Store, StoreOptions};
+//! let dir = tempfile::tempdir().unwrap();
+//! let opts = HookOptions { state: Some(dir.path().join("db")), ..HookOptions::default() };
+//! run_claude_code(br#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}"#, &opts);
+//! let store = Store::open_existing(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+//! let st = session_status(&store, "s1", 20).unwrap().unwrap();
+//! assert_eq!(st.events.len(), 1);
+//! assert_eq!(st.events[0].decision, "allow");
+//! ```
+
+use std::fmt::Write as _;
+
+use loopguard_core::detectors::no_progress::streak;
+use loopguard_core::Session;
+use serde::Serialize;
+
+use crate::store::{EventRow, SessionRow, Store, StoreError};
+
+/// A repeated call of the current run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repeat {
+    /// The engine's tool name (`exec` for `Bash`, `process` for background polls,
+    /// `update_plan` for `TodoWrite`).
+    pub tool: String,
+    /// The first 12 hex digits of the argument hash.
+    pub args: String,
+    /// Calls with these arguments in the run's history.
+    pub calls: u64,
+    /// Identical outcomes in a row (the no-progress streak).
+    pub identical_outcomes: u64,
+}
+
+/// The post-compaction guard of the current run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardState {
+    /// Watching outcomes after a compaction.
+    pub armed: bool,
+    /// Outcomes still to watch.
+    pub remaining: u32,
+    /// `postCompactionGuard.windowSize`.
+    pub window_size: u32,
+}
+
+/// Everything `loopguard status SESSION` shows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+    /// Claude Code's session id.
+    pub session_id: String,
+    /// The current run.
+    pub run: String,
+    /// Events applied.
+    pub event_count: u64,
+    /// First and last update (ms since the epoch).
+    pub created_ms: u64,
+    /// Last update.
+    pub updated_ms: u64,
+    /// The working directory of the last event.
+    pub cwd: Option<String>,
+    /// Where the config came from.
+    pub config: Option<String>,
+    /// The run stopped by the post-compaction guard, if it is the current one.
+    pub aborted: Option<String>,
+    /// Records in the session's history (all runs).
+    pub history_len: usize,
+    /// Repeated calls of the current run, most repeated first.
+    pub repeats: Vec<Repeat>,
+    /// The current run's guard, if it exists.
+    pub guard: Option<GuardState>,
+    /// The most recent hook events, oldest first.
+    pub events: Vec<EventRow>,
+    /// Set when the stored state could not be read.
+    pub state_error: Option<String>,
+}
+
+impl Serialize for EventRow {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("EventRow", 10)?;
+        st.serialize_field("seq", &self.seq)?;
+        st.serialize_field("tsMs", &self.ts_ms)?;
+        st.serialize_field("event", &self.event)?;
+        st.serialize_field("run", &self.run)?;
+        st.serialize_field("tool", &self.tool)?;
+        st.serialize_field("toolUseId", &self.tool_use_id)?;
+        st.serialize_field("decision", &self.decision)?;
+        st.serialize_field("detector", &self.detector)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("message", &self.message)?;
+        st.end()
+    }
+}
+
+/// The current run of a stored session (subagent runs are not listed separately).
+fn current_run(row: &SessionRow) -> String {
+    format!("prompt-{}", row.run_seq)
+}
+
+/// Builds the status of one session; `None` when the database does not know it.
+pub fn session_status(
+    store: &Store,
+    session_id: &str,
+    events: usize,
+) -> Result<Option<SessionStatus>, StoreError> {
+    let Some(row) = store.session(session_id)? else {
+        return Ok(None);
+    };
+    let run = current_run(&row);
+    let events = store.events(session_id, events)?;
+    let mut st = SessionStatus {
+        session_id: row.session_id.clone(),
+        run: run.clone(),
+        event_count: row.event_count,
+        created_ms: row.created_ms,
+        updated_ms: row.updated_ms,
+        cwd: row.cwd.clone(),
+        config: row.config.clone(),
+        aborted: row
+            .aborted_run
+            .as_deref()
+            .filter(|r| *r == run)
+            .and(row.aborted_message.clone()),
+        history_len: 0,
+        repeats: Vec::new(),
+        guard: None,
+        events,
+        state_error: None,
+    };
+    let session = match Session::import_state(row.state.as_deref().unwrap_or(b""), session_id) {
+        Ok(s) => s,
+        Err(e) => {
+            st.state_error = Some(e.to_string());
+            return Ok(Some(st));
+        }
+    };
+    let history = session.history();
+    st.history_len = history.len();
+    let mut seen: Vec<(String, loopguard_core::fingerprint::ArgsDigest)> = Vec::new();
+    for r in history.scoped(Some(run.as_bytes())) {
+        let tool = r.tool.to_string_lossy().into_owned();
+        if !seen.iter().any(|(t, a)| *t == tool && *a == r.args) {
+            seen.push((tool, r.args));
+        }
+    }
+    for (tool, args) in seen {
+        let s = streak(history.scoped(Some(run.as_bytes())), tool.as_bytes(), &args);
+        if s.calls > 1 {
+            st.repeats.push(Repeat {
+                args: args.to_string()[..12].to_string(),
+                tool,
+                calls: s.calls,
+                identical_outcomes: s.count,
+            });
+        }
+    }
+    st.repeats
+        .sort_by_key(|r| std::cmp::Reverse((r.calls, r.identical_outcomes)));
+    st.guard = session.guard(Some(&run)).map(|g| GuardState {
+        armed: g.is_armed(),
+        remaining: g.remaining_attempts(),
+        window_size: g.settings().window_size,
+    });
+    Ok(Some(st))
+}
+
+fn when(ms: u64) -> String {
+    i64::try_from(ms / 1000)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// The session list as text.
+pub fn render_list(rows: &[SessionRow]) -> String {
+    if rows.is_empty() {
+        return "no sessions yet\n".to_string();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<38} {:>7} {:<10} {:<20} cwd",
+        "session", "events", "run", "updated"
+    );
+    for r in rows {
+        let aborted = if r.aborted_run.as_deref() == Some(current_run(r).as_str()) {
+            " (stopped)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{:<38} {:>7} {:<10} {:<20} {}{aborted}",
+            r.session_id,
+            r.event_count,
+            current_run(r),
+            when(r.updated_ms),
+            r.cwd.as_deref().unwrap_or("-"),
+        );
+    }
+    out
+}
+
+/// One session's status as text.
+pub fn render_session(st: &SessionStatus) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "session {}", st.session_id);
+    let _ = writeln!(
+        out,
+        "  {} events, {} calls in history; current run {}; updated {}",
+        st.event_count,
+        st.history_len,
+        st.run,
+        when(st.updated_ms)
+    );
+    if let Some(c) = &st.cwd {
+        let _ = writeln!(out, "  cwd: {c}");
+    }
+    if let Some(c) = &st.config {
+        let _ = writeln!(out, "  config: {c}");
+    }
+    if let Some(e) = &st.state_error {
+        let _ = writeln!(out, "  state unreadable: {e}");
+    }
+    if let Some(a) = &st.aborted {
+        let _ = writeln!(out, "  STOPPED: {a}");
+    }
+    match &st.guard {
+        Some(g) if g.armed => {
+            let _ = writeln!(
+                out,
+                "  post-compaction guard: armed, {} of {} outcomes left to watch",
+                g.remaining, g.window_size
+            );
+        }
+        Some(g) => {
+            let _ = writeln!(
+                out,
+                "  post-compaction guard: idle (window {})",
+                g.window_size
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  post-compaction guard: idle");
+        }
+    }
+    if st.repeats.is_empty() {
+        let _ = writeln!(out, "  repeated calls in this run: none");
+    } else {
+        let _ = writeln!(out, "  repeated calls in this run (engine tool names):");
+        for r in st.repeats.iter().take(8) {
+            let _ = writeln!(
+                out,
+                "    {:<24} args {}  {} calls, {} identical outcomes in a row",
+                r.tool, r.args, r.calls, r.identical_outcomes
+            );
+        }
+    }
+    let _ = writeln!(out, "  recent events:");
+    for e in &st.events {
+        let mut line = format!(
+            "    #{:<5} {} {:<18} {:<14} {:<12}",
+            e.seq,
+            when(e.ts_ms),
+            e.event,
+            e.tool.as_deref().unwrap_or("-"),
+            e.decision
+        );
+        if let (Some(d), Some(c)) = (&e.detector, e.count) {
+            let _ = write!(line, " {d} ({c})");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{run_claude_code, HookOptions};
+
+    #[test]
+    fn status_shows_streaks_and_guard() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let opts = HookOptions {
+            state: Some(db.clone()),
+            ..HookOptions::default()
+        };
+        let send = |j: String| run_claude_code(j.as_bytes(), &opts);
+        send(r#"{"session_id":"s","hook_event_name":"UserPromptSubmit"}"#.into());
+        for i in 0..4 {
+            for ev in ["PreToolUse", "PostToolUse"] {
+                send(format!(
+                    r#"{{"session_id":"s","hook_event_name":"{ev}","tool_name":"Bash","tool_input":{{"command":"ls"}},"tool_use_id":"t{i}","tool_response":{{"stdout":"a","stderr":"","interrupted":false}}}}"#
+                ));
+            }
+        }
+        send(r#"{"session_id":"s","hook_event_name":"PreCompact","trigger":"manual"}"#.into());
+        let store = Store::open_existing(&db, &Default::default()).unwrap();
+        let st = session_status(&store, "s", 50).unwrap().unwrap();
+        assert_eq!(st.run, "prompt-1");
+        assert_eq!(st.event_count, 10);
+        assert_eq!(
+            st.repeats,
+            vec![Repeat {
+                tool: "exec".into(),
+                args: st.repeats[0].args.clone(),
+                calls: 4,
+                identical_outcomes: 4
+            }]
+        );
+        assert_eq!(
+            st.guard,
+            Some(GuardState {
+                armed: true,
+                remaining: 3,
+                window_size: 3
+            })
+        );
+        let text = render_session(&st);
+        assert!(text.contains("armed, 3 of 3"), "{text}");
+        assert!(text.contains("4 calls, 4 identical outcomes"), "{text}");
+        assert!(render_list(&store.sessions().unwrap()).contains("prompt-1"));
+        assert!(session_status(&store, "nope", 5).unwrap().is_none());
+        let json = serde_json::to_value(&st).unwrap();
+        assert_eq!(json["events"][0]["event"], "UserPromptSubmit");
+    }
+}

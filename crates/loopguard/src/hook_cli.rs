@@ -1,0 +1,360 @@
+//! `loopguard hook …` and `loopguard status`: live loop protection for Claude Code.
+//!
+//! The work is done by the `loopguard-hook` crate; this module parses arguments, reads
+//! standard input and prints.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+use loopguard_core::Mode;
+use loopguard_hook::paths::{project_settings, Env};
+use loopguard_hook::settings::{self, shell_quote, Change};
+use loopguard_hook::status::{render_list, render_session, session_status};
+use loopguard_hook::store::{Store, StoreError, StoreOptions};
+use loopguard_hook::{log_line, parse_duration, run_claude_code, HookOptions};
+
+/// `loopguard hook …`
+#[derive(Subcommand)]
+pub enum HookCommand {
+    /// Handle one Claude Code hook event: reads the hook's JSON on stdin, answers on
+    /// stdout. This is the command `loopguard hook install` registers; it always exits
+    /// successfully (errors allow the call and are reported on stderr and in the log).
+    ClaudeCode(ClaudeCodeArgs),
+    /// Add loopguard's hooks to Claude Code's settings.json (merging with what is there).
+    Install(InstallArgs),
+    /// Remove loopguard's hooks from Claude Code's settings.json.
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// Deny looping calls and stop the agent when a loop survives a compaction.
+    Enforce,
+    /// Only record what would have been done (see `loopguard status`).
+    Observe,
+}
+
+/// Options of `loopguard hook claude-code`.
+#[derive(clap::Args)]
+pub struct ClaudeCodeArgs {
+    /// The state database (default: $XDG_STATE_HOME/loopguard/claude-code.sqlite3).
+    #[arg(long, value_name = "PATH")]
+    state: Option<PathBuf>,
+    /// The config file (default: .loopguard.json5 in the project, else
+    /// ~/.config/loopguard/config.json5; without any, detection is on with defaults).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The agents.list[] id whose settings apply (default: the payload's agent_type).
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+    /// enforce: deny and stop; observe: record only.
+    #[arg(long, value_enum, default_value_t = ModeArg::Enforce)]
+    mode: ModeArg,
+    /// Delete sessions idle for longer than this (e.g. 7d, 12h).
+    #[arg(long, value_name = "DURATION", default_value = "7d")]
+    idle_ttl: String,
+    /// How long to wait for a parallel hook's transaction before failing open.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    busy_timeout: String,
+    /// Arguments this version does not know (reported, never fatal: a hook must not block
+    /// the agent because of its own command line).
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    unknown: Vec<String>,
+}
+
+/// Where `install` / `uninstall` write.
+#[derive(clap::Args)]
+pub struct TargetArgs {
+    /// Use the project's .claude/settings.json (shared with everyone who clones it).
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// Use ~/.claude/settings.json (the default).
+    #[arg(long)]
+    user: bool,
+    /// The project directory for --project (default: the current directory).
+    #[arg(long, value_name = "DIR", requires = "project")]
+    project_dir: Option<PathBuf>,
+    /// Edit this settings file instead.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["project", "user"])]
+    settings: Option<PathBuf>,
+}
+
+/// Options of `loopguard hook install`.
+#[derive(clap::Args)]
+pub struct InstallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The loopguard executable the hook runs (default: this one).
+    #[arg(long, value_name = "PATH")]
+    exe: Option<PathBuf>,
+    /// Passed on to the hook: the state database.
+    #[arg(long, value_name = "PATH")]
+    state: Option<PathBuf>,
+    /// Passed on to the hook: the config file.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Passed on to the hook: the agent id.
+    #[arg(long, value_name = "ID")]
+    agent: Option<String>,
+    /// Passed on to the hook: record only, never deny or stop.
+    #[arg(long)]
+    observe: bool,
+}
+
+/// Options of `loopguard hook uninstall`.
+#[derive(clap::Args)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+/// Options of `loopguard status`.
+#[derive(clap::Args)]
+pub struct StatusArgs {
+    /// A Claude Code session id (or a unique prefix); without it, every session is listed.
+    #[arg(value_name = "SESSION")]
+    session: Option<String>,
+    /// The state database (default: as for the hook).
+    #[arg(long, value_name = "PATH")]
+    state: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// How many recent events to show.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    events: usize,
+}
+
+/// Runs a `loopguard hook …` command.
+pub fn run(cmd: HookCommand) -> Result<ExitCode> {
+    match cmd {
+        HookCommand::ClaudeCode(args) => Ok(claude_code(args)),
+        HookCommand::Install(args) => install(args),
+        HookCommand::Uninstall(args) => uninstall(args),
+    }
+}
+
+fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
+    let mut opts = HookOptions {
+        state: args.state,
+        config: args.config,
+        agent: args.agent,
+        mode: match args.mode {
+            ModeArg::Enforce => Mode::Enforce,
+            ModeArg::Observe => Mode::Observe,
+        },
+        env: Env::from_process(),
+        ..HookOptions::default()
+    };
+    let mut problems = Vec::new();
+    match parse_duration(&args.idle_ttl) {
+        Ok(d) => opts.store.idle_ttl = d,
+        Err(e) => problems.push(format!("--idle-ttl: {e}")),
+    }
+    match parse_duration(&args.busy_timeout) {
+        Ok(d) => opts.store.busy_timeout = d,
+        Err(e) => problems.push(format!("--busy-timeout: {e}")),
+    }
+    if !args.unknown.is_empty() {
+        problems.push(format!(
+            "unknown arguments ignored: {}",
+            args.unknown.join(" ")
+        ));
+    }
+    let mut input = Vec::new();
+    let read = std::io::stdin().lock().read_to_end(&mut input);
+    let mut stderr = std::io::stderr().lock();
+    for p in problems {
+        let line = format!("loopguard: hook command line: {p}");
+        log_line(&opts, &line);
+        let _ = writeln!(stderr, "{line}");
+    }
+    if let Err(e) = read {
+        let line = format!("loopguard: cannot read the hook payload from stdin: {e}; the call is allowed (fail-open)");
+        log_line(&opts, &line);
+        let _ = writeln!(stderr, "{line}");
+        return ExitCode::SUCCESS;
+    }
+    // The library does not panic; should it ever, the agent must still not be blocked.
+    let reply = std::panic::catch_unwind(|| run_claude_code(&input, &opts));
+    match reply {
+        Ok(reply) => {
+            for line in &reply.stderr {
+                let _ = writeln!(stderr, "{line}");
+            }
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(reply.stdout.as_bytes());
+            let _ = stdout.flush();
+        }
+        Err(_) => {
+            let line = "loopguard: internal error (panic) while handling the hook; the call is allowed (fail-open)";
+            log_line(&opts, line);
+            let _ = writeln!(stderr, "{line}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn settings_path(target: &TargetArgs, env: &Env) -> Result<PathBuf> {
+    if let Some(p) = &target.settings {
+        return Ok(p.clone());
+    }
+    if target.project {
+        let dir = match &target.project_dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().context("cannot determine the current directory")?,
+        };
+        return Ok(project_settings(&dir));
+    }
+    env.user_settings()
+        .context("cannot determine the home directory; use --settings FILE")
+}
+
+fn describe(change: &Change, path: &Path, what: &str) -> String {
+    match change {
+        Change::Unchanged => format!("{} already {what}; nothing changed", path.display()),
+        Change::Written { backup: Some(b) } => format!(
+            "{what} in {} (previous version kept in {})",
+            path.display(),
+            b.display()
+        ),
+        Change::Written { backup: None } => format!("{what} in {} (new file)", path.display()),
+    }
+}
+
+fn install(args: InstallArgs) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let path = settings_path(&args.target, &env)?;
+    let exe = match args.exe {
+        Some(e) => e,
+        None => std::env::current_exe()
+            .context("cannot find the loopguard executable; use --exe PATH")?,
+    };
+    let mut words = vec![
+        shell_quote(&exe.to_string_lossy()),
+        "hook".to_string(),
+        "claude-code".to_string(),
+    ];
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if let Some(s) = &args.state {
+        words.push("--state".into());
+        words.push(shell_quote(&abs(s).to_string_lossy()));
+    }
+    if let Some(c) = &args.config {
+        words.push("--config".into());
+        words.push(shell_quote(&abs(c).to_string_lossy()));
+    }
+    if let Some(a) = &args.agent {
+        words.push("--agent".into());
+        words.push(shell_quote(a));
+    }
+    if args.observe {
+        words.push("--mode".into());
+        words.push("observe".into());
+    }
+    let command = words.join(" ");
+    let change = settings::install(&path, &command)?;
+    println!(
+        "{}",
+        describe(&change, &path, "loopguard's Claude Code hooks installed")
+    );
+    println!("hook command: {command}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let path = settings_path(&args.target, &env)?;
+    let change = settings::uninstall(&path)?;
+    let what = match change {
+        Change::Unchanged => "has no loopguard hooks",
+        Change::Written { .. } => "loopguard's Claude Code hooks removed",
+    };
+    println!("{}", describe(&change, &path, what));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `loopguard status`.
+pub fn status(args: StatusArgs) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let path = match args.state.or_else(|| env.default_state_db()) {
+        Some(p) => p,
+        None => bail!("cannot determine the state directory; use --state PATH"),
+    };
+    let store = match Store::open_existing(&path, &StoreOptions::default()) {
+        Ok(s) => s,
+        Err(StoreError::Missing { .. }) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "database": path, "sessions": [] })
+                );
+            } else {
+                println!(
+                    "no sessions yet: {} does not exist (the hook has not run)",
+                    path.display()
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let Some(wanted) = args.session else {
+        let rows = store.sessions()?;
+        if args.json {
+            let list: Vec<_> = rows
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "sessionId": r.session_id,
+                        "eventCount": r.event_count,
+                        "run": format!("prompt-{}", r.run_seq),
+                        "updatedMs": r.updated_ms,
+                        "cwd": r.cwd,
+                        "stopped": r.aborted_run.as_deref() == Some(format!("prompt-{}", r.run_seq).as_str()),
+                    })
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::json!({ "database": path, "sessions": list })
+            );
+        } else {
+            println!("database: {}", path.display());
+            print!("{}", render_list(&rows));
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let id = match store.session(&wanted)? {
+        Some(_) => wanted,
+        None => {
+            let matches: Vec<_> = store
+                .sessions()?
+                .into_iter()
+                .filter(|r| r.session_id.starts_with(&wanted))
+                .map(|r| r.session_id)
+                .collect();
+            match matches.as_slice() {
+                [one] => one.clone(),
+                [] => bail!("no session {wanted} in {}", path.display()),
+                many => bail!(
+                    "{wanted} matches {} sessions: {}",
+                    many.len(),
+                    many.join(", ")
+                ),
+            }
+        }
+    };
+    let Some(st) = session_status(&store, &id, args.events)? else {
+        bail!("no session {id} in {}", path.display());
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&st)?);
+    } else {
+        print!("{}", render_session(&st));
+    }
+    Ok(ExitCode::SUCCESS)
+}

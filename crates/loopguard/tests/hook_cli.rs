@@ -1,0 +1,896 @@
+//! End-to-end tests of `loopguard hook claude-code`, `hook install`/`uninstall` and
+//! `status`: the real binary, fed payloads shaped as Claude Code writes them, with its
+//! state database, home, state and config directories in a temporary directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use loopguard_hook::store::{Store, StoreOptions};
+use serde_json::{json, Value};
+
+const SESSION: &str = "3f1c9a52-8d0e-4b7a-9a43-0c6f2e1d7b21";
+
+/// A temporary home for one test: the binary never sees the real user's directories.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["home", "state", "config", "project"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        Sandbox { dir }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.path("state/loopguard/claude-code.sqlite3")
+    }
+
+    fn project(&self) -> PathBuf {
+        self.path("project")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+        c.args(args)
+            .env("HOME", self.path("home"))
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("LOOPGUARD_LOG")
+            .current_dir(self.project());
+        c
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn loopguard");
+        let _ = child.stdin.take().unwrap().write_all(stdin);
+        child.wait_with_output().unwrap()
+    }
+
+    /// One hook invocation with the default state location.
+    fn hook(&self, payload: &Value, args: &[&str]) -> Answer {
+        let mut all = vec!["hook", "claude-code"];
+        all.extend_from_slice(args);
+        Answer::from(self.run(&all, payload.to_string().as_bytes()))
+    }
+
+    fn status_json(&self, session: &str) -> Value {
+        let out = self.run(&["status", session, "--json", "--events", "500"], b"");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// What the hook answered.
+#[derive(Debug)]
+struct Answer {
+    code: i32,
+    json: Option<Value>,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Answer {
+    fn from(o: Output) -> Answer {
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        Answer {
+            code: o.status.code().unwrap_or(-1),
+            json: (!stdout.trim().is_empty())
+                .then(|| serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))),
+            stdout,
+            stderr: String::from_utf8(o.stderr).unwrap(),
+        }
+    }
+}
+
+impl Answer {
+    /// Exit 0, nothing on stdout or stderr: Claude Code goes on as if there were no hook.
+    fn assert_untouched(&self) {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert_eq!(self.stdout, "", "{self:?}");
+        assert_eq!(self.stderr, "", "{self:?}");
+    }
+
+    /// Exit 0, nothing on stdout, one line on stderr: failed open.
+    fn assert_failed_open(&self) -> &str {
+        assert_eq!(self.code, 0, "{self:?}");
+        assert_eq!(self.stdout, "", "{self:?}");
+        assert_eq!(self.stderr.lines().count(), 1, "{self:?}");
+        assert!(self.stderr.contains("fail-open"), "{self:?}");
+        &self.stderr
+    }
+
+    fn specific(&self) -> &Value {
+        &self.json.as_ref().expect("a JSON answer")["hookSpecificOutput"]
+    }
+}
+
+/// Payloads as Claude Code writes them.
+struct Claude {
+    session: String,
+    cwd: PathBuf,
+}
+
+impl Claude {
+    fn new(cwd: &Path) -> Claude {
+        Claude {
+            session: SESSION.to_string(),
+            cwd: cwd.to_path_buf(),
+        }
+    }
+
+    fn base(&self, event: &str) -> serde_json::Map<String, Value> {
+        let mut m = serde_json::Map::new();
+        m.insert("session_id".into(), json!(self.session));
+        m.insert(
+            "transcript_path".into(),
+            json!(format!(
+                "/home/dev/.claude/projects/-work-app/{}.jsonl",
+                self.session
+            )),
+        );
+        m.insert("cwd".into(), json!(self.cwd));
+        m.insert("permission_mode".into(), json!("default"));
+        m.insert("hook_event_name".into(), json!(event));
+        m
+    }
+
+    fn prompt(&self, text: &str) -> Value {
+        let mut m = self.base("UserPromptSubmit");
+        m.insert("prompt".into(), json!(text));
+        Value::Object(m)
+    }
+
+    fn pre(&self, tool: &str, input: Value, id: &str) -> Value {
+        let mut m = self.base("PreToolUse");
+        m.insert("tool_name".into(), json!(tool));
+        m.insert("tool_input".into(), input);
+        m.insert("tool_use_id".into(), json!(id));
+        Value::Object(m)
+    }
+
+    fn post(&self, tool: &str, input: Value, id: &str, response: Value) -> Value {
+        let mut m = self.base("PostToolUse");
+        m.insert("tool_name".into(), json!(tool));
+        m.insert("tool_input".into(), input);
+        m.insert("tool_use_id".into(), json!(id));
+        m.insert("tool_response".into(), response);
+        Value::Object(m)
+    }
+
+    fn failure(&self, tool: &str, input: Value, id: &str, error: &str) -> Value {
+        let mut m = self.base("PostToolUseFailure");
+        m.insert("tool_name".into(), json!(tool));
+        m.insert("tool_input".into(), input);
+        m.insert("tool_use_id".into(), json!(id));
+        m.insert("error".into(), json!(error));
+        m.insert("is_interrupt".into(), json!(false));
+        Value::Object(m)
+    }
+
+    fn pre_compact(&self) -> Value {
+        let mut m = self.base("PreCompact");
+        m.insert("trigger".into(), json!("auto"));
+        m.insert("custom_instructions".into(), json!(""));
+        Value::Object(m)
+    }
+
+    fn session_start(&self, source: &str) -> Value {
+        let mut m = self.base("SessionStart");
+        m.insert("source".into(), json!(source));
+        Value::Object(m)
+    }
+}
+
+fn bash(cmd: &str) -> Value {
+    json!({"command": cmd, "description": "Check the service", "timeout": 120000})
+}
+
+fn bash_out(stdout: &str) -> Value {
+    json!({"stdout": stdout, "stderr": "", "interrupted": false, "isImage": false})
+}
+
+/// A loop: warned at the eleventh identical call (ten before it), denied at the
+/// twenty-first (twenty identical outcomes), with OpenClaw's default thresholds and no
+/// config file at all.
+#[test]
+fn a_loop_is_warned_then_denied() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    sb.hook(&cc.prompt("why is the build red?"), &[])
+        .assert_untouched();
+    let input = bash("cargo test -p api 2>&1 | tail -5");
+    let response = bash_out("test result: FAILED. 41 passed; 1 failed");
+    let mut warned = Vec::new();
+    let mut denied = None;
+    for i in 1..=25 {
+        let id = format!("toolu_01A{i:03}");
+        let a = sb.hook(&cc.pre("Bash", input.clone(), &id), &[]);
+        assert_eq!(a.code, 0);
+        assert_eq!(a.stderr, "");
+        if let Some(j) = &a.json {
+            let spec = &j["hookSpecificOutput"];
+            assert_eq!(spec["hookEventName"], "PreToolUse");
+            if spec["permissionDecision"] == "deny" {
+                denied = Some((
+                    i,
+                    spec["permissionDecisionReason"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                ));
+                assert!(j["systemMessage"]
+                    .as_str()
+                    .unwrap()
+                    .contains("generic_repeat"));
+                break;
+            }
+            warned.push((i, spec["additionalContext"].as_str().unwrap().to_string()));
+        }
+        sb.hook(&cc.post("Bash", input.clone(), &id, response.clone()), &[])
+            .assert_untouched();
+    }
+    assert_eq!(warned.len(), 1, "shown once per bucket of ten: {warned:?}");
+    assert_eq!(warned[0].0, 11);
+    assert!(
+        warned[0]
+            .1
+            .contains("WARNING: You have called Bash 10 times with identical arguments"),
+        "{warned:?}"
+    );
+    let (at, reason) = denied.expect("denied");
+    assert_eq!(at, 21);
+    assert_eq!(
+        reason,
+        "CRITICAL: Called Bash with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops."
+    );
+    // The block is sticky: the next identical call is denied too.
+    let again = sb.hook(&cc.pre("Bash", input.clone(), "toolu_01B"), &[]);
+    assert_eq!(again.specific()["permissionDecision"], "deny");
+
+    // status shows the calls, the streak and the guard.
+    let out = sb.run(&["status", &SESSION[..8]], b"");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("exec"), "{text}");
+    assert!(text.contains("20 identical outcomes in a row"), "{text}");
+    assert!(text.contains("block"), "{text}");
+    assert!(text.contains("post-compaction guard: idle"), "{text}");
+    let st = sb.status_json(SESSION);
+    assert_eq!(st["run"], "prompt-1");
+    let decisions: Vec<_> = st["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(decisions.iter().filter(|d| *d == "block").count(), 2);
+    assert_eq!(decisions.iter().filter(|d| *d == "warn").count(), 1);
+}
+
+/// After a compaction, three identical calls with identical results stop the agent.
+#[test]
+fn a_loop_that_survives_compaction_stops_the_agent() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    sb.hook(&cc.prompt("deploy and wait until healthy"), &[])
+        .assert_untouched();
+    let input = bash("curl -s -o /dev/null -w '%{http_code}' localhost:8080/health");
+    for i in 0..4 {
+        let id = format!("toolu_pre{i}");
+        sb.hook(&cc.pre("Bash", input.clone(), &id), &[])
+            .assert_untouched();
+        sb.hook(&cc.post("Bash", input.clone(), &id, bash_out("503")), &[])
+            .assert_untouched();
+    }
+    sb.hook(&cc.pre_compact(), &[]).assert_untouched();
+    sb.hook(&cc.session_start("compact"), &[])
+        .assert_untouched();
+    let st = sb.status_json(SESSION);
+    assert_eq!(st["guard"]["armed"], true);
+    let mut stopped = None;
+    for i in 1..=3 {
+        let id = format!("toolu_post{i}");
+        sb.hook(&cc.pre("Bash", input.clone(), &id), &[])
+            .assert_untouched();
+        let a = sb.hook(&cc.post("Bash", input.clone(), &id, bash_out("503")), &[]);
+        assert_eq!(a.code, 0);
+        if let Some(j) = a.json {
+            stopped = Some((i, j));
+        }
+    }
+    let (at, j) = stopped.expect("stopped");
+    assert_eq!(at, 3);
+    assert_eq!(j["continue"], false);
+    let reason = j["stopReason"].as_str().unwrap();
+    assert!(reason.contains("compaction_loop_persisted"), "{reason}");
+    assert!(reason.contains("Bash repeated 3 times"), "{reason}");
+    // The stopped run stays stopped; a new prompt starts afresh.
+    let a = sb.hook(&cc.pre("Bash", input.clone(), "toolu_after"), &[]);
+    assert_eq!(a.specific()["permissionDecision"], "deny");
+    assert_eq!(a.json.as_ref().unwrap()["continue"], false);
+    sb.hook(&cc.prompt("what happened?"), &[])
+        .assert_untouched();
+    sb.hook(&cc.pre("Bash", input, "toolu_new_run"), &[])
+        .assert_untouched();
+    let text = String::from_utf8(sb.run(&["status", SESSION], b"").stdout).unwrap();
+    assert!(text.contains("abort"), "{text}");
+}
+
+/// A healthy session of varied, realistic work is never touched: no output, no stderr.
+#[test]
+fn a_healthy_session_is_never_touched() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    sb.hook(&cc.session_start("startup"), &[])
+        .assert_untouched();
+    sb.hook(&cc.prompt("add a --json flag to the report command"), &[])
+        .assert_untouched();
+    let mut n = 0;
+    let mut step = |tool: &str, input: Value, outcome: Result<Value, &str>| {
+        n += 1;
+        let id = format!("toolu_h{n:03}");
+        sb.hook(&cc.pre(tool, input.clone(), &id), &[])
+            .assert_untouched();
+        let post = match outcome {
+            Ok(r) => cc.post(tool, input, &id, r),
+            Err(e) => cc.failure(tool, input, &id, e),
+        };
+        sb.hook(&post, &[]).assert_untouched();
+    };
+    step(
+        "TodoWrite",
+        json!({"todos": [{"content": "Find the report command", "status": "in_progress", "activeForm": "Finding"},
+                          {"content": "Add --json", "status": "pending", "activeForm": "Adding"}]}),
+        Ok(json!({"oldTodos": [], "newTodos": []})),
+    );
+    step(
+        "Glob",
+        json!({"pattern": "src/**/*.rs"}),
+        Ok(
+            json!({"filenames": ["src/main.rs", "src/report.rs"], "durationMs": 4, "numFiles": 2, "truncated": false}),
+        ),
+    );
+    step(
+        "Grep",
+        json!({"pattern": "fn report", "output_mode": "content"}),
+        Ok(
+            json!({"mode": "content", "numFiles": 1, "filenames": [], "content": "src/report.rs:12:fn report(", "numLines": 1}),
+        ),
+    );
+    for (i, file) in [
+        "src/report.rs",
+        "src/main.rs",
+        "src/cli.rs",
+        "tests/report.rs",
+    ]
+    .iter()
+    .enumerate()
+    {
+        step(
+            "Read",
+            json!({"file_path": sb.project().join(file)}),
+            Ok(
+                json!({"type": "text", "file": {"filePath": file, "content": format!("// file {i}\n"), "numLines": 1, "startLine": 1, "totalLines": 1}}),
+            ),
+        );
+    }
+    for i in 0..6 {
+        step(
+            "Edit",
+            json!({"file_path": sb.project().join("src/report.rs"), "old_string": format!("a{i}"), "new_string": format!("b{i}")}),
+            Ok(
+                json!({"filePath": "src/report.rs", "oldString": format!("a{i}"), "newString": format!("b{i}"), "structuredPatch": [], "userModified": false, "replaceAll": false}),
+            ),
+        );
+        // The tests fail with a different error each time, then pass.
+        let error = format!("Exit code 101\nerror[E0308]: mismatched types at line {i}");
+        let outcome = if i < 5 {
+            Err(error.as_str())
+        } else {
+            Ok(bash_out("test result: ok. 42 passed"))
+        };
+        step("Bash", bash("cargo test"), outcome);
+    }
+    step(
+        "mcp__github__create_pull_request",
+        json!({"title": "report --json", "base": "main"}),
+        Ok(json!([{"type": "text", "text": "PR #42 created"}])),
+    );
+    step(
+        "TodoWrite",
+        json!({"todos": [{"content": "Find the report command", "status": "completed", "activeForm": "Finding"},
+                          {"content": "Add --json", "status": "completed", "activeForm": "Adding"}]}),
+        Ok(json!({"oldTodos": [], "newTodos": []})),
+    );
+    sb.hook(
+        &json!({"session_id": SESSION, "hook_event_name": "Stop", "stop_hook_active": false}),
+        &[],
+    )
+    .assert_untouched();
+    let st = sb.status_json(SESSION);
+    for e in st["events"].as_array().unwrap() {
+        let d = e["decision"].as_str().unwrap();
+        assert!(["allow", "recorded", "new-run"].contains(&d), "{e}");
+    }
+}
+
+/// Eight hook processes at once on one session, 25 calls (PreToolUse + PostToolUse) each:
+/// every event is in the database.
+#[test]
+fn concurrent_hooks_lose_no_update() {
+    let sb = Sandbox::new();
+    let config = sb.path("config.json5");
+    std::fs::write(
+        &config,
+        "{ tools: { loopDetection: { enabled: true, historySize: 1000 } } }",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_string();
+    const WORKERS: usize = 8;
+    const CALLS: usize = 25;
+    std::thread::scope(|s| {
+        for w in 0..WORKERS {
+            let sb = &sb;
+            let config = config.clone();
+            s.spawn(move || {
+                let cc = Claude::new(&sb.project());
+                for i in 0..CALLS {
+                    let id = format!("toolu_w{w}_c{i}");
+                    let input = json!({"file_path": format!("/src/w{w}/f{i}.rs")});
+                    let a = sb.hook(&cc.pre("Read", input.clone(), &id), &["--config", &config]);
+                    assert!(
+                        a.code == 0 && a.stdout.is_empty() && a.stderr.is_empty(),
+                        "{a:?}"
+                    );
+                    let r = json!({"type": "text", "file": {"content": format!("{w}/{i}")}});
+                    let a = sb.hook(&cc.post("Read", input, &id, r), &["--config", &config]);
+                    assert!(
+                        a.code == 0 && a.stdout.is_empty() && a.stderr.is_empty(),
+                        "{a:?}"
+                    );
+                }
+            });
+        }
+    });
+    let st = sb.status_json(SESSION);
+    assert_eq!(st["eventCount"], (WORKERS * CALLS * 2) as u64);
+    assert_eq!(st["historyLen"], (WORKERS * CALLS) as u64);
+    // Every call has its own record, paired with its outcome.
+    let store = Store::open_existing(&sb.db(), &StoreOptions::default()).unwrap();
+    let row = store.session(SESSION).unwrap().unwrap();
+    let session =
+        loopguard_core::Session::import_state(row.state.as_deref().unwrap(), "s").unwrap();
+    let mut ids: Vec<String> = session
+        .history()
+        .records()
+        .iter()
+        .map(|r| {
+            assert!(r.result.is_some(), "{r:?}");
+            r.call_id.as_ref().unwrap().to_string()
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), WORKERS * CALLS);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+/// The child half of the kill -9 test: holds an immediate transaction with an
+/// uncommitted write until it is killed. Run only by `a_process_killed_mid_transaction…`.
+#[test]
+#[ignore = "helper process for a_process_killed_mid_transaction_loses_nothing_committed"]
+fn kill9_helper_holds_a_transaction() {
+    let (Some(db), Some(ready)) = (
+        std::env::var_os("LOOPGUARD_TEST_KILL9_DB"),
+        std::env::var_os("LOOPGUARD_TEST_KILL9_READY"),
+    ) else {
+        return;
+    };
+    let mut store = Store::open(Path::new(&db), &StoreOptions::default()).unwrap();
+    let mut txn = store.transaction(SESSION, u64::MAX / 4).unwrap();
+    // A large write, so SQLite spills pages to the WAL before any commit.
+    txn.row.state = Some(vec![b'x'; 8 << 20]);
+    txn.row.run_seq = 999;
+    txn.save(Some(&loopguard_hook::store::EventRow {
+        event: "PreToolUse".into(),
+        decision: "uncommitted".into(),
+        ..Default::default()
+    }))
+    .unwrap();
+    std::fs::write(&ready, b"ready").unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    txn.commit().unwrap();
+}
+
+/// A process killed (SIGKILL) in the middle of a write transaction: the database reopens
+/// with everything committed before it and nothing of the killed write; while the lock
+/// was held, the hook failed open instead of blocking the agent.
+#[test]
+fn a_process_killed_mid_transaction_loses_nothing_committed() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    for i in 0..5 {
+        let id = format!("toolu_k{i}");
+        let input = json!({"file_path": format!("/f{i}")});
+        sb.hook(&cc.pre("Read", input.clone(), &id), &[])
+            .assert_untouched();
+        sb.hook(&cc.post("Read", input, &id, json!("content")), &[])
+            .assert_untouched();
+    }
+    let before = sb.status_json(SESSION);
+    assert_eq!(before["eventCount"], 10);
+
+    let ready = sb.path("ready");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill9_helper_holds_a_transaction",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("LOOPGUARD_TEST_KILL9_DB", sb.db())
+        .env("LOOPGUARD_TEST_KILL9_READY", &ready)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "helper never got ready"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "helper exited early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let wal = PathBuf::from(format!("{}-wal", sb.db().display()));
+    assert!(
+        wal.metadata().map(|m| m.len()).unwrap_or(0) > 0,
+        "the write reached the WAL file"
+    );
+
+    // While the write lock is held, a hook gives up after its busy timeout and fails open.
+    let started = Instant::now();
+    let locked = sb.hook(
+        &cc.pre("Read", json!({"file_path": "/locked"}), "toolu_locked"),
+        &["--busy-timeout", "300ms"],
+    );
+    let line = locked.assert_failed_open();
+    assert!(line.contains("locked") || line.contains("busy"), "{line}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let after = sb.hook(
+        &cc.pre("Read", json!({"file_path": "/f9"}), "toolu_k9"),
+        &[],
+    );
+    after.assert_untouched();
+    let st = sb.status_json(SESSION);
+    assert_eq!(
+        st["eventCount"], 11,
+        "10 committed + 1 after, nothing of the killed write"
+    );
+    assert_eq!(st["historyLen"], 6);
+    assert_eq!(st["run"], "prompt-0");
+    assert!(st["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["decision"] != "uncommitted"));
+    let store = Store::open_existing(&sb.db(), &StoreOptions::default()).unwrap();
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+/// A corrupt database file: the call is allowed, one line on stderr and in the log.
+#[test]
+fn a_corrupt_database_fails_open() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    let db = sb.path("broken/state.sqlite3");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let mut junk = b"SQLite format 3\0".to_vec();
+    junk.extend((0..16384u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8));
+    std::fs::write(&db, &junk).unwrap();
+    let a = sb.hook(
+        &cc.pre("Bash", bash("ls"), "toolu_c1"),
+        &["--state", db.to_str().unwrap()],
+    );
+    let line = a.assert_failed_open().to_string();
+    assert!(line.contains(db.to_str().unwrap()), "{line}");
+    let log = std::fs::read_to_string(sb.path("broken/loopguard.log")).unwrap();
+    assert!(log.contains("fail-open"), "{log}");
+    // The file was not touched.
+    assert_eq!(std::fs::read(&db).unwrap(), junk);
+}
+
+/// Garbage on stdin, a payload missing a field, an unknown flag: always exit 0, allow.
+#[test]
+fn garbage_payloads_fail_open() {
+    let sb = Sandbox::new();
+    for input in [
+        &b""[..],
+        b"not json at all",
+        b"\xff\xfe\x00",
+        b"[1,2,3]",
+        b"{\"session_id\":\"s\"}",
+    ] {
+        let a = Answer::from(sb.run(&["hook", "claude-code"], input));
+        a.assert_failed_open();
+    }
+    let a = Answer::from(sb.run(
+        &["hook", "claude-code"],
+        br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{}}"#,
+    ));
+    assert!(a.assert_failed_open().contains("`tool_name` is missing"));
+    let log = std::fs::read_to_string(sb.path("state/loopguard/loopguard.log")).unwrap();
+    assert_eq!(log.lines().count(), 6, "{log}");
+    // An unknown flag is reported, never fatal.
+    let cc = Claude::new(&sb.project());
+    let a = sb.hook(
+        &cc.pre("Read", json!({}), "t"),
+        &["--flag-from-the-future", "x"],
+    );
+    assert_eq!((a.code, a.stdout.as_str()), (0, ""));
+    assert!(a.stderr.contains("unknown arguments ignored"), "{a:?}");
+}
+
+/// A bad config is reported like any other error, and the call is allowed.
+#[test]
+fn a_bad_config_fails_open() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    std::fs::write(
+        sb.project().join(".loopguard.json5"),
+        "{ tools: { loopDetection: { enabled: true, warningTreshold: 5 } } }",
+    )
+    .unwrap();
+    let a = sb.hook(&cc.pre("Read", json!({}), "t"), &[]);
+    let line = a.assert_failed_open();
+    assert!(
+        line.contains("warningTreshold") && line.contains(".loopguard.json5"),
+        "{line}"
+    );
+}
+
+/// The project's `.loopguard.json5` is found from the payload's cwd and applies.
+#[test]
+fn project_and_user_configs_apply() {
+    let sb = Sandbox::new();
+    let sub = sb.project().join("crates/api");
+    std::fs::create_dir_all(&sub).unwrap();
+    let cc = Claude::new(&sub);
+    // The user config lowers the critical threshold to 4 …
+    std::fs::create_dir_all(sb.path("config/loopguard")).unwrap();
+    std::fs::write(
+        sb.path("config/loopguard/config.json5"),
+        "{ tools: { loopDetection: { enabled: true, warningThreshold: 2, criticalThreshold: 4 } } }",
+    )
+    .unwrap();
+    let run = |first: usize| -> Option<usize> {
+        for i in first..first + 8 {
+            let id = format!("t{i}");
+            let a = sb.hook(&cc.pre("Read", json!({"file_path": "/x"}), &id), &[]);
+            if a.json.is_some() {
+                return Some(i - first + 1);
+            }
+            sb.hook(
+                &cc.post("Read", json!({"file_path": "/x"}), &id, json!("same")),
+                &[],
+            );
+        }
+        None
+    };
+    assert_eq!(run(0), Some(5));
+    // … and a project config that turns detection off wins over it.
+    std::fs::write(
+        sb.project().join(".loopguard.json5"),
+        "// the team's choice\n{ tools: { loopDetection: { enabled: false } } }",
+    )
+    .unwrap();
+    sb.hook(&cc.prompt("again"), &[]).assert_untouched();
+    assert_eq!(run(100), None);
+    let st = sb.status_json(SESSION);
+    assert!(
+        st["config"]
+            .as_str()
+            .unwrap()
+            .contains(".loopguard.json5 (project)"),
+        "{st}"
+    );
+}
+
+/// install / uninstall merge into settings.json, keep a backup, and are idempotent.
+#[test]
+fn install_and_uninstall_merge_with_existing_settings() {
+    let sb = Sandbox::new();
+    let user_settings = sb.path("home/.claude/settings.json");
+    std::fs::create_dir_all(user_settings.parent().unwrap()).unwrap();
+    let original = json!({
+        "model": "opus",
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+            "Notification": [{"hooks": [{"type": "command", "command": "notify-send claude"}]}]
+        }
+    });
+    std::fs::write(
+        &user_settings,
+        serde_json::to_string_pretty(&original).unwrap(),
+    )
+    .unwrap();
+
+    let out = sb.run(&["hook", "install"], b"");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("installed"), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&user_settings).unwrap()).unwrap();
+    assert_eq!(v["model"], "opus");
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "~/bin/guard.sh"
+    );
+    assert_eq!(
+        v["hooks"]["Notification"],
+        original["hooks"]["Notification"]
+    );
+    let cmd = v["hooks"]["PreToolUse"][1]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(cmd.ends_with("loopguard hook claude-code"), "{cmd}");
+    for event in [
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "PreCompact",
+    ] {
+        assert_eq!(v["hooks"][event][0]["hooks"][0]["command"], cmd, "{event}");
+    }
+    assert_eq!(v["hooks"]["SessionStart"][0]["matcher"], "compact");
+    let backup = sb.path("home/.claude/settings.json.loopguard.bak");
+    let b: Value = serde_json::from_str(&std::fs::read_to_string(&backup).unwrap()).unwrap();
+    assert_eq!(b, original);
+
+    // The installed command really works as a hook.
+    let payload = Claude::new(&sb.project()).pre("Read", json!({}), "t");
+    let mut child = Command::new("sh")
+        .args(["-c", cmd])
+        .env("HOME", sb.path("home"))
+        .env("XDG_STATE_HOME", sb.path("state"))
+        .env("XDG_CONFIG_HOME", sb.path("config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    Answer::from(child.wait_with_output().unwrap()).assert_untouched();
+
+    // Again: nothing changes.
+    let snapshot = std::fs::read_to_string(&user_settings).unwrap();
+    let out = sb.run(&["hook", "install", "--user"], b"");
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("nothing changed"));
+    assert_eq!(std::fs::read_to_string(&user_settings).unwrap(), snapshot);
+
+    // Uninstall restores the original hooks exactly.
+    let out = sb.run(&["hook", "uninstall"], b"");
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&user_settings).unwrap()).unwrap();
+    assert_eq!(v, original);
+    let out = sb.run(&["hook", "uninstall"], b"");
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("nothing changed"));
+
+    // Project install, with options passed on to the hook.
+    let out = sb.run(
+        &[
+            "hook",
+            "install",
+            "--project",
+            "--observe",
+            "--state",
+            "db.sqlite3",
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(sb.project().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let cmd = p["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cmd.contains("--mode observe") && cmd.contains("db.sqlite3"),
+        "{cmd}"
+    );
+    assert!(
+        cmd.contains(sb.project().to_str().unwrap()),
+        "state path made absolute: {cmd}"
+    );
+}
+
+#[test]
+fn status_without_a_database_or_session() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["status"], b"");
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("no sessions yet"));
+    let cc = Claude::new(&sb.project());
+    sb.hook(&cc.pre("Read", json!({}), "t"), &[])
+        .assert_untouched();
+    let out = sb.run(&["status"], b"");
+    assert!(String::from_utf8(out.stdout).unwrap().contains(SESSION));
+    let out = sb.run(&["status", "no-such-session"], b"");
+    assert!(!out.status.success());
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("no session"));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Random bytes on stdin never make the hook exit non-zero or print anything on stdout.
+    #[test]
+    fn random_payload_bytes_never_fail_the_hook(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+        let sb = Sandbox::new();
+        let out = sb.run(&["hook", "claude-code"], &bytes);
+        proptest::prop_assert_eq!(out.status.code(), Some(0));
+        proptest::prop_assert!(out.stdout.is_empty());
+    }
+
+    /// Well-formed events with random tool values: exit 0, and stdout is empty or JSON.
+    #[test]
+    fn random_tool_values_never_fail_the_hook(
+        event in proptest::sample::select(vec!["PreToolUse", "PostToolUse", "PostToolUseFailure"]),
+        tool in proptest::sample::select(vec!["Bash", "BashOutput", "TaskOutput", "TodoWrite", "Read", "mcp__s__t"]),
+        value in "[\\[\\]{}\",:0-9a-z\\\\]{0,40}",
+    ) {
+        let sb = Sandbox::new();
+        let payload = format!(
+            r#"{{"session_id":"s","hook_event_name":"{event}","tool_name":"{tool}","tool_input":{value},"tool_response":{value},"error":{value}}}"#
+        );
+        let out = sb.run(&["hook", "claude-code"], payload.as_bytes());
+        proptest::prop_assert_eq!(out.status.code(), Some(0));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        proptest::prop_assert!(stdout.is_empty() || serde_json::from_str::<Value>(&stdout).is_ok());
+    }
+}

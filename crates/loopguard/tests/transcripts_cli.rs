@@ -1,0 +1,347 @@
+//! End-to-end: the real binary on each transcript format, with golden reports.
+//!
+//! Golden files live next to the fixtures as `<name>.report.txt`. After an intended change
+//! of the report, regenerate them with `LOOPGUARD_BLESS=1 cargo test -p loopguard --test
+//! transcripts_cli` and review the diff.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn loopguard(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .current_dir(root())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run loopguard")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// (fixture, expected format name, expected loops, expected detector in the report)
+const CASES: &[(&str, &str, usize, &str)] = &[
+    (
+        "tests/fixtures/transcripts/openclaw/read-loop.jsonl",
+        "openclaw",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/openclaw/exec-poll-loop.jsonl",
+        "openclaw",
+        1,
+        "known_poll_no_progress",
+    ),
+    (
+        "tests/fixtures/transcripts/openclaw/compaction-loop.jsonl",
+        "openclaw",
+        1,
+        "compaction_loop_persisted",
+    ),
+    (
+        "tests/fixtures/transcripts/openclaw/healthy.jsonl",
+        "openclaw",
+        0,
+        "",
+    ),
+    (
+        "tests/fixtures/transcripts/call-stream/poll-loop.json",
+        "call-stream",
+        1,
+        "known_poll_no_progress",
+    ),
+    (
+        "tests/fixtures/transcripts/claude-code/loop.jsonl",
+        "claude-code",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/claude-code/compaction.jsonl",
+        "claude-code",
+        1,
+        "compaction_loop_persisted",
+    ),
+    (
+        "tests/fixtures/transcripts/claude-code/healthy.jsonl",
+        "claude-code",
+        0,
+        "",
+    ),
+    (
+        "tests/fixtures/transcripts/chat-completions/loop.json",
+        "chat-completions",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/responses/loop.json",
+        "responses",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/responses/compaction.json",
+        "responses",
+        1,
+        "compaction_loop_persisted",
+    ),
+    (
+        "tests/fixtures/transcripts/codex/rollout-2026-09-05T15-26-13-loop.jsonl",
+        "codex",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/codex/rollout-2026-09-05T15-26-13-compaction.jsonl",
+        "codex",
+        1,
+        "compaction_loop_persisted",
+    ),
+    (
+        "tests/fixtures/transcripts/swe-agent/loop.traj",
+        "swe-agent",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/mini-swe-agent/loop.traj.json",
+        "mini-swe-agent",
+        1,
+        "generic_repeat",
+    ),
+];
+
+#[test]
+fn every_format_replays_through_the_binary_with_a_golden_report() {
+    let bless = std::env::var_os("LOOPGUARD_BLESS").is_some();
+    for (fixture, format, loops, detector) in CASES {
+        let out = loopguard(&["replay", "--color", "never", fixture]);
+        assert!(out.status.success(), "{fixture}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!("reading as {format} (")),
+            "{fixture}: format not announced: {stderr}"
+        );
+        let report = text(&out.stdout);
+        assert!(
+            report.contains(&format!("{loops} loop")),
+            "{fixture}: expected {loops} loop(s):\n{report}"
+        );
+        if !detector.is_empty() {
+            assert!(report.contains(detector), "{fixture}:\n{report}");
+        }
+        let golden = root().join(format!("{fixture}.report.txt"));
+        if bless {
+            std::fs::write(&golden, &report).unwrap();
+        }
+        let want = std::fs::read_to_string(&golden).unwrap_or_else(|_| {
+            panic!(
+                "missing golden {}; run with LOOPGUARD_BLESS=1",
+                golden.display()
+            )
+        });
+        assert_eq!(
+            report,
+            want,
+            "{fixture}: report differs from {}",
+            golden.display()
+        );
+    }
+}
+
+#[test]
+fn json_output_is_the_decision_stream_with_transcript_lines() {
+    let out = loopguard(&[
+        "replay",
+        "--json",
+        "tests/fixtures/transcripts/openclaw/read-loop.jsonl",
+    ]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 50);
+    let warns: Vec<_> = lines.iter().filter(|d| d["decision"] == "warn").collect();
+    let blocks: Vec<_> = lines.iter().filter(|d| d["decision"] == "block").collect();
+    assert_eq!(warns.len(), 10);
+    // Observe mode by default: the blocks are reported, and the calls still "ran".
+    assert_eq!(blocks.len(), 5);
+    assert!(lines.iter().all(|d| d["decision"] != "ignored"));
+    assert_eq!(warns[0]["count"], 10);
+    assert_eq!(warns[0]["session"], "read-loop");
+    assert_eq!(warns[0]["tool"], "read");
+    // Decisions carry the transcript's line numbers.
+    assert!(warns[0]["line"].as_u64().unwrap() > 20);
+}
+
+#[test]
+fn enforce_mode_shows_what_would_have_been_prevented() {
+    let out = loopguard(&[
+        "replay",
+        "--mode",
+        "enforce",
+        "--json",
+        "tests/fixtures/transcripts/claude-code/loop.jsonl",
+    ]);
+    assert!(out.status.success());
+    let decisions: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ignored = decisions
+        .iter()
+        .filter(|d| d["decision"] == "ignored")
+        .count();
+    let blocks = decisions
+        .iter()
+        .filter(|d| d["decision"] == "block")
+        .count();
+    assert_eq!(blocks, 5);
+    assert_eq!(
+        ignored, 5,
+        "each blocked call's recorded result is absorbed"
+    );
+}
+
+#[test]
+fn directory_replay_ends_with_a_table_and_skips_bad_lines() {
+    let out = loopguard(&["replay", "--color", "never", "tests/fixtures/transcripts/"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("calls in loops"), "{report}");
+    assert!(report.lines().any(|l| l.starts_with("total (")), "{report}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("truncated.jsonl:6: skipped: the last line is cut off"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("v4-unknown-entry.jsonl:4: skipped: unknown entry type"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn strict_mode_stops_at_the_first_malformed_line() {
+    let out = loopguard(&[
+        "replay",
+        "--strict",
+        "tests/fixtures/transcripts/openclaw/truncated.jsonl",
+    ]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("truncated.jsonl:6:"), "{stderr}");
+    assert!(stderr.contains("--strict"), "{stderr}");
+}
+
+#[test]
+fn unrecognised_files_name_the_formats_and_how_to_choose() {
+    let dir = std::env::temp_dir().join(format!("lg-unknown-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("notes.json");
+    std::fs::write(&file, "{\"hello\": \"world\"}\n").unwrap();
+    let out = loopguard(&["replay", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("cannot tell which format"), "{stderr}");
+    assert!(stderr.contains("--format"), "{stderr}");
+    assert!(
+        stderr.contains("claude-code") && stderr.contains("openclaw-sqlite"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn convert_writes_an_event_stream_that_replays_identically() {
+    let fixture = "tests/fixtures/transcripts/codex/rollout-2026-09-05T15-26-13-loop.jsonl";
+    let converted = loopguard(&["convert", fixture]);
+    assert!(converted.status.success(), "{}", text(&converted.stderr));
+    let dir = std::env::temp_dir().join(format!("lg-convert-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("events.jsonl");
+    std::fs::write(&events, &converted.stdout).unwrap();
+    // The same decisions (apart from line numbers) from the transcript and from its events.
+    let strip = |o: &Output| -> Vec<serde_json::Value> {
+        text(&o.stdout)
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("line");
+                v
+            })
+            .collect()
+    };
+    let cfg = dir.join("cfg.json");
+    std::fs::write(&cfg, r#"{"tools":{"loopDetection":{"enabled":true}}}"#).unwrap();
+    let a = loopguard(&[
+        "replay",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        "--mode",
+        "observe",
+        fixture,
+    ]);
+    let b = loopguard(&[
+        "replay",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--json",
+        "--mode",
+        "observe",
+        events.to_str().unwrap(),
+    ]);
+    assert!(a.status.success() && b.status.success());
+    let (a, b) = (strip(&a), strip(&b));
+    assert_eq!(a.len(), 50);
+    assert_eq!(a, b);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sqlite_store_replays_every_session() {
+    let dir = std::env::temp_dir().join(format!("lg-sqlite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("openclaw-agent.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE transcript_events(session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER, PRIMARY KEY(session_id, seq));",
+    )
+    .unwrap();
+    for (session, fixture) in [("s-loop", "read-loop.jsonl"), ("s-ok", "healthy.jsonl")] {
+        let text = std::fs::read_to_string(
+            root()
+                .join("tests/fixtures/transcripts/openclaw")
+                .join(fixture),
+        )
+        .unwrap();
+        for (seq, line) in text.lines().enumerate() {
+            conn.execute(
+                "INSERT INTO transcript_events VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![session, seq as i64, line, 1_788_622_000_000i64 + seq as i64],
+            )
+            .unwrap();
+        }
+    }
+    drop(conn);
+    let out = loopguard(&["replay", "--color", "never", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(text(&out.stderr).contains("reading as openclaw-sqlite"));
+    assert!(report.contains("session s-loop"), "{report}");
+    assert!(report.contains("session s-ok"), "{report}");
+    assert!(report.contains("generic_repeat"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
