@@ -111,38 +111,7 @@ pub fn parse_object_entries<'a>(
     if p.s.get(p.i) != Some(&b'{') {
         return Err(p.err(ParseErrorKind::ExpectedObject));
     }
-    p.i += 1;
-    p.skip_ws();
-    if p.s.get(p.i) == Some(&b'}') {
-        p.i += 1;
-    } else {
-        loop {
-            if p.s.get(p.i) != Some(&b'"') {
-                return Err(p.unexpected());
-            }
-            let key = p.string()?;
-            p.skip_ws();
-            if p.s.get(p.i) != Some(&b':') {
-                return Err(p.unexpected());
-            }
-            p.i += 1;
-            p.skip_ws();
-            let v = p.value(1)?;
-            f(key, v);
-            p.skip_ws();
-            match p.s.get(p.i) {
-                Some(b',') => {
-                    p.i += 1;
-                    p.skip_ws();
-                }
-                Some(b'}') => {
-                    p.i += 1;
-                    break;
-                }
-                _ => return Err(p.unexpected()),
-            }
-        }
-    }
+    p.entries(1, &mut f)?;
     p.skip_ws();
     if p.i != input.len() {
         return Err(p.err(ParseErrorKind::TrailingCharacters));
@@ -215,12 +184,22 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return Err(self.err(ParseErrorKind::TooDeep));
         }
-        self.i += 1;
         let mut entries = Vec::new();
+        self.entries(depth, &mut |k, v| entries.push((k, v)))?;
+        Ok(Value::Object(Object::from_entries(entries)))
+    }
+
+    /// Reads `{ "key": value, … }` from the opening brace, handing each entry to `f`.
+    fn entries(
+        &mut self,
+        depth: usize,
+        f: &mut dyn FnMut(JsString<'a>, Value<'a>),
+    ) -> Result<(), ParseError> {
+        self.i += 1;
         self.skip_ws();
         if self.s.get(self.i) == Some(&b'}') {
             self.i += 1;
-            return Ok(Value::Object(Object::default()));
+            return Ok(());
         }
         loop {
             if self.s.get(self.i) != Some(&b'"') {
@@ -234,7 +213,7 @@ impl<'a> Parser<'a> {
             self.i += 1;
             self.skip_ws();
             let v = self.value(depth)?;
-            entries.push((key, v));
+            f(key, v);
             self.skip_ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -243,7 +222,7 @@ impl<'a> Parser<'a> {
                 }
                 Some(b'}') => {
                     self.i += 1;
-                    return Ok(Value::Object(Object::from_entries(entries)));
+                    return Ok(());
                 }
                 _ => return Err(self.unexpected()),
             }
