@@ -153,6 +153,56 @@ impl Tracker {
         }
     }
 
+    /// Entry `i` of an assistant message's `tool_calls` (`{id, function: {name,
+    /// arguments}}`, arguments parsed leniently), made on line `no` at `ts` in `run`, waits
+    /// for its result. Returns `false`, with a diagnostic, when it has no `function.name`.
+    pub(crate) fn tool_call(
+        &mut self,
+        no: u64,
+        i: usize,
+        tc: &Value<'_>,
+        run: &str,
+        ts: u64,
+        tokens: Option<u64>,
+    ) -> bool {
+        let function = tc.get("function");
+        let Some(name) = function.and_then(|f| str_field(f, "name")) else {
+            self.diagnose(
+                no,
+                DiagnosticKind::BadField,
+                format!("tool_calls[{i}]: field `function.name` missing"),
+            );
+            return false;
+        };
+        let id = id_field(tc, "id");
+        let args = arguments(function.and_then(|f| f.get("arguments")));
+        let mut call = PendingCall::new(no, run, id.clone(), name, args);
+        call.ts = ts;
+        call.tokens = tokens;
+        self.call(id, call);
+        true
+    }
+
+    /// A `{"role":"tool","tool_call_id","content"}` message on line `no` at `ts`: the
+    /// result of the call with that id, as [`text_result`] of the content text.
+    pub(crate) fn tool_message(
+        &mut self,
+        no: u64,
+        m: &Value<'_>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        let key = id_field(m, "tool_call_id");
+        let text = content_text(m.get("content").unwrap_or(&Value::Null));
+        self.result(
+            no,
+            key.as_deref(),
+            Payload::Result(text_result(&text)),
+            ts,
+            out,
+        );
+    }
+
     /// A compaction event.
     pub(crate) fn compaction(&self, line: u64, run: &str, ts: u64, out: &mut Vec<SourcedEvent>) {
         out.push(self.builder.compaction(line, Some(run), ts));
@@ -323,17 +373,7 @@ impl ChatState {
         let ts = ts_of(m, "timestamp");
         match role {
             "assistant" => self.assistant(no, m, ts),
-            "tool" => {
-                let key = id_field(m, "tool_call_id");
-                let text = content_text(m.get("content").unwrap_or(&Value::Null));
-                self.tracker.result(
-                    no,
-                    key.as_deref(),
-                    Payload::Result(text_result(&text)),
-                    ts,
-                    out,
-                );
-            }
+            "tool" => self.tracker.tool_message(no, m, ts, out),
             "function" => {
                 let key = str_field(m, "name").map(legacy_key);
                 let text = content_text(m.get("content").unwrap_or(&Value::Null));
@@ -356,21 +396,9 @@ impl ChatState {
             None | Some(Value::Null) => {}
             Some(Value::Array(calls)) => {
                 for (i, tc) in calls.iter().enumerate() {
-                    let function = tc.get("function");
-                    let Some(name) = function.and_then(|f| str_field(f, "name")) else {
-                        self.tracker.diagnose(
-                            no,
-                            DiagnosticKind::BadField,
-                            format!("tool_calls[{i}]: field `function.name` missing"),
-                        );
-                        continue;
-                    };
-                    let id = id_field(tc, "id");
-                    let args = arguments(function.and_then(|f| f.get("arguments")));
-                    let mut call = PendingCall::new(no, &run, id.clone(), name, args);
-                    call.ts = ts;
-                    self.tracker.call(id, call);
-                    self.runs.used();
+                    if self.tracker.tool_call(no, i, tc, &run, ts, None) {
+                        self.runs.used();
+                    }
                 }
             }
             Some(_) => self.tracker.diagnose(

@@ -377,15 +377,7 @@ mod tests {
             session: "s".into(),
             agent: None,
         });
-        let mut out = Vec::new();
-        let mut diags = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if let Err(d) = a.line(i as u64 + 1, l.as_bytes(), &mut out) {
-                diags.push(d);
-            }
-        }
-        diags.extend(a.finish(&mut out));
-        (out, diags)
+        crate::feed_lines(&mut a, lines)
     }
 
     fn run(e: &SourcedEvent) -> String {

@@ -143,6 +143,24 @@ pub trait LineAdapter {
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic>;
 }
 
+/// Feeds `lines` to `adapter` as lines 1, 2, … and finishes it: the events, and the
+/// diagnostics of the lines followed by those of [`LineAdapter::finish`]. For unit tests.
+#[cfg(test)]
+pub(crate) fn feed_lines(
+    adapter: &mut dyn LineAdapter,
+    lines: &[&str],
+) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    let mut out = Vec::new();
+    let mut diags = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if let Err(d) = adapter.line(i as u64 + 1, l.as_bytes(), &mut out) {
+            diags.push(d);
+        }
+    }
+    diags.extend(adapter.finish(&mut out));
+    (out, diags)
+}
+
 /// A whole-document transcript format (one JSON value per file).
 pub trait DocumentAdapter {
     /// Converts the document, returning its events and what was skipped.

@@ -548,6 +548,7 @@ fn crate_json(v: &Value<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::feed_lines;
     use loopguard_replay::event::EventKind;
 
     fn adapter() -> OpenClawAdapter {
@@ -555,18 +556,6 @@ mod tests {
             session: "s".into(),
             agent: None,
         })
-    }
-
-    fn feed(a: &mut OpenClawAdapter, lines: &[&str]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-        let mut out = Vec::new();
-        let mut diags = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if let Err(d) = a.line(i as u64 + 1, l.as_bytes(), &mut out) {
-                diags.push(d);
-            }
-        }
-        diags.extend(a.finish(&mut out));
-        (out, diags)
     }
 
     fn brief(e: &SourcedEvent) -> String {
@@ -707,7 +696,7 @@ mod tests {
             r#"{"type":"message","id":"9","message":{"role":"compactionSummary","summary":"s","tokensBefore":1}}"#,
             r#"{"type":"message","id":"10","message":{"role":"system","content":"You are helpful."}}"#,
         ];
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(out.is_empty());
         assert!(diags.is_empty(), "{diags:?}");
     }
@@ -720,7 +709,7 @@ mod tests {
             r#"{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"A"}],"isError":false,"timestamp":1788622018169}"#,
             r#"{"role":"system","content":[{"type":"text","text":"Compaction"}],"timestamp":1788622019000,"__openclaw":{"kind":"compaction","id":"0a42ff07","seq":28}}"#,
         ];
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(diags.is_empty(), "{diags:?}");
         let briefs: Vec<String> = out.iter().map(brief).collect();
         assert_eq!(
@@ -743,7 +732,7 @@ mod tests {
             result("a1"),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(diags.is_empty(), "{diags:?}");
         let briefs: Vec<String> = out.iter().map(brief).collect();
         assert_eq!(
@@ -767,7 +756,7 @@ mod tests {
             result("c2"),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         let briefs: Vec<String> = out.iter().map(brief).collect();
         assert_eq!(
             briefs,
@@ -805,7 +794,7 @@ mod tests {
             result("e"),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(diags.is_empty(), "{diags:?}");
         let runs: Vec<String> = out
             .iter()
@@ -823,14 +812,14 @@ mod tests {
             r#"{"type":"compaction","timestamp":"2026-09-05T15:33:59.909Z"}"#.to_string(),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(diags.is_empty());
         assert_eq!(out.len(), 1);
         assert_eq!(brief(&out[0]), "compaction 2 run-1 - -");
         assert_eq!(out[0].event.timestamp_ms, 1788622439909);
 
         // Before anything at all: no run.
-        let (out, _) = feed(&mut adapter(), &[r#"{"type":"compaction"}"#]);
+        let (out, _) = feed_lines(&mut adapter(), &[r#"{"type":"compaction"}"#]);
         assert_eq!(brief(&out[0]), "compaction 1 - - -");
 
         // Followed by an assistant message with a run id: that run.
@@ -841,7 +830,7 @@ mod tests {
             result("a"),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, _) = feed(&mut adapter(), &lines);
+        let (out, _) = feed_lines(&mut adapter(), &lines);
         let briefs: Vec<String> = out.iter().map(brief).collect();
         assert_eq!(
             briefs,
@@ -863,7 +852,7 @@ mod tests {
             r#"{"type":"message","message":{"role":"toolResult","isError":false}}"#.to_string(),
         ];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, diags) = feed(&mut adapter(), &lines);
+        let (out, diags) = feed_lines(&mut adapter(), &lines);
         assert!(diags.is_empty(), "{diags:?}");
         let want = Value::parse(
             br#"{"content":[{"type":"text","text":"x"}],"details":{"status":"completed","exitCode":0}}"#,
@@ -900,7 +889,7 @@ mod tests {
         let line = r#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"a","name":"x"},{"type":"toolCall","id":"b","name":"x"},{"type":"toolCall","id":"c","name":"x"}],"usage":{"totalTokens":10},"stopReason":"toolUse"}}"#;
         let lines = [line.to_string(), result("a"), result("b"), result("c")];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let (out, _) = feed(&mut adapter(), &lines);
+        let (out, _) = feed_lines(&mut adapter(), &lines);
         let tokens: Vec<Option<u64>> = out.iter().map(|e| e.tokens).collect();
         assert_eq!(tokens, [Some(4), None, Some(3), None, Some(3), None]);
         // Arguments missing: {}.
@@ -937,7 +926,7 @@ mod tests {
             r#"{"type":"message","message":{"role":"toolResult","toolCallId":"c2","content":[]}}"#,
         ];
         let ids: HashSet<String> = ["a".to_string()].into_iter().collect();
-        let (out, diags) = feed(&mut adapter().with_active_branch(ids), &lines);
+        let (out, diags) = feed_lines(&mut adapter().with_active_branch(ids), &lines);
         assert!(diags.is_empty(), "{diags:?}");
         let briefs: Vec<String> = out.iter().map(brief).collect();
         assert_eq!(briefs, ["call 5 run-1 c2 read", "outcome 6 run-1 c2 read"]);
@@ -957,7 +946,7 @@ mod tests {
 
     #[test]
     fn compaction_events_have_no_tool() {
-        let (out, _) = feed(
+        let (out, _) = feed_lines(
             &mut adapter(),
             &[r#"{"type":"compaction","id":"x","timestamp":1788622018101}"#],
         );

@@ -366,16 +366,7 @@ mod tests {
     }
 
     fn rollout(lines: &[&str]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-        let mut a = CodexRolloutAdapter::new(ctx());
-        let mut out = Vec::new();
-        let mut diags = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if let Err(d) = a.line(i as u64 + 1, l.as_bytes(), &mut out) {
-                diags.push(d);
-            }
-        }
-        diags.extend(a.finish(&mut out));
-        (out, diags)
+        crate::feed_lines(&mut CodexRolloutAdapter::new(ctx()), lines)
     }
 
     #[test]

@@ -322,21 +322,8 @@ impl MiniState {
         {
             let n = calls.len() as u64;
             for (i, tc) in calls.iter().enumerate() {
-                let function = tc.get("function");
-                let Some(name) = function.and_then(|f| str_field(f, "name")) else {
-                    self.tracker.diagnose(
-                        no,
-                        DiagnosticKind::BadField,
-                        format!("tool_calls[{i}]: field `function.name` missing"),
-                    );
-                    continue;
-                };
-                let id = id_field(tc, "id");
-                let args = arguments(function.and_then(|f| f.get("arguments")));
-                let mut call = PendingCall::new(no, &run, id.clone(), name, args);
-                call.ts = ts;
-                call.tokens = tokens.map(|t| t / n);
-                self.tracker.call(id, call);
+                self.tracker
+                    .tool_call(no, i, tc, &run, ts, tokens.map(|t| t / n));
             }
             self.runs.used();
             return;
@@ -410,17 +397,7 @@ impl MiniState {
         match str_field(m, "role") {
             Some("assistant") => self.assistant(no, m),
             Some("user") => self.user(no, m, out),
-            Some("tool") => {
-                let key = id_field(m, "tool_call_id");
-                let text = content_text(m.get("content").unwrap_or(&Value::Null));
-                self.tracker.result(
-                    no,
-                    key.as_deref(),
-                    Payload::Result(text_result(&text)),
-                    message_ts(m),
-                    out,
-                );
-            }
+            Some("tool") => self.tracker.tool_message(no, m, message_ts(m), out),
             Some(_) => {}
             None => return Err(bad(no, "field `role`: missing or not a string")),
         }

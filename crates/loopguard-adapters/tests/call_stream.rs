@@ -1,23 +1,18 @@
 //! The call-stream adapter on realistic documents
 //! (`tests/fixtures/transcripts/call-stream/`), through to loopguard's decisions.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::call_stream::CallStream;
-use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter, SourcedEvent};
-use loopguard_core::config::OpenClawConfig;
+use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter};
 use loopguard_core::{Mode, Value};
 use loopguard_replay::decision::Action;
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::Replayer;
 use proptest::prelude::*;
+use support::{brief, json, not_quiet, replay_decided, text_payload};
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/call-stream")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+const DIR: &str = "call-stream";
 
 fn ctx() -> Context {
     Context {
@@ -27,63 +22,7 @@ fn ctx() -> Context {
 }
 
 fn adapt(name: &str) -> Adapted {
-    CallStream.adapt(&fixture(name), &ctx()).unwrap()
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref()
-        .map_or_else(|| "-".to_string(), |s| s.to_string())
-}
-
-/// `kind line run callId tool` of an event.
-fn brief(e: &SourcedEvent) -> String {
-    let ev = &e.event;
-    format!(
-        "{} {} {} {} {}",
-        ev.kind.as_str(),
-        e.line,
-        s(&ev.run),
-        s(&ev.call_id),
-        s(&ev.tool)
-    )
-}
-
-fn json(text: &str) -> Value<'static> {
-    Value::parse(text.as_bytes()).unwrap().into_owned()
-}
-
-fn text_payload(text: &str) -> Payload<'static> {
-    Payload::Result(loopguard_adapters::common::text_result(text))
-}
-
-/// One decision: `(line, action, detector, count)`.
-type Decided = (u64, Action, Option<&'static str>, Option<u64>);
-
-fn replay(events: &[SourcedEvent], mode: Mode) -> Vec<Decided> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, mode);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                d.line,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector.as_str()),
-                d.finding.as_ref().map(|f| f.count),
-            )
-        })
-        .collect()
-}
-
-fn not_quiet(decisions: &[Decided]) -> Vec<Decided> {
-    decisions
-        .iter()
-        .filter(|d| !matches!(d.1, Action::Allow | Action::Recorded | Action::Armed))
-        .cloned()
-        .collect()
+    support::adapt_fixture(&CallStream, DIR, name, &ctx())
 }
 
 #[test]
@@ -128,7 +67,7 @@ fn polling_a_stuck_build_warns_then_blocks() {
             ctx().session
         );
     }
-    let flagged = not_quiet(&replay(events, Mode::Observe));
+    let flagged = not_quiet(&replay_decided(events, Mode::Observe));
     let mut want = Vec::new();
     for n in 11..=24u64 {
         let action = if n <= 20 { Action::Warn } else { Action::Block };
@@ -184,8 +123,8 @@ fn healthy_stream_reads_labels_in_document_order() {
     assert!(events
         .iter()
         .all(|e| e.event.agent.as_ref().unwrap().as_str() == Some("main")));
-    assert!(not_quiet(&replay(events, Mode::Observe)).is_empty());
-    assert!(not_quiet(&replay(events, Mode::Enforce)).is_empty());
+    assert!(not_quiet(&replay_decided(events, Mode::Observe)).is_empty());
+    assert!(not_quiet(&replay_decided(events, Mode::Enforce)).is_empty());
 }
 
 #[test]
@@ -203,7 +142,7 @@ fn compaction_record_arms_the_guard_and_the_loop_aborts() {
         brief(&events[9]),
         format!("call 6 {run} functions.gateway:0 gateway")
     );
-    let decisions = replay(events, Mode::Observe);
+    let decisions = replay_decided(events, Mode::Observe);
     assert_eq!(decisions[8], (5, Action::Armed, None, None));
     assert_eq!(
         not_quiet(&decisions),
@@ -234,11 +173,7 @@ fn edge_cases_are_reported_with_their_record_numbers() {
         Some(Payload::Error(Value::from("")))
     );
     assert_eq!(adapted.events[5].event.payload, Some(text_payload("")));
-    let kinds: Vec<(u64, DiagnosticKind)> = adapted
-        .diagnostics
-        .iter()
-        .map(|d| (d.line, d.kind))
-        .collect();
+    let kinds = support::kinds(&adapted.diagnostics);
     assert_eq!(
         kinds,
         [

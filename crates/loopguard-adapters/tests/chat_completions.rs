@@ -1,29 +1,19 @@
 //! The Chat Completions adapters on the fixtures in
 //! `tests/fixtures/transcripts/chat-completions/`.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::chat_completions::{ChatCompletions, ChatCompletionsLines};
 use loopguard_adapters::common::text_result;
-use loopguard_adapters::{
-    detect, Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, LineAdapter,
-    SourcedEvent,
-};
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::{Detector, Mode, Value};
+use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter, Format, LineAdapter};
+use loopguard_core::Value;
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::{Action, Replayer};
+use loopguard_replay::Action;
 use proptest::prelude::*;
+use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};
 
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/chat-completions")
-        .join(name)
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(path(name)).unwrap()
-}
+const DIR: &str = "chat-completions";
 
 fn ctx() -> Context {
     Context {
@@ -33,52 +23,21 @@ fn ctx() -> Context {
 }
 
 fn adapt(name: &str) -> Adapted {
-    ChatCompletions.adapt(&fixture(name), &ctx()).unwrap()
-}
-
-/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
-fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                e.line,
-                e.event.kind,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector),
-            )
-        })
-        .collect()
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
-    d.iter().map(|d| (d.line, d.kind)).collect()
+    support::adapt_fixture(&ChatCompletions, DIR, name, &ctx())
 }
 
 #[test]
 fn every_document_fixture_is_detected_as_chat_completions() {
     for name in ["loop.json", "healthy.json", "traps.json"] {
         assert_eq!(
-            detect(&path(name).to_string_lossy(), &fixture(name)),
+            detect_fixture(DIR, name),
             Some(Format::ChatCompletions),
             "{name}"
         );
     }
     // JSON Lines of bare messages (a role, no type) are recognised too.
     let name = "messages.jsonl";
-    assert_eq!(
-        detect(&path(name).to_string_lossy(), &fixture(name)),
-        Some(Format::ChatCompletions)
-    );
+    assert_eq!(detect_fixture(DIR, name), Some(Format::ChatCompletions));
 }
 
 #[test]
@@ -109,17 +68,13 @@ fn loop_of_25_identical_lookups_warns_then_blocks() {
         assert_eq!(outcome.event.payload, Some(Payload::Result(result.clone())));
         assert_eq!((call.tokens, call.event.timestamp_ms), (None, 0));
     }
-    let decisions = replay(&a.events);
+    let decisions = replay_observe(&a.events);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
         .collect();
     for (i, d) in calls.iter().enumerate() {
-        let (want, detector) = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let (want, detector) = repeat_decision(i + 1);
         assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
     }
     assert_eq!((calls[10].0, calls[20].0), (23, 43));
@@ -163,7 +118,7 @@ fn healthy_conversation_with_parallel_and_legacy_calls() {
     );
     // The legacy function call has no id.
     assert!(a.events[4].event.call_id.is_none());
-    assert!(replay(&a.events)
+    assert!(replay_observe(&a.events)
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
 }
@@ -206,20 +161,8 @@ fn traps_invalid_arguments_out_of_order_results_and_missing_pieces() {
 #[test]
 fn json_lines_of_messages_with_a_cut_last_line() {
     // Through the line adapter, as the reader feeds it.
-    let bytes = fixture("messages.jsonl");
-    let mut adapter = ChatCompletionsLines::new(ctx());
-    let mut events = Vec::new();
-    let mut diagnostics = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if let Err(mut d) = adapter.line(i as u64 + 1, line, &mut events) {
-            if i + 1 == lines.len() && d.kind == DiagnosticKind::NotJson {
-                d.kind = DiagnosticKind::Truncated;
-            }
-            diagnostics.push(d);
-        }
-    }
-    diagnostics.extend(adapter.finish(&mut events));
+    let bytes = fixture(DIR, "messages.jsonl");
+    let (events, diagnostics) = support::feed(&mut ChatCompletionsLines::new(ctx()), &bytes);
     assert_eq!(kinds(&diagnostics), [(5, DiagnosticKind::Truncated)]);
     assert_eq!(events.len(), 2);
     assert_eq!((events[0].line, events[1].line), (2, 3));
@@ -250,7 +193,7 @@ fn json_text() -> impl Strategy<Value = String> {
         "timestamp",
         "text",
     ]);
-    let words = prop::sample::select(vec![
+    let words = vec![
         "assistant",
         "user",
         "tool",
@@ -264,22 +207,8 @@ fn json_text() -> impl Strategy<Value = String> {
         "{oops",
         "",
         "text",
-    ]);
-    let leaf = prop_oneof![
-        Just("null".to_string()),
-        any::<bool>().prop_map(|b| b.to_string()),
-        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
-        words.prop_map(|w| format!("{w:?}")),
     ];
-    leaf.prop_recursive(6, 64, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
-            }),
-        ]
-    })
+    support::json_text(keys, words, 6, 64, 6)
 }
 
 proptest! {
@@ -316,7 +245,6 @@ proptest! {
     #[test]
     fn cut_fixtures_never_panic(cut in 0usize..14000, pick in 0usize..4) {
         let name = ["loop.json", "healthy.json", "traps.json", "messages.jsonl"][pick];
-        let bytes = fixture(name);
-        let _ = ChatCompletions.adapt(&bytes[..cut.min(bytes.len())], &ctx());
+        let _ = ChatCompletions.adapt(cut_at(&fixture(DIR, name), cut), &ctx());
     }
 }

@@ -1,78 +1,27 @@
 //! The Claude Code adapter on the fixtures in `tests/fixtures/transcripts/claude-code/`.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::claude_code::ClaudeCodeAdapter;
-use loopguard_adapters::{
-    detect, Context, Diagnostic, DiagnosticKind, Format, LineAdapter, SourcedEvent,
-};
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::{Detector, Mode, Value};
+use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
+use loopguard_core::{Detector, Value};
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::{Action, Replayer};
+use loopguard_replay::Action;
 use proptest::prelude::*;
+use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};
 
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/claude-code")
-        .join(name)
-}
+const DIR: &str = "claude-code";
 
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(path(name)).unwrap()
-}
-
-/// Feeds a file line by line as the reader does: a last line without a newline that is
-/// not JSON is `Truncated`.
+/// Feeds a file through a Claude Code adapter as the reader does (see [`support::feed`]).
 fn feed(bytes: &[u8]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-    let mut adapter = ClaudeCodeAdapter::new(Context {
-        session: "3f2a9c1e".into(),
-        agent: Some("main".into()),
-    });
-    let mut events = Vec::new();
-    let mut diagnostics = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        if let Err(mut d) = adapter.line(i as u64 + 1, line, &mut events) {
-            if i + 1 == lines.len() && d.kind == DiagnosticKind::NotJson {
-                d.kind = DiagnosticKind::Truncated;
-            }
-            diagnostics.push(d);
-        }
-    }
-    diagnostics.extend(adapter.finish(&mut events));
-    (events, diagnostics)
-}
-
-/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
-fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                e.line,
-                e.event.kind,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector),
-            )
-        })
-        .collect()
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
-    d.iter().map(|d| (d.line, d.kind)).collect()
+    support::feed(
+        &mut ClaudeCodeAdapter::new(Context {
+            session: "3f2a9c1e".into(),
+            agent: Some("main".into()),
+        }),
+        bytes,
+    )
 }
 
 #[test]
@@ -84,7 +33,7 @@ fn every_fixture_is_detected_as_claude_code() {
         "traps.jsonl",
     ] {
         assert_eq!(
-            detect(&path(name).to_string_lossy(), &fixture(name)),
+            detect_fixture(DIR, name),
             Some(Format::ClaudeCode),
             "{name}"
         );
@@ -93,7 +42,7 @@ fn every_fixture_is_detected_as_claude_code() {
 
 #[test]
 fn loop_of_25_identical_polls_warns_then_blocks() {
-    let (events, diagnostics) = feed(&fixture("loop.jsonl"));
+    let (events, diagnostics) = feed(&fixture(DIR, "loop.jsonl"));
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     assert_eq!(events.len(), 50);
     let args = Value::parse(
@@ -129,17 +78,13 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
         Some(Payload::Result(Value::parse(want.as_bytes()).unwrap()))
     );
 
-    let decisions = replay(&events);
+    let decisions = replay_observe(&events);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
         .collect();
     for (i, d) in calls.iter().enumerate() {
-        let (want, detector) = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let (want, detector) = repeat_decision(i + 1);
         assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
     }
     assert_eq!(calls[10].0, 34);
@@ -148,7 +93,7 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
 
 #[test]
 fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
-    let (events, diagnostics) = feed(&fixture("healthy.jsonl"));
+    let (events, diagnostics) = feed(&fixture(DIR, "healthy.jsonl"));
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     let summary: Vec<(u64, EventKind, String, String)> = events
         .iter()
@@ -195,7 +140,7 @@ fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
             text
         )))
     );
-    let decisions = replay(&events);
+    let decisions = replay_observe(&events);
     assert!(decisions
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
@@ -203,7 +148,7 @@ fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
 
 #[test]
 fn a_loop_surviving_compaction_aborts_the_run() {
-    let (events, diagnostics) = feed(&fixture("compaction.jsonl"));
+    let (events, diagnostics) = feed(&fixture(DIR, "compaction.jsonl"));
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     let compaction = events
         .iter()
@@ -212,7 +157,7 @@ fn a_loop_surviving_compaction_aborts_the_run() {
     assert_eq!(compaction.line, 6);
     assert_eq!(s(&compaction.event.run), "run-1");
     assert_eq!(compaction.event.timestamp_ms, 1788622014250);
-    let decisions = replay(&events);
+    let decisions = replay_observe(&events);
     assert_eq!(
         decisions[4],
         (6, EventKind::Compaction, Action::Armed, None)
@@ -240,7 +185,7 @@ fn a_loop_surviving_compaction_aborts_the_run() {
 
 #[test]
 fn traps_split_lines_orphans_unknown_and_truncated_lines() {
-    let (events, diagnostics) = feed(&fixture("traps.jsonl"));
+    let (events, diagnostics) = feed(&fixture(DIR, "traps.jsonl"));
     // Line 3 repeats line 2's tool_use (same id): one call, not two.
     let calls: Vec<_> = events
         .iter()
@@ -305,7 +250,7 @@ fn json_text() -> impl Strategy<Value = String> {
         "text",
         "role",
     ]);
-    let words = prop::sample::select(vec![
+    let words = vec![
         "assistant",
         "user",
         "system",
@@ -320,22 +265,8 @@ fn json_text() -> impl Strategy<Value = String> {
         "Bash",
         "2026-09-05T15:26:13.250Z",
         "",
-    ]);
-    let leaf = prop_oneof![
-        Just("null".to_string()),
-        any::<bool>().prop_map(|b| b.to_string()),
-        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
-        words.prop_map(|w| format!("{w:?}")),
     ];
-    leaf.prop_recursive(5, 48, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
-            }),
-        ]
-    })
+    support::json_text(keys, words, 5, 48, 5)
 }
 
 proptest! {
@@ -343,17 +274,7 @@ proptest! {
 
     /// Random lines never make the adapter panic.
     #[test]
-    fn random_lines_never_panic(
-        lines in prop::collection::vec(
-            prop_oneof![json_text().prop_map(String::into_bytes), prop::collection::vec(any::<u8>(), 0..64)],
-            0..24,
-        )
-    ) {
-        let mut bytes = Vec::new();
-        for l in &lines {
-            bytes.extend_from_slice(l);
-            bytes.push(b'\n');
-        }
+    fn random_lines_never_panic(bytes in support::json_lines(json_text())) {
         let (events, _) = feed(&bytes);
         for e in &events {
             prop_assert!(e.event.kind != EventKind::Call || e.event.tool.is_some());
@@ -364,8 +285,6 @@ proptest! {
     #[test]
     fn cut_fixture_lines_never_panic(cut in 0usize..4000, pick in 0usize..4) {
         let name = ["loop.jsonl", "healthy.jsonl", "compaction.jsonl", "traps.jsonl"][pick];
-        let bytes = fixture(name);
-        let cut = cut.min(bytes.len());
-        let _ = feed(&bytes[..cut]);
+        let _ = feed(cut_at(&fixture(DIR, name), cut));
     }
 }

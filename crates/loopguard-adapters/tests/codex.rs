@@ -1,88 +1,45 @@
 //! The Codex CLI rollout adapter on the fixtures in `tests/fixtures/transcripts/codex/`.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::common::text_result;
 use loopguard_adapters::responses::CodexRolloutAdapter;
-use loopguard_adapters::{
-    detect, Context, Diagnostic, DiagnosticKind, Format, LineAdapter, SourcedEvent,
-};
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::{Detector, Mode, Value};
+use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
+use loopguard_core::{Detector, Value};
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::{Action, Replayer};
+use loopguard_replay::Action;
 use proptest::prelude::*;
+use support::{cut_at, detect_fixture, kinds, repeat_decision, replay_observe, s};
 
+const DIR: &str = "codex";
 const NAMES: [&str; 4] = ["loop", "healthy", "compaction", "traps"];
 
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/codex")
-        .join(format!("rollout-2026-09-05T15-26-13-{name}.jsonl"))
+/// The rollout file of fixture `name`.
+fn file(name: &str) -> String {
+    format!("rollout-2026-09-05T15-26-13-{name}.jsonl")
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(path(name)).unwrap()
+    support::fixture(DIR, &file(name))
 }
 
-/// Feeds a file line by line as the reader does: a last line without a newline that is
-/// not JSON is `Truncated`.
+/// Feeds a file through a Codex rollout adapter as the reader does (see [`support::feed`]).
 fn feed(bytes: &[u8]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-    let mut adapter = CodexRolloutAdapter::new(Context {
-        session: "0199a4c2".into(),
-        agent: None,
-    });
-    let mut events = Vec::new();
-    let mut diagnostics = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim_ascii().is_empty() {
-            continue;
-        }
-        if let Err(mut d) = adapter.line(i as u64 + 1, line, &mut events) {
-            if i + 1 == lines.len() && d.kind == DiagnosticKind::NotJson {
-                d.kind = DiagnosticKind::Truncated;
-            }
-            diagnostics.push(d);
-        }
-    }
-    diagnostics.extend(adapter.finish(&mut events));
-    (events, diagnostics)
-}
-
-/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
-fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                e.line,
-                e.event.kind,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector),
-            )
-        })
-        .collect()
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
-    d.iter().map(|d| (d.line, d.kind)).collect()
+    support::feed(
+        &mut CodexRolloutAdapter::new(Context {
+            session: "0199a4c2".into(),
+            agent: None,
+        }),
+        bytes,
+    )
 }
 
 #[test]
 fn every_fixture_is_detected_as_a_codex_rollout() {
     for name in NAMES {
         assert_eq!(
-            detect(&path(name).to_string_lossy(), &fixture(name)),
+            detect_fixture(DIR, &file(name)),
             Some(Format::CodexRollout),
             "{name}"
         );
@@ -117,17 +74,13 @@ fn loop_of_25_identical_shell_calls_warns_then_blocks() {
         );
         assert_eq!(outcome.event.payload, events[1].event.payload);
     }
-    let decisions = replay(&events);
+    let decisions = replay_observe(&events);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
         .collect();
     for (i, d) in calls.iter().enumerate() {
-        let (want, detector) = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let (want, detector) = repeat_decision(i + 1);
         assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
     }
     assert_eq!(calls[10].0, 46);
@@ -160,7 +113,7 @@ fn healthy_rollout_has_custom_tools_plans_and_two_runs() {
     // A custom tool's raw input is the `input` argument.
     let input = "*** Begin Patch\n*** Update File: src/main.rs\n@@\n-    let app = Router::new()\n+    let app = Router::new().route(\"/health\", get(|| async { \"ok\" }))\n*** End Patch\n";
     assert_eq!(events[2].event.args.get("input"), Some(&Value::from(input)));
-    assert!(replay(&events)
+    assert!(replay_observe(&events)
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
 }
@@ -175,7 +128,7 @@ fn compacted_and_context_compacted_make_one_compaction_then_the_guard_aborts() {
         .map(|e| (e.line, s(&e.event.run)))
         .collect();
     assert_eq!(compactions, [(13, "run-1".to_string())]);
-    let decisions = replay(&events);
+    let decisions = replay_observe(&events);
     assert_eq!(
         decisions[4],
         (13, EventKind::Compaction, Action::Armed, None)
@@ -247,7 +200,7 @@ fn json_text() -> impl Strategy<Value = String> {
         "error",
         "text",
     ]);
-    let words = prop::sample::select(vec![
+    let words = vec![
         "response_item",
         "event_msg",
         "compacted",
@@ -268,22 +221,8 @@ fn json_text() -> impl Strategy<Value = String> {
         "{\"a\":1}",
         "{oops",
         "",
-    ]);
-    let leaf = prop_oneof![
-        Just("null".to_string()),
-        any::<bool>().prop_map(|b| b.to_string()),
-        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
-        words.prop_map(|w| format!("{w:?}")),
     ];
-    leaf.prop_recursive(5, 48, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
-            }),
-        ]
-    })
+    support::json_text(keys, words, 5, 48, 5)
 }
 
 proptest! {
@@ -291,17 +230,7 @@ proptest! {
 
     /// Random lines never make the adapter panic.
     #[test]
-    fn random_lines_never_panic(
-        lines in prop::collection::vec(
-            prop_oneof![json_text().prop_map(String::into_bytes), prop::collection::vec(any::<u8>(), 0..64)],
-            0..24,
-        )
-    ) {
-        let mut bytes = Vec::new();
-        for l in &lines {
-            bytes.extend_from_slice(l);
-            bytes.push(b'\n');
-        }
+    fn random_lines_never_panic(bytes in support::json_lines(json_text())) {
         let (events, _) = feed(&bytes);
         for e in &events {
             prop_assert!(e.event.kind == EventKind::Compaction || e.event.tool.is_some());
@@ -311,8 +240,6 @@ proptest! {
     /// Any fixture, cut anywhere, never makes the adapter panic.
     #[test]
     fn cut_fixtures_never_panic(cut in 0usize..12000, pick in 0usize..4) {
-        let bytes = fixture(NAMES[pick]);
-        let cut = cut.min(bytes.len());
-        let _ = feed(&bytes[..cut]);
+        let _ = feed(cut_at(&fixture(NAMES[pick]), cut));
     }
 }

@@ -1,24 +1,22 @@
 //! The OpenClaw session JSONL adapter on realistic session files
 //! (`tests/fixtures/transcripts/openclaw/`), through to loopguard's decisions.
 
+#[allow(dead_code)]
+mod support;
+
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 use loopguard_adapters::openclaw::{active_branch_ids, OpenClawAdapter};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::{Mode, Value};
 use loopguard_replay::decision::Action;
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::Replayer;
 use proptest::prelude::*;
+use support::{
+    brief, feed, fixture, json, not_quiet, opt_string, quote, replay_decided, text_payload,
+};
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/openclaw")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+const DIR: &str = "openclaw";
 
 fn ctx() -> Context {
     Context {
@@ -27,92 +25,9 @@ fn ctx() -> Context {
     }
 }
 
-/// Feeds a file line by line as a driver does: blank lines skipped but counted, a last
-/// line without a newline that does not parse reported as `Truncated`.
-fn read_with(bytes: &[u8], mut adapter: OpenClawAdapter) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-    let mut out = Vec::new();
-    let mut diagnostics = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let last = lines.len() as u64;
-    for (i, line) in lines.iter().enumerate() {
-        let no = i as u64 + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        if let Err(mut d) = adapter.line(no, line, &mut out) {
-            if no == last && d.kind == DiagnosticKind::NotJson {
-                d.kind = DiagnosticKind::Truncated;
-            }
-            diagnostics.push(d);
-        }
-    }
-    diagnostics.extend(adapter.finish(&mut out));
-    (out, diagnostics)
-}
-
+/// A fixture through an OpenClaw adapter, as the reader feeds it (see [`support::feed`]).
 fn read(name: &str) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
-    read_with(&fixture(name), OpenClawAdapter::new(ctx()))
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> Option<String> {
-    v.as_ref().map(|s| s.to_string())
-}
-
-/// `kind line run callId tool` of an event.
-fn brief(e: &SourcedEvent) -> String {
-    let ev = &e.event;
-    format!(
-        "{} {} {} {} {}",
-        ev.kind.as_str(),
-        e.line,
-        s(&ev.run).unwrap_or_else(|| "-".into()),
-        s(&ev.call_id).unwrap_or_else(|| "-".into()),
-        s(&ev.tool).unwrap_or_else(|| "-".into()),
-    )
-}
-
-fn json(text: &str) -> Value<'static> {
-    Value::parse(text.as_bytes()).unwrap().into_owned()
-}
-
-fn text_result(text: &str) -> Payload<'static> {
-    let mut out = Vec::new();
-    loopguard_core::canonical::write_json_string(&mut out, &text.into());
-    let doc = format!(
-        r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
-        String::from_utf8(out).unwrap()
-    );
-    Payload::Result(json(&doc))
-}
-
-/// One decision: `(line, action, detector, count)`.
-type Decided = (u64, Action, Option<&'static str>, Option<u64>);
-
-fn replay(events: &[SourcedEvent], mode: Mode) -> Vec<Decided> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, mode);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                d.line,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector.as_str()),
-                d.finding.as_ref().map(|f| f.count),
-            )
-        })
-        .collect()
-}
-
-fn not_quiet(decisions: &[Decided]) -> Vec<Decided> {
-    decisions
-        .iter()
-        .filter(|d| !matches!(d.1, Action::Allow | Action::Recorded | Action::Armed))
-        .cloned()
-        .collect()
+    feed(&mut OpenClawAdapter::new(ctx()), &fixture(DIR, name))
 }
 
 /// Every call is followed by its outcome, with the same run, call id, tool and args.
@@ -147,7 +62,7 @@ fn read_loop_warns_from_the_eleventh_read_and_blocks_from_the_twenty_first() {
     assert_eq!(events.len(), 50);
     assert_paired(&events);
     let args = json(r#"{"path":"/home/ana/work/site/ROADMAP.md"}"#);
-    let result = text_result("# Roadmap\n\n- [ ] v0.3: plugin API\n- [ ] v0.4: sync\n");
+    let result = text_payload("# Roadmap\n\n- [ ] v0.3: plugin API\n- [ ] v0.4: sync\n");
     for (i, pair) in events.chunks(2).enumerate() {
         let (call, outcome) = (&pair[0], &pair[1]);
         let id = format!("call_rd{i:02}");
@@ -169,7 +84,7 @@ fn read_loop_warns_from_the_eleventh_read_and_blocks_from_the_twenty_first() {
         assert_eq!(outcome.event.timestamp_ms, call.event.timestamp_ms + 90);
     }
 
-    let decisions = replay(&events, Mode::Observe);
+    let decisions = replay_decided(&events, Mode::Observe);
     let flagged = not_quiet(&decisions);
     let mut want = Vec::new();
     for n in 11..=25u64 {
@@ -186,7 +101,7 @@ fn read_loop_warns_from_the_eleventh_read_and_blocks_from_the_twenty_first() {
 #[test]
 fn read_loop_in_enforce_mode_ignores_the_outcomes_of_blocked_reads() {
     let (events, _) = read("read-loop.jsonl");
-    let decisions = replay(&events, Mode::Enforce);
+    let decisions = replay_decided(&events, Mode::Enforce);
     // The 21st read is blocked; its outcome (same callId) is absorbed.
     assert_eq!(decisions[40].0, 43);
     assert_eq!(decisions[40].1, Action::Block);
@@ -223,7 +138,7 @@ fn exec_polling_is_a_known_poll_loop_despite_changing_durations() {
         Some("running")
     );
 
-    let flagged = not_quiet(&replay(&events, Mode::Observe));
+    let flagged = not_quiet(&replay_decided(&events, Mode::Observe));
     assert_eq!(flagged.len(), 14);
     // Poll n (1-based) is on line 5 + 2(n-1); it warns from the 11th poll (10 identical
     // outcomes before it) and blocks from the 21st.
@@ -287,13 +202,13 @@ fn healthy_session_has_three_runs_and_no_findings() {
     );
     // Two calls of one message share its 1061 tokens.
     assert_eq!((events[4].tokens, events[6].tokens), (Some(531), Some(530)));
-    assert!(not_quiet(&replay(&events, Mode::Observe)).is_empty());
-    assert!(not_quiet(&replay(&events, Mode::Enforce)).is_empty());
+    assert!(not_quiet(&replay_decided(&events, Mode::Observe)).is_empty());
+    assert!(not_quiet(&replay_decided(&events, Mode::Enforce)).is_empty());
 }
 
 #[test]
 fn crlf_line_endings_and_a_bom_change_nothing() {
-    let original = fixture("healthy.jsonl");
+    let original = fixture(DIR, "healthy.jsonl");
     let mut crlf = b"\xEF\xBB\xBF".to_vec();
     for line in original.split(|b| *b == b'\n') {
         if !line.is_empty() {
@@ -301,8 +216,8 @@ fn crlf_line_endings_and_a_bom_change_nothing() {
             crlf.extend_from_slice(b"\r\n");
         }
     }
-    let (a, da) = read_with(&original, OpenClawAdapter::new(ctx()));
-    let (b, db) = read_with(&crlf, OpenClawAdapter::new(ctx()));
+    let (a, da) = feed(&mut OpenClawAdapter::new(ctx()), &original);
+    let (b, db) = feed(&mut OpenClawAdapter::new(ctx()), &crlf);
     assert_eq!(a, b);
     assert_eq!(da, db);
 }
@@ -315,7 +230,7 @@ fn loop_surviving_a_compaction_aborts_the_run() {
     // Every event carries the run id the transcript recorded, the compaction included.
     assert!(events
         .iter()
-        .all(|e| s(&e.event.run).as_deref() == Some(run)));
+        .all(|e| opt_string(&e.event.run).as_deref() == Some(run)));
     let compaction = &events[8];
     assert_eq!(compaction.event.kind, EventKind::Compaction);
     assert_eq!(compaction.line, 11);
@@ -323,7 +238,7 @@ fn loop_surviving_a_compaction_aborts_the_run() {
     assert_eq!(compaction.event.tool, None);
     assert_eq!(events.len(), 15);
 
-    let decisions = replay(&events, Mode::Observe);
+    let decisions = replay_decided(&events, Mode::Observe);
     assert_eq!(decisions[8], (11, Action::Armed, None, None));
     assert_eq!(
         not_quiet(&decisions),
@@ -356,13 +271,13 @@ fn version_1_file_without_ids() {
     // totalTokens 0: input + output.
     assert_eq!(events[0].tokens, Some(320));
     // An empty output is still a result.
-    assert_eq!(events[4].event.payload, Some(text_result("")));
+    assert_eq!(events[4].event.payload, Some(text_payload("")));
     // No ids: the active branch is the whole file.
-    let ids = active_branch_ids(&fixture("v1.jsonl")[..]).unwrap();
+    let ids = active_branch_ids(&fixture(DIR, "v1.jsonl")[..]).unwrap();
     assert!(ids.is_empty());
-    let (filtered, _) = read_with(
-        &fixture("v1.jsonl"),
-        OpenClawAdapter::new(ctx()).with_active_branch(ids),
+    let (filtered, _) = feed(
+        &mut OpenClawAdapter::new(ctx()).with_active_branch(ids),
+        &fixture(DIR, "v1.jsonl"),
     );
     assert_eq!(filtered, events);
 }
@@ -407,7 +322,7 @@ fn version_3_run_ids_fallback_run_and_compaction_projection() {
             r#"{"content":[{"type":"text","text":"Sent."}],"details":{"ok":true,"messageId":5521,"chatId":"@ana"}}"#
         )))
     );
-    let decisions = replay(&events, Mode::Observe);
+    let decisions = replay_decided(&events, Mode::Observe);
     assert_eq!(decisions[4].1, Action::Armed);
     assert_eq!(decisions[7].1, Action::Armed);
     assert!(not_quiet(&decisions).is_empty());
@@ -434,7 +349,7 @@ fn parallel_calls_pair_by_id_and_share_the_tokens() {
     assert_eq!(events[0].event.args, json(r#"{"path":"config/prod.json"}"#));
     assert_eq!(
         events[1].event.payload,
-        Some(text_result(r#"{"debug":false}"#))
+        Some(text_payload(r#"{"debug":false}"#))
     );
     assert_eq!(events[2].event.args, json(r#"{"path":"config/dev.json"}"#));
     // 1000 tokens over three calls, in block order: 334, 333, 333.
@@ -469,7 +384,7 @@ fn aborted_calls_are_reported_and_repeated_ids_pair_with_the_new_call() {
         events[3].event.payload,
         Some(Payload::Error(Value::from("Aborted")))
     );
-    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    let kinds = support::kinds(&diagnostics);
     assert_eq!(
         kinds,
         [
@@ -509,15 +424,15 @@ fn version_4_entries_and_an_unknown_entry_type() {
 
 #[test]
 fn truncated_last_line() {
-    let bytes = fixture("truncated.jsonl");
+    let bytes = fixture(DIR, "truncated.jsonl");
     assert_ne!(bytes.last(), Some(&b'\n'));
-    let (events, diagnostics) = read_with(&bytes, OpenClawAdapter::new(ctx()));
+    let (events, diagnostics) = feed(&mut OpenClawAdapter::new(ctx()), &bytes);
     let briefs: Vec<String> = events.iter().map(brief).collect();
     assert_eq!(
         briefs,
         ["call 3 run-1 call_t1 exec", "outcome 4 run-1 call_t1 exec"]
     );
-    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    let kinds = support::kinds(&diagnostics);
     // The cut-off result never arrived, so its call is unanswered.
     assert_eq!(
         kinds,
@@ -530,8 +445,8 @@ fn truncated_last_line() {
 
 #[test]
 fn active_branch_drops_the_abandoned_path() {
-    let bytes = fixture("branched.jsonl");
-    let (all, diagnostics) = read_with(&bytes, OpenClawAdapter::new(ctx()));
+    let bytes = fixture(DIR, "branched.jsonl");
+    let (all, diagnostics) = feed(&mut OpenClawAdapter::new(ctx()), &bytes);
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     let briefs: Vec<String> = all.iter().map(brief).collect();
     assert_eq!(
@@ -552,8 +467,10 @@ fn active_branch_drops_the_abandoned_path() {
     .map(String::from)
     .collect();
     assert_eq!(ids, want);
-    let (active, diagnostics) =
-        read_with(&bytes, OpenClawAdapter::new(ctx()).with_active_branch(ids));
+    let (active, diagnostics) = feed(
+        &mut OpenClawAdapter::new(ctx()).with_active_branch(ids),
+        &bytes,
+    );
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     let briefs: Vec<String> = active.iter().map(brief).collect();
     assert_eq!(
@@ -601,12 +518,6 @@ fn id_strategy() -> impl Strategy<Value = String> {
         Just("functions.read:0".to_string()),
         Just(String::new()),
     ]
-}
-
-fn quote(s: &str) -> String {
-    let mut out = Vec::new();
-    loopguard_core::canonical::write_json_string(&mut out, &s.into());
-    String::from_utf8(out).unwrap()
 }
 
 /// Lines shaped like session entries, with random and missing fields.

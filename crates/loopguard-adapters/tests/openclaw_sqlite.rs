@@ -1,18 +1,22 @@
 //! OpenClaw's SQLite transcript store: databases built in the test from the JSONL fixtures
 //! (`tests/fixtures/transcripts/openclaw/`), with OpenClaw's schema.
 
+#[allow(dead_code)]
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use loopguard_adapters::openclaw::OpenClawAdapter;
 use loopguard_adapters::openclaw_sqlite::{list_sessions, read_session, SqliteError};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
 use loopguard_replay::decision::Action;
-use loopguard_replay::Replayer;
 use proptest::prelude::*;
 use rusqlite::{params, Connection};
+use support::{fixture, not_quiet, replay_decided, Decided};
+
+const DIR: &str = "openclaw";
 
 /// OpenClaw's tables (`src/state/openclaw-agent-schema.sql`), the parts transcripts need.
 const SCHEMA: &str = "
@@ -69,17 +73,10 @@ impl Drop for TempDb {
     }
 }
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/openclaw")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 /// The non-blank lines of a fixture, as `openclaw doctor --fix` would import them: row
 /// `seq` i is line i + 1 (the header is seq 0).
 fn rows(name: &str) -> Vec<String> {
-    String::from_utf8(fixture(name))
+    String::from_utf8(fixture(DIR, name))
         .unwrap()
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -141,26 +138,9 @@ fn via_jsonl(name: &str) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
     (out, diagnostics)
 }
 
-type Decided = (u64, Action, Option<&'static str>, Option<u64>);
-
+/// The decisions on `events` in observe mode that are not quiet.
 fn flagged(events: &[SourcedEvent]) -> Vec<Decided> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                d.line,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector.as_str()),
-                d.finding.as_ref().map(|f| f.count),
-            )
-        })
-        .filter(|d| !matches!(d.1, Action::Allow | Action::Recorded | Action::Armed))
-        .collect()
+    not_quiet(&replay_decided(events, Mode::Observe))
 }
 
 const LOOP: &str = "0199a4c2-0001-7000-8000-000000000001";
@@ -247,7 +227,7 @@ fn the_loop_session_warns_and_blocks_at_its_rows() {
 fn diagnostics_name_the_row() {
     let db = agent_database("diag");
     let (_, diagnostics) = read(&db, ABORTED);
-    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    let kinds = support::kinds(&diagnostics);
     assert_eq!(
         kinds,
         [
@@ -309,7 +289,7 @@ fn odd_rows_are_diagnostics() {
 
     let mut out = Vec::new();
     let diagnostics = read_session(db.path(), "s", ctx(), &mut out).unwrap();
-    let kinds: Vec<(u64, DiagnosticKind)> = diagnostics.iter().map(|d| (d.line, d.kind)).collect();
+    let kinds = support::kinds(&diagnostics);
     assert_eq!(
         kinds,
         [
@@ -335,7 +315,7 @@ fn errors_say_what_is_wrong() {
     assert!(!missing.path().exists());
 
     let text = TempDb::new("text");
-    std::fs::write(text.path(), fixture("healthy.jsonl")).unwrap();
+    std::fs::write(text.path(), fixture(DIR, "healthy.jsonl")).unwrap();
     let e = list_sessions(text.path()).unwrap_err();
     assert!(matches!(e, SqliteError::NotADatabase { .. }), "{e:?}");
     assert!(e.to_string().ends_with("is not an SQLite database"), "{e}");

@@ -1,29 +1,19 @@
 //! The Responses adapter on the fixtures in `tests/fixtures/transcripts/responses/`.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::common::text_result;
 use loopguard_adapters::responses::Responses;
-use loopguard_adapters::{
-    detect, Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, SourcedEvent,
-};
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::{Detector, Mode, Value};
+use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter, Format};
+use loopguard_core::{Detector, Value};
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::{Action, Replayer};
+use loopguard_replay::Action;
 use proptest::prelude::*;
+use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};
 
+const DIR: &str = "responses";
 const NAMES: [&str; 4] = ["loop.json", "healthy.json", "compaction.json", "traps.json"];
-
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts/responses")
-        .join(name)
-}
-
-fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(path(name)).unwrap()
-}
 
 fn ctx() -> Context {
     Context {
@@ -33,45 +23,13 @@ fn ctx() -> Context {
 }
 
 fn adapt(name: &str) -> Adapted {
-    Responses.adapt(&fixture(name), &ctx()).unwrap()
-}
-
-/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
-fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                e.line,
-                e.event.kind,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector),
-            )
-        })
-        .collect()
-}
-
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
-    d.iter().map(|d| (d.line, d.kind)).collect()
+    support::adapt_fixture(&Responses, DIR, name, &ctx())
 }
 
 #[test]
 fn every_fixture_is_detected_as_responses() {
     for name in NAMES {
-        assert_eq!(
-            detect(&path(name).to_string_lossy(), &fixture(name)),
-            Some(Format::Responses),
-            "{name}"
-        );
+        assert_eq!(detect_fixture(DIR, name), Some(Format::Responses), "{name}");
     }
 }
 
@@ -102,17 +60,13 @@ fn loop_of_25_identical_searches_warns_then_blocks() {
             Some(Payload::Result(text_result("No results.")))
         );
     }
-    let decisions = replay(&a.events);
+    let decisions = replay_observe(&a.events);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
         .collect();
     for (i, d) in calls.iter().enumerate() {
-        let (want, detector) = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let (want, detector) = repeat_decision(i + 1);
         assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
     }
     assert_eq!((calls[10].0, calls[20].0), (33, 63));
@@ -171,7 +125,7 @@ fn healthy_response_with_every_call_kind() {
         a.events[7].event.payload,
         Some(Payload::Result(text_result("review requested from @lee")))
     );
-    assert!(replay(&a.events)
+    assert!(replay_observe(&a.events)
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
 }
@@ -180,7 +134,7 @@ fn healthy_response_with_every_call_kind() {
 fn a_loop_surviving_compaction_aborts_the_run() {
     let a = adapt("compaction.json");
     assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
-    let decisions = replay(&a.events);
+    let decisions = replay_observe(&a.events);
     assert_eq!(
         decisions[4],
         (6, EventKind::Compaction, Action::Armed, None)
@@ -253,7 +207,7 @@ fn json_text() -> impl Strategy<Value = String> {
         "items",
         "created_at",
     ]);
-    let words = prop::sample::select(vec![
+    let words = vec![
         "function_call",
         "function_call_output",
         "custom_tool_call",
@@ -273,29 +227,10 @@ fn json_text() -> impl Strategy<Value = String> {
         "{oops",
         "",
         "input_text",
-    ]);
-    let leaf = prop_oneof![
-        Just("null".to_string()),
-        any::<bool>().prop_map(|b| b.to_string()),
-        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
-        words.prop_map(|w| format!("{w:?}")),
     ];
-    leaf.prop_recursive(6, 64, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec(
-                (
-                    prop_oneof![keys.clone(), Just("output"), Just("input")],
-                    inner
-                ),
-                0..6
-            )
-            .prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
-            }),
-        ]
-    })
+    // `output` and `input` are drawn more often than the other keys.
+    let keys = prop_oneof![keys, Just("output"), Just("input")];
+    support::json_text(keys, words, 6, 64, 6)
 }
 
 proptest! {
@@ -315,7 +250,6 @@ proptest! {
     /// Any fixture, cut anywhere, never makes the adapter panic.
     #[test]
     fn cut_fixtures_never_panic(cut in 0usize..14000, pick in 0usize..4) {
-        let bytes = fixture(NAMES[pick]);
-        let _ = Responses.adapt(&bytes[..cut.min(bytes.len())], &ctx());
+        let _ = Responses.adapt(cut_at(&fixture(DIR, NAMES[pick]), cut), &ctx());
     }
 }

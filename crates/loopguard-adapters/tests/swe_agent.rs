@@ -1,29 +1,17 @@
 //! The SWE-agent and mini-swe-agent adapters on the fixtures in
 //! `tests/fixtures/transcripts/swe-agent/` and `…/mini-swe-agent/`.
 
-use std::path::PathBuf;
+#[allow(dead_code)]
+mod support;
 
 use loopguard_adapters::common::text_result;
 use loopguard_adapters::swe_agent::{MiniSweAgent, SweAgent, FORMAT_ERROR_TOOL};
-use loopguard_adapters::{
-    detect, Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, SourcedEvent,
-};
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::{Detector, Mode, Value};
+use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter, Format, SourcedEvent};
+use loopguard_core::{Detector, Value};
 use loopguard_replay::event::{EventKind, Payload};
-use loopguard_replay::{Action, Replayer};
+use loopguard_replay::Action;
 use proptest::prelude::*;
-
-fn path(dir: &str, name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/transcripts")
-        .join(dir)
-        .join(name)
-}
-
-fn fixture(dir: &str, name: &str) -> Vec<u8> {
-    std::fs::read(path(dir, name)).unwrap()
-}
+use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};
 
 fn ctx() -> Context {
     Context {
@@ -33,59 +21,27 @@ fn ctx() -> Context {
 }
 
 fn swe(name: &str) -> Adapted {
-    SweAgent.adapt(&fixture("swe-agent", name), &ctx()).unwrap()
+    support::adapt_fixture(&SweAgent, "swe-agent", name, &ctx())
 }
 
 fn mini(name: &str) -> Adapted {
-    MiniSweAgent
-        .adapt(&fixture("mini-swe-agent", name), &ctx())
-        .unwrap()
-}
-
-/// Replays events in observe mode with detection on: `(line, kind, decision, detector)`.
-fn replay(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
-        .unwrap()
-        .config;
-    let mut r = Replayer::new(cfg, Mode::Observe);
-    events
-        .iter()
-        .map(|e| {
-            let d = r.process(&e.event, e.line);
-            (
-                e.line,
-                e.event.kind,
-                d.action,
-                d.finding.as_ref().map(|f| f.detector),
-            )
-        })
-        .collect()
+    support::adapt_fixture(&MiniSweAgent, "mini-swe-agent", name, &ctx())
 }
 
 /// The decisions of the calls, by call number (1-based).
 fn call_decisions(events: &[SourcedEvent]) -> Vec<(u64, Action, Option<Detector>)> {
-    replay(events)
+    replay_observe(events)
         .into_iter()
         .filter(|d| d.1 == EventKind::Call)
         .map(|d| (d.0, d.2, d.3))
         .collect()
 }
 
-fn s(v: &Option<loopguard_core::JsString<'static>>) -> String {
-    v.as_ref().map(|s| s.to_string()).unwrap_or_default()
-}
-
-fn kinds(d: &[Diagnostic]) -> Vec<(u64, DiagnosticKind)> {
-    d.iter().map(|d| (d.line, d.kind)).collect()
-}
-
 #[test]
 fn every_fixture_is_detected() {
     for name in ["loop.traj", "healthy.traj", "traps.traj"] {
-        let bytes = fixture("swe-agent", name);
-        let p = path("swe-agent", name);
         assert_eq!(
-            detect(&p.to_string_lossy(), &bytes),
+            detect_fixture("swe-agent", name),
             Some(Format::SweAgent),
             "{name}"
         );
@@ -96,10 +52,8 @@ fn every_fixture_is_detected() {
         "format-errors.traj.json",
         "toolcalls.traj.json",
     ] {
-        let bytes = fixture("mini-swe-agent", name);
-        let p = path("mini-swe-agent", name);
         assert_eq!(
-            detect(&p.to_string_lossy(), &bytes),
+            detect_fixture("mini-swe-agent", name),
             Some(Format::MiniSweAgent),
             "{name}"
         );
@@ -132,11 +86,7 @@ fn swe_agent_loop_uses_the_function_calls_and_warns_then_blocks() {
     let calls = call_decisions(&a.events);
     assert_eq!(calls[0].1, Action::Allow);
     for (i, d) in calls[1..].iter().enumerate() {
-        let want = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let want = repeat_decision(i + 1);
         assert_eq!((d.1, d.2), want, "repeat {}", i + 1);
     }
 }
@@ -167,7 +117,7 @@ fn swe_agent_healthy_run_takes_the_first_word_as_the_tool() {
             "edit 1475:1475\n        return int(round(value.total_seconds() / base_unit.total_seconds()))\nend_of_edit"
         ))
     );
-    assert!(replay(&a.events)
+    assert!(replay_observe(&a.events)
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
 }
@@ -226,11 +176,7 @@ fn mini_loop_of_25_identical_commands_warns_then_blocks() {
     }
     let calls = call_decisions(&a.events);
     for (i, d) in calls.iter().enumerate() {
-        let want = match i + 1 {
-            1..=10 => (Action::Allow, None),
-            11..=20 => (Action::Warn, Some(Detector::GenericRepeat)),
-            _ => (Action::Block, Some(Detector::GenericRepeat)),
-        };
+        let want = repeat_decision(i + 1);
         assert_eq!((d.1, d.2), want, "call {}", i + 1);
     }
 }
@@ -252,7 +198,7 @@ fn mini_healthy_run_has_no_loop() {
         a.events[7].event.payload,
         Some(Payload::Result(_))
     ));
-    assert!(replay(&a.events)
+    assert!(replay_observe(&a.events)
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
 }
@@ -346,7 +292,7 @@ fn json_text() -> impl Strategy<Value = String> {
         "total_tokens",
         "timestamp",
     ]);
-    let words = prop::sample::select(vec![
+    let words = vec![
         "assistant",
         "user",
         "tool",
@@ -364,22 +310,8 @@ fn json_text() -> impl Strategy<Value = String> {
         "{\"command\":\"ls\"}",
         "{oops",
         "",
-    ]);
-    let leaf = prop_oneof![
-        Just("null".to_string()),
-        any::<bool>().prop_map(|b| b.to_string()),
-        (-5.0e3f64..5.0e12).prop_map(|n| n.to_string()),
-        words.prop_map(|w| format!("{w:?}")),
     ];
-    leaf.prop_recursive(6, 64, 6, move |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(|v| format!("[{}]", v.join(","))),
-            prop::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
-                let body: Vec<String> = kv.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
-                format!("{{{}}}", body.join(","))
-            }),
-        ]
-    })
+    support::json_text(keys, words, 6, 64, 6)
 }
 
 proptest! {
@@ -407,7 +339,7 @@ proptest! {
             ("mini-swe-agent", "format-errors.traj.json"), ("mini-swe-agent", "toolcalls.traj.json"),
         ][pick];
         let bytes = fixture(dir, name);
-        let cut = &bytes[..cut.min(bytes.len())];
+        let cut = cut_at(&bytes, cut);
         let _ = SweAgent.adapt(cut, &ctx());
         let _ = MiniSweAgent.adapt(cut, &ctx());
     }
