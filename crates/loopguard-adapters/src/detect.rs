@@ -117,37 +117,36 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
     }
     let text = String::from_utf8_lossy(head);
     let text = text.trim_start_matches('\u{FEFF}');
-    let trimmed = text.trim_start();
-    // A whole JSON document (possibly cut off at the end of `head`): look at its start.
-    if let Some(f) = detect_document(trimmed) {
-        return Some(f);
-    }
-    // JSON Lines: the first lines that parse decide.
-    let mut votes = Vec::new();
-    for line in text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .take(20)
-    {
-        if let Ok(v) = loopguard_core::parse(line.as_bytes()) {
-            if let Some(f) = detect_line(&v) {
-                votes.push(f);
-            }
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    // JSON Lines: when the first line is a complete object, the records decide; what the
+    // values say (an argument named "trajectory", say) never does.
+    if let Some(first) = lines.clone().next() {
+        if let Ok(v @ Value::Object(_)) = loopguard_core::parse(first.as_bytes()) {
+            let vote = lines
+                .by_ref()
+                .take(20)
+                .filter_map(|l| loopguard_core::parse(l.as_bytes()).ok())
+                .find_map(|v| detect_line(&v));
+            // Otherwise it may be a whole document written on one line.
+            return vote
+                .or_else(|| classify_document(&v))
+                .or_else(|| name_hint(name));
         }
     }
-    if let Some(f) = votes.first() {
-        return Some(*f);
-    }
-    // File name hints for documents too large to sniff from their start.
+    // A JSON document (pretty-printed, or an array), possibly cut off at the end of `head`.
+    detect_document(text.trim_start()).or_else(|| name_hint(name))
+}
+
+/// File name hints for documents too large to sniff from their start.
+fn name_hint(name: &str) -> Option<Format> {
     let lower = name.to_ascii_lowercase();
     if lower.ends_with(".traj.json") {
-        return Some(Format::MiniSweAgent);
+        Some(Format::MiniSweAgent)
+    } else if lower.ends_with(".traj") {
+        Some(Format::SweAgent)
+    } else {
+        None
     }
-    if lower.ends_with(".traj") {
-        return Some(Format::SweAgent);
-    }
-    None
 }
 
 /// One JSONL record's format.
@@ -409,6 +408,24 @@ mod tests {
         let head = "[\n  {\"role\": \"system\", \"content\": \"x\"},\n  {\"role\": \"assistant\", \"tool_calls\": [";
         assert_eq!(
             detect("chat.json", head.as_bytes()),
+            Some(Format::ChatCompletions)
+        );
+    }
+
+    #[test]
+    fn words_inside_values_do_not_decide() {
+        // An event whose arguments mention other formats' keys is still an event.
+        let events = br#"{"type":"call","tool":"log","args":{"level":"info","name":"trajectory","history":1}}
+{"type":"outcome","tool":"log","args":{},"result":{"calls":3,"session_id":"x"}}"#;
+        assert_eq!(detect("e.jsonl", events), Some(Format::Events));
+        let openclaw = br#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"x","arguments":{"session_id":"x","calls":3}}]}}"#;
+        assert_eq!(detect("s.jsonl", openclaw), Some(Format::OpenClaw));
+        // A whole document on one line.
+        assert_eq!(
+            detect(
+                "c.json",
+                br#"{"messages":[{"role":"user","content":"hi"}]}"#
+            ),
             Some(Format::ChatCompletions)
         );
     }

@@ -95,10 +95,8 @@ fn line_adapter(
     opts: &ReadOptions,
 ) -> Result<Option<Box<dyn LineAdapter>>, ReadError> {
     Ok(Some(match format {
-        Format::Events => Box::new(EventsAdapter::with_defaults(
-            Some(ctx.session.clone()),
-            ctx.agent.clone(),
-        )),
+        // Event streams name their own sessions (`"default"` when they do not).
+        Format::Events => Box::new(EventsAdapter::default()),
         Format::OpenClaw => {
             let adapter = crate::openclaw::OpenClawAdapter::new(ctx.clone());
             if opts.active_branch {
@@ -181,6 +179,30 @@ pub fn read_file(
         }
     }
     Ok(records)
+}
+
+/// Reads a line-based format from any reader (standard input, say).
+pub fn read_stream(
+    input: impl BufRead,
+    format: Format,
+    ctx: &Context,
+    opts: &ReadOptions,
+    sink: &mut dyn FnMut(Item) -> Flow,
+) -> Result<u64, ReadError> {
+    let path = Path::new("-");
+    let Some(adapter) = line_adapter(format, ctx, path, opts)? else {
+        return Err(ReadError::Unsupported {
+            path: path.to_path_buf(),
+            format,
+        });
+    };
+    read_lines(input, adapter, sink).map_err(|e| match e {
+        LinesError::Io(source) => ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        LinesError::Stopped => ReadError::Stopped,
+    })
 }
 
 enum LinesError {
@@ -348,9 +370,7 @@ mod tests {
         .unwrap();
         assert_eq!(n, 4);
         assert_eq!(items.len(), 3);
-        assert!(
-            matches!(&items[0], Item::Event(e) if e.line == 1 && e.event.session.as_ref().unwrap().as_str() == Some("s"))
-        );
+        assert!(matches!(&items[0], Item::Event(e) if e.line == 1 && e.event.session.is_none()));
         assert!(
             matches!(&items[1], Item::Diagnostic(d) if d.line == 3 && d.kind == DiagnosticKind::NotJson)
         );

@@ -39,7 +39,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     }
     let format = match args.format.as_str() {
         "auto" => match inputs::sniff(path)? {
-            Some(f) => {
+            inputs::Sniffed::Format(f) => {
                 eprintln!(
                     "{}: reading as {} ({})",
                     path.display(),
@@ -48,7 +48,8 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 );
                 f
             }
-            None => bail!(
+            inputs::Sniffed::Blank => bail!("{}: the file is empty", path.display()),
+            inputs::Sniffed::Unknown => bail!(
                 "{}: cannot tell which format this is. Choose one with --format NAME:\n{}",
                 path.display(),
                 inputs::format_list()

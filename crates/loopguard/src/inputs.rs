@@ -106,17 +106,63 @@ fn walk(dir: &Path, out: &mut Vec<Input>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Recognises a file's format from its first 64 KiB.
-pub fn sniff(path: &Path) -> Result<Option<Format>> {
+/// How much of a file [`sniff`] reads at most: line-based formats are recognised from
+/// their first line, which can be long (a tool result of several megabytes).
+const SNIFF_LIMIT: u64 = 16 << 20;
+
+/// What [`sniff`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sniffed {
+    /// A known format.
+    Format(Format),
+    /// The file is empty or holds only whitespace.
+    Blank,
+    /// Not a format loopguard knows.
+    Unknown,
+}
+
+/// Recognises a file's format from its start: the first 64 KiB, or up to the end of the
+/// first line when that is longer (at most 16 MiB).
+pub fn sniff(path: &Path) -> Result<Sniffed> {
     let mut head = Vec::with_capacity(1 << 16);
-    File::open(path)
-        .and_then(|f| f.take(1 << 16).read_to_end(&mut head))
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut chunk = 1u64 << 16;
+    loop {
+        let before = head.len();
+        (&mut file)
+            .take(chunk)
+            .read_to_end(&mut head)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let at_end = (head.len() - before) < chunk as usize;
+        if at_end || head.contains(&b'\n') || head.len() as u64 >= SNIFF_LIMIT {
+            break;
+        }
+        chunk = (chunk * 2).min(SNIFF_LIMIT - head.len() as u64);
+    }
+    if head.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Sniffed::Blank);
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok(loopguard_adapters::detect(&name, &head))
+    Ok(match loopguard_adapters::detect(&name, &head) {
+        Some(f) => Sniffed::Format(f),
+        None => Sniffed::Unknown,
+    })
+}
+
+/// Drops inputs named twice (the same file reached through two arguments, e.g. a
+/// directory and a glob), keeping the first.
+pub fn dedupe(inputs: Vec<Input>) -> Vec<Input> {
+    let mut seen = std::collections::HashSet::new();
+    inputs
+        .into_iter()
+        .filter(|i| match i {
+            Input::Stdin => seen.insert(PathBuf::from("-")),
+            Input::File(p) => seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+        })
+        .collect()
 }
 
 /// The `--format` names with descriptions, one per line.
@@ -128,8 +174,8 @@ pub fn format_list() -> String {
         .join("\n")
 }
 
-/// A session name per file: the file name without its extensions, with the parent
-/// directory added where two files would otherwise share a name.
+/// A session name per file: the file name without its extensions, with as many parent
+/// directories added as it takes to tell apart files that would otherwise share a name.
 pub fn session_names(paths: &[&Path]) -> Vec<String> {
     let stem = |p: &Path| {
         let name = p
@@ -149,26 +195,50 @@ pub fn session_names(paths: &[&Path]) -> Vec<String> {
         .find_map(|ext| name.strip_suffix(&format!(".{ext}")).map(str::to_string));
         cut.unwrap_or(name)
     };
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for p in paths {
-        *counts.entry(stem(p)).or_default() += 1;
-    }
-    paths
+    // Each path as its name parts from the file outwards: [stem, parent, grandparent, …].
+    let parts: Vec<Vec<String>> = paths
         .iter()
         .map(|p| {
-            let s = stem(p);
-            if counts[&s] > 1 {
-                let parent = p
-                    .parent()
-                    .and_then(|d| d.file_name())
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                format!("{parent}/{s}")
-            } else {
-                s
-            }
+            let mut v = vec![stem(p)];
+            v.extend(
+                p.parent()
+                    .into_iter()
+                    .flat_map(Path::components)
+                    .rev()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                        _ => None,
+                    }),
+            );
+            v
         })
-        .collect()
+        .collect();
+    let name = |parts: &[String], depth: usize| {
+        let take = depth.min(parts.len());
+        let mut picked: Vec<&str> = parts[..take].iter().map(String::as_str).collect();
+        picked.reverse();
+        picked.join("/")
+    };
+    let mut depth = vec![1usize; paths.len()];
+    // Lengthen every clashing name by one directory until no name clashes or nothing is
+    // left to add (the same path given twice).
+    loop {
+        let names: Vec<String> = parts.iter().zip(&depth).map(|(p, d)| name(p, *d)).collect();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for n in &names {
+            *counts.entry(n.as_str()).or_default() += 1;
+        }
+        let mut grew = false;
+        for (i, n) in names.iter().enumerate() {
+            if counts[n.as_str()] > 1 && depth[i] < parts[i].len() {
+                depth[i] += 1;
+                grew = true;
+            }
+        }
+        if !grew {
+            return names;
+        }
+    }
 }
 
 /// A progress bar on stderr for more than one file (hidden when stderr is not a
@@ -209,9 +279,13 @@ mod tests {
         let c = Path::new("/x/run.traj.json");
         assert_eq!(
             session_names(&[a, b, c]),
-            ["sessions/abc", "sessions/abc", "run"]
+            ["main/sessions/abc", "ops/sessions/abc", "run"]
         );
         assert_eq!(session_names(&[a, c]), ["abc", "run"]);
+        let d = Path::new("runs/one/x.jsonl");
+        let e = Path::new("runs/two/x.jsonl");
+        let f = Path::new("other/x.jsonl");
+        assert_eq!(session_names(&[d, e, f]), ["one/x", "two/x", "other/x"]);
     }
 
     #[test]

@@ -137,35 +137,45 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     };
     let style = Style { color };
 
-    let files = inputs::expand(&args.inputs)?;
-    // A single event stream (a file or standard input) keeps the events.md contract
-    // exactly: every line must be a valid event.
-    if files.len() == 1 && args.html.is_none() {
-        let only = &files[0];
-        let is_events = match (only, forced) {
-            (Input::Stdin, None | Some(Format::Events)) => true,
-            (Input::Stdin, Some(f)) => bail!(
-                "standard input can only carry an event stream, not {}",
-                f.describe()
-            ),
-            (Input::File(_), Some(f)) => f == Format::Events,
-            (Input::File(p), None) => inputs::sniff(p)? == Some(Format::Events),
+    let files = inputs::dedupe(inputs::expand(&args.inputs)?);
+    if files.len() > 1 && files.contains(&Input::Stdin) {
+        bail!("`-` (standard input) cannot be mixed with other inputs");
+    }
+    // Each input's format, decided once: forced, or recognised from the content. `None`
+    // marks a file in no known format; an empty file is an empty event stream.
+    let mut sources = Vec::with_capacity(files.len());
+    for input in files {
+        let format = match (&input, forced) {
+            (_, Some(f)) => Some(f),
+            (Input::Stdin, None) => Some(Format::Events),
+            (Input::File(p), None) => match inputs::sniff(p)? {
+                inputs::Sniffed::Format(f) => Some(f),
+                inputs::Sniffed::Blank => Some(Format::Events),
+                inputs::Sniffed::Unknown => None,
+            },
         };
-        if is_events {
-            let mode = match args.mode {
-                Some(ModeArg::Observe) => Mode::Observe,
-                _ => Mode::Enforce,
-            };
-            return replay_event_stream(only, config, mode, args.json, style);
+        if let (Input::Stdin, Some(f)) = (&input, format) {
+            if !f.is_line_based() {
+                bail!(
+                    "standard input can carry a line-based format, not {}",
+                    f.describe()
+                );
+            }
         }
+        sources.push((input, format));
+    }
+    let all_events = sources.iter().all(|(_, f)| *f == Some(Format::Events));
+    // A single event stream without extras keeps the events.md contract exactly, with the
+    // streaming replay of the contract (every line must be a valid event).
+    if sources.len() == 1 && all_events && args.html.is_none() {
+        let mode = match args.mode {
+            Some(ModeArg::Observe) => Mode::Observe,
+            _ => Mode::Enforce,
+        };
+        return replay_event_stream(&sources[0].0, config, mode, args.json, style);
     }
     // Transcripts record what happened, so nothing was blocked: observe by default. Event
     // streams keep their contract's default, enforce.
-    let all_events = files.iter().all(|f| match (f, forced) {
-        (_, Some(format)) => format == Format::Events,
-        (Input::Stdin, None) => true,
-        (Input::File(p), None) => matches!(inputs::sniff(p), Ok(Some(Format::Events))),
-    });
     let mode = match args.mode {
         Some(ModeArg::Enforce) => Mode::Enforce,
         Some(ModeArg::Observe) => Mode::Observe,
@@ -173,22 +183,31 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         None => Mode::Observe,
     };
     // OpenClaw ships with the rolling detectors off; someone replaying transcripts to find
-    // loops wants them on. An explicit --config is used as it is.
-    let config = if args.config.is_none() && !all_events {
-        eprintln!(
-            "loopguard: no --config given: replaying with loop detection enabled and OpenClaw's default thresholds"
-        );
-        OpenClawConfig {
-            loop_detection: Some(loopguard_core::LoopDetectionConfig {
-                enabled: Some(true),
-                ..Default::default()
-            }),
-            agents: Vec::new(),
+    // loops wants them on. An explicit --config is used as it is, with a notice when it
+    // leaves them off (the report would otherwise be silently empty).
+    let config = match &args.config {
+        None if !all_events => {
+            eprintln!(
+                "loopguard: no --config given: replaying with loop detection enabled and OpenClaw's default thresholds"
+            );
+            OpenClawConfig {
+                loop_detection: Some(loopguard_core::LoopDetectionConfig {
+                    enabled: Some(true),
+                    ..Default::default()
+                }),
+                agents: Vec::new(),
+            }
         }
-    } else {
-        config
+        Some(path) if !all_events && !config.policy_for(None).resolved.enabled => {
+            eprintln!(
+                "loopguard: {} does not set tools.loopDetection.enabled: true, so only the post-compaction guard runs (as in OpenClaw); leave out --config to replay with the detectors on",
+                path.display()
+            );
+            config
+        }
+        _ => config,
     };
-    replay_transcripts(&files, forced, config, mode, &args, style)
+    replay_transcripts(&sources, config, mode, &args, style)
 }
 
 fn replay_event_stream(
@@ -250,23 +269,20 @@ fn write_stdout(text: &str) -> Result<()> {
 const SHOWN_DIAGNOSTICS: usize = 10;
 
 fn replay_transcripts(
-    files: &[Input],
-    forced: Option<Format>,
+    sources: &[(Input, Option<Format>)],
     config: OpenClawConfig,
     mode: Mode,
     args: &ReplayArgs,
     style: Style,
 ) -> Result<ExitCode> {
-    let paths: Vec<&Path> = files
+    let several = sources.len() > 1;
+    let paths: Vec<&Path> = sources
         .iter()
-        .map(|f| match f {
-            Input::File(p) => Ok(p.as_path()),
-            Input::Stdin => Err(anyhow::anyhow!(
-                "`-` (standard input) cannot be mixed with other inputs"
-            )),
+        .map(|(input, _)| match input {
+            Input::File(p) => p.as_path(),
+            Input::Stdin => Path::new("stdin"),
         })
-        .collect::<Result<_>>()?;
-    let several = paths.len() > 1;
+        .collect();
     let names = inputs::session_names(&paths);
     let mut replayer = Replayer::new(config, mode);
     let mut summary = Summary::default();
@@ -274,63 +290,70 @@ fn replay_transcripts(
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut json = Vec::with_capacity(1024);
-    let progress = inputs::progress(paths.len() as u64);
+    let progress = inputs::progress(sources.len() as u64);
     let opts = ReadOptions {
         active_branch: args.active_branch,
     };
+    let forced = args.format != "auto";
     let mut skipped_files = 0usize;
 
-    for (path, session) in paths.iter().zip(&names) {
-        progress.set_message(path.display().to_string());
-        let format = match forced {
-            Some(f) => f,
-            None => match inputs::sniff(path)? {
-                Some(f) => {
-                    progress.suspend(|| {
-                        eprintln!(
-                            "{}: reading as {} ({})",
-                            path.display(),
-                            f.name(),
-                            f.describe()
-                        )
-                    });
-                    f
-                }
-                None if several => {
-                    progress.suspend(|| {
-                        eprintln!(
-                            "{}: skipped: not a transcript format loopguard knows (use --format to choose one)",
-                            path.display()
-                        )
-                    });
-                    skipped_files += 1;
-                    progress.inc(1);
-                    continue;
-                }
-                None => bail!(
-                    "{}: cannot tell which format this is. Choose one with --format NAME:\n{}",
-                    path.display(),
-                    inputs::format_list()
-                ),
-            },
+    for (((input, format), path), session) in sources.iter().zip(&paths).zip(&names) {
+        let shown_path = match input {
+            Input::File(p) => p.display().to_string(),
+            Input::Stdin => "-".to_string(),
         };
+        progress.set_message(shown_path.clone());
+        let format = match format {
+            Some(f) => *f,
+            None if several => {
+                progress.suspend(|| {
+                    eprintln!(
+                        "{shown_path}: skipped: not a transcript format loopguard knows (use --format to choose one)"
+                    )
+                });
+                skipped_files += 1;
+                progress.inc(1);
+                continue;
+            }
+            None => bail!(
+                "{shown_path}: cannot tell which format this is. Choose one with --format NAME:\n{}",
+                inputs::format_list()
+            ),
+        };
+        if !forced && format != Format::Events {
+            progress.suspend(|| {
+                eprintln!(
+                    "{shown_path}: reading as {} ({})",
+                    format.name(),
+                    format.describe()
+                )
+            });
+        }
+        // Event streams name their sessions themselves (`default` when they do not), as
+        // events.md fixes; transcripts are named after their files.
         let ctx = Context {
             session: session.clone(),
             agent: reader::agent_from_path(path),
         };
+        let events = format == Format::Events;
         let mut shown = 0usize;
         let mut unanswered = 0usize;
         let mut orphans = 0usize;
         let mut fatal: Option<Diagnostic> = None;
         let mut write_error: Option<io::Error> = None;
-        let mut sources_set = Vec::<Vec<u8>>::new();
-        let result = reader::read_file(path, format, &ctx, &opts, &mut |item| match item {
+        // Sessions of this file whose source is already set: the last one seen is
+        // remembered, so a file of one session costs one comparison per event.
+        let mut last_session: Option<Vec<u8>> = None;
+        let mut seen_sessions: std::collections::HashSet<Vec<u8>> = Default::default();
+        let mut sink = |item: Item| match item {
             Item::Event(sourced) => {
                 let d = replayer.process(&sourced.event, sourced.line);
-                let session_key = d.session.as_wtf8().to_vec();
-                if !sources_set.contains(&session_key) {
-                    summary.set_source(&session_key, &path.display().to_string());
-                    sources_set.push(session_key);
+                let key = d.session.as_wtf8();
+                if last_session.as_deref() != Some(key) {
+                    if seen_sessions.insert(key.to_vec()) {
+                        summary.set_source(key, &shown_path);
+                    }
+                    last_session = Some(key.to_vec());
                 }
                 let preview = d
                     .finding
@@ -359,7 +382,8 @@ fn replay_transcripts(
                 Flow::Continue
             }
             Item::Diagnostic(diag) => {
-                if args.strict && diag.kind.is_malformed() {
+                // An event stream is a contract: a bad line is an error, not noise.
+                if (events || args.strict) && diag.kind.is_malformed() {
                     fatal = Some(diag);
                     return Flow::Stop;
                 }
@@ -369,12 +393,7 @@ fn replay_transcripts(
                     _ => {
                         if shown < SHOWN_DIAGNOSTICS {
                             progress.suspend(|| {
-                                eprintln!(
-                                    "{}:{}: skipped: {}",
-                                    path.display(),
-                                    diag.line,
-                                    diag.message
-                                )
+                                eprintln!("{shown_path}:{}: skipped: {}", diag.line, diag.message)
                             });
                         }
                         shown += 1;
@@ -382,7 +401,11 @@ fn replay_transcripts(
                 }
                 Flow::Continue
             }
-        });
+        };
+        let result = match input {
+            Input::File(p) => reader::read_file(p, format, &ctx, &opts, &mut sink),
+            Input::Stdin => reader::read_stream(io::stdin().lock(), format, &ctx, &opts, &mut sink),
+        };
         match result {
             Ok(_) => {}
             Err(ReadError::Stopped) => {
@@ -395,17 +418,17 @@ fn replay_transcripts(
                 if let Some(d) = fatal {
                     progress.finish_and_clear();
                     let _ = out.flush();
-                    eprintln!(
-                        "error: {}:{}: {} (--strict stops at malformed lines)",
-                        path.display(),
-                        d.line,
-                        d.message
-                    );
+                    let why = if events {
+                        "every line of an event stream must be a valid event"
+                    } else {
+                        "--strict stops at malformed lines"
+                    };
+                    eprintln!("error: {shown_path}:{}: {} ({why})", d.line, d.message);
                     return Ok(ExitCode::FAILURE);
                 }
             }
             Err(e) if several => {
-                progress.suspend(|| eprintln!("{}: skipped: {e}", path.display()));
+                progress.suspend(|| eprintln!("{shown_path}: skipped: {e}"));
                 skipped_files += 1;
             }
             Err(e) => return Err(e.into()),
@@ -413,8 +436,7 @@ fn replay_transcripts(
         if shown > SHOWN_DIAGNOSTICS {
             progress.suspend(|| {
                 eprintln!(
-                    "{}: … {} more lines skipped",
-                    path.display(),
+                    "{shown_path}: … {} more lines skipped",
                     shown - SHOWN_DIAGNOSTICS
                 )
             });
@@ -433,8 +455,7 @@ fn replay_transcripts(
                     n => format!("{n} results had no call"),
                 });
             }
-            progress
-                .suspend(|| eprintln!("{}: {} (not replayed)", path.display(), parts.join(", ")));
+            progress.suspend(|| eprintln!("{shown_path}: {} (not replayed)", parts.join(", ")));
         }
         progress.inc(1);
     }

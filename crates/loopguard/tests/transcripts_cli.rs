@@ -345,3 +345,121 @@ fn sqlite_store_replays_every_session() {
     assert!(report.contains("generic_repeat"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn loopguard_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .current_dir(root())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loopguard");
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lg-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_transcript_can_come_from_standard_input() {
+    let fixture = root().join("tests/fixtures/transcripts/openclaw/read-loop.jsonl");
+    let bytes = std::fs::read(&fixture).unwrap();
+    let piped = loopguard_stdin(&["replay", "--format", "openclaw", "-"], &bytes);
+    assert!(piped.status.success(), "{}", text(&piped.stderr));
+    let from_file = loopguard(&["replay", fixture.to_str().unwrap()]);
+    // The same loop, found the same way: only the session's name and source differ.
+    let loop_line = |out: &Output| {
+        text(&out.stdout)
+            .lines()
+            .find(|l| l.contains("generic_repeat, count up to 24, lines 23-51"))
+            .map(str::to_string)
+    };
+    assert!(loop_line(&piped).is_some(), "{}", text(&piped.stdout));
+    assert_eq!(loop_line(&piped), loop_line(&from_file));
+    // A document format cannot stream.
+    let doc = loopguard_stdin(&["replay", "--format", "swe-agent", "-"], b"{}");
+    assert!(!doc.status.success());
+    assert!(
+        text(&doc.stderr).contains("standard input"),
+        "{}",
+        text(&doc.stderr)
+    );
+}
+
+#[test]
+fn several_event_streams_keep_the_event_contract() {
+    let dir = scratch("streams");
+    let good = "{\"type\":\"call\",\"tool\":\"read\",\"args\":{\"path\":\"a\"}}\n";
+    std::fs::write(dir.join("a.jsonl"), good).unwrap();
+    std::fs::write(dir.join("empty.jsonl"), "").unwrap();
+    std::fs::write(
+        dir.join("b.jsonl"),
+        format!("{good}{{\"type\":\"call\",\"args\":{{}}}}\n"),
+    )
+    .unwrap();
+    let out = loopguard(&["replay", "--json", dir.to_str().unwrap()]);
+    // b.jsonl line 2 lacks `tool`: an event stream with a bad line is an error.
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("b.jsonl:2:"), "{stderr}");
+    assert!(stderr.contains("tool"), "{stderr}");
+    // The files before it were replayed, in the events' own session `default`.
+    let first = text(&out.stdout);
+    let decisions: Vec<_> = first.lines().collect();
+    assert_eq!(decisions.len(), 2, "{first}");
+    assert!(decisions[0].contains("\"session\":\"default\""), "{first}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn files_with_the_same_name_get_distinct_sessions_and_repeats_are_read_once() {
+    let dir = scratch("names");
+    let fixture = root().join("tests/fixtures/transcripts/openclaw/read-loop.jsonl");
+    for sub in ["main/sessions", "ops/sessions"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::copy(&fixture, dir.join(sub).join("s.jsonl")).unwrap();
+    }
+    let d = dir.to_str().unwrap().to_string();
+    // The directory and a glob reach the same two files: each is replayed once.
+    let glob = format!("{d}/*/sessions/*.jsonl");
+    let out = loopguard(&["replay", "--color", "never", &d, &glob]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("session main/sessions/s ("), "{report}");
+    assert!(report.contains("session ops/sessions/s ("), "{report}");
+    assert_eq!(
+        report.matches("generic_repeat, count up to 24").count(),
+        2,
+        "{report}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_long_first_line_is_still_recognised() {
+    let dir = scratch("longline");
+    let fixture = root().join("tests/fixtures/transcripts/claude-code/loop.jsonl");
+    let body = std::fs::read_to_string(&fixture).unwrap();
+    // A first line far beyond the 64 KiB the format check reads at first.
+    let padding = "x".repeat(200_000);
+    let first = format!("{{\"type\":\"summary\",\"summary\":\"{padding}\",\"leafUuid\":\"z\"}}\n");
+    let file = dir.join("long.jsonl");
+    std::fs::write(&file, format!("{first}{body}")).unwrap();
+    let out = loopguard(&["replay", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("reading as claude-code"),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
