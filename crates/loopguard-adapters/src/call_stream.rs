@@ -28,6 +28,7 @@
 //! let ctx = Context { session: "s".into(), agent: None };
 //! let adapted = CallStream.adapt(doc, &ctx).unwrap();
 //! assert_eq!(adapted.events.len(), 2);
+//! assert_eq!(adapted.events[0].event.session.as_ref().unwrap().as_str(), Some("s/r1"));
 //! assert_eq!(adapted.events[0].event.tool.as_ref().unwrap().as_str(), Some("read"));
 //! assert_eq!(adapted.events[1].event.run.as_ref().unwrap().as_str(), Some("run-a"));
 //! ```
@@ -55,8 +56,31 @@ fn is_compaction(record: &Value<'_>) -> bool {
     str_field(record, "kind") == Some("compaction")
 }
 
+/// The session of a label: `<ctx.session>/<label>`, or the label alone when the context
+/// names no session.
+fn label_session(ctx: &Context, label: &str) -> Context {
+    let session = if ctx.session.is_empty() {
+        label.to_string()
+    } else {
+        format!("{}/{label}", ctx.session)
+    };
+    Context {
+        session,
+        agent: ctx.agent.clone(),
+    }
+}
+
 impl CallStream {
-    fn label(builder: &Builder, label: &JsString<'_>, value: &Value<'_>, adapted: &mut Adapted) {
+    /// Reads one label as a session of its own. Its records are numbered from `first`
+    /// (the number of records before it in the document, plus one); returns how many
+    /// records it has.
+    fn label(
+        ctx: &Context,
+        label: &JsString<'_>,
+        value: &Value<'_>,
+        first: u64,
+        adapted: &mut Adapted,
+    ) -> u64 {
         let name = label.to_string_lossy();
         let Some(calls) = value.get("calls").and_then(Value::as_array) else {
             adapted.diagnostics.push(Diagnostic::new(
@@ -64,8 +88,9 @@ impl CallStream {
                 DiagnosticKind::BadField,
                 format!("label {name:?}: no `calls` array; skipped"),
             ));
-            return;
+            return 0;
         };
+        let builder = Builder::new(&label_session(ctx, &name));
         let label_run = run_field(value, "runId");
 
         // The run a compaction without its own `runId` belongs to: that of the next call
@@ -83,12 +108,12 @@ impl CallStream {
 
         let mut previous_run = None;
         for (i, record) in calls.iter().enumerate() {
-            let line = i as u64 + 1;
+            let line = first + i as u64;
             if record.as_object().is_none() {
                 adapted.diagnostics.push(Diagnostic::new(
                     line,
                     DiagnosticKind::BadField,
-                    format!("label {name:?}: record {line} is not an object; skipped"),
+                    format!("label {name:?}: `calls[{i}]` is not an object; skipped"),
                 ));
                 continue;
             }
@@ -173,6 +198,7 @@ impl CallStream {
                 .events
                 .push(builder.outcome(line, run, call_id, &tool, args, payload, ts_result));
         }
+        calls.len() as u64
     }
 }
 
@@ -200,10 +226,10 @@ impl DocumentAdapter for CallStream {
             };
             Diagnostic::new(1, DiagnosticKind::NotJson, message)
         })?;
-        let builder = Builder::new(ctx);
         let mut adapted = Adapted::default();
+        let mut records = 0u64;
         for (label, value) in &labels {
-            Self::label(&builder, label, value, &mut adapted);
+            records += Self::label(ctx, label, value, records + 1, &mut adapted);
         }
         Ok(adapted)
     }
@@ -235,7 +261,7 @@ mod tests {
         assert_eq!(outcome.event.kind, EventKind::Outcome);
         for e in [call, outcome] {
             assert_eq!(e.line, 1);
-            assert_eq!(e.event.session.as_ref().unwrap().as_str(), Some("s1"));
+            assert_eq!(e.event.session.as_ref().unwrap().as_str(), Some("s1/L"));
             assert_eq!(e.event.agent.as_ref().unwrap().as_str(), Some("ops"));
             // No runId on the record: the label's.
             assert_eq!(e.event.run.as_ref().unwrap().as_str(), Some("label-run"));

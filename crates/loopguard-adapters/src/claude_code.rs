@@ -8,7 +8,7 @@
 //! | line | becomes |
 //! |------|---------|
 //! | `assistant`, `message.content[]` block `{"type":"tool_use","id","name","input"}` | a call; the name is kept whole (`mcp__server__tool` included), args = `input` |
-//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call: `is_error: true` → an error with the content text; otherwise the result [`text_result`] of the content text, or `{"content":[text block],"details":toolUseResult}` when the line has a structured (object) top-level `toolUseResult` and a single `tool_result` block |
+//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call: `is_error: true` → an error with the content text; otherwise the result [`text_result`] of the content text, or `{"content":[text block],"details":toolUseResult}` when the line has a structured (object) top-level `toolUseResult` and a single `tool_result` block; `details` leaves out the volatile [`VOLATILE_RESULT_KEYS`] (`durationMs`, `totalTokens`, `usage`, …), as the Claude Code hook does |
 //! | `user` without `tool_result` blocks, not `isMeta`/`isCompactSummary` | a run boundary (`run-1`, `run-2`, …; a new run starts only when the current one made calls) |
 //! | `system` with `subtype:"compact_boundary"` | a compaction |
 //! | `isMeta` / `isCompactSummary` user lines, other `system` subtypes, `summary`, `file-history-snapshot`, `queue-operation`, `progress`, `attachment` and other bookkeeping types | ignored |
@@ -43,8 +43,10 @@ use std::collections::{HashSet, VecDeque};
 use loopguard_core::{Object, Value};
 use loopguard_replay::event::Payload;
 
-use crate::chat_completions::{empty, id_field, ts_of, PendingCall, Runs, Tracker};
-use crate::common::{content_text, parse_line, str_field, text_result};
+use crate::common::{
+    content_text, empty, id_field, parse_line, str_field, text_result, ts_of, PendingCall, Runs,
+    Tracker,
+};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
 /// `tool_use` ids remembered for de-duplication.
@@ -66,6 +68,40 @@ const BOOKKEEPING: &[&str] = &[
     "agent-name",
     "tag",
 ];
+
+/// Top-level `toolUseResult` fields that change on every call without saying anything
+/// about progress (how long the tool ran, what a subagent spent); they are left out of the
+/// result's `details`, so a repeated call with a repeated answer is seen as a loop.
+///
+/// Mirrors `VOLATILE_RESULT_KEYS` in `crates/loopguard-hook/src/profile.rs`, which strips
+/// the same fields from live Claude Code results: keep the two lists the same, so a
+/// recorded session replays as the hook saw it.
+pub const VOLATILE_RESULT_KEYS: &[&str] = &[
+    "durationMs",
+    "duration_ms",
+    "durationSeconds",
+    "totalDurationMs",
+    "totalTokens",
+    "totalToolUseCount",
+    "usage",
+    "timestamp",
+];
+
+/// A structured `toolUseResult` as `details`: the object without its
+/// [`VOLATILE_RESULT_KEYS`].
+fn stable_details(result: &Object<'_>) -> Value<'static> {
+    Value::Object(Object::from_entries(
+        result
+            .iter()
+            .filter(|(k, _)| {
+                !VOLATILE_RESULT_KEYS
+                    .iter()
+                    .any(|v| v.as_bytes() == k.as_wtf8())
+            })
+            .map(|(k, v)| (k.clone().into_owned(), v.clone().into_owned()))
+            .collect(),
+    ))
+}
 
 /// What is remembered of one model message.
 #[derive(Clone, Debug)]
@@ -276,7 +312,7 @@ impl ClaudeCodeAdapter {
             return;
         }
         let details = match v.get("toolUseResult") {
-            Some(d @ Value::Object(_)) if results.len() == 1 => Some(d),
+            Some(Value::Object(d)) if results.len() == 1 => Some(stable_details(d)),
             _ => None,
         };
         for r in results {
@@ -284,14 +320,14 @@ impl ClaudeCodeAdapter {
             let text = content_text(r.get("content").unwrap_or(&Value::Null));
             let payload = if r.get("is_error").and_then(Value::as_bool) == Some(true) {
                 Payload::Error(Value::from(text))
-            } else if let Some(d) = details {
+            } else if let Some(d) = &details {
                 let block = text_result(&text)
                     .get("content")
                     .cloned()
                     .unwrap_or(Value::Null);
                 Payload::Result(Value::Object(Object::from_entries(vec![
                     ("content".into(), block),
-                    ("details".into(), d.clone().into_owned()),
+                    ("details".into(), d.clone()),
                 ])))
             } else {
                 Payload::Result(text_result(&text))

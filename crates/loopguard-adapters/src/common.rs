@@ -7,7 +7,7 @@ use loopguard_core::config::json5::{self, NodeValue};
 use loopguard_core::{JsString, Object, Value};
 use loopguard_replay::event::{Event, EventKind, Payload};
 
-use crate::{Context, SourcedEvent};
+use crate::{Context, Diagnostic, DiagnosticKind, SourcedEvent};
 
 /// Builds the events of one session.
 ///
@@ -342,4 +342,298 @@ pub fn parse_line(no: u64, text: &[u8]) -> Result<Value<'_>, crate::Diagnostic> 
             format!("not JSON: {} at byte {}", e.kind, e.offset + 1),
         )
     })
+}
+
+// ---- pairing results with calls (shared by the adapters) ----------------------------
+
+/// Calls that may wait for their result at once; older ones are reported as unanswered.
+pub(crate) const PENDING_LIMIT: usize = 4096;
+
+/// A call seen in a transcript, waiting for its result.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingCall {
+    /// Line (or record) of the call.
+    pub(crate) line: u64,
+    /// Run id.
+    pub(crate) run: Option<String>,
+    /// The call id written on the events.
+    pub(crate) call_id: Option<String>,
+    /// Tool name, as given.
+    pub(crate) tool: String,
+    /// Arguments.
+    pub(crate) args: Value<'static>,
+    /// Timestamp of the call, 0 when unknown.
+    pub(crate) ts: u64,
+    /// Tokens of the message that made the call, split between its calls.
+    pub(crate) tokens: Option<u64>,
+    /// The model message the call belongs to (Claude Code's `message.id`).
+    pub(crate) group: Option<String>,
+}
+
+impl PendingCall {
+    /// A call with no timestamp, tokens or group.
+    pub(crate) fn new(
+        line: u64,
+        run: &str,
+        call_id: Option<String>,
+        tool: &str,
+        args: Value<'static>,
+    ) -> Self {
+        PendingCall {
+            line,
+            run: Some(run.to_string()),
+            call_id,
+            tool: tool.to_string(),
+            args,
+            ts: 0,
+            tokens: None,
+            group: None,
+        }
+    }
+}
+
+/// Pairs results with calls and collects the diagnostics of pairing.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    builder: Builder,
+    pending: Pending<PendingCall>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Tracker {
+    pub(crate) fn new(ctx: &Context) -> Self {
+        Tracker {
+            builder: Builder::new(ctx),
+            pending: Pending::new(PENDING_LIMIT),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// A call waits for its result under `key` (its id; `None` pairs by position).
+    pub(crate) fn call(&mut self, key: Option<String>, call: PendingCall) {
+        if let Some(dropped) = self.pending.push(key, call) {
+            self.unanswered(dropped);
+        }
+    }
+
+    /// The call a result with `key` belongs to.
+    pub(crate) fn take(&mut self, key: Option<&str>) -> Option<PendingCall> {
+        self.pending.take(key)
+    }
+
+    /// Emits a call immediately followed by its outcome.
+    pub(crate) fn emit(
+        &self,
+        call: PendingCall,
+        line: u64,
+        payload: Payload<'static>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        let run = call.run.as_deref();
+        let id = call.call_id.as_deref();
+        out.push(self.builder.call(
+            call.line,
+            run,
+            id,
+            &call.tool,
+            call.args.clone(),
+            call.ts,
+            call.tokens,
+        ));
+        out.push(
+            self.builder
+                .outcome(line, run, id, &call.tool, call.args, payload, ts),
+        );
+    }
+
+    /// Pairs a result with its call and emits both, or reports an orphan.
+    pub(crate) fn result(
+        &mut self,
+        line: u64,
+        key: Option<&str>,
+        payload: Payload<'static>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        match self.take(key) {
+            Some(call) => self.emit(call, line, payload, ts, out),
+            None => self.orphan(line, key),
+        }
+    }
+
+    /// Entry `i` of an assistant message's `tool_calls` (`{id, function: {name,
+    /// arguments}}`, arguments parsed leniently), made on line `no` at `ts` in `run`, waits
+    /// for its result. Returns `false`, with a diagnostic, when it has no `function.name`.
+    pub(crate) fn tool_call(
+        &mut self,
+        no: u64,
+        i: usize,
+        tc: &Value<'_>,
+        run: &str,
+        ts: u64,
+        tokens: Option<u64>,
+    ) -> bool {
+        let function = tc.get("function");
+        let Some(name) = function.and_then(|f| str_field(f, "name")) else {
+            self.diagnose(
+                no,
+                DiagnosticKind::BadField,
+                format!("tool_calls[{i}]: field `function.name` missing"),
+            );
+            return false;
+        };
+        let id = id_field(tc, "id");
+        let args = arguments(function.and_then(|f| f.get("arguments")));
+        let mut call = PendingCall::new(no, run, id.clone(), name, args);
+        call.ts = ts;
+        call.tokens = tokens;
+        self.call(id, call);
+        true
+    }
+
+    /// A `{"role":"tool","tool_call_id","content"}` message on line `no` at `ts`: the
+    /// result of the call with that id, as [`text_result`] of the content text.
+    pub(crate) fn tool_message(
+        &mut self,
+        no: u64,
+        m: &Value<'_>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
+        let key = id_field(m, "tool_call_id");
+        let text = content_text(m.get("content").unwrap_or(&Value::Null));
+        self.result(
+            no,
+            key.as_deref(),
+            Payload::Result(text_result(&text)),
+            ts,
+            out,
+        );
+    }
+
+    /// A compaction event.
+    pub(crate) fn compaction(&self, line: u64, run: &str, ts: u64, out: &mut Vec<SourcedEvent>) {
+        out.push(self.builder.compaction(line, Some(run), ts));
+    }
+
+    /// Reports a result whose call was not found.
+    pub(crate) fn orphan(&mut self, line: u64, key: Option<&str>) {
+        let message = match key.filter(|k| !k.is_empty() && !k.starts_with('\0')) {
+            Some(id) => format!("result for call id {id:?} has no call; not replayed"),
+            None => "result without a waiting call; not replayed".to_string(),
+        };
+        self.diagnostics
+            .push(Diagnostic::new(line, DiagnosticKind::Orphan, message));
+    }
+
+    /// Reports a call that never got a result.
+    pub(crate) fn unanswered(&mut self, call: PendingCall) {
+        let id = call
+            .call_id
+            .as_deref()
+            .map(|i| format!(" ({i})"))
+            .unwrap_or_default();
+        self.diagnostics.push(Diagnostic::new(
+            call.line,
+            DiagnosticKind::Unanswered,
+            format!("call of {}{id} never got a result; not replayed", call.tool),
+        ));
+    }
+
+    /// Records a diagnostic to be returned by [`Tracker::finish`].
+    pub(crate) fn diagnose(&mut self, line: u64, kind: DiagnosticKind, message: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::new(line, kind, message));
+    }
+
+    /// Every waiting call never ran.
+    pub(crate) fn flush(&mut self) {
+        let waiting: Vec<PendingCall> = self.pending.drain().collect();
+        for call in waiting {
+            self.unanswered(call);
+        }
+    }
+
+    /// Reports the calls still waiting and returns every diagnostic collected, in line order.
+    pub(crate) fn finish(&mut self) -> Vec<Diagnostic> {
+        self.flush();
+        let mut d = std::mem::take(&mut self.diagnostics);
+        d.sort_by_key(|d| d.line);
+        d
+    }
+}
+
+/// Run ids `<prefix>-1`, `<prefix>-2`, …: a boundary starts a new run only when the current
+/// one made calls.
+#[derive(Clone, Debug)]
+pub(crate) struct Runs {
+    prefix: &'static str,
+    no: u64,
+    dirty: bool,
+}
+
+impl Runs {
+    pub(crate) fn new(prefix: &'static str) -> Self {
+        Runs {
+            prefix,
+            no: 1,
+            dirty: false,
+        }
+    }
+
+    /// The current run id.
+    pub(crate) fn current(&self) -> String {
+        format!("{}-{}", self.prefix, self.no)
+    }
+
+    /// A run boundary (a user prompt).
+    pub(crate) fn boundary(&mut self) {
+        if self.dirty {
+            self.no += 1;
+            self.dirty = false;
+        }
+    }
+
+    /// The current run made a call.
+    pub(crate) fn used(&mut self) {
+        self.dirty = true;
+    }
+}
+
+/// A `NotJson` diagnostic for a whole document, naming the text line of the error.
+pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::parse::ParseError) -> Diagnostic {
+    let end = e.offset.min(doc.len());
+    let line = 1 + doc[..end].iter().filter(|b| **b == b'\n').count() as u64;
+    Diagnostic::new(
+        line,
+        DiagnosticKind::NotJson,
+        format!("not JSON: {} at byte {}", e.kind, e.offset + 1),
+    )
+}
+
+/// An empty `{}`.
+pub(crate) fn empty() -> Value<'static> {
+    Value::Object(Object::default())
+}
+
+/// Tool arguments: a JSON string parsed leniently, an absent or `null` value as `{}`,
+/// anything else as it is.
+pub(crate) fn arguments(v: Option<&Value<'_>>) -> Value<'static> {
+    match v {
+        None | Some(Value::Null) => empty(),
+        Some(Value::String(s)) => parse_arguments(&s.to_string_lossy()),
+        Some(other) => other.clone().into_owned(),
+    }
+}
+
+/// A timestamp field, 0 when absent or unreadable.
+pub(crate) fn ts_of(v: &Value<'_>, key: &str) -> u64 {
+    v.get(key).and_then(timestamp_ms).unwrap_or(0)
+}
+
+/// A string field that is present and not empty.
+pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
+    str_field(v, key)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }

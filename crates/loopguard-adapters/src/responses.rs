@@ -13,13 +13,21 @@
 //! | `custom_tool_call` (`call_id`, `name`, `input` raw string) | a call with args `{"input": input}` |
 //! | `local_shell_call` (`call_id`, `action{type:"exec",command[],…}`) | a call of tool `local_shell`, args = `action` |
 //! | `mcp_call` (`id`, `name`, `arguments`, `output`, `error`) | a call and its outcome at once: `error` → error, else `output` → result; neither → unanswered |
-//! | `function_call_output`, `custom_tool_call_output`, `local_shell_call_output` (`call_id`, `output`) | the result, as [`text_result`] of the output text (a string, content parts, or `{content}`) |
+//! | `function_call_output`, `custom_tool_call_output`, `local_shell_call_output` (`call_id`, `output`) | the result, as [`text_result`] of the output text (a string, content parts, or `{content}`); a Codex exec output (below) without its timing |
 //! | any other `<kind>_call` / `<kind>_call_output` with a `call_id` (for example `computer_call`) | a call of tool `<kind>` (args: `arguments`, `action` or `input`) / its result |
 //! | `compaction` (also `compaction_summary`) | a compaction |
 //! | `message` with role `user` (also a bare `{role, content}`) | a run boundary (`run-1`, `run-2`, …) |
 //! | `reasoning`, `web_search_call` without `call_id`, other types | ignored |
 //!
 //! There is no error flag on function outputs, so they stay results.
+//!
+//! **Exec outputs.** Codex reports a command's wall time inside its output text, either as
+//! the JSON `{"output":"…","metadata":{"exit_code":0,"duration_seconds":1.2}}` or as the
+//! text `Exit code: 0\nWall time: 1.2 seconds\nOutput:\n…`. The time changes on every run
+//! of the same command, so such an output becomes
+//! `{"content":[{"type":"text","text":"…"}],"details":{"exitCode":0}}`: the output and the
+//! exit code are hashed, the duration is not (as the README promises), and a command that
+//! keeps printing the same thing is seen as a loop.
 //!
 //! ## Codex CLI rollouts ([`CodexRolloutAdapter`])
 //!
@@ -46,13 +54,13 @@
 //! A line that cannot be used at all returns its diagnostic; problems inside a usable line
 //! and unpaired calls and results are returned by `finish`, in line order.
 
-use loopguard_core::{Object, Value};
+use loopguard_core::{JsString, Object, Value};
 use loopguard_replay::event::Payload;
 
-use crate::chat_completions::{
-    arguments, document_error, empty, id_field, ts_of, PendingCall, Runs, Tracker,
+use crate::common::{
+    arguments, content_text, document_error, empty, id_field, parse_line, str_field, text_result,
+    ts_of, PendingCall, Runs, Tracker,
 };
-use crate::common::{content_text, parse_line, str_field, text_result};
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
 };
@@ -66,16 +74,141 @@ struct Items {
     compacted: bool,
 }
 
-/// The text of a tool output: a string, content parts, or an object with `content`.
+/// The result of a tool output: a string, content parts, or an object with `content`, as
+/// [`text_result`] of its text, or as [`exec_result`] when the text is a Codex exec output.
 fn output_payload(v: Option<&Value<'_>>) -> Value<'static> {
     match v {
         None | Some(Value::Null) => text_result(""),
-        Some(v @ (Value::String(_) | Value::Array(_))) => text_result(&content_text(v)),
+        Some(v @ (Value::String(_) | Value::Array(_))) => text_payload(&content_text(v)),
         Some(v @ Value::Object(_)) => match v.get("content") {
-            Some(c @ (Value::String(_) | Value::Array(_))) => text_result(&content_text(c)),
+            Some(c @ (Value::String(_) | Value::Array(_))) => text_payload(&content_text(c)),
             _ => v.clone().into_owned(),
         },
         Some(other) => other.clone().into_owned(),
+    }
+}
+
+/// The result of an output text: a Codex exec output without its timing, else the text.
+fn text_payload(text: &str) -> Value<'static> {
+    exec_result(text).unwrap_or_else(|| text_result(text))
+}
+
+/// Codex's exec outputs (shell, local shell, apply_patch, …), written by
+/// `format_exec_output_for_model_structured` and `…_freeform` in
+/// `codex-rs/core/src/tools/mod.rs`, carry the command's wall time, which differs on every
+/// run of the same command and would make every outcome look new:
+///
+/// * structured: the JSON text `{"output":"…","metadata":{"exit_code":N,
+///   "duration_seconds":X}}`;
+/// * freeform: `Exit code: N\nWall time: X seconds\n[Total output lines: L\n]Output:\n…`.
+///
+/// Both become `{"content":[{"type":"text","text":output}],"details":{"exitCode":N}}`, so
+/// only the output and the exit code (and the other stable fields: other metadata,
+/// `totalOutputLines`) are hashed; `duration_seconds`, the wall time and any other timing
+/// are dropped. A timed-out command's output starts with `command timed out after MS
+/// milliseconds`: that line becomes `"timedOut": true`. `None` when `text` is neither form.
+///
+/// ```text
+/// {"output":"ok\n","metadata":{"exit_code":0,"duration_seconds":1.2}}
+///   → {"content":[{"type":"text","text":"ok\n"}],"details":{"exitCode":0}}
+/// ```
+fn exec_result(text: &str) -> Option<Value<'static>> {
+    let (output, mut details) = structured_exec(text).or_else(|| freeform_exec(text))?;
+    let output = match strip_timeout(&output) {
+        Some(rest) => {
+            details.push(("timedOut".into(), Value::Bool(true)));
+            rest.to_string()
+        }
+        None => output,
+    };
+    let content = text_result(&output)
+        .get("content")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Some(Value::Object(Object::from_entries(vec![
+        ("content".into(), content),
+        (
+            "details".into(),
+            Value::Object(Object::from_entries(details)),
+        ),
+    ])))
+}
+
+/// Details of an exec result.
+type ExecDetails = Vec<(JsString<'static>, Value<'static>)>;
+
+/// `true` for metadata keys that measure time rather than progress.
+fn is_timing_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["duration", "elapsed", "wall_time", "walltime"]
+        .iter()
+        .any(|t| k.contains(t))
+}
+
+/// The structured form: `{"output": string, "metadata": {"exit_code": number, …}}`.
+fn structured_exec(text: &str) -> Option<(String, ExecDetails)> {
+    let t = text.trim();
+    if !t.starts_with('{') || !t.contains("\"metadata\"") {
+        return None;
+    }
+    let v = loopguard_core::parse(t.as_bytes()).ok()?;
+    let output = v.get("output")?.as_js_str()?.to_string_lossy().into_owned();
+    let metadata = v.get("metadata")?.as_object()?;
+    let exit_code = metadata.get("exit_code")?.as_f64()?;
+    let mut details: ExecDetails = vec![("exitCode".into(), Value::Number(exit_code))];
+    let stable = |k: &JsString<'_>| !k.as_str().is_some_and(is_timing_key);
+    for (k, val) in metadata.iter() {
+        if k.as_wtf8() != b"exit_code" && stable(k) {
+            details.push((k.clone().into_owned(), val.clone().into_owned()));
+        }
+    }
+    for (k, val) in v.as_object()?.iter() {
+        if !matches!(k.as_wtf8(), b"output" | b"metadata") && stable(k) {
+            details.push((k.clone().into_owned(), val.clone().into_owned()));
+        }
+    }
+    Some((output, details))
+}
+
+/// The freeform form: `Exit code: N`, `Wall time: X seconds`, optionally `Total output
+/// lines: L`, then `Output:` and the output, one per line.
+fn freeform_exec(text: &str) -> Option<(String, ExecDetails)> {
+    let rest = text.strip_prefix("Exit code: ")?;
+    let (code, rest) = rest.split_once('\n')?;
+    let code: i64 = code.trim().parse().ok()?;
+    let (wall, rest) = rest.split_once('\n')?;
+    let wall = wall.strip_prefix("Wall time: ")?.strip_suffix(" seconds")?;
+    wall.trim().parse::<f64>().ok()?;
+    let mut details: ExecDetails = vec![("exitCode".into(), Value::from(code))];
+    let rest = match rest.strip_prefix("Total output lines: ") {
+        Some(r) => {
+            let (lines, r) = r.split_once('\n')?;
+            let lines: i64 = lines.trim().parse().ok()?;
+            details.push(("totalOutputLines".into(), Value::from(lines)));
+            r
+        }
+        None => rest,
+    };
+    let output = match rest.strip_prefix("Output:") {
+        Some("") => "",
+        Some(r) => r.strip_prefix('\n')?,
+        None => return None,
+    };
+    Some((output.to_string(), details))
+}
+
+/// The output after Codex's `command timed out after MS milliseconds` line, when it has one.
+fn strip_timeout(output: &str) -> Option<&str> {
+    let rest = output.strip_prefix("command timed out after ")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return None;
+    }
+    let rest = rest[digits..].strip_prefix(" milliseconds")?;
+    match rest.strip_prefix('\n') {
+        Some(r) => Some(r),
+        None if rest.is_empty() => Some(rest),
+        None => None,
     }
 }
 
@@ -422,6 +555,63 @@ mod tests {
         assert_eq!(
             a.events[9].event.payload,
             Some(Payload::Result(text_result("a b")))
+        );
+    }
+
+    #[test]
+    fn exec_outputs_lose_their_timing_and_other_texts_stay_text() {
+        let v = |t: &str| Value::parse(t.as_bytes()).unwrap().into_owned();
+        let exec = |text: &str, details: &str| {
+            v(&format!(
+                r#"{{"content":[{{"type":"text","text":{text:?}}}],"details":{details}}}"#
+            ))
+        };
+        let cases = [
+            (
+                r#"{"output":"a\n","metadata":{"exit_code":1,"duration_seconds":0.3,"durationMs":300,"elapsed_ms":3,"signal":null},"truncated":false}"#,
+                exec("a\n", r#"{"exitCode":1,"signal":null,"truncated":false}"#),
+            ),
+            (
+                "Exit code: 0\nWall time: 12 seconds\nTotal output lines: 900\nOutput:\nlast lines",
+                exec("last lines", r#"{"exitCode":0,"totalOutputLines":900}"#),
+            ),
+            (
+                "Exit code: -1\nWall time: 0.5 seconds\nOutput:\n",
+                exec("", r#"{"exitCode":-1}"#),
+            ),
+            (
+                "Exit code: 124\nWall time: 10 seconds\nOutput:\ncommand timed out after 10004 milliseconds",
+                exec("", r#"{"exitCode":124,"timedOut":true}"#),
+            ),
+            // Not exec outputs: kept as text.
+            (r#"{"output":"x"}"#, text_result(r#"{"output":"x"}"#)),
+            (
+                r#"{"output":"x","metadata":{"duration_seconds":1}}"#,
+                text_result(r#"{"output":"x","metadata":{"duration_seconds":1}}"#),
+            ),
+            (
+                "Exit code: 0\nno wall time\nOutput:\nx",
+                text_result("Exit code: 0\nno wall time\nOutput:\nx"),
+            ),
+            (
+                "Exit code: 0\nWall time: 1 seconds\nx",
+                text_result("Exit code: 0\nWall time: 1 seconds\nx"),
+            ),
+            ("{not json \"metadata\"", text_result("{not json \"metadata\"")),
+            (
+                "command timed out after 5 milliseconds\nx",
+                text_result("command timed out after 5 milliseconds\nx"),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(output_payload(Some(&Value::from(text))), want, "{text}");
+        }
+        // `{content}` objects too.
+        let wrapped =
+            v(r#"{"content":"Exit code: 2\nWall time: 3.1 seconds\nOutput:\nno","success":false}"#);
+        assert_eq!(
+            output_payload(Some(&wrapped)),
+            exec("no", r#"{"exitCode":2}"#)
         );
     }
 

@@ -53,10 +53,10 @@ use std::collections::VecDeque;
 use loopguard_core::{Object, Value};
 use loopguard_replay::event::Payload;
 
-use crate::chat_completions::{
-    arguments, document_error, empty, id_field, ts_of, PendingCall, Runs, Tracker,
+use crate::common::{
+    arguments, content_text, document_error, empty, id_field, str_field, text_result, ts_of,
+    PendingCall, Runs, Tracker,
 };
-use crate::common::{content_text, str_field, text_result};
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter};
 
 /// The pseudo-tool recording mini-swe-agent format errors.

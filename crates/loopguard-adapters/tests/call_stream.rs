@@ -62,9 +62,10 @@ fn polling_a_stuck_build_warns_then_blocks() {
             Some(text_payload("(no new output)\n\nProcess still running."))
         );
         assert_eq!(call.tokens, None);
+        // Each label is a session of its own.
         assert_eq!(
             call.event.session.as_ref().unwrap().to_string(),
-            ctx().session
+            format!("{}/stuck-build", ctx().session)
         );
     }
     let flagged = not_quiet(&replay_decided(events, Mode::Observe));
@@ -83,7 +84,8 @@ fn healthy_stream_reads_labels_in_document_order() {
     let ra = "0f1e2d3c-0000-4b5a-9687-a5b4c3d2e1f0";
     let rb = "1a2b3c4d-0000-4e5f-8071-8293a4b5c6d7";
     let briefs: Vec<String> = adapted.events.iter().map(brief).collect();
-    // "morning" comes first in the document, although "evening" sorts first.
+    // "morning" comes first in the document, although "evening" sorts first; its six
+    // records are 1-6, so "evening"'s records are 7 and 8.
     assert_eq!(
         briefs,
         [
@@ -99,13 +101,24 @@ fn healthy_stream_reads_labels_in_document_order() {
             format!("outcome 5 {ra} functions.apply_patch:4 apply_patch"),
             format!("call 6 {ra} functions.exec:5 exec"),
             format!("outcome 6 {ra} functions.exec:5 exec"),
-            format!("call 1 {rb} functions.exec:0 exec"),
-            format!("outcome 1 {rb} functions.exec:0 exec"),
-            format!("call 2 {rb} functions.message:1 message"),
-            format!("outcome 2 {rb} functions.message:1 message"),
+            format!("call 7 {rb} functions.exec:0 exec"),
+            format!("outcome 7 {rb} functions.exec:0 exec"),
+            format!("call 8 {rb} functions.message:1 message"),
+            format!("outcome 8 {rb} functions.message:1 message"),
         ]
     );
     let events = &adapted.events;
+    let sessions: Vec<String> = events
+        .iter()
+        .map(|e| support::s(&e.event.session))
+        .collect();
+    let (morning, evening) = sessions.split_at(12);
+    assert!(morning
+        .iter()
+        .all(|s| *s == format!("{}/morning", ctx().session)));
+    assert!(evening
+        .iter()
+        .all(|s| *s == format!("{}/evening", ctx().session)));
     assert_eq!(
         events[7].event.payload,
         Some(Payload::Error(Value::from(
@@ -186,6 +199,41 @@ fn edge_cases_are_reported_with_their_record_numbers() {
     );
     assert!(adapted.diagnostics[0].message.contains("functions.exec:1"));
     assert!(adapted.diagnostics[4].message.contains("broken"));
+}
+
+/// Two labels with six identical reads each: 12 identical calls in the document, but six
+/// in each session, so nothing is flagged; and every record has its own line.
+#[test]
+fn labels_are_sessions_of_their_own_with_document_wide_record_numbers() {
+    let read = r#"{"kind":"call","name":"read","args":{"path":"/same.txt"},"runId":"r","isError":false,"resultText":"same text"}"#;
+    let records = vec![read; 6].join(",");
+    let doc = format!(r#"{{"a":{{"calls":[{records}]}},"b":{{"calls":[{records}]}}}}"#);
+    let adapted = CallStream.adapt(doc.as_bytes(), &ctx()).unwrap();
+    assert!(adapted.diagnostics.is_empty(), "{:?}", adapted.diagnostics);
+    let events = &adapted.events;
+    assert_eq!(events.len(), 24);
+    let calls: Vec<_> = events
+        .iter()
+        .filter(|e| e.event.kind == EventKind::Call)
+        .collect();
+    let lines: Vec<u64> = calls.iter().map(|e| e.line).collect();
+    assert_eq!(lines, (1..=12).collect::<Vec<u64>>());
+    assert!(lines.windows(2).all(|w| w[0] < w[1]));
+    let sessions: Vec<String> = calls.iter().map(|e| support::s(&e.event.session)).collect();
+    let session = ctx().session;
+    assert_eq!(sessions[..6], vec![format!("{session}/a"); 6][..]);
+    assert_eq!(sessions[6..], vec![format!("{session}/b"); 6][..]);
+    for mode in [Mode::Observe, Mode::Enforce] {
+        assert!(
+            not_quiet(&replay_decided(events, mode)).is_empty(),
+            "{mode:?}"
+        );
+    }
+    // Without a session in the context, a label is named by itself.
+    let bare = CallStream
+        .adapt(doc.as_bytes(), &Context::default())
+        .unwrap();
+    assert_eq!(support::s(&bare.events[12].event.session), "b");
 }
 
 #[test]
@@ -313,6 +361,8 @@ proptest! {
         if let Ok(adapted) = CallStream.adapt(&doc, &ctx()) {
             let mut i = 0;
             let events = &adapted.events;
+            // Record numbers are unique across the document.
+            prop_assert!(events.windows(2).all(|w| w[0].line <= w[1].line));
             while i < events.len() {
                 match events[i].event.kind {
                     EventKind::Compaction => i += 1,

@@ -87,6 +87,92 @@ fn loop_of_25_identical_shell_calls_warns_then_blocks() {
     assert_eq!(calls[20].0, 86);
 }
 
+/// A rollout of `n` identical `shell` calls whose outputs are `output(i)`.
+fn shell_loop(n: usize, output: impl Fn(usize) -> String) -> Vec<u8> {
+    let mut lines = vec![
+        r#"{"timestamp":"2026-09-05T15:26:13.000Z","type":"event_msg","payload":{"type":"user_message","message":"fix it"}}"#.to_string(),
+    ];
+    for i in 0..n {
+        lines.push(format!(
+            r#"{{"timestamp":"2026-09-05T15:27:{:02}.000Z","type":"response_item","payload":{{"type":"function_call","name":"shell","arguments":"{{\"command\":[\"bash\",\"-lc\",\"cargo test\"]}}","call_id":"call_{i}"}}}}"#,
+            i % 60
+        ));
+        lines.push(format!(
+            r#"{{"timestamp":"2026-09-05T15:27:{:02}.500Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"call_{i}","output":{}}}}}"#,
+            i % 60,
+            support::quote(&output(i))
+        ));
+    }
+    (lines.join("\n") + "\n").into_bytes()
+}
+
+/// Codex writes a command's wall time into its output; 25 runs of the same command with
+/// the same output but different durations are a loop: warned from the 11th call, blocked
+/// from the 21st.
+#[test]
+fn exec_outputs_that_differ_only_in_duration_are_a_loop() {
+    let structured = |i: usize| {
+        format!(
+            r#"{{"output":"test result: FAILED. 41 passed; 1 failed\n","metadata":{{"exit_code":101,"duration_seconds":{}.{}}}}}"#,
+            3 + i % 4,
+            i % 10
+        )
+    };
+    let freeform = |i: usize| {
+        format!(
+            "Exit code: 101\nWall time: {}.{} seconds\nOutput:\ntest result: FAILED. 41 passed; 1 failed\n",
+            3 + i % 4,
+            i % 10
+        )
+    };
+    let timed_out = |i: usize| {
+        format!(
+            r#"{{"output":"command timed out after {} milliseconds\nrunning 42 tests\n","metadata":{{"exit_code":124,"duration_seconds":{}.0}}}}"#,
+            10_000 + i * 7,
+            10 + i % 2
+        )
+    };
+    let want_structured = support::json(
+        r#"{"content":[{"type":"text","text":"test result: FAILED. 41 passed; 1 failed\n"}],"details":{"exitCode":101}}"#,
+    );
+    let want_timed_out = support::json(
+        r#"{"content":[{"type":"text","text":"running 42 tests\n"}],"details":{"exitCode":124,"timedOut":true}}"#,
+    );
+    for (form, output, want) in [
+        (
+            "structured",
+            &structured as &dyn Fn(usize) -> String,
+            &want_structured,
+        ),
+        ("freeform", &freeform, &want_structured),
+        ("timed out", &timed_out, &want_timed_out),
+    ] {
+        // The outputs really differ.
+        assert_ne!(output(0), output(1), "{form}");
+        let (events, diagnostics) = feed(&shell_loop(25, output));
+        assert!(diagnostics.is_empty(), "{form}: {diagnostics:?}");
+        assert_eq!(events.len(), 50, "{form}");
+        for outcome in events.iter().skip(1).step_by(2) {
+            assert_eq!(
+                outcome.event.payload,
+                Some(Payload::Result(want.clone())),
+                "{form}"
+            );
+        }
+        let decisions = replay_observe(&events);
+        let calls: Vec<_> = decisions
+            .iter()
+            .filter(|d| d.1 == EventKind::Call)
+            .collect();
+        assert_eq!(calls.len(), 25, "{form}");
+        for (i, d) in calls.iter().enumerate() {
+            let (want, detector) = repeat_decision(i + 1);
+            assert_eq!((d.2, d.3), (want, detector), "{form}: call {}", i + 1);
+        }
+        assert_eq!(calls[20].2, Action::Block, "{form}");
+    }
+}
+
 #[test]
 fn healthy_rollout_has_custom_tools_plans_and_two_runs() {
     let (events, diagnostics) = feed(&fixture("healthy"));

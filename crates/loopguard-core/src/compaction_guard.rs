@@ -4,20 +4,18 @@
 //! `windowSize` outcomes; if all of them are the same `(tool, argsHash, resultHash)` triple,
 //! the loop survived the compaction and the run is aborted. It is on unless `enabled` is
 //! explicitly `false`, because it exists to protect users who never configured anything.
+//!
+//! OpenClaw keeps the window's outcomes and counts the ones equal to the newest. The
+//! window holds at most `windowSize` outcomes, so that count reaches `windowSize` exactly
+//! when every outcome of the window is the same triple: the guard keeps only the first
+//! triple, whether all later ones equalled it, and how many it has seen, in constant
+//! memory whatever the window size.
 
 use crate::config::GuardSettings;
 use crate::fingerprint::ArgsDigest;
 use crate::history::Name;
 use crate::messages;
 use crate::outcome::ResultHash;
-
-/// One observed outcome.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Observation {
-    tool: Name,
-    args: ArgsDigest,
-    result: ResultHash,
-}
 
 /// The guard of one (session, run).
 ///
@@ -38,7 +36,18 @@ struct Observation {
 pub struct CompactionGuard {
     settings: GuardSettings,
     remaining: u32,
-    observations: Vec<Observation>,
+    window: WindowState,
+}
+
+/// What the guard remembers of the outcomes seen since it was armed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WindowState {
+    /// The first outcome of the window.
+    pub(crate) first: Option<(Name, ArgsDigest, ResultHash)>,
+    /// Outcomes seen.
+    pub(crate) observed: u32,
+    /// Whether every outcome seen equals the first.
+    pub(crate) all_equal: bool,
 }
 
 /// What the guard says after an observation.
@@ -69,7 +78,7 @@ impl CompactionGuard {
         CompactionGuard {
             settings,
             remaining: 0,
-            observations: Vec::new(),
+            window: WindowState::default(),
         }
     }
 
@@ -92,7 +101,7 @@ impl CompactionGuard {
     /// never observes.
     pub fn arm(&mut self) {
         self.remaining = self.settings.window_size;
-        self.observations.clear();
+        self.window = WindowState::default();
         if self.settings.enabled {
             tracing::info!(
                 target: "loopguard::compaction_guard",
@@ -102,29 +111,17 @@ impl CompactionGuard {
         }
     }
 
-    /// The outcomes observed since the guard was last armed, oldest first (for
-    /// [`crate::state`]).
-    pub(crate) fn observations(
-        &self,
-    ) -> impl ExactSizeIterator<Item = (&Name, ArgsDigest, ResultHash)> {
-        self.observations
-            .iter()
-            .map(|o| (&o.tool, o.args, o.result))
+    /// What the guard remembers of the current window (for [`crate::state`]).
+    pub(crate) fn window(&self) -> &WindowState {
+        &self.window
     }
 
     /// A guard in the given state (for [`crate::state`]).
-    pub(crate) fn restore(
-        settings: GuardSettings,
-        remaining: u32,
-        observations: impl IntoIterator<Item = (Name, ArgsDigest, ResultHash)>,
-    ) -> Self {
+    pub(crate) fn restore(settings: GuardSettings, remaining: u32, window: WindowState) -> Self {
         CompactionGuard {
             settings,
             remaining,
-            observations: observations
-                .into_iter()
-                .map(|(tool, args, result)| Observation { tool, args, result })
-                .collect(),
+            window,
         }
     }
 
@@ -138,18 +135,21 @@ impl CompactionGuard {
             };
         }
         self.remaining -= 1;
-        let matches = 1 + self
-            .observations
-            .iter()
-            .filter(|o| o.tool.as_wtf8() == tool && o.args == args && o.result == result)
-            .count() as u64;
-        self.observations.push(Observation {
-            tool: crate::history::owned_name(tool),
-            args,
-            result,
-        });
+        let w = &mut self.window;
+        w.observed += 1;
+        match &w.first {
+            None => {
+                w.first = Some((crate::history::owned_name(tool), args, result));
+                w.all_equal = true;
+            }
+            Some((t, a, r)) => {
+                w.all_equal &= t.as_wtf8() == tool && *a == args && *r == result;
+            }
+        }
+        let persisted = w.all_equal && w.observed >= self.settings.window_size;
+        let matches = u64::from(w.observed);
         let armed = self.remaining > 0;
-        let abort = (matches >= u64::from(self.settings.window_size)).then(|| {
+        let abort = persisted.then(|| {
             tracing::error!(
                 target: "loopguard::compaction_guard",
                 "post-compaction loop persisted: tool={} repeated {} times with identical args+result post-compaction",
@@ -255,5 +255,33 @@ mod tests {
         for _ in 0..5 {
             assert!(g.observe(b"t", ArgsDigest([1; 32]), r(1)).abort.is_none());
         }
+    }
+
+    /// The constant-memory window agrees with OpenClaw's way of keeping every outcome and
+    /// counting the ones equal to the newest, for any window size and sequence.
+    #[test]
+    fn agrees_with_counting_every_observation() {
+        use proptest::prelude::*;
+        let triple = (0u8..3, 0u8..2, 0u8..2);
+        proptest!(|(window in 1u32..7, seq in proptest::collection::vec(triple, 0..12))| {
+            let mut g = guard(window, true);
+            g.arm();
+            let mut seen: Vec<(u8, u8, u8)> = Vec::new();
+            let mut remaining = window;
+            for (t, a, res) in seq {
+                let tool = [b'a' + t];
+                let v = g.observe(&tool, ArgsDigest([a; 32]), r(res));
+                let expected = if remaining == 0 {
+                    None
+                } else {
+                    remaining -= 1;
+                    let matches = 1 + seen.iter().filter(|o| **o == (t, a, res)).count() as u64;
+                    seen.push((t, a, res));
+                    (matches >= u64::from(window)).then_some(matches)
+                };
+                prop_assert_eq!(v.abort.map(|x| x.count), expected);
+                prop_assert_eq!(v.remaining_attempts, remaining);
+            }
+        });
     }
 }

@@ -5,7 +5,7 @@
 //! imports it before the next. A restored session makes exactly the decisions the original
 //! would have made: it holds the same history records (tool, argument digest, call id, run,
 //! outcome hash, unknown-tool name, timestamp), the same warning buckets in the same
-//! insertion order, the same post-compaction guards (settings, attempts left, observations)
+//! insertion order, the same post-compaction guards (settings, attempts left, what the window holds)
 //! and the same mode.
 //!
 //! The format is JSON written with the crate's own serialiser and read with its own parser
@@ -41,7 +41,7 @@
 use std::collections::HashMap;
 
 use crate::canonical::{self, hex_bytes, Sink};
-use crate::compaction_guard::CompactionGuard;
+use crate::compaction_guard::{CompactionGuard, WindowState};
 use crate::config::GuardSettings;
 use crate::fingerprint::ArgsDigest;
 use crate::history::{name_from_vec, History, Name, Record};
@@ -52,7 +52,7 @@ use crate::warnings::WarningBuckets;
 
 /// The version written by [`Session::export_state`]; [`Session::import_state`] reads only
 /// this one and says so for any other.
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
 /// The `format` field of every snapshot.
 pub const STATE_FORMAT: &str = "loopguard-session-state";
@@ -269,20 +269,25 @@ fn write_guard(out: &mut Vec<u8>, run: Option<&[u8]>, g: &CompactionGuard) {
     canonical::write_number(out, f64::from(settings.window_size));
     out.write(b",\"remaining\":");
     canonical::write_number(out, f64::from(g.remaining_attempts()));
-    out.write(b",\"observations\":[");
-    for (i, (tool, args, result)) in g.observations().enumerate() {
-        if i > 0 {
-            out.write(b",");
+    let w = g.window();
+    out.write(b",\"first\":");
+    match &w.first {
+        None => out.write(b"null"),
+        Some((tool, args, result)) => {
+            out.write(b"{\"tool\":");
+            canonical::write_json_string(out, tool);
+            out.write(b",\"args\":");
+            write_hex(out, &args.0);
+            out.write(b",\"result\":");
+            write_result(out, result);
+            out.write(b"}");
         }
-        out.write(b"{\"tool\":");
-        canonical::write_json_string(out, tool);
-        out.write(b",\"args\":");
-        write_hex(out, &args.0);
-        out.write(b",\"result\":");
-        write_result(out, &result);
-        out.write(b"}");
     }
-    out.write(b"]}");
+    out.write(b",\"observed\":");
+    canonical::write_number(out, f64::from(w.observed));
+    out.write(b",\"allEqual\":");
+    out.write(if w.all_equal { b"true" } else { b"false" });
+    out.write(b"}");
 }
 
 /// A field path for error messages (`history[3].args`).
@@ -430,17 +435,29 @@ fn read_guard(p: &Path, v: &Value<'_>) -> Result<GuardEntry, StateError> {
         u32::try_from(window).map_err(|_| p.key("windowSize").err("an integer below 2^32"))?;
     let remaining =
         u32::try_from(remaining).map_err(|_| p.key("remaining").err("an integer below 2^32"))?;
-    let obs_path = p.key("observations");
-    let mut observations = Vec::new();
-    for (i, o) in obs_path.array(f("observations")?)?.iter().enumerate() {
-        let op = obs_path.index(i);
-        let g = |k: &'static str| op.field(o, k);
-        observations.push((
-            op.key("tool").name(g("tool")?)?,
-            ArgsDigest(op.key("args").digest(g("args")?)?),
-            op.key("result").result(g("result")?)?,
-        ));
-    }
+    let first_path = p.key("first");
+    let first = match f("first")? {
+        Value::Null => None,
+        o => {
+            let g = |k: &'static str| first_path.field(o, k);
+            Some((
+                first_path.key("tool").name(g("tool")?)?,
+                ArgsDigest(first_path.key("args").digest(g("args")?)?),
+                first_path.key("result").result(g("result")?)?,
+            ))
+        }
+    };
+    let observed = p.key("observed").uint(f("observed")?)?;
+    let observed =
+        u32::try_from(observed).map_err(|_| p.key("observed").err("an integer below 2^32"))?;
+    let all_equal = f("allEqual")?
+        .as_bool()
+        .ok_or_else(|| p.key("allEqual").err("a boolean"))?;
+    let window = WindowState {
+        first,
+        observed,
+        all_equal,
+    };
     Ok((
         run,
         CompactionGuard::restore(
@@ -449,7 +466,7 @@ fn read_guard(p: &Path, v: &Value<'_>) -> Result<GuardEntry, StateError> {
                 window_size,
             },
             remaining,
-            observations,
+            window,
         ),
     ))
 }
@@ -771,10 +788,11 @@ mod tests {
     fn errors_name_the_field() {
         let ok = Session::new("s").export_state();
         let text = String::from_utf8(ok).unwrap();
-        let bad = text.replace(r#""version":1"#, r#""version":2"#);
+        let bad = text.replace(r#""version":2"#, r#""version":1"#);
+        assert_ne!(bad, text);
         assert!(matches!(
             Session::import_state(bad.as_bytes(), "s"),
-            Err(StateError::Version { found }) if found == "2"
+            Err(StateError::Version { found }) if found == "1"
         ));
         let bad = text.replace(r#""history":[]"#, r#""history":[{"tool":"t"}]"#);
         let e = Session::import_state(bad.as_bytes(), "s").unwrap_err();

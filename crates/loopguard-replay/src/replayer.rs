@@ -11,23 +11,98 @@ use loopguard_core::{Call, JsString, Mode, Session, Verdict};
 use crate::decision::{Action, Decision, Finding};
 use crate::event::{Event, EventKind, Payload};
 
-/// Blocked calls remembered per session while they wait for their outcome event. Older ones
-/// are forgotten first, so memory stays bounded however many calls are never answered.
-const MAX_PENDING_BLOCKS: usize = 1024;
+/// What an outcome without a call id is matched on: run, tool and arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BlockKey {
+    run: Option<Box<[u8]>>,
+    tool: Box<[u8]>,
+    args: ArgsDigest,
+}
 
 /// A blocked call whose (ignored) outcome has not arrived yet.
 #[derive(Debug)]
 struct PendingBlock {
-    call_id: Option<Name>,
-    run: Option<Box<[u8]>>,
-    tool: Name,
-    args: ArgsDigest,
+    call_id: Option<Box<[u8]>>,
+    key: BlockKey,
+}
+
+/// The blocked calls of one session waiting for their outcome events, indexed both ways an
+/// outcome can name them, so matching costs the same however many calls are never
+/// answered. Nothing is forgotten: an outcome that arrives late is still recognised.
+#[derive(Debug, Default)]
+struct PendingBlocks {
+    next: u64,
+    entries: FxHashMap<u64, PendingBlock>,
+    // Sequence numbers in arrival order; the newest is last.
+    by_id: FxHashMap<Box<[u8]>, Vec<u64>>,
+    by_key: FxHashMap<BlockKey, Vec<u64>>,
+}
+
+impl PendingBlocks {
+    fn push(&mut self, call_id: Option<Box<[u8]>>, key: BlockKey) {
+        let seq = self.next;
+        self.next += 1;
+        if let Some(id) = &call_id {
+            self.by_id.entry(id.clone()).or_default().push(seq);
+        }
+        self.by_key.entry(key.clone()).or_default().push(seq);
+        self.entries.insert(seq, PendingBlock { call_id, key });
+    }
+
+    /// Finds and removes the blocked call an outcome belongs to (events.md conventions):
+    /// with a call id, the newest blocked call with that id; without one, the newest blocked
+    /// call of the same run, tool and arguments.
+    fn absorb(&mut self, call: &Call<'_>, args: ArgsDigest) -> bool {
+        if self.entries.is_empty() {
+            return false;
+        }
+        let seq = match call.call_id.as_ref().filter(|c| !c.is_empty()) {
+            Some(id) => match self.by_id.get(id.as_wtf8()).and_then(|v| v.last()) {
+                Some(&seq) => seq,
+                None => return false,
+            },
+            None => {
+                let key = BlockKey {
+                    run: run_key(call),
+                    tool: call.tool.as_wtf8().into(),
+                    args,
+                };
+                match self.by_key.get(&key).and_then(|v| v.last()) {
+                    Some(&seq) => seq,
+                    None => return false,
+                }
+            }
+        };
+        let Some(block) = self.entries.remove(&seq) else {
+            return false;
+        };
+        if let Some(id) = &block.call_id {
+            remove_seq(&mut self.by_id, id, seq);
+        }
+        remove_seq(&mut self.by_key, &block.key, seq);
+        true
+    }
+}
+
+fn remove_seq<K, Q>(map: &mut FxHashMap<K, Vec<u64>>, key: &Q, seq: u64)
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(list) = map.get_mut(key) {
+        if let Some(i) = list.iter().rposition(|s| *s == seq) {
+            list.remove(i);
+        }
+        if list.is_empty() {
+            map.remove(key);
+        }
+    }
 }
 
 #[derive(Debug)]
 struct SessionState {
     session: Session,
-    pending_blocks: Vec<PendingBlock>,
+    pending_blocks: PendingBlocks,
 }
 
 /// Replays events through per-session engines.
@@ -113,7 +188,7 @@ impl Replayer {
                     .entry(session_name.as_wtf8().into())
                     .or_insert(SessionState {
                         session,
-                        pending_blocks: Vec::new(),
+                        pending_blocks: PendingBlocks::default(),
                     })
             }
         };
@@ -168,27 +243,30 @@ impl Replayer {
                         decision.action = Action::Block;
                         decision.finding = Some(finding(detection, Some(key), Some(true)));
                         if self.mode == Mode::Enforce {
-                            if state.pending_blocks.len() >= MAX_PENDING_BLOCKS {
-                                state.pending_blocks.remove(0);
-                            }
-                            state.pending_blocks.push(PendingBlock {
-                                call_id: call.call_id.clone().map(JsString::into_owned),
-                                run: run_key(&call),
-                                tool: tool.clone().into_owned(),
-                                args: d.args,
-                            });
+                            state.pending_blocks.push(
+                                call.call_id
+                                    .as_ref()
+                                    .filter(|c| !c.is_empty())
+                                    .map(|c| c.as_wtf8().into()),
+                                BlockKey {
+                                    run: run_key(&call),
+                                    tool: tool.as_wtf8().into(),
+                                    args: d.args,
+                                },
+                            );
                         }
                     }
                 }
             }
             EventKind::Outcome => {
-                if self.mode == Mode::Enforce {
-                    if let Some(args) = absorb_blocked(&mut state.pending_blocks, &call) {
-                        decision.args = Some(args);
-                        decision.action = Action::Ignored;
-                        return decision;
-                    }
+                // Hashed once here, reused by the session below.
+                let args = args_digest_wtf8(tool.as_wtf8(), &event.args);
+                if self.mode == Mode::Enforce && state.pending_blocks.absorb(&call, args) {
+                    decision.args = Some(args);
+                    decision.action = Action::Ignored;
+                    return decision;
                 }
+                let call = call.with_args_digest(args);
                 let outcome = match &event.payload {
                     Some(Payload::Result(r)) => Outcome::Result(r),
                     Some(Payload::Error(e)) => Outcome::Error(e),
@@ -233,25 +311,72 @@ fn run_key(call: &Call<'_>) -> Option<Box<[u8]>> {
     normalize_run(call.run.as_ref().map(JsString::as_wtf8)).map(Into::into)
 }
 
-/// Finds and removes the blocked call this outcome belongs to (events.md conventions):
-/// with a call id, the newest blocked call with that id; without one, the newest blocked
-/// call of the same run, tool and arguments.
-fn absorb_blocked(pending: &mut Vec<PendingBlock>, call: &Call<'_>) -> Option<ArgsDigest> {
-    if pending.is_empty() {
-        return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::parse_event;
+
+    fn replay_line(r: &mut Replayer, line: &str, n: u64) -> String {
+        let ev = parse_event(line.as_bytes(), n).unwrap();
+        let mut out = Vec::new();
+        r.process(&ev, n).write_json(&mut out);
+        String::from_utf8(out).unwrap()
     }
-    let args = args_digest_wtf8(call.tool.as_wtf8(), call.args);
-    let index = match call.call_id.as_ref().filter(|c| !c.is_empty()) {
-        Some(id) => pending
-            .iter()
-            .rposition(|p| p.call_id.as_ref().map(JsString::as_wtf8) == Some(id.as_wtf8())),
-        None => {
-            let run = run_key(call);
-            pending.iter().rposition(|p| {
-                p.run == run && p.tool.as_wtf8() == call.tool.as_wtf8() && p.args == args
-            })
+
+    fn enforcing() -> Replayer {
+        let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")
+            .unwrap()
+            .config;
+        Replayer::new(cfg, Mode::Enforce)
+    }
+
+    /// Thousands of blocked calls that never get an outcome do not make a late outcome
+    /// forgotten, and matching stays exact both by call id and by run, tool and arguments.
+    #[test]
+    fn late_outcomes_of_blocked_calls_are_absorbed_however_many_are_pending() {
+        let mut r = enforcing();
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            n
+        };
+        let call = |id: &str| {
+            format!(r#"{{"type":"call","callId":"{id}","tool":"read","args":{{"p":1}}}}"#)
+        };
+        let outcome = |id: Option<&str>, args: &str| {
+            let id = id
+                .map(|i| format!(r#""callId":"{i}","#))
+                .unwrap_or_default();
+            format!(r#"{{"type":"outcome",{id}"tool":"read","args":{args},"result":"same"}}"#)
+        };
+        // Warm up to the block threshold: each call answered with the same result.
+        for i in 0..20 {
+            let l = next();
+            replay_line(&mut r, &call(&format!("w{i}")), l);
+            let l = next();
+            replay_line(&mut r, &outcome(Some(&format!("w{i}")), r#"{"p":1}"#), l);
         }
-    }?;
-    pending.remove(index);
-    Some(args)
+        let first = next();
+        assert!(replay_line(&mut r, &call("b0"), first).contains(r#""decision":"block""#));
+        for i in 1..3000 {
+            let l = next();
+            let d = replay_line(&mut r, &call(&format!("b{i}")), l);
+            assert!(d.contains(r#""decision":"block""#), "{d}");
+        }
+        // The very first blocked call's outcome, 3000 blocks later.
+        let l = next();
+        let d = replay_line(&mut r, &outcome(Some("b0"), r#"{"p":1}"#), l);
+        assert!(d.contains(r#""decision":"ignored""#), "{d}");
+        // Absorbed once only: the same id again is a real outcome.
+        let l = next();
+        let d = replay_line(&mut r, &outcome(Some("b0"), r#"{"p":1}"#), l);
+        assert!(d.contains(r#""decision":"recorded""#), "{d}");
+        // Without an id: matched on run, tool and arguments; other arguments do not match.
+        let l = next();
+        let d = replay_line(&mut r, &outcome(None, r#"{"p":2}"#), l);
+        assert!(d.contains(r#""decision":"recorded""#), "{d}");
+        let l = next();
+        let d = replay_line(&mut r, &outcome(None, r#"{"p":1}"#), l);
+        assert!(d.contains(r#""decision":"ignored""#), "{d}");
+    }
 }

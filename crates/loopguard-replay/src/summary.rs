@@ -183,7 +183,8 @@ impl Summary {
             EventKind::Call => {
                 s.calls += 1;
                 if let Some(t) = meta.tokens {
-                    *s.tokens.get_or_insert(0) += t;
+                    let sum = s.tokens.get_or_insert(0);
+                    *sum = sum.saturating_add(t);
                 }
             }
             EventKind::Outcome => s.outcomes += 1,
@@ -201,8 +202,8 @@ impl Summary {
             Action::Abort => s.aborts += 1,
             _ => {}
         }
-        let run = normalize_run(d.run.as_ref().map(JsString::as_wtf8))
-            .map(|r| String::from_utf8_lossy(r).into_owned());
+        let run_bytes = normalize_run(d.run.as_ref().map(JsString::as_wtf8));
+        let run = run_bytes.map(|r| String::from_utf8_lossy(r).into_owned());
         let tool = d
             .tool
             .as_ref()
@@ -210,19 +211,14 @@ impl Summary {
             .unwrap_or_default();
         let subject = match f.detector {
             Detector::PingPong | Detector::UnknownToolRepeat => {
-                let key = f
-                    .warning_key
-                    .as_ref()
-                    .map(|k| k.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                // Strip the run prefix so both sides of a pair share one loop.
-                match (
-                    &run,
-                    key.find("pingpong:").or_else(|| key.find("unknown-tool:")),
-                ) {
-                    (Some(_), Some(at)) => key[at..].to_string(),
-                    _ => key,
-                }
+                let key = f.warning_key.as_ref().map(JsString::as_wtf8).unwrap_or(b"");
+                // The session scopes warning keys as `<run>:<key>`; without the run prefix
+                // both sides of a pair share one loop.
+                let unscoped = run_bytes
+                    .and_then(|r| key.strip_prefix(r))
+                    .and_then(|k| k.strip_prefix(b":"))
+                    .unwrap_or(key);
+                String::from_utf8_lossy(unscoped).into_owned()
             }
             _ => d.args_hash().unwrap_or_default(),
         };
@@ -294,7 +290,8 @@ impl Summary {
                 l.last_ts_ms = Some(ts);
             }
             if let Some(t) = meta.tokens {
-                *l.tokens_after_warning.get_or_insert(0) += t;
+                let sum = l.tokens_after_warning.get_or_insert(0);
+                *sum = sum.saturating_add(t);
             }
         }
     }

@@ -130,10 +130,26 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
     let note = |field: Option<f64>, used: f64, default: f64, src: &'static str| -> String {
         match field {
             Some(v) if as_positive_int(Some(v), default) != v => {
-                format!(
-                    "({src}: {} is not a positive integer, default used)",
-                    num(v)
-                )
+                // Wrong types are kept as NaN so that they still override in a merge.
+                let why = if v.is_nan() {
+                    "not a number".to_string()
+                } else {
+                    format!("{} is not a positive integer", num(v))
+                };
+                if used == default {
+                    format!("({src}: {why}; default used)")
+                } else {
+                    format!(
+                        "({src}: {why}; default {} used, raised to {})",
+                        num(default),
+                        num(used)
+                    )
+                }
+            }
+            // Sizes are held in machine integers; a larger setting saturates, which changes
+            // nothing in practice.
+            Some(v) if v > used && used >= f64::from(u32::MAX) => {
+                format!("({src}; beyond anything a session reaches: effectively unlimited)")
             }
             Some(v) if v != used => format!("({src}: {} raised)", num(v)),
             Some(_) => format!("({src})"),
@@ -148,10 +164,15 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         source(own.enabled.map(|_| true), global.enabled.map(|_| true)),
         if r.enabled { "on" } else { "off" }
     );
+    // A saturated size is shown as it was written.
+    let size_shown = |field: Option<f64>, used: f64| match field {
+        Some(v) if v.is_finite() && v.fract() == 0.0 && v > used => num(v),
+        _ => num(used),
+    };
     let _ = writeln!(
         out,
         "  historySize: {}  {}",
-        r.history_size,
+        size_shown(merged.history_size, r.history_size as f64),
         note(
             merged.history_size,
             r.history_size as f64,
@@ -216,16 +237,25 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         r.ping_pong,
         det(|c| c.detectors.as_ref().and_then(|d| d.ping_pong)),
     );
-    let window_src = src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size));
+    let window_field = merged
+        .post_compaction_guard
+        .as_ref()
+        .and_then(|p| p.window_size);
+    let window_used = f64::from(policy.guard.window_size);
     let _ = writeln!(
         out,
-        "  postCompactionGuard: {}, windowSize={} ({})",
+        "  postCompactionGuard: {}, windowSize={} {}",
         if policy.guard.enabled {
             "on"
         } else {
             "off (enabled: false)"
         },
-        policy.guard.window_size,
-        window_src
+        size_shown(window_field, window_used),
+        note(
+            window_field,
+            window_used,
+            f64::from(loopguard_core::config::DEFAULT_WINDOW_SIZE),
+            src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size))
+        )
     );
 }

@@ -163,3 +163,34 @@ fn syntax_errors_and_missing_files_fail_cleanly() {
     );
     assert!(!stderr.contains("panicked"));
 }
+
+#[test]
+fn the_summary_explains_values_that_fell_back_or_saturate() {
+    let cfg = TempConfig::new(
+        "odd.json5",
+        "{ tools: { loopDetection: { enabled: true, historySize: 1e300,\n warningThreshold: 25, criticalThreshold: 'high', unknownToolThreshold: NaN,\n postCompactionGuard: { windowSize: true } } } }",
+    );
+    let (out, stdout, stderr) = check(&[cfg.path()]);
+    assert!(!out.status.success(), "wrong types are errors: {stderr}");
+    // A wrong type is not shown as some number: it is named, with what applies instead.
+    assert!(
+        stdout.contains(
+            "criticalThreshold: 26  (global: not a number; default 20 used, raised to 26)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("unknownToolThreshold: 10  (global: not a number; default used)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("windowSize=3 (global: not a number; default used)"),
+        "{stdout}"
+    );
+    // A size beyond the machine's integers is shown as written, not as 2^64 - 1.
+    assert!(
+        stdout.contains("historySize: 1e+300  (global; beyond anything a session reaches"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("odd.json5:2:"), "{stderr}");
+}

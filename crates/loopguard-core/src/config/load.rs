@@ -281,17 +281,23 @@ impl Cx {
         let NodeValue::Object(entries) = &node.value else {
             return;
         };
-        for (i, e) in entries.iter().enumerate() {
-            if entries[i + 1..].iter().any(|later| later.key == e.key) {
-                let p = join(path, &e.key);
-                self.push(
-                    Severity::Warning,
-                    DiagnosticKind::DuplicateKey,
-                    &p,
-                    e.key_pos,
-                    "is given more than once; the last value is used".into(),
-                );
-            }
+        // Every occurrence but the last is overridden; found from the end in one pass.
+        let mut later = std::collections::HashSet::with_capacity(entries.len());
+        let mut overridden: Vec<bool> = entries
+            .iter()
+            .rev()
+            .map(|e| !later.insert(e.key.as_str()))
+            .collect();
+        overridden.reverse();
+        for (e, _) in entries.iter().zip(overridden).filter(|(_, o)| *o) {
+            let p = join(path, &e.key);
+            self.push(
+                Severity::Warning,
+                DiagnosticKind::DuplicateKey,
+                &p,
+                e.key_pos,
+                "is given more than once; the last value is used".into(),
+            );
         }
     }
 
@@ -673,6 +679,23 @@ mod tests {
         )));
         let l = load(r#"{"tools":{"loopDetection":{"historySize":0}}}"#).unwrap();
         assert_eq!(l.config.policy_for(None).resolved.history_size, 30);
+    }
+
+    #[test]
+    fn every_overridden_duplicate_is_reported_once() {
+        let d = diags("{tools:{loopDetection:{\nenabled: true,\nhistorySize: 40,\nenabled: false,\nenabled: true,\n}}}");
+        let dup: Vec<_> = d
+            .iter()
+            .filter(|x| x.3.contains("more than once"))
+            .map(|x| (x.1.as_str(), x.2))
+            .collect();
+        assert_eq!(
+            dup,
+            [
+                ("tools.loopDetection.enabled", 2),
+                ("tools.loopDetection.enabled", 4)
+            ]
+        );
     }
 
     #[test]
