@@ -135,9 +135,9 @@ impl Recent {
     }
 }
 
-/// The tokens of a `usage` object, when it has any count.
+/// The tokens of a `usage` object, when it has any count (saturating at `u64::MAX`).
 fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
-    let mut total = None;
+    let mut total: Option<u64> = None;
     for key in [
         "input_tokens",
         "output_tokens",
@@ -146,7 +146,8 @@ fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
     ] {
         if let Some(n) = usage.get(key).and_then(Value::as_f64) {
             if n.is_finite() && n >= 0.0 {
-                total = Some(total.unwrap_or(0) + n as u64);
+                // `as` saturates, and so does the sum: a corrupt count must not panic.
+                total = Some(total.unwrap_or(0).saturating_add(n as u64));
             }
         }
     }
@@ -460,6 +461,56 @@ mod tests {
         .unwrap();
         assert_eq!(events[1].event.payload, Some(Payload::Result(want)));
         assert_eq!(events[0].tokens, None);
+    }
+
+    #[test]
+    fn huge_token_counts_saturate() {
+        let u = |t: &str| Value::parse(t.as_bytes()).unwrap().into_owned();
+        assert_eq!(
+            usage_tokens(&u(r#"{"input_tokens":1e19,"output_tokens":1e19}"#)),
+            Some(u64::MAX)
+        );
+        assert_eq!(
+            usage_tokens(&u(
+                r#"{"input_tokens":1e400,"output_tokens":1e19,"cache_creation_input_tokens":18446744073709551615,"cache_read_input_tokens":1}"#
+            )),
+            Some(u64::MAX)
+        );
+        // Through the adapter, on the split lines of one message and its two calls.
+        let (events, diags) = feed(&[
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}],"usage":{"input_tokens":1e19,"output_tokens":1e19,"cache_read_input_tokens":1e19}}}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t2","name":"Read","input":{}}],"usage":{"input_tokens":1e19,"output_tokens":1e19,"cache_read_input_tokens":1e19}}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a"},{"type":"tool_result","tool_use_id":"t2","content":"a"}]}}"#,
+        ]);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(events[0].tokens, Some(u64::MAX / 2));
+        assert_eq!(events[2].tokens, Some(u64::MAX / 2));
+    }
+
+    #[test]
+    fn volatile_keys_are_those_the_hook_strips() {
+        // The list in the hook's tool profile, read from its source.
+        let profile = include_str!("../../loopguard-hook/src/profile.rs");
+        let start = profile
+            .find("pub const VOLATILE_RESULT_KEYS: &[&str] = &[")
+            .expect("the hook's VOLATILE_RESULT_KEYS");
+        let list = &profile[start..];
+        let list = &list[list.find('[').unwrap()..list.find("];").unwrap()];
+        let hook: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+        assert_eq!(VOLATILE_RESULT_KEYS, hook);
+    }
+
+    #[test]
+    fn volatile_fields_are_left_out_of_details() {
+        let (events, _) = feed(&[
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"prompt":"p"}}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"done"}]},"toolUseResult":{"status":"completed","content":[{"type":"text","text":"done"}],"totalDurationMs":81234,"totalTokens":20400,"totalToolUseCount":7,"usage":{"input_tokens":4},"durationMs":3,"duration_ms":3,"durationSeconds":0.003,"timestamp":"2026-01-01T00:00:00Z","agentId":"a1"}}"#,
+        ]);
+        let want = Value::parse(
+            br#"{"content":[{"type":"text","text":"done"}],"details":{"status":"completed","content":[{"type":"text","text":"done"}],"agentId":"a1"}}"#,
+        )
+        .unwrap();
+        assert_eq!(events[1].event.payload, Some(Payload::Result(want)));
     }
 
     #[test]

@@ -91,6 +91,49 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
     assert_eq!(calls[20].0, 64);
 }
 
+/// Claude Code records how long each tool ran (`durationMs`), and a subagent's tokens and
+/// duration: 25 identical Glob calls with the same answer but different durations are a
+/// loop, warned from the 11th call and blocked from the 21st.
+#[test]
+fn tool_results_that_differ_only_in_duration_are_a_loop() {
+    let mut lines = vec![
+        r#"{"type":"user","uuid":"u0","timestamp":"2026-09-05T15:26:00.000Z","message":{"role":"user","content":"find the config"}}"#.to_string(),
+    ];
+    for i in 0..25 {
+        lines.push(format!(
+            r#"{{"type":"assistant","uuid":"a{i}","timestamp":"2026-09-05T15:27:{:02}.000Z","message":{{"id":"msg_{i}","role":"assistant","content":[{{"type":"tool_use","id":"toolu_{i}","name":"Glob","input":{{"pattern":"**/config.yml"}}}}],"usage":{{"input_tokens":10,"output_tokens":5}}}}}}"#,
+            i % 60
+        ));
+        lines.push(format!(
+            r#"{{"type":"user","uuid":"r{i}","timestamp":"2026-09-05T15:27:{:02}.500Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{i}","content":"No files found"}}]}},"toolUseResult":{{"filenames":[],"durationMs":{},"numFiles":0,"truncated":false,"totalTokens":{},"usage":{{"input_tokens":{i}}},"timestamp":"2026-09-05T15:27:{:02}.400Z"}}}}"#,
+            i % 60,
+            7 + i * 3,
+            100 + i,
+            i % 60
+        ));
+    }
+    let (events, diagnostics) = feed((lines.join("\n") + "\n").as_bytes());
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    assert_eq!(events.len(), 50);
+    let want = support::json(
+        r#"{"content":[{"type":"text","text":"No files found"}],"details":{"filenames":[],"numFiles":0,"truncated":false}}"#,
+    );
+    for outcome in events.iter().skip(1).step_by(2) {
+        assert_eq!(outcome.event.payload, Some(Payload::Result(want.clone())));
+    }
+    let decisions = replay_observe(&events);
+    let calls: Vec<_> = decisions
+        .iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .collect();
+    assert_eq!(calls.len(), 25);
+    for (i, d) in calls.iter().enumerate() {
+        let (want, detector) = repeat_decision(i + 1);
+        assert_eq!((d.2, d.3), (want, detector), "call {}", i + 1);
+    }
+    assert_eq!(calls[20].2, Action::Block);
+}
+
 #[test]
 fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
     let (events, diagnostics) = feed(&fixture(DIR, "healthy.jsonl"));

@@ -149,6 +149,17 @@ pub struct Style {
 }
 
 impl Summary {
+    /// The summary of the session with this name (its exact bytes, as in
+    /// [`Decision::session`]).
+    ///
+    /// ```
+    /// use loopguard_replay::Summary;
+    /// assert!(Summary::default().session(b"default").is_none());
+    /// ```
+    pub fn session(&self, name: &[u8]) -> Option<&SessionSummary> {
+        self.index.get(name).map(|&i| &self.sessions[i])
+    }
+
     /// Adds one decision.
     pub fn observe(&mut self, d: &Decision<'_>) {
         self.observe_with(d, EventMeta::default());

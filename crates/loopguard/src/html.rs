@@ -10,11 +10,12 @@ use std::fmt::Write as _;
 use loopguard_replay::event::EventKind;
 use loopguard_replay::{Action, Decision, Summary};
 
-/// Calls kept per session for drawing; warnings, blocks, aborts and compactions are
-/// always kept.
-const MAX_PLAIN_MARKS: usize = 50_000;
+/// Marks kept per session and kind for drawing. The timeline is 1000 pixels wide, so more
+/// would not show; past the cap a kind keeps an even sample (every second mark, then every
+/// fourth, …), so the page stays small and every part of a long session stays visible.
+const MAX_MARKS_PER_KIND: usize = 4096;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     Call,
     Warn,
@@ -24,6 +25,24 @@ enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 5] = [
+        Kind::Call,
+        Kind::Compaction,
+        Kind::Warn,
+        Kind::Block,
+        Kind::Abort,
+    ];
+
+    fn index(self) -> usize {
+        match self {
+            Kind::Call => 0,
+            Kind::Compaction => 1,
+            Kind::Warn => 2,
+            Kind::Block => 3,
+            Kind::Abort => 4,
+        }
+    }
+
     fn class(self) -> &'static str {
         match self {
             Kind::Call => "call",
@@ -39,16 +58,57 @@ struct Mark {
     seq: u64,
     line: u64,
     ts_ms: Option<u64>,
-    kind: Kind,
     label: String,
+}
+
+/// The marks of one kind: every `stride`-th one seen, at most [`MAX_MARKS_PER_KIND`].
+struct Lane {
+    seen: u64,
+    stride: u64,
+    kept: Vec<Mark>,
+}
+
+impl Default for Lane {
+    fn default() -> Self {
+        Lane {
+            seen: 0,
+            stride: 1,
+            kept: Vec::new(),
+        }
+    }
+}
+
+impl Lane {
+    /// Whether the next mark will be kept (so its label is only built when it is).
+    fn wants_next(&self) -> bool {
+        self.seen % self.stride == 0
+    }
+
+    fn push(&mut self, mark: impl FnOnce() -> Mark) {
+        if self.wants_next() {
+            if self.kept.len() == MAX_MARKS_PER_KIND {
+                // Keep marks 0, 2s, 4s, …: the sample stays even at twice the stride.
+                let mut i = 0;
+                self.kept.retain(|_| {
+                    i += 1;
+                    i % 2 == 1
+                });
+                self.stride *= 2;
+            }
+            if self.wants_next() {
+                self.kept.push(mark());
+            }
+        }
+        self.seen += 1;
+    }
 }
 
 #[derive(Default)]
 struct SessionMarks {
+    key: Vec<u8>,
     name: String,
     events: u64,
-    plain: usize,
-    marks: Vec<Mark>,
+    lanes: [Lane; 5],
 }
 
 /// The marks of every session, gathered while replaying.
@@ -66,6 +126,7 @@ impl Timeline {
             Some(&i) => i,
             None => {
                 self.sessions.push(SessionMarks {
+                    key: key.to_vec(),
                     name: d.session.to_string_lossy().into_owned(),
                     ..Default::default()
                 });
@@ -76,49 +137,20 @@ impl Timeline {
         let s = &mut self.sessions[i];
         let seq = s.events;
         s.events += 1;
-        let tool = d
-            .tool
-            .as_ref()
-            .map(|t| t.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (kind, label) = match (d.kind, d.action, &d.finding) {
-            (EventKind::Compaction, _, _) => (Kind::Compaction, "compaction".to_string()),
-            (_, Action::Abort, Some(f)) => (
-                Kind::Abort,
-                format!("{tool}: run aborted, {} (count {})", f.detector, f.count),
-            ),
-            (EventKind::Call, Action::Block, Some(f)) => (
-                Kind::Block,
-                format!("{tool}: blocked, {} (count {})", f.detector, f.count),
-            ),
-            (EventKind::Call, Action::Warn, Some(f)) => (
-                Kind::Warn,
-                format!(
-                    "{tool}: warning, {} (count {}){}",
-                    f.detector,
-                    f.count,
-                    if f.emitted == Some(true) {
-                        ", shown to the model"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
-            (EventKind::Call, _, _) => {
-                if s.plain >= MAX_PLAIN_MARKS {
-                    return;
-                }
-                s.plain += 1;
-                (Kind::Call, format!("{tool}: allowed"))
-            }
+        let kind = match (d.kind, d.action, &d.finding) {
+            (EventKind::Compaction, _, _) => Kind::Compaction,
+            (_, Action::Abort, Some(_)) => Kind::Abort,
+            (EventKind::Call, Action::Block, Some(_)) => Kind::Block,
+            (EventKind::Call, Action::Warn, Some(_)) => Kind::Warn,
+            (EventKind::Call, _, _) => Kind::Call,
             _ => return,
         };
-        s.marks.push(Mark {
+        let line = d.line;
+        s.lanes[kind.index()].push(|| Mark {
             seq,
-            line: d.line,
+            line,
             ts_ms,
-            kind,
-            label,
+            label: label(d, kind),
         });
     }
 
@@ -134,7 +166,10 @@ impl Timeline {
             esc(mode)
         );
         page.push_str(LEGEND);
-        for (s, stats) in self.sessions.iter().zip(&summary.sessions) {
+        for s in &self.sessions {
+            let Some(stats) = summary.session(&s.key) else {
+                continue;
+            };
             let _ = writeln!(
                 page,
                 "<section class=\"session\" data-session=\"{}\"><h2>{}</h2><p class=\"meta\">{} calls, {} warnings, {} blocks, {} aborts, {} loops</p>",
@@ -147,6 +182,27 @@ impl Timeline {
                 stats.loops.len()
             );
             render_svg(&mut page, s);
+            let thinned: Vec<String> = Kind::ALL
+                .iter()
+                .map(|k| (k, &s.lanes[k.index()]))
+                .filter(|(_, lane)| lane.stride > 1)
+                .map(|(k, lane)| {
+                    format!(
+                        "{} of {} {} marks (every {}th)",
+                        lane.kept.len(),
+                        lane.seen,
+                        k.class(),
+                        lane.stride
+                    )
+                })
+                .collect();
+            if !thinned.is_empty() {
+                let _ = writeln!(
+                    page,
+                    "<p class=\"meta thinned\">Drawn: {}.</p>",
+                    esc(&thinned.join(", "))
+                );
+            }
             page.push_str("</section>\n");
         }
         let _ = writeln!(
@@ -156,6 +212,37 @@ impl Timeline {
         );
         page.push_str("</body></html>\n");
         page
+    }
+}
+
+/// The tooltip of a mark.
+fn label(d: &Decision<'_>, kind: Kind) -> String {
+    let tool = d
+        .tool
+        .as_ref()
+        .map(|t| t.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(f) = &d.finding else {
+        return match kind {
+            Kind::Compaction => "compaction".to_string(),
+            _ => format!("{tool}: allowed"),
+        };
+    };
+    match kind {
+        Kind::Compaction => "compaction".to_string(),
+        Kind::Abort => format!("{tool}: run aborted, {} (count {})", f.detector, f.count),
+        Kind::Block => format!("{tool}: blocked, {} (count {})", f.detector, f.count),
+        Kind::Warn => format!(
+            "{tool}: warning, {} (count {}){}",
+            f.detector,
+            f.count,
+            if f.emitted == Some(true) {
+                ", shown to the model"
+            } else {
+                ""
+            }
+        ),
+        Kind::Call => format!("{tool}: allowed"),
     }
 }
 
@@ -170,15 +257,8 @@ fn render_svg(page: &mut String, s: &SessionMarks) {
         y = HEIGHT - 5.0
     );
     // Plain calls first, so coloured marks are drawn on top.
-    let order = [
-        Kind::Call,
-        Kind::Compaction,
-        Kind::Warn,
-        Kind::Block,
-        Kind::Abort,
-    ];
-    for kind in order {
-        for m in s.marks.iter().filter(|m| m.kind == kind) {
+    for kind in Kind::ALL {
+        for m in &s.lanes[kind.index()].kept {
             let x = 2.0 + (m.seq as f64 / n) * (WIDTH - 4.0);
             let h = match kind {
                 Kind::Call => 12.0,
@@ -245,3 +325,36 @@ pre.report { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: au
 
 const LEGEND: &str = r#"<p class="legend"><span><i class="call"></i>call</span><span><i class="warn"></i>warning</span><span><i class="block"></i>block</span><span><i class="abort"></i>abort</span><span><i class="compaction"></i>compaction</span></p>
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(seq: u64) -> Mark {
+        Mark {
+            seq,
+            line: seq + 1,
+            ts_ms: None,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_lane_keeps_an_even_sample_under_its_cap() {
+        let mut lane = Lane::default();
+        for seq in 0..MAX_MARKS_PER_KIND as u64 {
+            lane.push(|| mark(seq));
+        }
+        assert_eq!((lane.kept.len(), lane.stride), (MAX_MARKS_PER_KIND, 1));
+        let total = 10_000u64;
+        for seq in MAX_MARKS_PER_KIND as u64..total {
+            lane.push(|| mark(seq));
+        }
+        // 10,000 marks: past 2 × 4096, so every fourth is kept.
+        assert_eq!(lane.stride, 4);
+        assert_eq!(lane.seen, total);
+        let seqs: Vec<u64> = lane.kept.iter().map(|m| m.seq).collect();
+        assert_eq!(seqs, (0..total).step_by(4).collect::<Vec<_>>());
+        assert!(lane.kept.len() <= MAX_MARKS_PER_KIND);
+    }
+}
