@@ -16,6 +16,25 @@ use crate::value::Value;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ArgsDigest(pub [u8; 32]);
 
+impl ArgsDigest {
+    /// The `argsHash` string of this digest for a tool, `"<tool>:<64 hex>"`, as WTF-8 bytes
+    /// (tool names can hold lone surrogates). The one place the string is put together.
+    ///
+    /// ```
+    /// use loopguard_core::fingerprint::ArgsDigest;
+    /// let h = ArgsDigest([0xab; 32]).args_hash(b"read");
+    /// assert_eq!(&h[..7], b"read:ab");
+    /// assert_eq!(h.len(), 5 + 64);
+    /// ```
+    pub fn args_hash(&self, tool: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(tool.len() + 65);
+        v.extend_from_slice(tool);
+        v.push(b':');
+        v.extend_from_slice(&canonical::hex_bytes(&self.0));
+        v
+    }
+}
+
 impl fmt::Debug for ArgsDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&canonical::hex(&self.0))
@@ -61,11 +80,9 @@ pub fn args_digest_wtf8(tool: &[u8], params: &Value<'_>) -> ArgsDigest {
 /// assert!(h.starts_with("tool:") && h.len() == 5 + 64);
 /// ```
 pub fn args_hash(tool: &str, params: &Value<'_>) -> String {
-    let mut s = String::with_capacity(tool.len() + 65);
-    s.push_str(tool);
-    s.push(':');
-    canonical::push_hex(&mut s, &args_digest(tool, params).0);
-    s
+    let bytes = args_digest(tool, params).args_hash(tool.as_bytes());
+    // A `&str` tool and hex digits: always UTF-8.
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// Writes OpenClaw's `planShape(v)` for a plain object `v` (callers handle non-objects).

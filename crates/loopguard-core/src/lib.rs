@@ -60,7 +60,8 @@
 //! ```
 //!
 //! The behaviour reproduced is OpenClaw's "R" composite: Era B's configuration surface with
-//! Era C's hashing and veto rules; see the repository's `docs/` and README.
+//! Era C's hashing and veto rules; the README's "Parity with OpenClaw" section lists the
+//! choices.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -134,12 +134,3 @@ pub(crate) fn key(parts: &[&[u8]]) -> Name {
     }
     crate::history::name_from_vec(v)
 }
-
-/// `tool:hex`, the argsHash string as bytes.
-pub(crate) fn args_hash_bytes(tool: &[u8], args: &crate::fingerprint::ArgsDigest) -> Vec<u8> {
-    let mut v = Vec::with_capacity(tool.len() + 65);
-    v.extend_from_slice(tool);
-    v.push(b':');
-    v.extend_from_slice(&crate::canonical::hex_bytes(&args.0));
-    v
-}

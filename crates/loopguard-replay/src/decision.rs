@@ -1,6 +1,6 @@
 //! One decision per event, and its JSON line (events.md, "Output: decisions").
 
-use loopguard_core::canonical::{hex_bytes, push_hex, write_json_string, write_json_string_body};
+use loopguard_core::canonical::{hex_bytes, write_json_string, write_json_string_body};
 use loopguard_core::detectors::{Detector, Level};
 use loopguard_core::fingerprint::ArgsDigest;
 use loopguard_core::history::Name;
@@ -160,10 +160,7 @@ impl Decision<'_> {
     /// The `argsHash` string, when the decision has one.
     pub fn args_hash(&self) -> Option<String> {
         let (tool, args) = (self.tool.as_ref()?, self.args.as_ref()?);
-        let mut s = tool.to_string_lossy().into_owned();
-        s.push(':');
-        push_hex(&mut s, &args.0);
-        Some(s)
+        Some(String::from_utf8_lossy(&args.args_hash(tool.as_wtf8())).into_owned())
     }
 }
 

@@ -7,19 +7,8 @@
 use super::no_progress::{latest_or_none, Streak};
 use super::{reached, Detection, Detector, Level, Probe};
 use crate::config::ResolvedConfig;
-use crate::fingerprint::ArgsDigest;
 use crate::history::Record;
 use crate::messages;
-
-/// Records with the same tool and arguments, with or without outcomes (OpenClaw's
-/// `recentCount`; [`super::no_progress::streak`] counts it in its pass as `calls`).
-pub fn recent_count<'h>(
-    history: impl Iterator<Item = &'h Record>,
-    tool: &[u8],
-    args: &ArgsDigest,
-) -> u64 {
-    history.filter(|r| r.same_call(tool, args)).count() as u64
-}
 
 pub(crate) fn check<'h, H>(
     probe: &Probe<'h, H>,
@@ -33,7 +22,7 @@ where
         return None;
     }
     let tool_lossy = || String::from_utf8_lossy(probe.tool).into_owned();
-    let args_hash = || messages::args_hash_bytes(probe.tool, &probe.args);
+    let args_hash = || probe.args.args_hash(probe.tool);
     if reached(streak.count, cfg.critical_threshold) {
         tracing::error!(
             target: "loopguard::detector",
@@ -80,6 +69,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// OpenClaw's `recentCount` as written there, a separate pass: records with the same
+    /// tool and arguments, with or without outcomes. The oracle for the streak's `calls`.
+    fn recent_count<'h>(
+        history: impl Iterator<Item = &'h Record>,
+        tool: &[u8],
+        args: &crate::fingerprint::ArgsDigest,
+    ) -> u64 {
+        history.filter(|r| r.same_call(tool, args)).count() as u64
+    }
     use crate::config::Policy;
     use crate::outcome::Outcome;
     use crate::{Call, Session, Value};

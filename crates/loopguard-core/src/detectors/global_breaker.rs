@@ -26,7 +26,7 @@ where
         String::from_utf8_lossy(probe.tool),
         streak.count
     );
-    let args_hash = messages::args_hash_bytes(probe.tool, &probe.args);
+    let args_hash = probe.args.args_hash(probe.tool);
     Some(Detection {
         detector: Detector::GlobalCircuitBreaker,
         level: Level::Critical,

@@ -65,7 +65,7 @@ where
     } else {
         return None;
     };
-    let args_hash = messages::args_hash_bytes(probe.tool, &probe.args);
+    let args_hash = probe.args.args_hash(probe.tool);
     Some(Detection {
         detector: Detector::KnownPollNoProgress,
         level,

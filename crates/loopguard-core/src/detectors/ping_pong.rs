@@ -122,8 +122,8 @@ where
 /// `pingpong:` and the two argsHash strings sorted, joined by `|`: the same key from
 /// either side of the pair, so one warning covers both tools.
 fn pair_key(tool: &[u8], args: &ArgsDigest, paired: &Record) -> Name {
-    let a = messages::args_hash_bytes(tool, args);
-    let b = messages::args_hash_bytes(paired.tool.as_wtf8(), &paired.args);
+    let a = args.args_hash(tool);
+    let b = paired.args.args_hash(paired.tool.as_wtf8());
     let (x, y) = if utf16_cmp(&a, &b).is_le() {
         (a, b)
     } else {
