@@ -4,15 +4,25 @@
 //! (`~/.openclaw/agents/<agentId>/agent/openclaw-agent.sqlite`, transcripts.md §1.1), in
 //! `transcript_events(session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,
 //! PRIMARY KEY(session_id, seq))`. Each row's `event_json` is one entry of the session JSONL
-//! (row `seq 0` is the `{"type":"session",…}` header), so a session is read by streaming
-//! its rows, ordered by `seq`, through [`OpenClawAdapter`]. The database is opened
-//! read-only: a running OpenClaw can keep writing to it.
+//! (row `seq 0` is the `{"type":"session",…}` header), so a session is read by passing its
+//! rows, ordered by `seq`, through an [`OpenClawAdapter`] one at a time. The database is
+//! opened read-only: a running OpenClaw can keep writing to it.
+//!
+//! [`read_session_with`] streams: each event goes to a callback as soon as its row is read,
+//! so memory does not grow with the session's length (only the diagnostics of unusable rows
+//! are collected, and returned at the end). [`read_session`] collects the events of a
+//! session into a `Vec`.
+//!
+//! Session ids are kept as the store holds them ([`SessionId`]): OpenClaw writes text, but
+//! a loosely typed table can hold integers or BLOBs too, and each session is read back with
+//! its own value.
 //!
 //! The `line` of every event and diagnostic is the row's `seq`.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use rusqlite::types::ValueRef;
+use rusqlite::types::{ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::openclaw::OpenClawAdapter;
@@ -66,7 +76,7 @@ pub enum SqliteError {
     UnknownSession {
         /// The database file.
         path: PathBuf,
-        /// The session id asked for.
+        /// The session id asked for (see [`SessionId::name`]).
         session: String,
     },
     /// A query failed (a locked or corrupt database, for example).
@@ -80,6 +90,49 @@ pub enum SqliteError {
     },
 }
 
+impl SqliteError {
+    /// The database file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            SqliteError::Open { path, .. }
+            | SqliteError::NotADatabase { path }
+            | SqliteError::MissingTable { path }
+            | SqliteError::MissingColumn { path, .. }
+            | SqliteError::UnknownSession { path, .. }
+            | SqliteError::Query { path, .. } => path,
+        }
+    }
+
+    /// What went wrong, without the file's path (for messages that name the file
+    /// already). The `Display` form names the file.
+    ///
+    /// ```
+    /// use loopguard_adapters::openclaw_sqlite::SqliteError;
+    /// let e = SqliteError::NotADatabase { path: "/tmp/x.sqlite".into() };
+    /// assert_eq!(e.to_string(), "/tmp/x.sqlite is not an SQLite database");
+    /// assert_eq!(e.reason(), "not an SQLite database");
+    /// ```
+    pub fn reason(&self) -> String {
+        match self {
+            SqliteError::Open { source, .. } => format!("cannot open: {source}"),
+            SqliteError::NotADatabase { .. } => "not an SQLite database".to_string(),
+            SqliteError::MissingTable { .. } => "no `transcript_events` table: it is not an \
+                 OpenClaw agent database (openclaw-agent.sqlite)"
+                .to_string(),
+            SqliteError::MissingColumn { column, .. } => format!(
+                "table `transcript_events` has no `{column}` column (expected session_id, seq, \
+                 event_json)"
+            ),
+            SqliteError::UnknownSession { session, .. } => {
+                format!("no session {session:?} in `transcript_events`")
+            }
+            SqliteError::Query { source, .. } => {
+                format!("reading `transcript_events` failed: {source}")
+            }
+        }
+    }
+}
+
 fn query_error(path: &Path, e: rusqlite::Error) -> SqliteError {
     match e.sqlite_error_code() {
         Some(ErrorCode::NotADatabase) => SqliteError::NotADatabase {
@@ -89,6 +142,108 @@ fn query_error(path: &Path, e: rusqlite::Error) -> SqliteError {
             path: path.to_path_buf(),
             source: e,
         },
+    }
+}
+
+/// A session id as the store holds it. OpenClaw writes text ids, but SQLite lets any
+/// value into a loosely typed column; the id is kept with its type, so its rows are
+/// selected with the very value they carry (an integer `42` is not the text `"42"`).
+///
+/// ```
+/// use loopguard_adapters::openclaw_sqlite::SessionId;
+/// let id = SessionId::from("0199a4c2");
+/// assert_eq!(id.name(), "0199a4c2");
+/// assert_eq!(id.to_string(), "0199a4c2");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionId(IdValue);
+
+#[derive(Clone, Debug, PartialEq)]
+enum IdValue {
+    Integer(i64),
+    Real(f64),
+    Text(Vec<u8>),
+    Blob(Vec<u8>),
+}
+
+impl SessionId {
+    /// The session's name: the id's text (an integer or real in decimal; bytes that are not
+    /// UTF-8 as an SQL literal, `x'…'` in hexadecimal, so different ids keep different
+    /// names).
+    pub fn name(&self) -> String {
+        let bytes = match &self.0 {
+            IdValue::Integer(i) => return i.to_string(),
+            IdValue::Real(r) => return r.to_string(),
+            IdValue::Text(b) | IdValue::Blob(b) => b,
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(s) => s.to_string(),
+            Err(_) => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("x'{hex}'")
+            }
+        }
+    }
+
+    /// The id of a row, `None` for NULL.
+    fn from_sql(v: ValueRef<'_>) -> Option<SessionId> {
+        Some(SessionId(match v {
+            ValueRef::Null => return None,
+            ValueRef::Integer(i) => IdValue::Integer(i),
+            ValueRef::Real(r) => IdValue::Real(r),
+            ValueRef::Text(t) => IdValue::Text(t.to_vec()),
+            ValueRef::Blob(b) => IdValue::Blob(b.to_vec()),
+        }))
+    }
+}
+
+impl From<&str> for SessionId {
+    /// A text id.
+    fn from(id: &str) -> Self {
+        SessionId(IdValue::Text(id.as_bytes().to_vec()))
+    }
+}
+
+impl From<&SessionId> for SessionId {
+    fn from(id: &SessionId) -> Self {
+        id.clone()
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl ToSql for SessionId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match &self.0 {
+            IdValue::Integer(i) => ValueRef::Integer(*i),
+            IdValue::Real(r) => ValueRef::Real(*r),
+            IdValue::Text(t) => ValueRef::Text(t),
+            IdValue::Blob(b) => ValueRef::Blob(b),
+        }))
+    }
+}
+
+/// The name of session `id` of a store holding `sessions` sessions, read for `base` (the
+/// session name of the [`Context`], for example `loopguard convert --session NAME`): the
+/// id itself when `base` is empty, `base` when the store holds a single session, else
+/// `<base>/<id>`.
+///
+/// ```
+/// use loopguard_adapters::openclaw_sqlite::{session_name, SessionId};
+/// let id = SessionId::from("0199a4c2");
+/// assert_eq!(session_name("", &id, 2), "0199a4c2");
+/// assert_eq!(session_name("mine", &id, 1), "mine");
+/// assert_eq!(session_name("mine", &id, 2), "mine/0199a4c2");
+/// ```
+pub fn session_name(base: &str, id: &SessionId, sessions: usize) -> String {
+    match (base.is_empty(), sessions) {
+        (true, _) => id.name(),
+        (false, 1) => base.to_string(),
+        (false, _) => format!("{base}/{}", id.name()),
     }
 }
 
@@ -134,18 +289,19 @@ fn open(path: &Path) -> Result<(Connection, bool), SqliteError> {
     Ok((conn, has_created_at))
 }
 
-/// The session ids in the database: the session first written first (by `created_at`;
-/// by id when the table has no such column).
+/// The session ids in the database, as stored: the session first written first (by
+/// `created_at`; by id when the table has no such column). Rows without a session id are
+/// not part of any session.
 ///
 /// ```no_run
-/// use loopguard_adapters::openclaw_sqlite::list_sessions;
+/// use loopguard_adapters::openclaw_sqlite::session_ids;
 /// let path = std::path::Path::new("openclaw-agent.sqlite");
-/// for id in list_sessions(path)? {
+/// for id in session_ids(path)? {
 ///     println!("{id}");
 /// }
 /// # Ok::<(), loopguard_adapters::openclaw_sqlite::SqliteError>(())
 /// ```
-pub fn list_sessions(path: &Path) -> Result<Vec<String>, SqliteError> {
+pub fn session_ids(path: &Path) -> Result<Vec<SessionId>, SqliteError> {
     let (conn, has_created_at) = open(path)?;
     let order = if has_created_at {
         "MIN(created_at), session_id"
@@ -159,36 +315,62 @@ pub fn list_sessions(path: &Path) -> Result<Vec<String>, SqliteError> {
         ))
         .map_err(|e| query_error(path, e))?;
     let ids = stmt
-        .query_map([], |row| {
-            Ok(match row.get_ref(0)? {
-                ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
-                ValueRef::Integer(i) => i.to_string(),
-                ValueRef::Real(r) => r.to_string(),
-                ValueRef::Null => String::new(),
-            })
-        })
+        .query_map([], |row| Ok(SessionId::from_sql(row.get_ref(0)?)))
         .map_err(|e| query_error(path, e))?;
-    ids.collect::<Result<_, _>>()
-        .map_err(|e| query_error(path, e))
+    let mut out = Vec::new();
+    for id in ids {
+        out.extend(id.map_err(|e| query_error(path, e))?);
+    }
+    Ok(out)
 }
 
-/// Reads one session: its rows, ordered by `seq`, go through an [`OpenClawAdapter`] for
-/// `ctx` (when `ctx.session` is empty, the session id is used as the session name). Events
-/// are appended to `out`, with the row's `seq` as their `line`; the returned diagnostics
-/// are the rows that could not be used and the calls that never got a result, ordered by
-/// `seq`.
+/// The names ([`SessionId::name`]) of the sessions in the database, in the order of
+/// [`session_ids`].
 ///
-/// Rows are streamed: memory does not grow with the session's length.
-pub fn read_session(
+/// ```no_run
+/// use loopguard_adapters::openclaw_sqlite::list_sessions;
+/// let path = std::path::Path::new("openclaw-agent.sqlite");
+/// for id in list_sessions(path)? {
+///     println!("{id}");
+/// }
+/// # Ok::<(), loopguard_adapters::openclaw_sqlite::SqliteError>(())
+/// ```
+pub fn list_sessions(path: &Path) -> Result<Vec<String>, SqliteError> {
+    Ok(session_ids(path)?.iter().map(SessionId::name).collect())
+}
+
+/// Reads one session, streaming: its rows, ordered by `seq`, go one at a time through an
+/// [`OpenClawAdapter`] for `ctx` (when `ctx.session` is empty, the session's
+/// [`name`](SessionId::name) is used as the session name), and every event is handed to
+/// `on_event` as soon as its row is read, with the row's `seq` as its `line`. Memory does
+/// not grow with the session's length.
+///
+/// `session_id` is a text id (`&str`) or a [`SessionId`] from [`session_ids`]. Returns the
+/// rows that could not be used and the calls that never got a result, ordered by `seq`.
+/// When `on_event` returns `false`, reading stops at once: the diagnostics of the rows
+/// read so far are returned, and calls still waiting for a result are not reported.
+///
+/// ```no_run
+/// use loopguard_adapters::{openclaw_sqlite::read_session_with, Context};
+/// let path = std::path::Path::new("openclaw-agent.sqlite");
+/// let mut calls = 0;
+/// let diagnostics = read_session_with(path, "0199a4c2", Context::default(), &mut |e| {
+///     calls += u64::from(e.event.kind == loopguard_replay::event::EventKind::Call);
+///     true
+/// })?;
+/// # Ok::<(), loopguard_adapters::openclaw_sqlite::SqliteError>(())
+/// ```
+pub fn read_session_with(
     path: &Path,
-    session_id: &str,
+    session_id: impl Into<SessionId>,
     ctx: Context,
-    out: &mut Vec<SourcedEvent>,
+    on_event: &mut dyn FnMut(SourcedEvent) -> bool,
 ) -> Result<Vec<Diagnostic>, SqliteError> {
+    let session_id = session_id.into();
     let (conn, _) = open(path)?;
     let ctx = if ctx.session.is_empty() {
         Context {
-            session: session_id.to_string(),
+            session: session_id.name(),
             ..ctx
         }
     } else {
@@ -199,7 +381,11 @@ pub fn read_session(
     let mut stmt = conn
         .prepare("SELECT seq, event_json FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
         .map_err(|e| query_error(path, e))?;
-    let mut rows = stmt.query([session_id]).map_err(|e| query_error(path, e))?;
+    let mut rows = stmt
+        .query([&session_id])
+        .map_err(|e| query_error(path, e))?;
+    // The events of one row: a handful at most, handed on before the next row is read.
+    let mut out = Vec::new();
     let mut count = 0u64;
     while let Some(row) = rows.next().map_err(|e| query_error(path, e))? {
         count += 1;
@@ -209,7 +395,7 @@ pub fn read_session(
             _ => 0,
         };
         let result = match row.get_ref(1).map_err(|e| query_error(path, e))? {
-            ValueRef::Text(json) | ValueRef::Blob(json) => adapter.line(seq, json, out),
+            ValueRef::Text(json) | ValueRef::Blob(json) => adapter.line(seq, json, &mut out),
             ValueRef::Null => Err(Diagnostic::new(
                 seq,
                 DiagnosticKind::BadField,
@@ -224,16 +410,41 @@ pub fn read_session(
         if let Err(d) = result {
             diagnostics.push(d);
         }
+        for e in out.drain(..) {
+            if !on_event(e) {
+                diagnostics.sort_by_key(|d| d.line);
+                return Ok(diagnostics);
+            }
+        }
     }
     if count == 0 {
         return Err(SqliteError::UnknownSession {
             path: path.to_path_buf(),
-            session: session_id.to_string(),
+            session: session_id.name(),
         });
     }
-    diagnostics.extend(adapter.finish(out));
+    diagnostics.extend(adapter.finish(&mut out));
+    for e in out.drain(..) {
+        if !on_event(e) {
+            break;
+        }
+    }
     diagnostics.sort_by_key(|d| d.line);
     Ok(diagnostics)
+}
+
+/// Reads one session into `out`: [`read_session_with`], collecting the events (so memory
+/// grows with the session; use [`read_session_with`] to stream).
+pub fn read_session(
+    path: &Path,
+    session_id: &str,
+    ctx: Context,
+    out: &mut Vec<SourcedEvent>,
+) -> Result<Vec<Diagnostic>, SqliteError> {
+    read_session_with(path, session_id, ctx, &mut |e| {
+        out.push(e);
+        true
+    })
 }
 
 #[cfg(test)]

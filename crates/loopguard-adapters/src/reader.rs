@@ -283,33 +283,47 @@ fn trim_line(mut t: &[u8]) -> &[u8] {
     t
 }
 
-/// Every session of an OpenClaw SQLite store, one after the other (named by session id).
+/// Every session of an OpenClaw SQLite store, one after the other, streamed row by row.
+/// Sessions are named by id; when `ctx` names a session (`loopguard convert --session
+/// NAME`), by that name if the store holds one session, else `<name>/<id>`
+/// ([`session_name`](crate::openclaw_sqlite::session_name)). A session that cannot be read
+/// is a diagnostic (line 0) and the next one is read; only a store that cannot be read at
+/// all is an error.
 fn read_sqlite(
     path: &Path,
     ctx: &Context,
     sink: &mut dyn FnMut(Item) -> Flow,
 ) -> Result<u64, ReadError> {
-    use crate::openclaw_sqlite::{list_sessions, read_session};
-    let sqlite = |e: crate::openclaw_sqlite::SqliteError| ReadError::Sqlite {
+    use crate::openclaw_sqlite::{read_session_with, session_ids, session_name};
+    // `ReadError::Sqlite` names the file: the message must not name it again.
+    let ids = session_ids(path).map_err(|e| ReadError::Sqlite {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    };
+        message: e.reason(),
+    })?;
     let mut records = 0;
-    let mut out = Vec::new();
-    for id in list_sessions(path).map_err(sqlite)? {
+    for id in &ids {
         let session_ctx = Context {
-            session: id.clone(),
+            session: session_name(&ctx.session, id, ids.len()),
             agent: ctx.agent.clone(),
         };
-        let diagnostics = read_session(path, &id, session_ctx, &mut out).map_err(sqlite)?;
-        records += out.len() as u64;
+        let mut stopped = false;
+        let result = read_session_with(path, id, session_ctx, &mut |e| {
+            records += 1;
+            stopped = sink(Item::Event(e)) == Flow::Stop;
+            !stopped
+        });
+        if stopped {
+            return Err(ReadError::Stopped);
+        }
+        let diagnostics = result.unwrap_or_else(|e| {
+            vec![Diagnostic::new(
+                0,
+                DiagnosticKind::BadField,
+                format!("session {id} could not be read: {}", e.reason()),
+            )]
+        });
         for d in diagnostics {
             if sink(Item::Diagnostic(d)) == Flow::Stop {
-                return Err(ReadError::Stopped);
-            }
-        }
-        for e in out.drain(..) {
-            if sink(Item::Event(e)) == Flow::Stop {
                 return Err(ReadError::Stopped);
             }
         }

@@ -69,7 +69,7 @@ pub fn write_openclaw<W: Write>(out: W, entries: u64, result_bytes: usize) -> io
             }
             let (tool, args, details) = if looping > 0 {
                 looping -= 1;
-                if run % 2 == 0 {
+                if run.is_multiple_of(2) {
                     (
                         "read",
                         r#"{"path":"/home/ana/work/site/ROADMAP.md"}"#.to_string(),

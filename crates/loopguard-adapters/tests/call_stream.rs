@@ -206,7 +206,7 @@ fn edge_cases_are_reported_with_their_record_numbers() {
 #[test]
 fn labels_are_sessions_of_their_own_with_document_wide_record_numbers() {
     let read = r#"{"kind":"call","name":"read","args":{"path":"/same.txt"},"runId":"r","isError":false,"resultText":"same text"}"#;
-    let records = vec![read; 6].join(",");
+    let records = [read; 6].join(",");
     let doc = format!(r#"{{"a":{{"calls":[{records}]}},"b":{{"calls":[{records}]}}}}"#);
     let adapted = CallStream.adapt(doc.as_bytes(), &ctx()).unwrap();
     assert!(adapted.diagnostics.is_empty(), "{:?}", adapted.diagnostics);

@@ -8,8 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use loopguard_adapters::openclaw::OpenClawAdapter;
-use loopguard_adapters::openclaw_sqlite::{list_sessions, read_session, SqliteError};
-use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
+use loopguard_adapters::openclaw_sqlite::{
+    list_sessions, read_session, read_session_with, session_ids, SessionId, SqliteError,
+};
+use loopguard_adapters::reader::{read_file, Flow, Item, ReadError, ReadOptions};
+use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, LineAdapter, SourcedEvent};
 use loopguard_core::Mode;
 use loopguard_replay::decision::Action;
 use proptest::prelude::*;
@@ -394,6 +397,277 @@ fn reading_while_openclaw_writes_sees_committed_rows_and_changes_nothing() {
     let (events, diagnostics) = read(&db, LOOP);
     assert_eq!(events.len(), 50);
     assert!(diagnostics.is_empty());
+}
+
+/// Everything `read_file` hands on for an SQLite store read with `ctx`.
+fn read_store(path: &Path, ctx: &Context) -> Result<Vec<Item>, ReadError> {
+    let mut items = Vec::new();
+    read_file(
+        path,
+        Format::OpenClawSqlite,
+        ctx,
+        &ReadOptions::default(),
+        &mut |i| {
+            items.push(i);
+            Flow::Continue
+        },
+    )?;
+    Ok(items)
+}
+
+fn events_of(items: &[Item]) -> Vec<&SourcedEvent> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            Item::Event(e) => Some(e),
+            Item::Diagnostic(_) => None,
+        })
+        .collect()
+}
+
+/// `(session, number of events)` of each session, in the order read.
+fn sessions_read(items: &[Item]) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for e in events_of(items) {
+        let name = support::s(&e.event.session);
+        match out.last_mut() {
+            Some((last, n)) if *last == name => *n += 1,
+            _ => out.push((name, 1)),
+        }
+    }
+    out
+}
+
+/// A store of `sessions` (id, fixture) where reading row `fail.1` of session `fail.0`
+/// fails inside SQLite (`abs` of the smallest integer overflows); listing the sessions
+/// does not read `event_json`, so it succeeds.
+fn failing_store(name: &str, sessions: &[(&str, &str)], fail: (&str, i64)) -> TempDb {
+    let db = TempDb::new(name);
+    let conn = Connection::open(db.path()).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE rows (session_id TEXT, seq INTEGER, event_json TEXT, created_at INTEGER,
+           PRIMARY KEY(session_id, seq));
+         CREATE VIEW transcript_events AS SELECT session_id, seq, created_at,
+           CASE WHEN session_id = '{}' AND seq = {} THEN abs(-9223372036854775807 - 1)
+                ELSE event_json END AS event_json
+           FROM rows;",
+        fail.0, fail.1
+    ))
+    .unwrap();
+    for (n, (id, fixture)) in sessions.iter().enumerate() {
+        for (seq, line) in rows(fixture).iter().enumerate() {
+            conn.execute(
+                "INSERT INTO rows VALUES (?1, ?2, ?3, ?4)",
+                params![id, seq as i64, line, n as i64 * 1000 + seq as i64],
+            )
+            .unwrap();
+        }
+    }
+    db
+}
+
+#[test]
+fn events_are_handed_on_as_rows_are_read_and_the_callback_can_stop() {
+    let db = agent_database("stream");
+    let mut seen = Vec::new();
+    let diagnostics = read_session_with(db.path(), LOOP, ctx(), &mut |e| {
+        seen.push(e.line);
+        seen.len() < 3
+    })
+    .unwrap();
+    // Stopped at the third event: nothing more is read, no call is reported unanswered.
+    assert_eq!(seen, [2, 3, 4]);
+    assert!(diagnostics.is_empty());
+    // `read_session` is the same, collected.
+    let mut all = Vec::new();
+    read_session_with(db.path(), LOOP, ctx(), &mut |e| {
+        all.push(e);
+        true
+    })
+    .unwrap();
+    assert_eq!(all, read(&db, LOOP).0);
+    // The reader stops when its sink says so.
+    let mut n = 0;
+    let r = read_file(
+        db.path(),
+        Format::OpenClawSqlite,
+        &ctx(),
+        &ReadOptions::default(),
+        &mut |_| {
+            n += 1;
+            if n == 5 {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            }
+        },
+    );
+    assert!(matches!(r, Err(ReadError::Stopped)), "{r:?}");
+    assert_eq!(n, 5);
+
+    // Rows are read as events are handed on: a session whose row 40 cannot be read is
+    // read without an error up to its third event, and hands on the events of rows 2-39
+    // before failing.
+    let late = failing_store("late", &[(LOOP, "read-loop.jsonl")], (LOOP, 40));
+    let mut seen = 0;
+    read_session_with(late.path(), LOOP, ctx(), &mut |_| {
+        seen += 1;
+        seen < 3
+    })
+    .unwrap();
+    assert_eq!(seen, 3);
+    let mut lines = Vec::new();
+    let e = read_session_with(late.path(), LOOP, ctx(), &mut |e| {
+        lines.push(e.line);
+        true
+    })
+    .unwrap_err();
+    assert!(matches!(e, SqliteError::Query { .. }), "{e:?}");
+    assert_eq!(lines.len(), 38);
+    assert_eq!((lines[0], lines[37]), (2, 39));
+}
+
+/// A table without a declared type keeps integer and BLOB session ids as they are; each
+/// session is read back with its own value, next to a normal text id.
+#[test]
+fn integer_and_blob_session_ids_are_read_like_text_ones() {
+    let db = TempDb::new("ids");
+    let conn = Connection::open(db.path()).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE transcript_events (session_id, seq INTEGER, event_json TEXT, created_at INTEGER, PRIMARY KEY(session_id, seq));",
+    )
+    .unwrap();
+    use rusqlite::types::Value as V;
+    let sessions = [
+        (V::Text(LOOP.into()), "read-loop.jsonl"),
+        (V::Integer(42), "healthy.jsonl"),
+        (V::Blob(b"blob-id".to_vec()), "compaction-loop.jsonl"),
+        (V::Blob(vec![0xff, 0x00, 0x01]), "aborted.jsonl"),
+    ];
+    for (n, (id, fixture)) in sessions.iter().enumerate() {
+        for (seq, line) in rows(fixture).iter().enumerate() {
+            conn.execute(
+                "INSERT INTO transcript_events VALUES (?1, ?2, ?3, ?4)",
+                params![id, seq as i64, line, n as i64 * 1000 + seq as i64],
+            )
+            .unwrap();
+        }
+    }
+    // The text "42" is another session than the integer 42.
+    assert_eq!(
+        list_sessions(db.path()).unwrap(),
+        [LOOP, "42", "blob-id", "x'ff0001'"]
+    );
+    let ids = session_ids(db.path()).unwrap();
+    assert_ne!(ids[1], SessionId::from("42"));
+    let e = read_session(db.path(), "42", ctx(), &mut Vec::new()).unwrap_err();
+    assert!(matches!(e, SqliteError::UnknownSession { .. }), "{e:?}");
+
+    // Every session is read, with the events its JSONL has.
+    let items = read_store(db.path(), &Context::default()).unwrap();
+    let want: Vec<(String, usize)> = [
+        (LOOP, "read-loop.jsonl"),
+        ("42", "healthy.jsonl"),
+        ("blob-id", "compaction-loop.jsonl"),
+        ("x'ff0001'", "aborted.jsonl"),
+    ]
+    .iter()
+    .map(|(name, fixture)| (name.to_string(), via_jsonl(fixture).0.len()))
+    .collect();
+    assert_eq!(sessions_read(&items), want);
+    let mut with_id = Vec::new();
+    let diagnostics = read_session_with(db.path(), &ids[1], ctx(), &mut |e| {
+        with_id.push(e);
+        true
+    })
+    .unwrap();
+    assert_eq!((with_id, diagnostics), via_jsonl("healthy.jsonl"));
+}
+
+/// A session whose rows cannot be read is a diagnostic for that session (line 0); the
+/// other sessions are still read.
+#[test]
+fn a_session_that_cannot_be_read_is_a_diagnostic_not_the_end() {
+    let db = failing_store(
+        "onebad",
+        &[
+            ("ok-1", "read-loop.jsonl"),
+            ("bad", "healthy.jsonl"),
+            ("ok-2", "compaction-loop.jsonl"),
+        ],
+        ("bad", 3),
+    );
+    let items = read_store(db.path(), &Context::default()).unwrap();
+    // "bad" fails at row 3, before any of its calls got a result: no events of it.
+    let read: Vec<(String, usize)> = sessions_read(&items);
+    assert_eq!(
+        read,
+        [
+            ("ok-1".to_string(), via_jsonl("read-loop.jsonl").0.len()),
+            (
+                "ok-2".to_string(),
+                via_jsonl("compaction-loop.jsonl").0.len()
+            ),
+        ]
+    );
+    let diagnostics: Vec<(usize, &Diagnostic)> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| match i {
+            Item::Diagnostic(d) => Some((n, d)),
+            Item::Event(_) => None,
+        })
+        .collect();
+    let [(at, d)] = diagnostics[..] else {
+        panic!("{diagnostics:?}")
+    };
+    // Reported in its place: after the first session, before the third.
+    assert_eq!(at, read[0].1);
+    assert_eq!((d.line, d.kind), (0, DiagnosticKind::BadField));
+    assert!(
+        d.message.starts_with("session bad could not be read: "),
+        "{}",
+        d.message
+    );
+    assert!(d.message.contains("integer overflow"), "{}", d.message);
+    // The path is not repeated: the reader names the file.
+    assert!(!d.message.contains(&db.path().display().to_string()));
+}
+
+#[test]
+fn a_store_that_cannot_be_read_names_its_path_once() {
+    let text = TempDb::new("notdb-reader");
+    std::fs::write(text.path(), fixture(DIR, "healthy.jsonl")).unwrap();
+    let e = read_store(text.path(), &ctx()).unwrap_err();
+    assert!(matches!(e, ReadError::Sqlite { .. }), "{e:?}");
+    let path = text.path().display().to_string();
+    let message = e.to_string();
+    assert_eq!(message.matches(&path).count(), 1, "{message}");
+    assert!(message.ends_with("not an SQLite database"), "{message}");
+}
+
+/// `loopguard convert --session NAME` names the sessions of a store after NAME.
+#[test]
+fn a_session_name_in_the_context_names_the_sessions() {
+    let db = agent_database("named");
+    let named = Context {
+        session: "mine".into(),
+        agent: None,
+    };
+    let items = read_store(db.path(), &named).unwrap();
+    let sessions: Vec<String> = sessions_read(&items).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(
+        sessions,
+        [LOOP, HEALTHY, COMPACTION, ABORTED].map(|id| format!("mine/{id}"))
+    );
+    // Without one, the session ids.
+    let items = read_store(db.path(), &Context::default()).unwrap();
+    let sessions: Vec<String> = sessions_read(&items).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(sessions, [LOOP, HEALTHY, COMPACTION, ABORTED]);
+    // A store of one session: the name itself.
+    let one = database("one", &[(LOOP, "read-loop.jsonl", 1)]);
+    let items = read_store(one.path(), &named).unwrap();
+    assert_eq!(sessions_read(&items), [("mine".to_string(), 50)]);
 }
 
 proptest! {

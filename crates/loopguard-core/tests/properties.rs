@@ -46,7 +46,7 @@ fn write(t: &Tree, shift: usize, out: &mut String) {
         Tree::Null => out.push_str("null"),
         Tree::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Tree::Num(n) => {
-            if shift % 2 == 0 {
+            if shift.is_multiple_of(2) {
                 out.push_str(&format!("{n}"));
             } else {
                 out.push_str(&format!("{n:e}"));

@@ -1505,7 +1505,7 @@ fn s63_twenty_wording_only_plan_updates_are_generic_critical() {
         ))
     };
     let ack = |i: usize| {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             text_result("Plan updated (1 steps)")
         } else {
             text_result("")

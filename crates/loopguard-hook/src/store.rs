@@ -638,7 +638,7 @@ impl SessionTxn<'_> {
                     ])
                 })
                 .map_err(self.err())?;
-            if seq % 64 == 0 && seq > EVENTS_KEPT {
+            if seq.is_multiple_of(64) && seq > EVENTS_KEPT {
                 self.tx
                     .execute(
                         "DELETE FROM events WHERE session_id = ?1 AND seq <= ?2",

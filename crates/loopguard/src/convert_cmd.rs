@@ -23,7 +23,8 @@ pub struct ConvertArgs {
     /// OpenClaw transcripts: only the tree's active branch.
     #[arg(long)]
     active_branch: bool,
-    /// Session name for the events (default: the file name).
+    /// Session name for the events (default: the file name). For an OpenClaw SQLite store:
+    /// the stored session to convert (default: all of them, named `<file>/<id>`).
     #[arg(long, value_name = "NAME")]
     session: Option<String>,
     /// The transcript.
@@ -70,6 +71,9 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         session,
         agent: reader::agent_from_path(path),
     };
+    if let (Format::OpenClawSqlite, Some(id)) = (format, &args.session) {
+        return convert_sqlite_session(path, id, &ctx);
+    }
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut buf = Vec::with_capacity(1024);
@@ -120,6 +124,48 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     }
     match flushed {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `convert --session ID` of an OpenClaw SQLite store: that stored session only.
+fn convert_sqlite_session(path: &std::path::Path, id: &str, ctx: &Context) -> Result<ExitCode> {
+    use loopguard_adapters::openclaw_sqlite::{read_session_with, session_ids};
+    let ids =
+        session_ids(path).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.reason()))?;
+    let Some(found) = ids.iter().find(|s| s.name() == id) else {
+        let known: Vec<String> = ids.iter().map(|s| s.name()).collect();
+        bail!(
+            "{}: no session {id:?} in this store; it holds: {}",
+            path.display(),
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        );
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut buf = Vec::with_capacity(1024);
+    let mut write_error: Option<io::Error> = None;
+    let diagnostics = read_session_with(path, found.clone(), ctx.clone(), &mut |e| {
+        buf.clear();
+        e.event.write_json(&mut buf);
+        match out.write_all(&buf) {
+            Ok(()) => true,
+            Err(err) => {
+                write_error = Some(err);
+                false
+            }
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.reason()))?;
+    for d in diagnostics {
+        eprintln!("{}:{id}:{}: skipped: {}", path.display(), d.line, d.message);
+    }
+    match write_error.map_or_else(|| out.flush(), Err) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
     }

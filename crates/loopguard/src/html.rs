@@ -81,7 +81,7 @@ impl Default for Lane {
 impl Lane {
     /// Whether the next mark will be kept (so its label is only built when it is).
     fn wants_next(&self) -> bool {
-        self.seen % self.stride == 0
+        self.seen.is_multiple_of(self.stride)
     }
 
     fn push(&mut self, mark: impl FnOnce() -> Mark) {

@@ -340,9 +340,29 @@ fn sqlite_store_replays_every_session() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(text(&out.stderr).contains("reading as openclaw-sqlite"));
-    assert!(report.contains("session s-loop"), "{report}");
-    assert!(report.contains("session s-ok"), "{report}");
+    // Each stored session is a session of its own, named after the store and its id.
+    assert!(
+        report.contains("session openclaw-agent/s-loop ("),
+        "{report}"
+    );
+    assert!(report.contains("session openclaw-agent/s-ok ("), "{report}");
     assert!(report.contains("generic_repeat"), "{report}");
+    // `convert --session` picks one stored session.
+    let one = loopguard(&["convert", "--session", "s-loop", db.to_str().unwrap()]);
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    let events = text(&one.stdout);
+    assert!(events.lines().count() > 20, "{events}");
+    assert!(
+        events.lines().all(|l| l.contains("\"session\":\"s-loop\"")),
+        "{events}"
+    );
+    let missing = loopguard(&["convert", "--session", "nope", db.to_str().unwrap()]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing.stderr).contains("it holds: s-loop, s-ok"),
+        "{}",
+        text(&missing.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
