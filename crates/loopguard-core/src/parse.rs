@@ -476,18 +476,31 @@ fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> 
         })
 }
 
+/// Eight bytes as one little-endian word.
+#[inline]
+fn load_word(chunk: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    u64::from_le_bytes(word)
+}
+
+/// Flags (high bit of each byte) the bytes of `w` that are `"`, `\` or control characters;
+/// the lowest flagged byte is always a real match.
+#[inline]
+fn special_bytes(w: u64) -> u64 {
+    has_zero_byte(w ^ (LO * u64::from(b'"')))
+        | has_zero_byte(w ^ (LO * u64::from(b'\\')))
+        | (w.wrapping_sub(LO * 0x20) & !w & HI)
+}
+
 /// [`find_string_special`], also telling whether a byte at or above 0x80 was passed.
 #[inline]
 fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
     let mut high = 0u64;
     let mut chunks = s[i.min(s.len())..].chunks_exact(8);
     for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let t = has_zero_byte(w ^ (LO * u64::from(b'"')))
-            | has_zero_byte(w ^ (LO * u64::from(b'\\')))
-            | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        let w = load_word(chunk);
+        let t = special_bytes(w);
         if t != 0 {
             let stop = i + (t.trailing_zeros() / 8) as usize;
             let before = s[i..stop].iter().any(|&b| b >= 0x80);
@@ -514,12 +527,8 @@ fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
 pub(crate) fn find_string_special(s: &[u8], mut i: usize) -> usize {
     let mut chunks = s[i.min(s.len())..].chunks_exact(8);
     for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let t = has_zero_byte(w ^ (LO * u64::from(b'"')))
-            | has_zero_byte(w ^ (LO * u64::from(b'\\')))
-            | (w.wrapping_sub(LO * 0x20) & !w & HI);
+        let w = load_word(chunk);
+        let t = special_bytes(w);
         if t != 0 {
             return i + (t.trailing_zeros() / 8) as usize;
         }

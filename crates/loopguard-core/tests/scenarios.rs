@@ -1685,6 +1685,11 @@ fn s66_agent_block_is_merged_field_by_field() {
             ..Default::default()
         }
     );
+    // No agent block: the global block as it is.
+    assert_eq!(
+        LoopDetectionConfig::merge(Some(&global), None),
+        Some(global.clone())
+    );
 
     // The same through a config file: another agent id gets the global block unchanged.
     let loaded = OpenClawConfig::from_json5(

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use loopguard_core::config::{
     as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, Severity,
-    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
-    DEFAULT_WARNING_THRESHOLD,
+    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
+    DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
 };
 
 #[derive(clap::Args)]
@@ -169,61 +169,47 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         Some(v) if v.is_finite() && v.fract() == 0.0 && v > used => num(v),
         _ => num(used),
     };
-    let _ = writeln!(
-        out,
-        "  historySize: {}  {}",
-        size_shown(merged.history_size, r.history_size as f64),
-        note(
-            merged.history_size,
+    type Field = fn(&LoopDetectionConfig) -> Option<f64>;
+    let numeric: [(&str, Field, f64, f64); 5] = [
+        (
+            "historySize",
+            |c| c.history_size,
             r.history_size as f64,
-            30.0,
-            src_num(|c| c.history_size)
-        )
-    );
-    let _ = writeln!(
-        out,
-        "  warningThreshold: {}  {}",
-        num(r.warning_threshold),
-        note(
-            merged.warning_threshold,
+            DEFAULT_HISTORY_SIZE as f64,
+        ),
+        (
+            "warningThreshold",
+            |c| c.warning_threshold,
             r.warning_threshold,
             DEFAULT_WARNING_THRESHOLD,
-            src_num(|c| c.warning_threshold)
-        )
-    );
-    let _ = writeln!(
-        out,
-        "  criticalThreshold: {}  {}",
-        num(r.critical_threshold),
-        note(
-            merged.critical_threshold,
+        ),
+        (
+            "criticalThreshold",
+            |c| c.critical_threshold,
             r.critical_threshold,
             DEFAULT_CRITICAL_THRESHOLD,
-            src_num(|c| c.critical_threshold)
-        )
-    );
-    let _ = writeln!(
-        out,
-        "  globalCircuitBreakerThreshold: {}  {}",
-        num(r.global_circuit_breaker_threshold),
-        note(
-            merged.global_circuit_breaker_threshold,
+        ),
+        (
+            "globalCircuitBreakerThreshold",
+            |c| c.global_circuit_breaker_threshold,
             r.global_circuit_breaker_threshold,
             DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
-            src_num(|c| c.global_circuit_breaker_threshold)
-        )
-    );
-    let _ = writeln!(
-        out,
-        "  unknownToolThreshold: {}  {}",
-        num(r.unknown_tool_threshold),
-        note(
-            merged.unknown_tool_threshold,
+        ),
+        (
+            "unknownToolThreshold",
+            |c| c.unknown_tool_threshold,
             r.unknown_tool_threshold,
-            10.0,
-            src_num(|c| c.unknown_tool_threshold)
-        )
-    );
+            DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+        ),
+    ];
+    for (name, field, used, default) in numeric {
+        let _ = writeln!(
+            out,
+            "  {name}: {}  {}",
+            size_shown(field(&merged), used),
+            note(field(&merged), used, default, src_num(field))
+        );
+    }
     let det = |f: fn(&LoopDetectionConfig) -> Option<bool>| {
         source(f(&own).map(|_| true), f(&global).map(|_| true))
     };

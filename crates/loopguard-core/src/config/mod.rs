@@ -412,51 +412,6 @@ mod tests {
     }
 
     #[test]
-    fn merge_scenario_66() {
-        let global = LoopDetectionConfig {
-            enabled: Some(true),
-            warning_threshold: Some(10.0),
-            detectors: Some(DetectorSwitches {
-                ping_pong: Some(false),
-                ..Default::default()
-            }),
-            post_compaction_guard: Some(PostCompactionGuardConfig {
-                window_size: Some(5.0),
-            }),
-            ..Default::default()
-        };
-        let agent = LoopDetectionConfig {
-            warning_threshold: Some(8.0),
-            detectors: Some(DetectorSwitches {
-                generic_repeat: Some(false),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let m = LoopDetectionConfig::merge(Some(&global), Some(&agent)).unwrap();
-        assert_eq!(
-            m,
-            LoopDetectionConfig {
-                enabled: Some(true),
-                warning_threshold: Some(8.0),
-                detectors: Some(DetectorSwitches {
-                    ping_pong: Some(false),
-                    generic_repeat: Some(false),
-                    known_poll_no_progress: None
-                }),
-                post_compaction_guard: Some(PostCompactionGuardConfig {
-                    window_size: Some(5.0)
-                }),
-                ..Default::default()
-            }
-        );
-        assert_eq!(
-            LoopDetectionConfig::merge(Some(&global), None),
-            Some(global.clone())
-        );
-    }
-
-    #[test]
     fn guard_wiring_scenario_79() {
         assert!(Policy::from_block(None).guard.enabled);
         let off = LoopDetectionConfig {
