@@ -37,7 +37,7 @@ use std::collections::HashMap;
 
 use loopguard_core::parse::{parse_object_entries, ParseErrorKind};
 use loopguard_core::{JsString, Value};
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{str_field, text_result, timestamp_ms, Builder};
 use crate::openclaw::normalize_tool_name;
@@ -238,7 +238,7 @@ impl DocumentAdapter for CallStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn ctx() -> Context {
         Context {

@@ -27,7 +27,7 @@
 //! the Claude Code, Responses, Codex and SWE-agent adapters.
 
 use loopguard_core::Value;
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{
     arguments, content_text, document_error, parse_line, str_field, text_result, ts_of,
@@ -273,7 +273,7 @@ impl LineAdapter for ChatCompletionsLines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn ctx() -> Context {
         Context {

@@ -41,7 +41,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use loopguard_core::{Object, Value};
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{
     content_text, empty, id_field, parse_line, str_field, text_result, ts_of, PendingCall, Runs,
@@ -407,7 +407,7 @@ impl LineAdapter for ClaudeCodeAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn feed(lines: &[&str]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
         let mut a = ClaudeCodeAdapter::new(Context {

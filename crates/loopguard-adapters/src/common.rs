@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use loopguard_core::config::json5::{self, NodeValue};
 use loopguard_core::{JsString, Object, Value};
-use loopguard_replay::event::{Event, EventKind, Payload};
+use loopguard_events::{Event, EventKind, Payload};
 
 use crate::{Context, Diagnostic, DiagnosticKind, SourcedEvent};
 

@@ -1,7 +1,7 @@
 //! loopguard's own event stream (events.md) as a [`LineAdapter`], so event files can sit
 //! in a directory of transcripts and go through the same reader.
 
-use loopguard_replay::event::parse_event;
+use loopguard_events::parse_event;
 
 use crate::{Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 

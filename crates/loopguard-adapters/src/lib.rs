@@ -1,7 +1,7 @@
 //! # loopguard-adapters
 //!
 //! Turns the session files real agents write into loopguard's event stream (`call`,
-//! `outcome`, `compaction`; see `loopguard_replay::event`), so `loopguard replay` can explain
+//! `outcome`, `compaction`; see [`loopguard_events`]), so `loopguard replay` can explain
 //! the loops in them. One module per format:
 //!
 //! | module | format |
@@ -46,7 +46,7 @@ pub mod synthetic;
 
 use std::fmt;
 
-use loopguard_replay::event::Event;
+use loopguard_events::Event;
 
 pub use detect::{detect, Format};
 

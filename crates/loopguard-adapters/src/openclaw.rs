@@ -52,7 +52,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
 use loopguard_core::{Object, Value};
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{content_text, parse_line, str_field, timestamp_ms, Builder, Pending};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
@@ -549,7 +549,7 @@ fn crate_json(v: &Value<'_>) -> String {
 mod tests {
     use super::*;
     use crate::feed_lines;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn adapter() -> OpenClawAdapter {
         OpenClawAdapter::new(Context {

@@ -355,7 +355,7 @@ pub fn list_sessions(path: &Path) -> Result<Vec<String>, SqliteError> {
 /// let path = std::path::Path::new("openclaw-agent.sqlite");
 /// let mut calls = 0;
 /// let diagnostics = read_session_with(path, "0199a4c2", Context::default(), &mut |e| {
-///     calls += u64::from(e.event.kind == loopguard_replay::event::EventKind::Call);
+///     calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
 ///     true
 /// })?;
 /// # Ok::<(), loopguard_adapters::openclaw_sqlite::SqliteError>(())

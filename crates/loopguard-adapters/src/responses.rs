@@ -55,7 +55,7 @@
 //! and unpaired calls and results are returned by `finish`, in line order.
 
 use loopguard_core::{JsString, Object, Value};
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{
     arguments, content_text, document_error, empty, id_field, parse_line, str_field, text_result,
@@ -485,7 +485,7 @@ impl LineAdapter for CodexRolloutAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn ctx() -> Context {
         Context {

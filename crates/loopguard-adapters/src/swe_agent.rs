@@ -51,7 +51,7 @@
 use std::collections::VecDeque;
 
 use loopguard_core::{Object, Value};
-use loopguard_replay::event::Payload;
+use loopguard_events::Payload;
 
 use crate::common::{
     arguments, content_text, document_error, empty, id_field, str_field, text_result, ts_of,
@@ -437,7 +437,7 @@ impl DocumentAdapter for MiniSweAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_replay::event::EventKind;
+    use loopguard_events::EventKind;
 
     fn ctx() -> Context {
         Context {

@@ -7,8 +7,8 @@ mod support;
 use loopguard_adapters::call_stream::CallStream;
 use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter};
 use loopguard_core::{Mode, Value};
-use loopguard_replay::decision::Action;
-use loopguard_replay::event::{EventKind, Payload};
+use loopguard_events::Action;
+use loopguard_events::{EventKind, Payload};
 use proptest::prelude::*;
 use support::{brief, json, not_quiet, replay_decided, text_payload};
 

@@ -6,7 +6,7 @@ mod support;
 use loopguard_adapters::claude_code::ClaudeCodeAdapter;
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
 use loopguard_core::{Detector, Value};
-use loopguard_replay::event::{EventKind, Payload};
+use loopguard_events::{EventKind, Payload};
 use loopguard_replay::Action;
 use proptest::prelude::*;
 use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};

@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use loopguard_adapters::openclaw::{active_branch_ids, OpenClawAdapter};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 use loopguard_core::{Mode, Value};
-use loopguard_replay::decision::Action;
-use loopguard_replay::event::{EventKind, Payload};
+use loopguard_events::Action;
+use loopguard_events::{EventKind, Payload};
 use proptest::prelude::*;
 use support::{
     brief, feed, fixture, json, not_quiet, opt_string, quote, replay_decided, text_payload,
@@ -487,7 +487,7 @@ fn events_survive_the_event_stream_format() {
         for e in &events {
             let mut line = Vec::new();
             e.event.write_json(&mut line);
-            let mut back = loopguard_replay::event::parse_event(line.trim_ascii_end(), e.line)
+            let mut back = loopguard_events::parse_event(line.trim_ascii_end(), e.line)
                 .unwrap()
                 .into_owned();
             if back.kind == EventKind::Compaction {

@@ -14,7 +14,7 @@ use loopguard_adapters::openclaw_sqlite::{
 use loopguard_adapters::reader::{read_file, Flow, Item, ReadError, ReadOptions};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, LineAdapter, SourcedEvent};
 use loopguard_core::Mode;
-use loopguard_replay::decision::Action;
+use loopguard_events::Action;
 use proptest::prelude::*;
 use rusqlite::{params, Connection};
 use support::{fixture, not_quiet, replay_decided, Decided};

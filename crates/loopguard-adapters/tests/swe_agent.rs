@@ -8,7 +8,7 @@ use loopguard_adapters::common::text_result;
 use loopguard_adapters::swe_agent::{MiniSweAgent, SweAgent, FORMAT_ERROR_TOOL};
 use loopguard_adapters::{Adapted, Context, DiagnosticKind, DocumentAdapter, Format, SourcedEvent};
 use loopguard_core::{Detector, Value};
-use loopguard_replay::event::{EventKind, Payload};
+use loopguard_events::{EventKind, Payload};
 use loopguard_replay::Action;
 use proptest::prelude::*;
 use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};

@@ -4,10 +4,9 @@
 //! through [`loopguard_core`] and produces one decision per event, exactly as OpenClaw's
 //! before-tool-call wrapper would have decided.
 //!
-//! * [`event`]: parsing one input line, with errors that name the line and the field;
+//! * events and decisions are [`loopguard_events`]' (the events.md contract);
 //! * [`Replayer`]: sessions, per-agent config, enforce/observe mode, and matching the
 //!   outcomes of blocked calls;
-//! * [`decision`]: the output line;
 //! * [`summary`]: the human summary;
 //! * [`synthetic`]: generated streams for benchmarks.
 //!
@@ -31,16 +30,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod decision;
-pub mod event;
 mod replayer;
 pub mod summary;
 pub mod synthetic;
 
 use std::io::{self, BufRead, Write};
 
-pub use decision::{Action, Decision};
-pub use event::{parse_event, Event, EventError};
+pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
 pub use replayer::Replayer;
 pub use summary::Summary;
 

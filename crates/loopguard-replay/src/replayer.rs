@@ -8,8 +8,8 @@ use loopguard_core::history::{normalize_run, Name};
 use loopguard_core::outcome::{Hashing, Outcome};
 use loopguard_core::{Call, JsString, Mode, Session, Verdict};
 
-use crate::decision::{Action, Decision, Finding};
-use crate::event::{Event, EventKind, Payload};
+use loopguard_events::{Action, Decision, Finding};
+use loopguard_events::{Event, EventKind, Payload};
 
 /// What an outcome without a call id is matched on: run, tool and arguments.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -108,7 +108,7 @@ struct SessionState {
 /// Replays events through per-session engines.
 ///
 /// ```
-/// use loopguard_replay::{event::parse_event, Replayer};
+/// use loopguard_replay::{parse_event, Replayer};
 /// use loopguard_core::{config::OpenClawConfig, Mode};
 ///
 /// let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}").unwrap().config;
@@ -314,7 +314,7 @@ fn run_key(call: &Call<'_>) -> Option<Box<[u8]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::parse_event;
+    use loopguard_events::parse_event;
 
     fn replay_line(r: &mut Replayer, line: &str, n: u64) -> String {
         let ev = parse_event(line.as_bytes(), n).unwrap();

@@ -14,8 +14,8 @@ use loopguard_core::detectors::Detector;
 use loopguard_core::history::normalize_run;
 use loopguard_core::JsString;
 
-use crate::decision::{Action, Decision};
-use crate::event::EventKind;
+use loopguard_events::EventKind;
+use loopguard_events::{Action, Decision};
 
 /// Where and when a loop reached a milestone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use loopguard_replay::event::EventKind;
+use loopguard_events::EventKind;
 use loopguard_replay::{Action, Decision, Summary};
 
 /// Marks kept per session and kind for drawing. The timeline is 1000 pixels wide, so more

@@ -13,7 +13,7 @@ use loopguard_adapters::{
 };
 use loopguard_core::config::OpenClawConfig;
 use loopguard_core::{Detector, JsString, Mode, Value};
-use loopguard_replay::event::{EventKind, Payload};
+use loopguard_events::{EventKind, Payload};
 use loopguard_replay::{Action, Replayer};
 use proptest::prelude::*;
 

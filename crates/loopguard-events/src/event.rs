@@ -81,7 +81,7 @@ impl Event<'_> {
     /// it back with [`parse_event`] gives the same event.
     ///
     /// ```
-    /// use loopguard_replay::event::parse_event;
+    /// use loopguard_events::parse_event;
     /// let line = br#"{"type":"outcome","session":"s","run":"r","callId":"c","tool":"read","args":{"p":1},"error":"boom","ts":5}"#;
     /// let e = parse_event(line, 1).unwrap();
     /// let mut out = Vec::new();
@@ -176,7 +176,7 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
 /// Parses one non-blank line.
 ///
 /// ```
-/// use loopguard_replay::event::{parse_event, EventKind};
+/// use loopguard_events::{parse_event, EventKind};
 /// let e = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1).unwrap();
 /// assert_eq!(e.kind, EventKind::Call);
 /// let bad = parse_event(br#"{"type":"call"}"#, 7).unwrap_err();

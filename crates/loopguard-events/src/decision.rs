@@ -7,7 +7,7 @@ use loopguard_core::history::Name;
 use loopguard_core::outcome::ResultHash;
 use loopguard_core::JsString;
 
-use crate::event::EventKind;
+use crate::EventKind;
 
 /// What loopguard decided for an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +96,30 @@ impl Decision<'_> {
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"line\":");
         push_u64(out, self.line);
-        out.extend_from_slice(b",\"type\":\"");
+        out.push(b',');
+        self.write_fields(out);
+    }
+
+    /// Appends the decision record without its `line` field (with the trailing newline):
+    /// what the live front ends (`loopguard serve`, the Python package) answer for one event.
+    ///
+    /// ```
+    /// use loopguard_events::{Action, Decision, EventKind};
+    /// let d = Decision {
+    ///     line: 3, kind: EventKind::Compaction, session: "s".into(), run: None, call_id: None,
+    ///     tool: None, args: None, result: None, action: Action::Armed, finding: None,
+    /// };
+    /// let mut out = Vec::new();
+    /// d.write_record(&mut out);
+    /// assert_eq!(out, b"{\"type\":\"compaction\",\"session\":\"s\",\"run\":null,\"callId\":null,\"decision\":\"armed\"}\n");
+    /// ```
+    pub fn write_record(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        self.write_fields(out);
+    }
+
+    fn write_fields(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\"type\":\"");
         out.extend_from_slice(self.kind.as_str().as_bytes());
         out.extend_from_slice(b"\",\"session\":");
         write_json_string(out, &self.session);
