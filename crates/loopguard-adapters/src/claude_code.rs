@@ -8,7 +8,7 @@
 //! | line | becomes |
 //! |------|---------|
 //! | `assistant`, `message.content[]` block `{"type":"tool_use","id","name","input"}` | a call; the name is kept whole (`mcp__server__tool` included), args = `input` |
-//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call: `is_error: true` → an error with the content text; otherwise the result [`text_result`] of the content text, or `{"content":[text block],"details":toolUseResult}` when the line has a structured (object) top-level `toolUseResult` and a single `tool_result` block; `details` leaves out the volatile [`VOLATILE_RESULT_KEYS`] (`durationMs`, `totalTokens`, `usage`, …), as the Claude Code hook does |
+//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call, as the hook's `PostToolUse` would carry it: `is_error: true` → an error with the content text; otherwise the line's structured (object) top-level `toolUseResult` when it has one and a single `tool_result` block (Claude Code's `tool_response`), else the content text. Replay maps it with the Claude Code tool profile of `loopguard-guard`, exactly as the hook does (volatile fields such as `durationMs` are dropped there) |
 //! | `user` without `tool_result` blocks, not `isMeta`/`isCompactSummary` | a run boundary (`run-1`, `run-2`, …; a new run starts only when the current one made calls) |
 //! | `system` with `subtype:"compact_boundary"` | a compaction |
 //! | `isMeta` / `isCompactSummary` user lines, other `system` subtypes, `summary`, `file-history-snapshot`, `queue-operation`, `progress`, `attachment` and other bookkeeping types | ignored |
@@ -40,12 +40,11 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use loopguard_core::{Object, Value};
+use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    content_text, empty, id_field, parse_line, str_field, text_result, ts_of, PendingCall, Runs,
-    Tracker,
+    content_text, empty, id_field, parse_line, str_field, ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
@@ -68,40 +67,6 @@ const BOOKKEEPING: &[&str] = &[
     "agent-name",
     "tag",
 ];
-
-/// Top-level `toolUseResult` fields that change on every call without saying anything
-/// about progress (how long the tool ran, what a subagent spent); they are left out of the
-/// result's `details`, so a repeated call with a repeated answer is seen as a loop.
-///
-/// Mirrors `VOLATILE_RESULT_KEYS` in `crates/loopguard-hook/src/profile.rs`, which strips
-/// the same fields from live Claude Code results: keep the two lists the same, so a
-/// recorded session replays as the hook saw it.
-pub const VOLATILE_RESULT_KEYS: &[&str] = &[
-    "durationMs",
-    "duration_ms",
-    "durationSeconds",
-    "totalDurationMs",
-    "totalTokens",
-    "totalToolUseCount",
-    "usage",
-    "timestamp",
-];
-
-/// A structured `toolUseResult` as `details`: the object without its
-/// [`VOLATILE_RESULT_KEYS`].
-fn stable_details(result: &Object<'_>) -> Value<'static> {
-    Value::Object(Object::from_entries(
-        result
-            .iter()
-            .filter(|(k, _)| {
-                !VOLATILE_RESULT_KEYS
-                    .iter()
-                    .any(|v| v.as_bytes() == k.as_wtf8())
-            })
-            .map(|(k, v)| (k.clone().into_owned(), v.clone().into_owned()))
-            .collect(),
-    ))
-}
 
 /// What is remembered of one model message.
 #[derive(Clone, Debug)]
@@ -312,8 +277,13 @@ impl ClaudeCodeAdapter {
             }
             return;
         }
-        let details = match v.get("toolUseResult") {
-            Some(Value::Object(d)) if results.len() == 1 => Some(stable_details(d)),
+        // What the hook's PostToolUse would have been given: the structured
+        // `toolUseResult` (Claude Code's `tool_response`) when the line has one for its
+        // single result, else the result's text; a failure is its error text. The guard's
+        // Claude Code tool profile maps them (and drops volatile fields) for replay and the
+        // hook alike.
+        let structured = match v.get("toolUseResult") {
+            Some(d @ Value::Object(_)) if results.len() == 1 => Some(d.clone().into_owned()),
             _ => None,
         };
         for r in results {
@@ -321,17 +291,10 @@ impl ClaudeCodeAdapter {
             let text = content_text(r.get("content").unwrap_or(&Value::Null));
             let payload = if r.get("is_error").and_then(Value::as_bool) == Some(true) {
                 Payload::Error(Value::from(text))
-            } else if let Some(d) = &details {
-                let block = text_result(&text)
-                    .get("content")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                Payload::Result(Value::Object(Object::from_entries(vec![
-                    ("content".into(), block),
-                    ("details".into(), d.clone()),
-                ])))
+            } else if let Some(d) = &structured {
+                Payload::Result(d.clone())
             } else {
-                Payload::Result(text_result(&text))
+                Payload::Result(Value::from(text))
             };
             match self.tracker.take(id.as_deref()) {
                 Some(mut call) => {
@@ -450,16 +413,19 @@ mod tests {
     }
 
     #[test]
-    fn tool_use_result_becomes_details() {
+    fn tool_use_result_is_the_hooks_tool_response() {
         let (events, _) = feed(&[
             r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}"#,
             r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a","is_error":null}]},"toolUseResult":{"stdout":"a","stderr":"","interrupted":false}}"#,
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t2","name":"Read","input":{}}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"b"}]}]}}"#,
         ]);
-        let want = Value::parse(
-            br#"{"content":[{"type":"text","text":"a"}],"details":{"stdout":"a","stderr":"","interrupted":false}}"#,
-        )
-        .unwrap();
+        let want = Value::parse(br#"{"stdout":"a","stderr":"","interrupted":false}"#).unwrap();
         assert_eq!(events[1].event.payload, Some(Payload::Result(want)));
+        assert_eq!(
+            events[3].event.payload,
+            Some(Payload::Result(Value::from("b")))
+        );
         assert_eq!(events[0].tokens, None);
     }
 
@@ -485,32 +451,6 @@ mod tests {
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(events[0].tokens, Some(u64::MAX / 2));
         assert_eq!(events[2].tokens, Some(u64::MAX / 2));
-    }
-
-    #[test]
-    fn volatile_keys_are_those_the_hook_strips() {
-        // The list in the hook's tool profile, read from its source.
-        let profile = include_str!("../../loopguard-hook/src/profile.rs");
-        let start = profile
-            .find("pub const VOLATILE_RESULT_KEYS: &[&str] = &[")
-            .expect("the hook's VOLATILE_RESULT_KEYS");
-        let list = &profile[start..];
-        let list = &list[list.find('[').unwrap()..list.find("];").unwrap()];
-        let hook: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
-        assert_eq!(VOLATILE_RESULT_KEYS, hook);
-    }
-
-    #[test]
-    fn volatile_fields_are_left_out_of_details() {
-        let (events, _) = feed(&[
-            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Task","input":{"prompt":"p"}}]}}"#,
-            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"done"}]},"toolUseResult":{"status":"completed","content":[{"type":"text","text":"done"}],"totalDurationMs":81234,"totalTokens":20400,"totalToolUseCount":7,"usage":{"input_tokens":4},"durationMs":3,"duration_ms":3,"durationSeconds":0.003,"timestamp":"2026-01-01T00:00:00Z","agentId":"a1"}}"#,
-        ]);
-        let want = Value::parse(
-            br#"{"content":[{"type":"text","text":"done"}],"details":{"status":"completed","content":[{"type":"text","text":"done"}],"agentId":"a1"}}"#,
-        )
-        .unwrap();
-        assert_eq!(events[1].event.payload, Some(Payload::Result(want)));
     }
 
     #[test]

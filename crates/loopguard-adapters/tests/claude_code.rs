@@ -7,9 +7,10 @@ use loopguard_adapters::claude_code::ClaudeCodeAdapter;
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
 use loopguard_core::{Detector, Value};
 use loopguard_events::{EventKind, Payload};
+use loopguard_guard::Profile;
 use loopguard_replay::Action;
 use proptest::prelude::*;
-use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, replay_observe, s};
+use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, s};
 
 const DIR: &str = "claude-code";
 
@@ -68,9 +69,11 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
         assert_eq!(outcome.event.payload, events[1].event.payload);
     }
     assert_eq!(events[0].event.timestamp_ms, 1788621980250);
+    // The result is Claude Code's own `toolUseResult`, exactly what the hook's
+    // PostToolUse gets as `tool_response`; replay maps it with the same tool profile.
     let out = "{\"conclusion\":\"\",\"status\":\"in_progress\"}";
     let want = format!(
-        r#"{{"content":[{{"type":"text","text":{0:?}}}],"details":{{"stdout":{0:?},"stderr":"","interrupted":false,"isImage":false}}}}"#,
+        r#"{{"stdout":{0:?},"stderr":"","interrupted":false,"isImage":false}}"#,
         out
     );
     assert_eq!(
@@ -78,7 +81,7 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
         Some(Payload::Result(Value::parse(want.as_bytes()).unwrap()))
     );
 
-    let decisions = replay_observe(&events);
+    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
@@ -115,13 +118,18 @@ fn tool_results_that_differ_only_in_duration_are_a_loop() {
     let (events, diagnostics) = feed((lines.join("\n") + "\n").as_bytes());
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
     assert_eq!(events.len(), 50);
-    let want = support::json(
-        r#"{"content":[{"type":"text","text":"No files found"}],"details":{"filenames":[],"numFiles":0,"truncated":false}}"#,
-    );
-    for outcome in events.iter().skip(1).step_by(2) {
-        assert_eq!(outcome.event.payload, Some(Payload::Result(want.clone())));
+    // Each result is the raw toolUseResult, durations and all: the Claude Code tool
+    // profile drops the volatile fields when the replay hashes it, as the hook does.
+    for (i, outcome) in events.iter().skip(1).step_by(2).enumerate() {
+        let Some(Payload::Result(r)) = &outcome.event.payload else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(
+            r.get("durationMs"),
+            Some(&Value::Number((7 + i * 3) as f64))
+        );
     }
-    let decisions = replay_observe(&events);
+    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
@@ -175,15 +183,13 @@ fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
             "<tool_use_error>File does not exist.</tool_use_error>"
         )))
     );
-    // An MCP result whose toolUseResult is an array (not an object) has no details.
+    // An MCP result whose toolUseResult is an array (not an object) is its text.
     let text = "{\"number\":88,\"title\":\"Totals off by one cent\",\"state\":\"open\"}";
     assert_eq!(
         events[11].event.payload,
-        Some(Payload::Result(loopguard_adapters::common::text_result(
-            text
-        )))
+        Some(Payload::Result(Value::from(text)))
     );
-    let decisions = replay_observe(&events);
+    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
     assert!(decisions
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
@@ -200,7 +206,7 @@ fn a_loop_surviving_compaction_aborts_the_run() {
     assert_eq!(compaction.line, 6);
     assert_eq!(s(&compaction.event.run), "run-1");
     assert_eq!(compaction.event.timestamp_ms, 1788622014250);
-    let decisions = replay_observe(&events);
+    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
     assert_eq!(
         decisions[4],
         (6, EventKind::Compaction, Action::Armed, None)

@@ -246,6 +246,21 @@ impl Session {
         self
     }
 
+    /// Enforce or observe.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Replaces the session's label (a restored session keeps the name it is stored under).
+    pub fn set_id(&mut self, id: impl Into<String>) {
+        self.id = id.into();
+    }
+
+    /// Replaces the outcome-hashing settings in place (see [`Session::with_hashing`]).
+    pub fn set_hashing(&mut self, hashing: Hashing) {
+        self.hashing = hashing;
+    }
+
     /// The session's label.
     pub fn id(&self) -> &str {
         &self.id

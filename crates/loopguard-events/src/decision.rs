@@ -79,6 +79,9 @@ pub struct Decision<'e> {
     pub call_id: Option<JsString<'e>>,
     /// `tool` (absent on compactions).
     pub tool: Option<JsString<'e>>,
+    /// The engine's name for the tool when a tool profile renamed it (Claude Code's `Bash`
+    /// is hashed as `exec`): `argsHash` is built with it, as OpenClaw would. `None`: `tool`.
+    pub engine_tool: Option<JsString<'e>>,
     /// The argument digest (calls and outcomes).
     pub args: Option<ArgsDigest>,
     /// The outcome hash (outcomes only; `None` when nothing was recorded).
@@ -107,7 +110,7 @@ impl Decision<'_> {
     /// use loopguard_events::{Action, Decision, EventKind};
     /// let d = Decision {
     ///     line: 3, kind: EventKind::Compaction, session: "s".into(), run: None, call_id: None,
-    ///     tool: None, args: None, result: None, action: Action::Armed, finding: None,
+    ///     tool: None, engine_tool: None, args: None, result: None, action: Action::Armed, finding: None,
     /// };
     /// let mut out = Vec::new();
     /// d.write_record(&mut out);
@@ -132,7 +135,7 @@ impl Decision<'_> {
             write_json_string(out, tool);
             if let Some(args) = &self.args {
                 out.extend_from_slice(b",\"argsHash\":");
-                write_args_hash(out, tool, args);
+                write_args_hash(out, self.engine_tool.as_ref().unwrap_or(tool), args);
             }
         }
         if self.kind == EventKind::Outcome {
@@ -182,7 +185,8 @@ impl Decision<'_> {
 
     /// The `argsHash` string, when the decision has one.
     pub fn args_hash(&self) -> Option<String> {
-        let (tool, args) = (self.tool.as_ref()?, self.args.as_ref()?);
+        let tool = self.engine_tool.as_ref().or(self.tool.as_ref())?;
+        let args = self.args.as_ref()?;
         Some(String::from_utf8_lossy(&args.args_hash(tool.as_wtf8())).into_owned())
     }
 }

@@ -157,6 +157,14 @@ impl HookConfig {
         Ok(HookConfig::builtin())
     }
 
+    /// The config the guard runs with: the file's, or `enabled: true` without one.
+    pub fn openclaw(&self) -> OpenClawConfig {
+        match self.source {
+            ConfigSource::Builtin => loopguard_guard::enabled_config(),
+            _ => self.config.clone(),
+        }
+    }
+
     /// The policy for an agent (`agents.list[]` id; `None` for the main agent).
     pub fn policy_for(&self, agent: Option<&str>) -> Policy {
         match self.source {

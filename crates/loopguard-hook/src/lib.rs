@@ -12,11 +12,12 @@
 //! a compaction stops the agent.
 //!
 //! * [`payload`]: the hook input;
-//! * [`profile`]: Claude Code's tools as OpenClaw-shaped calls and results (`Bash` as
+//! * the Claude Code tool profile lives in the live-guard layer
+//!   ([`loopguard_guard::profile::claude_code`]), shared with replay (`Bash` as
 //!   `exec`, background-shell polling as a `process` poll, …);
 //! * [`hook`]: one invocation, event by event, failing open on any error;
-//! * [`store`]: the SQLite state (immediate transactions, WAL, busy timeout, pruning,
-//!   schema version);
+//! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
+//!   timeout, pruning, schema version);
 //! * [`config`]: which config file applies;
 //! * [`response`]: the JSON written back;
 //! * [`settings`]: installing the hook into Claude Code's `settings.json`;
@@ -48,7 +49,6 @@ pub mod config;
 pub mod hook;
 pub mod paths;
 pub mod payload;
-pub mod profile;
 pub mod response;
 pub mod settings;
 pub mod status;

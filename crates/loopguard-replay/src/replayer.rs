@@ -3,107 +3,14 @@
 use rustc_hash::FxHashMap;
 
 use loopguard_core::config::{normalize_agent_id, OpenClawConfig, Policy};
-use loopguard_core::fingerprint::{args_digest_wtf8, ArgsDigest};
-use loopguard_core::history::{normalize_run, Name};
-use loopguard_core::outcome::{Hashing, Outcome};
-use loopguard_core::{Call, JsString, Mode, Session, Verdict};
+use loopguard_core::outcome::Hashing;
+use loopguard_core::{JsString, Mode};
+use loopguard_events::{Decision, Event};
+use loopguard_guard::{Applier, Profile, SessionEntry};
 
-use loopguard_events::{Action, Decision, Finding};
-use loopguard_events::{Event, EventKind, Payload};
-
-/// What an outcome without a call id is matched on: run, tool and arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct BlockKey {
-    run: Option<Box<[u8]>>,
-    tool: Box<[u8]>,
-    args: ArgsDigest,
-}
-
-/// A blocked call whose (ignored) outcome has not arrived yet.
-#[derive(Debug)]
-struct PendingBlock {
-    call_id: Option<Box<[u8]>>,
-    key: BlockKey,
-}
-
-/// The blocked calls of one session waiting for their outcome events, indexed both ways an
-/// outcome can name them, so matching costs the same however many calls are never
-/// answered. Nothing is forgotten: an outcome that arrives late is still recognised.
-#[derive(Debug, Default)]
-struct PendingBlocks {
-    next: u64,
-    entries: FxHashMap<u64, PendingBlock>,
-    // Sequence numbers in arrival order; the newest is last.
-    by_id: FxHashMap<Box<[u8]>, Vec<u64>>,
-    by_key: FxHashMap<BlockKey, Vec<u64>>,
-}
-
-impl PendingBlocks {
-    fn push(&mut self, call_id: Option<Box<[u8]>>, key: BlockKey) {
-        let seq = self.next;
-        self.next += 1;
-        if let Some(id) = &call_id {
-            self.by_id.entry(id.clone()).or_default().push(seq);
-        }
-        self.by_key.entry(key.clone()).or_default().push(seq);
-        self.entries.insert(seq, PendingBlock { call_id, key });
-    }
-
-    /// Finds and removes the blocked call an outcome belongs to (events.md conventions):
-    /// with a call id, the newest blocked call with that id; without one, the newest blocked
-    /// call of the same run, tool and arguments.
-    fn absorb(&mut self, call: &Call<'_>, args: ArgsDigest) -> bool {
-        if self.entries.is_empty() {
-            return false;
-        }
-        let seq = match call.call_id.as_ref().filter(|c| !c.is_empty()) {
-            Some(id) => match self.by_id.get(id.as_wtf8()).and_then(|v| v.last()) {
-                Some(&seq) => seq,
-                None => return false,
-            },
-            None => {
-                let key = BlockKey {
-                    run: run_key(call),
-                    tool: call.tool.as_wtf8().into(),
-                    args,
-                };
-                match self.by_key.get(&key).and_then(|v| v.last()) {
-                    Some(&seq) => seq,
-                    None => return false,
-                }
-            }
-        };
-        let Some(block) = self.entries.remove(&seq) else {
-            return false;
-        };
-        if let Some(id) = &block.call_id {
-            remove_seq(&mut self.by_id, id, seq);
-        }
-        remove_seq(&mut self.by_key, &block.key, seq);
-        true
-    }
-}
-
-fn remove_seq<K, Q>(map: &mut FxHashMap<K, Vec<u64>>, key: &Q, seq: u64)
-where
-    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
-    Q: std::hash::Hash + Eq + ?Sized,
-{
-    if let Some(list) = map.get_mut(key) {
-        if let Some(i) = list.iter().rposition(|s| *s == seq) {
-            list.remove(i);
-        }
-        if list.is_empty() {
-            map.remove(key);
-        }
-    }
-}
-
-#[derive(Debug)]
-struct SessionState {
-    session: Session,
-    pending_blocks: PendingBlocks,
-}
+/// Blocked calls per session that wait for their outcome events in a replay: recorded
+/// streams do send the (ignored) outcomes of blocked calls, sometimes much later.
+const REPLAY_PENDING_BLOCKS: usize = 4096;
 
 /// Replays events through per-session engines.
 ///
@@ -125,22 +32,25 @@ struct SessionState {
 #[derive(Debug)]
 pub struct Replayer {
     config: OpenClawConfig,
-    mode: Mode,
+    applier: Applier,
     hashing: Hashing,
     default_policy: Policy,
     // Keys come from the replayed file; a fast hash matters more here than flooding
     // resistance.
     policies: FxHashMap<Box<[u8]>, Policy>,
-    sessions: FxHashMap<Box<[u8]>, SessionState>,
+    sessions: FxHashMap<Box<[u8]>, SessionEntry>,
 }
 
 impl Replayer {
-    /// A replayer with a config and a mode.
+    /// A replayer with a config and a mode; tools are used as given ([`Profile::Plain`]).
     pub fn new(config: OpenClawConfig, mode: Mode) -> Self {
         let default_policy = config.policy_for(None);
         Replayer {
             config,
-            mode,
+            applier: Applier::new(Profile::Plain)
+                .mode(mode)
+                .log_size(0)
+                .pending_blocks(REPLAY_PENDING_BLOCKS),
             hashing: Hashing::default(),
             default_policy,
             policies: FxHashMap::default(),
@@ -154,9 +64,28 @@ impl Replayer {
         self
     }
 
+    /// Uses the tool profile of the runtime that wrote the stream (a Claude Code
+    /// transcript: [`Profile::ClaudeCode`]), so the replay finds exactly what that
+    /// runtime's live guard would have.
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.applier.profile = profile;
+        self
+    }
+
+    /// Switches the tool profile for the events that follow (each input of a replay keeps
+    /// the profile of the runtime that wrote it).
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.applier.profile = profile;
+    }
+
     /// The mode.
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.applier.mode
+    }
+
+    /// The tool profile.
+    pub fn profile(&self) -> Profile {
+        self.applier.profile
     }
 
     /// Applies one event and returns its decision.
@@ -164,8 +93,8 @@ impl Replayer {
         let session_name = event
             .session
             .as_ref()
-            .map(JsString::reborrow)
-            .unwrap_or_else(|| JsString::from("default"));
+            .map(JsString::as_wtf8)
+            .unwrap_or(b"default");
         let policy = match &event.agent {
             None => &self.default_policy,
             Some(agent) => {
@@ -178,137 +107,17 @@ impl Replayer {
                 &self.policies[key]
             }
         };
-        let state = match self.sessions.get_mut(session_name.as_wtf8()) {
+        let entry = match self.sessions.get_mut(session_name) {
             Some(s) => s,
             None => {
-                let session = Session::new(session_name.to_string_lossy())
-                    .with_mode(self.mode)
-                    .with_hashing(self.hashing.clone());
-                self.sessions
-                    .entry(session_name.as_wtf8().into())
-                    .or_insert(SessionState {
-                        session,
-                        pending_blocks: PendingBlocks::default(),
-                    })
+                let mut entry =
+                    SessionEntry::new(String::from_utf8_lossy(session_name).into_owned());
+                entry.session.set_hashing(self.hashing.clone());
+                self.sessions.entry(session_name.into()).or_insert(entry)
             }
         };
-
-        let mut decision = Decision {
-            line,
-            kind: event.kind,
-            session: session_name,
-            run: event.run.as_ref().map(JsString::reborrow),
-            call_id: event.call_id.as_ref().map(JsString::reborrow),
-            tool: event.tool.as_ref().map(JsString::reborrow),
-            args: None,
-            result: None,
-            action: Action::Allow,
-            finding: None,
-        };
-
-        if event.kind == EventKind::Compaction {
-            let d = state.session.on_compaction(policy, event.run.as_ref());
-            decision.action = if d.armed {
-                Action::Armed
-            } else {
-                Action::GuardDisabled
-            };
-            return decision;
-        }
-
-        let Some(tool) = &event.tool else {
-            // `parse_event` guarantees a tool for calls and outcomes.
-            return decision;
-        };
-        let mut call = Call::new(tool.reborrow(), &event.args).at(event.timestamp_ms);
-        call.run = event.run.as_ref().map(JsString::reborrow);
-        call.call_id = event.call_id.as_ref().map(JsString::reborrow);
-        call.agent = event.agent.as_ref().map(JsString::reborrow);
-
-        match event.kind {
-            EventKind::Call => {
-                let d = state.session.before_call(policy, &call);
-                decision.args = Some(d.args);
-                match d.verdict {
-                    Verdict::Allow => decision.action = Action::Allow,
-                    Verdict::Warn {
-                        detection,
-                        key,
-                        emitted,
-                    } => {
-                        decision.action = Action::Warn;
-                        decision.finding = Some(finding(detection, Some(key), Some(emitted)));
-                    }
-                    Verdict::Block { detection, key } => {
-                        decision.action = Action::Block;
-                        decision.finding = Some(finding(detection, Some(key), Some(true)));
-                        if self.mode == Mode::Enforce {
-                            state.pending_blocks.push(
-                                call.call_id
-                                    .as_ref()
-                                    .filter(|c| !c.is_empty())
-                                    .map(|c| c.as_wtf8().into()),
-                                BlockKey {
-                                    run: run_key(&call),
-                                    tool: tool.as_wtf8().into(),
-                                    args: d.args,
-                                },
-                            );
-                        }
-                    }
-                }
-            }
-            EventKind::Outcome => {
-                // Hashed once here, reused by the session below.
-                let args = args_digest_wtf8(tool.as_wtf8(), &event.args);
-                if self.mode == Mode::Enforce && state.pending_blocks.absorb(&call, args) {
-                    decision.args = Some(args);
-                    decision.action = Action::Ignored;
-                    return decision;
-                }
-                let call = call.with_args_digest(args);
-                let outcome = match &event.payload {
-                    Some(Payload::Result(r)) => Outcome::Result(r),
-                    Some(Payload::Error(e)) => Outcome::Error(e),
-                    None => Outcome::Undefined,
-                };
-                let d = state.session.after_call(policy, &call, outcome);
-                decision.args = Some(d.args);
-                decision.result = d.result;
-                decision.action = Action::Recorded;
-                if let Some(abort) = d.abort {
-                    decision.action = Action::Abort;
-                    decision.finding = Some(Finding {
-                        detector: loopguard_core::Detector::CompactionLoopPersisted,
-                        level: loopguard_core::Level::Critical,
-                        count: abort.count,
-                        message: abort.message,
-                        warning_key: None,
-                        paired_tool: None,
-                        emitted: None,
-                    });
-                }
-            }
-            EventKind::Compaction => {}
-        }
-        decision
+        entry.apply(policy, &self.applier, event, line, event.timestamp_ms)
     }
-}
-
-fn finding(d: loopguard_core::Detection, key: Option<Name>, emitted: Option<bool>) -> Finding {
-    Finding {
-        detector: d.detector,
-        level: d.level,
-        count: d.count,
-        message: d.message,
-        warning_key: key,
-        paired_tool: d.paired_tool,
-        emitted,
-    }
-}
-
-fn run_key(call: &Call<'_>) -> Option<Box<[u8]>> {
-    normalize_run(call.run.as_ref().map(JsString::as_wtf8)).map(Into::into)
 }
 
 #[cfg(test)]

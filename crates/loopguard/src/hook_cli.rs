@@ -12,7 +12,7 @@ use clap::{Subcommand, ValueEnum};
 use loopguard_core::Mode;
 use loopguard_hook::paths::{project_settings, Env};
 use loopguard_hook::settings::{self, shell_quote, Change};
-use loopguard_hook::status::{render_list, render_session, session_status};
+use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
 use loopguard_hook::store::{Store, StoreError, StoreOptions};
 use loopguard_hook::{log_line, parse_duration, run_claude_code, HookOptions};
 
@@ -303,24 +303,11 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let Some(wanted) = args.session else {
-        let rows = store.sessions()?;
+        let rows = list_sessions(&store)?;
         if args.json {
-            let list: Vec<_> = rows
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "sessionId": r.session_id,
-                        "eventCount": r.event_count,
-                        "run": format!("prompt-{}", r.run_seq),
-                        "updatedMs": r.updated_ms,
-                        "cwd": r.cwd,
-                        "stopped": r.aborted_run.as_deref() == Some(format!("prompt-{}", r.run_seq).as_str()),
-                    })
-                })
-                .collect();
             println!(
                 "{}",
-                serde_json::json!({ "database": path, "sessions": list })
+                serde_json::json!({ "database": path, "sessions": rows })
             );
         } else {
             println!("database: {}", path.display());
@@ -328,11 +315,11 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let id = match store.session(&wanted)? {
-        Some(_) => wanted,
-        None => {
-            let matches: Vec<_> = store
-                .sessions()?
+    let rows = list_sessions(&store)?;
+    let id = match rows.iter().any(|r| r.session_id == wanted) {
+        true => wanted,
+        false => {
+            let matches: Vec<_> = rows
                 .into_iter()
                 .filter(|r| r.session_id.starts_with(&wanted))
                 .map(|r| r.session_id)

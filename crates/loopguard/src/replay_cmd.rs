@@ -336,6 +336,12 @@ fn replay_transcripts(
             agent: reader::agent_from_path(path),
         };
         let events = format == Format::Events;
+        // Replay a transcript through the tool profile of the runtime that wrote it, so it
+        // finds exactly what that runtime's live guard finds (Claude Code: the hook).
+        replayer.set_profile(match format {
+            Format::ClaudeCode => loopguard_guard::Profile::ClaudeCode,
+            _ => loopguard_guard::Profile::Plain,
+        });
         let mut shown = 0usize;
         let mut unanswered = 0usize;
         let mut orphans = 0usize;

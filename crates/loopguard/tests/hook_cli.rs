@@ -476,10 +476,11 @@ fn concurrent_hooks_lose_no_update() {
     assert_eq!(st["historyLen"], (WORKERS * CALLS) as u64);
     // Every call has its own record, paired with its outcome.
     let store = Store::open_existing(&sb.db(), &StoreOptions::default()).unwrap();
-    let row = store.session(SESSION).unwrap().unwrap();
-    let session =
-        loopguard_core::Session::import_state(row.state.as_deref().unwrap(), "s").unwrap();
-    let mut ids: Vec<String> = session
+    let entry = loopguard_guard::Store::load(&store, &loopguard_hook::store::key(SESSION))
+        .unwrap()
+        .unwrap();
+    let mut ids: Vec<String> = entry
+        .session
         .history()
         .records()
         .iter()
@@ -505,20 +506,20 @@ fn kill9_helper_holds_a_transaction() {
     ) else {
         return;
     };
-    let mut store = Store::open(Path::new(&db), &StoreOptions::default()).unwrap();
-    let mut txn = store.transaction(SESSION, u64::MAX / 4).unwrap();
+    // The store's own connection settings (WAL, busy timeout), then a write transaction
+    // made by hand so that it can stop between the write and the commit.
+    drop(Store::open(Path::new(&db), &StoreOptions::default()).unwrap());
+    let conn = rusqlite::Connection::open(Path::new(&db)).unwrap();
+    conn.execute_batch("BEGIN IMMEDIATE").unwrap();
     // A large write, so SQLite spills pages to the WAL before any commit.
-    txn.row.state = Some(vec![b'x'; 8 << 20]);
-    txn.row.run_seq = 999;
-    txn.save(Some(&loopguard_hook::store::EventRow {
-        event: "PreToolUse".into(),
-        decision: "uncommitted".into(),
-        ..Default::default()
-    }))
+    conn.execute(
+        "UPDATE sessions SET entry = zeroblob(8388608), updated_ms = 1 WHERE key = ?1",
+        [loopguard_hook::store::key(SESSION)],
+    )
     .unwrap();
     std::fs::write(&ready, b"ready").unwrap();
     std::thread::sleep(Duration::from_secs(120));
-    txn.commit().unwrap();
+    conn.execute_batch("COMMIT").unwrap();
 }
 
 /// A process killed (SIGKILL) in the middle of a write transaction: the database reopens
@@ -893,4 +894,103 @@ proptest::proptest! {
         let stdout = String::from_utf8(out.stdout).unwrap();
         proptest::prop_assert!(stdout.is_empty() || serde_json::from_str::<Value>(&stdout).is_ok());
     }
+}
+
+/// Issue 7: one tool profile serves the hook and replay. 25 identical failing `Bash` calls
+/// whose free-text `description` differs on every attempt: the live hook warns at the 11th
+/// and denies from the 21st, and replaying the transcript Claude Code wrote for the same
+/// calls finds the same loop, call for call.
+#[test]
+fn replay_of_a_transcript_decides_as_the_live_hook_did() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    let input = |i: usize| json!({"command": "npm test", "description": format!("Run the tests (attempt {i})")});
+    let error = "Exit code 1\nFAIL src/app.test.js\n  1 failing";
+    let mut hook = Vec::new();
+    let mut transcript = String::new();
+    transcript.push_str(&format!(
+        "{}\n",
+        json!({"type":"user","uuid":"u0","sessionId":SESSION,"timestamp":"2026-11-30T10:00:00.000Z","message":{"role":"user","content":"make the tests pass"}})
+    ));
+    sb.hook(&cc.prompt("make the tests pass"), &[])
+        .assert_untouched();
+    for i in 1..=25 {
+        let id = format!("toolu_{i:02}");
+        let a = sb.hook(&cc.pre("Bash", input(i), &id), &[]);
+        let decision = if a.stdout.is_empty() {
+            "allow"
+        } else if a.specific()["permissionDecision"] == "deny" {
+            "block"
+        } else {
+            assert!(a.specific()["additionalContext"].is_string(), "{a:?}");
+            "warn"
+        };
+        hook.push(decision);
+        let ts = format!("2026-11-30T10:{:02}:{:02}", i / 60, i % 60);
+        transcript.push_str(&format!(
+            "{}\n",
+            json!({"type":"assistant","uuid":format!("a{i}"),"sessionId":SESSION,"timestamp":format!("{ts}.000Z"),
+                "message":{"id":format!("msg_{i}"),"role":"assistant","content":[{"type":"tool_use","id":id,"name":"Bash","input":input(i)}]}})
+        ));
+        if decision == "block" {
+            // Claude Code did not run the call: no PostToolUse, and the transcript holds the
+            // denial as the call's error result.
+            transcript.push_str(&format!(
+                "{}\n",
+                json!({"type":"user","uuid":format!("r{i}"),"sessionId":SESSION,"timestamp":format!("{ts}.500Z"),
+                    "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":"denied by hook","is_error":true}]}})
+            ));
+            continue;
+        }
+        sb.hook(&cc.failure("Bash", input(i), &id, error), &[])
+            .assert_untouched();
+        transcript.push_str(&format!(
+            "{}\n",
+            json!({"type":"user","uuid":format!("r{i}"),"sessionId":SESSION,"timestamp":format!("{ts}.500Z"),
+                "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":id,"content":error,"is_error":true}]}})
+        ));
+    }
+    let first = |d: &str| hook.iter().position(|x| *x == d).map(|p| p + 1);
+    assert_eq!(
+        (first("warn"), first("block")),
+        (Some(11), Some(21)),
+        "{hook:?}"
+    );
+
+    let file = sb.path("project/session.jsonl");
+    std::fs::write(&file, transcript).unwrap();
+    let out = sb.run(
+        &[
+            "replay",
+            "--json",
+            "--mode",
+            "enforce",
+            file.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|d| d["type"] == "call")
+        .map(|d| {
+            if d["decision"] != "allow" {
+                assert!(d["message"].as_str().unwrap().contains("Bash"), "{d}");
+                assert!(d["argsHash"].as_str().unwrap().starts_with("exec:"), "{d}");
+            }
+            // The hook shows the model the warnings that passed the de-duplication
+            // (emitted); the others it records quietly.
+            match (d["decision"].as_str().unwrap(), d["emitted"].as_bool()) {
+                ("warn", Some(false)) => "allow".to_string(),
+                (decision, _) => decision.to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(replayed, hook, "replay and the live hook disagree");
+    assert_eq!(replayed.iter().filter(|d| *d == "warn").count(), 1);
 }

@@ -14,6 +14,7 @@ use loopguard_adapters::{
 use loopguard_core::config::OpenClawConfig;
 use loopguard_core::{Detector, JsString, Mode, Value};
 use loopguard_events::{EventKind, Payload};
+use loopguard_guard::Profile;
 use loopguard_replay::{Action, Replayer};
 use proptest::prelude::*;
 
@@ -100,7 +101,15 @@ fn replayer(mode: Mode) -> Replayer {
 /// Replays events in observe mode with detection on: `(line, kind, decision, detector)`
 /// of each event, the line being the event's own.
 pub fn replay_observe(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    let mut r = replayer(Mode::Observe);
+    replay_observe_as(events, Profile::Plain)
+}
+
+/// [`replay_observe`] through the tool profile of the runtime that wrote the transcript.
+pub fn replay_observe_as(
+    events: &[SourcedEvent],
+    profile: Profile,
+) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
+    let mut r = replayer(Mode::Observe).with_profile(profile);
     events
         .iter()
         .map(|e| {

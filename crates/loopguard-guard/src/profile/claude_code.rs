@@ -14,11 +14,11 @@
 //! | anything else failing | the same name | as above | the `error` text, hashed as a thrown error |
 //!
 //! Messages given to the model name the Claude Code tool (`Bash`, not `exec`): see
-//! [`display_message`].
+//! [`super::display_message`].
 //!
 //! ```
 //! use loopguard_core::Value;
-//! use loopguard_hook::profile::{map_call, map_result};
+//! use loopguard_guard::profile::claude_code::{map_call, map_result};
 //! let input = Value::parse(br#"{"command":"make test","description":"Run the tests"}"#).unwrap();
 //! let call = map_call(&"Bash".into(), &input);
 //! assert_eq!(call.tool.as_str(), Some("exec"));
@@ -66,7 +66,7 @@ pub const VOLATILE_RESULT_KEYS: &[&str] = &[
 /// Which mapping applies to a tool name.
 ///
 /// ```
-/// use loopguard_hook::profile::{classify, ToolKind};
+/// use loopguard_guard::profile::claude_code::{classify, ToolKind};
 /// assert_eq!(classify(b"Bash"), ToolKind::Bash);
 /// assert_eq!(classify(b"BashOutput"), ToolKind::BackgroundPoll);
 /// assert_eq!(classify(b"mcp__github__get_issue"), ToolKind::Other);
@@ -179,31 +179,6 @@ pub fn map_failure<'a>(
             ))
         }
         _ => MappedOutcome::Error(Value::String(error.clone())),
-    }
-}
-
-/// Rewrites a detection message so it names the Claude Code tool instead of the engine's
-/// name for it (`Called exec with …` becomes `Called Bash with …`).
-///
-/// ```
-/// use loopguard_hook::profile::display_message;
-/// assert_eq!(
-///     display_message("CRITICAL: Called exec with identical arguments", "exec", "Bash"),
-///     "CRITICAL: Called Bash with identical arguments"
-/// );
-/// ```
-pub fn display_message(message: &str, engine_tool: &str, claude_tool: &str) -> String {
-    if engine_tool == claude_tool {
-        return message.to_string();
-    }
-    let from = format!(" {engine_tool} ");
-    match message.find(&from) {
-        Some(i) => format!(
-            "{} {claude_tool} {}",
-            &message[..i],
-            &message[i + from.len()..]
-        ),
-        None => message.to_string(),
     }
 }
 
@@ -409,6 +384,7 @@ fn generic_result<'a>(response: &Value<'a>) -> Value<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::display_message;
     use loopguard_core::outcome::{hash_outcome, Hashing, Outcome};
 
     fn v(s: &str) -> Value<'static> {

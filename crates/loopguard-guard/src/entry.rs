@@ -1,0 +1,655 @@
+//! One session as a store holds it, and the one place an event is applied to it.
+//!
+//! A [`SessionEntry`] is everything loopguard remembers about a session: the engine's
+//! [`Session`] (history, warning buckets, post-compaction guards), the blocked calls whose
+//! outcomes are still to be absorbed (enforce mode), counters of every event ever applied,
+//! a short log of recent decisions, and the bookkeeping live front ends need (the run
+//! counter, an aborted run, a few labels). [`SessionEntry::apply`] turns one events.md
+//! event into its decision record; `loopguard replay`, the hook, `loopguard serve`, the MCP
+//! proxy and the Python package all go through it, so identical events get identical
+//! decisions everywhere.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use loopguard_core::fingerprint::args_digest_wtf8;
+use loopguard_core::history::{normalize_run, Name};
+use loopguard_core::outcome::Outcome;
+use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Verdict};
+use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
+
+use crate::profile::{display_message, MappedOutcome, Profile};
+
+/// How events are applied: the same for every session of a front end.
+///
+/// ```
+/// use loopguard_guard::{Applier, Profile};
+/// let a = Applier::new(Profile::ClaudeCode).log_size(0);
+/// assert_eq!(a.profile, Profile::ClaudeCode);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Applier {
+    /// The runtime's tool profile.
+    pub profile: Profile,
+    /// Enforce (a blocked call does not run) or observe (shadow mode).
+    pub mode: Mode,
+    /// Decisions kept in [`SessionEntry::recent`] (0: none, as in replay).
+    pub log_size: usize,
+    /// Blocked calls whose outcome events are still expected, per session; the oldest is
+    /// forgotten beyond this (a live runtime never runs, so never reports, a blocked call).
+    pub pending_blocks: usize,
+}
+
+impl Applier {
+    /// Enforce mode, the live defaults: 20 recent decisions, 256 pending blocks.
+    pub fn new(profile: Profile) -> Self {
+        Applier {
+            profile,
+            mode: Mode::Enforce,
+            log_size: 20,
+            pending_blocks: 256,
+        }
+    }
+
+    /// Sets the mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets how many recent decisions each session keeps.
+    pub fn log_size(mut self, n: usize) -> Self {
+        self.log_size = n;
+        self
+    }
+
+    /// Sets how many blocked calls per session wait for their outcome events.
+    pub fn pending_blocks(mut self, n: usize) -> Self {
+        self.pending_blocks = n.max(1);
+        self
+    }
+}
+
+/// Counters of every event applied to a session (not just the history window), so lost
+/// updates are visible.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Events applied.
+    pub events: u64,
+    /// `call` events.
+    pub calls: u64,
+    /// `outcome` events.
+    pub outcomes: u64,
+    /// `compaction` events.
+    pub compactions: u64,
+    /// Calls warned about (emitted or not).
+    pub warnings: u64,
+    /// Calls blocked.
+    pub blocks: u64,
+    /// Runs aborted by the post-compaction guard.
+    pub aborts: u64,
+}
+
+/// One logged decision, for `loopguard status` and `GET /v1/sessions/{id}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRow {
+    /// The session's event number (1 for the first).
+    pub seq: u64,
+    /// When (ms since the epoch; 0 when unknown).
+    pub ts_ms: u64,
+    /// What happened: `call`, `outcome`, `compaction`, or the runtime's event name
+    /// (`PreToolUse`, …).
+    pub event: String,
+    /// The run.
+    pub run: Option<String>,
+    /// The tool (the runtime's name).
+    pub tool: Option<String>,
+    /// The call id.
+    pub call_id: Option<String>,
+    /// What loopguard decided (`allow`, `warn`, `warn-quiet`, `block`, `recorded`,
+    /// `ignored`, `abort`, `armed`, `would-block`, …).
+    pub decision: String,
+    /// The detector that fired.
+    pub detector: Option<String>,
+    /// Its count.
+    pub count: Option<u64>,
+    /// The message given to the model.
+    pub message: Option<String>,
+}
+
+/// What an outcome without a call id is matched on: run, tool and arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct BlockKey {
+    run: Option<Box<[u8]>>,
+    tool: Box<[u8]>,
+    args: [u8; 32],
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct PendingBlock {
+    seq: u64,
+    call_id: Option<Box<[u8]>>,
+    key: BlockKey,
+}
+
+/// The blocked calls of one session waiting for their outcome events (enforce mode),
+/// oldest first, indexed both ways an outcome can name them, so matching costs the same
+/// however many are waiting. At most [`Applier::pending_blocks`] are kept.
+#[derive(Debug, Default, Clone)]
+struct PendingBlocks {
+    next: u64,
+    order: VecDeque<PendingBlock>,
+    // Sequence numbers in arrival order; the newest is last.
+    by_id: FxHashMap<Box<[u8]>, Vec<u64>>,
+    by_key: FxHashMap<BlockKey, Vec<u64>>,
+}
+
+impl PendingBlocks {
+    fn from_list(list: Vec<PendingBlock>) -> Self {
+        let mut p = PendingBlocks::default();
+        for b in list {
+            p.next = p.next.max(b.seq + 1);
+            p.index(&b);
+            p.order.push_back(b);
+        }
+        p
+    }
+
+    fn index(&mut self, b: &PendingBlock) {
+        if let Some(id) = &b.call_id {
+            self.by_id.entry(id.clone()).or_default().push(b.seq);
+        }
+        self.by_key.entry(b.key.clone()).or_default().push(b.seq);
+    }
+
+    fn push(&mut self, call_id: Option<Box<[u8]>>, key: BlockKey, cap: usize) {
+        while self.order.len() >= cap {
+            match self.order.pop_front() {
+                Some(old) => self.unindex(&old),
+                None => break,
+            }
+        }
+        let b = PendingBlock {
+            seq: self.next,
+            call_id,
+            key,
+        };
+        self.next += 1;
+        self.index(&b);
+        self.order.push_back(b);
+    }
+
+    fn unindex(&mut self, b: &PendingBlock) {
+        if let Some(id) = &b.call_id {
+            remove_seq(&mut self.by_id, id, b.seq);
+        }
+        remove_seq(&mut self.by_key, &b.key, b.seq);
+    }
+
+    /// Finds and removes the blocked call an outcome belongs to (events.md conventions):
+    /// with a call id, the newest blocked call with that id; without one, the newest blocked
+    /// call of the same run, tool and arguments.
+    fn absorb(&mut self, call_id: Option<&[u8]>, key: impl FnOnce() -> BlockKey) -> bool {
+        if self.order.is_empty() {
+            return false;
+        }
+        let seq = match call_id {
+            Some(id) => self.by_id.get(id).and_then(|v| v.last()).copied(),
+            None => self.by_key.get(&key()).and_then(|v| v.last()).copied(),
+        };
+        let Some(seq) = seq else {
+            return false;
+        };
+        // Sequence numbers are increasing, so the entry is found by binary search.
+        let Ok(i) = self.order.binary_search_by_key(&seq, |b| b.seq) else {
+            return false;
+        };
+        if let Some(b) = self.order.remove(i) {
+            self.unindex(&b);
+        }
+        true
+    }
+}
+
+fn remove_seq<K, Q>(map: &mut FxHashMap<K, Vec<u64>>, key: &Q, seq: u64)
+where
+    K: std::hash::Hash + Eq + std::borrow::Borrow<Q>,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(list) = map.get_mut(key) {
+        if let Some(i) = list.iter().rposition(|s| *s == seq) {
+            list.remove(i);
+        }
+        if list.is_empty() {
+            map.remove(key);
+        }
+    }
+}
+
+/// A run stopped by the post-compaction guard (live front ends deny its further calls).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortedRun {
+    /// The run.
+    pub run: String,
+    /// The stop message.
+    pub message: String,
+}
+
+/// Everything loopguard remembers about one session.
+///
+/// ```
+/// use loopguard_guard::{Applier, Profile, SessionEntry};
+/// use loopguard_core::Policy;
+/// use loopguard_events::parse_event;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut entry = SessionEntry::new("s1");
+/// let applier = Applier::new(Profile::Plain);
+/// let policy = Policy::enabled();
+/// let call = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1)?;
+/// let d = entry.apply(&policy, &applier, &call, 1, 0);
+/// assert_eq!(d.action.as_str(), "allow");
+/// assert_eq!(entry.stats.calls, 1);
+/// let copy = SessionEntry::decode(&entry.encode())?;
+/// assert_eq!(copy.stats, entry.stats);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Default)]
+pub struct SessionEntry {
+    /// The engine state.
+    pub session: Session,
+    blocks: PendingBlocks,
+    /// Counters of every event applied.
+    pub stats: Stats,
+    /// When the entry was created (ms since the epoch).
+    pub created_ms: u64,
+    /// When an event was last applied.
+    pub last_seen_ms: u64,
+    /// The last decisions, oldest first (at most [`Applier::log_size`]).
+    pub recent: VecDeque<LogRow>,
+    /// Runs started by the front end (the Claude Code hook counts prompts).
+    pub run_seq: u64,
+    /// The run the post-compaction guard stopped, while it lasts.
+    pub aborted: Option<AbortedRun>,
+    /// Labels a front end keeps with the session (`cwd`, `agent`, `config`, …).
+    pub meta: BTreeMap<String, String>,
+}
+
+/// Why stored bytes are not a session entry.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryError {
+    /// Not an entry written by this loopguard.
+    #[error("not a loopguard session entry (bad header)")]
+    Header,
+    /// The bookkeeping part is damaged.
+    #[error("session entry: {0}")]
+    Meta(#[from] serde_json::Error),
+    /// The engine state is damaged or of another version.
+    #[error("session state: {0}")]
+    State(#[from] loopguard_core::StateError),
+}
+
+/// The bookkeeping part of an encoded entry.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    stats: Stats,
+    created_ms: u64,
+    last_seen_ms: u64,
+    recent: VecDeque<LogRow>,
+    run_seq: u64,
+    aborted: Option<AbortedRun>,
+    meta: BTreeMap<String, String>,
+    blocks: Vec<PendingBlock>,
+}
+
+/// The [`SessionEntry::meta`] key under which a store notes that it found the session's
+/// stored entry unreadable and started it afresh; the front end reports it and removes it.
+pub const RESTARTED: &str = "loopguard.restarted";
+
+/// The first bytes of an encoded entry.
+const MAGIC: &[u8; 4] = b"LGE1";
+
+impl SessionEntry {
+    /// A new, empty session; `id` labels diagnostics.
+    pub fn new(id: impl Into<String>) -> Self {
+        SessionEntry {
+            session: Session::new(id),
+            ..SessionEntry::default()
+        }
+    }
+
+    /// The entry as bytes: `LGE1`, the length of the bookkeeping JSON (4 bytes, big
+    /// endian), that JSON, then the engine state ([`Session::export_state`]).
+    pub fn encode(&self) -> Vec<u8> {
+        let header = Header {
+            stats: self.stats,
+            created_ms: self.created_ms,
+            last_seen_ms: self.last_seen_ms,
+            recent: self.recent.clone(),
+            run_seq: self.run_seq,
+            aborted: self.aborted.clone(),
+            meta: self.meta.clone(),
+            blocks: self.blocks.order.iter().cloned().collect(),
+        };
+        let json = serde_json::to_vec(&header).unwrap_or_default();
+        let state = self.session.export_state();
+        let mut out = Vec::with_capacity(8 + json.len() + state.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(&json);
+        out.extend_from_slice(&state);
+        out
+    }
+
+    /// Reads [`SessionEntry::encode`]'s bytes. The session's hashing settings are the
+    /// defaults: the guard sets its own before applying an event.
+    pub fn decode(bytes: &[u8]) -> Result<SessionEntry, EntryError> {
+        let rest = bytes.strip_prefix(MAGIC).ok_or(EntryError::Header)?;
+        let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err(EntryError::Header);
+        }
+        let (json, state) = rest.split_at(len);
+        let h: Header = serde_json::from_slice(json)?;
+        let session = Session::import_state(state, String::new())?;
+        Ok(SessionEntry {
+            session,
+            blocks: PendingBlocks::from_list(h.blocks),
+            stats: h.stats,
+            created_ms: h.created_ms,
+            last_seen_ms: h.last_seen_ms,
+            recent: h.recent,
+            run_seq: h.run_seq,
+            aborted: h.aborted,
+            meta: h.meta,
+        })
+    }
+
+    /// Blocked calls still waiting for their outcome events.
+    pub fn pending_blocks(&self) -> usize {
+        self.blocks.order.len()
+    }
+
+    /// Appends a row to the recent-decisions log, keeping at most `keep` rows.
+    pub fn log(&mut self, row: LogRow, keep: usize) {
+        if keep == 0 {
+            return;
+        }
+        while self.recent.len() >= keep {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(row);
+    }
+
+    /// Applies one events.md event and returns its decision record (`line` is echoed in
+    /// [`Decision::line`]; `now_ms` stamps the log and is the call time when the event has
+    /// no `ts`). The policy is the one of the event's agent.
+    pub fn apply<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        line: u64,
+        now_ms: u64,
+    ) -> Decision<'e> {
+        let session_name = event
+            .session
+            .as_ref()
+            .map(JsString::reborrow)
+            .unwrap_or_else(|| JsString::from("default"));
+        if self.session.mode() != applier.mode {
+            self.session = std::mem::take(&mut self.session).with_mode(applier.mode);
+        }
+        if self.created_ms == 0 {
+            self.created_ms = now_ms;
+        }
+        self.last_seen_ms = now_ms.max(self.last_seen_ms);
+        self.stats.events += 1;
+
+        let mut decision = Decision {
+            line,
+            kind: event.kind,
+            session: session_name,
+            run: event.run.as_ref().map(JsString::reborrow),
+            call_id: event.call_id.as_ref().map(JsString::reborrow),
+            tool: event.tool.as_ref().map(JsString::reborrow),
+            engine_tool: None,
+            args: None,
+            result: None,
+            action: Action::Allow,
+            finding: None,
+        };
+
+        match (event.kind, &event.tool) {
+            (EventKind::Compaction, _) => {
+                self.stats.compactions += 1;
+                let d = self.session.on_compaction(policy, event.run.as_ref());
+                decision.action = if d.armed {
+                    Action::Armed
+                } else {
+                    Action::GuardDisabled
+                };
+            }
+            // `parse_event` guarantees a tool for calls and outcomes.
+            (_, None) => {}
+            (EventKind::Call, Some(tool)) => {
+                self.stats.calls += 1;
+                self.call(policy, applier, event, tool, &mut decision);
+            }
+            (EventKind::Outcome, Some(tool)) => {
+                self.stats.outcomes += 1;
+                self.outcome(policy, applier, event, tool, &mut decision);
+            }
+        }
+        if applier.log_size > 0 {
+            let row = self.log_row(&decision, applier.mode, event, now_ms);
+            self.log(row, applier.log_size);
+        }
+        decision
+    }
+
+    fn call<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        tool: &'e JsString<'e>,
+        decision: &mut Decision<'e>,
+    ) {
+        let mapped = applier.profile.map_call(tool, &event.args);
+        let (engine_tool, args) = match &mapped {
+            Some(m) => (&m.tool, &m.args),
+            None => (tool, &event.args),
+        };
+        let call = engine_call(event, engine_tool, args);
+        let d = self.session.before_call(policy, &call);
+        decision.args = Some(d.args);
+        if let Some(m) = &mapped {
+            decision.engine_tool = Some(m.tool.clone().into_owned());
+        }
+        match d.verdict {
+            Verdict::Allow => decision.action = Action::Allow,
+            Verdict::Warn {
+                detection,
+                key,
+                emitted,
+            } => {
+                self.stats.warnings += 1;
+                decision.action = Action::Warn;
+                decision.finding = Some(finding(detection, Some(key), Some(emitted)));
+            }
+            Verdict::Block { detection, key } => {
+                self.stats.blocks += 1;
+                decision.action = Action::Block;
+                decision.finding = Some(finding(detection, Some(key), Some(true)));
+                if applier.mode == Mode::Enforce {
+                    self.blocks.push(
+                        nonempty(event.call_id.as_ref()).map(Into::into),
+                        BlockKey {
+                            run: run_key(event),
+                            tool: engine_tool.as_wtf8().into(),
+                            args: d.args.0,
+                        },
+                        applier.pending_blocks,
+                    );
+                }
+            }
+        }
+        rename_message(decision, engine_tool, tool);
+    }
+
+    fn outcome<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        tool: &'e JsString<'e>,
+        decision: &mut Decision<'e>,
+    ) {
+        let mapped = applier.profile.map_call(tool, &event.args);
+        let (engine_tool, args) = match &mapped {
+            Some(m) => (&m.tool, &m.args),
+            None => (tool, &event.args),
+        };
+        if let Some(m) = &mapped {
+            decision.engine_tool = Some(m.tool.clone().into_owned());
+        }
+        // Hashed once here, reused by the session below.
+        let digest = args_digest_wtf8(engine_tool.as_wtf8(), args);
+        decision.args = Some(digest);
+        if applier.mode == Mode::Enforce
+            && self
+                .blocks
+                .absorb(nonempty(event.call_id.as_ref()), || BlockKey {
+                    run: run_key(event),
+                    tool: engine_tool.as_wtf8().into(),
+                    args: digest.0,
+                })
+        {
+            decision.action = Action::Ignored;
+            return;
+        }
+        let call = engine_call(event, engine_tool, args).with_args_digest(digest);
+        let result;
+        let error;
+        let outcome = match &event.payload {
+            Some(Payload::Result(r)) => match applier.profile.map_result(tool, r) {
+                Some(m) => {
+                    result = m;
+                    Outcome::Result(&result)
+                }
+                None => Outcome::Result(r),
+            },
+            Some(Payload::Error(e)) => match applier.profile.map_error(tool, e) {
+                Some(MappedOutcome::Result(m)) => {
+                    result = m;
+                    Outcome::Result(&result)
+                }
+                Some(MappedOutcome::Error(m)) => {
+                    error = m;
+                    Outcome::Error(&error)
+                }
+                None => Outcome::Error(e),
+            },
+            None => Outcome::Undefined,
+        };
+        let d = self.session.after_call(policy, &call, outcome);
+        decision.result = d.result;
+        decision.action = Action::Recorded;
+        if let Some(abort) = d.abort {
+            self.stats.aborts += 1;
+            decision.action = Action::Abort;
+            decision.finding = Some(Finding {
+                detector: Detector::CompactionLoopPersisted,
+                level: Level::Critical,
+                count: abort.count,
+                message: abort.message,
+                warning_key: None,
+                paired_tool: None,
+                emitted: None,
+            });
+            rename_message(decision, engine_tool, tool);
+        }
+    }
+
+    fn log_row(&self, d: &Decision<'_>, mode: Mode, event: &Event<'_>, now_ms: u64) -> LogRow {
+        let lossy = |s: &JsString<'_>| s.to_string_lossy().into_owned();
+        let observe = mode == Mode::Observe;
+        let decision = match (d.action, &d.finding) {
+            (Action::Warn, Some(f)) if observe => "would-warn",
+            (Action::Warn, Some(f)) if f.emitted == Some(false) => "warn-quiet",
+            (Action::Block, _) if observe => "would-block",
+            (Action::Abort, _) if observe => "would-abort",
+            (a, _) => a.as_str(),
+        };
+        LogRow {
+            seq: self.stats.events,
+            ts_ms: if event.timestamp_ms > 0 {
+                event.timestamp_ms
+            } else {
+                now_ms
+            },
+            event: event.kind.as_str().to_string(),
+            run: d.run.as_ref().map(lossy),
+            tool: d.tool.as_ref().map(lossy),
+            call_id: d.call_id.as_ref().map(lossy),
+            decision: decision.to_string(),
+            detector: d.finding.as_ref().map(|f| f.detector.as_str().to_string()),
+            count: d.finding.as_ref().map(|f| f.count),
+            message: d.finding.as_ref().map(|f| lossy(&f.message)),
+        }
+    }
+}
+
+fn finding(d: loopguard_core::Detection, key: Option<Name>, emitted: Option<bool>) -> Finding {
+    Finding {
+        detector: d.detector,
+        level: d.level,
+        count: d.count,
+        message: d.message,
+        warning_key: key,
+        paired_tool: d.paired_tool,
+        emitted,
+    }
+}
+
+/// Messages name the runtime's tool, not the engine's (`Bash`, not `exec`).
+fn rename_message(decision: &mut Decision<'_>, engine_tool: &JsString<'_>, tool: &JsString<'_>) {
+    if engine_tool.as_wtf8() == tool.as_wtf8() {
+        return;
+    }
+    if let Some(f) = &mut decision.finding {
+        let shown = display_message(
+            &f.message.to_string_lossy(),
+            &engine_tool.to_string_lossy(),
+            &tool.to_string_lossy(),
+        );
+        f.message = JsString::from(shown);
+    }
+}
+
+fn engine_call<'c>(
+    event: &'c Event<'c>,
+    tool: &'c JsString<'c>,
+    args: &'c loopguard_core::Value<'c>,
+) -> Call<'c> {
+    let mut call = Call::new(tool.reborrow(), args).at(event.timestamp_ms);
+    call.run = event.run.as_ref().map(JsString::reborrow);
+    call.call_id = event.call_id.as_ref().map(JsString::reborrow);
+    call.agent = event.agent.as_ref().map(JsString::reborrow);
+    call
+}
+
+fn nonempty<'a>(id: Option<&'a JsString<'_>>) -> Option<&'a [u8]> {
+    id.map(JsString::as_wtf8).filter(|c| !c.is_empty())
+}
+
+fn run_key(event: &Event<'_>) -> Option<Box<[u8]>> {
+    normalize_run(event.run.as_ref().map(JsString::as_wtf8)).map(Into::into)
+}

@@ -1,0 +1,414 @@
+//! The guard: a config, a tool profile, a mode and a store, shared by every request.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+
+use loopguard_core::config::normalize_agent_id;
+use loopguard_core::outcome::Hashing;
+use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
+use loopguard_events::{parse_event, Decision, Event, EventError};
+
+use crate::entry::{Applier, LogRow, SessionEntry, Stats};
+use crate::profile::Profile;
+use crate::store::{now_ms, MemoryOptions, MemoryStore, Store, StoreError};
+
+/// Why the guard could not decide.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// The event is malformed (the error names the field): the caller's mistake.
+    #[error(transparent)]
+    Event(#[from] EventError),
+    /// The store failed or cannot be reached: front ends fail open on it.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The store key of a session: `"<tenant>/<session>"`, `"-/<session>"` without a tenant.
+/// Tenants never share a key, whatever their session ids.
+///
+/// ```
+/// assert_eq!(loopguard_guard::session_key(Some("acme"), "s1"), "acme/s1");
+/// assert_eq!(loopguard_guard::session_key(None, "s1"), "-/s1");
+/// assert_eq!(loopguard_guard::split_key("acme/a/b"), (Some("acme"), "a/b"));
+/// ```
+pub fn session_key(tenant: Option<&str>, session: &str) -> String {
+    format!("{}/{session}", tenant.unwrap_or("-"))
+}
+
+/// The tenant (`None` for `-`) and session of a [`session_key`].
+pub fn split_key(key: &str) -> (Option<&str>, &str) {
+    match key.split_once('/') {
+        Some(("-", s)) => (None, s),
+        Some((t, s)) => (Some(t), s),
+        None => (None, key),
+    }
+}
+
+/// What a front end shows about a session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct SessionInfo {
+    /// The tenant, when there is one.
+    pub tenant: Option<String>,
+    /// The session id.
+    pub session: String,
+    /// Counters of every event applied.
+    pub stats: Stats,
+    /// First event (ms since the epoch).
+    pub created_ms: u64,
+    /// Last event.
+    pub last_seen_ms: u64,
+    /// Calls in the rolling history.
+    pub history: usize,
+    /// The last decisions, oldest first.
+    pub recent: Vec<LogRow>,
+    /// Labels the front end keeps (`cwd`, `config`, …).
+    pub meta: std::collections::BTreeMap<String, String>,
+}
+
+impl SessionInfo {
+    /// The info of a stored entry.
+    pub fn of(key: &str, entry: &SessionEntry) -> SessionInfo {
+        let (tenant, session) = split_key(key);
+        SessionInfo {
+            tenant: tenant.map(str::to_string),
+            session: session.to_string(),
+            stats: entry.stats,
+            created_ms: entry.created_ms,
+            last_seen_ms: entry.last_seen_ms,
+            history: entry.session.history().len(),
+            recent: entry.recent.iter().cloned().collect(),
+            meta: entry.meta.clone(),
+        }
+    }
+}
+
+/// Builds a [`Guard`].
+///
+/// ```
+/// use loopguard_guard::{Guard, Profile};
+/// use loopguard_core::Mode;
+/// let guard = Guard::builder().profile(Profile::Mcp).mode(Mode::Observe).build();
+/// assert_eq!(guard.applier().profile, Profile::Mcp);
+/// ```
+#[derive(Debug)]
+pub struct GuardBuilder {
+    config: Option<OpenClawConfig>,
+    applier: Applier,
+    store: Option<Arc<dyn Store>>,
+    hashing: Hashing,
+}
+
+impl GuardBuilder {
+    /// The OpenClaw config (default: `tools.loopDetection: { enabled: true }`, what
+    /// installing a live guard means).
+    pub fn config(mut self, config: OpenClawConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// The runtime's tool profile (default [`Profile::Plain`]).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.applier.profile = profile;
+        self
+    }
+
+    /// Enforce (default) or observe.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.applier.mode = mode;
+        self
+    }
+
+    /// Decisions kept per session for status (default 20).
+    pub fn log_size(mut self, n: usize) -> Self {
+        self.applier.log_size = n;
+        self
+    }
+
+    /// Blocked calls per session whose outcome events are still expected (default 256).
+    pub fn pending_blocks(mut self, n: usize) -> Self {
+        self.applier = self.applier.pending_blocks(n);
+        self
+    }
+
+    /// Where sessions live (default: a [`MemoryStore`] with [`MemoryOptions::default`]).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Outcome-hashing settings (for example a runtime's own channel-send predicate,
+    /// decisions.md item 6), applied to every session, restored ones included.
+    pub fn hashing(mut self, hashing: Hashing) -> Self {
+        self.hashing = hashing;
+        self
+    }
+
+    /// The guard.
+    pub fn build(self) -> Guard {
+        let config = self.config.unwrap_or_else(enabled_config);
+        let default_policy = Arc::new(config.policy_for(None));
+        Guard {
+            config,
+            default_policy,
+            policies: Mutex::new(HashMap::new()),
+            applier: self.applier,
+            store: self
+                .store
+                .unwrap_or_else(|| Arc::new(MemoryStore::new(MemoryOptions::default()))),
+            hashing: self.hashing,
+        }
+    }
+}
+
+/// `tools.loopDetection: { enabled: true }`.
+pub fn enabled_config() -> OpenClawConfig {
+    OpenClawConfig {
+        loop_detection: Some(loopguard_core::LoopDetectionConfig {
+            enabled: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Loop protection for many sessions: every front end's engine.
+///
+/// A guard applies events.md events to the sessions in its [`Store`] with one config, one
+/// tool profile and one mode, and answers each with its decision record. It is `Send +
+/// Sync`: share it behind an `Arc`. Identical events get identical decisions from every
+/// front end (`loopguard replay`, the hook, `loopguard serve`, the MCP proxy, Python).
+///
+/// ```
+/// use loopguard_guard::Guard;
+///
+/// # fn main() -> Result<(), loopguard_guard::GuardError> {
+/// let guard = Guard::builder().build(); // enabled, enforce, in memory
+/// let call = br#"{"type":"call","session":"s1","tool":"read","args":{"path":"/a"}}"#;
+/// let outcome = br#"{"type":"outcome","session":"s1","tool":"read","args":{"path":"/a"},"result":"same"}"#;
+/// let mut last = Vec::new();
+/// for _ in 0..21 {
+///     last = guard.apply_line(None, call)?;
+///     if last.windows(7).any(|w| w == b"\"block\"") {
+///         break;
+///     }
+///     guard.apply_line(None, outcome)?;
+/// }
+/// let text = String::from_utf8_lossy(&last);
+/// assert!(text.contains(r#""decision":"block""#), "{text}");
+/// assert_eq!(guard.session(None, "s1")?.map(|s| s.stats.blocks), Some(1));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Guard {
+    config: OpenClawConfig,
+    default_policy: Arc<Policy>,
+    policies: Mutex<HashMap<String, Arc<Policy>>>,
+    applier: Applier,
+    store: Arc<dyn Store>,
+    hashing: Hashing,
+}
+
+impl Guard {
+    /// A builder with the defaults.
+    pub fn builder() -> GuardBuilder {
+        GuardBuilder {
+            config: None,
+            applier: Applier::new(Profile::Plain),
+            store: None,
+            hashing: Hashing::default(),
+        }
+    }
+
+    /// How events are applied.
+    pub fn applier(&self) -> &Applier {
+        &self.applier
+    }
+
+    /// The config.
+    pub fn config(&self) -> &OpenClawConfig {
+        &self.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The resolved policy of an agent (`None`: the global block).
+    pub fn policy(&self, agent: Option<&JsString<'_>>) -> Arc<Policy> {
+        let Some(agent) = agent else {
+            return self.default_policy.clone();
+        };
+        let id = normalize_agent_id(&agent.to_string_lossy());
+        let mut cache = self.policies.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() > 4096 {
+            // Agent ids come from callers: keep the cache bounded.
+            cache.clear();
+        }
+        cache
+            .entry(id)
+            .or_insert_with_key(|id| Arc::new(self.config.policy_for(Some(id))))
+            .clone()
+    }
+
+    /// Applies one event to its session (named by the event's `session`, `"default"` when
+    /// absent, inside `tenant`) and returns the decision record.
+    pub fn apply<'e>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+    ) -> Result<Decision<'e>, GuardError> {
+        let session = event
+            .session
+            .as_ref()
+            .map(|s| s.to_string_lossy())
+            .unwrap_or("default".into());
+        let key = session_key(tenant, &session);
+        let policy = self.policy(event.agent.as_ref());
+        let now = now_ms();
+        let mut decision = None;
+        self.store.update(&key, &mut |entry| {
+            self.prepare(entry, &key);
+            decision = Some(entry.apply(&policy, &self.applier, event, 0, now));
+        })?;
+        decision.ok_or_else(|| {
+            GuardError::Store(StoreError::Remote(format!(
+                "session {key}: the store did not apply the event"
+            )))
+        })
+    }
+
+    /// Parses one events.md line, applies it, and returns its decision record as JSON
+    /// (without `line`, with a trailing newline).
+    pub fn apply_line(&self, tenant: Option<&str>, line: &[u8]) -> Result<Vec<u8>, GuardError> {
+        let event = parse_event(line, 1)?;
+        let d = self.apply(tenant, &event)?;
+        let mut out = Vec::with_capacity(256);
+        d.write_record(&mut out);
+        Ok(out)
+    }
+
+    /// Runs `f` on a session's entry inside one atomic store update, for front ends with
+    /// bookkeeping of their own (the Claude Code hook counts prompts as runs and denies
+    /// the calls of an aborted run). `f` gets the entry, ready to [`SessionEntry::apply`]
+    /// events with [`Guard::applier`], and may run more than once with an optimistic store.
+    pub fn update<R>(
+        &self,
+        tenant: Option<&str>,
+        session: &str,
+        mut f: impl FnMut(&mut SessionEntry) -> R,
+    ) -> Result<R, GuardError> {
+        let key = session_key(tenant, session);
+        let mut out = None;
+        self.store.update(&key, &mut |entry| {
+            self.prepare(entry, &key);
+            out = Some(f(entry));
+        })?;
+        out.ok_or_else(|| {
+            GuardError::Store(StoreError::Remote(format!(
+                "session {key}: the store did not apply the update"
+            )))
+        })
+    }
+
+    fn prepare(&self, entry: &mut SessionEntry, key: &str) {
+        if entry.session.id() != key {
+            entry.session.set_id(key);
+        }
+        entry.session.set_hashing(self.hashing.clone());
+    }
+
+    /// What is known about a session, if it exists.
+    pub fn session(
+        &self,
+        tenant: Option<&str>,
+        session: &str,
+    ) -> Result<Option<SessionInfo>, GuardError> {
+        let key = session_key(tenant, session);
+        Ok(self.store.load(&key)?.map(|e| SessionInfo::of(&key, &e)))
+    }
+
+    /// Forgets a session; `true` when it existed.
+    pub fn forget(&self, tenant: Option<&str>, session: &str) -> Result<bool, GuardError> {
+        Ok(self.store.delete(&session_key(tenant, session))?)
+    }
+
+    /// Every session of the store (all tenants), most recently used first where the store
+    /// knows.
+    pub fn sessions(&self) -> Result<Vec<SessionInfo>, GuardError> {
+        let mut out = Vec::new();
+        for key in self.store.keys()? {
+            if let Some(e) = self.store.load(&key)? {
+                out.push(SessionInfo::of(&key, &e));
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Ok` when the store answers.
+    pub fn ping(&self) -> Result<(), GuardError> {
+        Ok(self.store.ping()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn a_guard_is_shared_between_threads() {
+        assert_send_sync::<Guard>();
+        let guard = Arc::new(Guard::builder().build());
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let g = guard.clone();
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        let line = format!(
+                            r#"{{"type":"call","session":"shared","tool":"t{t}","args":{{"i":{i}}}}}"#
+                        );
+                        g.apply_line(None, line.as_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = guard.session(None, "shared").unwrap().unwrap();
+        assert_eq!((s.stats.calls, s.stats.events), (800, 800));
+    }
+
+    #[test]
+    fn tenants_never_share_a_session() {
+        let guard = Guard::builder().build();
+        let line = br#"{"type":"call","session":"s","tool":"read"}"#;
+        guard.apply_line(Some("a"), line).unwrap();
+        guard.apply_line(Some("a"), line).unwrap();
+        guard.apply_line(Some("b"), line).unwrap();
+        let calls = |t| guard.session(t, "s").unwrap().map(|s| s.stats.calls);
+        assert_eq!(
+            (calls(Some("a")), calls(Some("b")), calls(None)),
+            (Some(2), Some(1), None)
+        );
+        assert!(guard.forget(Some("b"), "s").unwrap());
+        assert_eq!(calls(Some("a")), Some(2));
+    }
+
+    #[test]
+    fn bad_events_name_the_field() {
+        let guard = Guard::builder().build();
+        let e = guard.apply_line(None, br#"{"type":"call"}"#).unwrap_err();
+        match e {
+            GuardError::Event(e) => assert_eq!(e.field, Some("tool")),
+            other => panic!("{other}"),
+        }
+    }
+}
