@@ -2,8 +2,8 @@
 //!
 //! | event | what loopguard does | what Claude Code is told |
 //! |-------|---------------------|--------------------------|
-//! | `PreToolUse` | the before-call check ([`Session::before_call`]) | a block: `permissionDecision: "deny"` with the detection message as the reason the model sees; an emitted warning: `additionalContext`; otherwise nothing |
-//! | `PostToolUse`, `PostToolUseFailure` | records the outcome ([`Session::after_call`]) | when the post-compaction guard aborts: `continue: false` with a `stopReason` naming `compaction_loop_persisted`, the tool and the count |
+//! | `PreToolUse` | the before-call check ([`loopguard_core::Session::before_call`]) | a block: `permissionDecision: "deny"` with the detection message as the reason the model sees; an emitted warning: `additionalContext`; otherwise nothing |
+//! | `PostToolUse`, `PostToolUseFailure` | records the outcome ([`loopguard_core::Session::after_call`]) | when the post-compaction guard aborts: `continue: false` with a `stopReason` naming `compaction_loop_persisted`, the tool and the count |
 //! | `PreCompact`, `PostCompact`, `SessionStart` with `source: "compact"` | arms the post-compaction guard of the current run | nothing |
 //! | `UserPromptSubmit` | starts a new run (`prompt-N`): calls of earlier prompts no longer count | nothing |
 //! | anything else | nothing (the database is not opened) | nothing |
