@@ -223,27 +223,67 @@ fn handle(input: &[u8], opts: &HookOptions, notes: &mut Vec<String>) -> Result<R
         .store(Arc::new(store))
         .log_size(crate::store::EVENTS_KEPT)
         .build();
-    let now = opts.now();
+    let source = config.source.to_string();
+    apply_payload(
+        &guard,
+        None,
+        &payload,
+        agent.as_deref(),
+        &source,
+        opts.now(),
+        notes,
+    )
+}
+
+/// Answers one parsed Claude Code hook payload with `guard` (which should use
+/// [`Profile::ClaudeCode`] and keep a log for `status`): the hook command's work, for any
+/// front end that receives Claude Code hook payloads (the `loopguard serve` HTTP hook
+/// endpoint passes its tenant). `config` labels where the config came from (shown by
+/// `status`); `notes` receives lines for the user (a session found unreadable and started
+/// afresh).
+///
+/// ```
+/// use loopguard_hook::{apply_payload, payload::HookPayload};
+/// use loopguard_guard::{Guard, Profile};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let guard = Guard::builder().profile(Profile::ClaudeCode).build();
+/// let pre = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1"}"#;
+/// let reply = apply_payload(&guard, Some("team-a"), &HookPayload::parse(pre)?, None, "built-in", 0, &mut Vec::new())?;
+/// assert_eq!(reply.render(), ""); // allowed, nothing to say
+/// # Ok(())
+/// # }
+/// ```
+pub fn apply_payload(
+    guard: &Guard,
+    tenant: Option<&str>,
+    payload: &HookPayload<'_>,
+    agent: Option<&str>,
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+) -> Result<Reply, HookError> {
+    if !is_stateful(&payload.event) {
+        return Ok(Reply::none(payload.event.name()));
+    }
     let ctx = Ctx {
-        guard: &guard,
-        mode: opts.mode,
-        agent: agent.as_deref(),
+        guard,
+        mode: guard.applier().mode,
+        agent,
         now,
     };
-    let source = config.source.to_string();
-    let reply = guard.update(None, &payload.session_id, |entry| {
+    let reply = guard.update(tenant, &payload.session_id, |entry| {
         if let Some(note) = entry.meta.remove(RESTARTED) {
             notes.push(format!("loopguard: {note}"));
         }
         if let Some(cwd) = &payload.cwd {
             entry.meta.insert("cwd".into(), cwd.clone());
         }
-        match &agent {
-            Some(a) => entry.meta.insert("agent".into(), a.clone()),
+        match agent {
+            Some(a) => entry.meta.insert("agent".into(), a.to_string()),
             None => entry.meta.remove("agent"),
         };
-        entry.meta.insert("config".into(), source.clone());
-        apply(entry, &payload, &ctx)
+        entry.meta.insert("config".into(), config.to_string());
+        apply(entry, payload, &ctx)
     })?;
     Ok(reply)
 }

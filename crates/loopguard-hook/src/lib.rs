@@ -54,4 +54,6 @@ pub mod settings;
 pub mod status;
 pub mod store;
 
-pub use hook::{log_line, parse_duration, run_claude_code, HookError, HookOptions, HookReply};
+pub use hook::{
+    apply_payload, log_line, parse_duration, run_claude_code, HookError, HookOptions, HookReply,
+};
