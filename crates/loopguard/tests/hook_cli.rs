@@ -456,13 +456,17 @@ fn concurrent_hooks_lose_no_update() {
                 for i in 0..CALLS {
                     let id = format!("toolu_w{w}_c{i}");
                     let input = json!({"file_path": format!("/src/w{w}/f{i}.rs")});
-                    let a = sb.hook(&cc.pre("Read", input.clone(), &id), &["--config", &config]);
+                    // What is tested is that no update is lost; a machine busy with other
+                    // work may queue the 8 processes longer than the default 5 s, after
+                    // which the hook would (rightly) fail open.
+                    let flags = ["--config", config.as_str(), "--busy-timeout", "60s"];
+                    let a = sb.hook(&cc.pre("Read", input.clone(), &id), &flags);
                     assert!(
                         a.code == 0 && a.stdout.is_empty() && a.stderr.is_empty(),
                         "{a:?}"
                     );
                     let r = json!({"type": "text", "file": {"content": format!("{w}/{i}")}});
-                    let a = sb.hook(&cc.post("Read", input, &id, r), &["--config", &config]);
+                    let a = sb.hook(&cc.post("Read", input, &id, r), &flags);
                     assert!(
                         a.code == 0 && a.stdout.is_empty() && a.stderr.is_empty(),
                         "{a:?}"
