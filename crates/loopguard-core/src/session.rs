@@ -21,7 +21,8 @@ use std::collections::HashMap;
 
 use crate::compaction_guard::{CompactionGuard, GuardAbort};
 use crate::config::Policy;
-use crate::detectors::{self, Detection, Level, Probe};
+use crate::detectors::ledger::{failure_identity, Ledger};
+use crate::detectors::{self, Detection, Detector, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
 use crate::history::{normalize_run, History, Name, RecordRef};
 use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
@@ -154,6 +155,10 @@ pub struct CallDecision {
     pub args: ArgsDigest,
     /// Allow, warn or block.
     pub verdict: Verdict,
+    /// `true` when the block also ends the run (`second_critical_abort`, strict profile):
+    /// every further call of the run is blocked, and a front end that can stop the agent
+    /// should.
+    pub ends_run: bool,
 }
 
 impl CallDecision {
@@ -223,6 +228,7 @@ pub struct Session {
     unscoped_guard: Option<CompactionGuard>,
     run_guards: HashMap<Box<[u8]>, CompactionGuard>,
     last_run: Option<Box<[u8]>>,
+    ledger: Ledger,
 }
 
 impl Session {
@@ -269,6 +275,16 @@ impl Session {
     /// The rolling history, oldest first.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// The outcome ledger of loopguard's extra detectors (empty unless one is on).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Replaces the ledger (for [`crate::state`]).
+    pub(crate) fn set_ledger(&mut self, ledger: Ledger) {
+        self.ledger = ledger;
     }
 
     /// The post-compaction guard of a run, if one exists yet.
@@ -340,6 +356,7 @@ impl Session {
             unscoped_guard,
             run_guards,
             last_run: None,
+            ledger: Ledger::default(),
         }
     }
 
@@ -362,7 +379,45 @@ impl Session {
             args,
             params: call.args,
         };
-        detectors::detect(&probe, &policy.resolved)
+        let base = detectors::detect(&probe, &policy.resolved);
+        let extra = &policy.extra;
+        if !extra.any() {
+            return base;
+        }
+        let run = call.run_key();
+        let known_poll = detectors::known_poll::is_known_poll_call(call.tool.as_wtf8(), call.args);
+        let found = detectors::detect_extra(
+            base,
+            &self.ledger,
+            run,
+            call.tool.as_wtf8(),
+            &args,
+            known_poll,
+            extra,
+        );
+        if !extra.second_critical.enabled {
+            return found;
+        }
+        let state = self.ledger.run(run);
+        if state.is_some_and(|s| s.ended) {
+            let n = state.map_or(0, |s| s.criticals);
+            return Some(detectors::second_critical::detection(run, n, None));
+        }
+        match found {
+            Some(d) if d.level == Level::Critical => {
+                let before = state.map_or(0, |s| s.criticals);
+                if before >= 1 {
+                    Some(detectors::second_critical::detection(
+                        run,
+                        before + 1,
+                        Some(&d),
+                    ))
+                } else {
+                    Some(d)
+                }
+            }
+            other => other,
+        }
     }
 
     /// OpenClaw's `recordToolCall`: appends the pending record of a call (whatever
@@ -422,7 +477,19 @@ impl Session {
         self.ensure_guard(policy, call.run_key());
         let args = call.digest();
 
-        let verdict = match self.detect_with(policy, call, args) {
+        let detection = self.detect_with(policy, call, args);
+        let mut ends_run = false;
+        if policy.extra.second_critical.enabled {
+            if let Some(d) = detection.as_ref().filter(|d| d.level == Level::Critical) {
+                let run = call.run_key();
+                self.ledger.note_critical(run);
+                if d.detector == Detector::SecondCriticalAbort {
+                    self.ledger.end_run(run);
+                    ends_run = true;
+                }
+            }
+        }
+        let verdict = match detection {
             None => Verdict::Allow,
             Some(detection) => {
                 let key = match call.run_key() {
@@ -454,7 +521,11 @@ impl Session {
             _ if policy.records_calls => self.record_call_with(policy, call, args),
             _ => {}
         }
-        CallDecision { args, verdict }
+        CallDecision {
+            args,
+            verdict,
+            ends_run,
+        }
     }
 
     /// The after-call step: hash and record the outcome, feed the post-compaction guard.
@@ -478,8 +549,22 @@ impl Session {
         let tool = call.tool.as_wtf8();
         let run = call.run_key();
         self.ensure_guard(policy, run);
-        let recorded = self.record_outcome_with(policy, call, outcome, args);
-        let Some(result) = recorded.and_then(|r| r.result) else {
+        let recorded = self
+            .record_outcome_with(policy, call, outcome, args)
+            .and_then(|r| r.result);
+        if let Some(result) = recorded {
+            if policy.resolved.enabled && policy.extra.records_outcomes() {
+                self.ledger.record(
+                    run,
+                    &call.tool.clone().into_owned(),
+                    args,
+                    result,
+                    failure_identity(outcome),
+                    policy.resolved.history_size,
+                );
+            }
+        }
+        let Some(result) = recorded else {
             return OutcomeDecision {
                 args,
                 result: None,
@@ -523,6 +608,9 @@ impl Session {
     ) -> CompactionDecision {
         let run = normalize_run(run.map(JsString::as_wtf8));
         self.ensure_guard(policy, run);
+        if policy.resolved.enabled && policy.extra.loop_across_compactions.enabled {
+            self.ledger.compaction(run);
+        }
         match self.guard_mut(run) {
             Some(guard) => {
                 guard.arm();

@@ -43,6 +43,7 @@ use std::collections::HashMap;
 use crate::canonical::{self, hex_bytes, Sink};
 use crate::compaction_guard::{CompactionGuard, WindowState};
 use crate::config::GuardSettings;
+use crate::detectors::ledger::{Ledger, LedgerEntry, LoopMark, RunState};
 use crate::fingerprint::ArgsDigest;
 use crate::history::{name_from_vec, History, Name, Record};
 use crate::outcome::ResultHash;
@@ -134,7 +135,14 @@ impl Session {
             first = false;
             write_guard(&mut out, Some(run), g);
         }
-        out.write(b"]}");
+        out.write(b"]");
+        // loopguard's extra detectors (strict profile): written only when used, so a
+        // default-profile snapshot is exactly what it was before they existed.
+        if !self.ledger().is_empty() {
+            out.write(b",\"ledger\":");
+            write_ledger(&mut out, self.ledger());
+        }
+        out.write(b"}");
         out
     }
 
@@ -195,14 +203,18 @@ impl Session {
             }
         }
 
-        Ok(Session::from_parts(
+        let mut session = Session::from_parts(
             id.into(),
             mode,
             History::from_records(records),
             WarningBuckets::from_entries(buckets),
             unscoped_guard,
             run_guards,
-        ))
+        );
+        if let Some(ledger) = v.as_object().and_then(|o| o.get("ledger")) {
+            session.set_ledger(read_ledger(&root.key("ledger"), ledger)?);
+        }
+        Ok(session)
     }
 }
 
@@ -419,6 +431,139 @@ fn read_record(p: &Path, v: &Value<'_>) -> Result<Record, StateError> {
 }
 
 type GuardEntry = (Option<Box<[u8]>>, CompactionGuard);
+
+/// The ledger: `{"entries":[{run, tool, args, result, failure, epoch}],
+/// "runs":[{run, compactions, criticals, ended, marks:[{tool, args, result, seen}]}]}`.
+fn write_ledger(out: &mut Vec<u8>, l: &Ledger) {
+    out.write(b"{\"entries\":[");
+    for (i, e) in l.entries().iter().enumerate() {
+        if i > 0 {
+            out.write(b",");
+        }
+        out.write(b"{\"run\":");
+        write_opt_name(out, e.run.as_ref());
+        out.write(b",\"tool\":");
+        canonical::write_json_string(out, &e.tool);
+        out.write(b",\"args\":");
+        write_hex(out, &e.args.0);
+        out.write(b",\"result\":");
+        write_result(out, &e.result);
+        out.write(b",\"failure\":");
+        match &e.failure {
+            Some(f) => {
+                let hex: String = f.iter().map(|b| format!("{b:02x}")).collect();
+                write_str(out, &hex);
+            }
+            None => out.write(b"null"),
+        }
+        out.write(b",\"epoch\":");
+        canonical::write_number(out, f64::from(e.epoch));
+        out.write(b"}");
+    }
+    out.write(b"],\"runs\":[");
+    for (i, r) in l.runs().iter().enumerate() {
+        if i > 0 {
+            out.write(b",");
+        }
+        out.write(b"{\"run\":");
+        write_opt_name(out, r.run.as_ref());
+        out.write(b",\"compactions\":");
+        canonical::write_number(out, f64::from(r.compactions));
+        out.write(b",\"criticals\":");
+        canonical::write_number(out, r.criticals as f64);
+        out.write(b",\"ended\":");
+        out.write(if r.ended { b"true" } else { b"false" });
+        out.write(b",\"marks\":[");
+        for (j, m) in r.marks.iter().enumerate() {
+            if j > 0 {
+                out.write(b",");
+            }
+            out.write(b"{\"tool\":");
+            canonical::write_json_string(out, &m.tool);
+            out.write(b",\"args\":");
+            write_hex(out, &m.args.0);
+            out.write(b",\"result\":");
+            write_result(out, &m.result);
+            out.write(b",\"seen\":");
+            canonical::write_number(out, f64::from(m.seen));
+            out.write(b"}");
+        }
+        out.write(b"]}");
+    }
+    out.write(b"]}");
+}
+
+fn parse_hex8(s: &str) -> Option<[u8; 8]> {
+    let b = s.as_bytes();
+    if b.len() != 16 || !b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    let mut out = [0u8; 8];
+    for (i, pair) in b.chunks_exact(2).enumerate() {
+        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn read_ledger(p: &Path, v: &Value<'_>) -> Result<Ledger, StateError> {
+    let u32_of = |p: &Path, v: &Value<'_>| -> Result<u32, StateError> {
+        u32::try_from(p.uint(v)?).map_err(|_| p.err("an integer below 2^32"))
+    };
+    let bool_of = |p: &Path, v: &Value<'_>| v.as_bool().ok_or_else(|| p.err("a boolean"));
+    let entries_path = p.key("entries");
+    let mut entries = Vec::new();
+    for (i, e) in entries_path
+        .array(p.field(v, "entries")?)?
+        .iter()
+        .enumerate()
+    {
+        let ep = entries_path.index(i);
+        let f = |k: &'static str| ep.field(e, k);
+        let failure = match f("failure")? {
+            Value::Null => None,
+            other => Some(
+                other
+                    .as_str()
+                    .and_then(parse_hex8)
+                    .ok_or_else(|| ep.key("failure").err("16 lowercase hex digits or null"))?,
+            ),
+        };
+        entries.push(LedgerEntry {
+            run: ep.key("run").opt_name(f("run")?)?,
+            tool: ep.key("tool").name(f("tool")?)?,
+            args: ArgsDigest(ep.key("args").digest(f("args")?)?),
+            result: ep.key("result").result(f("result")?)?,
+            failure,
+            epoch: u32_of(&ep.key("epoch"), f("epoch")?)?,
+        });
+    }
+    let runs_path = p.key("runs");
+    let mut runs = Vec::new();
+    for (i, r) in runs_path.array(p.field(v, "runs")?)?.iter().enumerate() {
+        let rp = runs_path.index(i);
+        let f = |k: &'static str| rp.field(r, k);
+        let marks_path = rp.key("marks");
+        let mut marks = Vec::new();
+        for (j, m) in marks_path.array(f("marks")?)?.iter().enumerate() {
+            let mp = marks_path.index(j);
+            let g = |k: &'static str| mp.field(m, k);
+            marks.push(LoopMark {
+                tool: mp.key("tool").name(g("tool")?)?,
+                args: ArgsDigest(mp.key("args").digest(g("args")?)?),
+                result: mp.key("result").result(g("result")?)?,
+                seen: u32_of(&mp.key("seen"), g("seen")?)?,
+            });
+        }
+        runs.push(RunState {
+            run: rp.key("run").opt_name(f("run")?)?,
+            compactions: u32_of(&rp.key("compactions"), f("compactions")?)?,
+            criticals: rp.key("criticals").uint(f("criticals")?)?,
+            ended: bool_of(&rp.key("ended"), f("ended")?)?,
+            marks,
+        });
+    }
+    Ok(Ledger::from_parts(entries, runs))
+}
 
 fn read_guard(p: &Path, v: &Value<'_>) -> Result<GuardEntry, StateError> {
     let f = |k: &'static str| p.field(v, k);

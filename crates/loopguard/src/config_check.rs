@@ -244,4 +244,72 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
             src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size))
         )
     );
+    describe_loopguard(out, cfg, agent, &policy);
+}
+
+/// loopguard's own block: the profile and each extra detector, with where it came from.
+fn describe_loopguard(
+    out: &mut String,
+    cfg: &OpenClawConfig,
+    agent: Option<&str>,
+    policy: &Policy,
+) {
+    let extra = &policy.extra;
+    let own = agent
+        .and_then(|a| cfg.agent(a))
+        .and_then(|a| a.loopguard.clone())
+        .unwrap_or_default();
+    let global = cfg.loopguard.clone().unwrap_or_default();
+    let profile_src = source(own.profile.map(|_| true), global.profile.map(|_| true));
+    let _ = writeln!(
+        out,
+        "  loopguard profile: {}  ({profile_src}){}",
+        extra.profile.as_str(),
+        if extra.any() && !policy.resolved.enabled {
+            "; extra detectors need enabled: true"
+        } else {
+            ""
+        }
+    );
+    let show = |d: &loopguard_core::config::ExtraDetector, numbers: &str| {
+        if d.enabled {
+            format!("on{numbers}")
+        } else {
+            "off".to_string()
+        }
+    };
+    let at = |d: &loopguard_core::config::ExtraDetector| {
+        let block = if d.block_at == 0 {
+            "never".to_string()
+        } else {
+            d.block_at.to_string()
+        };
+        format!(" (warnAt={}, blockAt={block})", d.warn_at)
+    };
+    let _ = writeln!(
+        out,
+        "  extra detectors: identicalFailureStreak={}, identicalOutcomeStreak={}, errorDespiteChangingArgs={}",
+        show(&extra.failure_streak, &at(&extra.failure_streak)),
+        show(&extra.outcome_streak, &at(&extra.outcome_streak)),
+        show(&extra.error_changing_args, &at(&extra.error_changing_args)),
+    );
+    let _ = writeln!(
+        out,
+        "    argumentChurn={}, loopAcrossCompactions={}, secondCriticalAbort={}",
+        show(
+            &extra.argument_churn,
+            &format!(
+                " (window={}, maxVariants={})",
+                extra.argument_churn.window, extra.argument_churn.max_variants
+            )
+        ),
+        show(
+            &extra.loop_across_compactions,
+            &format!(
+                " (blockAt={} compactions)",
+                extra.loop_across_compactions.block_at
+            )
+        ),
+        show(&extra.second_critical, ""),
+    );
 }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::ValueEnum;
 use loopguard_adapters::reader::{self, Flow, Item, ReadError, ReadOptions};
 use loopguard_adapters::{Context, Diagnostic, Format};
-use loopguard_core::config::OpenClawConfig;
+use loopguard_core::config::{OpenClawConfig, Profile};
 use loopguard_core::Mode;
 use loopguard_replay::summary::{EventMeta, Style};
 use loopguard_replay::{replay, Output, ReplayError, Replayer, Summary};
@@ -31,6 +31,10 @@ pub struct ReplayArgs {
     /// actually blocked when they were recorded).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
+    /// The detector profile: `openclaw` (OpenClaw's detectors only) or `strict` (plus
+    /// loopguard's extra detectors). Overrides the config file's `loopguard.profile`.
+    #[arg(long, value_enum)]
+    profile: Option<ProfileArg>,
     /// Write one JSON decision per event instead of the report.
     #[arg(long)]
     json: bool,
@@ -65,6 +69,24 @@ pub enum ModeArg {
     Enforce,
     /// Report only.
     Observe,
+}
+
+/// Detector profile.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProfileArg {
+    /// OpenClaw's detectors only, byte for byte.
+    Openclaw,
+    /// OpenClaw's detectors plus loopguard's extra detectors.
+    Strict,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Openclaw => Profile::OpenClaw,
+            ProfileArg::Strict => Profile::Strict,
+        }
+    }
 }
 
 /// When to colour.
@@ -117,10 +139,13 @@ fn mode_name(mode: Mode) -> &'static str {
 
 /// Runs `loopguard replay`.
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(p) => load_config_for_run(p)?,
         None => OpenClawConfig::default(),
     };
+    if let Some(p) = args.profile {
+        config.set_profile(p.into());
+    }
     let forced = match args.format.as_str() {
         "auto" => None,
         name => Some(Format::from_name(name).ok_or_else(|| {
@@ -196,6 +221,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                     ..Default::default()
                 }),
                 agents: Vec::new(),
+                loopguard: config.loopguard.clone(),
             }
         }
         Some(path) if !all_events && !config.policy_for(None).resolved.enabled => {

@@ -7,11 +7,13 @@
 
 use std::fmt;
 
+use super::extension::{detector_number_keys, extra_default};
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
-    AgentConfig, DetectorSwitches, LoopDetectionConfig, OpenClawConfig, PostCompactionGuardConfig,
-    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
-    DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD, DEFAULT_WINDOW_SIZE,
+    AgentConfig, DetectorSwitches, ExtraDetectorConfig, LoopDetectionConfig, LoopguardConfig,
+    OpenClawConfig, PostCompactionGuardConfig, Profile, DEFAULT_CRITICAL_THRESHOLD,
+    DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+    DEFAULT_WARNING_THRESHOLD, DEFAULT_WINDOW_SIZE, EXTRA_DETECTOR_KEYS,
 };
 
 /// How bad a [`Diagnostic`] is.
@@ -136,6 +138,7 @@ const BLOCK_KEYS: &[&str] = &[
 ];
 const DETECTOR_KEYS: &[&str] = &["genericRepeat", "knownPollNoProgress", "pingPong"];
 const GUARD_KEYS: &[&str] = &["windowSize"];
+const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors"];
 
 /// Keys people have put in this block that are worth a specific explanation.
 fn known_mistake(key: &str) -> Option<&'static str> {
@@ -173,6 +176,10 @@ pub(super) fn load(text: &str) -> Result<Loaded, LoadError> {
         } else {
             cx.ignored(tools, "tools", "is not an object");
         }
+    }
+
+    if let Some(block) = root.get("loopguard") {
+        config.loopguard = cx.loopguard_block(&block.value, "loopguard", block.key_pos);
     }
 
     let mut agent_pos = Vec::new();
@@ -542,7 +549,126 @@ impl Cx {
                 _ => self.ignored(tools, &format!("{path}.tools"), "is not an object"),
             }
         }
-        Some((AgentConfig { id, loop_detection }, pos))
+        let loopguard = item
+            .get("loopguard")
+            .and_then(|b| self.loopguard_block(&b.value, &format!("{path}.loopguard"), b.key_pos));
+        Some((
+            AgentConfig {
+                id,
+                loop_detection,
+                loopguard,
+            },
+            pos,
+        ))
+    }
+
+    /// loopguard's own block (`loopguard`, `agents.list[].loopguard`): validated as
+    /// strictly as OpenClaw's, so a typo is an error with a suggestion.
+    fn loopguard_block(&mut self, node: &Node, path: &str, pos: Pos) -> Option<LoopguardConfig> {
+        let node = self.expect_object(node, path, pos)?;
+        self.check_duplicates(node, path);
+        self.unknown_keys(node, path, LOOPGUARD_KEYS);
+        let mut cfg = LoopguardConfig::default();
+        if let Some(e) = node.get("profile") {
+            let p = join(path, "profile");
+            match &e.value.value {
+                NodeValue::String(s) => match Profile::parse(s) {
+                    Some(profile) => cfg.profile = Some(profile),
+                    None => {
+                        let suggestion = suggest(s, &["openclaw", "strict"]);
+                        let mut message = format!(
+                            "unknown profile {s:?}; known profiles: \"openclaw\", \"strict\""
+                        );
+                        if let Some(sg) = &suggestion {
+                            message.push_str(&format!("; did you mean {sg:?}?"));
+                        }
+                        self.push(
+                            Severity::Error,
+                            DiagnosticKind::UnknownKey { suggestion },
+                            &p,
+                            e.key_pos,
+                            message,
+                        );
+                    }
+                },
+                other => self.push(
+                    Severity::Error,
+                    DiagnosticKind::WrongType,
+                    &p,
+                    e.key_pos,
+                    format!(
+                        "expected \"openclaw\" or \"strict\", found {}",
+                        other.type_name()
+                    ),
+                ),
+            }
+        }
+        if let Some(d) = node.get("detectors") {
+            let p = join(path, "detectors");
+            if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {
+                self.check_duplicates(dn, &p);
+                self.unknown_keys(dn, &p, &EXTRA_DETECTOR_KEYS);
+                for key in EXTRA_DETECTOR_KEYS {
+                    let Some(e) = dn.get(key) else { continue };
+                    let dp = join(&p, key);
+                    let value = match &e.value.value {
+                        NodeValue::Bool(b) => Some(ExtraDetectorConfig {
+                            enabled: Some(*b),
+                            ..Default::default()
+                        }),
+                        NodeValue::Object(_) => Some(self.extra_detector(&e.value, &dp, key)),
+                        other => {
+                            self.push(
+                                Severity::Error,
+                                DiagnosticKind::WrongType,
+                                &dp,
+                                e.key_pos,
+                                format!(
+                                    "expected a boolean or an object, found {}",
+                                    other.type_name()
+                                ),
+                            );
+                            None
+                        }
+                    };
+                    if let Some(slot) = cfg.detector_mut(key) {
+                        *slot = value;
+                    }
+                }
+            }
+        }
+        Some(cfg)
+    }
+
+    fn extra_detector(&mut self, node: &Node, path: &str, key: &str) -> ExtraDetectorConfig {
+        self.check_duplicates(node, path);
+        let numbers = detector_number_keys(key);
+        let mut known = vec!["enabled"];
+        known.extend_from_slice(numbers);
+        self.unknown_keys(node, path, &known);
+        let mut cfg = ExtraDetectorConfig {
+            enabled: self.boolean(node, path, "enabled"),
+            ..Default::default()
+        };
+        for &k in numbers {
+            // `blockAt: 0` is allowed: it makes a detector warn-only.
+            if k == "blockAt" {
+                if let Some(e) = node.get(k) {
+                    if matches!(e.value.value, NodeValue::Number(n) if n == 0.0) {
+                        cfg.block_at = Some(0.0);
+                        continue;
+                    }
+                }
+            }
+            let v = self.positive_int(node, path, k, extra_default(key, k), &mut None);
+            match k {
+                "warnAt" => cfg.warn_at = v,
+                "blockAt" => cfg.block_at = v,
+                "window" => cfg.window = v,
+                _ => cfg.max_variants = v,
+            }
+        }
+        cfg
     }
 
     /// Reports every raise the resolution of `block` performs.

@@ -14,9 +14,15 @@
 //! [`OpenClawConfig`] reads a whole OpenClaw config file (JSON5 or JSON) and reports every
 //! problem as a [`Diagnostic`] with its line and key path; see [`load`].
 
+mod extension;
 pub mod json5;
 mod load;
 
+pub use extension::{
+    ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig, Profile,
+    DEFAULT_ARGUMENT_CHURN, DEFAULT_COMPACTIONS, DEFAULT_ERROR_CHANGING_ARGS,
+    DEFAULT_FAILURE_STREAK, DEFAULT_OUTCOME_STREAK, EXTRA_DETECTOR_KEYS,
+};
 pub use load::{Diagnostic, DiagnosticKind, LoadError, Loaded, Severity};
 
 /// Default `historySize`.
@@ -240,6 +246,9 @@ pub struct Policy {
     pub records_calls: bool,
     /// The post-compaction guard's settings.
     pub guard: GuardSettings,
+    /// loopguard's extra detectors (the `loopguard` block; all off in the default
+    /// `openclaw` profile).
+    pub extra: ExtraPolicy,
 }
 
 impl Policy {
@@ -266,7 +275,20 @@ impl Policy {
                     window as u32
                 },
             },
+            extra: ExtraPolicy::default(),
         }
+    }
+
+    /// The same policy with loopguard's extra detectors set.
+    ///
+    /// ```
+    /// use loopguard_core::config::{ExtraPolicy, Policy};
+    /// let p = Policy::enabled().with_extra(ExtraPolicy::strict());
+    /// assert!(p.extra.failure_streak.enabled);
+    /// ```
+    pub fn with_extra(mut self, extra: ExtraPolicy) -> Self {
+        self.extra = extra;
+        self
     }
 
     /// A policy with detection switched on and every default.
@@ -291,6 +313,8 @@ pub struct AgentConfig {
     pub id: String,
     /// `tools.loopDetection` of this agent.
     pub loop_detection: Option<LoopDetectionConfig>,
+    /// `loopguard` of this agent (loopguard's extension, outside OpenClaw's block).
+    pub loopguard: Option<LoopguardConfig>,
 }
 
 /// The parts of an OpenClaw config file loopguard reads.
@@ -312,6 +336,8 @@ pub struct OpenClawConfig {
     pub loop_detection: Option<LoopDetectionConfig>,
     /// `agents.list[]`, in file order.
     pub agents: Vec<AgentConfig>,
+    /// The top-level `loopguard` block (loopguard's extension; see [`LoopguardConfig`]).
+    pub loopguard: Option<LoopguardConfig>,
 }
 
 /// Agent ids are compared trimmed (JavaScript's `trim`) and case-insensitively
@@ -348,9 +374,42 @@ impl OpenClawConfig {
         LoopDetectionConfig::merge(self.loop_detection.as_ref(), agent)
     }
 
-    /// The resolved policy for an agent.
+    /// The merged `loopguard` block for an agent.
+    pub fn loopguard_for(&self, agent_id: Option<&str>) -> Option<LoopguardConfig> {
+        let agent = agent_id
+            .and_then(|id| self.agent(id))
+            .and_then(|a| a.loopguard.as_ref());
+        LoopguardConfig::merge(self.loopguard.as_ref(), agent)
+    }
+
+    /// The resolved policy for an agent: OpenClaw's block and loopguard's extension.
     pub fn policy_for(&self, agent_id: Option<&str>) -> Policy {
-        Policy::from_block(self.block_for(agent_id))
+        let extra = self
+            .loopguard_for(agent_id)
+            .map(|l| l.resolve())
+            .unwrap_or_default();
+        Policy::from_block(self.block_for(agent_id)).with_extra(extra)
+    }
+
+    /// Selects `profile` for every agent, overriding what the file chose (the file's
+    /// per-detector settings still apply). This is `loopguard replay --profile`.
+    ///
+    /// ```
+    /// use loopguard_core::config::{OpenClawConfig, Profile};
+    /// let mut cfg = OpenClawConfig::from_json5(
+    ///     r#"{loopguard:{profile:"openclaw"},agents:{list:[{id:"a",loopguard:{profile:"openclaw"}}]}}"#,
+    /// )?.config;
+    /// cfg.set_profile(Profile::Strict);
+    /// assert!(cfg.policy_for(Some("a")).extra.failure_streak.enabled);
+    /// # Ok::<(), loopguard_core::config::LoadError>(())
+    /// ```
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.loopguard.get_or_insert_with(Default::default).profile = Some(profile);
+        for a in &mut self.agents {
+            if let Some(l) = &mut a.loopguard {
+                l.profile = None;
+            }
+        }
     }
 }
 

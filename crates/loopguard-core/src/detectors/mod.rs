@@ -10,17 +10,31 @@
 //! | 3, 4 | [`known_poll`]: a poll with identical outcomes `criticalThreshold` / `warningThreshold` times | critical / warning |
 //! | 5, 6 | [`ping_pong`]: two calls alternating (critical only with stable outcomes on both sides) | critical / warning |
 //! | 7, 8 | [`generic_repeat`]: identical outcomes `criticalThreshold` times / identical arguments `warningThreshold` times | critical / warning |
+//!
+//! loopguard's extra detectors (the `strict` profile, or switched on one by one in the
+//! `loopguard` config block) run after these, over the outcome [`ledger`]; a critical from
+//! either side wins over a warning ([`detect_extra`]):
+//! [`failure_streak`], [`outcome_streak`], [`error_changing_args`], [`argument_churn`],
+//! [`loop_across_compactions`], and [`second_critical`], which the session applies to
+//! every critical.
 
+pub mod argument_churn;
+pub mod error_changing_args;
+pub mod failure_streak;
 pub mod generic_repeat;
 pub mod global_breaker;
 pub mod known_poll;
+pub mod ledger;
+pub mod loop_across_compactions;
 pub mod no_progress;
+pub mod outcome_streak;
 pub mod ping_pong;
+pub mod second_critical;
 pub mod unknown_tool;
 
 use std::fmt;
 
-use crate::config::ResolvedConfig;
+use crate::config::{ExtraPolicy, ResolvedConfig};
 use crate::fingerprint::ArgsDigest;
 use crate::history::{Name, Record};
 use crate::value::Value;
@@ -40,6 +54,18 @@ pub enum Detector {
     PingPong,
     /// The post-compaction guard: the loop survived a compaction.
     CompactionLoopPersisted,
+    /// Strict profile: the same call failing the same way, in a row.
+    IdenticalFailureStreak,
+    /// Strict profile: the same call with the same outcome, in a row.
+    IdenticalOutcomeStreak,
+    /// Strict profile: the same error from one tool for changing arguments.
+    ErrorDespiteChangingArgs,
+    /// Strict profile: cycling among a few argument variants with unchanged results.
+    ArgumentChurn,
+    /// Strict profile: a loop that resumed after several compactions.
+    LoopAcrossCompactions,
+    /// Strict profile: a second critical detection in a run ends the run.
+    SecondCriticalAbort,
 }
 
 impl Detector {
@@ -52,10 +78,16 @@ impl Detector {
             Detector::GlobalCircuitBreaker => "global_circuit_breaker",
             Detector::PingPong => "ping_pong",
             Detector::CompactionLoopPersisted => "compaction_loop_persisted",
+            Detector::IdenticalFailureStreak => "identical_failure_streak",
+            Detector::IdenticalOutcomeStreak => "identical_outcome_streak",
+            Detector::ErrorDespiteChangingArgs => "error_despite_changing_args",
+            Detector::ArgumentChurn => "argument_churn",
+            Detector::LoopAcrossCompactions => "loop_across_compactions",
+            Detector::SecondCriticalAbort => "second_critical_abort",
         }
     }
 
-    /// Every detector, in a fixed order.
+    /// OpenClaw's detectors, in a fixed order.
     pub const ALL: [Detector; 6] = [
         Detector::GenericRepeat,
         Detector::UnknownToolRepeat,
@@ -64,6 +96,31 @@ impl Detector {
         Detector::PingPong,
         Detector::CompactionLoopPersisted,
     ];
+
+    /// loopguard's extra detectors (the `strict` profile), in the README's order.
+    pub const EXTRA: [Detector; 6] = [
+        Detector::IdenticalFailureStreak,
+        Detector::IdenticalOutcomeStreak,
+        Detector::ErrorDespiteChangingArgs,
+        Detector::ArgumentChurn,
+        Detector::LoopAcrossCompactions,
+        Detector::SecondCriticalAbort,
+    ];
+
+    /// Parses a name written by [`Detector::as_str`].
+    ///
+    /// ```
+    /// use loopguard_core::Detector;
+    /// for d in Detector::ALL.into_iter().chain(Detector::EXTRA) {
+    ///     assert_eq!(Detector::from_name(d.as_str()), Some(d));
+    /// }
+    /// ```
+    pub fn from_name(name: &str) -> Option<Detector> {
+        Detector::ALL
+            .into_iter()
+            .chain(Detector::EXTRA)
+            .find(|d| d.as_str() == name)
+    }
 }
 
 impl fmt::Display for Detector {
@@ -151,6 +208,106 @@ where
         return generic_repeat::check(probe, &streak, cfg);
     }
     None
+}
+
+/// loopguard's extra detectors for the proposed call, combined with OpenClaw's result
+/// `base`: a critical wins over a warning, OpenClaw's first (so the default detectors
+/// keep their names where both fire). Criticals before warnings among the extra ones:
+/// failure streak, outcome streak, error despite changing arguments, loop across
+/// compactions; then warnings in the same order, then argument churn.
+pub(crate) fn detect_extra(
+    base: Option<Detection>,
+    ledger: &ledger::Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    args: &ArgsDigest,
+    known_poll: bool,
+    extra: &ExtraPolicy,
+) -> Option<Detection> {
+    if base.as_ref().is_some_and(|d| d.level == Level::Critical) {
+        return base;
+    }
+    let args_hash = args.args_hash(tool);
+    let streak = failure_streak::trailing(ledger, run, tool, args);
+    let mut found: Vec<Detection> = Vec::new();
+    if extra.failure_streak.enabled {
+        found.extend(failure_streak::check(
+            streak.as_ref(),
+            tool,
+            &args_hash,
+            &extra.failure_streak,
+        ));
+    }
+    // A poll waiting for a long job legitimately gets the same answer many times in a
+    // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
+    if extra.outcome_streak.enabled && !known_poll {
+        found.extend(outcome_streak::check(
+            streak.as_ref(),
+            tool,
+            &args_hash,
+            &extra.outcome_streak,
+        ));
+    }
+    if extra.error_changing_args.enabled {
+        found.extend(error_changing_args::check(
+            ledger,
+            run,
+            tool,
+            &extra.error_changing_args,
+        ));
+    }
+    if extra.loop_across_compactions.enabled {
+        found.extend(loop_across_compactions::check(
+            ledger,
+            run,
+            tool,
+            args,
+            &args_hash,
+            &extra.loop_across_compactions,
+        ));
+    }
+    if extra.argument_churn.enabled {
+        found.extend(argument_churn::check(
+            ledger,
+            run,
+            tool,
+            args,
+            &extra.argument_churn,
+        ));
+    }
+    let critical = found.iter().position(|d| d.level == Level::Critical);
+    if let Some(i) = critical {
+        let d = found.swap_remove(i);
+        report_extra(tool, &d);
+        return Some(d);
+    }
+    if base.is_some() {
+        return base;
+    }
+    let d = found.into_iter().next()?;
+    report_extra(tool, &d);
+    Some(d)
+}
+
+/// The detector's own log line, as OpenClaw's detectors write theirs (not de-duplicated).
+fn report_extra(tool: &[u8], d: &Detection) {
+    let tool = String::from_utf8_lossy(tool);
+    match d.level {
+        Level::Critical => tracing::error!(
+            target: "loopguard::detector",
+            "Critical loop detected ({}): {} count={}",
+            d.detector,
+            tool,
+            d.count
+        ),
+        Level::Warning => tracing::warn!(
+            target: "loopguard::detector",
+            "Loop warning ({}): {} count={}",
+            d.detector,
+            tool,
+            d.count
+        ),
+    }
 }
 
 /// `count >= threshold`, with OpenClaw's floating-point thresholds.

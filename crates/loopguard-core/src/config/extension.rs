@@ -1,0 +1,458 @@
+//! loopguard's own block: the `strict` profile and the extra detectors.
+//!
+//! OpenClaw's `tools.loopDetection` is a strict schema (decisions.md item 4), so nothing
+//! loopguard adds goes inside it. The extension lives in a top-level `loopguard` key of the
+//! same file (or of a `.loopguard.json5`), with per-agent overrides in
+//! `agents.list[].loopguard`, merged field by field like the OpenClaw block:
+//!
+//! ```json5
+//! {
+//!   tools: { loopDetection: { enabled: true } },      // unchanged OpenClaw config
+//!   loopguard: {
+//!     profile: "strict",                               // "openclaw" (default) | "strict"
+//!     detectors: {
+//!       identicalFailureStreak: { warnAt: 3, blockAt: 6 },
+//!       argumentChurn: false,                          // a boolean switches a detector
+//!     },
+//!   },
+//!   agents: { list: [ { id: "ops", loopguard: { profile: "openclaw" } } ] },
+//! }
+//! ```
+//!
+//! With profile `openclaw` (the default, and what an unmodified OpenClaw config gets) every
+//! extra detector is off unless its block says `enabled: true`; with `strict` every extra
+//! detector is on unless it says `enabled: false`. The extra detectors are rolling-history
+//! detectors, so like OpenClaw's they run only when `tools.loopDetection.enabled` is `true`
+//! (decisions.md item 1: Era D-like features are opt-in, never silently on).
+//!
+//! Thresholds are counts: `warnAt: 3` warns on the call that follows three identical
+//! failures. The strict defaults come from the evaluation over real transcripts in the
+//! README ("The strict profile").
+
+use super::as_positive_int;
+
+/// Which set of detectors runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// OpenClaw's detectors only, byte for byte (the default).
+    #[default]
+    OpenClaw,
+    /// OpenClaw's detectors plus every extra detector, with the strict defaults.
+    Strict,
+}
+
+impl Profile {
+    /// `"openclaw"` or `"strict"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::OpenClaw => "openclaw",
+            Profile::Strict => "strict",
+        }
+    }
+
+    /// Parses `"openclaw"` / `"strict"`.
+    ///
+    /// ```
+    /// use loopguard_core::config::Profile;
+    /// assert_eq!(Profile::parse("strict"), Some(Profile::Strict));
+    /// assert_eq!(Profile::parse("lenient"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<Profile> {
+        match s {
+            "openclaw" => Some(Profile::OpenClaw),
+            "strict" => Some(Profile::Strict),
+            _ => None,
+        }
+    }
+}
+
+/// The keys of `loopguard.detectors`, in the order the README lists them.
+pub const EXTRA_DETECTOR_KEYS: [&str; 6] = [
+    "identicalFailureStreak",
+    "identicalOutcomeStreak",
+    "errorDespiteChangingArgs",
+    "argumentChurn",
+    "loopAcrossCompactions",
+    "secondCriticalAbort",
+];
+
+/// One extra detector's block as written: a switch and its numbers (`None` = not set).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ExtraDetectorConfig {
+    /// `enabled` (or the boolean shorthand `detectors.x: true`).
+    pub enabled: Option<bool>,
+    /// `warnAt`.
+    pub warn_at: Option<f64>,
+    /// `blockAt`.
+    pub block_at: Option<f64>,
+    /// `window` (argument churn: outcomes looked at).
+    pub window: Option<f64>,
+    /// `maxVariants` (argument churn).
+    pub max_variants: Option<f64>,
+}
+
+impl ExtraDetectorConfig {
+    fn merge(g: Option<&Self>, a: Option<&Self>) -> Option<Self> {
+        match (g, a) {
+            (None, None) => None,
+            (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+            (Some(g), Some(a)) => Some(ExtraDetectorConfig {
+                enabled: a.enabled.or(g.enabled),
+                warn_at: a.warn_at.or(g.warn_at),
+                block_at: a.block_at.or(g.block_at),
+                window: a.window.or(g.window),
+                max_variants: a.max_variants.or(g.max_variants),
+            }),
+        }
+    }
+}
+
+/// The `loopguard` block as written.
+///
+/// ```
+/// use loopguard_core::config::{LoopguardConfig, Profile};
+/// let cfg = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
+/// let extra = cfg.resolve();
+/// assert!(extra.failure_streak.enabled && extra.second_critical.enabled);
+/// assert_eq!((extra.failure_streak.warn_at, extra.failure_streak.block_at), (3, 6));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopguardConfig {
+    /// `profile`.
+    pub profile: Option<Profile>,
+    /// `detectors.identicalFailureStreak`.
+    pub identical_failure_streak: Option<ExtraDetectorConfig>,
+    /// `detectors.identicalOutcomeStreak`.
+    pub identical_outcome_streak: Option<ExtraDetectorConfig>,
+    /// `detectors.errorDespiteChangingArgs`.
+    pub error_despite_changing_args: Option<ExtraDetectorConfig>,
+    /// `detectors.argumentChurn`.
+    pub argument_churn: Option<ExtraDetectorConfig>,
+    /// `detectors.loopAcrossCompactions`.
+    pub loop_across_compactions: Option<ExtraDetectorConfig>,
+    /// `detectors.secondCriticalAbort`.
+    pub second_critical_abort: Option<ExtraDetectorConfig>,
+}
+
+/// A resolved extra detector: on or off, and its numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraDetector {
+    /// Whether the detector runs.
+    pub enabled: bool,
+    /// Count at which it warns (0: never).
+    pub warn_at: u64,
+    /// Count at which it blocks (0: never).
+    pub block_at: u64,
+    /// Outcomes looked at (argument churn).
+    pub window: u64,
+    /// Distinct argument variants allowed (argument churn).
+    pub max_variants: u64,
+}
+
+impl ExtraDetector {
+    const fn off(warn_at: u64, block_at: u64) -> Self {
+        ExtraDetector {
+            enabled: false,
+            warn_at,
+            block_at,
+            window: 0,
+            max_variants: 0,
+        }
+    }
+}
+
+/// Strict default of `identicalFailureStreak`: warn after 3 identical failures in a row,
+/// block after 6.
+pub const DEFAULT_FAILURE_STREAK: (u64, u64) = (3, 6);
+/// Strict default of `identicalOutcomeStreak`: warn after 5 identical outcomes in a row,
+/// block after 8.
+pub const DEFAULT_OUTCOME_STREAK: (u64, u64) = (5, 8);
+/// Strict default of `errorDespiteChangingArgs`: warn at 4 argument variants with the same
+/// error, block at 8 (all in a row).
+pub const DEFAULT_ERROR_CHANGING_ARGS: (u64, u64) = (4, 8);
+/// Strict default of `argumentChurn`: a window of 10 outcomes over at most 3 variants.
+pub const DEFAULT_ARGUMENT_CHURN: (u64, u64) = (10, 3);
+/// Strict default of `loopAcrossCompactions`: block when the loop resumes after its 2nd
+/// compaction.
+pub const DEFAULT_COMPACTIONS: u64 = 2;
+
+/// The resolved extra detectors; part of [`super::Policy`] (`policy.extra`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtraPolicy {
+    /// The profile that was chosen.
+    pub profile: Profile,
+    /// `identical_failure_streak`.
+    pub failure_streak: ExtraDetector,
+    /// `identical_outcome_streak`.
+    pub outcome_streak: ExtraDetector,
+    /// `error_despite_changing_args`.
+    pub error_changing_args: ExtraDetector,
+    /// `argument_churn` (`window`, `max_variants`; warning only).
+    pub argument_churn: ExtraDetector,
+    /// `loop_across_compactions` (`block_at` = compactions survived).
+    pub loop_across_compactions: ExtraDetector,
+    /// `second_critical_abort`.
+    pub second_critical: ExtraDetector,
+}
+
+impl Default for ExtraPolicy {
+    /// The `openclaw` profile: every extra detector off.
+    fn default() -> Self {
+        LoopguardConfig::default().resolve()
+    }
+}
+
+impl ExtraPolicy {
+    /// The `strict` profile with its defaults.
+    ///
+    /// ```
+    /// use loopguard_core::config::ExtraPolicy;
+    /// assert!(ExtraPolicy::strict().any());
+    /// assert!(!ExtraPolicy::default().any());
+    /// ```
+    pub fn strict() -> Self {
+        LoopguardConfig {
+            profile: Some(Profile::Strict),
+            ..Default::default()
+        }
+        .resolve()
+    }
+
+    /// `true` when at least one extra detector runs.
+    pub fn any(&self) -> bool {
+        self.failure_streak.enabled
+            || self.outcome_streak.enabled
+            || self.error_changing_args.enabled
+            || self.argument_churn.enabled
+            || self.loop_across_compactions.enabled
+            || self.second_critical.enabled
+    }
+
+    /// `true` when a detector needs the outcome ledger.
+    pub(crate) fn records_outcomes(&self) -> bool {
+        self.failure_streak.enabled
+            || self.outcome_streak.enabled
+            || self.error_changing_args.enabled
+            || self.argument_churn.enabled
+            || self.loop_across_compactions.enabled
+    }
+}
+
+fn count(v: Option<f64>, default: u64) -> u64 {
+    let n = as_positive_int(v, default as f64);
+    if n >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        n as u64
+    }
+}
+
+/// A count that may be `0` ("never"): `blockAt: 0` makes a detector warn-only.
+fn count_or_zero(v: Option<f64>, default: u64) -> u64 {
+    match v {
+        Some(n) if n == 0.0 => 0,
+        other => count(other, default),
+    }
+}
+
+impl LoopguardConfig {
+    /// Merges a per-agent block over the global one, field by field (as
+    /// [`super::LoopDetectionConfig::merge`] does for OpenClaw's block).
+    ///
+    /// ```
+    /// use loopguard_core::config::{LoopguardConfig, Profile};
+    /// let g = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
+    /// let a = LoopguardConfig::default();
+    /// let m = LoopguardConfig::merge(Some(&g), Some(&a)).unwrap();
+    /// assert_eq!(m.profile, Some(Profile::Strict));
+    /// ```
+    pub fn merge(global: Option<&Self>, agent: Option<&Self>) -> Option<Self> {
+        let (g, a) = match (global, agent) {
+            (None, None) => return None,
+            (Some(x), None) | (None, Some(x)) => return Some(x.clone()),
+            (Some(g), Some(a)) => (g, a),
+        };
+        let m = |gx: &Option<ExtraDetectorConfig>, ax: &Option<ExtraDetectorConfig>| {
+            ExtraDetectorConfig::merge(gx.as_ref(), ax.as_ref())
+        };
+        Some(LoopguardConfig {
+            profile: a.profile.or(g.profile),
+            identical_failure_streak: m(&g.identical_failure_streak, &a.identical_failure_streak),
+            identical_outcome_streak: m(&g.identical_outcome_streak, &a.identical_outcome_streak),
+            error_despite_changing_args: m(
+                &g.error_despite_changing_args,
+                &a.error_despite_changing_args,
+            ),
+            argument_churn: m(&g.argument_churn, &a.argument_churn),
+            loop_across_compactions: m(&g.loop_across_compactions, &a.loop_across_compactions),
+            second_critical_abort: m(&g.second_critical_abort, &a.second_critical_abort),
+        })
+    }
+
+    /// The resolved settings. Numbers that are not positive integers fall back to the
+    /// strict defaults (as OpenClaw's own numbers do); `blockAt: 0` means "never block".
+    pub fn resolve(&self) -> ExtraPolicy {
+        let profile = self.profile.unwrap_or_default();
+        let on = |c: &Option<ExtraDetectorConfig>| {
+            c.as_ref()
+                .and_then(|c| c.enabled)
+                .unwrap_or(profile == Profile::Strict)
+        };
+        let thresholds = |c: &Option<ExtraDetectorConfig>, (w, b): (u64, u64)| {
+            let mut d = ExtraDetector::off(
+                count_or_zero(c.as_ref().and_then(|c| c.warn_at), w),
+                count_or_zero(c.as_ref().and_then(|c| c.block_at), b),
+            );
+            d.enabled = on(c);
+            d
+        };
+        let mut churn = ExtraDetector::off(0, 0);
+        churn.enabled = on(&self.argument_churn);
+        let ac = self.argument_churn.as_ref();
+        churn.window = count(ac.and_then(|c| c.window), DEFAULT_ARGUMENT_CHURN.0).max(2);
+        churn.max_variants = count(ac.and_then(|c| c.max_variants), DEFAULT_ARGUMENT_CHURN.1);
+        churn.warn_at = churn.window;
+        let mut ledger = ExtraDetector::off(
+            0,
+            count(
+                self.loop_across_compactions
+                    .as_ref()
+                    .and_then(|c| c.block_at),
+                DEFAULT_COMPACTIONS,
+            ),
+        );
+        ledger.enabled = on(&self.loop_across_compactions);
+        let mut second = ExtraDetector::off(0, 2);
+        second.enabled = on(&self.second_critical_abort);
+        ExtraPolicy {
+            profile,
+            failure_streak: thresholds(&self.identical_failure_streak, DEFAULT_FAILURE_STREAK),
+            outcome_streak: thresholds(&self.identical_outcome_streak, DEFAULT_OUTCOME_STREAK),
+            error_changing_args: thresholds(
+                &self.error_despite_changing_args,
+                DEFAULT_ERROR_CHANGING_ARGS,
+            ),
+            argument_churn: churn,
+            loop_across_compactions: ledger,
+            second_critical: second,
+        }
+    }
+
+    /// The block of `detectors.<key>` (one of [`EXTRA_DETECTOR_KEYS`]).
+    pub fn detector_mut(&mut self, key: &str) -> Option<&mut Option<ExtraDetectorConfig>> {
+        Some(match key {
+            "identicalFailureStreak" => &mut self.identical_failure_streak,
+            "identicalOutcomeStreak" => &mut self.identical_outcome_streak,
+            "errorDespiteChangingArgs" => &mut self.error_despite_changing_args,
+            "argumentChurn" => &mut self.argument_churn,
+            "loopAcrossCompactions" => &mut self.loop_across_compactions,
+            "secondCriticalAbort" => &mut self.second_critical_abort,
+            _ => return None,
+        })
+    }
+}
+
+/// The numeric keys each extra detector accepts.
+pub(crate) fn detector_number_keys(key: &str) -> &'static [&'static str] {
+    match key {
+        "argumentChurn" => &["window", "maxVariants"],
+        "loopAcrossCompactions" => &["blockAt"],
+        "secondCriticalAbort" => &[],
+        _ => &["warnAt", "blockAt"],
+    }
+}
+
+/// The strict default of `detectors.<key>.<field>`, for messages about fallbacks.
+pub(crate) fn extra_default(key: &str, field: &str) -> f64 {
+    let (w, b) = match key {
+        "identicalFailureStreak" => DEFAULT_FAILURE_STREAK,
+        "identicalOutcomeStreak" => DEFAULT_OUTCOME_STREAK,
+        "errorDespiteChangingArgs" => DEFAULT_ERROR_CHANGING_ARGS,
+        "argumentChurn" => DEFAULT_ARGUMENT_CHURN,
+        _ => (0, DEFAULT_COMPACTIONS),
+    };
+    match field {
+        "warnAt" | "window" => w as f64,
+        _ => b as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openclaw_profile_is_all_off_and_strict_all_on() {
+        let off = LoopguardConfig::default().resolve();
+        assert!(!off.any());
+        let strict = ExtraPolicy::strict();
+        assert!(strict.failure_streak.enabled && strict.outcome_streak.enabled);
+        assert!(strict.error_changing_args.enabled && strict.argument_churn.enabled);
+        assert!(strict.loop_across_compactions.enabled && strict.second_critical.enabled);
+    }
+
+    #[test]
+    fn a_single_detector_can_be_switched_on_or_off() {
+        let mut one = LoopguardConfig::default();
+        *one.detector_mut("argumentChurn").unwrap() = Some(ExtraDetectorConfig {
+            enabled: Some(true),
+            ..Default::default()
+        });
+        let r = one.resolve();
+        assert!(r.argument_churn.enabled && !r.failure_streak.enabled);
+        let mut strict_but = LoopguardConfig {
+            profile: Some(Profile::Strict),
+            ..Default::default()
+        };
+        *strict_but.detector_mut("secondCriticalAbort").unwrap() = Some(ExtraDetectorConfig {
+            enabled: Some(false),
+            ..Default::default()
+        });
+        let r = strict_but.resolve();
+        assert!(!r.second_critical.enabled && r.failure_streak.enabled);
+    }
+
+    #[test]
+    fn numbers_fall_back_and_zero_block_means_never() {
+        let cfg = LoopguardConfig {
+            profile: Some(Profile::Strict),
+            identical_failure_streak: Some(ExtraDetectorConfig {
+                warn_at: Some(2.5),
+                block_at: Some(0.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let r = cfg.resolve();
+        assert_eq!(r.failure_streak.warn_at, DEFAULT_FAILURE_STREAK.0);
+        assert_eq!(r.failure_streak.block_at, 0);
+    }
+
+    #[test]
+    fn agent_blocks_merge_field_by_field() {
+        let g = LoopguardConfig {
+            profile: Some(Profile::Strict),
+            identical_failure_streak: Some(ExtraDetectorConfig {
+                warn_at: Some(2.0),
+                block_at: Some(9.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let a = LoopguardConfig {
+            identical_failure_streak: Some(ExtraDetectorConfig {
+                block_at: Some(4.0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let r = LoopguardConfig::merge(Some(&g), Some(&a))
+            .unwrap()
+            .resolve();
+        assert_eq!(
+            (r.failure_streak.warn_at, r.failure_streak.block_at),
+            (2, 4)
+        );
+        assert_eq!(r.profile, Profile::Strict);
+    }
+}

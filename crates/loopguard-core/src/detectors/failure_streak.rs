@@ -1,0 +1,94 @@
+//! `identical_failure_streak` (strict profile): the same call failing the same way, in a
+//! row.
+//!
+//! Walking back over the run's outcomes (the [ledger](super::ledger)), the newest ones
+//! that are the proposed call with one identical outcome form the streak; any other
+//! outcome in between ends it. When that outcome is a failure (an error, a non-zero exit)
+//! the call warns at `warnAt` (strict: 3) and is blocked at `blockAt` (strict: 6).
+//! Unlike `generic_repeat`, nothing else may happen in between: an agent that edits
+//! something and then re-runs the same failing test is not in this streak.
+
+use super::ledger::{Ledger, LedgerEntry};
+use super::{Detection, Detector, Level};
+use crate::config::ExtraDetector;
+use crate::fingerprint::ArgsDigest;
+use crate::messages;
+
+/// The newest identical outcomes of one call in a row, and the newest of them.
+pub(crate) struct Trailing<'l> {
+    pub(crate) last: &'l LedgerEntry,
+    pub(crate) count: u64,
+}
+
+/// The streak of identical outcomes at the end of `run`'s ledger, if its call is
+/// `tool`/`args`.
+pub(crate) fn trailing<'l>(
+    ledger: &'l Ledger,
+    run: Option<&'l [u8]>,
+    tool: &[u8],
+    args: &ArgsDigest,
+) -> Option<Trailing<'l>> {
+    let mut it = ledger.scoped(run).rev();
+    let last = it.next()?;
+    if !last.same_call(tool, args) {
+        return None;
+    }
+    let more = it
+        .take_while(|e| e.same_call(tool, args) && e.result == last.result)
+        .count() as u64;
+    Some(Trailing {
+        last,
+        count: 1 + more,
+    })
+}
+
+/// Warning or critical for a streak of `count` against `cfg`'s thresholds.
+pub(crate) fn level(count: u64, cfg: &ExtraDetector) -> Option<Level> {
+    if cfg.block_at > 0 && count >= cfg.block_at {
+        Some(Level::Critical)
+    } else if cfg.warn_at > 0 && count >= cfg.warn_at {
+        Some(Level::Warning)
+    } else {
+        None
+    }
+}
+
+pub(crate) fn check(
+    streak: Option<&Trailing<'_>>,
+    tool: &[u8],
+    args_hash: &[u8],
+    cfg: &ExtraDetector,
+) -> Option<Detection> {
+    let s = streak?;
+    s.last.failure?;
+    let level = level(s.count, cfg)?;
+    let message = match level {
+        Level::Critical => messages::key(&[
+            b"CRITICAL: ",
+            tool,
+            b" failed the same way ",
+            s.count.to_string().as_bytes(),
+            b" times in a row with identical arguments. Retrying will not fix it; the call is blocked. Change the approach or report the task as failed.",
+        ]),
+        Level::Warning => messages::key(&[
+            b"WARNING: ",
+            tool,
+            b" failed the same way ",
+            s.count.to_string().as_bytes(),
+            b" times in a row with identical arguments. Do not retry it unchanged: read the error and change the approach, or report the task as failed.",
+        ]),
+    };
+    Some(Detection {
+        detector: Detector::IdenticalFailureStreak,
+        level,
+        count: s.count,
+        message,
+        warning_key: messages::key(&[
+            b"failure-streak:",
+            args_hash,
+            b":",
+            s.last.result.to_string().as_bytes(),
+        ]),
+        paired_tool: None,
+    })
+}

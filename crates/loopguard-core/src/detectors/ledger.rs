@@ -1,0 +1,412 @@
+//! The outcome ledger of loopguard's extra detectors (the `strict` profile).
+//!
+//! OpenClaw's detectors read the session's call history; the extra detectors need two
+//! things it does not keep: whether an outcome was a **failure** (and which one, as a
+//! normalised identity), and what survives a **compaction**. The ledger keeps them, and
+//! is written only when an extra detector that needs it is switched on, so the default
+//! profile's state (and its exported bytes) is exactly OpenClaw's.
+//!
+//! Everything is bounded: at most `historySize` outcomes (and never more than
+//! [`MAX_ENTRIES`]), at most [`MAX_RUNS`] runs (least recently used first out), at most
+//! [`MAX_MARKS`] loop marks per run. It is saved and restored with the session
+//! ([`crate::state`]).
+
+use std::collections::VecDeque;
+
+use sha2::{Digest, Sha256};
+
+use crate::fingerprint::ArgsDigest;
+use crate::history::Name;
+use crate::outcome::{extract_text, format_error, Outcome, ResultHash};
+use crate::value::Value;
+
+/// The most outcomes the ledger keeps, whatever `historySize` says.
+pub const MAX_ENTRIES: usize = 1000;
+/// The most runs whose compaction count, loop marks and critical count are kept.
+pub const MAX_RUNS: usize = 64;
+/// The most loop marks one run keeps across compactions.
+pub const MAX_MARKS: usize = 16;
+
+/// A normalised failure: 8 bytes of SHA-256 over the failure's identity text.
+pub type FailureId = [u8; 8];
+
+/// One outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LedgerEntry {
+    /// The normalised run id.
+    pub run: Option<Name>,
+    /// The tool.
+    pub tool: Name,
+    /// The argument digest.
+    pub args: ArgsDigest,
+    /// The outcome hash.
+    pub result: ResultHash,
+    /// Set when the outcome was a failure: its normalised identity.
+    pub failure: Option<FailureId>,
+    /// The run's compaction count when the outcome was recorded.
+    pub epoch: u32,
+}
+
+impl LedgerEntry {
+    pub(crate) fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
+        self.args == *args && self.tool.as_wtf8() == tool
+    }
+}
+
+/// A loop seen repeating before a compaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopMark {
+    /// The tool.
+    pub tool: Name,
+    /// The argument digest.
+    pub args: ArgsDigest,
+    /// The repeated outcome.
+    pub result: ResultHash,
+    /// How many compactions it was repeating before.
+    pub seen: u32,
+}
+
+/// Per-run state.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunState {
+    /// The normalised run id.
+    pub run: Option<Name>,
+    /// Compactions seen in this run.
+    pub compactions: u32,
+    /// Critical detections (blocks) in this run.
+    pub criticals: u64,
+    /// Set once a second critical ended the run.
+    pub ended: bool,
+    /// Loops that survived compactions.
+    pub marks: Vec<LoopMark>,
+}
+
+/// The extra detectors' state of one session.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ledger {
+    entries: VecDeque<LedgerEntry>,
+    runs: VecDeque<RunState>,
+}
+
+fn run_eq(a: Option<&Name>, b: Option<&[u8]>) -> bool {
+    a.map(|n| n.as_wtf8()) == b
+}
+
+impl Ledger {
+    /// `true` when nothing was ever recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.runs.is_empty()
+    }
+
+    /// Every outcome kept, oldest first.
+    pub fn entries(&self) -> &VecDeque<LedgerEntry> {
+        &self.entries
+    }
+
+    /// Every run kept, least recently used first.
+    pub fn runs(&self) -> &VecDeque<RunState> {
+        &self.runs
+    }
+
+    /// A ledger rebuilt from its parts (for [`crate::state`]); the bounds are applied.
+    pub fn from_parts(
+        entries: impl IntoIterator<Item = LedgerEntry>,
+        runs: impl IntoIterator<Item = RunState>,
+    ) -> Ledger {
+        let mut l = Ledger {
+            entries: entries.into_iter().collect(),
+            runs: runs.into_iter().collect(),
+        };
+        while l.entries.len() > MAX_ENTRIES {
+            l.entries.pop_front();
+        }
+        while l.runs.len() > MAX_RUNS {
+            l.runs.pop_front();
+        }
+        for r in &mut l.runs {
+            r.marks.truncate(MAX_MARKS);
+        }
+        l
+    }
+
+    /// The outcomes of one run, oldest first.
+    pub(crate) fn scoped<'l>(
+        &'l self,
+        run: Option<&'l [u8]>,
+    ) -> impl DoubleEndedIterator<Item = &'l LedgerEntry> + Clone + 'l {
+        self.entries
+            .iter()
+            .filter(move |e| run_eq(e.run.as_ref(), run))
+    }
+
+    /// The state of a run, if kept.
+    pub fn run(&self, run: Option<&[u8]>) -> Option<&RunState> {
+        self.runs.iter().find(|r| run_eq(r.run.as_ref(), run))
+    }
+
+    /// The state of a run, created (and moved to the most recent place) on demand.
+    fn run_mut(&mut self, run: Option<&[u8]>) -> &mut RunState {
+        let pos = self.runs.iter().position(|r| run_eq(r.run.as_ref(), run));
+        let state = match pos {
+            Some(i) => self.runs.remove(i).unwrap_or_default(),
+            None => RunState {
+                run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
+                ..Default::default()
+            },
+        };
+        if self.runs.len() >= MAX_RUNS {
+            self.runs.pop_front();
+        }
+        self.runs.push_back(state);
+        self.runs.back_mut().expect("just pushed")
+    }
+
+    /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]).
+    pub(crate) fn record(
+        &mut self,
+        run: Option<&[u8]>,
+        tool: &Name,
+        args: ArgsDigest,
+        result: ResultHash,
+        failure: Option<FailureId>,
+        cap: usize,
+    ) {
+        let epoch = self.run(run).map_or(0, |r| r.compactions);
+        self.entries.push_back(LedgerEntry {
+            run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
+            tool: tool.clone(),
+            args,
+            result,
+            failure,
+            epoch,
+        });
+        let cap = cap.clamp(1, MAX_ENTRIES);
+        while self.entries.len() > cap {
+            self.entries.pop_front();
+        }
+    }
+
+    /// A compaction finished: the loops repeating since the previous one are marked (a
+    /// mark seen before counts one more compaction), and the run's epoch moves on.
+    pub(crate) fn compaction(&mut self, run: Option<&[u8]>) {
+        let epoch = self.run(run).map_or(0, |r| r.compactions);
+        let mut repeated: Vec<(Name, ArgsDigest, ResultHash, u32)> = Vec::new();
+        for e in self.scoped(run).filter(|e| e.epoch == epoch) {
+            match repeated
+                .iter_mut()
+                .find(|(t, a, r, _)| *a == e.args && *r == e.result && t == &e.tool)
+            {
+                Some(x) => x.3 += 1,
+                None => repeated.push((e.tool.clone(), e.args, e.result, 1)),
+            }
+        }
+        let state = self.run_mut(run);
+        for (tool, args, result, n) in repeated {
+            if n < 2 {
+                continue;
+            }
+            match state
+                .marks
+                .iter_mut()
+                .find(|m| m.args == args && m.result == result && m.tool == tool)
+            {
+                Some(m) => m.seen = m.seen.saturating_add(1),
+                None => {
+                    if state.marks.len() >= MAX_MARKS {
+                        state.marks.remove(0);
+                    }
+                    state.marks.push(LoopMark {
+                        tool,
+                        args,
+                        result,
+                        seen: 1,
+                    });
+                }
+            }
+        }
+        state.compactions = state.compactions.saturating_add(1);
+    }
+
+    /// Counts a critical detection in `run`; returns the run's count.
+    pub(crate) fn note_critical(&mut self, run: Option<&[u8]>) -> u64 {
+        let state = self.run_mut(run);
+        state.criticals = state.criticals.saturating_add(1);
+        state.criticals
+    }
+
+    /// Marks `run` as ended.
+    pub(crate) fn end_run(&mut self, run: Option<&[u8]>) {
+        self.run_mut(run).ended = true;
+    }
+}
+
+/// Whether an outcome is a failure, and its normalised identity.
+///
+/// A failure is a thrown error; a result whose `details` say `status: "failed"` or a
+/// non-zero `exitCode` (OpenClaw's `exec` shape, which the Claude Code profile also uses);
+/// or a text result that starts with `<returncode>N</returncode>`, N not 0
+/// (mini-swe-agent's observation). The identity is the error text, or the exit code and
+/// the output, [normalised](normalize_failure_text) so that the same error about a
+/// different file is the same failure.
+///
+/// ```
+/// use loopguard_core::detectors::ledger::failure_identity;
+/// use loopguard_core::outcome::Outcome;
+/// use loopguard_core::Value;
+/// let a = Value::from("ENOENT: no such file or directory, open '/tmp/a.txt'");
+/// let b = Value::from("ENOENT: no such file or directory, open '/tmp/b/c.txt'");
+/// assert_eq!(failure_identity(Outcome::Error(&a)), failure_identity(Outcome::Error(&b)));
+/// let ok = Value::parse(br#"{"details":{"status":"completed","exitCode":0}}"#)?;
+/// assert_eq!(failure_identity(Outcome::Result(&ok)), None);
+/// # Ok::<(), loopguard_core::parse::ParseError>(())
+/// ```
+pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
+    let text = match outcome {
+        Outcome::Undefined => return None,
+        Outcome::Error(e) => {
+            let msg = format_error(e);
+            format!("error:{}", normalize_failure_text(&msg.to_string_lossy()))
+        }
+        Outcome::Result(r) => result_failure(r)?,
+    };
+    let digest = Sha256::digest(text.as_bytes());
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    Some(id)
+}
+
+fn result_failure(r: &Value<'_>) -> Option<String> {
+    if let Some(details) = r.get("details") {
+        let status = details.get("status").and_then(Value::as_str);
+        let code = details.get("exitCode").and_then(Value::as_f64);
+        let failed = status == Some("failed") || code.is_some_and(|c| c != 0.0);
+        if failed {
+            let output = details
+                .get("aggregated")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| extract_text(r).to_string_lossy().into_owned());
+            return Some(format!(
+                "exit:{}:{}",
+                code.map_or_else(|| "?".to_string(), |c| c.to_string()),
+                normalize_failure_text(&output)
+            ));
+        }
+        return None;
+    }
+    let text = extract_text(r);
+    let text = text.to_string_lossy();
+    let rest = text.strip_prefix("<returncode>")?;
+    let (code, output) = rest.split_once("</returncode>")?;
+    let code: i64 = code.trim().parse().ok()?;
+    (code != 0).then(|| format!("exit:{code}:{}", normalize_failure_text(output)))
+}
+
+/// Normalises a failure's text: lowercase, whitespace collapsed, numbers replaced by `#`,
+/// quoted strings and path-like words (with `/`, `\` or a dotted file name) by `<v>`, and
+/// at most 2,000 characters kept.
+///
+/// ```
+/// use loopguard_core::detectors::ledger::normalize_failure_text;
+/// assert_eq!(
+///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'a.py'"),
+///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'src/b.py'"),
+/// );
+/// assert_ne!(normalize_failure_text("permission denied"), normalize_failure_text("not found"));
+/// ```
+pub fn normalize_failure_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(2000));
+    for word in text.split_whitespace() {
+        if out.len() >= 2000 {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let quoted = word.len() >= 2
+            && matches!(word.as_bytes()[0], b'\'' | b'"' | b'`')
+            && word.trim_end_matches([',', '.', ':', ';', ')']).len() >= 2
+            && word
+                .trim_end_matches([',', '.', ':', ';', ')'])
+                .ends_with(['\'', '"', '`']);
+        let trimmed = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '\\');
+        let pathlike = trimmed.contains('/')
+            || trimmed.contains('\\')
+            || trimmed
+                .split_once('.')
+                .is_some_and(|(a, b)| !a.is_empty() && b.starts_with(char::is_alphabetic));
+        if quoted || pathlike {
+            out.push_str("<v>");
+            continue;
+        }
+        let mut in_number = false;
+        for c in word.chars() {
+            if c.is_ascii_digit() {
+                if !in_number {
+                    out.push('#');
+                }
+                in_number = true;
+            } else {
+                in_number = false;
+                out.extend(c.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        crate::history::name_from_vec(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn mini_swe_agent_return_codes_and_exec_details() {
+        let text = |t: &str| {
+            Value::parse(format!(r#"{{"content":[{{"type":"text","text":{t:?}}}]}}"#).as_bytes())
+                .unwrap()
+                .into_owned()
+        };
+        let ok = text("<returncode>0</returncode>\n<output>fine</output>");
+        let bad = text("<returncode>1</returncode>\n<output>boom</output>");
+        assert_eq!(failure_identity(Outcome::Result(&ok)), None);
+        assert!(failure_identity(Outcome::Result(&bad)).is_some());
+        let plain = text("just text");
+        assert_eq!(failure_identity(Outcome::Result(&plain)), None);
+        let failed = Value::parse(
+            br#"{"details":{"status":"failed","exitCode":2,"aggregated":"ls: x: No such file"}}"#,
+        )
+        .unwrap();
+        assert!(failure_identity(Outcome::Result(&failed)).is_some());
+    }
+
+    #[test]
+    fn bounded_runs_and_entries() {
+        let mut l = Ledger::default();
+        let h = ResultHash {
+            is_error: false,
+            digest: [0; 32],
+        };
+        for i in 0..(MAX_RUNS * 2) {
+            let run = format!("r{i}");
+            l.record(
+                Some(run.as_bytes()),
+                &name("t"),
+                ArgsDigest([0; 32]),
+                h,
+                None,
+                30,
+            );
+            l.note_critical(Some(run.as_bytes()));
+        }
+        assert_eq!(l.entries().len(), 30);
+        assert_eq!(l.runs().len(), MAX_RUNS);
+        for _ in 0..(MAX_MARKS * 3) {
+            l.compaction(None);
+        }
+        assert!(l.run(None).unwrap().marks.len() <= MAX_MARKS);
+    }
+}
