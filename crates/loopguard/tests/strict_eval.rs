@@ -1,0 +1,168 @@
+//! The strict profile's evaluation: real mini-swe-agent transcripts replayed with both
+//! profiles through the real binary (`loopguard replay --format mini-swe-agent --mode
+//! observe --json --profile P`).
+//!
+//! Checks what the README's table claims: no block on a healthy or self-recovering run
+//! with either profile, and each stuck run blocked by the strict profile by the call
+//! `tests/fixtures/real-transcripts/verdicts.tsv` states (the loop's 10th call). The table
+//! itself is compared with `tests/fixtures/real-transcripts/evaluation.md`, which the README
+//! quotes; `LOOPGUARD_BLESS=1 cargo test -p loopguard --test strict_eval` rewrites it after a
+//! deliberate change.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real-transcripts")
+}
+
+struct Case {
+    file: String,
+    verdict: String,
+    loop_start: Option<u64>,
+    strict_block_by: Option<u64>,
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(dir().join("verdicts.tsv")).expect("verdicts.tsv");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert!(f.len() >= 4, "verdicts.tsv: bad line {l:?}");
+            Case {
+                file: f[0].to_string(),
+                verdict: f[1].to_string(),
+                loop_start: f[2].parse().ok(),
+                strict_block_by: f[3].parse().ok(),
+            }
+        })
+        .collect()
+}
+
+/// Calls, and the first warning and first block (call index, detector).
+#[derive(Debug)]
+struct Run {
+    calls: u64,
+    first_warn: Option<(u64, String)>,
+    first_block: Option<(u64, String)>,
+}
+
+fn replay(file: &str, profile: &str) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args([
+            "replay",
+            "--format",
+            "mini-swe-agent",
+            "--mode",
+            "observe",
+            "--json",
+            "--profile",
+            profile,
+        ])
+        .arg(dir().join(file))
+        .output()
+        .expect("run loopguard");
+    assert!(
+        out.status.success(),
+        "{file} ({profile}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut run = Run {
+        calls: 0,
+        first_warn: None,
+        first_block: None,
+    };
+    for line in String::from_utf8(out.stdout).expect("utf-8").lines() {
+        let d: serde_json::Value = serde_json::from_str(line).expect("decision JSON");
+        if d["type"] != "call" {
+            continue;
+        }
+        run.calls += 1;
+        let detector = || (run.calls, d["detector"].as_str().unwrap_or("").to_string());
+        match d["decision"].as_str() {
+            Some("warn") if run.first_warn.is_none() => run.first_warn = Some(detector()),
+            Some("block") if run.first_block.is_none() => run.first_block = Some(detector()),
+            _ => {}
+        }
+    }
+    run
+}
+
+fn cell(x: &Option<(u64, String)>) -> String {
+    match x {
+        Some((n, d)) => format!("{n} (`{d}`)"),
+        None => "none".to_string(),
+    }
+}
+
+#[test]
+fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
+    let mut table = String::from(
+        "| transcript | verdict | calls | openclaw: first warning | openclaw: first block | strict: first warning | strict: first block |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    let mut failures = Vec::new();
+    let cases = cases();
+    assert!(cases.len() >= 10, "the evaluation set lost its transcripts");
+    for c in &cases {
+        let default = replay(&c.file, "openclaw");
+        let strict = replay(&c.file, "strict");
+        assert_eq!(default.calls, strict.calls, "{}", c.file);
+        let name = c.file.rsplit('/').next().unwrap_or(&c.file);
+        let verdict = match c.loop_start {
+            Some(s) => format!("{} (loop from call {s})", c.verdict),
+            None => c.verdict.clone(),
+        };
+        table.push_str(&format!(
+            "| `{name}` | {verdict} | {} | {} | {} | {} | {} |\n",
+            strict.calls,
+            cell(&default.first_warn),
+            cell(&default.first_block),
+            cell(&strict.first_warn),
+            cell(&strict.first_block),
+        ));
+        if c.verdict != "stuck" {
+            for (profile, run) in [("openclaw", &default), ("strict", &strict)] {
+                if let Some((n, d)) = &run.first_block {
+                    failures.push(format!(
+                        "{}: {} run blocked by {profile} at call {n} ({d})",
+                        c.file, c.verdict
+                    ));
+                }
+            }
+            continue;
+        }
+        match (c.strict_block_by, &strict.first_block) {
+            (Some(by), Some((n, _))) if *n <= by => {}
+            (Some(by), got) => failures.push(format!(
+                "{}: stuck run must be blocked by call {by}, got {got:?}",
+                c.file
+            )),
+            (None, Some(got)) => failures.push(format!(
+                "{}: verdicts.tsv says the strict profile does not block this run, but it blocks at {got:?}: update verdicts.tsv and the README",
+                c.file
+            )),
+            (None, None) => {}
+        }
+        // Whatever else, the strict profile never reacts later than OpenClaw's.
+        if let (Some((s, _)), Some((d, _))) = (&strict.first_block, &default.first_block) {
+            assert!(
+                s <= d,
+                "{}: strict blocks later ({s}) than openclaw ({d})",
+                c.file
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    let golden = dir().join("evaluation.md");
+    if std::env::var_os("LOOPGUARD_BLESS").is_some() {
+        std::fs::write(&golden, &table).expect("write evaluation.md");
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_default();
+    assert_eq!(
+        want, table,
+        "the evaluation table changed; rerun with LOOPGUARD_BLESS=1 and update the README"
+    );
+}
