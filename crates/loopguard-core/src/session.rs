@@ -484,8 +484,8 @@ impl Session {
                 let run = call.run_key();
                 self.ledger.note_critical(run);
                 if d.detector == Detector::SecondCriticalAbort {
+                    ends_run = !self.ledger.run(run).is_some_and(|s| s.ended);
                     self.ledger.end_run(run);
-                    ends_run = true;
                 }
             }
         }
