@@ -166,3 +166,187 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
         "the evaluation table changed; rerun with LOOPGUARD_BLESS=1 and update the README"
     );
 }
+
+fn loopguard(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(args)
+        .output()
+        .expect("run loopguard")
+}
+
+/// The default profile is OpenClaw's byte for byte: every parity fixture replays to the
+/// same bytes with no `loopguard` block, with `profile: "openclaw"` written in the config
+/// file, and with `--profile openclaw`.
+#[test]
+fn parity_fixtures_are_unchanged_by_the_openclaw_profile() {
+    let parity = dir().join("../parity");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&parity).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let Some(case) = name.strip_suffix(".events.jsonl") else {
+            continue;
+        };
+        cases += 1;
+        let config = parity.join(format!("{case}.config.json"));
+        let events = parity.join(&name);
+        let text = std::fs::read_to_string(&config).unwrap();
+        let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        doc["loopguard"] = serde_json::json!({ "profile": "openclaw" });
+        let with_block = tmp.path().join(format!("{case}.json"));
+        std::fs::write(&with_block, doc.to_string()).unwrap();
+        let run = |cfg: &Path, profile: Option<&str>| {
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["replay".as_ref(), "--json".as_ref(), "--config".as_ref()];
+            args.push(cfg.as_os_str());
+            if let Some(p) = profile {
+                args.push("--profile".as_ref());
+                args.push(p.as_ref());
+            }
+            args.push(events.as_os_str());
+            let out = loopguard(&args);
+            assert!(
+                out.status.success(),
+                "{case}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.stdout
+        };
+        let plain = run(&config, None);
+        assert_eq!(plain, run(&with_block, None), "{case}: loopguard block");
+        assert_eq!(
+            plain,
+            run(&config, Some("openclaw")),
+            "{case}: --profile openclaw"
+        );
+        let want: Vec<serde_json::Value> =
+            std::fs::read_to_string(parity.join(format!("{case}.expected.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        let got: Vec<serde_json::Value> = String::from_utf8(plain)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(got, want, "{case}");
+    }
+    assert_eq!(cases, 15, "parity fixtures missing");
+}
+
+/// `--profile strict` overrides the file's `profile: "openclaw"`, and the strict detectors'
+/// names appear in the decisions.
+#[test]
+fn profile_flag_overrides_the_file_and_names_the_detector() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("cfg.json5");
+    std::fs::write(
+        &cfg,
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"openclaw"}}"#,
+    )
+    .unwrap();
+    let mut events = String::new();
+    for i in 0..8 {
+        events.push_str(&format!(
+            "{{\"type\":\"call\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/missing\"}}}}\n{{\"type\":\"outcome\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/missing\"}},\"error\":\"ENOENT: no such file or directory\"}}\n"
+        ));
+    }
+    let file = tmp.path().join("events.jsonl");
+    std::fs::write(&file, events).unwrap();
+    let decisions = |profile: Option<&str>| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "replay".as_ref(),
+            "--json".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+        ];
+        if let Some(p) = profile {
+            args.push("--profile".as_ref());
+            args.push(p.as_ref());
+        }
+        args.push(file.as_os_str());
+        let out = loopguard(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|d| d["type"] == "call")
+            .map(|d| {
+                format!(
+                    "{}:{}",
+                    d["decision"].as_str().unwrap(),
+                    d["detector"].as_str().unwrap_or("-")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(decisions(None).iter().all(|d| d == "allow:-"));
+    let strict = decisions(Some("strict"));
+    assert_eq!(strict[3], "warn:identical_failure_streak", "{strict:?}");
+    assert_eq!(strict[6], "block:identical_failure_streak", "{strict:?}");
+    // Enforce mode: the blocked call's outcome is ignored, the retry is the second critical.
+    assert_eq!(strict[7], "block:second_critical_abort", "{strict:?}");
+}
+
+/// `config check` validates the `loopguard` block and shows what each agent gets.
+#[test]
+fn config_check_validates_and_shows_the_loopguard_block() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good.json5");
+    std::fs::write(
+        &good,
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict",detectors:{argumentChurn:false}},
+           agents:{list:[{id:"ops",loopguard:{profile:"openclaw"}}]}}"#,
+    )
+    .unwrap();
+    let out = loopguard(&["config".as_ref(), "check".as_ref(), good.as_os_str()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("loopguard profile: strict  (global)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("identicalFailureStreak=on (warnAt=3, blockAt=6)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("argumentChurn=off"), "{stdout}");
+    assert!(
+        stdout.contains("loopguard profile: openclaw  (agent)"),
+        "{stdout}"
+    );
+
+    let bad = tmp.path().join("bad.json5");
+    std::fs::write(
+        &bad,
+        "{\n  loopguard: {\n    detectors: { identicalFailureStreak: { blokAt: 4 } },\n  },\n}\n",
+    )
+    .unwrap();
+    let out = loopguard(&["config".as_ref(), "check".as_ref(), bad.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(":3:")
+            && stderr.contains("loopguard.detectors.identicalFailureStreak.blokAt")
+            && stderr.contains("did you mean `blockAt`"),
+        "{stderr}"
+    );
+    // replay refuses it like an unknown key in OpenClaw's block.
+    let out = loopguard(&[
+        "replay".as_ref(),
+        "--config".as_ref(),
+        bad.as_os_str(),
+        "-".as_ref(),
+    ]);
+    assert!(!out.status.success());
+}
