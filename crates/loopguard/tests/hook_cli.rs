@@ -997,4 +997,64 @@ fn replay_of_a_transcript_decides_as_the_live_hook_did() {
         .collect();
     assert_eq!(replayed, hook, "replay and the live hook disagree");
     assert_eq!(replayed.iter().filter(|d| *d == "warn").count(), 1);
+
+/// The strict profile from the project's `.loopguard.json5`: a command failing the same way
+/// is denied after 6 identical failures, and retrying it after the block stops the agent
+/// (`second_critical_abort`); the next prompt starts clean.
+#[test]
+fn strict_profile_from_the_project_config_denies_then_stops() {
+    let sb = Sandbox::new();
+    let cc = Claude::new(&sb.project());
+    std::fs::write(
+        sb.project().join(".loopguard.json5"),
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "strict" } }"#,
+    )
+    .unwrap();
+    let mut answers = Vec::new();
+    for i in 0..8 {
+        let id = format!("f{i}");
+        let a = sb.hook(&cc.pre("Bash", bash("npm test"), &id), &[]);
+        let denied = a.json.as_ref().and_then(|j| {
+            j["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .map(str::to_string)
+        });
+        answers.push((denied, a.json.clone()));
+        if answers.last().unwrap().0.is_none() {
+            sb.hook(
+                &cc.failure(
+                    "Bash",
+                    bash("npm test"),
+                    &id,
+                    "Exit code 1\nError: Cannot find module 'jest'",
+                ),
+                &[],
+            );
+        }
+    }
+    let first_deny = answers.iter().position(|(d, _)| d.is_some()).unwrap();
+    assert_eq!(first_deny, 6, "{answers:?}");
+    let first = answers[6].1.as_ref().unwrap();
+    assert!(first.get("continue").is_none(), "{first}");
+    assert!(
+        first["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("failed the same way 6 times"),
+        "{first}"
+    );
+    let second = answers[7].1.as_ref().unwrap();
+    assert_eq!(second["continue"], false, "{second}");
+    assert!(
+        second["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("second_critical_abort"),
+        "{second}"
+    );
+    // A new prompt is a new run.
+    sb.hook(&cc.prompt("try something else"), &[])
+        .assert_untouched();
+    sb.hook(&cc.pre("Bash", bash("npm test"), "n1"), &[])
+        .assert_untouched();
 }
