@@ -21,6 +21,10 @@
 //! * [`detectors`]: five detectors in a fixed priority order: unknown-tool repeats, the
 //!   global circuit breaker, known polls without progress, ping-pong alternation, and
 //!   generic repeats. Repetition alone only warns; blocking needs identical outcomes.
+//!   The opt-in `strict` profile (`loopguard` config block, [`config::Profile`]) adds
+//!   loopguard's own detectors over an outcome ledger: identical failure and outcome
+//!   streaks, one error despite changing arguments, argument churn, loops across
+//!   compactions, and a second critical that ends the run.
 //! * [`warnings`]: a warning is shown once per bucket of ten, so the model is not drowned.
 //! * [`compaction_guard`]: after a context compaction, the same (tool, arguments, result)
 //!   `windowSize` times in a row aborts the run with `compaction_loop_persisted`.

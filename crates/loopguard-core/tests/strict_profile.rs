@@ -594,8 +594,8 @@ proptest! {
         let res_ba = v(r#"{"details":{"aggregated":"no","exitCode":1,"status":"failed"}}"#);
         let ok_ab = v(r#"{"k":1,"j":2}"#);
         let ok_ba = v(r#"{"j":2,"k":1}"#);
-        for i in 0..n {
-            let (args_b, res_b, ok_b) = if swap[i] { (&args_ba, &res_ba, &ok_ba) } else { (&args_ab, &res_ab, &ok_ab) };
+        for &swapped in swap.iter().take(n) {
+            let (args_b, res_b, ok_b) = if swapped { (&args_ba, &res_ba, &ok_ba) } else { (&args_ab, &res_ab, &ok_ab) };
             let ca = Call::new("exec", &args_ab);
             let cb = Call::new("exec", args_b);
             prop_assert_eq!(a.before_call(&p, &ca), b.before_call(&p, &cb));

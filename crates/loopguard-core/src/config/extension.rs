@@ -250,7 +250,7 @@ fn count(v: Option<f64>, default: u64) -> u64 {
 /// A count that may be `0` ("never"): `blockAt: 0` makes a detector warn-only.
 fn count_or_zero(v: Option<f64>, default: u64) -> u64 {
     match v {
-        Some(n) if n == 0.0 => 0,
+        Some(0.0) => 0,
         other => count(other, default),
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! loopguard's extra detectors (the `strict` profile, or switched on one by one in the
 //! `loopguard` config block) run after these, over the outcome [`ledger`]; a critical from
-//! either side wins over a warning ([`detect_extra`]):
+//! either side wins over a warning (`detect_extra`):
 //! [`failure_streak`], [`outcome_streak`], [`error_changing_args`], [`argument_churn`],
 //! [`loop_across_compactions`], and [`second_critical`], which the session applies to
 //! every critical.
