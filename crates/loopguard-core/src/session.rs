@@ -401,7 +401,7 @@ impl Session {
         let state = self.ledger.run(run);
         if state.is_some_and(|s| s.ended) {
             let n = state.map_or(0, |s| s.criticals);
-            return Some(detectors::second_critical::detection(run, n, None));
+            return Some(detectors::second_critical::detection(run, n + 1, None));
         }
         match found {
             Some(d) if d.level == Level::Critical => {
@@ -499,7 +499,16 @@ impl Session {
                 match detection.level {
                     Level::Critical => Verdict::Block { detection, key },
                     Level::Warning => {
-                        let emitted = self.buckets.should_emit(key.as_wtf8(), detection.count);
+                        // OpenClaw's buckets never emit counts below 10; the strict
+                        // profile's warnings start lower, so their first one is shown and
+                        // then one per ten more (their keys are their own).
+                        let count = match policy.extra.warn_at(detection.detector) {
+                            Some(first) => {
+                                detection.count.saturating_sub(first) + crate::warnings::BUCKET_SIZE
+                            }
+                            None => detection.count,
+                        };
+                        let emitted = self.buckets.should_emit(key.as_wtf8(), count);
                         Verdict::Warn {
                             detection,
                             key,

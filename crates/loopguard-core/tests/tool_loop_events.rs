@@ -91,3 +91,37 @@ fn tool_loop_events_carry_openclaw_fields() {
     }
     assert!(field(block, "message").contains("identical outcomes"));
 }
+
+/// The strict profile's detectors report under their own names: a warning at 3 identical
+/// failures (emitted once for its bucket), a block at 6, and the retry that ends the run.
+#[test]
+fn strict_detectors_report_their_own_names() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::registry().with(captured.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        let policy = Policy::enabled().with_extra(loopguard_core::config::ExtraPolicy::strict());
+        let mut s = Session::new("s");
+        let args = Value::parse(br#"{"path":"/missing.txt"}"#).unwrap();
+        let err = Value::from("ENOENT: no such file or directory");
+        for _ in 0..9 {
+            let call = Call::new("read", &args).run("run-1");
+            if !s.before_call(&policy, &call).is_block() {
+                s.after_call(&policy, &call, Outcome::Error(&err));
+            }
+        }
+    });
+    let events = captured.0.lock().unwrap().clone();
+    let got: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|e| (field(e, "action"), field(e, "detector"), field(e, "count")))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("warn", "identical_failure_streak", "3"),
+            ("block", "identical_failure_streak", "6"),
+            ("block", "second_critical_abort", "2"),
+            ("block", "second_critical_abort", "3"),
+        ]
+    );
+}

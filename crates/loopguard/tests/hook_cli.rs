@@ -1032,6 +1032,20 @@ fn strict_profile_from_the_project_config_denies_then_stops() {
             );
         }
     }
+    // The warning after 3 identical failures reaches the model (once, not at 4 and 5).
+    let context = |i: usize| {
+        answers[i].1.as_ref().and_then(|j| {
+            j["hookSpecificOutput"]["additionalContext"]
+                .as_str()
+                .map(str::to_string)
+        })
+    };
+    assert!(answers[..3].iter().all(|(_, j)| j.is_none()), "{answers:?}");
+    assert!(
+        context(3).is_some_and(|c| c.contains("failed the same way 3 times")),
+        "{answers:?}"
+    );
+    assert_eq!((context(4), context(5)), (None, None));
     let first_deny = answers.iter().position(|(d, _)| d.is_some()).unwrap();
     assert_eq!(first_deny, 6, "{answers:?}");
     let first = answers[6].1.as_ref().unwrap();

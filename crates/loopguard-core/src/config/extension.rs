@@ -228,6 +228,20 @@ impl ExtraPolicy {
             || self.second_critical.enabled
     }
 
+    /// The count at which `detector` (one of [`crate::Detector::EXTRA`]) starts warning;
+    /// warnings are shown from there, once per ten more (see
+    /// [`crate::warnings::WarningBuckets`]).
+    pub fn warn_at(&self, detector: crate::Detector) -> Option<u64> {
+        use crate::Detector as D;
+        Some(match detector {
+            D::IdenticalFailureStreak => self.failure_streak.warn_at,
+            D::IdenticalOutcomeStreak => self.outcome_streak.warn_at,
+            D::ErrorDespiteChangingArgs => self.error_changing_args.warn_at,
+            D::ArgumentChurn => self.argument_churn.warn_at,
+            _ => return None,
+        })
+    }
+
     /// `true` when a detector needs the outcome ledger.
     pub(crate) fn records_outcomes(&self) -> bool {
         self.failure_streak.enabled
