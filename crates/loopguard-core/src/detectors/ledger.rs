@@ -404,9 +404,19 @@ mod tests {
         }
         assert_eq!(l.entries().len(), 30);
         assert_eq!(l.runs().len(), MAX_RUNS);
-        for _ in 0..(MAX_MARKS * 3) {
+        // A new loop before every compaction: the oldest marks make room.
+        for k in 0..(MAX_MARKS * 3) {
+            for _ in 0..2 {
+                l.record(None, &name("t"), ArgsDigest([k as u8; 32]), h, None, 30);
+            }
             l.compaction(None);
         }
-        assert!(l.run(None).unwrap().marks.len() <= MAX_MARKS);
+        let run = l.run(None).unwrap();
+        assert_eq!(run.marks.len(), MAX_MARKS);
+        assert_eq!(
+            run.marks.last().unwrap().args,
+            ArgsDigest([(MAX_MARKS * 3 - 1) as u8; 32])
+        );
+        assert_eq!(run.compactions, (MAX_MARKS * 3) as u32);
     }
 }
