@@ -221,7 +221,8 @@ impl Summary {
             .map(|t| t.to_string_lossy().into_owned())
             .unwrap_or_default();
         let subject = match f.detector {
-            Detector::PingPong | Detector::UnknownToolRepeat => {
+            // A run ended by the strict profile is one loop, whatever its later calls are.
+            Detector::PingPong | Detector::UnknownToolRepeat | Detector::SecondCriticalAbort => {
                 let key = f.warning_key.as_ref().map(JsString::as_wtf8).unwrap_or(b"");
                 // The session scopes warning keys as `<run>:<key>`; without the run prefix
                 // both sides of a pair share one loop.
@@ -386,8 +387,25 @@ impl Summary {
         for (c, _) in columns {
             let _ = write!(out, " {c:>10}");
         }
+        // The strict profile's detectors get one column, shown only when one of them fired,
+        // so the default profile's table is unchanged.
+        let strict_loops = |s: &SessionSummary| {
+            s.loops
+                .iter()
+                .filter(|l| {
+                    l.detectors
+                        .first()
+                        .is_some_and(|d| Detector::EXTRA.contains(d))
+                })
+                .count() as u64
+        };
+        let strict = self.sessions.iter().any(|s| strict_loops(s) > 0);
+        if strict {
+            let _ = write!(out, " {:>10}", "strict");
+        }
         let _ = writeln!(out, " {:>14}", "calls in loops");
         let mut total = [0u64; 9];
+        let mut strict_total = 0;
         for s in &self.sessions {
             let name: String = s.name.chars().take(name_w).collect();
             let loops = s.loops.len() as u64;
@@ -397,6 +415,12 @@ impl Summary {
             for (i, (_, d)) in columns.iter().enumerate() {
                 let n = s.loops_by(*d) as u64;
                 total[2 + i] += n;
+                let cell = format!("{n:>10}");
+                let _ = write!(out, " {}", if n > 0 { p.warn(&cell) } else { cell });
+            }
+            if strict {
+                let n = strict_loops(s);
+                strict_total += n;
                 let cell = format!("{n:>10}");
                 let _ = write!(out, " {}", if n > 0 { p.warn(&cell) } else { cell });
             }
@@ -413,6 +437,9 @@ impl Summary {
         );
         for t in &total[2..8] {
             let _ = write!(out, " {t:>10}");
+        }
+        if strict {
+            let _ = write!(out, " {strict_total:>10}");
         }
         let _ = writeln!(out, " {:>14}", total[8]);
         out

@@ -350,3 +350,52 @@ fn config_check_validates_and_shows_the_loopguard_block() {
     ]);
     assert!(!out.status.success());
 }
+
+/// The report: a run ended by the strict profile is one loop, and the table across sessions
+/// gets a `strict` column only when a strict detector fired.
+#[test]
+fn report_groups_an_ended_run_and_adds_a_strict_column_only_when_used() {
+    let file =
+        dir().join("wudi-alex-mini-swe-agent-CaM/nano-output.sphinx-doc__sphinx-7757.traj.json");
+    let healthy = dir().join("gruckion-mini-swe-agent/django__django-11163.traj.json");
+    let report = |profile: &str| {
+        let out = loopguard(&[
+            "replay".as_ref(),
+            "--format".as_ref(),
+            "mini-swe-agent".as_ref(),
+            "--color".as_ref(),
+            "never".as_ref(),
+            "--profile".as_ref(),
+            profile.as_ref(),
+            file.as_os_str(),
+            healthy.as_os_str(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let strict = report("strict");
+    assert!(
+        strict.contains("1. format_error {} in run run-1: identical_failure_streak, count up to 6"),
+        "{strict}"
+    );
+    assert!(
+        strict.contains("2. format_error {} in run run-1: second_critical_abort"),
+        "{strict}"
+    );
+    assert!(!strict.contains("  3. "), "{strict}");
+    let header = strict
+        .lines()
+        .find(|l| l.starts_with("session ") && l.contains("calls in loops"))
+        .unwrap();
+    assert!(header.contains(" strict "), "{header}");
+    let default = report("openclaw");
+    let header = default
+        .lines()
+        .find(|l| l.starts_with("session ") && l.contains("calls in loops"))
+        .unwrap();
+    assert!(!header.contains("strict"), "{header}");
+}
