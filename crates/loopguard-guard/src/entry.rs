@@ -89,7 +89,8 @@ pub struct Stats {
     pub warnings: u64,
     /// Calls blocked.
     pub blocks: u64,
-    /// Runs aborted by the post-compaction guard.
+    /// Runs aborted by the post-compaction guard, or ended by the strict profile's
+    /// `second_critical_abort`.
     pub aborts: u64,
 }
 
@@ -486,6 +487,10 @@ impl SessionEntry {
             }
             Verdict::Block { detection, key } => {
                 self.stats.blocks += 1;
+                if d.ends_run {
+                    // The strict profile's second critical ended the run.
+                    self.stats.aborts += 1;
+                }
                 decision.action = Action::Block;
                 decision.finding = Some(finding(detection, Some(key), Some(true)));
                 if applier.mode == Mode::Enforce {

@@ -447,6 +447,16 @@ fn answer(
                 "loopguard blocked {tool}: {} (count {})",
                 f.detector, f.count
             );
+            if f.detector == loopguard_core::Detector::SecondCriticalAbort {
+                // Strict profile: a second critical loop ended this run (the engine blocks
+                // the rest of it); the agent is stopped as well, until the next prompt.
+                let reason = format!("loopguard stopped the agent ({}): {message}", f.detector);
+                return Reply {
+                    deny: Some(message),
+                    notice: Some(notice),
+                    ..Reply::stop(name, &reason)
+                };
+            }
             Reply::deny(name, &message, &notice)
         }
         Action::Abort if enforce => {

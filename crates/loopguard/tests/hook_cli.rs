@@ -997,6 +997,7 @@ fn replay_of_a_transcript_decides_as_the_live_hook_did() {
         .collect();
     assert_eq!(replayed, hook, "replay and the live hook disagree");
     assert_eq!(replayed.iter().filter(|d| *d == "warn").count(), 1);
+}
 
 /// The strict profile from the project's `.loopguard.json5`: a command failing the same way
 /// is denied after 6 identical failures, and retrying it after the block stops the agent
