@@ -265,12 +265,17 @@ fn describe_loopguard(
         out,
         "  loopguard profile: {}  ({profile_src}){}",
         extra.profile.as_str(),
-        if extra.any() && !policy.resolved.enabled {
+        if !extra.any() {
+            "; no extra detectors"
+        } else if !policy.resolved.enabled {
             "; extra detectors need enabled: true"
         } else {
             ""
         }
     );
+    if !extra.any() {
+        return;
+    }
     let show = |d: &loopguard_core::config::ExtraDetector, numbers: &str| {
         if d.enabled {
             format!("on{numbers}")
