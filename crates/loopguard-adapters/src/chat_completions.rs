@@ -20,11 +20,11 @@
 //!
 //! A run boundary starts a new run only when the current one made calls, so the consecutive
 //! user messages of one prompt share a run. At a run boundary, calls still waiting for a
-//! result never ran: they are reported as `Unanswered` (a tool message cannot answer a
-//! call of an earlier turn).
+//! result are replayed without an outcome and reported as `Unanswered` (a tool message
+//! cannot answer a call of an earlier turn).
 //!
-//! Calls are paired with their results by the machinery in [`crate::common`], shared with
-//! the Claude Code, Responses, Codex and SWE-agent adapters.
+//! Calls are paired with their results by the one pairing every adapter shares (by id in
+//! any order, by position when ids are missing or repeat).
 
 use loopguard_core::Value;
 use loopguard_events::Payload;
@@ -80,7 +80,7 @@ impl ChatState {
         };
         let ts = ts_of(m, "timestamp");
         match role {
-            "assistant" => self.assistant(no, m, ts),
+            "assistant" => self.assistant(no, m, ts, out),
             "tool" => self.tracker.tool_message(no, m, ts, out),
             "function" => {
                 let key = str_field(m, "name").map(legacy_key);
@@ -90,7 +90,7 @@ impl ChatState {
                     .result(no, Some(&key), Payload::Result(text_result(&text)), ts, out);
             }
             "user" => {
-                self.tracker.flush();
+                self.tracker.end_turn(out);
                 self.runs.boundary();
             }
             _ => {}
@@ -98,13 +98,13 @@ impl ChatState {
         Ok(())
     }
 
-    fn assistant(&mut self, no: u64, m: &Value<'_>, ts: u64) {
+    fn assistant(&mut self, no: u64, m: &Value<'_>, ts: u64, out: &mut Vec<SourcedEvent>) {
         let run = self.runs.current();
         match m.get("tool_calls") {
             None | Some(Value::Null) => {}
             Some(Value::Array(calls)) => {
                 for (i, tc) in calls.iter().enumerate() {
-                    if self.tracker.tool_call(no, i, tc, &run, ts, None) {
+                    if self.tracker.tool_call(no, i, tc, &run, ts, None, out) {
                         self.runs.used();
                     }
                 }
@@ -121,7 +121,7 @@ impl ChatState {
                     let args = arguments(f.get("arguments"));
                     let mut call = PendingCall::new(no, &run, None, name, args);
                     call.ts = ts;
-                    self.tracker.call(Some(legacy_key(name)), call);
+                    self.tracker.call(Some(legacy_key(name)), call, out);
                     self.runs.used();
                 }
                 None => self.tracker.diagnose(
@@ -186,7 +186,9 @@ impl DocumentAdapter for ChatCompletions {
                 adapted.diagnostics.push(d);
             }
         }
-        adapted.diagnostics.extend(state.tracker.finish());
+        adapted
+            .diagnostics
+            .extend(state.tracker.finish(&mut adapted.events));
         adapted.diagnostics.sort_by_key(|d| d.line);
         Ok(adapted)
     }
@@ -265,8 +267,8 @@ impl LineAdapter for ChatCompletionsLines {
         self.state.message(no, &v, out)
     }
 
-    fn finish(&mut self, _out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.state.tracker.finish()
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.state.tracker.finish(out)
     }
 }
 
@@ -356,8 +358,11 @@ mod tests {
                 (7, DiagnosticKind::BadField)
             ]
         );
-        assert_eq!(a.events.len(), 2);
-        assert_eq!(a.events[0].event.run.as_ref().unwrap().to_string(), "run-2");
+        // The unanswered call is replayed alone when its turn ends (the next prompt).
+        assert_eq!(a.events.len(), 3);
+        assert_eq!(a.events[0].event.kind, loopguard_events::EventKind::Call);
+        assert_eq!(a.events[0].event.run.as_ref().unwrap().to_string(), "run-1");
+        assert_eq!(a.events[1].event.run.as_ref().unwrap().to_string(), "run-2");
     }
 
     #[test]

@@ -186,7 +186,7 @@ impl ClaudeCodeAdapter {
         self.messages.back_mut().expect("just pushed")
     }
 
-    fn assistant(&mut self, no: u64, v: &Value<'_>, ts: u64) {
+    fn assistant(&mut self, no: u64, v: &Value<'_>, ts: u64, out: &mut Vec<SourcedEvent>) {
         let Some(msg) = v.get("message") else {
             return;
         };
@@ -238,7 +238,15 @@ impl ClaudeCodeAdapter {
         }
         for mut call in calls {
             call.tokens = tokens.map(|t| t / count.max(1));
-            self.tracker.call(call.call_id.clone(), call);
+            // A result written before its call (parallel calls) pairs now.
+            match self.tracker.take_held(call.call_id.as_deref()) {
+                Some(held) => {
+                    call.tokens = self.tokens_of(&call);
+                    self.tracker
+                        .emit(call, held.line, held.payload, held.ts, out);
+                }
+                None => self.tracker.call(call.call_id.clone(), call, out),
+            }
         }
         if count > 0 {
             self.runs_of(v).used();
@@ -273,6 +281,15 @@ impl ClaudeCodeAdapter {
             .unwrap_or_default();
         if results.is_empty() {
             if !(is_sidechain(v) && id_field(v, "agentId").is_some()) {
+                // A prompt ends the turn of its lane (main or subagents): calls of that
+                // lane still waiting are replayed without an outcome. Results held for
+                // calls not yet read keep waiting until the end of the file.
+                let sidechain = is_sidechain(v);
+                self.tracker.end_turn_where(
+                    out,
+                    |c| c.run.as_deref().is_some_and(|r| r.starts_with("sidechain")) == sidechain,
+                    false,
+                );
                 self.runs_of(v).boundary();
             }
             return;
@@ -301,7 +318,11 @@ impl ClaudeCodeAdapter {
                     call.tokens = self.tokens_of(&call);
                     self.tracker.emit(call, no, payload, ts, out);
                 }
-                None => self.tracker.orphan(no, id.as_deref()),
+                // Its `tool_use` line may follow (parallel calls): held until then.
+                None => match id.as_deref() {
+                    Some(id) => self.tracker.hold(no, id, payload, ts),
+                    None => self.tracker.orphan(no, None),
+                },
             }
         }
     }
@@ -342,7 +363,7 @@ impl LineAdapter for ClaudeCodeAdapter {
         };
         let ts = ts_of(&v, "timestamp");
         match ty {
-            "assistant" => self.assistant(no, &v, ts),
+            "assistant" => self.assistant(no, &v, ts, out),
             "user" => self.user(no, &v, ts, out),
             "system" => {
                 if str_field(&v, "subtype") == Some("compact_boundary") {
@@ -362,8 +383,8 @@ impl LineAdapter for ClaudeCodeAdapter {
         Ok(())
     }
 
-    fn finish(&mut self, _out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.tracker.finish()
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.tracker.finish(out)
     }
 }
 
@@ -484,10 +505,21 @@ mod tests {
                 "sidechain-ab12",
                 "run-1",
                 "run-1",
-                "run-1"
+                "run-1",
+                // t3, never answered: replayed alone at the next prompt; t4 at the end.
+                "run-1",
+                "run-2"
             ]
         );
         assert_eq!(events[6].event.kind, EventKind::Compaction);
+        assert_eq!(
+            (events[7].line, events[7].event.kind),
+            (12, EventKind::Call)
+        );
+        assert_eq!(
+            (events[8].line, events[8].event.kind),
+            (14, EventKind::Call)
+        );
         assert_eq!(events[6].event.timestamp_ms, 1767225600000);
         let kinds: Vec<_> = diags.iter().map(|d| (d.line, d.kind)).collect();
         assert_eq!(

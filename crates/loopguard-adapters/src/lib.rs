@@ -39,6 +39,7 @@ pub mod detect;
 pub mod events;
 pub mod openclaw;
 pub mod openclaw_sqlite;
+mod pairing;
 pub mod reader;
 pub mod responses;
 pub mod swe_agent;

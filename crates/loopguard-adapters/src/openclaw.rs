@@ -4,8 +4,9 @@
 //!
 //! * `toolCall` blocks of `assistant` messages are calls; the `toolResult` message that
 //!   answers one is its outcome. The call is emitted together with its outcome, when the
-//!   result is read (a call that never got a result never ran: it is reported by
-//!   [`LineAdapter::finish`] as [`DiagnosticKind::Unanswered`], not replayed).
+//!   result is read; a call that never got a result is replayed without an outcome when
+//!   its turn ends (the next assistant turn, or the end of the file) and reported as
+//!   [`DiagnosticKind::Unanswered`].
 //! * `compaction` entries (and the gateway's `{"role":"system", "__openclaw":{"kind":
 //!   "compaction"}}` projection) are compactions.
 //! * Everything else (user messages, `bashExecution`, model changes, labels, …) only moves
@@ -21,11 +22,12 @@
 //! message (the compaction event is then emitted when that message is read, still with the
 //! compaction's own line).
 //!
-//! Results are paired with calls by call id, and by position when the id is missing
-//! ([`Pending`]). When an assistant message is read, the calls of earlier turns that are
-//! still waiting never ran (the agent loop appends results before the next turn) and are
-//! reported, so a provider id reused later (`functions.read:0`) pairs with the new call; only
-//! calls of another explicitly named run keep waiting, since runs can interleave.
+//! Results are paired with calls by the pairing all adapters share: by call id, and by
+//! position when the id is missing. When an assistant message is read, the calls of
+//! earlier turns that are still waiting will get no result (the agent loop appends results
+//! before the next turn): they are replayed without an outcome and reported, so a provider
+//! id reused later (`functions.read:0`) pairs with the new call; only calls of another
+//! explicitly named run keep waiting, since runs can interleave.
 //!
 //! ```
 //! use loopguard_adapters::{openclaw::OpenClawAdapter, Context, LineAdapter};
@@ -54,11 +56,9 @@ use std::io::BufRead;
 use loopguard_core::{Object, Value};
 use loopguard_events::Payload;
 
-use crate::common::{content_text, parse_line, str_field, timestamp_ms, Builder, Pending};
+use crate::common::{content_text, parse_line, str_field, timestamp_ms, Builder};
+use crate::pairing::{PendingCall, Tracker};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
-
-/// At most this many calls wait for their results; older ones are reported as unanswered.
-const MAX_PENDING: usize = 1024;
 
 /// Entry types that are part of the format but carry no tool calls.
 const IGNORED_ENTRY_TYPES: &[&str] = &[
@@ -150,26 +150,12 @@ fn strip_bom(text: &[u8]) -> &[u8] {
     text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text)
 }
 
-/// A call waiting for its result.
-#[derive(Clone, Debug)]
-struct PendingCall {
-    line: u64,
-    run: Option<String>,
-    /// The run came from `__openclaw.runId`, not from inference.
-    explicit_run: bool,
-    call_id: Option<String>,
-    tool: String,
-    args: Value<'static>,
-    ts: u64,
-    tokens: Option<u64>,
-}
-
 /// Reads OpenClaw / pi session JSONL, one entry per line (see the module documentation).
 #[derive(Debug)]
 pub struct OpenClawAdapter {
     builder: Builder,
     active: Option<HashSet<String>>,
-    pending: Pending<PendingCall>,
+    tracker: Tracker,
     /// Inferred runs started so far.
     runs: u64,
     /// The inferred run in progress.
@@ -180,8 +166,6 @@ pub struct OpenClawAdapter {
     last_run: Option<String>,
     /// Compactions whose run is not known yet (line, timestamp).
     deferred: Vec<(u64, u64)>,
-    /// Calls found unanswered before the end of the input.
-    unanswered: Vec<Diagnostic>,
 }
 
 impl OpenClawAdapter {
@@ -190,13 +174,12 @@ impl OpenClawAdapter {
         OpenClawAdapter {
             builder: Builder::new(&ctx),
             active: None,
-            pending: Pending::new(MAX_PENDING),
+            tracker: Tracker::new(&ctx),
             runs: 0,
             open_run: None,
             fresh_run: false,
             last_run: None,
             deferred: Vec::new(),
-            unanswered: Vec::new(),
         }
     }
 
@@ -218,21 +201,6 @@ impl OpenClawAdapter {
         for (line, ts) in self.deferred.drain(..) {
             out.push(self.builder.compaction(line, run, ts));
         }
-    }
-
-    fn unanswered_diagnostic(call: &PendingCall, why: &str) -> Diagnostic {
-        let id = call
-            .call_id
-            .as_deref()
-            .map_or_else(String::new, |id| format!(" {id:?}"));
-        Diagnostic::new(
-            call.line,
-            DiagnosticKind::Unanswered,
-            format!(
-                "call{id} to {} never got a result ({why}); it never ran and is not replayed",
-                call.tool
-            ),
-        )
     }
 
     fn compaction(&mut self, no: u64, ts: u64, out: &mut Vec<SourcedEvent>) {
@@ -333,41 +301,48 @@ impl OpenClawAdapter {
             },
         };
 
-        // Calls of earlier assistant turns of this run that are still waiting never ran
-        // (the agent loop appends results before the next turn). Only calls of another,
-        // explicitly named run may still be answered: runs can interleave.
-        let waiting: Vec<PendingCall> = self.pending.drain().collect();
-        for call in waiting {
-            if call.explicit_run && explicit && call.run.as_deref() != Some(run.as_str()) {
-                self.pending.push(call.call_id.clone(), call);
-            } else {
-                let d = Self::unanswered_diagnostic(&call, "a later assistant turn followed");
-                self.unanswered.push(d);
-            }
-        }
+        // Calls of earlier assistant turns of this run that are still waiting will get no
+        // result (the agent loop appends results before the next turn): they are replayed
+        // without an outcome. Only calls of another, explicitly named run may still be
+        // answered: runs can interleave.
+        self.tracker.end_turn_where(
+            out,
+            |call| !(call.explicit_run && explicit && call.run.as_deref() != Some(run.as_str())),
+            true,
+        );
         self.flush_deferred(Some(&run), out);
 
         let tokens = usage_tokens(m.get("usage"));
         let n = calls.len() as u64;
+        let stop = m.get("stopReason").and_then(Value::as_str);
+        // A reply that failed or was aborted while streaming: the agent loop runs none of
+        // its tool calls, so OpenClaw's hooks never saw them (a call is replayed when it
+        // was made, with or without a result; these were not made).
+        if let Some(reason @ ("error" | "aborted")) = stop {
+            for (id, tool, _) in &calls {
+                let id = id.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
+                self.tracker.diagnose(
+                    no,
+                    DiagnosticKind::Unanswered,
+                    format!(
+                        "call of {tool}{id} is in a reply that ended with stopReason {reason:?}: the agent never ran it; not replayed"
+                    ),
+                );
+            }
+            self.open_run = None;
+            self.last_run = Some(run);
+            self.fresh_run = false;
+            return Ok(());
+        }
         for (i, (id, tool, args)) in calls.into_iter().enumerate() {
             let tokens = tokens.map(|t| t / n + u64::from((i as u64) < t % n));
-            let call = PendingCall {
-                line: no,
-                run: Some(run.clone()),
-                explicit_run: explicit,
-                call_id: id.clone(),
-                tool,
-                args,
-                ts,
-                tokens,
-            };
-            if let Some(dropped) = self.pending.push(id, call) {
-                let d = Self::unanswered_diagnostic(&dropped, "too many calls waiting");
-                self.unanswered.push(d);
-            }
+            let mut call = PendingCall::new(no, &run, id.clone(), &tool, args);
+            call.explicit_run = explicit;
+            call.ts = ts;
+            call.tokens = tokens;
+            self.tracker.call(id, call, out);
         }
 
-        let stop = m.get("stopReason").and_then(Value::as_str);
         let continues = match stop {
             Some(reason) => reason == "toolUse",
             None => n > 0,
@@ -388,7 +363,7 @@ impl OpenClawAdapter {
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
         let id = str_field(m, "toolCallId").filter(|i| !i.is_empty());
-        let Some(call) = self.pending.take(id) else {
+        let Some(call) = self.tracker.take(id) else {
             let tool = str_field(m, "toolName").unwrap_or("?");
             let what = id.map_or_else(String::new, |id| format!(" {id:?}"));
             return Err(Diagnostic::new(
@@ -410,22 +385,9 @@ impl OpenClawAdapter {
             }
             Payload::Result(Value::Object(Object::from_entries(fields)))
         };
-        let run = call.run.as_deref();
-        self.flush_deferred(run, out);
-        let id = call.call_id.as_deref();
-        out.push(self.builder.call(
-            call.line,
-            run,
-            id,
-            &call.tool,
-            call.args.clone(),
-            call.ts,
-            call.tokens,
-        ));
-        out.push(
-            self.builder
-                .outcome(no, run, id, &call.tool, call.args, payload, ts),
-        );
+        let run = call.run.clone();
+        self.flush_deferred(run.as_deref(), out);
+        self.tracker.emit(call, no, payload, ts, out);
         Ok(())
     }
 }
@@ -521,15 +483,12 @@ impl LineAdapter for OpenClawAdapter {
     }
 
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        // Calls still waiting are replayed (without an outcome) before a compaction that
+        // follows them.
+        self.tracker.end_turn(out);
         let run = self.open_run.clone().or_else(|| self.last_run.clone());
         self.flush_deferred(run.as_deref(), out);
-        let mut diagnostics = std::mem::take(&mut self.unanswered);
-        let waiting: Vec<PendingCall> = self.pending.drain().collect();
-        for call in &waiting {
-            diagnostics.push(Self::unanswered_diagnostic(call, "the transcript ends"));
-        }
-        diagnostics.sort_by_key(|d| d.line);
-        diagnostics
+        self.tracker.finish(out)
     }
 }
 
@@ -763,6 +722,8 @@ mod tests {
             [
                 "call 2 run-1 c1 read",
                 "outcome 3 run-1 c1 read",
+                // The first c2 got no result before the next turn: replayed alone.
+                "call 2 run-1 c2 read",
                 "call 4 run-1 c2 read",
                 "outcome 5 run-1 c2 read"
             ]
@@ -897,8 +858,9 @@ mod tests {
     }
 
     #[test]
-    fn too_many_waiting_calls_are_reported_not_kept() {
-        let calls: Vec<(String, &str)> = (0..=MAX_PENDING)
+    fn too_many_waiting_calls_are_replayed_early_not_kept() {
+        use crate::pairing::PENDING_LIMIT;
+        let calls: Vec<(String, &str)> = (0..=PENDING_LIMIT)
             .map(|i| (format!("c{i}"), "read"))
             .collect();
         let calls: Vec<(&str, &str)> = calls.iter().map(|(i, n)| (i.as_str(), *n)).collect();
@@ -910,9 +872,11 @@ mod tests {
         assert_eq!(d.kind, DiagnosticKind::Orphan);
         a.line(3, result("c1").as_bytes(), &mut out).unwrap();
         let diags = a.finish(&mut out);
-        assert_eq!(diags.len(), MAX_PENDING);
+        assert_eq!(diags.len(), PENDING_LIMIT);
         assert!(diags.iter().all(|d| d.kind == DiagnosticKind::Unanswered));
-        assert_eq!(out.len(), 2);
+        // c0 replayed alone when the queue overflowed, c1 with its result, the rest alone.
+        assert_eq!(out.len(), 1 + 2 + (PENDING_LIMIT - 1));
+        assert_eq!(out[0].event.call_id.as_ref().unwrap().as_str(), Some("c0"));
     }
 
     #[test]

@@ -225,7 +225,8 @@ impl Items {
         }
     }
 
-    fn boundary(&mut self) {
+    fn boundary(&mut self, out: &mut Vec<SourcedEvent>) {
+        self.tracker.end_turn(out);
         self.runs.boundary();
         self.compacted = false;
     }
@@ -237,12 +238,56 @@ impl Items {
         }
     }
 
-    fn call(&mut self, no: u64, key: Option<String>, tool: &str, args: Value<'static>, ts: u64) {
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        no: u64,
+        key: Option<String>,
+        tool: &str,
+        args: Value<'static>,
+        ts: u64,
+        out: &mut Vec<SourcedEvent>,
+    ) {
         let mut call = PendingCall::new(no, &self.runs.current(), key.clone(), tool, args);
         call.ts = ts;
-        self.tracker.call(key, call);
+        self.tracker.call(key, call, out);
         self.runs.used();
         self.compacted = false;
+    }
+
+    /// Codex's `exec_command_end` event (`call_id`, `aggregated_output` or `stdout` and
+    /// `stderr`, `exit_code`): the outcome of its call if the rollout never writes the
+    /// call's `function_call_output` (a session saved mid-turn), in the shape
+    /// [`exec_result`] gives exec outputs (the duration left out).
+    fn exec_end(&mut self, no: u64, payload: Option<&Value<'_>>, ts: u64) {
+        let Some(p) = payload else { return };
+        let Some(id) = id_field(p, "call_id") else {
+            return;
+        };
+        let output = match str_field(p, "aggregated_output") {
+            Some(o) => o.to_string(),
+            None => {
+                let out = str_field(p, "stdout").unwrap_or("");
+                let err = str_field(p, "stderr").unwrap_or("");
+                format!("{out}{err}")
+            }
+        };
+        let block = Value::Object(Object::from_entries(vec![
+            ("type".into(), Value::from("text")),
+            ("text".into(), Value::from(output)),
+        ]));
+        let mut fields = vec![("content".into(), Value::Array(vec![block]))];
+        if let Some(code) = p.get("exit_code").and_then(Value::as_f64) {
+            fields.push((
+                "details".into(),
+                Value::Object(Object::from_entries(vec![(
+                    "exitCode".into(),
+                    Value::Number(code),
+                )])),
+            ));
+        }
+        let payload = Payload::Result(Value::Object(Object::from_entries(fields)));
+        self.tracker.fallback(no, &id, payload, ts);
     }
 
     fn result(&mut self, no: u64, item: &Value<'_>, ts: u64, out: &mut Vec<SourcedEvent>) {
@@ -270,12 +315,12 @@ impl Items {
         };
         let call_id = || id_field(item, "call_id").or_else(|| id_field(item, "id"));
         match ty {
-            "message" if str_field(item, "role") == Some("user") => self.boundary(),
+            "message" if str_field(item, "role") == Some("user") => self.boundary(out),
             "function_call" => {
                 let name = str_field(item, "name")
                     .ok_or_else(|| bad(no, "function_call: field `name` missing"))?;
                 let args = arguments(item.get("arguments"));
-                self.call(no, call_id(), name, args, ts);
+                self.call(no, call_id(), name, args, ts, out);
             }
             "custom_tool_call" => {
                 let name = str_field(item, "name")
@@ -286,14 +331,14 @@ impl Items {
                     .unwrap_or(Value::Null)
                     .into_owned();
                 let args = Value::Object(Object::from_entries(vec![("input".into(), input)]));
-                self.call(no, call_id(), name, args, ts);
+                self.call(no, call_id(), name, args, ts, out);
             }
             "local_shell_call" => {
                 let args = match item.get("action") {
                     Some(a @ Value::Object(_)) => a.clone().into_owned(),
                     _ => empty(),
                 };
-                self.call(no, call_id(), "local_shell", args, ts);
+                self.call(no, call_id(), "local_shell", args, ts, out);
             }
             "mcp_call" => {
                 let name = str_field(item, "name")
@@ -308,7 +353,7 @@ impl Items {
                     (Some(e), _) if !e.is_null() => Payload::Error(e.clone().into_owned()),
                     (_, Some(o)) if !o.is_null() => Payload::Result(output_payload(Some(o))),
                     _ => {
-                        self.tracker.unanswered(call);
+                        self.tracker.replay_alone(call, out);
                         return Ok(());
                     }
                 };
@@ -335,7 +380,7 @@ impl Items {
                 } else {
                     empty()
                 };
-                self.call(no, call_id(), tool, args, ts);
+                self.call(no, call_id(), tool, args, ts, out);
             }
             _ => {}
         }
@@ -381,12 +426,12 @@ impl DocumentAdapter for Responses {
             _ => return Err(bad(1, "expected an array of items or an object")),
         }
         let mut items = Items::new(ctx);
+        let mut adapted = Adapted::default();
         if leading_prompt {
-            items.boundary();
+            items.boundary(&mut adapted.events);
         }
         // A response object's `created_at` dates its items when they have none.
         let default_ts = ts_of(&value, "created_at");
-        let mut adapted = Adapted::default();
         for (i, item) in lists.into_iter().flatten().enumerate() {
             let no = i as u64 + 1;
             let ts = match ts_of(item, "created_at") {
@@ -397,7 +442,9 @@ impl DocumentAdapter for Responses {
                 adapted.diagnostics.push(d);
             }
         }
-        adapted.diagnostics.extend(items.tracker.finish());
+        adapted
+            .diagnostics
+            .extend(items.tracker.finish(&mut adapted.events));
         adapted.diagnostics.sort_by_key(|d| d.line);
         Ok(adapted)
     }
@@ -463,8 +510,9 @@ impl LineAdapter for CodexRolloutAdapter {
             }
             "event_msg" => {
                 match payload.and_then(|p| str_field(p, "type")) {
-                    Some("user_message") => self.items.boundary(),
+                    Some("user_message") => self.items.boundary(out),
                     Some("context_compacted") => self.items.compaction(no, ts, out),
+                    Some("exec_command_end") => self.items.exec_end(no, payload, ts),
                     _ => {}
                 }
                 Ok(())
@@ -477,8 +525,8 @@ impl LineAdapter for CodexRolloutAdapter {
         }
     }
 
-    fn finish(&mut self, _out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.items.tracker.finish()
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.items.tracker.finish(out)
     }
 }
 

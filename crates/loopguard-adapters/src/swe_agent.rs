@@ -164,7 +164,7 @@ impl SweAgent {
                     let payload = Payload::Result(text_result(&content_text(o)));
                     tracker.emit(call, no, payload, 0, &mut adapted.events);
                 }
-                _ => tracker.unanswered(call),
+                _ => tracker.replay_alone(call, &mut adapted.events),
             }
         }
         first_line + steps.len() as u64
@@ -197,7 +197,9 @@ impl DocumentAdapter for SweAgent {
         } else {
             return Err(bad(1, "field `trajectory`: missing or not an array"));
         }
-        adapted.diagnostics.extend(tracker.finish());
+        adapted
+            .diagnostics
+            .extend(tracker.finish(&mut adapted.events));
         adapted.diagnostics.sort_by_key(|d| d.line);
         Ok(adapted)
     }
@@ -300,18 +302,21 @@ struct MiniState {
 }
 
 impl MiniState {
-    fn drop_awaiting(&mut self) {
+    /// Commands of the last assistant message that got no observation are replayed
+    /// without an outcome.
+    fn drop_awaiting(&mut self, out: &mut Vec<crate::SourcedEvent>) {
         if let Some(a) = self.awaiting.take() {
             let run = self.runs.current();
             for (id, command) in a.commands {
-                let call = PendingCall::new(a.line, &run, id, "bash", command_args(&command));
-                self.tracker.unanswered(call);
+                let mut call = PendingCall::new(a.line, &run, id, "bash", command_args(&command));
+                call.ts = a.ts;
+                self.tracker.replay_alone(call, out);
             }
         }
     }
 
-    fn assistant(&mut self, no: u64, m: &Value<'_>) {
-        self.drop_awaiting();
+    fn assistant(&mut self, no: u64, m: &Value<'_>, out: &mut Vec<crate::SourcedEvent>) {
+        self.drop_awaiting(out);
         let ts = message_ts(m);
         let tokens = message_tokens(m);
         let run = self.runs.current();
@@ -323,7 +328,7 @@ impl MiniState {
             let n = calls.len() as u64;
             for (i, tc) in calls.iter().enumerate() {
                 self.tracker
-                    .tool_call(no, i, tc, &run, ts, tokens.map(|t| t / n));
+                    .tool_call(no, i, tc, &run, ts, tokens.map(|t| t / n), out);
             }
             self.runs.used();
             return;
@@ -357,7 +362,7 @@ impl MiniState {
     fn user(&mut self, no: u64, m: &Value<'_>, out: &mut Vec<crate::SourcedEvent>) {
         let ts = message_ts(m);
         let Some(mut a) = self.awaiting.take() else {
-            self.tracker.flush();
+            self.tracker.end_turn(out);
             self.runs.boundary();
             return;
         };
@@ -395,7 +400,7 @@ impl MiniState {
             return Err(bad(no, "a message must be a JSON object"));
         }
         match str_field(m, "role") {
-            Some("assistant") => self.assistant(no, m),
+            Some("assistant") => self.assistant(no, m, out),
             Some("user") => self.user(no, m, out),
             Some("tool") => self.tracker.tool_message(no, m, message_ts(m), out),
             Some(_) => {}
@@ -427,8 +432,10 @@ impl DocumentAdapter for MiniSweAgent {
                 adapted.diagnostics.push(d);
             }
         }
-        state.drop_awaiting();
-        adapted.diagnostics.extend(state.tracker.finish());
+        state.drop_awaiting(&mut adapted.events);
+        adapted
+            .diagnostics
+            .extend(state.tracker.finish(&mut adapted.events));
         adapted.diagnostics.sort_by_key(|d| d.line);
         Ok(adapted)
     }
@@ -481,7 +488,9 @@ mod tests {
             {"role":"assistant","content":"t","action":"python reproduce.py"}],
           "info":{"exit_status":"submitted"}}"#;
         let a = SweAgent.adapt(doc, &ctx()).unwrap();
-        assert_eq!(a.events.len(), 4);
+        // Two calls with their results, and `submit` (no observation) alone.
+        assert_eq!(a.events.len(), 5);
+        assert_eq!(tool(&a.events[4]), "submit");
         assert_eq!(
             a.events[0].event.args,
             Value::parse(br#"{"file_name":"missing_colon.py"}"#).unwrap()
@@ -543,9 +552,13 @@ mod tests {
                 "format_error",
                 "format_error",
                 "bash",
+                "bash",
+                // `sleep 99` got no observation: replayed without an outcome.
                 "bash"
             ]
         );
+        assert_eq!(a.events[6].event.kind, EventKind::Call);
+        assert_eq!(a.events[6].line, 9);
         assert_eq!(a.events[0].line, 3);
         assert_eq!(a.events[1].line, 4);
         assert!(matches!(a.events[1].event.payload, Some(Payload::Error(_))));

@@ -143,6 +143,12 @@ fn traps_invalid_arguments_out_of_order_results_and_missing_pieces() {
                 "delete_file".to_string(),
                 Value::parse(br#"{"path":"/tmp/a.log"}"#).unwrap()
             ),
+            // Cut-off arguments, no result: still a call, replayed without an outcome.
+            (
+                2,
+                "delete_file".to_string(),
+                Value::from("{\"path\": \"/tmp/b.log\"")
+            ),
         ]
     );
     assert_eq!(

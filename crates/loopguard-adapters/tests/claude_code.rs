@@ -254,6 +254,12 @@ fn traps_split_lines_orphans_unknown_and_truncated_lines() {
                 Value::parse(br#"{"command":"npm run lint"}"#).unwrap(),
                 Some(50)
             ),
+            // Never answered: replayed without an outcome at the end of the file.
+            (
+                9,
+                Value::parse(br#"{"command":"npm test"}"#).unwrap(),
+                Some(18782)
+            ),
         ]
     );
     assert_eq!(

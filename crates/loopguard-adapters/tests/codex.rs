@@ -247,6 +247,8 @@ fn traps_parallel_calls_bad_arguments_unknown_lines_and_a_cut_last_line() {
                 5,
                 Value::parse(br#"{"command":["cat","config/dev.toml"]}"#).unwrap()
             ),
+            // Never answered: replayed without an outcome.
+            (12, Value::parse(br#"{"command":["ls"]}"#).unwrap()),
         ]
     );
     // Content-item output.

@@ -385,8 +385,8 @@ fn reading_while_openclaw_writes_sees_committed_rows_and_changes_nothing() {
     let before = std::fs::read(db.path()).unwrap();
     let (events, diagnostics) = read(&db, LOOP);
     // Rows 0-12: the header, the user message, five read/result pairs and the sixth read
-    // (row 12), whose result is not committed yet.
-    assert_eq!(events.len(), 10);
+    // (row 12), whose result is not committed yet (replayed without an outcome).
+    assert_eq!(events.len(), 11);
     assert_eq!(diagnostics.len(), 1);
     assert_eq!(
         (diagnostics[0].line, diagnostics[0].kind),

@@ -172,6 +172,10 @@ fn traps_invalid_arguments_parallel_results_and_mcp_errors() {
             (5, o, readme),
             (6, c, ticket.clone()),
             (6, o, ticket),
+            // Calls without a result (an mcp_call with neither output nor error, a
+            // function_call never answered) are replayed without an outcome.
+            (7, c, Value::parse(br#"{"key":"OPS-2"}"#).unwrap()),
+            (10, c, Value::parse(br#"{"path":"LICENSE"}"#).unwrap()),
         ]
     );
     assert_eq!(

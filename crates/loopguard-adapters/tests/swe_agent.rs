@@ -144,6 +144,12 @@ fn swe_agent_traps_invalid_arguments_and_missing_fields() {
                 "goto".to_string(),
                 Value::parse(br#"{"line_number":30}"#).unwrap()
             ),
+            // No observation: replayed without an outcome.
+            (
+                3,
+                "bash".to_string(),
+                Value::parse(br#"{"command":"python -m pytest -q"}"#).unwrap()
+            ),
             (5, "submit".to_string(), Value::parse(b"{}").unwrap()),
         ]
     );
@@ -253,6 +259,8 @@ fn mini_tool_calling_trajectory() {
             (7, o, "bash".to_string(), None),
             (8, c, FORMAT_ERROR_TOOL.to_string(), Some(1912)),
             (9, o, FORMAT_ERROR_TOOL.to_string(), None),
+            // The last call got no result: replayed without an outcome.
+            (10, c, "bash".to_string(), Some(2120)),
         ]
     );
     assert_eq!(a.events[0].event.timestamp_ms, 1780680349441);
