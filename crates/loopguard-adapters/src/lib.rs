@@ -19,10 +19,11 @@
 //! [`detect::detect`] recognises a format from a file's first bytes.
 //!
 //! Every adapter follows the same rules:
-//! * events come out in file order; a call is emitted when its result is seen (calls that
-//!   never got a result never ran, and are reported, not replayed);
-//! * a result is paired with its call by call id, and by position when ids are missing or
-//!   repeat;
+//! * events come out in file order; a call is emitted when its result is seen, a call that
+//!   never got a result is emitted alone when its turn ends (and reported);
+//! * one pairing serves every adapter: a result is paired with its call by call id in any
+//!   order (a result written before its call waits for it), and by position when ids are
+//!   missing or repeat;
 //! * each event carries the line (or record number) it came from, its timestamp when the
 //!   transcript has one, and the tokens the model spent producing the call, when known;
 //! * a line that cannot be used is a [`Diagnostic`] naming the line; the caller decides
@@ -86,6 +87,7 @@ pub struct Diagnostic {
 
 /// The kinds of [`Diagnostic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DiagnosticKind {
     /// The line is not JSON (or not the JSON this format has).
     NotJson,
@@ -95,10 +97,17 @@ pub enum DiagnosticKind {
     UnknownEntry,
     /// A known entry with a field missing or of the wrong type.
     BadField,
-    /// A call that never got a result (it never ran); not replayed.
+    /// A call that never got a result: replayed without an outcome (or, when the agent
+    /// never ran it, not replayed; the message says which).
     Unanswered,
     /// A result whose call was not found; not replayed.
     Orphan,
+    /// A line holding several JSON values (a lost newline): each was read. A note, not a
+    /// loss.
+    JoinedLine,
+    /// The format was read but the file, although it has content, gave no call: the format
+    /// is probably not the right one. Line 0.
+    NoCalls,
 }
 
 impl DiagnosticKind {

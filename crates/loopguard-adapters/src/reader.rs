@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::events::EventsAdapter;
 use crate::{
-    Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, LineAdapter, SourcedEvent,
+    detect, Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, LineAdapter, SourcedEvent,
 };
 
 /// Something read from a transcript.
@@ -87,26 +87,34 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ReadError + '_ {
     }
 }
 
-/// The line adapter for a line-based format.
-fn line_adapter(
+/// The line adapter for a line-based format. `first_pass` reads the input once more
+/// (OpenClaw's active branch needs the whole tree before the first event).
+fn line_adapter<'a>(
     format: Format,
     ctx: &Context,
     path: &Path,
     opts: &ReadOptions,
+    first_pass: Option<&mut dyn FnMut() -> io::Result<Box<dyn BufRead + 'a>>>,
 ) -> Result<Option<Box<dyn LineAdapter>>, ReadError> {
     Ok(Some(match format {
         // Event streams name their own sessions (`"default"` when they do not).
         Format::Events => Box::new(EventsAdapter::default()),
         Format::OpenClaw => {
             let adapter = crate::openclaw::OpenClawAdapter::new(ctx.clone());
-            if opts.active_branch {
-                // A first pass finds the leaf and walks its parents.
-                let file = File::open(path).map_err(io_err(path))?;
-                let ids = crate::openclaw::active_branch_ids(BufReader::new(file))
-                    .map_err(io_err(path))?;
-                Box::new(adapter.with_active_branch(ids))
-            } else {
-                Box::new(adapter)
+            match (opts.active_branch, first_pass) {
+                (true, Some(open)) => {
+                    // A first pass finds the leaf and walks its parents.
+                    let input = open().map_err(io_err(path))?;
+                    let ids = crate::openclaw::active_branch_ids(input).map_err(io_err(path))?;
+                    Box::new(adapter.with_active_branch(ids))
+                }
+                (true, None) => return Err(ReadError::Io {
+                    path: path.to_path_buf(),
+                    source: io::Error::other(
+                        "--active-branch needs to read the input twice; standard input cannot be",
+                    ),
+                }),
+                (false, _) => Box::new(adapter),
             }
         }
         Format::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeAdapter::new(ctx.clone())),
@@ -128,7 +136,13 @@ fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
 }
 
 /// Reads `path` as `format`, handing every item to `sink`. Returns the number of lines
-/// (or records) read.
+/// (or records) read. Pipes, FIFOs and `/dev/fd/N` work too (see [`Source`]).
+///
+/// Besides the diagnostics of single lines, two notes come out as
+/// [`Item::Diagnostic`]s: [`DiagnosticKind::JoinedLine`] (a line held several JSON values,
+/// each was read) and, at the end, [`DiagnosticKind::NoCalls`] (line 0) when a transcript
+/// with content gave no call at all, so the caller can say that the format was probably
+/// the wrong one.
 pub fn read_file(
     path: &Path,
     format: Format,
@@ -136,49 +150,280 @@ pub fn read_file(
     opts: &ReadOptions,
     sink: &mut dyn FnMut(Item) -> Flow,
 ) -> Result<u64, ReadError> {
-    if format == Format::OpenClawSqlite {
-        return read_sqlite(path, ctx, sink);
+    Source::open(path)?.read(format, ctx, opts, sink)
+}
+
+/// How much of an input [`Source::detect`] reads before it decides a line-based format:
+/// the first 64 KiB, or to the end of the first line when that is longer (at most 16 MiB).
+const SNIFF_CHUNK: usize = 1 << 16;
+const SNIFF_LIMIT: usize = 16 << 20;
+
+/// What [`Source::detect`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Detected {
+    /// A known format.
+    Format(Format),
+    /// The input is empty or holds only whitespace.
+    Blank,
+    /// Not a format loopguard knows.
+    Unknown,
+}
+
+/// An input being read: a file, a pipe or a FIFO. Detection reads a prefix of it and keeps
+/// what it read, so reading afterwards starts at the first byte, also when the input cannot
+/// be read twice (`loopguard replay <(cat x.jsonl)`, a FIFO, `/dev/fd/N`, standard input).
+///
+/// ```
+/// use loopguard_adapters::reader::{Detected, Flow, Item, ReadOptions, Source};
+/// use loopguard_adapters::{Context, Format};
+/// let text = b"{\"type\":\"call\",\"tool\":\"read\"}\n".to_vec();
+/// let mut source = Source::from_reader("pipe", std::io::Cursor::new(text));
+/// assert_eq!(source.detect()?, Detected::Format(Format::Events));
+/// let mut events = 0;
+/// source.read(Format::Events, &Context::default(), &ReadOptions::default(), &mut |i| {
+///     if matches!(i, Item::Event(_)) { events += 1; }
+///     Flow::Continue
+/// })?;
+/// assert_eq!(events, 1); // detection consumed nothing
+/// # Ok::<(), loopguard_adapters::reader::ReadError>(())
+/// ```
+pub struct Source {
+    path: PathBuf,
+    /// A regular file: it can be opened again (SQLite, a second pass).
+    regular: bool,
+    /// What was read so far.
+    head: Vec<u8>,
+    /// The rest of the input; `None` once it is all in `head`.
+    rest: Option<Box<dyn Read + Send>>,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source")
+            .field("path", &self.path)
+            .field("regular", &self.regular)
+            .field("buffered", &self.head.len())
+            .finish()
     }
-    if let Some(adapter) = line_adapter(format, ctx, path, opts)? {
+}
+
+impl Source {
+    /// Opens `path` (a regular file, a FIFO, `/dev/fd/N`, …).
+    pub fn open(path: &Path) -> Result<Source, ReadError> {
         let file = File::open(path).map_err(io_err(path))?;
-        return read_lines(BufReader::with_capacity(1 << 20, file), adapter, sink).map_err(|e| {
-            match e {
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        Ok(Source {
+            path: path.to_path_buf(),
+            regular,
+            head: Vec::new(),
+            rest: Some(Box::new(file)),
+        })
+    }
+
+    /// A source reading from `reader` (standard input, say), named `name` in messages.
+    pub fn from_reader(name: impl Into<PathBuf>, reader: impl Read + Send + 'static) -> Source {
+        Source {
+            path: name.into(),
+            regular: false,
+            head: Vec::new(),
+            rest: Some(Box::new(reader)),
+        }
+    }
+
+    /// The path (or name) of the input.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `true` when the input is a regular file, which can be opened again.
+    pub fn is_regular_file(&self) -> bool {
+        self.regular
+    }
+
+    /// Reads up to `n` more bytes into the buffer; `false` at the end of the input.
+    fn fill(&mut self, n: usize) -> io::Result<bool> {
+        let Some(rest) = self.rest.as_mut() else {
+            return Ok(false);
+        };
+        let before = self.head.len();
+        rest.take(n as u64).read_to_end(&mut self.head)?;
+        if self.head.len() - before < n {
+            self.rest = None;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Recognises the format from the structure of the input, however large: line-based
+    /// formats from their first lines, whole documents from their parsed top level (a
+    /// pretty-printed SWE-agent `.traj` whose `environment` key comes last, a mini-swe-agent
+    /// file whose `trajectory_format` comes last). What is read is kept for [`Source::read`].
+    pub fn detect(&mut self) -> Result<Detected, ReadError> {
+        let path = self.path.clone();
+        let err = |source| ReadError::Io {
+            path: path.clone(),
+            source,
+        };
+        // The first 64 KiB, or up to the end of the first line (at most 16 MiB).
+        let mut more = self.fill(SNIFF_CHUNK).map_err(err)?;
+        while more && !self.head.contains(&b'\n') && self.head.len() < SNIFF_LIMIT {
+            more = self
+                .fill(self.head.len().min(SNIFF_LIMIT - self.head.len()))
+                .map_err(err)?;
+        }
+        if self.head.iter().all(u8::is_ascii_whitespace) && !more {
+            return Ok(Detected::Blank);
+        }
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if self.head.starts_with(b"SQLite format 3\0") || first_line_is_a_value(&self.head) {
+            return Ok(detect(&name, &self.head).map_or(Detected::Unknown, Detected::Format));
+        }
+        // A document spanning lines: its structure decides, so it is read whole (the
+        // document adapters read it whole anyway; it is kept for them).
+        let text = self.head.trim_ascii_start();
+        if matches!(text.first(), Some(b'{' | b'[')) {
+            while self.fill(1 << 20).map_err(err)? {}
+        }
+        Ok(detect(&name, &self.head).map_or(Detected::Unknown, Detected::Format))
+    }
+
+    /// The whole input from its first byte, as a buffered reader.
+    pub fn into_reader(self) -> Box<dyn BufRead + Send> {
+        let head = io::Cursor::new(self.head);
+        match self.rest {
+            Some(rest) => Box::new(BufReader::with_capacity(1 << 20, head.chain(rest))),
+            None => Box::new(head),
+        }
+    }
+
+    /// Reads the input as `format`, handing every item to `sink` (see [`read_file`]).
+    pub fn read(
+        mut self,
+        format: Format,
+        ctx: &Context,
+        opts: &ReadOptions,
+        sink: &mut dyn FnMut(Item) -> Flow,
+    ) -> Result<u64, ReadError> {
+        let path = self.path.clone();
+        if format == Format::OpenClawSqlite {
+            if !self.regular {
+                return Err(ReadError::Sqlite {
+                    path,
+                    message: "an SQLite store must be a regular file, not a pipe".into(),
+                });
+            }
+            return read_sqlite(&path, ctx, sink);
+        }
+        let mut calls = 0u64;
+        let mut counting = |item: Item| {
+            if let Item::Event(e) = &item {
+                calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
+            }
+            sink(item)
+        };
+        if format.is_line_based() {
+            // The active branch needs a first pass: a regular file is opened again; any
+            // other input is kept in memory.
+            let twice = opts.active_branch && format == Format::OpenClaw;
+            if twice && !self.regular {
+                while self.fill(1 << 20).map_err(io_err(&path))? {}
+            }
+            let regular = self.regular;
+            let head = &self.head;
+            let mut open = || -> io::Result<Box<dyn BufRead + '_>> {
+                if regular {
+                    Ok(Box::new(BufReader::new(File::open(&path)?)))
+                } else {
+                    Ok(Box::new(&head[..]))
+                }
+            };
+            let adapter = line_adapter(format, ctx, &path, opts, Some(&mut open))?.ok_or(
+                ReadError::Unsupported {
+                    path: path.clone(),
+                    format,
+                },
+            )?;
+            let lines = read_lines(
+                self.into_reader(),
+                adapter,
+                format != Format::Events,
+                &mut counting,
+            )
+            .map_err(|e| match e {
                 LinesError::Io(source) => ReadError::Io {
-                    path: path.to_path_buf(),
+                    path: path.clone(),
                     source,
                 },
                 LinesError::Stopped => ReadError::Stopped,
+            })?;
+            if calls == 0 && lines > 0 && format != Format::Events {
+                no_calls(format, lines, sink)?;
             }
-        });
-    }
-    let Some(adapter) = document_adapter(format) else {
-        return Err(ReadError::Unsupported {
-            path: path.to_path_buf(),
-            format,
-        });
-    };
-    let mut doc = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut doc))
-        .map_err(io_err(path))?;
-    let adapted = adapter
-        .adapt(&doc, ctx)
-        .map_err(|diagnostic| ReadError::Document {
-            path: path.to_path_buf(),
-            diagnostic,
-        })?;
-    let records = adapted.events.len() as u64;
-    for d in adapted.diagnostics {
-        if sink(Item::Diagnostic(d)) == Flow::Stop {
-            return Err(ReadError::Stopped);
+            return Ok(lines);
         }
-    }
-    for e in adapted.events {
-        if sink(Item::Event(e)) == Flow::Stop {
-            return Err(ReadError::Stopped);
+        let Some(adapter) = document_adapter(format) else {
+            return Err(ReadError::Unsupported { path, format });
+        };
+        while self.fill(1 << 20).map_err(io_err(&path))? {}
+        let doc = std::mem::take(&mut self.head);
+        let adapted = adapter
+            .adapt(&doc, ctx)
+            .map_err(|diagnostic| ReadError::Document {
+                path: path.clone(),
+                diagnostic,
+            })?;
+        let records = adapted.events.len() as u64;
+        for d in adapted.diagnostics {
+            if counting(Item::Diagnostic(d)) == Flow::Stop {
+                return Err(ReadError::Stopped);
+            }
         }
+        for e in adapted.events {
+            if counting(Item::Event(e)) == Flow::Stop {
+                return Err(ReadError::Stopped);
+            }
+        }
+        if calls == 0 && !doc.trim_ascii().is_empty() {
+            no_calls(format, records, sink)?;
+        }
+        Ok(records)
     }
-    Ok(records)
+}
+
+/// The [`DiagnosticKind::NoCalls`] note.
+fn no_calls(
+    format: Format,
+    read: u64,
+    sink: &mut dyn FnMut(Item) -> Flow,
+) -> Result<(), ReadError> {
+    let d = Diagnostic::new(
+        0,
+        DiagnosticKind::NoCalls,
+        format!(
+            "no tool call found reading it as {} ({}; {read} lines or records read): probably not this format",
+            format.name(),
+            format.describe()
+        ),
+    );
+    if sink(Item::Diagnostic(d)) == Flow::Stop {
+        return Err(ReadError::Stopped);
+    }
+    Ok(())
+}
+
+/// `true` when the first non-blank line of `head` is a complete JSON value (JSON Lines, or
+/// a whole document on one line).
+fn first_line_is_a_value(head: &[u8]) -> bool {
+    let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
+    head.split(|b| *b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())
+        .is_some_and(|l| loopguard_core::parse(l).is_ok())
 }
 
 /// Reads a line-based format from any reader (standard input, say).
@@ -190,13 +435,13 @@ pub fn read_stream(
     sink: &mut dyn FnMut(Item) -> Flow,
 ) -> Result<u64, ReadError> {
     let path = Path::new("-");
-    let Some(adapter) = line_adapter(format, ctx, path, opts)? else {
+    let Some(adapter) = line_adapter(format, ctx, path, opts, None)? else {
         return Err(ReadError::Unsupported {
             path: path.to_path_buf(),
             format,
         });
     };
-    read_lines(input, adapter, sink).map_err(|e| match e {
+    read_lines(input, adapter, format != Format::Events, sink).map_err(|e| match e {
         LinesError::Io(source) => ReadError::Io {
             path: path.to_path_buf(),
             source,
@@ -210,10 +455,13 @@ enum LinesError {
     Stopped,
 }
 
-/// Feeds every line of `input` to `adapter`.
+/// Feeds every line of `input` to `adapter`. With `split`, a line that is not JSON but
+/// holds several JSON values one after the other (a lost newline) is read value by value,
+/// with a [`DiagnosticKind::JoinedLine`] note.
 fn read_lines(
     mut input: impl BufRead,
     mut adapter: Box<dyn LineAdapter>,
+    split: bool,
     sink: &mut dyn FnMut(Item) -> Flow,
 ) -> Result<u64, LinesError> {
     let mut line = Vec::with_capacity(1 << 12);
@@ -233,6 +481,37 @@ fn read_lines(
         }
         let text = trim_line(text);
         if text.is_empty() {
+            continue;
+        }
+        let parts = if split && loopguard_core::parse(text).is_err() {
+            split_values(text)
+        } else {
+            None
+        };
+        if let Some(parts) = parts {
+            let note = Diagnostic::new(
+                no,
+                DiagnosticKind::JoinedLine,
+                format!(
+                    "{} JSON values on one line (a lost newline); each was read",
+                    parts.len()
+                ),
+            );
+            if sink(Item::Diagnostic(note)) == Flow::Stop {
+                return Err(LinesError::Stopped);
+            }
+            for part in parts {
+                if let Err(d) = adapter.line(no, part, &mut out) {
+                    if sink(Item::Diagnostic(d)) == Flow::Stop {
+                        return Err(LinesError::Stopped);
+                    }
+                }
+                for e in out.drain(..) {
+                    if sink(Item::Event(e)) == Flow::Stop {
+                        return Err(LinesError::Stopped);
+                    }
+                }
+            }
             continue;
         }
         if let Err(mut d) = adapter.line(no, text, &mut out) {
@@ -262,6 +541,49 @@ fn read_lines(
         }
     }
     Ok(no)
+}
+
+/// The JSON values of a line holding two or more of them back to back (`{…}{…}` or
+/// `{…} {…}`), when every one parses; `None` otherwise.
+fn split_values(text: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut start: Option<usize> = None;
+    for (i, &b) in text.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                if depth == 0 {
+                    start = Some(i);
+                }
+                depth += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    parts.push(&text[start.take()?..=i]);
+                }
+            }
+            b' ' | b'\t' | b'\r' => {}
+            _ if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    if depth != 0 || parts.len() < 2 || parts.iter().any(|p| loopguard_core::parse(p).is_err()) {
+        return None;
+    }
+    Some(parts)
 }
 
 /// Strips the line ending and surrounding JSON whitespace.

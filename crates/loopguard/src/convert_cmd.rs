@@ -35,11 +35,16 @@ pub struct ConvertArgs {
 /// Runs `loopguard convert`.
 pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     let path = &args.input;
-    if !path.is_file() {
+    if !path.exists() {
         bail!("{}: no such file", path.display());
     }
+    // A pipe (`/dev/fd/N`) is read once: the source detection read from is kept.
+    let mut kept = None;
     let format = match args.format.as_str() {
-        "auto" => match inputs::sniff(path)? {
+        "auto" => match inputs::sniff(path).map(|(found, pipe)| {
+            kept = pipe;
+            found
+        })? {
             inputs::Sniffed::Format(f) => {
                 eprintln!(
                     "{}: reading as {} ({})",
@@ -82,7 +87,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     let opts = ReadOptions {
         active_branch: args.active_branch,
     };
-    let result = reader::read_file(path, format, &ctx, &opts, &mut |item| match item {
+    let mut sink = |item: Item| match item {
         Item::Event(e) => {
             buf.clear();
             e.event.write_json(&mut buf);
@@ -97,10 +102,19 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 fatal = Some(d);
                 return Flow::Stop;
             }
-            eprintln!("{}:{}: skipped: {}", path.display(), d.line, d.message);
+            let what = if d.kind.is_malformed() {
+                "skipped"
+            } else {
+                "note"
+            };
+            eprintln!("{}:{}: {what}: {}", path.display(), d.line, d.message);
             Flow::Continue
         }
-    });
+    };
+    let result = match kept {
+        Some(source) => source.read(format, &ctx, &opts, &mut sink),
+        None => reader::read_file(path, format, &ctx, &opts, &mut sink),
+    };
     let flushed = out.flush();
     match result {
         Ok(_) => {}

@@ -1,12 +1,11 @@
 //! Turning command-line paths into the files to replay.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use loopguard_adapters::reader::{Detected, Source};
 use loopguard_adapters::Format;
 use loopguard_core::Value;
 
@@ -106,10 +105,6 @@ fn walk(dir: &Path, out: &mut Vec<Input>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// How much of a file [`sniff`] reads at most: line-based formats are recognised from
-/// their first line, which can be long (a tool result of several megabytes).
-const SNIFF_LIMIT: u64 = 16 << 20;
-
 /// What [`sniff`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sniffed {
@@ -121,35 +116,21 @@ pub enum Sniffed {
     Unknown,
 }
 
-/// Recognises a file's format from its start: the first 64 KiB, or up to the end of the
-/// first line when that is longer (at most 16 MiB).
-pub fn sniff(path: &Path) -> Result<Sniffed> {
-    let mut head = Vec::with_capacity(1 << 16);
-    let mut file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut chunk = 1u64 << 16;
-    loop {
-        let before = head.len();
-        (&mut file)
-            .take(chunk)
-            .read_to_end(&mut head)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let at_end = (head.len() - before) < chunk as usize;
-        if at_end || head.contains(&b'\n') || head.len() as u64 >= SNIFF_LIMIT {
-            break;
-        }
-        chunk = (chunk * 2).min(SNIFF_LIMIT - head.len() as u64);
-    }
-    if head.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Sniffed::Blank);
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(match loopguard_adapters::detect(&name, &head) {
-        Some(f) => Sniffed::Format(f),
-        None => Sniffed::Unknown,
-    })
+/// Recognises a file's format from its structure (the adapters' [`Source::detect`]). The
+/// source is returned when the file cannot be opened twice (a pipe, a FIFO, `/dev/fd/N`):
+/// it holds what detection read, and must be the one read afterwards.
+pub fn sniff(path: &Path) -> Result<(Sniffed, Option<Source>)> {
+    let mut source =
+        Source::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let found = match source
+        .detect()
+        .with_context(|| format!("cannot read {}", path.display()))?
+    {
+        Detected::Format(f) => Sniffed::Format(f),
+        Detected::Blank => Sniffed::Blank,
+        _ => Sniffed::Unknown,
+    };
+    Ok((found, (!source.is_regular_file()).then_some(source)))
 }
 
 /// Drops inputs named twice (the same file reached through two arguments, e.g. a

@@ -169,16 +169,24 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     // Each input's format, decided once: forced, or recognised from the content. `None`
     // marks a file in no known format; an empty file is an empty event stream.
     let mut sources = Vec::with_capacity(files.len());
+    // Inputs that cannot be opened twice (pipes), kept as detection left them.
+    let mut kept: Vec<Option<reader::Source>> = Vec::with_capacity(files.len());
     for input in files {
+        let mut source = None;
         let format = match (&input, forced) {
             (_, Some(f)) => Some(f),
             (Input::Stdin, None) => Some(Format::Events),
-            (Input::File(p), None) => match inputs::sniff(p)? {
-                inputs::Sniffed::Format(f) => Some(f),
-                inputs::Sniffed::Blank => Some(Format::Events),
-                inputs::Sniffed::Unknown => None,
-            },
+            (Input::File(p), None) => {
+                let (found, pipe) = inputs::sniff(p)?;
+                source = pipe;
+                match found {
+                    inputs::Sniffed::Format(f) => Some(f),
+                    inputs::Sniffed::Blank => Some(Format::Events),
+                    inputs::Sniffed::Unknown => None,
+                }
+            }
         };
+        kept.push(source);
         if let (Input::Stdin, Some(f)) = (&input, format) {
             if !f.is_line_based() {
                 bail!(
@@ -197,7 +205,14 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             Some(ModeArg::Observe) => Mode::Observe,
             _ => Mode::Enforce,
         };
-        return replay_event_stream(&sources[0].0, config, mode, args.json, style);
+        return replay_event_stream(
+            &sources[0].0,
+            kept.remove(0),
+            config,
+            mode,
+            args.json,
+            style,
+        );
     }
     // Transcripts record what happened, so nothing was blocked: observe by default. Event
     // streams keep their contract's default, enforce.
@@ -233,11 +248,12 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         }
         _ => config,
     };
-    replay_transcripts(&sources, config, mode, &args, style)
+    replay_transcripts(&sources, kept, config, mode, &args, style)
 }
 
 fn replay_event_stream(
     input: &Input,
+    kept: Option<reader::Source>,
     config: OpenClawConfig,
     mode: Mode,
     json: bool,
@@ -257,13 +273,14 @@ fn replay_event_stream(
         ),
         Input::File(path) => {
             let name = path.display().to_string();
-            let file = File::open(path).with_context(|| format!("cannot open {name}"))?;
-            let r = replay(
-                BufReader::with_capacity(1 << 20, file),
-                stdout.lock(),
-                &mut replayer,
-                output,
-            );
+            let input: Box<dyn io::BufRead> = match kept {
+                Some(source) => source.into_reader(),
+                None => {
+                    let file = File::open(path).with_context(|| format!("cannot open {name}"))?;
+                    Box::new(BufReader::with_capacity(1 << 20, file))
+                }
+            };
+            let r = replay(input, stdout.lock(), &mut replayer, output);
             (name, r)
         }
     };
@@ -296,6 +313,7 @@ const SHOWN_DIAGNOSTICS: usize = 10;
 
 fn replay_transcripts(
     sources: &[(Input, Option<Format>)],
+    mut kept: Vec<Option<reader::Source>>,
     config: OpenClawConfig,
     mode: Mode,
     args: &ReplayArgs,
@@ -323,7 +341,9 @@ fn replay_transcripts(
     let forced = args.format != "auto";
     let mut skipped_files = 0usize;
 
-    for (((input, format), path), session) in sources.iter().zip(&paths).zip(&names) {
+    for ((((input, format), path), session), kept) in
+        sources.iter().zip(&paths).zip(&names).zip(kept.iter_mut())
+    {
         let shown_path = match input {
             Input::File(p) => p.display().to_string(),
             Input::Stdin => "-".to_string(),
@@ -422,6 +442,12 @@ fn replay_transcripts(
                 match diag.kind {
                     loopguard_adapters::DiagnosticKind::Unanswered => unanswered += 1,
                     loopguard_adapters::DiagnosticKind::Orphan => orphans += 1,
+                    loopguard_adapters::DiagnosticKind::JoinedLine
+                    | loopguard_adapters::DiagnosticKind::NoCalls => {
+                        progress.suspend(|| {
+                            eprintln!("{shown_path}:{}: note: {}", diag.line, diag.message)
+                        });
+                    }
                     _ => {
                         if shown < SHOWN_DIAGNOSTICS {
                             progress.suspend(|| {
@@ -435,7 +461,10 @@ fn replay_transcripts(
             }
         };
         let result = match input {
-            Input::File(p) => reader::read_file(p, format, &ctx, &opts, &mut sink),
+            Input::File(p) => match kept.take() {
+                Some(source) => source.read(format, &ctx, &opts, &mut sink),
+                None => reader::read_file(p, format, &ctx, &opts, &mut sink),
+            },
             Input::Stdin => reader::read_stream(io::stdin().lock(), format, &ctx, &opts, &mut sink),
         };
         match result {
@@ -477,17 +506,17 @@ fn replay_transcripts(
             let mut parts = Vec::new();
             if unanswered > 0 {
                 parts.push(match unanswered {
-                    1 => "1 call never got a result".to_string(),
-                    n => format!("{n} calls never got a result"),
+                    1 => "1 call never got a result (replayed without an outcome)".to_string(),
+                    n => format!("{n} calls never got a result (replayed without an outcome)"),
                 });
             }
             if orphans > 0 {
                 parts.push(match orphans {
-                    1 => "1 result had no call".to_string(),
-                    n => format!("{n} results had no call"),
+                    1 => "1 result had no call (not replayed)".to_string(),
+                    n => format!("{n} results had no call (not replayed)"),
                 });
             }
-            progress.suspend(|| eprintln!("{shown_path}: {} (not replayed)", parts.join(", ")));
+            progress.suspend(|| eprintln!("{shown_path}: {}", parts.join(", ")));
         }
         progress.inc(1);
     }
