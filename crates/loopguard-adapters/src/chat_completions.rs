@@ -44,13 +44,13 @@ fn legacy_key(name: &str) -> String {
 
 /// The state of a Chat Completions conversation, one message at a time.
 #[derive(Debug)]
-struct ChatState {
-    tracker: Tracker,
+pub(crate) struct ChatState {
+    pub(crate) tracker: Tracker,
     runs: Runs,
 }
 
 impl ChatState {
-    fn new(ctx: &Context) -> Self {
+    pub(crate) fn new(ctx: &Context) -> Self {
         ChatState {
             tracker: Tracker::new(ctx),
             runs: Runs::new("run"),
@@ -58,7 +58,7 @@ impl ChatState {
     }
 
     /// One message; an unusable message returns a diagnostic and changes nothing.
-    fn message(
+    pub(crate) fn message(
         &mut self,
         no: u64,
         m: &Value<'_>,

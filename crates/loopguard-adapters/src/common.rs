@@ -425,3 +425,8 @@ pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
+
+/// Writes `v` as JSON.
+pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    loopguard_core::canonical::write_json_value(out, v);
+}

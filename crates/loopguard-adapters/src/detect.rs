@@ -8,6 +8,7 @@ use crate::common::str_field;
 
 /// The formats loopguard reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// loopguard's own event stream (events.md).
     Events,
@@ -29,11 +30,21 @@ pub enum Format {
     SweAgent,
     /// mini-swe-agent `.traj.json`.
     MiniSweAgent,
+    /// OpenHands event list: V0 `trajectory.json`, or a JSON array of V1 SDK events.
+    OpenHands,
+    /// OpenHands events as JSON Lines (V1 SDK `ActionEvent`/`ObservationEvent`, or V0).
+    OpenHandsEvents,
+    /// OpenHands evaluation `output.jsonl`: one run (`instance_id`, `history`) per line.
+    OpenHandsEval,
+    /// Anthropic Messages: `{role, content:[blocks]}` lists, requests and responses.
+    Anthropic,
+    /// Wrapped chat logs: records holding a chat message list (tau-bench's `traj`, …).
+    ChatLog,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 15] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -44,6 +55,11 @@ impl Format {
         Format::CodexRollout,
         Format::SweAgent,
         Format::MiniSweAgent,
+        Format::OpenHands,
+        Format::OpenHandsEvents,
+        Format::OpenHandsEval,
+        Format::Anthropic,
+        Format::ChatLog,
     ];
 
     /// The name used by `--format`.
@@ -59,6 +75,11 @@ impl Format {
             Format::CodexRollout => "codex",
             Format::SweAgent => "swe-agent",
             Format::MiniSweAgent => "mini-swe-agent",
+            Format::OpenHands => "openhands",
+            Format::OpenHandsEvents => "openhands-events",
+            Format::OpenHandsEval => "openhands-eval",
+            Format::Anthropic => "anthropic",
+            Format::ChatLog => "chat-log",
         }
     }
 
@@ -75,6 +96,11 @@ impl Format {
             Format::CodexRollout => "Codex CLI rollout JSONL",
             Format::SweAgent => "SWE-agent .traj",
             Format::MiniSweAgent => "mini-swe-agent .traj.json",
+            Format::OpenHands => "OpenHands event list (V0 trajectory.json, V1 events)",
+            Format::OpenHandsEvents => "OpenHands events JSONL (V1 SDK, V0)",
+            Format::OpenHandsEval => "OpenHands evaluation output.jsonl (one run per line)",
+            Format::Anthropic => "Anthropic Messages (messages, requests, responses)",
+            Format::ChatLog => "chat log records (tau-bench traj, messages, history, conversation)",
         }
     }
 
@@ -87,7 +113,12 @@ impl Format {
     pub fn is_line_based(self) -> bool {
         matches!(
             self,
-            Format::Events | Format::OpenClaw | Format::ClaudeCode | Format::CodexRollout
+            Format::Events
+                | Format::OpenClaw
+                | Format::ClaudeCode
+                | Format::CodexRollout
+                | Format::OpenHandsEvents
+                | Format::OpenHandsEval
         )
     }
 }
@@ -122,11 +153,18 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
     // values say (an argument named "trajectory", say) never does.
     if let Some(first) = lines.clone().next() {
         if let Ok(v @ Value::Object(_)) = loopguard_core::parse(first.as_bytes()) {
-            let vote = lines
+            let votes: Vec<Format> = lines
                 .by_ref()
                 .take(20)
                 .filter_map(|l| loopguard_core::parse(l.as_bytes()).ok())
-                .find_map(|v| detect_line(&v));
+                .filter_map(|v| detect_line(&v))
+                .collect();
+            // Bare messages: one with Messages API blocks makes the file Anthropic's.
+            let vote = if votes.contains(&Format::Anthropic) {
+                Some(Format::Anthropic)
+            } else {
+                votes.first().copied()
+            };
             // Otherwise it may be a whole document written on one line.
             return vote
                 .or_else(|| classify_document(&v))
@@ -152,6 +190,15 @@ fn name_hint(name: &str) -> Option<Format> {
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
     let ty = str_field(v, "type");
+    if matches!(v.get("history"), Some(Value::Array(_))) && v.get("instance_id").is_some() {
+        return Some(Format::OpenHandsEval);
+    }
+    if is_openhands_event(v) {
+        return Some(Format::OpenHandsEvents);
+    }
+    if is_anthropic_record(v) {
+        return Some(Format::Anthropic);
+    }
     match ty {
         Some("call" | "outcome" | "compaction") if v.get("message").is_none() => {
             return Some(Format::Events)
@@ -258,7 +305,67 @@ fn detect_document(text: &str) -> Option<Format> {
     None
 }
 
+/// An OpenHands V0 event (`action` or `observation` with an `id` and a `source`) or V1
+/// event (`kind` …Event).
+fn is_openhands_event(v: &Value<'_>) -> bool {
+    if let Some(kind) = str_field(v, "kind") {
+        return matches!(
+            kind,
+            "ActionEvent"
+                | "ObservationEvent"
+                | "MessageEvent"
+                | "SystemPromptEvent"
+                | "AgentErrorEvent"
+                | "UserRejectObservation"
+                | "Condensation"
+                | "ConversationStateUpdateEvent"
+        );
+    }
+    v.get("id").is_some()
+        && v.get("source").is_some()
+        && v.get("type").is_none()
+        && (str_field(v, "action").is_some() || str_field(v, "observation").is_some())
+}
+
+/// An Anthropic message with `tool_use`/`tool_result` blocks, a Messages API response, or
+/// a request whose messages have such blocks.
+fn is_anthropic_record(v: &Value<'_>) -> bool {
+    if v.get("role").is_some() && crate::anthropic::has_tool_blocks(v) {
+        return true;
+    }
+    if str_field(v, "type") == Some("message")
+        && str_field(v, "role") == Some("assistant")
+        && v.get("content").and_then(Value::as_array).is_some()
+    {
+        return true;
+    }
+    let req = v.get("request").unwrap_or(v);
+    matches!(req.get("messages"), Some(Value::Array(ms)) if ms.iter().any(crate::anthropic::has_tool_blocks))
+}
+
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if is_anthropic_record(v) {
+        return Some(Format::Anthropic);
+    }
+    if let Value::Array(items) = v {
+        if items.iter().any(is_openhands_event) {
+            return Some(Format::OpenHands);
+        }
+        if items
+            .iter()
+            .any(|r| crate::chat_log::record_messages(r).is_some())
+        {
+            return Some(Format::ChatLog);
+        }
+        if items.iter().any(is_anthropic_record) {
+            return Some(Format::Anthropic);
+        }
+    }
+    if v.get("instance_id").is_some()
+        && matches!(v.get("history"), Some(Value::Array(h)) if h.iter().any(|e| is_openhands_event(e) || matches!(e, Value::Array(_))))
+    {
+        return Some(Format::OpenHands);
+    }
     match v {
         Value::Object(o) => {
             if let Some(Value::String(f)) = o.get("trajectory_format") {

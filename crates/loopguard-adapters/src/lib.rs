@@ -32,14 +32,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anthropic;
 pub mod call_stream;
 pub mod chat_completions;
+pub mod chat_log;
 pub mod claude_code;
 pub mod common;
 pub mod detect;
 pub mod events;
 pub mod openclaw;
 pub mod openclaw_sqlite;
+pub mod openhands;
 mod pairing;
 pub mod reader;
 pub mod responses;

@@ -119,6 +119,10 @@ fn line_adapter<'a>(
         }
         Format::ClaudeCode => Box::new(crate::claude_code::ClaudeCodeAdapter::new(ctx.clone())),
         Format::CodexRollout => Box::new(crate::responses::CodexRolloutAdapter::new(ctx.clone())),
+        Format::OpenHandsEvents => {
+            Box::new(crate::openhands::OpenHandsEventsAdapter::new(ctx.clone()))
+        }
+        Format::OpenHandsEval => Box::new(crate::openhands::OpenHandsEvalAdapter::new(ctx.clone())),
         _ => return Ok(None),
     }))
 }
@@ -131,6 +135,9 @@ fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
         Format::Responses => Box::new(crate::responses::Responses),
         Format::SweAgent => Box::new(crate::swe_agent::SweAgent),
         Format::MiniSweAgent => Box::new(crate::swe_agent::MiniSweAgent),
+        Format::OpenHands => Box::new(crate::openhands::OpenHands),
+        Format::Anthropic => Box::new(crate::anthropic::AnthropicMessages),
+        Format::ChatLog => Box::new(crate::chat_log::ChatLog),
         _ => return None,
     })
 }
