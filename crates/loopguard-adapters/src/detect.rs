@@ -333,9 +333,11 @@ fn is_anthropic_record(v: &Value<'_>) -> bool {
     if v.get("role").is_some() && crate::anthropic::has_tool_blocks(v) {
         return true;
     }
+    // A Messages API response (Responses API message items have no `stop_reason`).
     if str_field(v, "type") == Some("message")
         && str_field(v, "role") == Some("assistant")
         && v.get("content").and_then(Value::as_array).is_some()
+        && v.get("stop_reason").is_some()
     {
         return true;
     }
@@ -348,6 +350,9 @@ fn classify_document(v: &Value<'_>) -> Option<Format> {
         return Some(Format::Anthropic);
     }
     if let Value::Array(items) = v {
+        if items.iter().any(is_responses_item) {
+            return Some(Format::Responses);
+        }
         if items.iter().any(is_openhands_event) {
             return Some(Format::OpenHands);
         }

@@ -119,6 +119,69 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         1,
         "generic_repeat",
     ),
+    // Issue 11: documents whose deciding key comes after the first 64 KiB.
+    (
+        "tests/fixtures/transcripts/swe-agent/v1-environment-last.traj",
+        "swe-agent",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/mini-swe-agent/format-last.traj.json",
+        "mini-swe-agent",
+        1,
+        "generic_repeat",
+    ),
+    // Issue 11: results before their calls, a rollout cut mid-turn, a joined line.
+    (
+        "tests/fixtures/transcripts/claude-code/parallel-results-first.jsonl",
+        "claude-code",
+        0,
+        "",
+    ),
+    (
+        "tests/fixtures/transcripts/codex/rollout-2026-09-05T17-00-00-mid-turn.jsonl",
+        "codex",
+        0,
+        "",
+    ),
+    (
+        "tests/fixtures/transcripts/openclaw/v1-joined-line.jsonl",
+        "openclaw",
+        0,
+        "",
+    ),
+    // Issue 11: new formats.
+    (
+        "tests/fixtures/transcripts/openhands/trajectory.json",
+        "openhands",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/openhands/output.jsonl",
+        "openhands-eval",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/openhands/events.jsonl",
+        "openhands-events",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/anthropic/proxy-log.jsonl",
+        "anthropic",
+        0,
+        "",
+    ),
+    (
+        "tests/fixtures/transcripts/chat-log/tau-bench-results.json",
+        "chat-log",
+        1,
+        "generic_repeat",
+    ),
 ];
 
 #[test]
