@@ -52,10 +52,10 @@ fn id_text(v: &Value<'_>) -> Option<String> {
 ///
 /// ```
 /// use loopguard_adapters::{chat_log::ChatLog, Context, DocumentAdapter};
-/// let doc = br#"[{"task_id":3,"trial":0,"reward":0.0,"traj":[
+/// let doc = br##"[{"task_id":3,"trial":0,"reward":0.0,"traj":[
 ///   {"role":"user","content":"cancel my order"},
 ///   {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_order","arguments":"{\"id\":\"#W1\"}"}}]},
-///   {"role":"tool","tool_call_id":"c1","name":"get_order","content":"{}"}]}]"#;
+///   {"role":"tool","tool_call_id":"c1","name":"get_order","content":"{}"}]}]"##;
 /// let a = ChatLog.adapt(doc, &Context { session: "results".into(), agent: None })?;
 /// assert_eq!(a.events.len(), 2);
 /// assert_eq!(a.events[0].event.session.as_ref().and_then(|s| s.as_str()), Some("results/3-trial0"));

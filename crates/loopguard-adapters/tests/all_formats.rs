@@ -32,8 +32,11 @@ fn arr(v: &J) -> &Vec<J> {
     v.as_array().expect("an array")
 }
 
+/// An independent count of the calls in a file's text.
+type Count = fn(&str) -> usize;
+
 /// (format expected, fixture, independent count of its calls).
-fn cases() -> Vec<(Format, &'static str, fn(&str) -> usize)> {
+fn cases() -> Vec<(Format, &'static str, Count)> {
     vec![
         (Format::Events, "parity/run_scoping.events.jsonl", |t| {
             grep(t, r#""type":"call""#)

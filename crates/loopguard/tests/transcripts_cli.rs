@@ -546,3 +546,56 @@ fn a_long_first_line_is_still_recognised() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 11 item 6: inputs that can be read only once. Detection reads a prefix and keeps
+/// it, so a FIFO and a pipe given as a path give the same report as the file.
+#[test]
+fn fifos_and_pipes_read_like_files() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let fixture = "tests/fixtures/transcripts/swe-agent/v1-environment-last.traj";
+    let bytes = std::fs::read(root().join(fixture)).unwrap();
+    let file_report = text(&loopguard(&["replay", "--color", "never", fixture]).stdout);
+    // The report without the session's name and path: its counts and loops.
+    let body = |report: &str| {
+        let mut lines: Vec<String> = report.lines().map(str::to_string).collect();
+        if let Some((_, counts)) = lines.get(2).and_then(|l| l.split_once("): ")) {
+            lines[2] = counts.to_string();
+        }
+        lines
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("run.traj");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let writer = {
+        let (fifo, bytes) = (fifo.clone(), bytes.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let _ = f.write_all(&bytes);
+        })
+    };
+    let out = loopguard(&["replay", "--color", "never", fifo.to_str().unwrap()]);
+    writer.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fifo_report = text(&out.stdout);
+    assert!(fifo_report.contains("1 loop found"), "{fifo_report}");
+    assert_eq!(body(&fifo_report), body(&file_report));
+    // `convert /dev/stdin` with a pipe on standard input.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["convert", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("reading as swe-agent"));
+    assert_eq!(text(&out.stdout).matches(r#""type":"call""#).count(), 24);
+}
