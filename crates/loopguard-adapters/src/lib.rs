@@ -13,10 +13,14 @@
 //! | [`chat_completions`] | OpenAI Chat Completions `messages[]` |
 //! | [`responses`] | OpenAI Responses items and Codex CLI rollouts |
 //! | [`swe_agent`] | SWE-agent `.traj` and mini-swe-agent `.traj.json` |
+//! | [`openhands`] | OpenHands V0 `trajectory.json`, evaluation `output.jsonl`, V1 SDK events |
+//! | [`anthropic`] | Anthropic Messages (messages, requests, responses, proxy logs) |
+//! | [`chat_log`] | wrapped chat logs (tau-bench `traj`, `messages`, `history`, `conversation`) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
 //! file. Whole-document formats (a single JSON value) implement [`DocumentAdapter`].
-//! [`detect::detect`] recognises a format from a file's first bytes.
+//! [`detect::detect`] recognises a format from a file's content, and
+//! [`reader::Source`] detects on a kept prefix so pipes can be read after detection.
 //!
 //! Every adapter follows the same rules:
 //! * events come out in file order; a call is emitted when its result is seen, a call that
