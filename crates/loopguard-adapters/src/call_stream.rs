@@ -13,7 +13,8 @@
 //! `resultText` in OpenClaw's content shape ([`text_result`]), or, when `isError` is true,
 //! an error whose message is `resultText`. The run is the record's `runId` (else the
 //! label's). A call without a `resultText` (and without a `tsResult`) never got a result: it
-//! is reported as [`DiagnosticKind::Unanswered`], not replayed. The published shape has no
+//! is replayed without an outcome and reported as [`DiagnosticKind::Unanswered`]. Each
+//! record holds its call and its result, so no pairing is needed. The published shape has no
 //! compaction marker; a record `{"kind":"compaction","ts":<ms>}` (optionally with a
 //! `runId`) is accepted as one.
 //!
@@ -161,15 +162,22 @@ impl CallStream {
                 Some(Value::String(s)) => s.to_string_lossy().into_owned(),
                 None | Some(Value::Null) if has_result_ts => String::new(),
                 None | Some(Value::Null) => {
+                    // A call is a call: replayed, its outcome missing (issue 11).
                     let id = call_id.map_or_else(String::new, |id| format!(" {id:?}"));
                     adapted.diagnostics.push(Diagnostic::new(
                         line,
                         DiagnosticKind::Unanswered,
                         format!(
-                            "label {name:?}: call{id} to {tool} has no result; it never ran \
-                             and is not replayed"
+                            "label {name:?}: call{id} to {tool} has no result; replayed \
+                             without an outcome"
                         ),
                     ));
+                    let args = record
+                        .get("args")
+                        .map_or_else(Value::empty_object, |a| a.clone().into_owned());
+                    adapted
+                        .events
+                        .push(builder.call(line, run, call_id, &tool, args, ts, None));
                     continue;
                 }
                 Some(_) => {
@@ -293,7 +301,10 @@ mod tests {
             {"name":"read"}
         ]}}"#;
         let a = CallStream.adapt(doc, &ctx()).unwrap();
-        assert_eq!(a.events.len(), 4);
+        // Two calls with outcomes, and the last call (no result) alone.
+        assert_eq!(a.events.len(), 5);
+        assert_eq!(a.events[4].event.kind, EventKind::Call);
+        assert_eq!(a.events[4].line, 4);
         assert_eq!(
             a.events[1].event.payload,
             Some(Payload::Error(Value::from("File not found")))

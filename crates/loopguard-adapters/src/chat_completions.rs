@@ -7,7 +7,7 @@
 //!
 //! | message | becomes |
 //! |---------|---------|
-//! | `{"role":"assistant","tool_calls":[{"id","function":{"name","arguments"}}]}` | one call per entry; `arguments` (a JSON *string*) is parsed leniently with [`parse_arguments`]; an object is taken as it is |
+//! | `{"role":"assistant","tool_calls":[{"id","function":{"name","arguments"}}]}` | one call per entry; `arguments` (a JSON *string*) is parsed leniently with [`parse_arguments`](crate::common::parse_arguments); an object is taken as it is |
 //! | legacy `{"role":"assistant","function_call":{"name","arguments"}}` | a call without id |
 //! | `{"role":"tool","tool_call_id","content"}` | the result of the call with that id, as [`text_result`] of the content text |
 //! | legacy `{"role":"function","name","content"}` | the result of the oldest waiting legacy call of that name |

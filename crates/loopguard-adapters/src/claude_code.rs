@@ -25,6 +25,11 @@
 //!   of its own) and mirrored in the main file as `progress` lines (`data.type:
 //!   "agent_progress"`), which are ignored here so the subagent's calls are not counted
 //!   twice.
+//! * **Parallel calls.** Claude Code sometimes writes the `tool_result` line of a parallel
+//!   call before that call's `tool_use` line; results pair with calls by `tool_use_id` in any
+//!   order (the shared pairing holds such a result until its call is read). A call still
+//!   waiting when the next prompt of its lane (main or subagents) comes, or at the end of
+//!   the file, is replayed without an outcome.
 //! * `server_tool_use` blocks (tools Anthropic runs server-side, answered inside the same
 //!   message) are not tool calls of the agent and are ignored.
 //! * **Tokens** of a call: `message.usage` (`input_tokens + output_tokens +

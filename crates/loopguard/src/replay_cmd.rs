@@ -40,7 +40,8 @@ pub struct ReplayArgs {
     json: bool,
     /// The input format, or `auto` to recognise it from the content. One of: auto, events,
     /// openclaw, openclaw-sqlite, call-stream, claude-code, chat-completions, responses,
-    /// codex, swe-agent, mini-swe-agent.
+    /// codex, swe-agent, mini-swe-agent, openhands, openhands-events, openhands-eval,
+    /// anthropic, chat-log.
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     format: String,
     /// Stop at the first malformed line of a transcript instead of skipping it.
