@@ -285,12 +285,13 @@ fn message_ts(m: &Value<'_>) -> u64 {
 }
 
 /// What an assistant message asked for, waiting for the user messages that answer it.
+/// The commands themselves wait in the shared pairing, answered by position.
 struct Awaiting {
     line: u64,
     ts: u64,
     tokens: Option<u64>,
-    /// Shell commands still to be answered, in order (empty: no action at all).
-    commands: VecDeque<(Option<String>, String)>,
+    /// Commands still to be answered.
+    waiting: usize,
     /// The message had no action: its reply is a format error.
     no_action: bool,
 }
@@ -302,21 +303,10 @@ struct MiniState {
 }
 
 impl MiniState {
-    /// Commands of the last assistant message that got no observation are replayed
-    /// without an outcome.
-    fn drop_awaiting(&mut self, out: &mut Vec<crate::SourcedEvent>) {
-        if let Some(a) = self.awaiting.take() {
-            let run = self.runs.current();
-            for (id, command) in a.commands {
-                let mut call = PendingCall::new(a.line, &run, id, "bash", command_args(&command));
-                call.ts = a.ts;
-                self.tracker.replay_alone(call, out);
-            }
-        }
-    }
-
     fn assistant(&mut self, no: u64, m: &Value<'_>, out: &mut Vec<crate::SourcedEvent>) {
-        self.drop_awaiting(out);
+        // Calls of the last assistant message that got no reply are replayed alone.
+        self.awaiting = None;
+        self.tracker.end_turn(out);
         let ts = message_ts(m);
         let tokens = message_tokens(m);
         let run = self.runs.current();
@@ -333,7 +323,7 @@ impl MiniState {
             self.runs.used();
             return;
         }
-        let commands: VecDeque<(Option<String>, String)> =
+        let commands: Vec<(Option<String>, String)> =
             match m.get("extra").and_then(|e| e.get("actions")) {
                 Some(Value::Array(actions)) => actions
                     .iter()
@@ -350,12 +340,19 @@ impl MiniState {
                     actions.into_iter().take(1).map(|c| (None, c)).collect()
                 }
             };
+        let n = commands.len();
+        for (id, command) in commands {
+            let mut call = PendingCall::new(no, &run, id.clone(), "bash", command_args(&command));
+            call.ts = ts;
+            call.tokens = tokens.map(|t| t / n as u64);
+            self.tracker.call(id, call, out);
+        }
         self.awaiting = Some(Awaiting {
             line: no,
             ts,
             tokens,
-            no_action: commands.is_empty(),
-            commands,
+            waiting: n,
+            no_action: n == 0,
         });
     }
 
@@ -370,22 +367,24 @@ impl MiniState {
         let run = self.runs.current();
         self.runs.used();
         if a.no_action || is_format_error(&text) {
+            // mini-swe-agent ran nothing: the commands waiting are withdrawn, and the reply
+            // is the outcome of a `format_error` pseudo-call.
+            for _ in 0..a.waiting {
+                self.tracker.take(None);
+            }
             let mut call = PendingCall::new(a.line, &run, None, FORMAT_ERROR_TOOL, empty());
             call.ts = a.ts;
             call.tokens = a.tokens;
             self.tracker
                 .emit(call, no, Payload::Error(Value::from(text)), ts, out);
-            a.commands.clear();
-            a.no_action = false;
-        } else if let Some((id, command)) = a.commands.pop_front() {
-            let n = (a.commands.len() + 1) as u64;
-            let mut call = PendingCall::new(a.line, &run, id, "bash", command_args(&command));
-            call.ts = a.ts;
-            call.tokens = a.tokens.map(|t| t / n);
+            a.waiting = 0;
+        } else if a.waiting > 0 {
+            // The next user message answers the oldest waiting command.
             self.tracker
-                .emit(call, no, Payload::Result(text_result(&text)), ts, out);
+                .result(no, None, Payload::Result(text_result(&text)), ts, out);
+            a.waiting -= 1;
         }
-        if !a.commands.is_empty() {
+        if a.waiting > 0 {
             self.awaiting = Some(a);
         }
     }
@@ -432,7 +431,6 @@ impl DocumentAdapter for MiniSweAgent {
                 adapted.diagnostics.push(d);
             }
         }
-        state.drop_awaiting(&mut adapted.events);
         adapted
             .diagnostics
             .extend(state.tracker.finish(&mut adapted.events));
