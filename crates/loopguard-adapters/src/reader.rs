@@ -490,10 +490,12 @@ fn read_lines(
         if text.is_empty() {
             continue;
         }
-        let parts = if split && loopguard_core::parse(text).is_err() {
-            split_values(text)
-        } else {
-            None
+        let result = adapter.line(no, text, &mut out);
+        // A line that is not JSON may be two values on one line (a lost newline): a failed
+        // line changed nothing, so its values are fed one by one.
+        let parts = match &result {
+            Err(d) if split && d.kind == DiagnosticKind::NotJson => split_values(text),
+            _ => None,
         };
         if let Some(parts) = parts {
             let note = Diagnostic::new(
@@ -521,7 +523,7 @@ fn read_lines(
             }
             continue;
         }
-        if let Err(mut d) = adapter.line(no, text, &mut out) {
+        if let Err(mut d) = result {
             if !terminated && d.kind == DiagnosticKind::NotJson {
                 d.kind = DiagnosticKind::Truncated;
                 d.message = format!("the last line is cut off ({})", d.message);
