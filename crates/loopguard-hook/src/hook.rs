@@ -4,9 +4,14 @@
 //! |-------|---------------------|--------------------------|
 //! | `PreToolUse` | the before-call check ([`loopguard_core::Session::before_call`]) | a block: `permissionDecision: "deny"` with the detection message as the reason the model sees; an emitted warning: `additionalContext`; otherwise nothing |
 //! | `PostToolUse`, `PostToolUseFailure` | records the outcome ([`loopguard_core::Session::after_call`]) | when the post-compaction guard aborts: `continue: false` with a `stopReason` naming `compaction_loop_persisted`, the tool and the count |
-//! | `PreCompact`, `PostCompact`, `SessionStart` with `source: "compact"` | arms the post-compaction guard of the current run | nothing |
+//! | `PostToolBatch` | records the outcome of each call of the batch that no `PostToolUse` / `PostToolUseFailure` recorded (those run first); recorded ones are left alone | a post-compaction abort, as above |
+//! | `PostCompact`, `SessionStart` with `source: "compact"` | arms the post-compaction guard of the current run, once per compaction (the second of the two finds it armed and untouched, and changes nothing) | nothing |
 //! | `UserPromptSubmit` | starts a new run (`prompt-N`): calls of earlier prompts no longer count | nothing |
-//! | anything else | nothing (the database is not opened) | nothing |
+//! | `SessionEnd` | forgets the session ([`Guard::forget`]) | nothing |
+//! | `PreCompact`, `SubagentStart`, `SubagentStop`, anything else | nothing (the database is not opened). `PreCompact` arms nothing because another hook may still block the compaction | nothing |
+//!
+//! Every stateful event records the payload's `permission_mode` in the session's `meta`
+//! (shown by `loopguard status`).
 //!
 //! Runs follow OpenClaw's run scoping: each prompt is a run, and calls made inside a
 //! subagent (payloads with `agent_id`) form their own run, `prompt-N/<agent_id>`. After an
@@ -41,7 +46,7 @@ use loopguard_events::{Action, Decision, Event, EventKind, Payload};
 use loopguard_guard::{Guard, LogRow, Profile, SessionEntry, SqliteStore, RESTARTED};
 
 use crate::config::{ConfigError, HookConfig};
-use crate::paths::{log_file_for, Env};
+use crate::paths::{log_candidates, Env};
 use crate::payload::{HookEvent, HookPayload, PayloadError, ToolUse};
 use crate::response::Reply;
 use crate::store::{StoreError, StoreOptions};
@@ -132,7 +137,8 @@ pub struct HookReply {
 /// documentation).
 pub fn run_claude_code(input: &[u8], opts: &HookOptions) -> HookReply {
     let mut notes = Vec::new();
-    match handle(input, opts, &mut notes) {
+    let mut session_id = None;
+    match handle(input, opts, &mut notes, &mut session_id) {
         Ok(reply) => {
             for n in &notes {
                 log_line(opts, n);
@@ -144,17 +150,29 @@ pub fn run_claude_code(input: &[u8], opts: &HookOptions) -> HookReply {
             }
         }
         Err(e) => {
-            let log = opts.state_path().map(|p| log_file_for(&p));
+            let log = open_log(opts);
+            let who = session_id
+                .map(|s| format!("session {s}: "))
+                .unwrap_or_default();
             let line = match &log {
-                Some(l) => format!(
-                    "loopguard: {e}; the call is allowed (fail-open). Log: {}",
-                    l.display()
+                Some((path, _)) => format!(
+                    "loopguard: {who}{e}; the call is allowed (fail-open). Log: {}",
+                    path.display()
                 ),
-                None => format!("loopguard: {e}; the call is allowed (fail-open)"),
+                None => format!(
+                    "loopguard: {who}{e}; the call is allowed (fail-open). No log file could be written ({})",
+                    log_candidates(opts.state_path().as_deref(), &opts.env)
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             };
             notes.push(line);
-            for n in &notes {
-                log_line(opts, n);
+            if let Some((_, mut f)) = log {
+                for n in &notes {
+                    write_stamped(&mut f, n);
+                }
             }
             HookReply {
                 stdout: String::new(),
@@ -165,29 +183,42 @@ pub fn run_claude_code(input: &[u8], opts: &HookOptions) -> HookReply {
     }
 }
 
-/// Appends a line to the log file beside the database (best effort; the log is rotated
-/// at 1 MiB).
-pub fn log_line(opts: &HookOptions, line: &str) {
+/// The log file, opened for appending: beside the database if its directory exists or
+/// can be created, else in the state directory, else in the temporary directory (see
+/// [`log_candidates`]). The log is rotated at 1 MiB.
+fn open_log(opts: &HookOptions) -> Option<(PathBuf, std::fs::File)> {
+    log_candidates(opts.state_path().as_deref(), &opts.env)
+        .into_iter()
+        .find_map(|path| {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).ok()?;
+            }
+            if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20) {
+                let _ = std::fs::rename(&path, path.with_extension("log.1"));
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .ok()?;
+            Some((path, f))
+        })
+}
+
+fn write_stamped(f: &mut std::fs::File, line: &str) {
     use std::io::Write;
-    let Some(path) = opts.state_path().map(|p| log_file_for(&p)) else {
-        return;
-    };
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20) {
-        let _ = std::fs::rename(&path, path.with_extension("log.1"));
-    }
     let stamp = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-    {
-        let _ = writeln!(f, "{stamp} {line}");
-    }
+    let _ = writeln!(f, "{stamp} {line}");
+}
+
+/// Appends a line to the log file (best effort) and says where it went: beside the
+/// database, or where [`log_candidates`] falls back to when that directory cannot exist.
+pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
+    let (path, mut f) = open_log(opts)?;
+    write_stamped(&mut f, line);
+    Some(path)
 }
 
 /// `true` for the events that change state; the others are answered without opening the
@@ -195,23 +226,41 @@ pub fn log_line(opts: &HookOptions, line: &str) {
 fn is_stateful(event: &HookEvent<'_>) -> bool {
     match event {
         HookEvent::SessionStart(source) => source.as_deref() == Some("compact"),
-        HookEvent::Other(_) => false,
+        // Before the compaction, which another hook may still block: PostCompact arms.
+        HookEvent::PreCompact => false,
+        HookEvent::SubagentStart | HookEvent::SubagentStop | HookEvent::Other(_) => false,
         _ => true,
     }
 }
 
-fn handle(input: &[u8], opts: &HookOptions, notes: &mut Vec<String>) -> Result<Reply, HookError> {
+fn handle(
+    input: &[u8],
+    opts: &HookOptions,
+    notes: &mut Vec<String>,
+    session_id: &mut Option<String>,
+) -> Result<Reply, HookError> {
     let payload = HookPayload::parse(input)?;
+    *session_id = Some(payload.session_id.clone());
     if !is_stateful(&payload.event) {
         return Ok(Reply::none(payload.event.name()));
     }
-    let config = HookConfig::discover(
-        opts.config.as_deref(),
-        payload.cwd.as_deref().map(std::path::Path::new),
-        &opts.env,
-    )?;
-    let agent = opts.agent.clone().or_else(|| payload.agent_type.clone());
     let path = opts.state_path().ok_or(HookError::NoStateDir)?;
+    let ending = matches!(payload.event, HookEvent::SessionEnd(_));
+    if ending && !path.is_file() {
+        // Nothing stored, nothing to forget (and no database to create).
+        return Ok(Reply::none(payload.event.name()));
+    }
+    // Forgetting a session needs no config (a broken one must not keep it stored).
+    let config = if ending {
+        HookConfig::builtin()
+    } else {
+        HookConfig::discover(
+            opts.config.as_deref(),
+            payload.cwd.as_deref().map(std::path::Path::new),
+            &opts.env,
+        )?
+    };
+    let agent = opts.agent.clone().or_else(|| payload.agent_type.clone());
     let store = SqliteStore::open(&path, &opts.store)?;
     // The hook is a thin shell over the live-guard layer: the Claude Code tool profile,
     // this database, and the events.md events below make the same decisions as replaying
@@ -265,6 +314,11 @@ pub fn apply_payload(
     if !is_stateful(&payload.event) {
         return Ok(Reply::none(payload.event.name()));
     }
+    if let HookEvent::SessionEnd(_) = payload.event {
+        // The session's runs are over: its state and decision log go.
+        guard.forget(tenant, &payload.session_id)?;
+        return Ok(Reply::none(payload.event.name()));
+    }
     let ctx = Ctx {
         guard,
         mode: guard.applier().mode,
@@ -283,10 +337,16 @@ pub fn apply_payload(
             None => entry.meta.remove("agent"),
         };
         entry.meta.insert("config".into(), config.to_string());
+        if let Some(mode) = &payload.permission_mode {
+            entry.meta.insert(PERMISSION_MODE.into(), mode.clone());
+        }
         apply(entry, payload, &ctx)
     })?;
     Ok(reply)
 }
+
+/// The `meta` key of the last `permission_mode` a payload carried.
+pub const PERMISSION_MODE: &str = "permission_mode";
 
 struct Ctx<'c> {
     guard: &'c Guard,
@@ -378,6 +438,33 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
             };
         }
     }
+    if let HookEvent::PostToolBatch(calls) = &payload.event {
+        return post_batch(entry, payload, calls, &run, ctx);
+    }
+    let compaction = matches!(
+        payload.event,
+        HookEvent::PostCompact | HookEvent::SessionStart(_)
+    );
+    if compaction
+        && entry
+            .session
+            .guard(Some(&run))
+            .is_some_and(|g| g.is_armed() && g.remaining_attempts() == g.settings().window_size)
+    {
+        // PostCompact and SessionStart (compact) both follow one compaction: the guard is
+        // armed and has watched nothing yet, so this is the same compaction.
+        log_hook_event(
+            entry,
+            ctx,
+            LogRow {
+                event: name.into(),
+                run: Some(run),
+                decision: "already-armed".into(),
+                ..LogRow::default()
+            },
+        );
+        return Reply::none(name);
+    }
     let event = to_event(payload, &run, ctx);
     let policy = ctx.guard.policy(event.agent.as_ref());
     let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
@@ -394,6 +481,66 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
         }
     }
     reply
+}
+
+/// `PostToolBatch`: the outcome of each call that no `PostToolUse` / `PostToolUseFailure`
+/// recorded (those hooks have finished when the batch event fires), from the result the
+/// model saw. The first abort stops the agent, as after a single outcome.
+fn post_batch(
+    entry: &mut SessionEntry,
+    payload: &HookPayload<'_>,
+    calls: &[(ToolUse<'_>, Option<Value<'_>>)],
+    run: &str,
+    ctx: &Ctx<'_>,
+) -> Reply {
+    let name = payload.event.name();
+    let (mut recorded, mut skipped) = (0, 0);
+    for (tool, response) in calls {
+        let Some(response) = response else {
+            skipped += 1;
+            continue;
+        };
+        let as_outcome = HookEvent::PostToolUse(tool.clone(), response.clone());
+        if is_duplicate(entry, &as_outcome, tool) {
+            skipped += 1;
+            continue;
+        }
+        let event = Event {
+            kind: EventKind::Outcome,
+            session: Some(JsString::from(payload.session_id.clone())),
+            run: Some(JsString::from(run.to_string())),
+            agent: ctx.agent.map(|a| JsString::from(a.to_string())),
+            call_id: tool.id.clone(),
+            tool: Some(tool.name.clone()),
+            args: tool.input.clone(),
+            payload: Some(Payload::Result(response.clone())),
+            timestamp_ms: ctx.now,
+        };
+        let policy = ctx.guard.policy(event.agent.as_ref());
+        let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
+        let reply = answer(entry, &d, run, ctx, name);
+        if let Some(row) = entry.recent.back_mut() {
+            row.event = name.to_string();
+        }
+        recorded += 1;
+        if d.action == Action::Abort {
+            if let Some(row) = entry.recent.back_mut() {
+                row.message = entry.aborted.as_ref().map(|a| a.message.clone());
+            }
+            return reply;
+        }
+    }
+    log_hook_event(
+        entry,
+        ctx,
+        LogRow {
+            event: name.into(),
+            run: Some(run.to_string()),
+            decision: format!("batch: {recorded} recorded, {skipped} already recorded"),
+            ..LogRow::default()
+        },
+    );
+    Reply::none(name)
 }
 
 /// The payload as an events.md event (Claude Code's tool names and shapes: the guard's
@@ -703,6 +850,160 @@ mod tests {
     }
 
     #[test]
+    fn post_compact_and_session_start_arm_once() {
+        let mut h = Harness::new(None);
+        let input = r#"{"command":"curl localhost:8080/health"}"#;
+        let resp = r#"{"stdout":"503","stderr":"","interrupted":false}"#;
+        h.event("UserPromptSubmit", r#","prompt":"deploy""#);
+        // PreCompact arms nothing: another hook may still block the compaction.
+        h.event(
+            "PreCompact",
+            r#","trigger":"auto","custom_instructions":"""#,
+        );
+        for i in 1..=3 {
+            h.pre("Bash", input, &format!("a{i}"));
+            assert!(h.post("Bash", input, &format!("a{i}"), resp).is_none());
+        }
+        h.event("PostCompact", r#","trigger":"auto","compact_summary":"s""#);
+        h.event("SessionStart", r#","source":"compact""#);
+        let decisions: Vec<_> = h
+            .logged()
+            .into_iter()
+            .filter(|e| e.event.contains("Compact") || e.event == "SessionStart")
+            .map(|e| e.decision)
+            .collect();
+        assert_eq!(decisions, ["armed", "already-armed"]);
+        let mut stopped = None;
+        for i in 1..=3 {
+            let id = format!("b{i}");
+            h.pre("Bash", input, &id);
+            stopped = stopped.or(h.post("Bash", input, &id, resp).map(|o| (i, o)));
+        }
+        assert_eq!(stopped.unwrap().0, 3);
+    }
+
+    #[test]
+    fn post_tool_batch_records_only_what_post_tool_use_missed() {
+        let mut h = Harness::new(Some(SMALL));
+        let input = r#"{"file_path":"/a"}"#;
+        // t1 gets its PostToolUse; t2's PostToolUse hook never ran (timed out, say).
+        h.pre("Read", input, "t1");
+        h.post(
+            "Read",
+            input,
+            "t1",
+            r#"{"type":"text","file":{"content":"x"}}"#,
+        );
+        h.pre("Read", input, "t2");
+        let r = h.send(
+            r#"{"session_id":"s","hook_event_name":"PostToolBatch","permission_mode":"plan","tool_calls":[
+                {"tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1","tool_response":"     1\tx"},
+                {"tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t2","tool_response":"     1\tx"}]}"#,
+        );
+        assert_eq!(r.stdout, "");
+        let logged = h.logged();
+        let n = logged.len();
+        assert_eq!(
+            (
+                logged[n - 2].event.as_str(),
+                logged[n - 2].call_id.as_deref(),
+                logged[n - 2].decision.as_str()
+            ),
+            ("PostToolBatch", Some("t2"), "recorded")
+        );
+        assert_eq!(
+            logged[n - 1].decision,
+            "batch: 1 recorded, 1 already recorded"
+        );
+        // A late PostToolUse for t2 is now a duplicate: the call counts once.
+        h.post(
+            "Read",
+            input,
+            "t2",
+            r#"{"type":"text","file":{"content":"x"}}"#,
+        );
+        assert_eq!(h.logged().last().unwrap().decision, "duplicate");
+    }
+
+    #[test]
+    fn permission_mode_is_recorded() {
+        use loopguard_guard::Store as _;
+        let mut h = Harness::new(None);
+        h.send(r#"{"session_id":"s","hook_event_name":"UserPromptSubmit","permission_mode":"acceptEdits","prompt":"go"}"#);
+        // An event without the field keeps the last one.
+        h.pre("Read", "{}", "a");
+        let store =
+            crate::store::Store::open(h.opts.state.as_ref().unwrap(), &StoreOptions::default())
+                .unwrap();
+        let entry = store.load(&crate::store::key("s")).unwrap().unwrap();
+        assert_eq!(
+            entry.meta.get(PERMISSION_MODE).map(String::as_str),
+            Some("acceptEdits")
+        );
+    }
+
+    #[test]
+    fn session_end_forgets_the_session() {
+        use loopguard_guard::Store as _;
+        let mut h = Harness::new(None);
+        // Without a database, ending a session creates none.
+        h.event("SessionEnd", r#","reason":"clear""#);
+        assert!(!h.opts.state.as_ref().unwrap().exists());
+        h.pre("Read", "{}", "a");
+        let store =
+            crate::store::Store::open(h.opts.state.as_ref().unwrap(), &StoreOptions::default())
+                .unwrap();
+        assert!(store.load(&crate::store::key("s")).unwrap().is_some());
+        // A broken config does not keep the session from being forgotten.
+        std::fs::write(
+            h.opts.state.as_ref().unwrap().with_file_name("bad.json5"),
+            "{ nope",
+        )
+        .unwrap();
+        h.opts.config = Some(h.opts.state.as_ref().unwrap().with_file_name("bad.json5"));
+        h.event("SessionEnd", r#","reason":"other""#);
+        assert!(store.load(&crate::store::key("s")).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_subagent_is_its_own_run() {
+        let mut h = Harness::new(Some(SMALL));
+        let input = r#"{"pattern":"TODO"}"#;
+        let resp = r#"{"numFiles":0,"filenames":[]}"#;
+        let sub = |h: &mut Harness, ev: &str, id: &str| {
+            h.send(&format!(
+                r#"{{"session_id":"s","hook_event_name":"{ev}","agent_id":"agent-1","agent_type":"Explore","tool_name":"Grep","tool_input":{input},"tool_use_id":"{id}","tool_response":{resp}}}"#
+            ))
+        };
+        h.event("UserPromptSubmit", r#","prompt":"find TODOs""#);
+        for i in 0..4 {
+            h.pre("Grep", input, &format!("m{i}"));
+            h.post("Grep", input, &format!("m{i}"), resp);
+        }
+        // The subagent's identical calls do not add to the main thread's four.
+        for i in 0..4 {
+            assert_eq!(sub(&mut h, "PreToolUse", &format!("s{i}")).stdout, "");
+            sub(&mut h, "PostToolUse", &format!("s{i}"));
+        }
+        h.event(
+            "SubagentStop",
+            r#","agent_id":"agent-1","agent_type":"Explore""#,
+        );
+        let runs: std::collections::BTreeSet<_> =
+            h.logged().into_iter().filter_map(|e| e.run).collect();
+        assert_eq!(
+            runs.into_iter().collect::<Vec<_>>(),
+            ["prompt-1", "prompt-1/agent-1"]
+        );
+        // Back in the main thread: the fifth call completes the streak, the sixth is
+        // blocked (five identical outcomes), as if the subagent had not run.
+        assert!(h.pre("Grep", input, "m4").is_none());
+        h.post("Grep", input, "m4", resp);
+        let out = h.pre("Grep", input, "m5").unwrap();
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    }
+
+    #[test]
     fn the_same_event_twice_counts_once() {
         let mut h = Harness::new(Some(SMALL));
         for i in 0..5 {
@@ -780,7 +1081,9 @@ mod tests {
             "{}",
             r.stderr[0]
         );
-        let log = std::fs::read_to_string(log_file_for(h.opts.state.as_ref().unwrap())).unwrap();
+        let log =
+            std::fs::read_to_string(crate::paths::log_file_for(h.opts.state.as_ref().unwrap()))
+                .unwrap();
         assert!(log.contains("enabeld"));
         // Events that need no state never read the config.
         h.n = 0;

@@ -22,7 +22,8 @@
 //! * [`response`]: the JSON written back;
 //! * [`settings`]: installing the hook into Claude Code's `settings.json`;
 //! * [`status`]: what `loopguard status` shows;
-//! * [`paths`]: where the database, log and config files live.
+//! * [`paths`]: where the database, log and config files live;
+//! * [`advice`]: where protection is weaker than the config makes it look.
 //!
 //! ```
 //! use loopguard_hook::{run_claude_code, HookOptions};
@@ -45,8 +46,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod advice;
 pub mod config;
 pub mod hook;
+mod jsonspan;
 pub mod paths;
 pub mod payload;
 pub mod response;

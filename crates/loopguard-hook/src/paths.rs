@@ -3,7 +3,7 @@
 //! | what | where |
 //! |------|-------|
 //! | state database | `--state PATH`, else `$XDG_STATE_HOME/loopguard/claude-code.sqlite3` (default `~/.local/state/…`; the platform's local data dir where XDG does not apply) |
-//! | log file | `loopguard.log` beside the database |
+//! | log file | `loopguard.log` beside the database; when that directory cannot be created, `$XDG_STATE_HOME/loopguard/loopguard.log`, else `loopguard.log` in the temporary directory ([`log_candidates`]) |
 //! | project config | `.loopguard.json5` in `$CLAUDE_PROJECT_DIR`, else in the payload's `cwd`, or in one of their parent directories |
 //! | user config | `$XDG_CONFIG_HOME/loopguard/config.json5` (default `~/.config/…`) |
 //! | Claude Code settings | `~/.claude/settings.json` (user) or `<project>/.claude/settings.json` (project) |
@@ -99,6 +99,52 @@ pub fn log_file_for(db: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.join(LOG_FILE),
         _ => PathBuf::from(LOG_FILE),
     }
+}
+
+/// Where the log may be, in order: beside the database, in the default state directory,
+/// in the temporary directory. The hook writes to the first one it can open; `loopguard
+/// status` reads the first one that exists.
+///
+/// ```
+/// use loopguard_hook::paths::{log_candidates, Env};
+/// use std::path::{Path, PathBuf};
+/// let env = Env { state_home: Some(PathBuf::from("/s")), ..Env::default() };
+/// let c = log_candidates(Some(Path::new("/proc/nope/x.db")), &env);
+/// assert_eq!(c[0], Path::new("/proc/nope/loopguard.log"));
+/// assert_eq!(c[1], Path::new("/s/loopguard/loopguard.log"));
+/// assert_eq!(c[2], std::env::temp_dir().join("loopguard.log"));
+/// ```
+pub fn log_candidates(db: Option<&Path>, env: &Env) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let candidates = [
+        db.map(log_file_for),
+        env.state_home
+            .as_ref()
+            .map(|s| s.join("loopguard").join(LOG_FILE)),
+        Some(std::env::temp_dir().join(LOG_FILE)),
+    ];
+    for c in candidates.into_iter().flatten() {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The log file `loopguard status` reads: the first of [`log_candidates`] that exists.
+///
+/// ```
+/// use loopguard_hook::paths::{existing_log, Env};
+/// let dir = tempfile::tempdir()?;
+/// let env = Env { state_home: Some(dir.path().to_path_buf()), ..Env::default() };
+/// std::fs::create_dir_all(dir.path().join("loopguard"))?;
+/// std::fs::write(dir.path().join("loopguard/loopguard.log"), "")?;
+/// let db = std::path::Path::new("/proc/nope/x.db");
+/// assert_eq!(existing_log(Some(db), &env), Some(dir.path().join("loopguard/loopguard.log")));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn existing_log(db: Option<&Path>, env: &Env) -> Option<PathBuf> {
+    log_candidates(db, env).into_iter().find(|p| p.is_file())
 }
 
 /// The nearest `.loopguard.json5` in `start` or one of its ancestors.

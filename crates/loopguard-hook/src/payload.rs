@@ -4,8 +4,16 @@
 //! tool events add `tool_name`, `tool_input` and `tool_use_id`, `PostToolUse` adds
 //! `tool_response`, `PostToolUseFailure` adds `error` and `is_interrupt`, `SessionStart`
 //! adds `source` (`startup`, `resume`, `clear`, `compact`) and `PreCompact` adds `trigger`
-//! (`manual`, `auto`). Calls made inside a subagent carry `agent_id` and `agent_type`.
-//! Unknown fields are ignored, so newer Claude Code versions keep working.
+//! (`manual`, `auto`), `PostCompact` adds `trigger` and `compact_summary`, `SessionEnd`
+//! adds `reason`, and `PostToolBatch` adds `tool_calls` (each with `tool_name`,
+//! `tool_input`, `tool_use_id` and `tool_response`, the serialized result the model saw).
+//! Most events carry `permission_mode`. Calls made inside a subagent carry `agent_id` and
+//! `agent_type`; `SubagentStart` and `SubagentStop` carry them too. The field names follow
+//! Claude Code's hooks reference (code.claude.com/docs/en/hooks, as of Claude Code 2.1.240).
+//!
+//! Unknown fields are ignored, and an event loopguard does not know is read as
+//! [`HookEvent::Other`] with its envelope read leniently (a field of an unexpected type
+//! is dropped, not an error), so newer Claude Code versions keep working.
 //!
 //! The payload is read with loopguard's own JSON parser rather than serde: the tool
 //! arguments and results are hashed, and their hashes must be OpenClaw's, which needs
@@ -78,6 +86,16 @@ pub enum HookEvent<'a> {
     PostCompact,
     /// A session started (`source`: `startup`, `resume`, `clear` or `compact`).
     SessionStart(Option<String>),
+    /// After a batch of parallel tool calls resolved: each call with the result the model
+    /// saw (`None` when the entry had no `tool_response`).
+    PostToolBatch(Vec<(ToolUse<'a>, Option<Value<'a>>)>),
+    /// The session ended (`reason`: `clear`, `resume`, `logout`, `prompt_input_exit`,
+    /// `other`).
+    SessionEnd(Option<String>),
+    /// A subagent was spawned (its calls carry its `agent_id`).
+    SubagentStart,
+    /// A subagent finished.
+    SubagentStop,
     /// Any other event (`Stop`, `Notification`, …): nothing to do.
     Other(String),
 }
@@ -93,6 +111,10 @@ impl HookEvent<'_> {
             HookEvent::PreCompact => "PreCompact",
             HookEvent::PostCompact => "PostCompact",
             HookEvent::SessionStart(_) => "SessionStart",
+            HookEvent::PostToolBatch(_) => "PostToolBatch",
+            HookEvent::SessionEnd(_) => "SessionEnd",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
             HookEvent::Other(n) => n,
         }
     }
@@ -121,6 +143,9 @@ pub struct HookPayload<'a> {
     pub agent_id: Option<String>,
     /// `agent_type`: the subagent's type (or the `--agent` of the main thread).
     pub agent_type: Option<String>,
+    /// `permission_mode`: `default`, `plan`, `acceptEdits`, `auto`, `dontAsk`,
+    /// `bypassPermissions` (kept as given; not every event carries it).
+    pub permission_mode: Option<String>,
     /// The event.
     pub event: HookEvent<'a>,
 }
@@ -168,7 +193,23 @@ impl<'a> HookPayload<'a> {
             "PreCompact" => HookEvent::PreCompact,
             "PostCompact" => HookEvent::PostCompact,
             "SessionStart" => HookEvent::SessionStart(f.opt_string("source")?),
-            _ => HookEvent::Other(event_name),
+            "PostToolBatch" => HookEvent::PostToolBatch(f.batch()?),
+            "SessionEnd" => HookEvent::SessionEnd(f.opt_string("reason")?),
+            "SubagentStart" => HookEvent::SubagentStart,
+            "SubagentStop" => HookEvent::SubagentStop,
+            _ => {
+                // An event this version does not know: nothing in it may fail.
+                let lenient = |k| f.opt_string(k).ok().flatten();
+                return Ok(HookPayload {
+                    session_id,
+                    transcript_path: lenient("transcript_path"),
+                    cwd: lenient("cwd"),
+                    agent_id: lenient("agent_id"),
+                    agent_type: lenient("agent_type"),
+                    permission_mode: lenient("permission_mode"),
+                    event: HookEvent::Other(event_name),
+                });
+            }
         };
         Ok(HookPayload {
             session_id,
@@ -176,6 +217,7 @@ impl<'a> HookPayload<'a> {
             cwd: f.opt_string("cwd")?,
             agent_id: f.opt_string("agent_id")?,
             agent_type: f.opt_string("agent_type")?,
+            permission_mode: f.opt_string("permission_mode")?,
             event,
         })
     }
@@ -211,6 +253,29 @@ impl<'o, 'a> Fields<'o, 'a> {
                 expected: "a string",
             }),
         }
+    }
+
+    /// `tool_calls` of a `PostToolBatch`.
+    fn batch(&self) -> Result<Vec<(ToolUse<'a>, Option<Value<'a>>)>, PayloadError> {
+        let Value::Array(calls) = self.required("tool_calls")? else {
+            return Err(PayloadError::Type {
+                field: "tool_calls",
+                expected: "an array",
+            });
+        };
+        calls
+            .iter()
+            .map(|c| match c {
+                Value::Object(o) => {
+                    let f = Fields(o);
+                    Ok((f.tool()?, f.get("tool_response").cloned()))
+                }
+                _ => Err(PayloadError::Type {
+                    field: "tool_calls",
+                    expected: "an array of objects",
+                }),
+            })
+            .collect()
     }
 
     fn tool(&self) -> Result<ToolUse<'a>, PayloadError> {
@@ -292,6 +357,67 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.event, HookEvent::SessionStart(Some("compact".into())));
+    }
+
+    #[test]
+    fn the_newest_events_parse() {
+        let p = HookPayload::parse(
+            br#"{"session_id":"s","cwd":"/p","permission_mode":"acceptEdits","hook_event_name":"PostToolBatch",
+                "tool_calls":[{"tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1","tool_response":"     1\tx"},
+                              {"tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t2"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.permission_mode.as_deref(), Some("acceptEdits"));
+        let HookEvent::PostToolBatch(calls) = &p.event else {
+            panic!("{:?}", p.event)
+        };
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].0.name.as_str(), Some("Read"));
+        assert!(calls[0].1.is_some() && calls[1].1.is_none());
+        let p = HookPayload::parse(
+            br#"{"session_id":"s","hook_event_name":"SessionEnd","reason":"prompt_input_exit"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p.event,
+            HookEvent::SessionEnd(Some("prompt_input_exit".into()))
+        );
+        let p = HookPayload::parse(
+            br#"{"session_id":"s","hook_event_name":"PostCompact","trigger":"auto","compact_summary":"x"}"#,
+        )
+        .unwrap();
+        assert_eq!(p.event, HookEvent::PostCompact);
+        for name in ["SubagentStart", "SubagentStop"] {
+            let json = format!(
+                r#"{{"session_id":"s","hook_event_name":"{name}","agent_id":"a1","agent_type":"Explore"}}"#
+            );
+            let p = HookPayload::parse(json.as_bytes()).unwrap();
+            assert_eq!(p.event.name(), name);
+            assert_eq!(p.agent_id.as_deref(), Some("a1"));
+        }
+        let e = HookPayload::parse(
+            br#"{"session_id":"s","hook_event_name":"PostToolBatch","tool_calls":{}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "hook payload: field `tool_calls` must be an array"
+        );
+    }
+
+    #[test]
+    fn unknown_events_and_fields_never_fail() {
+        let p = HookPayload::parse(
+            br#"{"session_id":"s","hook_event_name":"SomethingNew2027","cwd":7,"permission_mode":["x"],"extra":{"a":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(p.event, HookEvent::Other("SomethingNew2027".into()));
+        assert_eq!((p.cwd, p.permission_mode), (None, None));
+        let p = HookPayload::parse(
+            br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{},"effort":{"level":"high"},"prompt_id":"u","future":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(p.event.name(), "PreToolUse");
     }
 
     #[test]

@@ -2,8 +2,15 @@
 //!
 //! Without a session id: every session, most recent first, with its event count and run.
 //! With one: its recent hook events (tool, decision, detector, count, message), the
-//! repeated calls of the current run with their no-progress streaks, and the state of the
-//! run's post-compaction guard.
+//! repeated calls of the current run with their no-progress streaks, the state of the
+//! run's post-compaction guard, its permission mode, the config in force, and the last
+//! time the hook failed open for it.
+//!
+//! **Weaker than it looks**: the config the session's hook last loaded is read again; if
+//! it cannot be read now, every hook call fails open and the status says so, and
+//! otherwise it carries the [`crate::advice`] notes for its policy (detectors off,
+//! warnings the model never sees). The last fail-open comes from the log file (see
+//! [`crate::paths::log_candidates`]), whose fail-open lines name the session.
 //!
 //! ```
 //! use loopguard_hook::{run_claude_code, HookOptions};
@@ -43,6 +50,12 @@ pub struct SessionSummary {
     pub cwd: Option<String>,
     /// `true` when the current run was stopped by the post-compaction guard.
     pub stopped: bool,
+    /// The last `permission_mode` a payload carried.
+    pub permission_mode: Option<String>,
+    /// Where the config of the last event came from.
+    pub config: Option<String>,
+    /// The agent id the policy was chosen for.
+    pub agent: Option<String>,
 }
 
 /// Every session of the database, most recently updated first.
@@ -61,6 +74,9 @@ pub fn list_sessions(store: &Store) -> Result<Vec<SessionSummary>, StoreError> {
             run,
             updated_ms,
             cwd: entry.meta.get("cwd").cloned(),
+            permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+            config: entry.meta.get("config").cloned(),
+            agent: entry.meta.get("agent").cloned(),
         });
     }
     Ok(out)
@@ -122,6 +138,13 @@ pub struct SessionStatus {
     pub cwd: Option<String>,
     /// Where the config came from.
     pub config: Option<String>,
+    /// Where that config is weaker than it looks, or why it cannot be read now.
+    pub config_notes: Vec<String>,
+    /// The last `permission_mode` a payload carried.
+    pub permission_mode: Option<String>,
+    /// The last fail-open line of the log naming this session (set by the caller with
+    /// [`last_fail_open`]).
+    pub last_fail_open: Option<String>,
     /// The run stopped by the post-compaction guard, if it is the current one.
     pub aborted: Option<String>,
     /// Records in the session's history (all runs).
@@ -178,6 +201,9 @@ pub fn session_status(
                 updated_ms: 0,
                 cwd: None,
                 config: None,
+                config_notes: Vec::new(),
+                permission_mode: None,
+                last_fail_open: None,
                 aborted: None,
                 history_len: 0,
                 repeats: Vec::new(),
@@ -205,6 +231,12 @@ pub fn session_status(
         updated_ms: entry.last_seen_ms,
         cwd: entry.meta.get("cwd").cloned(),
         config: entry.meta.get("config").cloned(),
+        config_notes: config_notes(
+            entry.meta.get("config").map(String::as_str),
+            entry.meta.get("agent").map(String::as_str),
+        ),
+        permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+        last_fail_open: None,
         aborted: entry
             .aborted
             .as_ref()
@@ -245,6 +277,67 @@ pub fn session_status(
         window_size: g.settings().window_size,
     });
     Ok(Some(st))
+}
+
+/// Reads the config a session's hook last loaded (its `config` meta, as
+/// [`crate::config::ConfigSource`] displays it) again and says where it is weaker than it
+/// looks, or that it cannot be read.
+///
+/// ```
+/// use loopguard_hook::status::config_notes;
+/// assert!(config_notes(Some("built-in (no config file: enabled with defaults)"), None).is_empty());
+/// let n = config_notes(Some("/nonexistent/c.json5 (--config)"), None);
+/// assert!(n[0].contains("cannot read config /nonexistent/c.json5"), "{n:?}");
+/// ```
+pub fn config_notes(config: Option<&str>, agent: Option<&str>) -> Vec<String> {
+    use crate::config::{ConfigSource, HookConfig};
+    type Make = fn(std::path::PathBuf) -> ConfigSource;
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    let kinds: [(&str, Make); 3] = [
+        (" (--config)", ConfigSource::Flag),
+        (" (project)", ConfigSource::Project),
+        (" (user)", ConfigSource::User),
+    ];
+    let Some((path, source)) = kinds.iter().find_map(|(suffix, make)| {
+        config
+            .strip_suffix(suffix)
+            .map(|p| (std::path::PathBuf::from(p), make(p.into())))
+    }) else {
+        return Vec::new();
+    };
+    match HookConfig::load(&path, source) {
+        Ok(c) => crate::advice::policy_notes(&c.policy_for(agent)),
+        Err(e) => vec![format!(
+            "{e}: every hook call fails open (the call is allowed, nothing is checked)"
+        )],
+    }
+}
+
+/// The last line of the log that reports a fail-open, for one session (`Some(id)`) or any.
+///
+/// ```
+/// use loopguard_hook::status::last_fail_open;
+/// let dir = tempfile::tempdir()?;
+/// let log = dir.path().join("loopguard.log");
+/// std::fs::write(&log, "2026-11-30T10:00:00Z loopguard: session a: bad config; the call is allowed (fail-open). Log: x\n")?;
+/// assert!(last_fail_open(&log, Some("a")).unwrap().contains("bad config"));
+/// assert_eq!(last_fail_open(&log, Some("b")), None);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn last_fail_open(log: &std::path::Path, session: Option<&str>) -> Option<String> {
+    let needle = session.map(|s| format!("loopguard: session {s}: "));
+    let rotated = log.with_extension("log.1");
+    [log, rotated.as_path()].iter().find_map(|p| {
+        let text = std::fs::read_to_string(p).ok()?;
+        text.lines()
+            .rev()
+            .find(|l| {
+                l.contains("(fail-open)") && needle.as_ref().is_none_or(|n| l.contains(n.as_str()))
+            })
+            .map(str::to_string)
+    })
 }
 
 fn when(ms: u64) -> String {
@@ -301,6 +394,20 @@ pub fn render_session(st: &SessionStatus) -> String {
     }
     if let Some(c) = &st.config {
         let _ = writeln!(out, "  config: {c}");
+    }
+    for n in &st.config_notes {
+        let _ = writeln!(out, "  WARNING: {n}");
+    }
+    if let Some(m) = &st.permission_mode {
+        let _ = writeln!(out, "  permission mode: {m}");
+    }
+    match &st.last_fail_open {
+        Some(l) => {
+            let _ = writeln!(out, "  last fail-open: {l}");
+        }
+        None => {
+            let _ = writeln!(out, "  last fail-open: none in the log");
+        }
     }
     if let Some(e) = &st.state_error {
         let _ = writeln!(out, "  state unreadable: {e}");
@@ -379,7 +486,7 @@ mod tests {
                 ));
             }
         }
-        send(r#"{"session_id":"s","hook_event_name":"PreCompact","trigger":"manual"}"#.into());
+        send(r#"{"session_id":"s","hook_event_name":"PostCompact","trigger":"manual","compact_summary":"…"}"#.into());
         let store = Store::open_existing(&db, &Default::default()).unwrap();
         let st = session_status(&store, "s", 50).unwrap().unwrap();
         assert_eq!(st.run, "prompt-1");

@@ -60,6 +60,19 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
 
     let cfg = &loaded.config;
     let mut out = String::new();
+    // Where protection is weaker than it looks (detectors off, warnings the model never
+    // sees): warnings, so --strict makes them errors.
+    let mut weak = |title: &str, agent: Option<&str>| {
+        for note in loopguard_hook::advice::policy_notes(&cfg.policy_for(agent)) {
+            if args.strict {
+                errors += 1;
+                eprintln!("{name}: error (strict): {title}: {note}");
+            } else {
+                warnings += 1;
+                eprintln!("{name}: warning: {title}: {note}");
+            }
+        }
+    };
     match &args.agent {
         Some(id) => {
             let entry = cfg.agents.iter().position(|a| {
@@ -71,22 +84,17 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
                 None => format!("agent {id:?} (no agents.list entry: the global block applies)"),
             };
             describe(&mut out, &title, cfg, Some(id));
+            weak(&title, Some(id));
         }
         None => {
-            describe(
-                &mut out,
-                "global (tools.loopDetection; agents without an entry)",
-                cfg,
-                None,
-            );
+            let title = "global (tools.loopDetection; agents without an entry)";
+            describe(&mut out, title, cfg, None);
+            weak(title, None);
             for (i, a) in cfg.agents.iter().enumerate() {
                 let _ = writeln!(out);
-                describe(
-                    &mut out,
-                    &format!("agent {:?} (agents.list[{i}])", a.id),
-                    cfg,
-                    Some(&a.id),
-                );
+                let title = format!("agent {:?} (agents.list[{i}])", a.id);
+                describe(&mut out, &title, cfg, Some(&a.id));
+                weak(&title, Some(&a.id));
             }
         }
     }

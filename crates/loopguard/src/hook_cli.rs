@@ -10,8 +10,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use loopguard_core::Mode;
-use loopguard_hook::paths::{project_settings, Env};
+use loopguard_hook::advice::policy_notes;
+use loopguard_hook::config::{ConfigSource, HookConfig};
+use loopguard_hook::paths::{existing_log, project_settings, Env};
 use loopguard_hook::settings::{self, shell_quote, Change};
+use loopguard_hook::status::last_fail_open;
 use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
 use loopguard_hook::store::{Store, StoreError, StoreOptions};
 use loopguard_hook::{log_line, parse_duration, run_claude_code, HookOptions};
@@ -87,7 +90,9 @@ pub struct TargetArgs {
 pub struct InstallArgs {
     #[command(flatten)]
     target: TargetArgs,
-    /// The loopguard executable the hook runs (default: this one).
+    /// The loopguard executable the hook runs (default: this one for the user's settings;
+    /// `loopguard`, found through PATH, for --project, which is shared with everyone who
+    /// clones the project).
     #[arg(long, value_name = "PATH")]
     exe: Option<PathBuf>,
     /// Passed on to the hook: the state database.
@@ -217,35 +222,80 @@ fn describe(change: &Change, path: &Path, what: &str) -> String {
     match change {
         Change::Unchanged => format!("{} already {what}; nothing changed", path.display()),
         Change::Written { backup: Some(b) } => format!(
-            "{what} in {} (previous version kept in {})",
+            "{what} in {}, edited in place (the file as it was before loopguard first touched it: {})",
             path.display(),
             b.display()
         ),
         Change::Written { backup: None } => format!("{what} in {} (new file)", path.display()),
+        Change::Removed => format!(
+            "{what}: {} is empty now and loopguard had created it, so it was deleted",
+            path.display()
+        ),
+    }
+}
+
+/// A path given to `install`, as the hook command names it. For the project's settings a
+/// path inside the project becomes `"${CLAUDE_PROJECT_DIR}"/…`, so the command works
+/// wherever the project is cloned; a path outside it is named as it is, with a warning.
+fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let Some(project) = project else {
+        return shell_quote(&abs.to_string_lossy());
+    };
+    let root = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
+    match abs.strip_prefix(&root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            format!(
+                "\"${{CLAUDE_PROJECT_DIR}}\"/{}",
+                shell_quote(&rel.to_string_lossy())
+            )
+        }
+        _ => {
+            eprintln!(
+                "warning: {flag} {} is outside the project: the shared .claude/settings.json will name a path of this machine",
+                abs.display()
+            );
+            shell_quote(&abs.to_string_lossy())
+        }
     }
 }
 
 fn install(args: InstallArgs) -> Result<ExitCode> {
     let env = Env::from_process();
     let path = settings_path(&args.target, &env)?;
-    let exe = match args.exe {
-        Some(e) => e,
-        None => std::env::current_exe()
-            .context("cannot find the loopguard executable; use --exe PATH")?,
+    let project = match (&args.target.project, &args.target.project_dir) {
+        (false, _) => None,
+        (true, Some(d)) => Some(d.clone()),
+        (true, None) => {
+            Some(std::env::current_dir().context("cannot determine the current directory")?)
+        }
     };
-    let mut words = vec![
-        shell_quote(&exe.to_string_lossy()),
-        "hook".to_string(),
-        "claude-code".to_string(),
-    ];
-    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    // A config the hook could not load would make every call fail open: refuse it now.
+    let config = match &args.config {
+        Some(c) => Some(
+            HookConfig::load(c, ConfigSource::Flag(c.clone()))
+                .map_err(|e| anyhow::anyhow!("--config: {e}; nothing was installed"))?,
+        ),
+        None => None,
+    };
+    let exe = match (&args.exe, &project) {
+        (Some(e), _) => shell_quote(&e.to_string_lossy()),
+        // The project's settings are shared: `loopguard` through PATH works everywhere.
+        (None, Some(_)) => "loopguard".to_string(),
+        (None, None) => shell_quote(
+            &std::env::current_exe()
+                .context("cannot find the loopguard executable; use --exe PATH")?
+                .to_string_lossy(),
+        ),
+    };
+    let mut words = vec![exe, "hook".to_string(), "claude-code".to_string()];
     if let Some(s) = &args.state {
         words.push("--state".into());
-        words.push(shell_quote(&abs(s).to_string_lossy()));
+        words.push(path_word(s, project.as_deref(), "--state"));
     }
     if let Some(c) = &args.config {
         words.push("--config".into());
-        words.push(shell_quote(&abs(c).to_string_lossy()));
+        words.push(path_word(c, project.as_deref(), "--config"));
     }
     if let Some(a) = &args.agent {
         words.push("--agent".into());
@@ -262,6 +312,22 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
         describe(&change, &path, "loopguard's Claude Code hooks installed")
     );
     println!("hook command: {command}");
+    // Say where protection is weaker than it looks: the config the hook will load.
+    let config = match config {
+        Some(c) => Ok(c),
+        None => HookConfig::discover(None, project.as_deref(), &env),
+    };
+    match config {
+        Ok(c) => {
+            println!("config: {}", c.source);
+            for note in policy_notes(&c.policy_for(args.agent.as_deref())) {
+                eprintln!("warning: {note}");
+            }
+        }
+        Err(e) => eprintln!(
+            "warning: {e}: until it is fixed, every hook call fails open (nothing is checked)"
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -271,10 +337,27 @@ fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
     let change = settings::uninstall(&path)?;
     let what = match change {
         Change::Unchanged => "has no loopguard hooks",
-        Change::Written { .. } => "loopguard's Claude Code hooks removed",
+        Change::Written { .. } | Change::Removed => "loopguard's Claude Code hooks removed",
     };
     println!("{}", describe(&change, &path, what));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The config a hook started in the current directory would load, and where it is weaker
+/// than it looks (a new session gets it).
+fn print_config_here(env: &Env) {
+    let cwd = std::env::current_dir().ok();
+    match HookConfig::discover(None, cwd.as_deref(), env) {
+        Ok(c) => {
+            println!("config for a session started here: {}", c.source);
+            for n in policy_notes(&c.policy_for(None)) {
+                println!("WARNING: {n}");
+            }
+        }
+        Err(e) => println!(
+            "WARNING: config for a session started here: {e}: every hook call fails open (nothing is checked)"
+        ),
+    }
 }
 
 /// Runs `loopguard status`.
@@ -294,24 +377,48 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 );
             } else {
                 println!(
-                    "no sessions yet: {} does not exist (the hook has not run)",
+                    "no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)",
                     path.display()
                 );
+            }
+            if let Some(l) = existing_log(Some(&path), &env) {
+                if let Some(line) = last_fail_open(&l, None) {
+                    println!("last fail-open (log {}): {line}", l.display());
+                }
+            }
+            if !args.json {
+                print_config_here(&env);
             }
             return Ok(ExitCode::SUCCESS);
         }
         Err(e) => return Err(e.into()),
     };
+    let log = existing_log(Some(&path), &env);
     let Some(wanted) = args.session else {
         let rows = list_sessions(&store)?;
+        let last = log.as_deref().and_then(|l| last_fail_open(l, None));
         if args.json {
             println!(
                 "{}",
-                serde_json::json!({ "database": path, "sessions": rows })
+                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows })
             );
         } else {
             println!("database: {}", path.display());
             print!("{}", render_list(&rows));
+            match (&log, &last) {
+                (Some(l), Some(line)) => println!("last fail-open (log {}): {line}", l.display()),
+                (Some(l), None) => println!("log: {} (no fail-open in it)", l.display()),
+                (None, _) => println!("log: none written yet"),
+            }
+            // The config each session's hook loads: unreadable means unprotected.
+            for r in &rows {
+                for n in
+                    loopguard_hook::status::config_notes(r.config.as_deref(), r.agent.as_deref())
+                {
+                    println!("WARNING: session {}: {n}", r.session_id);
+                }
+            }
+            print_config_here(&env);
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -335,9 +442,10 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             }
         }
     };
-    let Some(st) = session_status(&store, &id, args.events)? else {
+    let Some(mut st) = session_status(&store, &id, args.events)? else {
         bail!("no session {id} in {}", path.display());
     };
+    st.last_fail_open = log.as_deref().and_then(|l| last_fail_open(l, Some(&id)));
     if args.json {
         println!("{}", serde_json::to_string(&st)?);
     } else {

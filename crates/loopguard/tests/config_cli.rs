@@ -52,7 +52,38 @@ fn shipped_example_is_clean_and_shows_each_agent() {
     assert!(stdout.contains("global (tools.loopDetection"), "{stdout}");
     assert!(stdout.contains("agent \"safe-runner\""), "{stdout}");
     assert!(stdout.contains("warningThreshold: 8  (agent)"), "{stdout}");
-    assert!(stderr.contains("ok, 0 warning(s)"), "{stderr}");
+    // The one warning: safe-runner's warnings at counts 8 and 9 never reach the model.
+    assert!(
+        stderr.contains("warning: agent \"safe-runner\" (agents.list[0]): warningThreshold 8: warnings at counts below 10 are never shown to the model"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("ok, 1 warning(s)"), "{stderr}");
+    let (out, _, stderr) = check(&[example, "--strict"]);
+    assert!(!out.status.success(), "{stderr}");
+}
+
+#[test]
+fn thresholds_that_hide_every_warning_are_reported() {
+    let cfg = TempConfig::new(
+        "c.json5",
+        "{ tools: { loopDetection: { enabled: true, warningThreshold: 3, criticalThreshold: 6 } } }",
+    );
+    let (out, _, stderr) = check(&[cfg.path()]);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warningThreshold 3: warnings at counts below 10 are never shown to the model")
+            && stderr.contains("with criticalThreshold 6, a loop with identical outcomes is blocked before the model has seen any warning"),
+        "{stderr}"
+    );
+    let off = TempConfig::new(
+        "off.json5",
+        "{ tools: { loopDetection: { historySize: 40 } } }",
+    );
+    let (_, _, stderr) = check(&[off.path()]);
+    assert!(
+        stderr.contains("enabled is not true: the rolling-history detectors are off"),
+        "{stderr}"
+    );
 }
 
 #[test]

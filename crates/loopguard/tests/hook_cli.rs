@@ -725,7 +725,8 @@ fn project_and_user_configs_apply() {
     );
 }
 
-/// install / uninstall merge into settings.json, keep a backup, and are idempotent.
+/// install / uninstall merge into settings.json in place, keep the first backup, are
+/// idempotent, and give back the original bytes.
 #[test]
 fn install_and_uninstall_merge_with_existing_settings() {
     let sb = Sandbox::new();
@@ -738,11 +739,8 @@ fn install_and_uninstall_merge_with_existing_settings() {
             "Notification": [{"hooks": [{"type": "command", "command": "notify-send claude"}]}]
         }
     });
-    std::fs::write(
-        &user_settings,
-        serde_json::to_string_pretty(&original).unwrap(),
-    )
-    .unwrap();
+    let original_text = serde_json::to_string_pretty(&original).unwrap();
+    std::fs::write(&user_settings, &original_text).unwrap();
 
     let out = sb.run(&["hook", "install"], b"");
     assert!(
@@ -769,15 +767,16 @@ fn install_and_uninstall_merge_with_existing_settings() {
     for event in [
         "PostToolUse",
         "PostToolUseFailure",
+        "PostToolBatch",
         "UserPromptSubmit",
-        "PreCompact",
+        "PostCompact",
+        "SessionEnd",
     ] {
         assert_eq!(v["hooks"][event][0]["hooks"][0]["command"], cmd, "{event}");
     }
     assert_eq!(v["hooks"]["SessionStart"][0]["matcher"], "compact");
-    let backup = sb.path("home/.claude/settings.json.loopguard.bak");
-    let b: Value = serde_json::from_str(&std::fs::read_to_string(&backup).unwrap()).unwrap();
-    assert_eq!(b, original);
+    let backup = sb.path("home/.claude/settings.json.loopguard-backup");
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), original_text);
 
     // The installed command really works as a hook.
     let payload = Claude::new(&sb.project()).pre("Read", json!({}), "t");
@@ -807,11 +806,13 @@ fn install_and_uninstall_merge_with_existing_settings() {
         .contains("nothing changed"));
     assert_eq!(std::fs::read_to_string(&user_settings).unwrap(), snapshot);
 
-    // Uninstall restores the original hooks exactly.
+    // Uninstall restores the original file, byte for byte.
     let out = sb.run(&["hook", "uninstall"], b"");
     assert!(out.status.success());
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&user_settings).unwrap()).unwrap();
-    assert_eq!(v, original);
+    assert_eq!(
+        std::fs::read_to_string(&user_settings).unwrap(),
+        original_text
+    );
     let out = sb.run(&["hook", "uninstall"], b"");
     assert!(String::from_utf8(out.stdout)
         .unwrap()
@@ -845,10 +846,12 @@ fn install_and_uninstall_merge_with_existing_settings() {
         cmd.contains("--mode observe") && cmd.contains("db.sqlite3"),
         "{cmd}"
     );
-    assert!(
-        cmd.contains(sb.project().to_str().unwrap()),
-        "state path made absolute: {cmd}"
+    // Shared with everyone who clones the project: no path of this machine.
+    assert_eq!(
+        cmd,
+        r#"loopguard hook claude-code --state "${CLAUDE_PROJECT_DIR}"/db.sqlite3 --mode observe"#
     );
+    assert!(!cmd.contains(sb.dir.path().to_str().unwrap()), "{cmd}");
 }
 
 #[test]
