@@ -7,11 +7,16 @@
 //! * events and decisions are [`loopguard_events`]' (the events.md contract);
 //! * [`Replayer`]: sessions, per-agent config, enforce/observe mode, and matching the
 //!   outcomes of blocked calls;
-//! * [`summary`]: the human summary;
+//! * [`summary`]: what a replay found (sessions, loops, their cost), and [`report`] its
+//!   text rendering;
+//! * replay as a library, for any front end: [`inputs`] resolves files, directories, globs
+//!   and `-` (naming every file it passes over), [`Plan`] decides each input's format, mode,
+//!   config and session name, and [`Plan::run`] replays them all into one [`Summary`],
+//!   telling an [`Observer`] each decision and notice;
 //! * [`synthetic`]: generated streams for benchmarks.
 //!
-//! [`replay`] ties them together over any reader and writer, streaming: memory does not grow
-//! with the input's length.
+//! [`replay`] replays one event stream over any reader and writer, streaming: memory does
+//! not grow with the input's length.
 //!
 //! ```
 //! use loopguard_replay::{replay, Output, Replayer};
@@ -30,14 +35,22 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod inputs;
+pub mod plan;
 mod replayer;
+pub mod report;
+pub mod run;
 pub mod summary;
 pub mod synthetic;
 
 use std::io::{self, BufRead, Write};
 
 pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
+pub use inputs::Input;
+pub use plan::{Chosen, InputKind, Plan, PlanError, PlanNote, ReplayOptions, Source};
 pub use replayer::Replayer;
+pub use report::Style;
+pub use run::{FileReport, Notice, Observer, RunError, RunReport};
 pub use summary::Summary;
 
 /// What [`replay`] writes while it runs.

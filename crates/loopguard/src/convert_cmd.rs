@@ -9,14 +9,17 @@ use anyhow::{bail, Result};
 use loopguard_adapters::reader::{self, Flow, Item, ReadError, ReadOptions};
 use loopguard_adapters::{Context, Diagnostic, Format};
 
-use crate::inputs;
+use loopguard_replay::inputs::session_names;
+use loopguard_replay::plan::{format_list, sniff, Sniffed};
+
+use crate::replay_cmd::{format_parser, FormatArg};
 
 /// Arguments of `loopguard convert`.
 #[derive(clap::Args)]
 pub struct ConvertArgs {
     /// The input format, or `auto` to recognise it from the content.
-    #[arg(long, default_value = "auto", value_name = "FORMAT")]
-    format: String,
+    #[arg(long, default_value = "auto", value_name = "FORMAT", value_parser = format_parser())]
+    format: FormatArg,
     /// Stop at the first malformed line instead of skipping it.
     #[arg(long)]
     strict: bool,
@@ -40,12 +43,16 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     }
     // A pipe (`/dev/fd/N`) is read once: the source detection read from is kept.
     let mut kept = None;
-    let format = match args.format.as_str() {
-        "auto" => match inputs::sniff(path).map(|(found, pipe)| {
-            kept = pipe;
-            found
-        })? {
-            inputs::Sniffed::Format(f) => {
+    let format = match args.format {
+        FormatArg(Some(f)) => f,
+        FormatArg(None) => match sniff(path)
+            .map(|(found, pipe)| {
+                kept = pipe;
+                found
+            })
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+        {
+            Sniffed::Format(f) => {
                 eprintln!(
                     "{}: reading as {} ({})",
                     path.display(),
@@ -54,24 +61,18 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 );
                 f
             }
-            inputs::Sniffed::Blank => bail!("{}: the file is empty", path.display()),
-            inputs::Sniffed::Unknown => bail!(
+            Sniffed::Blank => bail!("{}: the file is empty", path.display()),
+            Sniffed::Unknown => bail!(
                 "{}: cannot tell which format this is. Choose one with --format NAME:\n{}",
                 path.display(),
-                inputs::format_list()
+                format_list()
             ),
         },
-        name => Format::from_name(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown --format {name:?}; use auto or one of:\n{}",
-                inputs::format_list()
-            )
-        })?,
     };
     let session = args
         .session
         .clone()
-        .unwrap_or_else(|| inputs::session_names(&[path.as_path()]).remove(0));
+        .unwrap_or_else(|| session_names(&[path.as_path()]).remove(0));
     let ctx = Context {
         session,
         agent: reader::agent_from_path(path),
@@ -107,7 +108,9 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             } else {
                 "note"
             };
-            eprintln!("{}:{}: {what}: {}", path.display(), d.line, d.message);
+            // Some adapters' messages already end in "; skipped".
+            let message = d.message.strip_suffix("; skipped").unwrap_or(&d.message);
+            eprintln!("{}:{}: {what}: {message}", path.display(), d.line);
             Flow::Continue
         }
     };
@@ -121,7 +124,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         Err(ReadError::Stopped) => {
             if let Some(d) = fatal {
                 eprintln!(
-                    "error: {}:{}: {} (--strict)",
+                    "error: {}:{}: {}; stopped here because of --strict",
                     path.display(),
                     d.line,
                     d.message

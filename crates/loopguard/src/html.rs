@@ -1,23 +1,39 @@
-//! `--html`: a self-contained page with a timeline per session.
+//! `--html`: a self-contained report page (printing only; what it shows is the library's
+//! [`RunReport`]).
 //!
-//! Every call is a tick on its session's timeline; warnings, blocks and aborts are taller,
-//! coloured ticks; compactions are vertical lines. Hovering a tick shows its line, tool
-//! and decision. The page has no scripts and loads nothing from the network.
+//! At the top, a table across sessions, most expensive loops first. Then per session (in
+//! the same order) a timeline whose x axis counts the session's calls, labelled with the
+//! call number and, when the input records times, the time: one row shows all calls as a
+//! histogram with compactions as blue lines, then one lane per loop (its tool and
+//! arguments) with a mark per warning, block and abort, and the loop's cost (calls, wall
+//! time and tokens after its first warning) beside it. Every mark has a tooltip (line,
+//! time, tool, arguments, decision, detector, count, message). The page has no scripts,
+//! loads nothing from the network, and reflows to one column on a narrow (phone) screen.
+//!
+//! Memory and page size are bounded however long a session is: calls are counted into at
+//! most [`BUCKETS`] histogram buckets, and each loop lane keeps an even sample of at most
+//! [`MAX_MARKS`] marks (the page says when it thinned one).
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use loopguard_events::EventKind;
-use loopguard_replay::{Action, Decision, Summary};
+use loopguard_replay::report::{duration, plural, thousands, time_span, utc};
+use loopguard_replay::summary::{EventMeta, Loop, Observed, SessionSummary};
+use loopguard_replay::{Action, Decision, RunReport};
 
-/// Marks kept per session and kind for drawing. The timeline is 1000 pixels wide, so more
-/// would not show; past the cap a kind keeps an even sample (every second mark, then every
-/// fourth, …), so the page stays small and every part of a long session stays visible.
-const MAX_MARKS_PER_KIND: usize = 4096;
+/// Marks kept per loop lane (and compactions per session). Past the cap a lane keeps an
+/// even sample (every second mark, then every fourth, …), so the page stays small and
+/// every part of a long loop stays visible.
+pub const MAX_MARKS: usize = 2048;
+
+/// Histogram buckets of a session's calls.
+pub const BUCKETS: usize = 256;
+
+/// Time samples kept per session for labelling the axis.
+const MAX_TIMES: usize = 512;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
-    Call,
     Warn,
     Block,
     Abort,
@@ -25,27 +41,8 @@ enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 5] = [
-        Kind::Call,
-        Kind::Compaction,
-        Kind::Warn,
-        Kind::Block,
-        Kind::Abort,
-    ];
-
-    fn index(self) -> usize {
-        match self {
-            Kind::Call => 0,
-            Kind::Compaction => 1,
-            Kind::Warn => 2,
-            Kind::Block => 3,
-            Kind::Abort => 4,
-        }
-    }
-
     fn class(self) -> &'static str {
         match self {
-            Kind::Call => "call",
             Kind::Warn => "warn",
             Kind::Block => "block",
             Kind::Abort => "abort",
@@ -54,40 +51,38 @@ impl Kind {
     }
 }
 
+#[derive(Debug)]
 struct Mark {
-    seq: u64,
-    line: u64,
-    ts_ms: Option<u64>,
-    label: String,
+    /// Calls of the session before this event: its x position.
+    pos: u64,
+    kind: Kind,
+    tip: String,
 }
 
-/// The marks of one kind: every `stride`-th one seen, at most [`MAX_MARKS_PER_KIND`].
-struct Lane {
+/// An even sample of at most `cap` items: every `stride`-th one seen.
+#[derive(Debug)]
+struct Sampled<T> {
     seen: u64,
     stride: u64,
-    kept: Vec<Mark>,
+    cap: usize,
+    kept: Vec<T>,
 }
 
-impl Default for Lane {
-    fn default() -> Self {
-        Lane {
+impl<T> Sampled<T> {
+    fn new(cap: usize) -> Self {
+        Sampled {
             seen: 0,
             stride: 1,
+            cap,
             kept: Vec::new(),
         }
     }
-}
 
-impl Lane {
-    /// Whether the next mark will be kept (so its label is only built when it is).
-    fn wants_next(&self) -> bool {
-        self.seen.is_multiple_of(self.stride)
-    }
-
-    fn push(&mut self, mark: impl FnOnce() -> Mark) {
-        if self.wants_next() {
-            if self.kept.len() == MAX_MARKS_PER_KIND {
-                // Keep marks 0, 2s, 4s, …: the sample stays even at twice the stride.
+    /// Adds the next item (built only when it is kept).
+    fn push(&mut self, item: impl FnOnce() -> T) {
+        if self.seen.is_multiple_of(self.stride) {
+            if self.kept.len() == self.cap {
+                // Keep items 0, 2s, 4s, …: the sample stays even at twice the stride.
                 let mut i = 0;
                 self.kept.retain(|_| {
                     i += 1;
@@ -95,119 +90,171 @@ impl Lane {
                 });
                 self.stride *= 2;
             }
-            if self.wants_next() {
-                self.kept.push(mark());
+            if self.seen.is_multiple_of(self.stride) {
+                self.kept.push(item());
             }
         }
         self.seen += 1;
     }
 }
 
-#[derive(Default)]
-struct SessionMarks {
-    key: Vec<u8>,
-    name: String,
-    events: u64,
-    lanes: [Lane; 5],
+/// Calls counted into at most [`BUCKETS`] buckets of `width` calls each; when they would
+/// overflow, neighbours merge and the width doubles.
+#[derive(Debug)]
+struct Histogram {
+    width: u64,
+    counts: Vec<u64>,
 }
 
-/// The marks of every session, gathered while replaying.
-#[derive(Default)]
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            width: 1,
+            counts: Vec::new(),
+        }
+    }
+}
+
+impl Histogram {
+    fn add(&mut self, pos: u64) {
+        let mut b = (pos / self.width) as usize;
+        while b >= BUCKETS {
+            self.counts = self.counts.chunks(2).map(|c| c.iter().sum()).collect();
+            self.width *= 2;
+            b = (pos / self.width) as usize;
+        }
+        if self.counts.len() <= b {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+    }
+}
+
+#[derive(Debug)]
+struct SessionMarks {
+    calls: u64,
+    histogram: Histogram,
+    times: Sampled<(u64, u64)>,
+    compactions: Sampled<Mark>,
+    loops: Vec<Sampled<Mark>>,
+}
+
+impl Default for SessionMarks {
+    fn default() -> Self {
+        SessionMarks {
+            calls: 0,
+            histogram: Histogram::default(),
+            times: Sampled::new(MAX_TIMES),
+            compactions: Sampled::new(MAX_MARKS),
+            loops: Vec::new(),
+        }
+    }
+}
+
+/// The marks of every session, gathered while replaying (indexed like the summary's
+/// sessions).
+#[derive(Default, Debug)]
 pub struct Timeline {
     sessions: Vec<SessionMarks>,
-    index: HashMap<Vec<u8>, usize>,
 }
 
 impl Timeline {
-    /// Adds one decision.
-    pub fn observe(&mut self, d: &Decision<'_>, ts_ms: Option<u64>) {
-        let key = d.session.as_wtf8();
-        let i = match self.index.get(key) {
-            Some(&i) => i,
-            None => {
-                self.sessions.push(SessionMarks {
-                    key: key.to_vec(),
-                    name: d.session.to_string_lossy().into_owned(),
-                    ..Default::default()
-                });
-                self.index.insert(key.to_vec(), self.sessions.len() - 1);
-                self.sessions.len() - 1
-            }
+    /// Adds one decision, placed where the summary put it.
+    pub fn observe(&mut self, d: &Decision<'_>, meta: &EventMeta<'_>, at: Observed) {
+        if self.sessions.len() <= at.session {
+            self.sessions.resize_with(at.session + 1, SessionMarks::default);
+        }
+        let s = &mut self.sessions[at.session];
+        let pos = s.calls;
+        if d.kind == EventKind::Call {
+            s.histogram.add(pos);
+            s.calls += 1;
+        }
+        if let Some(ts) = meta.ts_ms {
+            s.times.push(|| (pos, ts));
+        }
+        if d.kind == EventKind::Compaction {
+            s.compactions.push(|| Mark {
+                pos,
+                kind: Kind::Compaction,
+                tip: tooltip(d, meta, "compaction"),
+            });
+            return;
+        }
+        let (Some(li), Some(_)) = (at.loop_index, &d.finding) else {
+            return;
         };
-        let s = &mut self.sessions[i];
-        let seq = s.events;
-        s.events += 1;
-        let kind = match (d.kind, d.action, &d.finding) {
-            (EventKind::Compaction, _, _) => Kind::Compaction,
-            (_, Action::Abort, Some(_)) => Kind::Abort,
-            (EventKind::Call, Action::Block, Some(_)) => Kind::Block,
-            (EventKind::Call, Action::Warn, Some(_)) => Kind::Warn,
-            (EventKind::Call, _, _) => Kind::Call,
+        let kind = match d.action {
+            Action::Warn => Kind::Warn,
+            Action::Block => Kind::Block,
+            Action::Abort => Kind::Abort,
             _ => return,
         };
-        let line = d.line;
-        s.lanes[kind.index()].push(|| Mark {
-            seq,
-            line,
-            ts_ms,
-            label: label(d, kind),
+        if s.loops.len() <= li {
+            s.loops.resize_with(li + 1, || Sampled::new(MAX_MARKS));
+        }
+        s.loops[li].push(|| Mark {
+            pos,
+            kind,
+            tip: tooltip(d, meta, d.action.as_str()),
         });
     }
 
     /// The whole page.
-    pub fn render(&self, summary: &Summary, mode: &str) -> String {
+    pub fn render(&self, report: &RunReport, mode: &str) -> String {
+        let summary = &report.summary;
         let mut page = String::with_capacity(64 * 1024);
         page.push_str(HEAD);
+        let n_loops: usize = summary.sessions.iter().map(|s| s.loops.len()).sum();
         let _ = writeln!(
             page,
-            "<h1>loopguard replay</h1><p class=\"meta\">{} events, {} sessions, mode {}</p>",
-            summary.events,
+            "<header><h1>loopguard replay</h1><p class=\"meta\">{} {}, {} {}, {} {} found · mode: {}</p>",
+            thousands(summary.events),
+            plural(summary.events, "event", "events"),
             summary.sessions.len(),
+            plural(summary.sessions.len() as u64, "session", "sessions"),
+            n_loops,
+            plural(n_loops as u64, "loop", "loops"),
             esc(mode)
         );
-        page.push_str(LEGEND);
-        for s in &self.sessions {
-            let Some(stats) = summary.session(&s.key) else {
-                continue;
-            };
-            let _ = writeln!(
+        let failed: Vec<String> = report
+            .failures()
+            .filter_map(|f| f.failure_message())
+            .chain(
+                report
+                    .skipped
+                    .iter()
+                    .filter(|s| s.reason.loses_data())
+                    .map(|s| format!("{}: {}", s.path.display(), s.reason)),
+            )
+            .collect();
+        if !failed.is_empty() {
+            let _ = write!(
                 page,
-                "<section class=\"session\" data-session=\"{}\"><h2>{}</h2><p class=\"meta\">{} calls, {} warnings, {} blocks, {} aborts, {} loops</p>",
-                esc(&s.name),
-                esc(&s.name),
-                stats.calls,
-                stats.warnings,
-                stats.blocks,
-                stats.aborts,
-                stats.loops.len()
+                "<div class=\"failed\"><b>{} {} could not be replayed:</b><ul>",
+                failed.len(),
+                plural(failed.len() as u64, "file", "files")
             );
-            render_svg(&mut page, s);
-            let thinned: Vec<String> = Kind::ALL
-                .iter()
-                .map(|k| (k, &s.lanes[k.index()]))
-                .filter(|(_, lane)| lane.stride > 1)
-                .map(|(k, lane)| {
-                    format!(
-                        "{} of {} {} marks (every {}th)",
-                        lane.kept.len(),
-                        lane.seen,
-                        k.class(),
-                        lane.stride
-                    )
-                })
-                .collect();
-            if !thinned.is_empty() {
-                let _ = writeln!(
-                    page,
-                    "<p class=\"meta thinned\">Drawn: {}.</p>",
-                    esc(&thinned.join(", "))
-                );
+            for f in &failed {
+                let _ = write!(page, "<li>{}</li>", esc(f));
             }
-            page.push_str("</section>\n");
+            page.push_str("</ul></div>\n");
+        }
+        page.push_str("</header>\n");
+        // Sessions by cost; `order` holds indices into `summary.sessions`.
+        let mut order: Vec<usize> = (0..summary.sessions.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(summary.sessions[i].cost()));
+        render_table(&mut page, summary, &order);
+        page.push_str(LEGEND);
+        let empty = SessionMarks::default();
+        for &i in &order {
+            let stats = &summary.sessions[i];
+            let marks = self.sessions.get(i).unwrap_or(&empty);
+            render_session(&mut page, i, stats, marks);
         }
         let _ = writeln!(
             page,
-            "<h2>Report</h2><pre class=\"report\">{}</pre>",
+            "<details class=\"text\"><summary>Text report</summary><pre>{}</pre></details>",
             esc(&summary.render(mode))
         );
         page.push_str("</body></html>\n");
@@ -215,78 +262,272 @@ impl Timeline {
     }
 }
 
-/// The tooltip of a mark.
-fn label(d: &Decision<'_>, kind: Kind) -> String {
-    let tool = d
-        .tool
-        .as_ref()
-        .map(|t| t.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let Some(f) = &d.finding else {
-        return match kind {
-            Kind::Compaction => "compaction".to_string(),
-            _ => format!("{tool}: allowed"),
-        };
-    };
-    match kind {
-        Kind::Compaction => "compaction".to_string(),
-        Kind::Abort => format!("{tool}: run aborted, {} (count {})", f.detector, f.count),
-        Kind::Block => format!("{tool}: blocked, {} (count {})", f.detector, f.count),
-        Kind::Warn => format!(
-            "{tool}: warning, {} (count {}){}",
-            f.detector,
-            f.count,
-            if f.emitted == Some(true) {
-                ", shown to the model"
-            } else {
-                ""
-            }
-        ),
-        Kind::Call => format!("{tool}: allowed"),
+/// The tooltip of a mark: line, time, tool, arguments, decision, detector, count, message.
+fn tooltip(d: &Decision<'_>, meta: &EventMeta<'_>, what: &str) -> String {
+    let mut t = format!("line {}", d.line);
+    if let Some(ts) = meta.ts_ms {
+        let _ = write!(t, " · {}", utc(ts));
     }
+    if let Some(tool) = &d.tool {
+        let _ = write!(t, "\n{}", tool.to_string_lossy());
+        if let Some(a) = meta.args_preview {
+            let _ = write!(t, " {a}");
+        }
+    }
+    let _ = write!(t, "\n{what}");
+    if let Some(f) = &d.finding {
+        let _ = write!(t, " · {} · count {}", f.detector, f.count);
+        if f.emitted == Some(true) && d.action == Action::Warn {
+            t.push_str(" · shown to the model");
+        }
+        let _ = write!(t, "\n{}", f.message);
+    }
+    t
 }
 
-const WIDTH: f64 = 1000.0;
-const HEIGHT: f64 = 70.0;
+fn render_table(page: &mut String, summary: &loopguard_replay::Summary, order: &[usize]) {
+    page.push_str(
+        "<section class=\"overview\"><h2>Sessions, most expensive loops first</h2><div class=\"scroll\"><table class=\"summary\"><thead><tr><th>session</th><th>calls</th><th>loops</th><th>warnings</th><th>blocks</th><th>aborts</th><th>calls in loops</th><th>time in loops</th><th>tokens in loops</th><th>duration</th></tr></thead><tbody>\n",
+    );
+    for &i in order {
+        let s = &summary.sessions[i];
+        let (calls_in, tokens_in, wall_in) = s.cost();
+        let has_tokens = s.loops.iter().any(|l| l.tokens_after_warning.is_some());
+        let has_wall = s.loops.iter().any(|l| l.wall_ms_after_warning().is_some());
+        let class = if s.blocks + s.aborts > 0 {
+            " class=\"crit\""
+        } else if s.warnings > 0 {
+            " class=\"warned\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            page,
+            "<tr{class}><td><a href=\"#s{i}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&s.name),
+            thousands(s.calls),
+            s.loops.len(),
+            thousands(s.warnings),
+            thousands(s.blocks),
+            thousands(s.aborts),
+            thousands(calls_in),
+            if has_wall { duration(wall_in) } else { "–".into() },
+            if has_tokens { thousands(tokens_in) } else { "–".into() },
+            s.wall_ms().map(duration).unwrap_or_else(|| "–".into()),
+        );
+    }
+    page.push_str("</tbody></table></div></section>\n");
+}
 
-fn render_svg(page: &mut String, s: &SessionMarks) {
-    let n = s.events.max(1) as f64;
+/// Width of a track in SVG units (the SVG stretches to the row's width).
+const W: f64 = 1000.0;
+
+fn x_of(pos: u64, calls: u64) -> f64 {
+    (pos.min(calls) as f64 / calls.max(1) as f64) * W
+}
+
+fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &SessionMarks) {
+    let source = s
+        .source
+        .as_ref()
+        .map(|src| format!(" <span class=\"src\">{}</span>", esc(src)))
+        .unwrap_or_default();
     let _ = write!(
         page,
-        "<svg class=\"timeline\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" role=\"img\"><line class=\"axis\" x1=\"0\" y1=\"{y}\" x2=\"{WIDTH}\" y2=\"{y}\"/>",
-        y = HEIGHT - 5.0
+        "<section class=\"session\" id=\"s{index}\" data-session=\"{}\"><h2>{}{source}</h2><p class=\"meta\">{} {}, {} {} ({} shown to the model), {} {}, {} {}, {} {}",
+        esc(&s.name),
+        esc(&s.name),
+        thousands(s.calls),
+        plural(s.calls, "call", "calls"),
+        thousands(s.warnings),
+        plural(s.warnings, "warning", "warnings"),
+        thousands(s.warnings_emitted),
+        thousands(s.blocks),
+        plural(s.blocks, "block", "blocks"),
+        thousands(s.aborts),
+        plural(s.aborts, "abort", "aborts"),
+        s.loops.len(),
+        plural(s.loops.len() as u64, "loop", "loops"),
     );
-    // Plain calls first, so coloured marks are drawn on top.
-    for kind in Kind::ALL {
-        for m in &s.lanes[kind.index()].kept {
-            let x = 2.0 + (m.seq as f64 / n) * (WIDTH - 4.0);
-            let h = match kind {
-                Kind::Call => 12.0,
-                Kind::Warn => 30.0,
-                Kind::Block => 48.0,
-                Kind::Abort => 60.0,
-                Kind::Compaction => HEIGHT,
+    if let Some(span) = time_span(s) {
+        let _ = write!(page, "; {}", esc(&span));
+    }
+    page.push_str("</p>\n<div class=\"lanes\">\n");
+    let calls = m.calls;
+    render_axis(page, m);
+    // All calls, as a histogram, with compactions as lines across it.
+    let _ = write!(
+        page,
+        "<div class=\"label\">all calls <span class=\"n\">{}</span></div><div class=\"track\"><svg class=\"activity\" viewBox=\"0 0 {W} 40\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"calls over the session\">",
+        thousands(calls)
+    );
+    let peak = m.histogram.counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+    for (b, &c) in m.histogram.counts.iter().enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let start = b as u64 * m.histogram.width;
+        let end = (start + m.histogram.width).min(calls.max(1));
+        let (x0, x1) = (x_of(start, calls), x_of(end, calls));
+        let h = 4.0 + 36.0 * (c as f64 / peak);
+        let _ = write!(
+            page,
+            "<rect class=\"calls\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\"><title>calls {}–{}: {c}</title></rect>",
+            40.0 - h,
+            (x1 - x0).max(1.0),
+            start + 1,
+            end
+        );
+    }
+    for c in &m.compactions.kept {
+        let _ = write!(
+            page,
+            "<rect class=\"compaction\" x=\"{:.1}\" y=\"0\" width=\"4\" height=\"40\"><title>{}</title></rect>",
+            (x_of(c.pos, calls) - 2.0).max(0.0),
+            esc(&c.tip)
+        );
+    }
+    page.push_str("</svg></div><div class=\"cost\"></div>\n");
+    let empty = Sampled::new(0);
+    for (n, l) in s.loops.iter().enumerate() {
+        let marks = m.loops.get(n).unwrap_or(&empty);
+        render_loop(page, n + 1, l, marks, calls);
+    }
+    if s.loops.is_empty() {
+        page.push_str("<div class=\"label none\">no loops</div><div class=\"track\"></div><div class=\"cost\"></div>\n");
+    }
+    page.push_str("</div>\n");
+    let thinned: Vec<String> = m
+        .loops
+        .iter()
+        .enumerate()
+        .filter(|(_, lane)| lane.stride > 1)
+        .map(|(n, lane)| {
+            format!(
+                "loop {}: {} of {} marks (every {}th)",
+                n + 1,
+                lane.kept.len(),
+                lane.seen,
+                lane.stride
+            )
+        })
+        .chain((m.compactions.stride > 1).then(|| {
+            format!(
+                "compactions: {} of {} (every {}th)",
+                m.compactions.kept.len(),
+                m.compactions.seen,
+                m.compactions.stride
+            )
+        }))
+        .collect();
+    if !thinned.is_empty() {
+        let _ = writeln!(
+            page,
+            "<p class=\"meta thinned\">Drawn from an even sample: {}.</p>",
+            esc(&thinned.join("; "))
+        );
+    }
+    page.push_str("</section>\n");
+}
+
+/// Tick labels under the session's title: call numbers, and times when recorded.
+fn render_axis(page: &mut String, m: &SessionMarks) {
+    page.push_str("<div class=\"label axis-label\">call</div><div class=\"track axis\">");
+    let calls = m.calls.max(1);
+    for k in 0..=4u64 {
+        let pos = calls * k / 4;
+        let pct = pos as f64 / calls as f64 * 100.0;
+        let time = m
+            .times
+            .kept
+            .iter()
+            .min_by_key(|(p, _)| p.abs_diff(pos))
+            .map(|(_, ts)| format!("<br>{}", &utc(*ts)[11..19]))
+            .unwrap_or_default();
+        let align = match k {
+            0 => "first",
+            4 => "last",
+            _ => "mid",
+        };
+        let _ = write!(
+            page,
+            "<span class=\"tick {align}\" style=\"left:{pct:.2}%\">{}{time}</span>",
+            thousands(pos.min(m.calls))
+        );
+    }
+    page.push_str("</div><div class=\"cost axis-label\">cost after the first warning</div>\n");
+}
+
+fn render_loop(page: &mut String, n: usize, l: &Loop, marks: &Sampled<Mark>, calls: u64) {
+    let tools = match &l.paired_tool {
+        Some(pt) if *pt != l.tool => format!("{} ↔ {}", l.tool, pt),
+        _ => l.tool.clone(),
+    };
+    let detectors: Vec<&str> = l.detectors.iter().map(|d| d.as_str()).collect();
+    let severity = if l.aborts > 0 {
+        "abort"
+    } else if l.blocks > 0 {
+        "block"
+    } else {
+        "warn"
+    };
+    let args = l
+        .args_preview
+        .as_ref()
+        .map(|a| format!(" <code>{}</code>", esc(a)))
+        .unwrap_or_default();
+    let run = l
+        .run
+        .as_ref()
+        .map(|r| format!(" · run {}", esc(r)))
+        .unwrap_or_default();
+    let _ = write!(
+        page,
+        "<div class=\"label loop {severity}\"><b>{n}. {}</b>{args}<br><span class=\"det\">{}</span> · count up to {}{run}</div><div class=\"track\"><svg class=\"lane\" viewBox=\"0 0 {W} 24\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"loop {n}\">",
+        esc(&tools),
+        esc(&detectors.join(" + ")),
+        l.max_count,
+    );
+    if let (Some(first), Some(last)) = (marks.kept.first(), marks.kept.last()) {
+        let (x0, x1) = (x_of(first.pos, calls), x_of(last.pos, calls));
+        let _ = write!(
+            page,
+            "<rect class=\"span\" x=\"{x0:.1}\" y=\"10\" width=\"{:.1}\" height=\"4\"/>",
+            (x1 - x0).max(1.0)
+        );
+    }
+    // Warnings first, so blocks and aborts are drawn on top.
+    for kind in [Kind::Warn, Kind::Block, Kind::Abort] {
+        for mk in marks.kept.iter().filter(|mk| mk.kind == kind) {
+            let (y, h) = match kind {
+                Kind::Warn => (4.0, 16.0),
+                _ => (0.0, 24.0),
             };
-            let width = match kind {
-                Kind::Call => 1.0,
-                _ => 3.0,
-            };
-            let when = m
-                .ts_ms
-                .map(|t| format!(" at {}", loopguard_replay::summary::utc(t)))
-                .unwrap_or_default();
             let _ = write!(
                 page,
-                "<rect class=\"{}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{width}\" height=\"{h:.1}\"><title>line {}{when}: {}</title></rect>",
+                "<rect class=\"{}\" x=\"{:.1}\" y=\"{y}\" width=\"5\" height=\"{h}\"><title>{}</title></rect>",
                 kind.class(),
-                x - width / 2.0,
-                HEIGHT - 5.0 - h.min(HEIGHT - 5.0),
-                m.line,
-                esc(&m.label)
+                (x_of(mk.pos, calls) - 2.5).max(0.0),
+                esc(&mk.tip)
             );
         }
     }
-    page.push_str("</svg>\n");
+    let mut cost = vec![format!(
+        "{} {}",
+        thousands(l.calls_after_warning),
+        plural(l.calls_after_warning, "call", "calls")
+    )];
+    if let Some(ms) = l.wall_ms_after_warning() {
+        cost.push(duration(ms));
+    }
+    if let Some(t) = l.tokens_after_warning {
+        cost.push(format!("{} tokens", thousands(t)));
+    }
+    let _ = writeln!(
+        page,
+        "</svg></div><div class=\"cost\">{}</div>",
+        esc(&cost.join(" · "))
+    );
 }
 
 fn esc(s: &str) -> String {
@@ -308,53 +549,85 @@ const HEAD: &str = r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>loopguard replay</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-body { font-family: system-ui, sans-serif; margin: 24px; color: #1d1d1f; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 18px 0 4px; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, sans-serif; margin: 0 auto; padding: 16px; max-width: 1280px; color: #1d1d1f; background: #fff; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 22px 0 4px; word-break: break-all; }
 .meta { color: #555; margin: 0 0 8px; font-size: 13px; }
-.legend span { display: inline-block; margin-right: 14px; font-size: 13px; }
+.src { font-weight: normal; color: #666; font-size: 13px; }
+.failed { border-left: 4px solid #d0021b; background: #fff4f4; padding: 6px 10px; font-size: 13px; }
+.failed ul { margin: 4px 0 0; padding-left: 18px; }
+.scroll { overflow-x: auto; }
+table.summary { border-collapse: collapse; font-size: 13px; width: 100%; }
+table.summary th, table.summary td { padding: 4px 8px; border-bottom: 1px solid #e3e3e6; text-align: right; white-space: nowrap; }
+table.summary th:first-child, table.summary td:first-child { text-align: left; white-space: normal; word-break: break-all; }
+table.summary thead th { background: #f4f4f6; font-weight: 600; }
+tr.crit td:first-child { border-left: 4px solid #d0021b; } tr.warned td:first-child { border-left: 4px solid #f5a623; }
+.legend { font-size: 13px; margin: 14px 0 0; }
+.legend span { display: inline-block; margin-right: 14px; }
 .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
-svg.timeline { background: #fafafa; border: 1px solid #ddd; display: block; }
-.axis { stroke: #999; stroke-width: 1; }
-rect.call { fill: #8e8e93; } rect.warn { fill: #f5a623; } rect.block { fill: #d0021b; }
-rect.abort { fill: #7b2cbf; } rect.compaction { fill: #2f80ed; opacity: 0.55; }
-i.call { background: #8e8e93; } i.warn { background: #f5a623; } i.block { background: #d0021b; }
+.lanes { display: grid; grid-template-columns: minmax(11em, 24%) 1fr minmax(8em, 15%); gap: 2px 10px; align-items: center; }
+.label { font-size: 12px; overflow-wrap: anywhere; }
+.label code { font-size: 11px; color: #444; }
+.label.loop { border-left: 4px solid #f5a623; padding-left: 6px; }
+.label.loop.block { border-left-color: #d0021b; } .label.loop.abort { border-left-color: #7b2cbf; }
+.det { color: #555; } .n { color: #555; } .none { color: #555; }
+.cost { font-size: 12px; color: #333; }
+.axis-label { color: #777; font-size: 11px; }
+.track { position: relative; min-width: 0; }
+.track svg { display: block; width: 100%; background: #fafafa; border: 1px solid #e3e3e6; }
+svg.activity { height: 40px; } svg.lane { height: 24px; }
+.track.axis { height: 30px; border-bottom: 1px solid #999; }
+.tick { position: absolute; bottom: 2px; font-size: 10px; color: #555; transform: translateX(-50%); text-align: center; line-height: 1.2; white-space: nowrap; }
+.tick.first { transform: none; text-align: left; } .tick.last { transform: translateX(-100%); text-align: right; }
+rect.calls { fill: #8e8e93; } rect.span { fill: #e0c9a6; }
+rect.warn { fill: #f5a623; } rect.block { fill: #d0021b; } rect.abort { fill: #7b2cbf; }
+rect.compaction { fill: #2f80ed; opacity: 0.7; }
+i.calls { background: #8e8e93; } i.warn { background: #f5a623; } i.block { background: #d0021b; }
 i.abort { background: #7b2cbf; } i.compaction { background: #2f80ed; }
-pre.report { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: auto; }
+details.text { margin-top: 24px; } details.text pre { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: auto; }
+@media (max-width: 700px) {
+  body { padding: 10px; }
+  .lanes { grid-template-columns: 1fr; gap: 2px; }
+  .lanes .cost:empty, .lanes .cost.axis-label, .lanes .label.axis-label { display: none; }
+  .lanes .label { margin-top: 8px; }
+  .lanes .cost { margin-bottom: 4px; }
+}
 </style></head><body>
 "#;
 
-const LEGEND: &str = r#"<p class="legend"><span><i class="call"></i>call</span><span><i class="warn"></i>warning</span><span><i class="block"></i>block</span><span><i class="abort"></i>abort</span><span><i class="compaction"></i>compaction</span></p>
+const LEGEND: &str = r#"<p class="legend"><span><i class="calls"></i>calls</span><span><i class="warn"></i>warning</span><span><i class="block"></i>block</span><span><i class="abort"></i>abort</span><span><i class="compaction"></i>compaction</span> · hover a mark for its line, time, call and message</p>
 "#;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn mark(seq: u64) -> Mark {
-        Mark {
-            seq,
-            line: seq + 1,
-            ts_ms: None,
-            label: String::new(),
+    #[test]
+    fn a_lane_keeps_an_even_sample_under_its_cap() {
+        let mut lane = Sampled::new(MAX_MARKS);
+        for seq in 0..MAX_MARKS as u64 {
+            lane.push(|| seq);
         }
+        assert_eq!((lane.kept.len(), lane.stride), (MAX_MARKS, 1));
+        let total = 5_000u64;
+        for seq in MAX_MARKS as u64..total {
+            lane.push(|| seq);
+        }
+        // 5,000 marks: past 2 × 2048, so every fourth is kept.
+        assert_eq!(lane.stride, 4);
+        assert_eq!(lane.seen, total);
+        assert_eq!(lane.kept, (0..total).step_by(4).collect::<Vec<_>>());
     }
 
     #[test]
-    fn a_lane_keeps_an_even_sample_under_its_cap() {
-        let mut lane = Lane::default();
-        for seq in 0..MAX_MARKS_PER_KIND as u64 {
-            lane.push(|| mark(seq));
+    fn the_histogram_stays_within_its_buckets_and_counts_every_call() {
+        let mut h = Histogram::default();
+        for pos in 0..100_000u64 {
+            h.add(pos);
         }
-        assert_eq!((lane.kept.len(), lane.stride), (MAX_MARKS_PER_KIND, 1));
-        let total = 10_000u64;
-        for seq in MAX_MARKS_PER_KIND as u64..total {
-            lane.push(|| mark(seq));
-        }
-        // 10,000 marks: past 2 × 4096, so every fourth is kept.
-        assert_eq!(lane.stride, 4);
-        assert_eq!(lane.seen, total);
-        let seqs: Vec<u64> = lane.kept.iter().map(|m| m.seq).collect();
-        assert_eq!(seqs, (0..total).step_by(4).collect::<Vec<_>>());
-        assert!(lane.kept.len() <= MAX_MARKS_PER_KIND);
+        assert!(h.counts.len() <= BUCKETS);
+        assert_eq!(h.counts.iter().sum::<u64>(), 100_000);
+        assert_eq!(h.width, 512); // 100,000 / 256 rounded up to a power of two
+        assert!(h.counts[..h.counts.len() - 1].iter().all(|&c| c == 512));
     }
 }

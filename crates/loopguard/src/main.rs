@@ -6,7 +6,7 @@ mod config_check;
 mod convert_cmd;
 mod hook_cli;
 mod html;
-mod inputs;
+mod progress;
 mod replay_cmd;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several
@@ -14,7 +14,7 @@ mod replay_cmd;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -54,7 +54,13 @@ enum ConfigCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    // Log lines are coloured like the report: `--color never` keeps escape codes out of
+    // pipes and files, `auto` colours only a terminal.
+    let color = match &cli.command {
+        Command::Replay(args) => args.color,
+        _ => replay_cmd::ColorArg::Auto,
+    };
+    init_logging(cli.verbose, color.enabled(io::stderr().is_terminal()));
     let result = match cli.command {
         Command::Replay(args) => replay_cmd::run(args),
         Command::Convert(args) => convert_cmd::run(args),
@@ -71,7 +77,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, ansi: bool) {
     if verbose == 0 {
         return;
     }
@@ -81,5 +87,6 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(io::stderr)
+        .with_ansi(ansi)
         .try_init();
 }

@@ -1,34 +1,60 @@
-//! `loopguard replay`: replay recorded sessions (event streams or agent transcripts) and
-//! explain every loop in them.
+//! `loopguard replay`: clap arguments -> [`loopguard_replay::Plan`] -> printing.
+//!
+//! Everything decided about a replay (inputs, formats, modes, configs, session names, the
+//! summary) is the library's; this module only prints: notices on stderr (under the
+//! progress bar), JSON decisions or the text report on stdout, the HTML page.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::ValueEnum;
-use loopguard_adapters::reader::{self, Flow, Item, ReadError, ReadOptions};
-use loopguard_adapters::{Context, Diagnostic, Format};
+use indicatif::ProgressBar;
+use loopguard_adapters::Format;
 use loopguard_core::config::{OpenClawConfig, Profile};
 use loopguard_core::Mode;
-use loopguard_replay::summary::{EventMeta, Style};
-use loopguard_replay::{replay, Output, ReplayError, Replayer, Summary};
+use loopguard_replay::summary::{EventMeta, Observed};
+use loopguard_replay::{
+    Chosen, Decision, Notice, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,
+};
 
 use crate::html::Timeline;
-use crate::inputs::{self, Input};
+use crate::progress;
+
+/// A `--format` value: `auto` or one of the library's formats.
+#[derive(Clone, Copy, Debug)]
+pub struct FormatArg(pub Option<Format>);
+
+/// The `--format` parser: `auto` and every name of [`Format::ALL`], each with its
+/// description in `--help`.
+pub fn format_parser() -> impl TypedValueParser<Value = FormatArg> {
+    let values = std::iter::once(
+        PossibleValue::new("auto").help("recognise the format from the content"),
+    )
+    .chain(
+        Format::ALL
+            .iter()
+            .map(|f| PossibleValue::new(f.name()).help(f.describe())),
+    );
+    PossibleValuesParser::new(values).map(|name| FormatArg(Format::from_name(&name)))
+}
 
 /// Arguments of `loopguard replay`.
 #[derive(clap::Args)]
 pub struct ReplayArgs {
-    /// An OpenClaw config file (JSON5 or JSON) with `tools.loopDetection`. Without it, event
-    /// streams get OpenClaw's defaults (detectors off, post-compaction guard on) and agent
-    /// transcripts get the defaults with `enabled: true`.
+    /// An OpenClaw config file (JSON5 or JSON) with `tools.loopDetection`, for every
+    /// input. Without it, event streams get OpenClaw's defaults (detectors off,
+    /// post-compaction guard on) and agent transcripts get the defaults with
+    /// `enabled: true`.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// `enforce`: blocked calls do not run; `observe`: report only, as if every call ran.
-    /// Default: enforce for event streams, observe for agent transcripts (nothing was
-    /// actually blocked when they were recorded).
+    /// Default, per input: enforce for event streams, observe for agent transcripts
+    /// (nothing was actually blocked when they were recorded).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
     /// The detector profile: `openclaw` (OpenClaw's detectors only) or `strict` (plus
@@ -38,12 +64,9 @@ pub struct ReplayArgs {
     /// Write one JSON decision per event instead of the report.
     #[arg(long)]
     json: bool,
-    /// The input format, or `auto` to recognise it from the content. One of: auto, events,
-    /// openclaw, openclaw-sqlite, call-stream, claude-code, chat-completions, responses,
-    /// codex, swe-agent, mini-swe-agent, openhands, openhands-events, openhands-eval,
-    /// anthropic, chat-log.
-    #[arg(long, default_value = "auto", value_name = "FORMAT")]
-    format: String,
+    /// The input format, or `auto` to recognise it from the content.
+    #[arg(long, default_value = "auto", value_name = "FORMAT", value_parser = format_parser())]
+    format: FormatArg,
     /// Stop at the first malformed line of a transcript instead of skipping it.
     #[arg(long)]
     strict: bool,
@@ -51,14 +74,15 @@ pub struct ReplayArgs {
     /// order.
     #[arg(long)]
     active_branch: bool,
-    /// Also write a self-contained HTML page with a timeline per session.
+    /// Also write a self-contained HTML report: a summary table, then per session a
+    /// timeline with one lane per loop.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Colour the report: auto (when writing to a terminal), always, never.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
-    color: ColorArg,
+    pub color: ColorArg,
     /// Event streams, transcripts, directories (searched recursively) or glob patterns;
-    /// `-` reads an event stream from standard input.
+    /// `-` reads an event stream (or a line-based `--format`) from standard input.
     #[arg(value_name = "PATH", required = true)]
     inputs: Vec<PathBuf>,
 }
@@ -93,12 +117,23 @@ impl From<ProfileArg> for Profile {
 /// When to colour.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorArg {
-    /// When standard output is a terminal and `NO_COLOR` is unset.
+    /// When the output is a terminal and `NO_COLOR` is unset.
     Auto,
     /// Always.
     Always,
     /// Never.
     Never,
+}
+
+impl ColorArg {
+    /// Whether to colour what goes to a stream that `is_terminal` or not.
+    pub fn enabled(self, is_terminal: bool) -> bool {
+        match self {
+            ColorArg::Always => true,
+            ColorArg::Never => false,
+            ColorArg::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
 }
 
 /// Loads a config file for running (not checking): fatal problems stop, the rest is
@@ -131,173 +166,123 @@ pub(crate) fn load_config_for_run(path: &Path) -> Result<OpenClawConfig> {
     Ok(loaded.config)
 }
 
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Enforce => "enforce",
-        Mode::Observe => "observe",
-    }
-}
-
-/// Runs `loopguard replay`.
-pub fn run(args: ReplayArgs) -> Result<ExitCode> {
-    let mut config = match &args.config {
-        Some(p) => load_config_for_run(p)?,
-        None => OpenClawConfig::default(),
-    };
-    if let Some(p) = args.profile {
-        config.set_profile(p.into());
-    }
-    let forced = match args.format.as_str() {
-        "auto" => None,
-        name => Some(Format::from_name(name).ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown --format {name:?}; use auto or one of:\n{}",
-                inputs::format_list()
-            )
-        })?),
-    };
-    let color = match args.color {
-        ColorArg::Always => true,
-        ColorArg::Never => false,
-        ColorArg::Auto => io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
-    let style = Style { color };
-
-    let files = inputs::dedupe(inputs::expand(&args.inputs)?);
-    if files.len() > 1 && files.contains(&Input::Stdin) {
-        bail!("`-` (standard input) cannot be mixed with other inputs");
-    }
-    // Each input's format, decided once: forced, or recognised from the content. `None`
-    // marks a file in no known format; an empty file is an empty event stream.
-    let mut sources = Vec::with_capacity(files.len());
-    // Inputs that cannot be opened twice (pipes), kept as detection left them.
-    let mut kept: Vec<Option<reader::Source>> = Vec::with_capacity(files.len());
-    for input in files {
-        let mut source = None;
-        let format = match (&input, forced) {
-            (_, Some(f)) => Some(f),
-            (Input::Stdin, None) => Some(Format::Events),
-            (Input::File(p), None) => {
-                let (found, pipe) = inputs::sniff(p)?;
-                source = pipe;
-                match found {
-                    inputs::Sniffed::Format(f) => Some(f),
-                    inputs::Sniffed::Blank => Some(Format::Events),
-                    inputs::Sniffed::Unknown => None,
-                }
-            }
-        };
-        kept.push(source);
-        if let (Input::Stdin, Some(f)) = (&input, format) {
-            if !f.is_line_based() {
-                bail!(
-                    "standard input can carry a line-based format, not {}",
-                    f.describe()
-                );
-            }
-        }
-        sources.push((input, format));
-    }
-    let all_events = sources.iter().all(|(_, f)| *f == Some(Format::Events));
-    // A single event stream without extras keeps the events.md contract exactly, with the
-    // streaming replay of the contract (every line must be a valid event).
-    if sources.len() == 1 && all_events && args.html.is_none() {
-        let mode = match args.mode {
-            Some(ModeArg::Observe) => Mode::Observe,
-            _ => Mode::Enforce,
-        };
-        return replay_event_stream(
-            &sources[0].0,
-            kept.remove(0),
-            config,
-            mode,
-            args.json,
-            style,
-        );
-    }
-    // Transcripts record what happened, so nothing was blocked: observe by default. Event
-    // streams keep their contract's default, enforce.
-    let mode = match args.mode {
-        Some(ModeArg::Enforce) => Mode::Enforce,
-        Some(ModeArg::Observe) => Mode::Observe,
-        None if all_events => Mode::Enforce,
-        None => Mode::Observe,
-    };
-    // OpenClaw ships with the rolling detectors off; someone replaying transcripts to find
-    // loops wants them on. An explicit --config is used as it is, with a notice when it
-    // leaves them off (the report would otherwise be silently empty).
-    let config = match &args.config {
-        None if !all_events => {
-            eprintln!(
-                "loopguard: no --config given: replaying with loop detection enabled and OpenClaw's default thresholds"
-            );
-            OpenClawConfig {
-                loop_detection: Some(loopguard_core::LoopDetectionConfig {
-                    enabled: Some(true),
-                    ..Default::default()
-                }),
-                agents: Vec::new(),
-                loopguard: config.loopguard.clone(),
-            }
-        }
-        Some(path) if !all_events && !config.policy_for(None).resolved.enabled => {
-            eprintln!(
-                "loopguard: {} does not set tools.loopDetection.enabled: true, so only the post-compaction guard runs (as in OpenClaw); leave out --config to replay with the detectors on",
-                path.display()
-            );
-            config
-        }
-        _ => config,
-    };
-    replay_transcripts(&sources, kept, config, mode, &args, style)
-}
-
-fn replay_event_stream(
-    input: &Input,
-    kept: Option<reader::Source>,
-    config: OpenClawConfig,
-    mode: Mode,
-    json: bool,
-    style: Style,
-) -> Result<ExitCode> {
-    let mut replayer = Replayer::new(config, mode);
-    let output = if json {
-        Output::Json
-    } else {
-        Output::SummaryOnly
-    };
-    let stdout = io::stdout();
-    let (name, result) = match input {
-        Input::Stdin => (
-            "-".to_string(),
-            replay(io::stdin().lock(), stdout.lock(), &mut replayer, output),
+/// The mode line of the report: one mode, or which inputs got which.
+fn modes_text(plan: &Plan) -> String {
+    let enforce = plan
+        .sources
+        .iter()
+        .filter(|s| s.mode == Mode::Enforce)
+        .count();
+    match (enforce, plan.sources.len() - enforce) {
+        (_, 0) if enforce > 0 => "enforce".to_string(),
+        (0, _) => "observe".to_string(),
+        (e, o) => format!(
+            "enforce for {e} event {}, observe for {o} {}",
+            if e == 1 { "stream" } else { "streams" },
+            if o == 1 { "transcript" } else { "transcripts" }
         ),
-        Input::File(path) => {
-            let name = path.display().to_string();
-            let input: Box<dyn io::BufRead> = match kept {
-                Some(source) => source.into_reader(),
-                None => {
-                    let file = File::open(path).with_context(|| format!("cannot open {name}"))?;
-                    Box::new(BufReader::with_capacity(1 << 20, file))
+    }
+}
+
+/// How many skipped lines of one file are printed before they are only counted.
+const SHOWN_DIAGNOSTICS: u64 = 10;
+
+/// Prints a replay as it runs.
+struct Printer {
+    progress: ProgressBar,
+    json: Option<io::BufWriter<io::StdoutLock<'static>>>,
+    buf: Vec<u8>,
+    timeline: Option<Timeline>,
+    shown: HashMap<String, u64>,
+}
+
+impl Printer {
+    fn say(&self, line: String) {
+        self.progress.suspend(|| eprintln!("{line}"));
+    }
+}
+
+impl Observer for Printer {
+    fn decision(
+        &mut self,
+        _source: &Source,
+        d: &Decision<'_>,
+        meta: &EventMeta<'_>,
+        at: Observed,
+    ) -> io::Result<()> {
+        if let Some(t) = self.timeline.as_mut() {
+            t.observe(d, meta, at);
+        }
+        if let Some(out) = self.json.as_mut() {
+            self.buf.clear();
+            d.write_json(&mut self.buf);
+            out.write_all(&self.buf)?;
+        }
+        Ok(())
+    }
+
+    fn notice(&mut self, notice: Notice<'_>) {
+        match notice {
+            Notice::Start(source) => {
+                self.progress.set_message(source.display.clone());
+                if source.chosen == Chosen::Detected && source.format != Format::Events {
+                    self.say(format!(
+                        "{}: reading as {} ({})",
+                        source.display,
+                        source.format.name(),
+                        source.format.describe()
+                    ));
                 }
-            };
-            let r = replay(input, stdout.lock(), &mut replayer, output);
-            (name, r)
-        }
-    };
-    match result {
-        Ok(summary) => {
-            if !json {
-                write_stdout(&summary.render_styled(mode_name(mode), style))?;
             }
-            Ok(ExitCode::SUCCESS)
+            Notice::LineSkipped(source, diag) => {
+                let shown = self.shown.entry(source.display.clone()).or_default();
+                *shown += 1;
+                if *shown <= SHOWN_DIAGNOSTICS {
+                    // Some adapters' messages already end in "; skipped".
+                    let message = diag.message.strip_suffix("; skipped").unwrap_or(&diag.message);
+                    let line = format!("{}:{}: skipped: {message}", source.display, diag.line);
+                    self.say(line);
+                }
+            }
+            Notice::Note(source, diag) => {
+                let line = if diag.line > 0 {
+                    format!("{}:{}: note: {}", source.display, diag.line, diag.message)
+                } else {
+                    format!("{}: note: {}", source.display, diag.message)
+                };
+                self.say(line);
+            }
+            Notice::Finished(source, file) => {
+                if file.skipped_lines > SHOWN_DIAGNOSTICS {
+                    self.say(format!(
+                        "{}: … {} more lines skipped",
+                        source.display,
+                        file.skipped_lines - SHOWN_DIAGNOSTICS
+                    ));
+                }
+                let mut parts = Vec::new();
+                if file.unanswered > 0 {
+                    parts.push(match file.unanswered {
+                        1 => "1 call never got a result (replayed without an outcome)".to_string(),
+                        n => format!("{n} calls never got a result (replayed without an outcome)"),
+                    });
+                }
+                if file.orphans > 0 {
+                    parts.push(match file.orphans {
+                        1 => "1 result had no call (not replayed)".to_string(),
+                        n => format!("{n} results had no call (not replayed)"),
+                    });
+                }
+                if !parts.is_empty() {
+                    self.say(format!("{}: {}", source.display, parts.join(", ")));
+                }
+                if let Some(message) = file.failure_message() {
+                    self.say(format!("error: {message}"));
+                }
+                self.progress.inc(1);
+            }
+            _ => {}
         }
-        Err(ReplayError::Event(e)) => {
-            eprintln!("error: {name}: {e}");
-            Ok(ExitCode::FAILURE)
-        }
-        Err(ReplayError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
-        Err(ReplayError::Io(e)) => Err(e).with_context(|| format!("while replaying {name}")),
     }
 }
 
@@ -309,240 +294,146 @@ fn write_stdout(text: &str) -> Result<()> {
     }
 }
 
-/// How many diagnostics of one file are printed before they are only counted.
-const SHOWN_DIAGNOSTICS: usize = 10;
-
-fn replay_transcripts(
-    sources: &[(Input, Option<Format>)],
-    mut kept: Vec<Option<reader::Source>>,
-    config: OpenClawConfig,
-    mode: Mode,
-    args: &ReplayArgs,
-    style: Style,
-) -> Result<ExitCode> {
-    let several = sources.len() > 1;
-    let paths: Vec<&Path> = sources
-        .iter()
-        .map(|(input, _)| match input {
-            Input::File(p) => p.as_path(),
-            Input::Stdin => Path::new("stdin"),
-        })
-        .collect();
-    let names = inputs::session_names(&paths);
-    let mut replayer = Replayer::new(config, mode);
-    let mut summary = Summary::default();
-    let mut timeline = args.html.as_ref().map(|_| Timeline::default());
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut json = Vec::with_capacity(1024);
-    let progress = inputs::progress(sources.len() as u64);
-    let opts = ReadOptions {
-        active_branch: args.active_branch,
-    };
-    let forced = args.format != "auto";
-    let mut skipped_files = 0usize;
-
-    for ((((input, format), path), session), kept) in
-        sources.iter().zip(&paths).zip(&names).zip(kept.iter_mut())
-    {
-        let shown_path = match input {
-            Input::File(p) => p.display().to_string(),
-            Input::Stdin => "-".to_string(),
-        };
-        progress.set_message(shown_path.clone());
-        let format = match format {
-            Some(f) => *f,
-            None if several => {
-                progress.suspend(|| {
-                    eprintln!(
-                        "{shown_path}: skipped: not a transcript format loopguard knows (use --format to choose one)"
-                    )
-                });
-                skipped_files += 1;
-                progress.inc(1);
-                continue;
-            }
-            None => bail!(
-                "{shown_path}: cannot tell which format this is. Choose one with --format NAME:\n{}",
-                inputs::format_list()
-            ),
-        };
-        if !forced && format != Format::Events {
-            progress.suspend(|| {
-                eprintln!(
-                    "{shown_path}: reading as {} ({})",
-                    format.name(),
-                    format.describe()
-                )
-            });
-        }
-        // Event streams name their sessions themselves (`default` when they do not), as
-        // events.md fixes; transcripts are named after their files.
-        let ctx = Context {
-            session: session.clone(),
-            agent: reader::agent_from_path(path),
-        };
-        let events = format == Format::Events;
-        // Replay a transcript through the tool profile of the runtime that wrote it, so it
-        // finds exactly what that runtime's live guard finds (Claude Code: the hook).
-        replayer.set_profile(match format {
-            Format::ClaudeCode => loopguard_guard::Profile::ClaudeCode,
-            _ => loopguard_guard::Profile::Plain,
+/// Runs `loopguard replay`.
+pub fn run(args: ReplayArgs) -> Result<ExitCode> {
+    let mut options = ReplayOptions::new()
+        .strict(args.strict)
+        .active_branch(args.active_branch);
+    if let Some(path) = &args.config {
+        options = options.config(load_config_for_run(path)?);
+    }
+    if let Some(m) = args.mode {
+        options = options.mode(match m {
+            ModeArg::Enforce => Mode::Enforce,
+            ModeArg::Observe => Mode::Observe,
         });
-        let mut shown = 0usize;
-        let mut unanswered = 0usize;
-        let mut orphans = 0usize;
-        let mut fatal: Option<Diagnostic> = None;
-        let mut write_error: Option<io::Error> = None;
-        // Sessions of this file whose source is already set: the last one seen is
-        // remembered, so a file of one session costs one comparison per event.
-        let mut last_session: Option<Vec<u8>> = None;
-        let mut seen_sessions: std::collections::HashSet<Vec<u8>> = Default::default();
-        let mut sink = |item: Item| match item {
-            Item::Event(sourced) => {
-                let d = replayer.process(&sourced.event, sourced.line);
-                let key = d.session.as_wtf8();
-                if last_session.as_deref() != Some(key) {
-                    if seen_sessions.insert(key.to_vec()) {
-                        summary.set_source(key, &shown_path);
-                    }
-                    last_session = Some(key.to_vec());
-                }
-                let preview = d
-                    .finding
-                    .as_ref()
-                    .map(|_| inputs::args_preview(&sourced.event.args));
-                let ts = Some(sourced.event.timestamp_ms).filter(|t| *t > 0);
-                summary.observe_with(
-                    &d,
-                    EventMeta {
-                        ts_ms: ts,
-                        tokens: sourced.tokens,
-                        args_preview: preview.as_deref(),
-                    },
-                );
-                if let Some(t) = timeline.as_mut() {
-                    t.observe(&d, ts);
-                }
-                if args.json {
-                    json.clear();
-                    d.write_json(&mut json);
-                    if let Err(e) = out.write_all(&json) {
-                        write_error = Some(e);
-                        return Flow::Stop;
-                    }
-                }
-                Flow::Continue
-            }
-            Item::Diagnostic(diag) => {
-                // An event stream is a contract: a bad line is an error, not noise.
-                if (events || args.strict) && diag.kind.is_malformed() {
-                    fatal = Some(diag);
-                    return Flow::Stop;
-                }
-                match diag.kind {
-                    loopguard_adapters::DiagnosticKind::Unanswered => unanswered += 1,
-                    loopguard_adapters::DiagnosticKind::Orphan => orphans += 1,
-                    loopguard_adapters::DiagnosticKind::JoinedLine
-                    | loopguard_adapters::DiagnosticKind::NoCalls => {
-                        progress.suspend(|| {
-                            eprintln!("{shown_path}:{}: note: {}", diag.line, diag.message)
-                        });
-                    }
-                    _ => {
-                        if shown < SHOWN_DIAGNOSTICS {
-                            progress.suspend(|| {
-                                eprintln!("{shown_path}:{}: skipped: {}", diag.line, diag.message)
-                            });
-                        }
-                        shown += 1;
-                    }
-                }
-                Flow::Continue
-            }
-        };
-        let result = match input {
-            Input::File(p) => match kept.take() {
-                Some(source) => source.read(format, &ctx, &opts, &mut sink),
-                None => reader::read_file(p, format, &ctx, &opts, &mut sink),
-            },
-            Input::Stdin => reader::read_stream(io::stdin().lock(), format, &ctx, &opts, &mut sink),
-        };
-        match result {
-            Ok(_) => {}
-            Err(ReadError::Stopped) => {
-                if let Some(e) = write_error {
-                    if e.kind() == io::ErrorKind::BrokenPipe {
-                        return Ok(ExitCode::SUCCESS);
-                    }
-                    return Err(e.into());
-                }
-                if let Some(d) = fatal {
-                    progress.finish_and_clear();
-                    let _ = out.flush();
-                    let why = if events {
-                        "every line of an event stream must be a valid event"
-                    } else {
-                        "--strict stops at malformed lines"
-                    };
-                    eprintln!("error: {shown_path}:{}: {} ({why})", d.line, d.message);
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
-            Err(e) if several => {
-                progress.suspend(|| eprintln!("{shown_path}: skipped: {e}"));
-                skipped_files += 1;
-            }
-            Err(e) => return Err(e.into()),
-        }
-        if shown > SHOWN_DIAGNOSTICS {
-            progress.suspend(|| {
-                eprintln!(
-                    "{shown_path}: … {} more lines skipped",
-                    shown - SHOWN_DIAGNOSTICS
-                )
-            });
-        }
-        if unanswered + orphans > 0 {
-            let mut parts = Vec::new();
-            if unanswered > 0 {
-                parts.push(match unanswered {
-                    1 => "1 call never got a result (replayed without an outcome)".to_string(),
-                    n => format!("{n} calls never got a result (replayed without an outcome)"),
-                });
-            }
-            if orphans > 0 {
-                parts.push(match orphans {
-                    1 => "1 result had no call (not replayed)".to_string(),
-                    n => format!("{n} results had no call (not replayed)"),
-                });
-            }
-            progress.suspend(|| eprintln!("{shown_path}: {}", parts.join(", ")));
-        }
-        progress.inc(1);
     }
-    progress.finish_and_clear();
-    if let Err(e) = out.flush() {
-        if e.kind() != io::ErrorKind::BrokenPipe {
-            return Err(e.into());
+    if let Some(p) = args.profile {
+        options = options.detectors(p.into());
+    }
+    if let FormatArg(Some(f)) = args.format {
+        options = options.format(f);
+    }
+    let style = Style {
+        color: args.color.enabled(io::stdout().is_terminal()),
+    };
+    // The page is opened before the replay, so a path that cannot be written fails now,
+    // not after replaying everything.
+    let html = match &args.html {
+        Some(path) => Some(
+            File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
+        ),
+        None => None,
+    };
+
+    let plan = Plan::new(&args.inputs, options)?;
+    for s in &plan.skipped {
+        eprintln!("{}: skipped: {}", s.path.display(), s.reason);
+    }
+    for note in &plan.notes {
+        match note {
+            PlanNote::DetectorsEnabledForTranscripts => eprintln!(
+                "loopguard: no --config given: transcripts replay with loop detection enabled and OpenClaw's default thresholds"
+            ),
+            PlanNote::ConfigLeavesDetectorsOff => eprintln!(
+                "loopguard: {} does not set tools.loopDetection.enabled: true, so transcripts get only the post-compaction guard (as in OpenClaw); leave out --config to replay them with the detectors on",
+                args.config.as_deref().unwrap_or(Path::new("the config")).display()
+            ),
+            _ => {}
         }
     }
-    drop(out);
-    if !args.json {
-        let mut text = summary.render_styled(mode_name(mode), style);
-        if several {
+
+    let mut printer = Printer {
+        progress: progress::bar(plan.sources.len() as u64),
+        json: args
+            .json
+            .then(|| io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+        buf: Vec::with_capacity(1024),
+        timeline: html.as_ref().map(|_| Timeline::default()),
+        shown: HashMap::new(),
+    };
+    let result = plan.run(&mut printer);
+    printer.progress.finish_and_clear();
+    let flushed = printer.json.as_mut().map_or(Ok(()), Write::flush);
+    let report = match result {
+        Ok(r) => r,
+        Err(RunError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+            return Ok(ExitCode::SUCCESS)
+        }
+        Err(RunError::Output(e)) => return Err(e).context("cannot write the output"),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    match flushed {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(e) => return Err(e).context("cannot write the output"),
+        Ok(()) => {}
+    }
+    drop(printer.json.take());
+
+    let failed = report.failures().count();
+    let unread = report
+        .skipped
+        .iter()
+        .filter(|s| s.reason.loses_data())
+        .count();
+    // One input that could not be read: its error says it all.
+    let nothing_read = report.summary.events == 0 && plan.sources.len() <= 1 && failed > 0;
+    let modes = modes_text(&plan);
+    if !args.json && !nothing_read {
+        let mut text = report.summary.render_styled(&modes, style);
+        if plan.sources.len() > 1 {
             text.push('\n');
-            text.push_str(&summary.render_table(style));
+            text.push_str(&report.summary.render_table(style));
         }
-        if skipped_files > 0 {
-            text.push_str(&format!("\n{skipped_files} files skipped (see above)\n"));
+        if failed + unread > 0 {
+            let n = failed + unread;
+            text.push_str(&format!(
+                "\n{n} {} could not be replayed (see above)\n",
+                if n == 1 { "file" } else { "files" }
+            ));
         }
         write_stdout(&text)?;
     }
-    if let (Some(path), Some(t)) = (&args.html, &timeline) {
-        let page = t.render(&summary, mode_name(mode));
-        std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+    if let (Some(mut file), Some(path), Some(t)) = (html, &args.html, &printer.timeline) {
+        let page = t.render(&report, &modes);
+        file.write_all(page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if report.lost_data() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_library_format_is_a_format_value() {
+        use clap::builder::TypedValueParser as _;
+        let parser = format_parser();
+        let cmd = clap::Command::new("t");
+        let names: Vec<String> = parser
+            .possible_values()
+            .unwrap()
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(names[0], "auto");
+        assert_eq!(names.len(), Format::ALL.len() + 1);
+        for f in Format::ALL {
+            let got = parser
+                .parse_ref(&cmd, None, std::ffi::OsStr::new(f.name()))
+                .unwrap();
+            assert_eq!(got.0, Some(f));
+        }
+        assert!(parser
+            .parse_ref(&cmd, None, std::ffi::OsStr::new("nope"))
+            .is_err());
+    }
 }
