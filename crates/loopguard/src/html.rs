@@ -370,13 +370,19 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
         let end = (start + m.histogram.width).min(calls.max(1));
         let (x0, x1) = (x_of(start, calls), x_of(end, calls));
         let h = 4.0 + 36.0 * (c as f64 / peak);
+        // A gap between wide bars, so single calls read as calls.
+        let w = x1 - x0;
+        let w = if w > 4.0 { w * 0.8 } else { w.max(1.0) };
         let _ = write!(
             page,
-            "<rect class=\"calls\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\"><title>calls {}–{}: {c}</title></rect>",
+            "<rect class=\"calls\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\"><title>{}</title></rect>",
             40.0 - h,
-            (x1 - x0).max(1.0),
-            start + 1,
-            end
+            w,
+            if end == start + 1 {
+                format!("call {end}")
+            } else {
+                format!("calls {}–{end}: {c}", start + 1)
+            }
         );
     }
     for c in &m.compactions.kept {
@@ -512,11 +518,15 @@ fn render_loop(page: &mut String, n: usize, l: &Loop, marks: &Sampled<Mark>, cal
             );
         }
     }
-    let mut cost = vec![format!(
-        "{} {}",
-        thousands(l.calls_after_warning),
-        plural(l.calls_after_warning, "call", "calls")
-    )];
+    let mut cost = vec![if l.calls_after_warning == 0 && l.aborts > 0 {
+        "run aborted at once".to_string()
+    } else {
+        format!(
+            "{} {}",
+            thousands(l.calls_after_warning),
+            plural(l.calls_after_warning, "call", "calls")
+        )
+    }];
     if let Some(ms) = l.wall_ms_after_warning() {
         cost.push(duration(ms));
     }
@@ -551,7 +561,7 @@ const HEAD: &str = r#"<!DOCTYPE html>
 <style>
 * { box-sizing: border-box; }
 body { font-family: system-ui, sans-serif; margin: 0 auto; padding: 16px; max-width: 1280px; color: #1d1d1f; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 22px 0 4px; word-break: break-all; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 22px 0 4px; overflow-wrap: anywhere; }
 .meta { color: #555; margin: 0 0 8px; font-size: 13px; }
 .src { font-weight: normal; color: #666; font-size: 13px; }
 .failed { border-left: 4px solid #d0021b; background: #fff4f4; padding: 6px 10px; font-size: 13px; }
@@ -559,7 +569,7 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 22px 0 4p
 .scroll { overflow-x: auto; }
 table.summary { border-collapse: collapse; font-size: 13px; width: 100%; }
 table.summary th, table.summary td { padding: 4px 8px; border-bottom: 1px solid #e3e3e6; text-align: right; white-space: nowrap; }
-table.summary th:first-child, table.summary td:first-child { text-align: left; white-space: normal; word-break: break-all; }
+table.summary th:first-child, table.summary td:first-child { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 10em; }
 table.summary thead th { background: #f4f4f6; font-weight: 600; }
 tr.crit td:first-child { border-left: 4px solid #d0021b; } tr.warned td:first-child { border-left: 4px solid #f5a623; }
 .legend { font-size: 13px; margin: 14px 0 0; }
@@ -579,10 +589,10 @@ svg.activity { height: 40px; } svg.lane { height: 24px; }
 .track.axis { height: 30px; border-bottom: 1px solid #999; }
 .tick { position: absolute; bottom: 2px; font-size: 10px; color: #555; transform: translateX(-50%); text-align: center; line-height: 1.2; white-space: nowrap; }
 .tick.first { transform: none; text-align: left; } .tick.last { transform: translateX(-100%); text-align: right; }
-rect.calls { fill: #8e8e93; } rect.span { fill: #e0c9a6; }
+rect.calls { fill: #a9a9ae; } rect.span { fill: #e0c9a6; }
 rect.warn { fill: #f5a623; } rect.block { fill: #d0021b; } rect.abort { fill: #7b2cbf; }
 rect.compaction { fill: #2f80ed; opacity: 0.7; }
-i.calls { background: #8e8e93; } i.warn { background: #f5a623; } i.block { background: #d0021b; }
+i.calls { background: #a9a9ae; } i.warn { background: #f5a623; } i.block { background: #d0021b; }
 i.abort { background: #7b2cbf; } i.compaction { background: #2f80ed; }
 details.text { margin-top: 24px; } details.text pre { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: auto; }
 @media (max-width: 700px) {

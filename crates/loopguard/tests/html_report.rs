@@ -55,19 +55,59 @@ fn count_color(png_path: &Path, rgb: [u8; 3]) -> usize {
         .count()
 }
 
+fn no_browser() -> bool {
+    if chromium().is_some() {
+        return false;
+    }
+    if std::env::var_os("LOOPGUARD_REQUIRE_CHROMIUM").is_some() {
+        panic!("LOOPGUARD_REQUIRE_CHROMIUM is set but no Chromium was found");
+    }
+    eprintln!("SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the HTML page was not rendered");
+    true
+}
+
+fn dump_dom(browser: &Path, dir: &Path, page: &Path) -> String {
+    let dom = headless(browser, &dir.join("profile-dom"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}
+
+fn screenshot(browser: &Path, dir: &Path, page: &Path, name: &str, size: &str) -> PathBuf {
+    let shot = dir.join(name);
+    let status = headless(browser, &dir.join(format!("profile-{name}")))
+        .arg(format!("--window-size={size}"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    shot
+}
+
+/// Issue 11, "The report people look at": a summary table across sessions (most
+/// expensive first), per session an axis, one lane per loop with its cost, a tooltip per
+/// mark; readable on a phone-sized window.
 #[test]
-fn html_timeline_renders_warnings_blocks_and_compactions() {
-    let Some(browser) = chromium() else {
-        if std::env::var_os("LOOPGUARD_REQUIRE_CHROMIUM").is_some() {
-            panic!("LOOPGUARD_REQUIRE_CHROMIUM is set but no Chromium was found");
-        }
-        eprintln!(
-            "SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the HTML page was not rendered"
-        );
+fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
+    if no_browser() {
         return;
-    };
+    }
+    let browser = chromium().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = std::env::temp_dir().join(format!("lg-html-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let page = dir.join("report.html");
     let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
@@ -76,6 +116,9 @@ fn html_timeline_renders_warnings_blocks_and_compactions() {
         .arg(root.join("examples/openclaw.json5"))
         .arg("--html")
         .arg(&page)
+        // Listed cheapest first: the page must reorder them by cost.
+        .arg(root.join("tests/fixtures/transcripts/openclaw/healthy.jsonl"))
+        .arg(root.join("tests/fixtures/transcripts/claude-code/loop.jsonl"))
         .arg(root.join("examples/stuck-agent.jsonl"))
         .output()
         .unwrap();
@@ -87,54 +130,135 @@ fn html_timeline_renders_warnings_blocks_and_compactions() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
 
-    // What the browser's DOM holds after loading the page.
-    let dom = headless(&browser, &dir.join("profile-dom"))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
+    // Chromium writes the quotes of text as `&quot;`.
+    let dom = dump_dom(&browser, &dir, &page).replace("&quot;", "\"");
+    // The summary table: sessions by the calls spent in their loops (25, 15, 0).
+    let table = &dom[dom.find("<table class=\"summary\"").unwrap()..dom.find("</table>").unwrap()];
+    let rows: Vec<&str> = table.split("<tr").skip(2).collect();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| {
+            let start = r.find("\">").unwrap() + 2;
+            let a = &r[r.find("<a href").unwrap()..];
+            let start = a.find('>').unwrap() + 1 + 0 * start;
+            &a[start..a.find("</a>").unwrap()]
+        })
+        .collect();
+    assert_eq!(names, ["agent:main:main", "loop", "healthy"], "{table}");
+    assert!(rows[1].contains("<td>382,725</td>"), "tokens in loops: {}", rows[1]);
+    assert!(rows[1].contains("<td>5m 08s</td>"), "time in loops: {}", rows[1]);
+    // Sessions in the same order, each with an axis and one lane per loop.
+    let sections: Vec<&str> = dom.split("<section class=\"session\"").skip(1).collect();
+    assert_eq!(sections.len(), 3);
+    assert!(sections[0].contains("data-session=\"agent:main:main\""));
+    let lanes = |s: &str| s.matches("class=\"label loop").count();
+    assert_eq!(
+        sections.iter().map(|s| lanes(s)).collect::<Vec<_>>(),
+        [3, 1, 0]
     );
-    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert!(sections[2].contains("no loops"));
+    // Every warning, block, abort and compaction is a mark: stuck-agent (20 warnings, 5
+    // blocks, 1 abort, 1 compaction) and the Claude Code loop (10 warnings, 5 blocks).
     let count = |class: &str| dom.matches(&format!("<rect class=\"{class}\"")).count();
-    // examples/stuck-agent.jsonl replayed in enforce mode: 20 warnings, 5 blocks, 1 abort,
-    // 1 compaction, and 53 calls in all.
-    assert_eq!(count("warn"), 20, "{dom}");
-    assert_eq!(count("block"), 5);
+    assert_eq!(count("warn"), 30, "{dom}");
+    assert_eq!(count("block"), 10);
     assert_eq!(count("abort"), 1);
     assert_eq!(count("compaction"), 1);
-    assert_eq!(count("call") + count("warn") + count("block"), 53);
-    assert!(dom.contains("agent:main:main"));
-    assert!(dom.contains("compaction_loop_persisted"));
-    assert!(dom.contains("line 43: process: blocked, known_poll_no_progress (count 20)"));
+    // A tooltip names line, tool, arguments, decision, detector, count and message.
+    assert!(
+        dom.contains("<title>line 43\nprocess {\"action\":\"poll\",\"sessionId\":\"sess-7\"}\nblock · known_poll_no_progress · count 20\nCRITICAL: Called process with identical arguments"),
+        "{dom}"
+    );
+    // With the transcript's time.
+    assert!(
+        dom.contains("<title>line 34 · 2026-09-05 15:30:00Z\nBash {\"command\":\"gh run view"),
+        "{dom}"
+    );
+    // The cost of each loop beside its lane.
+    assert!(sections[0].contains("<div class=\"cost\">14 calls</div>"), "{}", sections[0]);
+    assert!(sections[0].contains("<div class=\"cost\">run aborted at once</div>"));
+    assert!(
+        sections[1].contains("<div class=\"cost\">15 calls · 5m 08s · 382,725 tokens</div>"),
+        "{}",
+        sections[1]
+    );
+    // The axis: call numbers, and times where the input has them.
+    assert!(sections[1].contains("15:26:20"), "{}", sections[1]);
+    assert!(sections[1].contains(">25<br>"), "{}", sections[1]);
 
-    // What it shows: the coloured marks are drawn.
-    let shot = dir.join("shot.png");
-    let status = headless(&browser, &dir.join("profile-shot"))
-        .arg("--window-size=1100,900")
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
+    // What it shows, on a desktop window and on a phone-sized one.
+    for (name, size, min_red) in [("desk.png", "1200,1400", 50), ("phone.png", "390,1600", 30)] {
+        let shot = screenshot(&browser, &dir, &page, name, size);
+        assert!(
+            count_color(&shot, [0xd0, 0x02, 0x1b]) > min_red,
+            "{name}: no red block marks drawn"
+        );
+        assert!(
+            count_color(&shot, [0xf5, 0xa6, 0x23]) > min_red,
+            "{name}: no amber warning marks drawn"
+        );
+        assert!(
+            count_color(&shot, [0x7b, 0x2c, 0xbf]) > 10,
+            "{name}: no purple abort mark drawn"
+        );
+        assert!(
+            count_color(&shot, [0x2f, 0x80, 0xed]) > 0 || name == "phone.png",
+            "{name}: no compaction line drawn"
+        );
+    }
+    if std::env::var_os("LOOPGUARD_KEEP_HTML").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    } else {
+        eprintln!("kept {}", dir.display());
+    }
+}
+
+/// A 200,000-event session: the page stays small (each loop lane an even sample), says
+/// that it thinned, and still draws the loop.
+#[test]
+fn a_long_session_is_drawn_from_a_bounded_sample() {
+    if no_browser() {
+        return;
+    }
+    let browser = chromium().unwrap();
+    let dir = std::env::temp_dir().join(format!("lg-html-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("long.jsonl");
+    let mut text = String::with_capacity(20 << 20);
+    for i in 0..100_000u64 {
+        let ts = 1_788_622_000_000 + i * 1000;
+        text.push_str(&format!(
+            "{{\"type\":\"call\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"ts\":{ts}}}\n{{\"type\":\"outcome\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"result\":\"same\",\"ts\":{ts}}}\n"
+        ));
+    }
+    std::fs::write(&events, text).unwrap();
+    let config = dir.join("cfg.json");
+    std::fs::write(&config, r#"{"tools":{"loopDetection":{"enabled":true}}}"#).unwrap();
+    let page = dir.join("long.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--mode", "observe", "--config"])
+        .arg(&config)
+        .arg("--html")
+        .arg(&page)
+        .arg(&events)
         .output()
         .unwrap();
     assert!(
-        status.status.success(),
+        out.status.success(),
         "{}",
-        String::from_utf8_lossy(&status.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        count_color(&shot, [0xd0, 0x02, 0x1b]) > 50,
-        "no red block marks drawn"
-    );
-    assert!(
-        count_color(&shot, [0xf5, 0xa6, 0x23]) > 50,
-        "no amber warning marks drawn"
-    );
-    assert!(
-        count_color(&shot, [0x7b, 0x2c, 0xbf]) > 20,
-        "no purple abort mark drawn"
-    );
+    let size = std::fs::metadata(&page).unwrap().len();
+    assert!(size < 3 << 20, "page of {size} bytes");
+    let dom = dump_dom(&browser, &dir, &page);
+    assert!(dom.contains("Drawn from an even sample: loop 1:"), "thinning not said");
+    let marks = dom.matches("<rect class=\"block\"").count() + dom.matches("<rect class=\"warn\"").count();
+    assert!((1000..=2048).contains(&marks), "{marks} marks");
+    // The histogram counts every call in at most 256 buckets.
+    assert!(dom.matches("<rect class=\"calls\"").count() <= 256);
+    assert!(dom.contains(">100,000<br>"), "last axis tick");
+    let shot = screenshot(&browser, &dir, &page, "long.png", "1200,900");
+    assert!(count_color(&shot, [0xd0, 0x02, 0x1b]) > 50, "no red block marks drawn");
     std::fs::remove_dir_all(&dir).unwrap();
 }

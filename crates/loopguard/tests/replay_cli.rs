@@ -116,23 +116,23 @@ fn stdin_and_blank_lines() {
 #[test]
 fn bad_input_names_line_and_field_and_fails() {
     let cases = [
-        ("{\"type\":\"call\"}\n", "line 1", "`tool`"),
+        ("{\"type\":\"call\"}\n", "stdin:1:", "`tool`"),
         (
             "{\"type\":\"call\",\"tool\":\"a\"}\n{\"type\":\"outcome\",\"tool\":\"a\"}\n",
-            "line 2",
+            "stdin:2:",
             "`result`",
         ),
         (
             "{\"type\":\"outcome\",\"tool\":\"a\",\"result\":1,\"error\":2}\n",
-            "line 1",
+            "stdin:1:",
             "not both",
         ),
-        ("{\"type\":\"nap\",\"tool\":\"a\"}\n", "line 1", "`type`"),
-        ("not json\n", "line 1", "not valid JSON"),
-        ("[]\n", "line 1", "JSON object"),
+        ("{\"type\":\"nap\",\"tool\":\"a\"}\n", "stdin:1:", "`type`"),
+        ("not json\n", "stdin:1:", "not valid JSON"),
+        ("[]\n", "stdin:1:", "JSON object"),
         (
             "{\"type\":\"call\",\"tool\":\"a\",\"run\":5}\n",
-            "line 1",
+            "stdin:1:",
             "`run`",
         ),
     ];
@@ -170,7 +170,7 @@ fn invalid_utf8_is_an_error_not_a_panic() {
     let out = child.wait_with_output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("line 1") && err.contains("UTF-8"), "{err}");
+    assert!(err.contains("stdin:1:") && err.contains("UTF-8"), "{err}");
 }
 
 fn reads(n: usize, with_outcomes: bool) -> String {
