@@ -78,9 +78,9 @@ impl fmt::Display for SkipReason {
             SkipReason::Hidden => f.write_str("hidden"),
             SkipReason::NotASession(what) => write!(f, "{what}, not a session"),
             SkipReason::Unreadable(why) => write!(f, "cannot be read: {why}"),
-            SkipReason::Unrecognised => f.write_str(
-                "not a transcript format loopguard knows (use --format to choose one)",
-            ),
+            SkipReason::Unrecognised => {
+                f.write_str("not a transcript format loopguard knows (use --format to choose one)")
+            }
         }
     }
 }

@@ -45,8 +45,8 @@ pub mod synthetic;
 
 use std::io::{self, BufRead, Write};
 
-pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
 pub use inputs::Input;
+pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
 pub use plan::{Chosen, InputKind, Plan, PlanError, PlanNote, ReplayOptions, Source};
 pub use replayer::Replayer;
 pub use report::Style;

@@ -145,7 +145,10 @@ impl fmt::Display for Failure {
         match self {
             Failure::Unreadable(why) => write!(f, "cannot be read: {why}"),
             Failure::NoCalls { skipped_lines } => {
-                write!(f, "no tool call found, {skipped_lines} lines not understood")
+                write!(
+                    f,
+                    "no tool call found, {skipped_lines} lines not understood"
+                )
             }
         }
     }

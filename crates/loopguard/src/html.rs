@@ -162,7 +162,8 @@ impl Timeline {
     /// Adds one decision, placed where the summary put it.
     pub fn observe(&mut self, d: &Decision<'_>, meta: &EventMeta<'_>, at: Observed) {
         if self.sessions.len() <= at.session {
-            self.sessions.resize_with(at.session + 1, SessionMarks::default);
+            self.sessions
+                .resize_with(at.session + 1, SessionMarks::default);
         }
         let s = &mut self.sessions[at.session];
         let pos = s.calls;

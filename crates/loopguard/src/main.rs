@@ -32,7 +32,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Replay a recorded event stream and explain every loop in it.
+    /// Replay recorded sessions (event streams or agent transcripts) and explain every loop in them.
     Replay(replay_cmd::ReplayArgs),
     /// Write a transcript (any supported format) as loopguard's event stream.
     Convert(convert_cmd::ConvertArgs),

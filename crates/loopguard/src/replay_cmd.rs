@@ -32,14 +32,13 @@ pub struct FormatArg(pub Option<Format>);
 /// The `--format` parser: `auto` and every name of [`Format::ALL`], each with its
 /// description in `--help`.
 pub fn format_parser() -> impl TypedValueParser<Value = FormatArg> {
-    let values = std::iter::once(
-        PossibleValue::new("auto").help("recognise the format from the content"),
-    )
-    .chain(
-        Format::ALL
-            .iter()
-            .map(|f| PossibleValue::new(f.name()).help(f.describe())),
-    );
+    let values =
+        std::iter::once(PossibleValue::new("auto").help("recognise the format from the content"))
+            .chain(
+                Format::ALL
+                    .iter()
+                    .map(|f| PossibleValue::new(f.name()).help(f.describe())),
+            );
     PossibleValuesParser::new(values).map(|name| FormatArg(Format::from_name(&name)))
 }
 
@@ -239,7 +238,10 @@ impl Observer for Printer {
                 *shown += 1;
                 if *shown <= SHOWN_DIAGNOSTICS {
                     // Some adapters' messages already end in "; skipped".
-                    let message = diag.message.strip_suffix("; skipped").unwrap_or(&diag.message);
+                    let message = diag
+                        .message
+                        .strip_suffix("; skipped")
+                        .unwrap_or(&diag.message);
                     let line = format!("{}:{}: skipped: {message}", source.display, diag.line);
                     self.say(line);
                 }
@@ -320,9 +322,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     // The page is opened before the replay, so a path that cannot be written fails now,
     // not after replaying everything.
     let html = match &args.html {
-        Some(path) => Some(
-            File::create(path).with_context(|| format!("cannot write {}", path.display()))?,
-        ),
+        Some(path) => {
+            Some(File::create(path).with_context(|| format!("cannot write {}", path.display()))?)
+        }
         None => None,
     };
 

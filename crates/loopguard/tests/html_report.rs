@@ -62,7 +62,9 @@ fn no_browser() -> bool {
     if std::env::var_os("LOOPGUARD_REQUIRE_CHROMIUM").is_some() {
         panic!("LOOPGUARD_REQUIRE_CHROMIUM is set but no Chromium was found");
     }
-    eprintln!("SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the HTML page was not rendered");
+    eprintln!(
+        "SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the HTML page was not rendered"
+    );
     true
 }
 
@@ -138,15 +140,21 @@ fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
     let names: Vec<&str> = rows
         .iter()
         .map(|r| {
-            let start = r.find("\">").unwrap() + 2;
             let a = &r[r.find("<a href").unwrap()..];
-            let start = a.find('>').unwrap() + 1 + 0 * start;
-            &a[start..a.find("</a>").unwrap()]
+            &a[a.find('>').unwrap() + 1..a.find("</a>").unwrap()]
         })
         .collect();
     assert_eq!(names, ["agent:main:main", "loop", "healthy"], "{table}");
-    assert!(rows[1].contains("<td>382,725</td>"), "tokens in loops: {}", rows[1]);
-    assert!(rows[1].contains("<td>5m 08s</td>"), "time in loops: {}", rows[1]);
+    assert!(
+        rows[1].contains("<td>382,725</td>"),
+        "tokens in loops: {}",
+        rows[1]
+    );
+    assert!(
+        rows[1].contains("<td>5m 08s</td>"),
+        "time in loops: {}",
+        rows[1]
+    );
     // Sessions in the same order, each with an axis and one lane per loop.
     let sections: Vec<&str> = dom.split("<section class=\"session\"").skip(1).collect();
     assert_eq!(sections.len(), 3);
@@ -175,7 +183,11 @@ fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
         "{dom}"
     );
     // The cost of each loop beside its lane.
-    assert!(sections[0].contains("<div class=\"cost\">14 calls</div>"), "{}", sections[0]);
+    assert!(
+        sections[0].contains("<div class=\"cost\">14 calls</div>"),
+        "{}",
+        sections[0]
+    );
     assert!(sections[0].contains("<div class=\"cost\">run aborted at once</div>"));
     assert!(
         sections[1].contains("<div class=\"cost\">15 calls · 5m 08s · 382,725 tokens</div>"),
@@ -252,13 +264,20 @@ fn a_long_session_is_drawn_from_a_bounded_sample() {
     let size = std::fs::metadata(&page).unwrap().len();
     assert!(size < 3 << 20, "page of {size} bytes");
     let dom = dump_dom(&browser, &dir, &page);
-    assert!(dom.contains("Drawn from an even sample: loop 1:"), "thinning not said");
-    let marks = dom.matches("<rect class=\"block\"").count() + dom.matches("<rect class=\"warn\"").count();
+    assert!(
+        dom.contains("Drawn from an even sample: loop 1:"),
+        "thinning not said"
+    );
+    let marks =
+        dom.matches("<rect class=\"block\"").count() + dom.matches("<rect class=\"warn\"").count();
     assert!((1000..=2048).contains(&marks), "{marks} marks");
     // The histogram counts every call in at most 256 buckets.
     assert!(dom.matches("<rect class=\"calls\"").count() <= 256);
     assert!(dom.contains(">100,000<br>"), "last axis tick");
     let shot = screenshot(&browser, &dir, &page, "long.png", "1200,900");
-    assert!(count_color(&shot, [0xd0, 0x02, 0x1b]) > 50, "no red block marks drawn");
+    assert!(
+        count_color(&shot, [0xd0, 0x02, 0x1b]) > 50,
+        "no red block marks drawn"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

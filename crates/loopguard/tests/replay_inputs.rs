@@ -50,7 +50,11 @@ fn a_wrong_forced_format_is_an_error_naming_file_and_format() {
     );
     assert!(stderr.contains("Choose one with --format"), "{stderr}");
     // Nothing was read: no report pretending the file is clean.
-    assert!(!text(&out.stdout).contains("0 loops found"), "{}", text(&out.stdout));
+    assert!(
+        !text(&out.stdout).contains("0 loops found"),
+        "{}",
+        text(&out.stdout)
+    );
     // The right format still replays and exits 0.
     let ok = loopguard(&["replay", "--format", "claude-code", CLAUDE_LOOP]);
     assert!(ok.status.success(), "{}", text(&ok.stderr));
@@ -67,7 +71,11 @@ fn a_guessed_format_that_finds_no_call_in_unreadable_lines_fails() {
         .find(|l| l.contains("\"type\":\"user\""))
         .unwrap()
         .to_string();
-    std::fs::write(&file, format!("{first}\nnot json at all\n{{\"type\":\"mystery\"}}\n")).unwrap();
+    std::fs::write(
+        &file,
+        format!("{first}\nnot json at all\n{{\"type\":\"mystery\"}}\n"),
+    )
+    .unwrap();
     let out = loopguard(&["replay", file.to_str().unwrap()]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
@@ -128,10 +136,17 @@ fn an_unreadable_document_among_several_is_named_and_fails_the_run() {
     let dir = scratch("unreadable");
     let bad = dir.join("cut.traj");
     // Recognised as SWE-agent from its start, but cut off: the document is not JSON.
-    let full = std::fs::read_to_string(root().join("tests/fixtures/transcripts/swe-agent/loop.traj"))
-        .unwrap();
+    let full =
+        std::fs::read_to_string(root().join("tests/fixtures/transcripts/swe-agent/loop.traj"))
+            .unwrap();
     std::fs::write(&bad, &full[..full.len() / 2]).unwrap();
-    let out = loopguard(&["replay", "--color", "never", bad.to_str().unwrap(), OPENCLAW_LOOP]);
+    let out = loopguard(&[
+        "replay",
+        "--color",
+        "never",
+        bad.to_str().unwrap(),
+        OPENCLAW_LOOP,
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -176,7 +191,10 @@ fn each_input_keeps_its_own_mode_and_config() {
     let a = of_session(&alone, "ev");
     assert_eq!(a.len(), 50);
     // OpenClaw's defaults: detectors off, so 25 identical calls are all allowed.
-    assert!(a.iter().all(|l| !l.contains("\"decision\":\"warn\"")), "{a:?}");
+    assert!(
+        a.iter().all(|l| !l.contains("\"decision\":\"warn\"")),
+        "{a:?}"
+    );
     assert_eq!(a, of_session(&together, "ev"));
     // The transcript still finds its loop (detectors on) in observe mode: its blocked
     // calls' results are recorded, not ignored.
@@ -185,7 +203,8 @@ fn each_input_keeps_its_own_mode_and_config() {
     assert!(!t.iter().any(|l| l.contains("\"decision\":\"ignored\"")));
     let report = loopguard(&["replay", "--color", "never", ev, CLAUDE_LOOP]);
     assert!(
-        text(&report.stdout).contains("(mode: enforce for 1 event stream, observe for 1 transcript)"),
+        text(&report.stdout)
+            .contains("(mode: enforce for 1 event stream, observe for 1 transcript)"),
         "{}",
         text(&report.stdout)
     );
@@ -262,7 +281,8 @@ fn skipped_and_strict_messages_read_well() {
     assert!(!strict.status.success());
     let stderr = text(&strict.stderr);
     assert!(
-        stderr.contains("truncated.jsonl:6: the last line is cut off") && stderr.contains("; stopped here because of --strict"),
+        stderr.contains("truncated.jsonl:6: the last line is cut off")
+            && stderr.contains("; stopped here because of --strict"),
         "{stderr}"
     );
     assert!(!stderr.contains("--strict stops at"), "{stderr}");
@@ -280,8 +300,14 @@ fn an_unwritable_html_path_fails_first() {
     ]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("cannot write /nonexistent/x.html"), "{stderr}");
-    assert!(!stderr.contains("reading as"), "replayed before failing: {stderr}");
+    assert!(
+        stderr.contains("cannot write /nonexistent/x.html"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("reading as"),
+        "replayed before failing: {stderr}"
+    );
     assert!(out.stdout.is_empty());
 }
 
