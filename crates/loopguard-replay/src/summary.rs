@@ -118,7 +118,10 @@ impl SessionSummary {
     ///
     /// ```
     /// use loopguard_replay::summary::SessionSummary;
-    /// let s = SessionSummary { first_ts_ms: Some(1_000), last_ts_ms: Some(61_000), ..Default::default() };
+    /// let mut s = SessionSummary::default();
+    /// assert_eq!(s.wall_ms(), None);
+    /// s.first_ts_ms = Some(1_000);
+    /// s.last_ts_ms = Some(61_000);
     /// assert_eq!(s.wall_ms(), Some(60_000));
     /// ```
     pub fn wall_ms(&self) -> Option<u64> {
