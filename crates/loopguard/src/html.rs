@@ -10,9 +10,11 @@
 //! time, tool, arguments, decision, detector, count, message). The page has no scripts,
 //! loads nothing from the network, and reflows to one column on a narrow (phone) screen.
 //!
-//! Memory and page size are bounded however long a session is: calls are counted into at
-//! most [`BUCKETS`] histogram buckets, and each loop lane keeps an even sample of at most
-//! [`MAX_MARKS`] marks (the page says when it thinned one).
+//! The page stays small however long a session is: calls are counted into at most
+//! [`BUCKETS`] histogram buckets, each loop lane keeps an even sample of at most
+//! [`MAX_MARKS`] marks, and a session draws the lanes of its [`MAX_LANES`] most expensive
+//! loops (the page says when it thinned or left out anything; the text report at its end
+//! lists every loop).
 
 use std::fmt::Write as _;
 
@@ -21,10 +23,16 @@ use loopguard_replay::report::{duration, plural, thousands, time_span, utc};
 use loopguard_replay::summary::{EventMeta, Loop, Observed, SessionSummary};
 use loopguard_replay::{Action, Decision, RunReport};
 
-/// Marks kept per loop lane (and compactions per session). Past the cap a lane keeps an
-/// even sample (every second mark, then every fourth, …), so the page stays small and
-/// every part of a long loop stays visible.
-pub const MAX_MARKS: usize = 2048;
+/// Marks kept per loop lane. Past the cap a lane keeps an even sample (every second mark,
+/// then every fourth, …), so the page stays small and every part of a long loop stays
+/// visible; a lane is about 1000 pixels wide at most, so more would overlap anyway.
+pub const MAX_MARKS: usize = 128;
+
+/// Compaction marks kept per session.
+const MAX_COMPACTIONS: usize = 1024;
+
+/// Loop lanes drawn per session: its most expensive loops.
+pub const MAX_LANES: usize = 40;
 
 /// Histogram buckets of a session's calls.
 pub const BUCKETS: usize = 256;
@@ -145,7 +153,7 @@ impl Default for SessionMarks {
             calls: 0,
             histogram: Histogram::default(),
             times: Sampled::new(MAX_TIMES),
-            compactions: Sampled::new(MAX_MARKS),
+            compactions: Sampled::new(MAX_COMPACTIONS),
             loops: Vec::new(),
         }
     }
@@ -395,10 +403,29 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
         );
     }
     page.push_str("</svg></div><div class=\"cost\"></div>\n");
+    // The most expensive loops get lanes, drawn in the order they started.
+    let mut drawn: Vec<usize> = (0..s.loops.len()).collect();
+    drawn.sort_by_key(|&n| std::cmp::Reverse(loop_cost(&s.loops[n])));
+    drawn.truncate(MAX_LANES);
+    drawn.sort_unstable();
     let empty = Sampled::new(0);
-    for (n, l) in s.loops.iter().enumerate() {
+    for &n in &drawn {
         let marks = m.loops.get(n).unwrap_or(&empty);
-        render_loop(page, n + 1, l, marks, calls);
+        render_loop(page, n + 1, &s.loops[n], marks, calls);
+    }
+    let left_out = s.loops.len() - drawn.len();
+    if left_out > 0 {
+        let calls_left: u64 = (0..s.loops.len())
+            .filter(|n| drawn.binary_search(n).is_err())
+            .map(|n| s.loops[n].calls_after_warning)
+            .sum();
+        let _ = writeln!(
+            page,
+            "<div class=\"label more\">{left_out} more {} not drawn</div><div class=\"track more\">{} {} in them after their first warning; the text report below lists every loop</div><div class=\"cost\"></div>",
+            plural(left_out as u64, "loop", "loops"),
+            thousands(calls_left),
+            plural(calls_left, "call", "calls"),
+        );
     }
     if s.loops.is_empty() {
         page.push_str("<div class=\"label none\">no loops</div><div class=\"track\"></div><div class=\"cost\"></div>\n");
@@ -408,7 +435,7 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
         .loops
         .iter()
         .enumerate()
-        .filter(|(_, lane)| lane.stride > 1)
+        .filter(|(n, lane)| lane.stride > 1 && drawn.binary_search(n).is_ok())
         .map(|(n, lane)| {
             format!(
                 "loop {}: {} of {} marks (every {}th)",
@@ -435,6 +462,16 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
         );
     }
     page.push_str("</section>\n");
+}
+
+/// A loop's cost, for choosing which loops get lanes.
+fn loop_cost(l: &Loop) -> (u64, u64, u64, u64) {
+    (
+        l.calls_after_warning,
+        l.tokens_after_warning.unwrap_or(0),
+        l.wall_ms_after_warning().unwrap_or(0),
+        l.blocks + l.aborts,
+    )
 }
 
 /// Tick labels under the session's title: call numbers, and times when recorded.
@@ -583,6 +620,7 @@ tr.crit td:first-child { border-left: 4px solid #d0021b; } tr.warned td:first-ch
 .label.loop.block { border-left-color: #d0021b; } .label.loop.abort { border-left-color: #7b2cbf; }
 .det { color: #555; } .n { color: #555; } .none { color: #555; }
 .cost { font-size: 12px; color: #333; }
+.more { font-size: 12px; color: #555; }
 .axis-label { color: #777; font-size: 11px; }
 .track { position: relative; min-width: 0; }
 .track svg { display: block; width: 100%; background: #fafafa; border: 1px solid #e3e3e6; }
@@ -620,11 +658,11 @@ mod tests {
             lane.push(|| seq);
         }
         assert_eq!((lane.kept.len(), lane.stride), (MAX_MARKS, 1));
-        let total = 5_000u64;
+        let total = 300u64;
         for seq in MAX_MARKS as u64..total {
             lane.push(|| seq);
         }
-        // 5,000 marks: past 2 × 2048, so every fourth is kept.
+        // 300 marks: past 2 × 128, so every fourth is kept.
         assert_eq!(lane.stride, 4);
         assert_eq!(lane.seen, total);
         assert_eq!(lane.kept, (0..total).step_by(4).collect::<Vec<_>>());

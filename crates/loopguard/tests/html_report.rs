@@ -225,8 +225,9 @@ fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
     }
 }
 
-/// A 200,000-event session: the page stays small (each loop lane an even sample), says
-/// that it thinned, and still draws the loop.
+/// A 200,000-event session with 50 loops (one per run): the page stays small (each loop
+/// lane an even sample, the 40 most expensive loops drawn), says what it left out, and
+/// still draws the loops.
 #[test]
 fn a_long_session_is_drawn_from_a_bounded_sample() {
     if no_browser() {
@@ -237,11 +238,12 @@ fn a_long_session_is_drawn_from_a_bounded_sample() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let events = dir.join("long.jsonl");
-    let mut text = String::with_capacity(20 << 20);
+    let mut text = String::with_capacity(30 << 20);
     for i in 0..100_000u64 {
         let ts = 1_788_622_000_000 + i * 1000;
+        let run = i / 2000;
         text.push_str(&format!(
-            "{{\"type\":\"call\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"ts\":{ts}}}\n{{\"type\":\"outcome\",\"run\":\"r\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"result\":\"same\",\"ts\":{ts}}}\n"
+            "{{\"type\":\"call\",\"run\":\"r{run}\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"ts\":{ts}}}\n{{\"type\":\"outcome\",\"run\":\"r{run}\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/same\"}},\"result\":\"same\",\"ts\":{ts}}}\n"
         ));
     }
     std::fs::write(&events, text).unwrap();
@@ -262,15 +264,21 @@ fn a_long_session_is_drawn_from_a_bounded_sample() {
         String::from_utf8_lossy(&out.stderr)
     );
     let size = std::fs::metadata(&page).unwrap().len();
-    assert!(size < 3 << 20, "page of {size} bytes");
+    assert!(size < 2_500_000, "page of {size} bytes");
     let dom = dump_dom(&browser, &dir, &page);
+    assert_eq!(dom.matches("class=\"label loop").count(), 40);
     assert!(
-        dom.contains("Drawn from an even sample: loop 1:"),
+        dom.contains("10 more loops not drawn"),
+        "left-out loops not said"
+    );
+    assert!(
+        dom.contains("Drawn from an even sample: loop 1: "),
         "thinning not said"
     );
+    // Each of the 40 lanes: an even sample of its ~1,990 marks, at most 128.
     let marks =
         dom.matches("<rect class=\"block\"").count() + dom.matches("<rect class=\"warn\"").count();
-    assert!((1000..=2048).contains(&marks), "{marks} marks");
+    assert!((40 * 64..=40 * 128).contains(&marks), "{marks} marks");
     // The histogram counts every call in at most 256 buckets.
     assert!(dom.matches("<rect class=\"calls\"").count() <= 256);
     assert!(dom.contains(">100,000<br>"), "last axis tick");
