@@ -204,9 +204,17 @@ impl Summary {
     /// The sessions ordered by what their loops cost ([`SessionSummary::cost`]), most
     /// expensive first; equal costs keep their order of appearance.
     pub fn sessions_by_cost(&self) -> Vec<&SessionSummary> {
-        let mut v: Vec<&SessionSummary> = self.sessions.iter().collect();
-        v.sort_by_key(|s| std::cmp::Reverse(s.cost()));
-        v
+        self.order_by_cost()
+            .into_iter()
+            .map(|i| &self.sessions[i])
+            .collect()
+    }
+
+    /// Indices into [`Summary::sessions`] in the order of [`Summary::sessions_by_cost`].
+    pub fn order_by_cost(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.sessions.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.sessions[i].cost()));
+        order
     }
 
     /// Notes where a session came from (shown in the report).

@@ -251,8 +251,7 @@ impl Timeline {
         }
         page.push_str("</header>\n");
         // Sessions by cost; `order` holds indices into `summary.sessions`.
-        let mut order: Vec<usize> = (0..summary.sessions.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(summary.sessions[i].cost()));
+        let order = summary.order_by_cost();
         render_table(&mut page, summary, &order);
         page.push_str(LEGEND);
         let empty = SessionMarks::default();
