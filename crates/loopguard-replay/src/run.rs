@@ -208,25 +208,7 @@ pub enum RunError {
     Output(io::Error),
 }
 
-/// The arguments of a call, shortened for the report.
-///
-/// ```
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use loopguard_core::Value;
-/// let args = Value::parse(br#"{"path":"/a"}"#)?;
-/// assert_eq!(loopguard_replay::run::args_preview(&args), r#"{"path":"/a"}"#);
-/// # Ok(()) }
-/// ```
-pub fn args_preview(args: &Value<'_>) -> String {
-    const MAX: usize = 60;
-    let text = loopguard_core::canonical::to_canonical_string(args);
-    if text.chars().count() <= MAX {
-        text
-    } else {
-        let cut: String = text.chars().take(MAX - 1).collect();
-        format!("{cut}…")
-    }
-}
+pub use crate::summary::args_preview;
 
 /// Why one input stopped.
 enum Stop {
@@ -346,11 +328,10 @@ impl Runner<'_> {
         if d.kind == EventKind::Call {
             file.calls += 1;
         }
-        let preview = d.finding.as_ref().map(|_| args_preview(args));
         let meta = EventMeta {
             ts_ms: Some(ts_ms).filter(|t| *t > 0),
             tokens,
-            args_preview: preview.as_deref(),
+            args: Some(args),
         };
         let key = d.session.as_wtf8();
         // Transcripts' sessions are named after their files; event streams name their

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use loopguard_core::detectors::Detector;
 use loopguard_core::history::normalize_run;
-use loopguard_core::JsString;
+use loopguard_core::{JsString, Value};
 
 use loopguard_events::EventKind;
 use loopguard_events::{Action, Decision};
@@ -154,14 +154,36 @@ impl SessionSummary {
 }
 
 /// What the transcript says about an event beyond the event itself.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct EventMeta<'a> {
     /// Milliseconds since the epoch.
     pub ts_ms: Option<u64>,
     /// Tokens the model spent making this call.
     pub tokens: Option<u64>,
-    /// A short rendering of the call's arguments.
-    pub args_preview: Option<&'a str>,
+    /// The call's arguments; the summary keeps a short rendering ([`args_preview`]) of
+    /// those of each loop's first decision, rendered only then.
+    pub args: Option<&'a Value<'a>>,
+}
+
+/// The arguments of a call, shortened for the report (at most 60 characters of their
+/// canonical JSON).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use loopguard_core::Value;
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// assert_eq!(loopguard_replay::summary::args_preview(&args), r#"{"path":"/a"}"#);
+/// # Ok(()) }
+/// ```
+pub fn args_preview(args: &Value<'_>) -> String {
+    const MAX: usize = 60;
+    let text = loopguard_core::canonical::to_canonical_string(args);
+    if text.chars().count() <= MAX {
+        text
+    } else {
+        let cut: String = text.chars().take(MAX - 1).collect();
+        format!("{cut}…")
+    }
 }
 
 /// Where [`Summary::observe_with`] put a decision.
@@ -308,7 +330,7 @@ impl Summary {
                         .paired_tool
                         .as_ref()
                         .map(|p| p.to_string_lossy().into_owned()),
-                    args_preview: meta.args_preview.map(str::to_string),
+                    args_preview: meta.args.map(args_preview),
                     detectors: Vec::new(),
                     max_count: 0,
                     first_line: d.line,

@@ -42,14 +42,40 @@ fn each_input_gets_the_defaults_of_its_kind() {
     assert_eq!(
         got,
         [
-            (Format::Events, Chosen::Detected, Mode::Enforce, InputKind::EventStream),
-            (Format::ClaudeCode, Chosen::Detected, Mode::Observe, InputKind::Transcript),
-            (Format::Events, Chosen::Blank, Mode::Enforce, InputKind::EventStream),
+            (
+                Format::Events,
+                Chosen::Detected,
+                Mode::Enforce,
+                InputKind::EventStream
+            ),
+            (
+                Format::ClaudeCode,
+                Chosen::Detected,
+                Mode::Observe,
+                InputKind::Transcript
+            ),
+            (
+                Format::Events,
+                Chosen::Blank,
+                Mode::Enforce,
+                InputKind::EventStream
+            ),
         ]
     );
     assert_eq!(plan.notes, [PlanNote::DetectorsEnabledForTranscripts]);
-    assert!(plan.config_for(&plan.sources[1]).policy_for(None).resolved.enabled);
-    assert!(!plan.config_for(&plan.sources[0]).policy_for(None).resolved.enabled);
+    assert!(
+        plan.config_for(&plan.sources[1])
+            .policy_for(None)
+            .resolved
+            .enabled
+    );
+    assert!(
+        !plan
+            .config_for(&plan.sources[0])
+            .policy_for(None)
+            .resolved
+            .enabled
+    );
     // A mode given applies to every input.
     let observe = Plan::new(&paths, ReplayOptions::new().mode(Mode::Observe)).unwrap();
     assert!(observe.sources.iter().all(|s| s.mode == Mode::Observe));
@@ -58,14 +84,22 @@ fn each_input_gets_the_defaults_of_its_kind() {
     assert!(!report.lost_data());
     assert_eq!(report.files.len(), 3);
     assert_eq!(report.files[1].calls, 25);
-    let sessions: Vec<&str> = report.summary.sessions.iter().map(|s| s.name.as_str()).collect();
+    let sessions: Vec<&str> = report
+        .summary
+        .sessions
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
     assert_eq!(sessions, ["default", "loop"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_wrong_format_is_a_failure_not_an_empty_session() {
-    let paths = [fixture("claude-code/loop.jsonl"), fixture("openclaw/read-loop.jsonl")];
+    let paths = [
+        fixture("claude-code/loop.jsonl"),
+        fixture("openclaw/read-loop.jsonl"),
+    ];
     let plan = Plan::new(&paths, ReplayOptions::new().format(Format::OpenClaw)).unwrap();
     let report = plan.run(&mut Quiet).unwrap();
     assert!(report.lost_data());

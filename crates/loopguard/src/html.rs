@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use loopguard_events::EventKind;
 use loopguard_replay::report::{duration, plural, thousands, time_span, utc};
-use loopguard_replay::summary::{EventMeta, Loop, Observed, SessionSummary};
+use loopguard_replay::summary::{args_preview, EventMeta, Loop, Observed, SessionSummary};
 use loopguard_replay::{Action, Decision, RunReport};
 
 /// Marks kept per loop lane. Past the cap a lane keeps an even sample (every second mark,
@@ -278,8 +278,8 @@ fn tooltip(d: &Decision<'_>, meta: &EventMeta<'_>, what: &str) -> String {
     }
     if let Some(tool) = &d.tool {
         let _ = write!(t, "\n{}", tool.to_string_lossy());
-        if let Some(a) = meta.args_preview {
-            let _ = write!(t, " {a}");
+        if let Some(a) = meta.args {
+            let _ = write!(t, " {}", args_preview(a));
         }
     }
     let _ = write!(t, "\n{what}");
