@@ -302,6 +302,17 @@ impl Plan {
                     runner.observer.notice(Notice::Note(source, &note));
                 }
             }
+            // A transcript read in full that gave no event is still a session of the report
+            // (with 0 calls), so a clean session and an unread one cannot be confused.
+            if file.failure.is_none()
+                && file.events == 0
+                && source.kind() == InputKind::Transcript
+                && runner.summary.session(source.session.as_bytes()).is_none()
+            {
+                runner
+                    .summary
+                    .set_source(source.session.as_bytes(), &source.display);
+            }
             runner.observer.notice(Notice::Finished(source, &file));
             files.push(file);
         }

@@ -325,3 +325,43 @@ fn counts_of_one_are_singular() {
     assert!(report.contains(", 1 abort\n"), "{report}");
     assert!(!report.contains("1 sessions") && !report.contains("1 aborts"));
 }
+
+/// Item 5: a recognised session that simply made no tool call is not an error: it gets a
+/// note, the report and exit status 0. Forcing a format on it, it is an error.
+#[test]
+fn a_recognised_session_without_calls_is_a_note_not_an_error() {
+    let dir = scratch("nocalls");
+    let file = dir.join("chat.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(
+        root().join("tests/fixtures/transcripts/claude-code/healthy.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.contains("tool_use") && !l.contains("tool_result"))
+    .map(str::to_string)
+    .collect();
+    assert!(lines.len() >= 3);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let out = loopguard(&["replay", "--color", "never", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("chat.jsonl: note: no tool call found"),
+        "{stderr}"
+    );
+    assert!(
+        text(&out.stdout).contains("session chat ("),
+        "{}",
+        text(&out.stdout)
+    );
+    let forced = loopguard(&["replay", "--format", "claude-code", file.to_str().unwrap()]);
+    assert!(!forced.status.success());
+    assert!(
+        text(&forced.stderr).contains(
+            "read as claude-code (forced by --format): no tool call found in its content"
+        ),
+        "{}",
+        text(&forced.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
