@@ -7,6 +7,7 @@ mod convert_cmd;
 mod hook_cli;
 mod html;
 mod inputs;
+mod mcp_cli;
 mod replay_cmd;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several
@@ -44,6 +45,8 @@ enum Command {
     Hook(hook_cli::HookCommand),
     /// Show what the hook's state database knows about a session.
     Status(hook_cli::StatusArgs),
+    /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
+    Mcp(mcp_cli::McpArgs),
 }
 
 #[derive(Subcommand)]
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check(args)) => config_check::run(args),
         Command::Hook(cmd) => hook_cli::run(cmd),
         Command::Status(args) => hook_cli::status(args),
+        Command::Mcp(args) => mcp_cli::run(args),
     };
     match result {
         Ok(code) => code,
