@@ -51,7 +51,9 @@ pub(crate) struct GuardLayer {
 
 impl std::fmt::Debug for GuardLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GuardLayer").field("mode", &self.mode).finish_non_exhaustive()
+        f.debug_struct("GuardLayer")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
     }
 }
 
@@ -63,7 +65,9 @@ impl GuardLayer {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .map_err(|e| crate::McpError::Io(format!("cannot open --log {}", path.display()), e))?;
+                    .map_err(|e| {
+                        crate::McpError::Io(format!("cannot open --log {}", path.display()), e)
+                    })?;
                 Some(Mutex::new(BufWriter::new(file)))
             }
             None => None,

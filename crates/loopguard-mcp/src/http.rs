@@ -35,7 +35,14 @@ const MAX_BODY: usize = 64 << 20;
 fn hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
-        "host" | "content-length" | "transfer-encoding" | "connection" | "keep-alive" | "upgrade" | "te" | "trailer"
+        "host"
+            | "content-length"
+            | "transfer-encoding"
+            | "connection"
+            | "keep-alive"
+            | "upgrade"
+            | "te"
+            | "trailer"
     )
 }
 
@@ -65,11 +72,19 @@ impl Sessions {
     fn new(guard: Arc<GuardLayer>, options: ProxyOptions, name: String) -> Self {
         let (session, run) = session_and_run(&options, &name, "no-session");
         let unsessioned = Arc::new(Relay::new(guard.clone(), session, run));
-        Sessions { guard, options, name, by_id: Mutex::new(HashMap::new()), unsessioned }
+        Sessions {
+            guard,
+            options,
+            name,
+            by_id: Mutex::new(HashMap::new()),
+            unsessioned,
+        }
     }
 
     fn relay(&self, id: Option<&str>) -> Arc<Relay> {
-        let Some(id) = id else { return self.unsessioned.clone() };
+        let Some(id) = id else {
+            return self.unsessioned.clone();
+        };
         let mut map = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(id.to_owned())
             .or_insert_with(|| {
@@ -81,7 +96,10 @@ impl Sessions {
     }
 
     fn remove(&self, id: &str) {
-        self.by_id.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        self.by_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
     }
 }
 
@@ -96,32 +114,42 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 /// The relay applied to a response body: a JSON message, or an SSE stream event by event.
 fn relay_body(relay: Arc<Relay>, content_type: &str, upstream: reqwest::Response) -> Body {
     if content_type.starts_with(EVENT_STREAM) {
-        let state = (Box::pin(upstream.bytes_stream()), SseSplitter::default(), relay, false);
-        let stream = futures_util::stream::unfold(state, |(mut s, mut splitter, relay, done)| async move {
-            if done {
-                return None;
-            }
-            match s.next().await {
-                Some(Ok(chunk)) => {
-                    let mut out = Vec::with_capacity(chunk.len());
-                    for event in splitter.feed(&chunk) {
-                        match sse::data(&event).and_then(|d| relay.from_server(&d)) {
-                            Some(rewritten) => out.extend_from_slice(&sse::with_data(&event, &rewritten)),
-                            None => out.extend_from_slice(&event),
-                        }
-                    }
-                    Some((Ok(Bytes::from(out)), (s, splitter, relay, false)))
+        let state = (
+            Box::pin(upstream.bytes_stream()),
+            SseSplitter::default(),
+            relay,
+            false,
+        );
+        let stream =
+            futures_util::stream::unfold(state, |(mut s, mut splitter, relay, done)| async move {
+                if done {
+                    return None;
                 }
-                Some(Err(e)) => Some((Err(e), (s, splitter, relay, true))),
-                // An event the server left without its blank line goes out as it came.
-                None => splitter.finish().map(|rest| (Ok(Bytes::from(rest)), (s, splitter, relay, true))),
-            }
-        });
+                match s.next().await {
+                    Some(Ok(chunk)) => {
+                        let mut out = Vec::with_capacity(chunk.len());
+                        for event in splitter.feed(&chunk) {
+                            match sse::data(&event).and_then(|d| relay.server_message(&d)) {
+                                Some(rewritten) => {
+                                    out.extend_from_slice(&sse::with_data(&event, &rewritten))
+                                }
+                                None => out.extend_from_slice(&event),
+                            }
+                        }
+                        Some((Ok(Bytes::from(out)), (s, splitter, relay, false)))
+                    }
+                    Some(Err(e)) => Some((Err(e), (s, splitter, relay, true))),
+                    // An event the server left without its blank line goes out as it came.
+                    None => splitter
+                        .finish()
+                        .map(|rest| (Ok(Bytes::from(rest)), (s, splitter, relay, true))),
+                }
+            });
         Body::from_stream(stream)
     } else if content_type.starts_with(JSON) {
         let stream = futures_util::stream::once(async move {
             let body = upstream.bytes().await?;
-            Ok::<_, reqwest::Error>(match relay.from_server(&body) {
+            Ok::<_, reqwest::Error>(match relay.server_message(&body) {
                 Some(rewritten) => Bytes::from(rewritten),
                 None => body,
             })
@@ -145,12 +173,14 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
-        Err(e) => return (StatusCode::PAYLOAD_TOO_LARGE, format!("request body: {e}")).into_response(),
+        Err(e) => {
+            return (StatusCode::PAYLOAD_TOO_LARGE, format!("request body: {e}")).into_response()
+        }
     };
     let session_id = header_str(&parts.headers, SESSION_ID).map(str::to_owned);
     let relay = proxy.sessions.relay(session_id.as_deref());
     if parts.method == Method::POST {
-        if let FromClient::Reply(reply) = relay.from_client(&body) {
+        if let FromClient::Reply(reply) = relay.client_message(&body) {
             return json_response(StatusCode::OK, reply);
         }
     }
@@ -164,7 +194,13 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
         Ok(r) => r,
         Err(e) => {
             tracing::error!(target: "loopguard::mcp", error = %e, "upstream request failed");
-            return (StatusCode::BAD_GATEWAY, format!("loopguard: the MCP server at {} is unreachable: {e}", proxy.url))
+            return (
+                StatusCode::BAD_GATEWAY,
+                format!(
+                    "loopguard: the MCP server at {} is unreachable: {e}",
+                    proxy.url
+                ),
+            )
                 .into_response();
         }
     };
@@ -185,7 +221,9 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
         (None, Some(new_id)) => proxy.sessions.relay(Some(new_id)),
         _ => relay,
     };
-    let content_type = header_str(response.headers(), "content-type").unwrap_or("").to_owned();
+    let content_type = header_str(response.headers(), "content-type")
+        .unwrap_or("")
+        .to_owned();
     builder
         .body(relay_body(relay, &content_type, response))
         .unwrap_or_else(|e| (StatusCode::BAD_GATEWAY, e.to_string()).into_response())
@@ -217,11 +255,25 @@ async fn shutdown_signal() {
     }
 }
 
-pub(crate) async fn run_upstream(guard: Arc<GuardLayer>, options: ProxyOptions, url: &str, addr: &str) -> Result<i32, McpError> {
+pub(crate) async fn run_upstream(
+    guard: Arc<GuardLayer>,
+    options: ProxyOptions,
+    url: &str,
+    addr: &str,
+) -> Result<i32, McpError> {
     let url = parse_url(url)?;
-    let name = options.name.clone().unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
-    let proxy = Arc::new(UpstreamProxy { http: http_client()?, url, sessions: Sessions::new(guard, options, name) });
-    let app = axum::Router::new().fallback(serve_upstream).with_state(proxy);
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
+    let proxy = Arc::new(UpstreamProxy {
+        http: http_client()?,
+        url,
+        sessions: Sessions::new(guard, options, name),
+    });
+    let app = axum::Router::new()
+        .fallback(serve_upstream)
+        .with_state(proxy);
     let listener = listen(addr).await?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
@@ -311,11 +363,19 @@ struct CommandProxy {
 
 impl CommandProxy {
     fn child(&self, id: &str) -> Option<Arc<ChildSession>> {
-        self.children.lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned()
+        self.children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
     }
 
     fn new_session_id() -> String {
-        let random = || std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let random = || {
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        };
         format!("{:016x}{:016x}", random(), random())
     }
 
@@ -331,7 +391,10 @@ impl CommandProxy {
             routes: Mutex::new(Routes::default()),
             child: tokio::sync::Mutex::new(child),
         });
-        self.children.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), session.clone());
+        self.children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), session.clone());
         let (proxy, s, sid) = (self.clone(), session.clone(), id.clone());
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout);
@@ -347,7 +410,10 @@ impl CommandProxy {
                 if message.is_empty() {
                     continue;
                 }
-                let out = s.relay.from_server(message).unwrap_or_else(|| message.to_vec());
+                let out = s
+                    .relay
+                    .server_message(message)
+                    .unwrap_or_else(|| message.to_vec());
                 s.route(out);
             }
             let status = s.child.lock().await.wait().await;
@@ -363,7 +429,11 @@ impl CommandProxy {
             routes.waiting.clear();
             routes.standalone = None;
             drop(routes);
-            proxy.children.lock().unwrap_or_else(|p| p.into_inner()).remove(&sid);
+            proxy
+                .children
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&sid);
             proxy.sessions.remove(&sid);
         });
         Ok((id, session))
@@ -372,7 +442,12 @@ impl CommandProxy {
 
 fn sse_response(session_id: Option<&str>, rx: mpsc::UnboundedReceiver<Vec<u8>>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|m| (Ok::<_, std::convert::Infallible>(Bytes::from(sse::message_event(&m))), rx))
+        rx.recv().await.map(|m| {
+            (
+                Ok::<_, std::convert::Infallible>(Bytes::from(sse::message_event(&m))),
+                rx,
+            )
+        })
     });
     let mut builder = Response::builder()
         .status(StatusCode::OK)
@@ -381,7 +456,9 @@ fn sse_response(session_id: Option<&str>, rx: mpsc::UnboundedReceiver<Vec<u8>>) 
     if let Some(id) = session_id {
         builder = builder.header(SESSION_ID, id);
     }
-    builder.body(Body::from_stream(stream)).unwrap_or_else(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())
+    builder
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())
 }
 
 async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request) -> Response {
@@ -390,7 +467,8 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
     match parts.method {
         Method::GET => {
             let Some(session) = session_id.as_deref().and_then(|id| proxy.child(id)) else {
-                return (StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id").into_response();
+                return (StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id")
+                    .into_response();
             };
             let (tx, rx) = mpsc::unbounded_channel();
             {
@@ -406,7 +484,12 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
             let Some(id) = session_id else {
                 return (StatusCode::BAD_REQUEST, "missing Mcp-Session-Id").into_response();
             };
-            let Some(session) = proxy.children.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) else {
+            let Some(session) = proxy
+                .children
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id)
+            else {
                 return (StatusCode::NOT_FOUND, "unknown Mcp-Session-Id").into_response();
             };
             proxy.sessions.remove(&id);
@@ -416,7 +499,10 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
         Method::POST => {
             let body = match axum::body::to_bytes(body, MAX_BODY).await {
                 Ok(b) => b,
-                Err(e) => return (StatusCode::PAYLOAD_TOO_LARGE, format!("request body: {e}")).into_response(),
+                Err(e) => {
+                    return (StatusCode::PAYLOAD_TOO_LARGE, format!("request body: {e}"))
+                        .into_response()
+                }
             };
             let Some((id, is_request_or_notification)) = peek(&body) else {
                 return json_response(
@@ -427,7 +513,9 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
             let (session, new_id) = match session_id.as_deref() {
                 Some(sid) => match proxy.child(sid) {
                     Some(s) => (s, None),
-                    None => return (StatusCode::NOT_FOUND, "unknown Mcp-Session-Id").into_response(),
+                    None => {
+                        return (StatusCode::NOT_FOUND, "unknown Mcp-Session-Id").into_response()
+                    }
                 },
                 None => match proxy.start() {
                     Ok((sid, s)) => (s, Some(sid)),
@@ -437,7 +525,7 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
                     }
                 },
             };
-            if let FromClient::Reply(reply) = session.relay.from_client(&body) {
+            if let FromClient::Reply(reply) = session.relay.client_message(&body) {
                 return json_response(StatusCode::OK, reply);
             }
             let rx = match (&id, is_request_or_notification) {
@@ -449,7 +537,11 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
                 _ => None,
             };
             if let Err(e) = session.write(&body).await {
-                return (StatusCode::BAD_GATEWAY, format!("the MCP server's stdin is closed: {e}")).into_response();
+                return (
+                    StatusCode::BAD_GATEWAY,
+                    format!("the MCP server's stdin is closed: {e}"),
+                )
+                    .into_response();
             }
             match rx {
                 Some(rx) => sse_response(new_id.as_deref(), rx),
@@ -472,13 +564,20 @@ pub(crate) async fn run_command(
         sessions: Sessions::new(guard, options, name),
         children: Mutex::new(HashMap::new()),
     });
-    let app = axum::Router::new().fallback(serve_command).with_state(proxy.clone());
+    let app = axum::Router::new()
+        .fallback(serve_command)
+        .with_state(proxy.clone());
     let listener = listen(addr).await?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| McpError::Io("HTTP server".to_owned(), e))?;
-    let children: Vec<_> = proxy.children.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+    let children: Vec<_> = proxy
+        .children
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .collect();
     for (_, session) in children {
         let _ = session.child.lock().await.start_kill();
     }
@@ -508,20 +607,36 @@ impl Bridge {
         for (n, v) in &self.headers {
             r = r.header(n, v);
         }
-        if let Some(id) = self.session_id.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+        if let Some(id) = self
+            .session_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+        {
             r = r.header(SESSION_ID, id);
         }
-        if let Some(v) = self.protocol.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+        if let Some(v) = self
+            .protocol
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+        {
             r = r.header(PROTOCOL_VERSION, v);
         }
         r
     }
 
     fn emit(&self, message: &[u8]) {
-        let mut m = self.relay.from_server(message).unwrap_or_else(|| message.to_vec());
+        let mut m = self
+            .relay
+            .server_message(message)
+            .unwrap_or_else(|| message.to_vec());
         // The negotiated revision goes into every later request's MCP-Protocol-Version.
         if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&m) {
-            if let Some(p) = v.pointer("/result/protocolVersion").and_then(|p| p.as_str()) {
+            if let Some(p) = v
+                .pointer("/result/protocolVersion")
+                .and_then(|p| p.as_str())
+            {
                 if v.pointer("/result/serverInfo").is_some() {
                     *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(p.to_owned());
                 }
@@ -532,7 +647,9 @@ impl Bridge {
     }
 
     async fn relay_response(&self, response: reqwest::Response) -> Result<(), reqwest::Error> {
-        let content_type = header_str(response.headers(), "content-type").unwrap_or("").to_owned();
+        let content_type = header_str(response.headers(), "content-type")
+            .unwrap_or("")
+            .to_owned();
         if content_type.starts_with(EVENT_STREAM) {
             let mut splitter = SseSplitter::default();
             let mut stream = response.bytes_stream();
@@ -563,13 +680,20 @@ impl Bridge {
         let failure = match result {
             Ok(response) => {
                 if let Some(sid) = header_str(response.headers(), SESSION_ID) {
-                    *self.session_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(sid.to_owned());
+                    *self.session_id.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(sid.to_owned());
                 }
                 let status = response.status();
                 if status.is_success() {
                     let opened = status == StatusCode::ACCEPTED
-                        && self.session_id.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-                        && !self.get_opened.swap(true, std::sync::atomic::Ordering::SeqCst);
+                        && self
+                            .session_id
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .is_some()
+                        && !self
+                            .get_opened
+                            .swap(true, std::sync::atomic::Ordering::SeqCst);
                     if opened {
                         tokio::spawn(self.clone().listen_get());
                     }
@@ -579,10 +703,16 @@ impl Bridge {
                     }
                 } else {
                     let text = response.text().await.unwrap_or_default();
-                    Some(format!("the MCP server answered HTTP {status}: {}", text.trim()))
+                    Some(format!(
+                        "the MCP server answered HTTP {status}: {}",
+                        text.trim()
+                    ))
                 }
             }
-            Err(e) => Some(format!("the MCP server at {} is unreachable: {e}", self.url)),
+            Err(e) => Some(format!(
+                "the MCP server at {} is unreachable: {e}",
+                self.url
+            )),
         };
         if let (Some(reason), Some(id)) = (failure, id) {
             tracing::error!(target: "loopguard::mcp", "{reason}");
@@ -590,14 +720,19 @@ impl Bridge {
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":{}}}}}",
                 crate::guard::json_string(&reason)
             );
-            let _ = self.relay.from_server(error.as_bytes());
+            let _ = self.relay.server_message(error.as_bytes());
             let _ = self.out.send([error.as_bytes(), b"\n"].concat());
         }
     }
 
     /// The GET stream for the server's own messages (405: the server has none).
     async fn listen_get(self: Arc<Self>) {
-        let response = match self.request(Method::GET).header("accept", EVENT_STREAM).send().await {
+        let response = match self
+            .request(Method::GET)
+            .header("accept", EVENT_STREAM)
+            .send()
+            .await
+        {
             Ok(r) if r.status().is_success() => r,
             _ => return,
         };
@@ -619,10 +754,14 @@ pub(crate) async fn run_bridge(
             .ok_or_else(|| McpError::Invalid(format!("--header {h:?}: expected `Name: value`")))?;
         let n = HeaderName::from_bytes(n.trim().as_bytes())
             .map_err(|e| McpError::Invalid(format!("--header {h:?}: {e}")))?;
-        let v = HeaderValue::from_str(v.trim()).map_err(|e| McpError::Invalid(format!("--header {h:?}: {e}")))?;
+        let v = HeaderValue::from_str(v.trim())
+            .map_err(|e| McpError::Invalid(format!("--header {h:?}: {e}")))?;
         parsed.push((n, v));
     }
-    let name = options.name.clone().unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
     let connection = crate::connection_id();
     let (session, run) = session_and_run(&options, &name, &connection);
     let relay = Arc::new(Relay::new(guard, session, run));
@@ -663,7 +802,7 @@ pub(crate) async fn run_bridge(
         if message.is_empty() {
             continue;
         }
-        match relay.from_client(message) {
+        match relay.client_message(message) {
             FromClient::Reply(mut reply) => {
                 reply.push(b'\n');
                 let _ = out.send(reply);
@@ -686,7 +825,12 @@ pub(crate) async fn run_bridge(
     }
     // The client went away: end the session on the server.
     in_flight.abort_all();
-    if bridge.session_id.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+    if bridge
+        .session_id
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some()
+    {
         let _ = bridge.request(Method::DELETE).send().await;
     }
     drop(bridge);

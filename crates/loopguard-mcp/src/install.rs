@@ -60,8 +60,16 @@ impl Client {
 /// # Ok(()) }
 /// ```
 pub fn default_config_path(client: Client) -> Result<PathBuf, McpError> {
-    let home = || dirs::home_dir().ok_or_else(|| McpError::Invalid("cannot find the home directory; give --config".into()));
-    let config = || dirs::config_dir().ok_or_else(|| McpError::Invalid("cannot find the config directory; give --config".into()));
+    let home = || {
+        dirs::home_dir().ok_or_else(|| {
+            McpError::Invalid("cannot find the home directory; give --config".into())
+        })
+    };
+    let config = || {
+        dirs::config_dir().ok_or_else(|| {
+            McpError::Invalid("cannot find the config directory; give --config".into())
+        })
+    };
     Ok(match client {
         Client::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
         Client::ClaudeCode => home()?.join(".claude.json"),
@@ -184,7 +192,11 @@ struct Entry<'a> {
 impl Installer {
     /// An installer for `client`'s config at `path`, writing `loopguard` as the command.
     pub fn new(client: Client, path: impl AsRef<Path>) -> Self {
-        Installer { client, path: path.as_ref().to_owned(), loopguard: "loopguard".to_owned() }
+        Installer {
+            client,
+            path: path.as_ref().to_owned(),
+            loopguard: "loopguard".to_owned(),
+        }
     }
 
     /// The command written into the entries (default `loopguard`, found on `PATH`).
@@ -214,7 +226,10 @@ impl Installer {
                 Ok(Some((installed, kind))) => {
                     record.entries.insert(
                         entry.key.clone(),
-                        RecordEntry { original: original.to_owned(), installed: installed.clone() },
+                        RecordEntry {
+                            original: original.to_owned(),
+                            installed: installed.clone(),
+                        },
                     );
                     edits.push((entry.start, entry.end, installed));
                     kind
@@ -222,14 +237,21 @@ impl Installer {
                 Ok(None) => ChangeKind::AlreadyInstalled,
                 Err(why) => ChangeKind::Skipped(why),
             };
-            changes.push(Change { entry: entry.key, kind });
+            changes.push(Change {
+                entry: entry.key,
+                kind,
+            });
         }
         let backup = self.write(&text, edits)?;
         if backup.is_some() {
             record.version = 1;
             self.write_record(&record)?;
         }
-        Ok(Report { path: self.path.clone(), backup, changes })
+        Ok(Report {
+            path: self.path.clone(),
+            backup,
+            changes,
+        })
     }
 
     /// Gives each entry `install` changed the exact text it had, unless it was edited since.
@@ -260,7 +282,10 @@ impl Installer {
                 ChangeKind::EditedSinceInstall
             };
             record.entries.remove(&entry.key);
-            changes.push(Change { entry: entry.key, kind });
+            changes.push(Change {
+                entry: entry.key,
+                kind,
+            });
         }
         let backup = self.write(&text, edits)?;
         // Entries removed from the file since install have nothing left to restore.
@@ -270,21 +295,41 @@ impl Installer {
             match std::fs::remove_file(self.record_path()) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(McpError::Io(format!("cannot remove {}", self.record_path().display()), e)),
+                Err(e) => {
+                    return Err(McpError::Io(
+                        format!("cannot remove {}", self.record_path().display()),
+                        e,
+                    ))
+                }
             }
         } else {
             self.write_record(&record)?;
         }
-        Ok(Report { path: self.path.clone(), backup, changes })
+        Ok(Report {
+            path: self.path.clone(),
+            backup,
+            changes,
+        })
     }
 
     fn read(&self) -> Result<String, McpError> {
-        std::fs::read_to_string(&self.path)
-            .map_err(|e| McpError::Io(format!("cannot read {} config {}", self.client.as_str(), self.path.display()), e))
+        std::fs::read_to_string(&self.path).map_err(|e| {
+            McpError::Io(
+                format!(
+                    "cannot read {} config {}",
+                    self.client.as_str(),
+                    self.path.display()
+                ),
+                e,
+            )
+        })
     }
 
     fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, McpError> {
-        let collect = CollectOptions { comments: CommentCollectionStrategy::Off, tokens: false };
+        let collect = CollectOptions {
+            comments: CommentCollectionStrategy::Off,
+            tokens: false,
+        };
         let options = ParseOptions {
             allow_comments: true,
             allow_trailing_commas: true,
@@ -299,7 +344,10 @@ impl Installer {
             .map_err(|e| McpError::Invalid(format!("{}: {e}", self.path.display())))?;
         match parsed.value {
             Some(v @ Value::Object(_)) => Ok(v),
-            _ => Err(McpError::Invalid(format!("{}: not a JSON object", self.path.display()))),
+            _ => Err(McpError::Invalid(format!(
+                "{}: not a JSON object",
+                self.path.display()
+            ))),
         }
     }
 
@@ -322,7 +370,11 @@ impl Installer {
 
     /// Applies the edits (non-overlapping ranges); returns the backup's path when the file
     /// changed.
-    fn write(&self, text: &str, mut edits: Vec<(usize, usize, String)>) -> Result<Option<PathBuf>, McpError> {
+    fn write(
+        &self,
+        text: &str,
+        mut edits: Vec<(usize, usize, String)>,
+    ) -> Result<Option<PathBuf>, McpError> {
         if edits.is_empty() {
             return Ok(None);
         }
@@ -335,8 +387,9 @@ impl Installer {
             return Ok(None);
         }
         let backup = self.backup_path();
-        std::fs::copy(&self.path, &backup)
-            .map_err(|e| McpError::Io(format!("cannot write the backup {}", backup.display()), e))?;
+        std::fs::copy(&self.path, &backup).map_err(|e| {
+            McpError::Io(format!("cannot write the backup {}", backup.display()), e)
+        })?;
         write_atomic(&self.path, out.as_bytes())?;
         Ok(Some(backup))
     }
@@ -344,7 +397,9 @@ impl Installer {
     /// The server entries: `mcpServers` / `servers` at the top, and for Claude Code the
     /// per-project `projects.<dir>.mcpServers` of `~/.claude.json`.
     fn entries<'a>(&self, root: &'a Value<'a>) -> Vec<Entry<'a>> {
-        let Value::Object(root) = root else { return Vec::new() };
+        let Value::Object(root) = root else {
+            return Vec::new();
+        };
         let mut out = Vec::new();
         let key = self.client.servers_key();
         collect_entries(root, key, key, &mut out);
@@ -362,15 +417,24 @@ impl Installer {
     }
 
     fn is_wrapped(&self, value: &Value<'_>) -> bool {
-        let Value::Object(o) = value else { return false };
+        let Value::Object(o) = value else {
+            return false;
+        };
         let command = prop_str(o, "command");
         let first_arg = match prop(o, "args").map(|p| &p.value) {
-            Some(Value::Array(a)) => a.elements.first().and_then(|e| e.as_string_lit()).map(|s| s.value.as_ref()),
+            Some(Value::Array(a)) => a
+                .elements
+                .first()
+                .and_then(|e| e.as_string_lit())
+                .map(|s| s.value.as_ref()),
             _ => None,
         };
         match command {
             Some(c) => {
-                let file = Path::new(c).file_name().and_then(|f| f.to_str()).unwrap_or(c);
+                let file = Path::new(c)
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .unwrap_or(c);
                 (c == self.loopguard || file == "loopguard" || file.starts_with("loopguard."))
                     && first_arg == Some("mcp")
             }
@@ -379,7 +443,11 @@ impl Installer {
     }
 
     /// The entry's new text, or `None` when it already goes through loopguard.
-    fn wrap(&self, entry: &Entry<'_>, original: &str) -> Result<Option<(String, ChangeKind)>, String> {
+    fn wrap(
+        &self,
+        entry: &Entry<'_>,
+        original: &str,
+    ) -> Result<Option<(String, ChangeKind)>, String> {
         let Value::Object(o) = entry.value else {
             return Err("not an object".to_owned());
         };
@@ -410,7 +478,10 @@ impl Installer {
             args.push("--".to_owned());
             args.push(cmd.value.to_string());
             kind = ChangeKind::WrappedCommand(
-                std::iter::once(cmd.value.to_string()).chain(original_args.iter().cloned()).collect::<Vec<_>>().join(" "),
+                std::iter::once(cmd.value.to_string())
+                    .chain(original_args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
             );
             args.extend(original_args);
             let cmd_range = command.value.range();
@@ -420,7 +491,11 @@ impl Installer {
                     let r = a.value.range();
                     edits.push((r.start, r.end, json_array(&args)));
                 }
-                None => edits.push((cmd_range.end, cmd_range.end, format!(", \"args\": {}", json_array(&args)))),
+                None => edits.push((
+                    cmd_range.end,
+                    cmd_range.end,
+                    format!(", \"args\": {}", json_array(&args)),
+                )),
             }
         } else if let Some(url) = prop(o, "url") {
             let Some(u) = url.value.as_string_lit() else {
@@ -428,9 +503,15 @@ impl Installer {
             };
             let ty = prop(o, "type");
             if let Some(t) = ty {
-                let t = t.value.as_string_lit().map(|s| s.value.to_string()).unwrap_or_default();
+                let t = t
+                    .value
+                    .as_string_lit()
+                    .map(|s| s.value.to_string())
+                    .unwrap_or_default();
                 if !matches!(t.as_str(), "http" | "streamable-http" | "streamableHttp") {
-                    return Err(format!("transport type {t:?} is not proxied (streamable HTTP and stdio are)"));
+                    return Err(format!(
+                        "transport type {t:?} is not proxied (streamable HTTP and stdio are)"
+                    ));
                 }
             }
             args.push("--upstream".to_owned());
@@ -452,7 +533,11 @@ impl Installer {
             edits.push((
                 url.range.start,
                 url.range.end,
-                format!("\"command\": {}, \"args\": {}", json(&self.loopguard), json_array(&args)),
+                format!(
+                    "\"command\": {}, \"args\": {}",
+                    json(&self.loopguard),
+                    json_array(&args)
+                ),
             ));
             if let Some(t) = ty {
                 let r = t.value.range();
@@ -493,12 +578,18 @@ fn prop<'a>(o: &'a Object<'a>, name: &str) -> Option<&'a ObjectProp<'a>> {
 }
 
 fn prop_str<'a>(o: &'a Object<'a>, name: &str) -> Option<&'a str> {
-    prop(o, name).and_then(|p| p.value.as_string_lit()).map(|s| s.value.as_ref())
+    prop(o, name)
+        .and_then(|p| p.value.as_string_lit())
+        .map(|s| s.value.as_ref())
 }
 
 /// The range that removes a property with one of the commas beside it.
 fn remove_prop(o: &Object<'_>, p: &ObjectProp<'_>) -> (usize, usize, String) {
-    let i = o.properties.iter().position(|q| q.range == p.range).unwrap_or(0);
+    let i = o
+        .properties
+        .iter()
+        .position(|q| q.range == p.range)
+        .unwrap_or(0);
     if let Some(next) = o.properties.get(i + 1) {
         (p.range.start, next.range.start, String::new())
     } else if i > 0 {
@@ -513,11 +604,17 @@ fn json(s: &str) -> String {
 }
 
 fn json_array(items: &[String]) -> String {
-    format!("[{}]", items.iter().map(|s| json(s)).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        items.iter().map(|s| json(s)).collect::<Vec<_>>().join(", ")
+    )
 }
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
 }
@@ -526,9 +623,11 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 /// keeping the file's permissions.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
     let tmp = sibling(path, ".loopguard.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| McpError::Io(format!("cannot write {}", tmp.display()), e))?;
+    std::fs::write(&tmp, bytes)
+        .map_err(|e| McpError::Io(format!("cannot write {}", tmp.display()), e))?;
     if let Ok(meta) = std::fs::metadata(path) {
         let _ = std::fs::set_permissions(&tmp, meta.permissions());
     }
-    std::fs::rename(&tmp, path).map_err(|e| McpError::Io(format!("cannot replace {}", path.display()), e))
+    std::fs::rename(&tmp, path)
+        .map_err(|e| McpError::Io(format!("cannot replace {}", path.display()), e))
 }

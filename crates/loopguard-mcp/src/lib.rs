@@ -67,13 +67,23 @@ pub enum McpError {
 pub(crate) fn connection_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    format!("{ms:x}-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!(
+        "{ms:x}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The session and run of a connection (`--session-key` groups connections into one
 /// session and one run, so a loop is seen across reconnections).
-pub(crate) fn session_and_run(options: &ProxyOptions, name: &str, connection: &str) -> (String, String) {
+pub(crate) fn session_and_run(
+    options: &ProxyOptions,
+    name: &str,
+    connection: &str,
+) -> (String, String) {
     match &options.session_key {
         Some(key) => (key.clone(), key.clone()),
         None => (format!("mcp:{name}:{connection}"), connection.to_owned()),
@@ -84,7 +94,13 @@ pub(crate) fn session_and_run(options: &ProxyOptions, name: &str, connection: &s
 fn name_from_command(command: &[OsString]) -> String {
     command
         .first()
-        .map(|p| std::path::Path::new(p).file_name().unwrap_or(p.as_os_str()).to_string_lossy().into_owned())
+        .map(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .unwrap_or(p.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        })
         .unwrap_or_else(|| "server".to_owned())
 }
 
@@ -111,7 +127,10 @@ pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, Mc
         return Err(McpError::NoCommand);
     }
     let guard = Arc::new(GuardLayer::new(options)?);
-    let name = options.name.clone().unwrap_or_else(|| name_from_command(command));
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| name_from_command(command));
     let connection = connection_id();
     let (session, run) = session_and_run(options, &name, &connection);
     tracing::info!(target: "loopguard::mcp", session = %session, "stdio connection");
@@ -149,14 +168,27 @@ pub fn run_http_upstream(options: &ProxyOptions, url: &str, addr: &str) -> Resul
 /// loopguard_mcp::run_http_command(&options, "127.0.0.1:8931", &["python3".into(), "server.py".into()])?;
 /// # Ok(()) }
 /// ```
-pub fn run_http_command(options: &ProxyOptions, addr: &str, command: &[OsString]) -> Result<i32, McpError> {
+pub fn run_http_command(
+    options: &ProxyOptions,
+    addr: &str,
+    command: &[OsString],
+) -> Result<i32, McpError> {
     if command.is_empty() {
         return Err(McpError::NoCommand);
     }
     let guard = Arc::new(GuardLayer::new(options)?);
-    let name = options.name.clone().unwrap_or_else(|| name_from_command(command));
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| name_from_command(command));
     let rt = runtime()?;
-    let result = rt.block_on(http::run_command(guard, options.clone(), addr, command, name));
+    let result = rt.block_on(http::run_command(
+        guard,
+        options.clone(),
+        addr,
+        command,
+        name,
+    ));
     rt.shutdown_background();
     result
 }
@@ -171,7 +203,11 @@ pub fn run_http_command(options: &ProxyOptions, addr: &str, command: &[OsString]
 /// let code = loopguard_mcp::run_stdio_upstream(&options, "http://127.0.0.1:8000/mcp", &[])?;
 /// # let _ = code; Ok(()) }
 /// ```
-pub fn run_stdio_upstream(options: &ProxyOptions, url: &str, headers: &[String]) -> Result<i32, McpError> {
+pub fn run_stdio_upstream(
+    options: &ProxyOptions,
+    url: &str,
+    headers: &[String],
+) -> Result<i32, McpError> {
     let guard = Arc::new(GuardLayer::new(options)?);
     let rt = runtime()?;
     let result = rt.block_on(http::run_bridge(guard, options.clone(), url, headers));

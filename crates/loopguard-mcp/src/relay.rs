@@ -96,7 +96,12 @@ fn call_id(id: &RawValue) -> String {
 
 impl Relay {
     pub(crate) fn new(guard: Arc<GuardLayer>, session: String, run: String) -> Self {
-        Relay { guard, session, run, state: Mutex::new(State::default()) }
+        Relay {
+            guard,
+            session,
+            run,
+            state: Mutex::new(State::default()),
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -105,7 +110,7 @@ impl Relay {
 
     /// A message from the client. Bytes that are not a JSON-RPC object are forwarded for the
     /// server to answer (transparency includes its parse errors).
-    pub(crate) fn from_client(&self, message: &[u8]) -> FromClient {
+    pub(crate) fn client_message(&self, message: &[u8]) -> FromClient {
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(message) else {
             return FromClient::Forward;
         };
@@ -114,7 +119,10 @@ impl Relay {
         };
         let Some(id) = peek.id else {
             if method == "notifications/cancelled" {
-                if let Some(p) = peek.params.and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok()) {
+                if let Some(p) = peek
+                    .params
+                    .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok())
+                {
                     // The server may never answer a cancelled request: its call has no outcome.
                     self.state().requests.remove(&id_key(p.request_id));
                 }
@@ -125,27 +133,43 @@ impl Relay {
             self.state().requests.insert(id_key(id), None);
             return FromClient::Forward;
         }
-        let Some(params) = peek.params.and_then(|p| serde_json::from_str::<CallParams<'_>>(p.get()).ok()) else {
+        let Some(params) = peek
+            .params
+            .and_then(|p| serde_json::from_str::<CallParams<'_>>(p.get()).ok())
+        else {
             // A malformed call is the server's to reject.
             self.state().requests.insert(id_key(id), None);
             return FromClient::Forward;
         };
-        let args = params.arguments.map_or_else(|| "{}".to_owned(), |a| a.get().to_owned());
+        let args = params
+            .arguments
+            .map_or_else(|| "{}".to_owned(), |a| a.get().to_owned());
         let call_id = call_id(id);
-        let key = CallKey { session: &self.session, run: &self.run, call_id: &call_id, tool: &params.name };
+        let key = CallKey {
+            session: &self.session,
+            run: &self.run,
+            call_id: &call_id,
+            tool: &params.name,
+        };
         let warning = match self.guard.before(key, &args) {
             Before::Block(message) => return FromClient::Reply(block_response(id, &message)),
             Before::Warn(message) => Some(message),
             Before::Allow => None,
         };
-        self.state()
-            .requests
-            .insert(id_key(id), Some(PendingCall { call_id, tool: params.name, args, warning }));
+        self.state().requests.insert(
+            id_key(id),
+            Some(PendingCall {
+                call_id,
+                tool: params.name,
+                args,
+                warning,
+            }),
+        );
         FromClient::Forward
     }
 
     /// A message from the server: `None` to forward it unchanged, or the bytes to send instead.
-    pub(crate) fn from_server(&self, message: &[u8]) -> Option<Vec<u8>> {
+    pub(crate) fn server_message(&self, message: &[u8]) -> Option<Vec<u8>> {
         if self.state().requests.is_empty() {
             return None;
         }
@@ -155,10 +179,16 @@ impl Relay {
         }
         let id = peek.id?;
         let call = self.state().requests.remove(&id_key(id))??;
-        let key = CallKey { session: &self.session, run: &self.run, call_id: &call.call_id, tool: &call.tool };
+        let key = CallKey {
+            session: &self.session,
+            run: &self.run,
+            call_id: &call.call_id,
+            tool: &call.tool,
+        };
         if let Some(result) = peek.result {
             let outcome = outcome_json(result);
-            self.guard.after(key, &call.args, &CallOutcome::Result(outcome));
+            self.guard
+                .after(key, &call.args, &CallOutcome::Result(outcome));
             if let Some(warning) = &call.warning {
                 return append_warning(message, warning);
             }
@@ -167,7 +197,8 @@ impl Relay {
                 .ok()
                 .and_then(|e| e.message)
                 .unwrap_or_else(|| error.get().to_owned());
-            self.guard.after(key, &call.args, &CallOutcome::Error(message));
+            self.guard
+                .after(key, &call.args, &CallOutcome::Error(message));
         }
         None
     }
@@ -191,7 +222,8 @@ impl Relay {
 /// `{content, structuredContent, isError}` of a result (the MCP tool profile's outcome), the
 /// members that exist, in that order; an explicit `null` is kept.
 fn outcome_json(result: &RawValue) -> String {
-    let members: IndexMap<String, &RawValue> = serde_json::from_str(result.get()).unwrap_or_default();
+    let members: IndexMap<String, &RawValue> =
+        serde_json::from_str(result.get()).unwrap_or_default();
     let mut out = String::from("{");
     for name in ["content", "structuredContent", "isError"] {
         if let Some(v) = members.get(name) {
@@ -215,9 +247,16 @@ fn block_response(id: &RawValue, message: &str) -> Vec<u8> {
     // `resultType` belongs to the 2026-07-28 revision; older clients do not expect it.
     result.result_type = None;
     let result = serde_json::to_string(&result).unwrap_or_else(|_| {
-        format!("{{\"content\":[{{\"type\":\"text\",\"text\":{}}}],\"isError\":true}}", json_string(message))
+        format!(
+            "{{\"content\":[{{\"type\":\"text\",\"text\":{}}}],\"isError\":true}}",
+            json_string(message)
+        )
     });
-    format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}", id.get().trim()).into_bytes()
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}",
+        id.get().trim()
+    )
+    .into_bytes()
 }
 
 /// The server's response with one more text item at the end of `result.content`; every other
@@ -272,6 +311,9 @@ mod tests {
             r#"{"_meta":{"x":1},"isError":true,"content":[],"structuredContent":null}"#.to_owned(),
         )
         .expect("raw");
-        assert_eq!(outcome_json(&r), r#"{"content":[],"structuredContent":null,"isError":true}"#);
+        assert_eq!(
+            outcome_json(&r),
+            r#"{"content":[],"structuredContent":null,"isError":true}"#
+        );
     }
 }

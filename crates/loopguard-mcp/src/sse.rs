@@ -61,7 +61,9 @@ fn lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub(crate) fn data(block: &[u8]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
     for line in lines(block) {
-        let Some(value) = line.strip_prefix(b"data") else { continue };
+        let Some(value) = line.strip_prefix(b"data") else {
+            continue;
+        };
         let value = match value.first() {
             Some(b':') => value[1..].strip_prefix(b" ").unwrap_or(&value[1..]),
             None => value,
@@ -83,7 +85,9 @@ pub(crate) fn with_data(block: &[u8], new_data: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(block.len() + new_data.len());
     let mut written = false;
     for line in lines(block) {
-        let is_data = line.strip_prefix(b"data").is_some_and(|v| v.is_empty() || v[0] == b':');
+        let is_data = line
+            .strip_prefix(b"data")
+            .is_some_and(|v| v.is_empty() || v[0] == b':');
         if is_data {
             if !written {
                 out.extend_from_slice(b"data: ");
@@ -122,7 +126,10 @@ mod tests {
         assert_eq!(data(&events[0]).as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(data(&events[1]).as_deref(), Some(&b"x"[..]));
         assert_eq!(data(&events[2]), None);
-        assert_eq!(events.concat(), b"id: 1\nevent: message\ndata: {\"a\":1}\n\nid: 2\r\ndata: x\r\n\r\n: ping\n\n");
+        assert_eq!(
+            events.concat(),
+            b"id: 1\nevent: message\ndata: {\"a\":1}\n\nid: 2\r\ndata: x\r\n\r\n: ping\n\n"
+        );
         assert_eq!(s.finish(), None);
     }
 

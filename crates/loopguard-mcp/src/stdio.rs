@@ -78,12 +78,13 @@ where
             if message.is_empty() {
                 continue;
             }
-            match client_relay.from_client(message) {
+            match client_relay.client_message(message) {
                 FromClient::Forward => {
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
                     }
-                    if server_in.write_all(&line).await.is_err() || server_in.flush().await.is_err() {
+                    if server_in.write_all(&line).await.is_err() || server_in.flush().await.is_err()
+                    {
                         break;
                     }
                 }
@@ -108,7 +109,7 @@ where
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            let out = match server_relay.from_server(trim_line(&line)) {
+            let out = match server_relay.server_message(trim_line(&line)) {
                 Some(mut rewritten) => {
                     rewritten.push(b'\n');
                     rewritten
@@ -159,7 +160,10 @@ where
 
 /// SIGTERM, then SIGKILL after the grace period.
 async fn terminate(child: &mut Child) -> Result<(), McpError> {
-    if let Some(pid) = child.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+    if let Some(pid) = child
+        .id()
+        .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+    {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         if tokio::time::timeout(GRACE, child.wait()).await.is_ok() {
             return Ok(());
@@ -180,13 +184,26 @@ fn trim_line(line: &[u8]) -> &[u8] {
 /// ended it, as shells report it.
 pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1)
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
 }
 
 /// `loopguard mcp -- COMMAND`: the whole proxy on this process's stdin and stdout.
-pub(crate) async fn run(guard: Arc<GuardLayer>, relay: Relay, command: &[OsString]) -> Result<i32, McpError> {
+pub(crate) async fn run(
+    guard: Arc<GuardLayer>,
+    relay: Relay,
+    command: &[OsString],
+) -> Result<i32, McpError> {
     let _ = guard;
     let child = spawn_server(command)?;
-    let status = relay_stdio(Arc::new(relay), child, tokio::io::stdin(), tokio::io::stdout()).await?;
+    let status = relay_stdio(
+        Arc::new(relay),
+        child,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    )
+    .await?;
     Ok(status.map_or(0, exit_code))
 }

@@ -125,7 +125,11 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
             .unwrap_or_else(|_| "loopguard".to_owned()),
     };
     let installer = loopguard_mcp::Installer::new(client, &path).loopguard_command(exe);
-    let report = if install { installer.install()? } else { installer.uninstall()? };
+    let report = if install {
+        installer.install()?
+    } else {
+        installer.uninstall()?
+    };
     print!("{}", report.render());
     Ok(ExitCode::SUCCESS)
 }

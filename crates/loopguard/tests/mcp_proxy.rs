@@ -43,18 +43,30 @@ fn loopguard() -> &'static str {
 }
 
 fn server_cmd(py: &Path) -> Vec<String> {
-    vec![py.display().to_string(), fixtures().join("server.py").display().to_string()]
+    vec![
+        py.display().to_string(),
+        fixtures().join("server.py").display().to_string(),
+    ]
 }
 
 /// Runs the SDK client on a scenario and returns what it printed.
 fn client(py: &Path, scenario: &str, target: &[String], envs: &[(&str, &Path)]) -> Value {
     let mut cmd = Command::new(py);
-    cmd.arg(fixtures().join("client.py")).arg(scenario).args(target);
+    cmd.arg(fixtures().join("client.py"))
+        .arg(scenario)
+        .args(target);
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let out = cmd.stderr(Stdio::inherit()).output().expect("run client.py");
-    assert!(out.status.success(), "client.py {scenario} failed: {}", String::from_utf8_lossy(&out.stdout));
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run client.py");
+    assert!(
+        out.status.success(),
+        "client.py {scenario} failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     serde_json::from_slice(&out.stdout).expect("client.py prints JSON")
 }
 
@@ -71,7 +83,9 @@ fn raw(py: &Path, scenario: &str, version: &str, command: &[String]) -> Value {
 }
 
 fn stdio_target(command: &[String]) -> Vec<String> {
-    std::iter::once("--".to_owned()).chain(command.iter().cloned()).collect()
+    std::iter::once("--".to_owned())
+        .chain(command.iter().cloned())
+        .collect()
 }
 
 fn proxied(extra: &[&str], server: &[String]) -> Vec<String> {
@@ -89,13 +103,22 @@ fn assert_loop(calls: &Value) {
     assert_eq!(calls.len(), 25);
     for (i, c) in calls.iter().enumerate() {
         let n = i + 1;
-        let texts: Vec<&str> = c["texts"].as_array().expect("texts").iter().map(|t| t.as_str().expect("text")).collect();
+        let texts: Vec<&str> = c["texts"]
+            .as_array()
+            .expect("texts")
+            .iter()
+            .map(|t| t.as_str().expect("text"))
+            .collect();
         match n {
             1..=20 => {
                 assert_eq!(c["isError"], false, "call {n}");
                 assert_eq!(texts[0], "contents of /etc/hosts: unchanged", "call {n}");
                 if n == 11 {
-                    assert_eq!(texts, vec!["contents of /etc/hosts: unchanged", WARNING], "call 11 carries the warning");
+                    assert_eq!(
+                        texts,
+                        vec!["contents of /etc/hosts: unchanged", WARNING],
+                        "call 11 carries the warning"
+                    );
                 } else {
                     assert_eq!(texts.len(), 1, "call {n} has no warning item");
                 }
@@ -109,7 +132,9 @@ fn assert_loop(calls: &Value) {
 }
 
 fn server_calls(path: &Path) -> usize {
-    std::fs::read_to_string(path).map(|t| t.lines().filter(|l| l.starts_with("same ")).count()).unwrap_or(0)
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().filter(|l| l.starts_with("same ")).count())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -119,14 +144,20 @@ fn stdio_loop_warns_at_11_blocks_at_21_and_the_server_never_sees_21() {
     let calls = dir.path().join("calls");
     let log = dir.path().join("decisions.jsonl");
     let log_arg = log.display().to_string();
-    let target = stdio_target(&proxied(&["--log", &log_arg, "--name", "files"], &server_cmd(&py)));
+    let target = stdio_target(&proxied(
+        &["--log", &log_arg, "--name", "files"],
+        &server_cmd(&py),
+    ));
     let result = client(&py, "loop", &target, &[("LOOPGUARD_TEST_CALLS", &calls)]);
     assert_loop(&result);
     assert_eq!(server_calls(&calls), 20, "the server saw calls 1-20 only");
 
     // --log: one decision per call and per outcome, in events.md's shape.
     let text = std::fs::read_to_string(&log).expect("log written");
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
     let calls: Vec<&Value> = lines.iter().filter(|d| d["type"] == "call").collect();
     assert_eq!(calls.len(), 25);
     assert_eq!(lines.iter().filter(|d| d["type"] == "outcome").count(), 20);
@@ -135,19 +166,31 @@ fn stdio_loop_warns_at_11_blocks_at_21_and_the_server_never_sees_21() {
     assert_eq!(calls[20]["decision"], "block");
     assert_eq!(calls[20]["detector"], "generic_repeat");
     assert_eq!(calls[20]["message"], BLOCK);
-    assert!(calls[0]["session"].as_str().expect("session").starts_with("mcp:files:"));
+    assert!(calls[0]["session"]
+        .as_str()
+        .expect("session")
+        .starts_with("mcp:files:"));
 }
 
 #[test]
 fn counter_tool_is_never_blocked() {
     let py = python();
-    let result = client(&py, "counter", &stdio_target(&proxied(&[], &server_cmd(&py))), &[]);
+    let result = client(
+        &py,
+        "counter",
+        &stdio_target(&proxied(&[], &server_cmd(&py))),
+        &[],
+    );
     let calls = result.as_array().expect("results");
     assert_eq!(calls.len(), 25);
     for (i, c) in calls.iter().enumerate() {
         let n = i + 1;
         assert_eq!(c["isError"], false, "call {n} is never blocked");
-        assert_eq!(c["texts"][0], format!("count {n}"), "call {n} reached the server");
+        assert_eq!(
+            c["texts"][0],
+            format!("count {n}"),
+            "call {n} reached the server"
+        );
         // Repetition alone warns (generic_repeat needs no outcomes), once per bucket of ten;
         // it never blocks, because the outcomes change.
         let items = c["texts"].as_array().map_or(0, Vec::len);
@@ -159,7 +202,12 @@ fn counter_tool_is_never_blocked() {
 fn stdio_transparency_same_answers_as_direct() {
     let py = python();
     let direct = client(&py, "transparency", &stdio_target(&server_cmd(&py)), &[]);
-    let through = client(&py, "transparency", &stdio_target(&proxied(&[], &server_cmd(&py))), &[]);
+    let through = client(
+        &py,
+        "transparency",
+        &stdio_target(&proxied(&[], &server_cmd(&py))),
+        &[],
+    );
     assert_eq!(direct, through);
     // And the scenario really exercised each feature.
     assert_eq!(through["progress"].as_array().map(Vec::len), Some(3));
@@ -168,8 +216,14 @@ fn stdio_transparency_same_answers_as_direct() {
     assert_eq!(through["sampling"]["texts"][0], "the model said: forty-two");
     assert_eq!(through["roots"]["texts"][0], "file:///work/project");
     assert_eq!(through["log_messages"][0]["data"], "hello from the server");
-    assert_eq!(through["resource"]["contents"][0]["text"], "hello, resource");
-    assert_eq!(through["completion"]["completion"]["values"], serde_json::json!(["print(1)", "print(2)"]));
+    assert_eq!(
+        through["resource"]["contents"][0]["text"],
+        "hello, resource"
+    );
+    assert_eq!(
+        through["completion"]["completion"]["values"],
+        serde_json::json!(["print(1)", "print(2)"])
+    );
     assert_eq!(through["weather"]["structuredContent"]["celsius"], 21.5);
 }
 
@@ -181,7 +235,10 @@ fn older_protocol_revisions_byte_for_byte_and_guarded() {
         let through = raw(&py, "listing", version, &proxied(&[], &server_cmd(&py)));
         // Every answer, tools/list included, is the server's bytes.
         assert_eq!(direct, through, "revision {version}");
-        assert!(through["tools/list"].as_str().expect("tools/list").contains("\"name\":\"same\""));
+        assert!(through["tools/list"]
+            .as_str()
+            .expect("tools/list")
+            .contains("\"name\":\"same\""));
         let looped = raw(&py, "loop", version, &proxied(&[], &server_cmd(&py)));
         assert_eq!(looped["negotiated"], version);
         assert_eq!(looped["calls"][10]["texts"][1], WARNING);
@@ -196,9 +253,17 @@ fn server_crash_mid_call_is_an_error_and_the_proxy_exits_nonzero() {
     let py = python();
     let r = raw(&py, "crash", "2025-11-25", &proxied(&[], &server_cmd(&py)));
     assert_eq!(r["reply"]["error"]["code"], -32000);
-    assert!(r["reply"]["error"]["message"].as_str().expect("message").contains("exited"));
+    assert!(r["reply"]["error"]["message"]
+        .as_str()
+        .expect("message")
+        .contains("exited"));
     assert_eq!(r["exit"], 3, "the proxy exits with the server's status");
-    let sdk = client(&py, "crash", &stdio_target(&proxied(&[], &server_cmd(&py))), &[]);
+    let sdk = client(
+        &py,
+        "crash",
+        &stdio_target(&proxied(&[], &server_cmd(&py))),
+        &[],
+    );
     assert_eq!(sdk["outcome"], "error");
 }
 
@@ -213,13 +278,20 @@ impl Drop for Running {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 fn wait_for_port(port: u16) {
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "nothing listens on 127.0.0.1:{port}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nothing listens on 127.0.0.1:{port}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -296,7 +368,12 @@ fn streamable_http_listener_in_front_of_a_stdio_server() {
     let _proxy = Running(child);
     wait_for_port(port);
     let url = format!("http://{addr}/mcp");
-    assert_loop(&client(&py, "loop", &["--url".to_owned(), url.clone()], &[]));
+    assert_loop(&client(
+        &py,
+        "loop",
+        &["--url".to_owned(), url.clone()],
+        &[],
+    ));
     assert_eq!(server_calls(&calls), 20);
     let direct = client(&py, "transparency", &stdio_target(&server_cmd(&py)), &[]);
     let through = client(&py, "transparency", &["--url".to_owned(), url], &[]);
@@ -309,7 +386,13 @@ fn stdio_client_to_http_upstream() {
     let dir = tempfile::tempdir().expect("tempdir");
     let calls = dir.path().join("calls");
     let (_server, url) = http_server(&py, &calls);
-    let target = vec!["--".to_owned(), loopguard().to_owned(), "mcp".to_owned(), "--upstream".to_owned(), url];
+    let target = vec![
+        "--".to_owned(),
+        loopguard().to_owned(),
+        "mcp".to_owned(),
+        "--upstream".to_owned(),
+        url,
+    ];
     assert_loop(&client(&py, "loop", &target, &[]));
     assert_eq!(server_calls(&calls), 20);
 }
