@@ -4,10 +4,12 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use loopguard_core::Mode;
-use loopguard_replay::{parse_event, Action, Decision, Replayer};
+use loopguard_events::{parse_event, Action, Decision};
+use loopguard_guard::{open_store, Guard, Profile};
 
 use crate::options::ProxyOptions;
 
@@ -35,15 +37,19 @@ pub(crate) enum Before {
 /// The outcome of a forwarded call, as raw JSON.
 #[derive(Debug)]
 pub(crate) enum CallOutcome {
-    /// `{content, structuredContent, isError}` of the server's `CallToolResult`.
+    /// The server's `CallToolResult` (the MCP profile hashes its `content`,
+    /// `structuredContent` and `isError`).
     Result(String),
     /// The JSON-RPC error's message.
     Error(String),
 }
 
+/// How long an idle session is kept in the store.
+const IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
+
 /// The guard shared by all connections of one proxy process.
 pub(crate) struct GuardLayer {
-    engine: Mutex<Replayer>,
+    guard: Guard,
     mode: Mode,
     line: AtomicU64,
     log: Option<Mutex<BufWriter<File>>>,
@@ -72,8 +78,16 @@ impl GuardLayer {
             }
             None => None,
         };
+        let store = open_store(&options.store, IDLE_TTL)
+            .map_err(|e| crate::McpError::Invalid(format!("--store {}: {e}", options.store)))?;
+        let guard = Guard::builder()
+            .config(options.config.clone())
+            .profile(Profile::Mcp)
+            .mode(options.mode)
+            .store(Arc::clone(&store))
+            .build();
         Ok(GuardLayer {
-            engine: Mutex::new(Replayer::new(options.config.clone(), options.mode)),
+            guard,
             mode: options.mode,
             line: AtomicU64::new(0),
             log,
@@ -111,7 +125,7 @@ impl GuardLayer {
     }
 
     fn apply(&self, line: &[u8], inspect: impl FnOnce(&Decision<'_>)) {
-        let n = self.line.fetch_add(1, Ordering::Relaxed) + 1;
+        let n = self.line.fetch_add(1, Ordering::Relaxed) + 1; // for error messages
         let event = match parse_event(line, n) {
             Ok(event) => event,
             Err(e) => {
@@ -121,14 +135,19 @@ impl GuardLayer {
             }
         };
         let mut record = Vec::new();
-        {
-            let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
-            let decision = engine.process(&event, n);
-            trace_decision(&decision);
-            if self.log.is_some() {
-                decision.write_json(&mut record);
+        match self.guard.apply(None, &event) {
+            Ok(decision) => {
+                trace_decision(&decision);
+                if self.log.is_some() {
+                    decision.write_record(&mut record);
+                }
+                inspect(&decision);
             }
-            inspect(&decision);
+            Err(e) => {
+                // Fail open: a store that cannot be reached must not stop the tools.
+                tracing::error!(target: "loopguard::mcp", error = %e, "the guard could not decide; the call is forwarded");
+                return;
+            }
         }
         if let Some(log) = &self.log {
             let mut log = log.lock().unwrap_or_else(|p| p.into_inner());

@@ -30,7 +30,7 @@ impl ProxyOptions {
     pub fn builder() -> ProxyOptionsBuilder {
         ProxyOptionsBuilder {
             options: ProxyOptions {
-                config: enabled_config(),
+                config: loopguard_guard::enabled_config(),
                 mode: Mode::Enforce,
                 store: "memory".to_owned(),
                 name: None,
@@ -94,11 +94,4 @@ impl ProxyOptionsBuilder {
     pub fn build(self) -> ProxyOptions {
         self.options
     }
-}
-
-/// `{tools: {loopDetection: {enabled: true}}}`: detection on with OpenClaw's defaults.
-pub(crate) fn enabled_config() -> OpenClawConfig {
-    OpenClawConfig::from_json5("{ tools: { loopDetection: { enabled: true } } }")
-        .map(|loaded| loaded.config)
-        .unwrap_or_default()
 }

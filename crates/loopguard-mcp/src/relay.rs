@@ -186,9 +186,9 @@ impl Relay {
             tool: &call.tool,
         };
         if let Some(result) = peek.result {
-            let outcome = outcome_json(result);
-            self.guard
-                .after(key, &call.args, &CallOutcome::Result(outcome));
+            // The MCP profile hashes the result's content, structuredContent and isError.
+            let outcome = CallOutcome::Result(result.get().to_owned());
+            self.guard.after(key, &call.args, &outcome);
             if let Some(warning) = &call.warning {
                 return append_warning(message, warning);
             }
@@ -217,27 +217,6 @@ impl Relay {
             })
             .collect()
     }
-}
-
-/// `{content, structuredContent, isError}` of a result (the MCP tool profile's outcome), the
-/// members that exist, in that order; an explicit `null` is kept.
-fn outcome_json(result: &RawValue) -> String {
-    let members: IndexMap<String, &RawValue> =
-        serde_json::from_str(result.get()).unwrap_or_default();
-    let mut out = String::from("{");
-    for name in ["content", "structuredContent", "isError"] {
-        if let Some(v) = members.get(name) {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push('"');
-            out.push_str(name);
-            out.push_str("\":");
-            out.push_str(v.get());
-        }
-    }
-    out.push('}');
-    out
 }
 
 /// The answer to a blocked call: a `CallToolResult` with `isError: true` whose text is the
@@ -303,17 +282,5 @@ mod tests {
         assert_eq!(v["result"]["content"][0]["type"], "text");
         assert_eq!(v["result"]["content"][0]["text"], "CRITICAL: stop");
         assert!(v["result"].get("resultType").is_none());
-    }
-
-    #[test]
-    fn outcome_covers_content_structured_content_and_is_error_only() {
-        let r = RawValue::from_string(
-            r#"{"_meta":{"x":1},"isError":true,"content":[],"structuredContent":null}"#.to_owned(),
-        )
-        .expect("raw");
-        assert_eq!(
-            outcome_json(&r),
-            r#"{"content":[],"structuredContent":null,"isError":true}"#
-        );
     }
 }

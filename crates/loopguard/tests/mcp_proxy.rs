@@ -396,3 +396,127 @@ fn stdio_client_to_http_upstream() {
     assert_loop(&client(&py, "loop", &target, &[]));
     assert_eq!(server_calls(&calls), 20);
 }
+
+#[test]
+fn shared_sqlite_store_and_session_key_see_a_loop_across_connections() {
+    let py = python();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = format!("sqlite:{}", dir.path().join("mcp.sqlite3").display());
+    let calls = dir.path().join("calls");
+    let args = ["--store", store.as_str(), "--session-key", "alice"];
+    // 15 calls on one connection, then a reconnection (a new proxy process): the loop goes on.
+    let first = client_n(
+        &py,
+        15,
+        &stdio_target(&proxied(&args, &server_cmd(&py))),
+        &calls,
+    );
+    assert!(first.iter().all(|c| c["isError"] == false));
+    let second = client_n(
+        &py,
+        10,
+        &stdio_target(&proxied(&args, &server_cmd(&py))),
+        &calls,
+    );
+    assert_eq!(second[4]["isError"], false, "call 20 overall");
+    assert_eq!(second[5]["isError"], true, "call 21 overall is blocked");
+    assert_eq!(second[5]["texts"][0], BLOCK);
+    assert_eq!(server_calls(&calls), 20);
+    // Without the key, each connection is its own session.
+    let alone = client_n(
+        &py,
+        10,
+        &stdio_target(&proxied(&["--store", store.as_str()], &server_cmd(&py))),
+        &calls,
+    );
+    assert!(alone.iter().all(|c| c["isError"] == false));
+}
+
+fn client_n(py: &Path, n: usize, target: &[String], calls: &Path) -> Vec<Value> {
+    let mut cmd = Command::new(py);
+    cmd.arg(fixtures().join("client.py"))
+        .arg("repeat")
+        .args(target);
+    cmd.env("LOOPGUARD_TEST_N", n.to_string())
+        .env("LOOPGUARD_TEST_CALLS", calls);
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run client.py");
+    assert!(out.status.success(), "client.py repeat failed");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    v.as_array().expect("array").clone()
+}
+
+#[test]
+fn a_bad_store_is_an_error_naming_the_option() {
+    let out = Command::new(loopguard())
+        .args(["mcp", "--store", "bogus:x", "--", "true"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--store bogus:x"), "{err}");
+    let none = Command::new(loopguard())
+        .args(["mcp"])
+        .output()
+        .expect("run");
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no MCP server"));
+}
+
+#[test]
+fn installed_entry_runs_through_the_proxy_and_uninstall_restores_it() {
+    let py = python();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mcp.json");
+    let original = format!(
+        "{{\n  \"mcpServers\": {{\n    \"files\": {{\n      \"command\": {},\n      \"args\": [{}]\n    }}\n  }}\n}}\n",
+        serde_json::to_string(&py.display().to_string()).expect("json"),
+        serde_json::to_string(&fixtures().join("server.py").display().to_string()).expect("json"),
+    );
+    std::fs::write(&config, &original).expect("write");
+    let out = Command::new(loopguard())
+        .args(["mcp", "install", "--client", "cursor", "--config"])
+        .arg(&config)
+        .output()
+        .expect("install");
+    assert!(out.status.success());
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("mcpServers.files: now runs through loopguard"),
+        "{printed}"
+    );
+    // Start the entry exactly as the client would.
+    let installed: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("JSON");
+    let entry = &installed["mcpServers"]["files"];
+    assert_eq!(entry["command"], loopguard());
+    let mut target = vec![
+        "--".to_owned(),
+        entry["command"].as_str().expect("command").to_owned(),
+    ];
+    target.extend(
+        entry["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .map(|a| a.as_str().expect("arg").to_owned()),
+    );
+    let calls = dir.path().join("calls");
+    assert_loop(&client(
+        &py,
+        "loop",
+        &target,
+        &[("LOOPGUARD_TEST_CALLS", &calls)],
+    ));
+    assert_eq!(server_calls(&calls), 20);
+    let out = Command::new(loopguard())
+        .args(["mcp", "uninstall", "--client", "cursor", "--config"])
+        .arg(&config)
+        .output()
+        .expect("uninstall");
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("mcpServers.files: restored"));
+    assert_eq!(std::fs::read_to_string(&config).expect("read"), original);
+}

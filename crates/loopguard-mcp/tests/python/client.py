@@ -50,6 +50,12 @@ async def loop(target):
         return [call_record(await s.call_tool("same", {"path": "/etc/hosts"})) for _ in range(25)]
 
 
+async def repeat(target):
+    n = int(os.environ["LOOPGUARD_TEST_N"])
+    async with connect(target) as s:
+        return [call_record(await s.call_tool("same", {"path": "/etc/hosts"})) for _ in range(n)]
+
+
 async def counter(target):
     async with connect(target) as s:
         return [call_record(await s.call_tool("counter", {})) for _ in range(25)]
@@ -116,7 +122,7 @@ async def crash(target):
             return {"outcome": "error", "type": type(e).__name__, "message": str(e)}
 
 
-SCENARIOS = {"loop": loop, "counter": counter, "transparency": transparency, "crash": crash}
+SCENARIOS = {"loop": loop, "repeat": repeat, "counter": counter, "transparency": transparency, "crash": crash}
 
 if __name__ == "__main__":
     scenario = sys.argv[1]
