@@ -216,11 +216,6 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
             builder = builder.header(name, value);
         }
     }
-    // A new session's id arrives with the initialize response: later messages use its relay.
-    let relay = match (session_id, header_str(response.headers(), SESSION_ID)) {
-        (None, Some(new_id)) => proxy.sessions.relay(Some(new_id)),
-        _ => relay,
-    };
     let content_type = header_str(response.headers(), "content-type")
         .unwrap_or("")
         .to_owned();
