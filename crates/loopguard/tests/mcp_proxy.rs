@@ -422,6 +422,17 @@ fn shared_sqlite_store_and_session_key_see_a_loop_across_connections() {
     assert_eq!(second[5]["isError"], true, "call 21 overall is blocked");
     assert_eq!(second[5]["texts"][0], BLOCK);
     assert_eq!(server_calls(&calls), 20);
+    // `loopguard status` shows the MCP session of the shared store.
+    let db = dir.path().join("mcp.sqlite3");
+    let status = Command::new(loopguard())
+        .args(["status", "alice", "--state"])
+        .arg(&db)
+        .output()
+        .expect("status");
+    assert!(status.status.success());
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("session alice"), "{text}");
+    assert!(text.contains("block        generic_repeat (20)"), "{text}");
     // Without the key, each connection is its own session.
     let alone = client_n(
         &py,
