@@ -99,12 +99,14 @@ impl GuardLayer {
         let line = event_line("call", key, args, None);
         let mut action = Before::Allow;
         self.apply(&line, |d| {
+            // Observe mode (shadow): decisions are logged, the model sees nothing of them.
+            if self.mode != Mode::Enforce {
+                return;
+            }
             if let Some(f) = &d.finding {
                 match d.action {
-                    Action::Block if self.mode == Mode::Enforce => {
-                        action = Before::Block(f.message.to_string())
-                    }
-                    Action::Warn | Action::Block if f.emitted == Some(true) => {
+                    Action::Block => action = Before::Block(f.message.to_string()),
+                    Action::Warn if f.emitted == Some(true) => {
                         action = Before::Warn(f.message.to_string())
                     }
                     _ => {}

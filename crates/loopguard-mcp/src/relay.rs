@@ -283,4 +283,95 @@ mod tests {
         assert_eq!(v["result"]["content"][0]["text"], "CRITICAL: stop");
         assert!(v["result"].get("resultType").is_none());
     }
+
+    fn relay(options: crate::ProxyOptions) -> Relay {
+        let guard = Arc::new(GuardLayer::new(&options).expect("guard"));
+        Relay::new(guard, "s".to_owned(), "r".to_owned())
+    }
+
+    fn call(id: &str, tool: &str) -> Vec<u8> {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"q":1}}}}}}"#)
+            .into_bytes()
+    }
+
+    #[test]
+    fn string_and_number_ids_unknown_tool_errors_block_at_the_threshold() {
+        let r = relay(crate::ProxyOptions::builder().build());
+        // A JSON-RPC error answer is the outcome's error: "Unknown tool" feeds
+        // unknown_tool_repeat (threshold 10), which blocks whatever the arguments.
+        for i in 0..10 {
+            let id = if i % 2 == 0 {
+                format!("\"c{i}\"")
+            } else {
+                i.to_string()
+            };
+            assert_eq!(
+                r.client_message(&call(&id, "nope")),
+                FromClient::Forward,
+                "call {i}"
+            );
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"Unknown tool: nope"}}}}"#
+            );
+            assert_eq!(r.server_message(answer.as_bytes()), None);
+        }
+        match r.client_message(&call("\"last\"", "nope")) {
+            FromClient::Reply(reply) => {
+                let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
+                assert_eq!(v["id"], "last");
+                assert_eq!(v["result"]["isError"], true);
+                assert!(v["result"]["content"][0]["text"]
+                    .as_str()
+                    .expect("text")
+                    .contains("nope"));
+            }
+            FromClient::Forward => panic!("the 11th unknown-tool call is blocked"),
+        }
+    }
+
+    #[test]
+    fn observe_mode_never_answers_for_the_server() {
+        let r = relay(
+            crate::ProxyOptions::builder()
+                .mode(loopguard_core::Mode::Observe)
+                .build(),
+        );
+        for i in 0..25 {
+            assert_eq!(
+                r.client_message(&call(&i.to_string(), "t")),
+                FromClient::Forward,
+                "call {i}"
+            );
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"same"}}]}}}}"#
+            );
+            // Shadow mode: what the model sees is never changed, warnings included.
+            assert_eq!(r.server_message(answer.as_bytes()), None, "call {i}");
+        }
+    }
+
+    #[test]
+    fn a_cancelled_call_is_forgotten_and_a_crash_answers_pending_requests() {
+        let r = relay(crate::ProxyOptions::builder().build());
+        assert_eq!(r.client_message(&call("1", "t")), FromClient::Forward);
+        assert_eq!(
+            r.client_message(br#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#),
+            FromClient::Forward
+        );
+        let cancel =
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+        assert_eq!(r.client_message(cancel), FromClient::Forward);
+        let errors = r.abandon("gone");
+        assert_eq!(
+            errors.len(),
+            1,
+            "only the resources/list request is still pending"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&errors[0]).expect("json");
+        assert_eq!(v["id"], 2);
+        assert_eq!(v["error"]["message"], "gone");
+        // Messages that are not JSON-RPC objects pass through for the server to answer.
+        assert_eq!(r.client_message(b"not json"), FromClient::Forward);
+        assert_eq!(r.client_message(b"[1,2]"), FromClient::Forward);
+    }
 }
