@@ -215,7 +215,17 @@ fn stdio_transparency_same_answers_as_direct() {
     assert_eq!(through["after_cancel"]["texts"][0], "count 1");
     assert_eq!(through["sampling"]["texts"][0], "the model said: forty-two");
     assert_eq!(through["roots"]["texts"][0], "file:///work/project");
+    assert_eq!(through["elicitation"]["texts"][0], "accept: Ana");
     assert_eq!(through["log_messages"][0]["data"], "hello from the server");
+    let notifications = through["notifications"].as_array().expect("notifications");
+    assert!(notifications
+        .iter()
+        .any(|n| n == "ToolListChangedNotification"));
+    assert!(through["tools_after_change"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .any(|t| t == "added"));
     assert_eq!(
         through["resource"]["contents"][0]["text"],
         "hello, resource"

@@ -69,6 +69,15 @@ async def transparency(target):
             role="assistant", content=types.TextContent(type="text", text="forty-two"), model="scripted"
         )
 
+    notifications = []
+
+    async def on_message(message):
+        if type(message).__name__.endswith("Notification"):
+            notifications.append(type(message).__name__)
+
+    async def elicitation(context, params):
+        return types.ElicitResult(action="accept", content={"name": "Ana"})
+
     async def list_roots(context):
         return types.ListRootsResult(roots=[types.Root(uri="file:///work/project", name="project")])
 
@@ -76,7 +85,14 @@ async def transparency(target):
         logs.append({"level": params.level, "data": params.data})
 
     out = {}
-    async with connect(target, sampling_callback=sampling, list_roots_callback=list_roots, logging_callback=logging_cb) as s:
+    async with connect(
+        target,
+        sampling_callback=sampling,
+        elicitation_callback=elicitation,
+        list_roots_callback=list_roots,
+        logging_callback=logging_cb,
+        message_handler=on_message,
+    ) as s:
         out["tools"] = (await s.list_tools()).model_dump(mode="json", by_alias=True, exclude_none=True)
         out["resources"] = (await s.list_resources()).model_dump(mode="json", by_alias=True, exclude_none=True)
         out["resource"] = (await s.read_resource("data://greeting")).model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -105,9 +121,13 @@ async def transparency(target):
         out["cancellation"] = cancelled
         out["after_cancel"] = call_record(await s.call_tool("counter", {}))
         out["sampling"] = call_record(await s.call_tool("ask", {"question": "the answer?"}))
+        out["elicitation"] = call_record(await s.call_tool("who", {}))
         out["roots"] = call_record(await s.call_tool("roots", {}))
         out["logging"] = call_record(await s.call_tool("chatty", {}))
+        out["grow"] = call_record(await s.call_tool("grow", {}))
         await anyio.sleep(0.1)
+        out["tools_after_change"] = sorted(t.name for t in (await s.list_tools()).tools)
+        out["notifications"] = notifications
         out["log_messages"] = logs
     return out
 

@@ -71,6 +71,26 @@ async def ask(question: str, ctx: Context) -> str:
     return f"the model said: {result.content.text}"
 
 
+@server.tool(description="Adds a tool and says so (notifications/tools/list_changed).")
+async def grow(ctx: Context) -> str:
+    def added() -> str:
+        return "I am new"
+
+    server.add_tool(added, name="added", description="Added at run time.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool(description="Asks the user for a name (elicitation).")
+async def who(ctx: Context) -> str:
+    result = await ctx.elicit("Your name?", Name)
+    return f"{result.action}: {result.data.name if result.action == 'accept' else '-'}"
+
+
 @server.tool(description="Lists the client's roots.")
 async def roots(ctx: Context) -> str:
     result = await ctx.session.list_roots()
