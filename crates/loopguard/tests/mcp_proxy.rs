@@ -386,8 +386,13 @@ fn streamable_http_listener_in_front_of_a_stdio_server() {
     ));
     assert_eq!(server_calls(&calls), 20);
     let direct = client(&py, "transparency", &stdio_target(&server_cmd(&py)), &[]);
-    let through = client(&py, "transparency", &["--url".to_owned(), url], &[]);
+    let through = client(&py, "transparency", &["--url".to_owned(), url.clone()], &[]);
     assert_eq!(direct, through, "a new session gets a new server process");
+    let crashed = client(&py, "crash", &["--url".to_owned(), url], &[]);
+    assert_eq!(
+        crashed["outcome"], "error",
+        "a crash mid-call is an error for the client"
+    );
 }
 
 #[test]
@@ -540,4 +545,61 @@ fn installed_entry_runs_through_the_proxy_and_uninstall_restores_it() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("mcpServers.files: restored"));
     assert_eq!(std::fs::read_to_string(&config).expect("read"), original);
+}
+
+#[test]
+fn the_server_is_closed_when_the_client_goes_away() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pidfile = dir.path().join("pid");
+    // A server that ignores both the end of its stdin and SIGTERM.
+    let script = format!(
+        "echo $$ > {}; trap '' TERM; while :; do sleep 1; done",
+        pidfile.display()
+    );
+    let mut proxy = Command::new(loopguard())
+        .args(["mcp", "--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start the proxy");
+    let start = Instant::now();
+    while !pidfile.exists()
+        || std::fs::read_to_string(&pidfile).map_or(true, |p| p.trim().is_empty())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .to_owned();
+    let mut stdin = proxy.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .expect("write");
+    drop(stdin); // the client goes away
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = proxy.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the proxy did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "the proxy ended the server as asked: {status}"
+    );
+    // stdin closed, SIGTERM ignored, then SIGKILL: the server is gone.
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} still runs"
+    );
 }

@@ -10,6 +10,10 @@ test can tell how many calls really reached the server.
 import asyncio
 import os
 import sys
+import warnings
+
+# Sampling, roots and logging are deprecated as of 2026-07-28; they are exercised on purpose.
+warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
