@@ -603,3 +603,42 @@ fn the_server_is_closed_when_the_client_goes_away() {
         "server {pid} still runs"
     );
 }
+
+#[test]
+fn config_thresholds_apply_and_a_bad_config_is_refused() {
+    let py = python();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("openclaw.json5");
+    std::fs::write(
+        &config,
+        "{ tools: { loopDetection: { enabled: true, warningThreshold: 3, criticalThreshold: 5 } } }",
+    )
+    .expect("write");
+    let config_arg = config.display().to_string();
+    let calls = dir.path().join("calls");
+    let results = client_n(
+        &py,
+        6,
+        &stdio_target(&proxied(&["--config", &config_arg], &server_cmd(&py))),
+        &calls,
+    );
+    // (Warnings below 10 are not shown: OpenClaw's buckets emit at 10, 20, ...)
+    assert!(results[..5].iter().all(|r| r["isError"] == false));
+    assert_eq!(results[5]["isError"], true, "blocked at the 6th call");
+    assert_eq!(server_calls(&calls), 5);
+
+    let bad = dir.path().join("bad.json5");
+    std::fs::write(&bad, "{ tools: { loopDetection: { warningTreshold: 3 } } }").expect("write");
+    let out = Command::new(loopguard())
+        .args(["mcp", "--config"])
+        .arg(&bad)
+        .args(["--", "true"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.json5") && err.contains("warningThreshold"),
+        "{err}"
+    );
+}
