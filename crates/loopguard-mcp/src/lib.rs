@@ -134,9 +134,9 @@ pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, Mc
     let connection = connection_id();
     let (session, run) = session_and_run(options, &name, &connection);
     tracing::info!(target: "loopguard::mcp", session = %session, "stdio connection");
-    let relay = Relay::new(guard.clone(), session, run);
+    let relay = Relay::new(guard, session, run);
     let rt = runtime()?;
-    let result = rt.block_on(stdio::run(guard, relay, command));
+    let result = rt.block_on(stdio::run(relay, command));
     // Reading stdin may still block a runtime thread; do not wait for it.
     rt.shutdown_background();
     result

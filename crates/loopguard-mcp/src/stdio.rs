@@ -10,7 +10,6 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use crate::guard::GuardLayer;
 use crate::relay::{FromClient, Relay};
 use crate::McpError;
 
@@ -191,12 +190,7 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// `loopguard mcp -- COMMAND`: the whole proxy on this process's stdin and stdout.
-pub(crate) async fn run(
-    guard: Arc<GuardLayer>,
-    relay: Relay,
-    command: &[OsString],
-) -> Result<i32, McpError> {
-    let _ = guard;
+pub(crate) async fn run(relay: Relay, command: &[OsString]) -> Result<i32, McpError> {
     let child = spawn_server(command)?;
     let status = relay_stdio(
         Arc::new(relay),
