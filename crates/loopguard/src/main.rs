@@ -6,6 +6,7 @@ mod config_check;
 mod convert_cmd;
 mod hook_cli;
 mod html;
+mod mcp_cli;
 mod progress;
 mod replay_cmd;
 
@@ -44,6 +45,8 @@ enum Command {
     Hook(hook_cli::HookCommand),
     /// Show what the hook's state database knows about a session.
     Status(hook_cli::StatusArgs),
+    /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
+    Mcp(mcp_cli::McpArgs),
 }
 
 #[derive(Subcommand)]
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check(args)) => config_check::run(args),
         Command::Hook(cmd) => hook_cli::run(cmd),
         Command::Status(args) => hook_cli::status(args),
+        Command::Mcp(args) => mcp_cli::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,224 @@
+//! The proxy's side of the guard: turns a `tools/call` and its result into events.md events,
+//! applies them, logs each decision (tracing and `--log`), and tells the relay what to do.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use loopguard_core::Mode;
+use loopguard_events::{parse_event, Action, Decision};
+use loopguard_guard::{open_store, Guard, Profile};
+
+use crate::options::ProxyOptions;
+
+/// Who made a call: the session and run the proxy assigned to the connection, the
+/// JSON-RPC id of the request (as `callId`) and the tool's name.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallKey<'a> {
+    pub session: &'a str,
+    pub run: &'a str,
+    pub call_id: &'a str,
+    pub tool: &'a str,
+}
+
+/// What to do with a `tools/call` before it reaches the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Before {
+    /// Forward it unchanged.
+    Allow,
+    /// Forward it; append this message to its result (an emitted warning).
+    Warn(String),
+    /// Do not forward it; answer with this message as an error result.
+    Block(String),
+}
+
+/// The outcome of a forwarded call, as raw JSON.
+#[derive(Debug)]
+pub(crate) enum CallOutcome {
+    /// The server's `CallToolResult` (the MCP profile hashes its `content`,
+    /// `structuredContent` and `isError`).
+    Result(String),
+    /// The JSON-RPC error's message.
+    Error(String),
+}
+
+/// How long an idle session is kept in the store.
+const IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// The guard shared by all connections of one proxy process.
+pub(crate) struct GuardLayer {
+    guard: Guard,
+    mode: Mode,
+    line: AtomicU64,
+    log: Option<Mutex<BufWriter<File>>>,
+}
+
+impl std::fmt::Debug for GuardLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GuardLayer")
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GuardLayer {
+    pub(crate) fn new(options: &ProxyOptions) -> Result<Self, crate::McpError> {
+        let log = match &options.log {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| {
+                        crate::McpError::Io(format!("cannot open --log {}", path.display()), e)
+                    })?;
+                Some(Mutex::new(BufWriter::new(file)))
+            }
+            None => None,
+        };
+        let store = open_store(&options.store, IDLE_TTL)
+            .map_err(|e| crate::McpError::Invalid(format!("--store {}: {e}", options.store)))?;
+        let guard = Guard::builder()
+            .config(options.config.clone())
+            .profile(Profile::Mcp)
+            .mode(options.mode)
+            .store(Arc::clone(&store))
+            .build();
+        Ok(GuardLayer {
+            guard,
+            mode: options.mode,
+            line: AtomicU64::new(0),
+            log,
+        })
+    }
+
+    /// The before-call step for a `tools/call` request.
+    pub(crate) fn before(&self, key: CallKey<'_>, args: &str) -> Before {
+        let line = event_line("call", key, args, None);
+        let mut action = Before::Allow;
+        self.apply(&line, |d| {
+            // Observe mode (shadow): decisions are logged, the model sees nothing of them.
+            if self.mode != Mode::Enforce {
+                return;
+            }
+            if let Some(f) = &d.finding {
+                match d.action {
+                    Action::Block => action = Before::Block(f.message.to_string()),
+                    Action::Warn if f.emitted == Some(true) => {
+                        action = Before::Warn(f.message.to_string())
+                    }
+                    _ => {}
+                }
+            }
+        });
+        action
+    }
+
+    /// The after-call step with the server's answer.
+    pub(crate) fn after(&self, key: CallKey<'_>, args: &str, outcome: &CallOutcome) {
+        let payload = match outcome {
+            CallOutcome::Result(raw) => ("result", raw.clone()),
+            CallOutcome::Error(message) => ("error", json_string(message)),
+        };
+        let line = event_line("outcome", key, args, Some((payload.0, &payload.1)));
+        self.apply(&line, |_| {});
+    }
+
+    fn apply(&self, line: &[u8], inspect: impl FnOnce(&Decision<'_>)) {
+        let n = self.line.fetch_add(1, Ordering::Relaxed) + 1; // for error messages
+        let event = match parse_event(line, n) {
+            Ok(event) => event,
+            Err(e) => {
+                // Fail open: the call goes on, loudly.
+                tracing::error!(target: "loopguard::mcp", error = %e, "event not applied; the call is forwarded");
+                return;
+            }
+        };
+        let mut record = Vec::new();
+        match self.guard.apply(None, &event) {
+            Ok(decision) => {
+                trace_decision(&decision);
+                if self.log.is_some() {
+                    decision.write_record(&mut record);
+                }
+                inspect(&decision);
+            }
+            Err(e) => {
+                // Fail open: a store that cannot be reached must not stop the tools.
+                tracing::error!(target: "loopguard::mcp", error = %e, "the guard could not decide; the call is forwarded");
+                return;
+            }
+        }
+        if let Some(log) = &self.log {
+            let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = log.write_all(&record).and_then(|()| log.flush()) {
+                tracing::error!(target: "loopguard::mcp", error = %e, "cannot write the --log file");
+            }
+        }
+    }
+}
+
+/// One tracing event per decision, with the fields of OpenClaw's `tool.loop` event.
+fn trace_decision(d: &Decision<'_>) {
+    let session = d.session.to_string();
+    let run = d.run.as_ref().map(|r| r.to_string());
+    let tool = d.tool.as_ref().map(|t| t.to_string());
+    let call_id = d.call_id.as_ref().map(|c| c.to_string());
+    match &d.finding {
+        Some(f) => tracing::warn!(
+            target: "loopguard::mcp",
+            session = %session,
+            run = run.as_deref(),
+            call_id = call_id.as_deref(),
+            tool = tool.as_deref(),
+            action = d.action.as_str(),
+            level = f.level.as_str(),
+            detector = f.detector.as_str(),
+            count = f.count,
+            emitted = f.emitted,
+            message = %f.message,
+            "tools/call decision"
+        ),
+        None => tracing::debug!(
+            target: "loopguard::mcp",
+            session = %session,
+            run = run.as_deref(),
+            call_id = call_id.as_deref(),
+            tool = tool.as_deref(),
+            action = d.action.as_str(),
+            "tools/call decision"
+        ),
+    }
+}
+
+/// A JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// One events.md line. `args` and the payload are raw JSON taken from valid messages.
+fn event_line(kind: &str, key: CallKey<'_>, args: &str, payload: Option<(&str, &str)>) -> Vec<u8> {
+    let mut out = String::with_capacity(96 + args.len() + payload.map_or(0, |p| p.1.len()));
+    out.push_str("{\"type\":\"");
+    out.push_str(kind);
+    out.push_str("\",\"session\":");
+    out.push_str(&json_string(key.session));
+    out.push_str(",\"run\":");
+    out.push_str(&json_string(key.run));
+    out.push_str(",\"callId\":");
+    out.push_str(&json_string(key.call_id));
+    out.push_str(",\"tool\":");
+    out.push_str(&json_string(key.tool));
+    out.push_str(",\"args\":");
+    out.push_str(args);
+    if let Some((field, raw)) = payload {
+        out.push_str(",\"");
+        out.push_str(field);
+        out.push_str("\":");
+        out.push_str(raw);
+    }
+    out.push('}');
+    out.into_bytes()
+}

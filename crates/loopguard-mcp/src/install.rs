@@ -1,0 +1,633 @@
+//! `loopguard mcp install` / `uninstall`: route each server entry of a client's MCP config
+//! through loopguard, editing only the text of the entries.
+//!
+//! The file is read with a JSONC parser that reports byte ranges (so VS Code's comments and
+//! trailing commas are fine), and each entry's value is replaced in place; every other byte
+//! of the file stays. The text each entry had, and the text it was given, are kept next to
+//! the config (`<config>.loopguard-mcp.json`), so `uninstall` puts back exactly what was
+//! there, entry by entry, and leaves alone an entry edited since.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use jsonc_parser::ast::{Object, ObjectProp, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
+use serde::{Deserialize, Serialize};
+
+use crate::McpError;
+
+/// An MCP client whose config `install` can edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Claude Desktop: `claude_desktop_config.json`, servers under `mcpServers`.
+    ClaudeDesktop,
+    /// Claude Code: `~/.claude.json` (top-level and per-project `mcpServers`) or a
+    /// project's `.mcp.json`.
+    ClaudeCode,
+    /// Cursor: `~/.cursor/mcp.json` or a project's `.cursor/mcp.json`, `mcpServers`.
+    Cursor,
+    /// VS Code: `mcp.json` (JSONC), servers under `servers`.
+    VsCode,
+}
+
+impl Client {
+    /// The client's name as `--client` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::VsCode => "vscode",
+        }
+    }
+
+    fn servers_key(self) -> &'static str {
+        match self {
+            Client::VsCode => "servers",
+            _ => "mcpServers",
+        }
+    }
+}
+
+/// Where the client keeps its user-level MCP config on this system.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let path = loopguard_mcp::default_config_path(loopguard_mcp::Client::Cursor)?;
+/// assert!(path.ends_with(".cursor/mcp.json"));
+/// # Ok(()) }
+/// ```
+pub fn default_config_path(client: Client) -> Result<PathBuf, McpError> {
+    let home = || {
+        dirs::home_dir().ok_or_else(|| {
+            McpError::Invalid("cannot find the home directory; give --config".into())
+        })
+    };
+    let config = || {
+        dirs::config_dir().ok_or_else(|| {
+            McpError::Invalid("cannot find the config directory; give --config".into())
+        })
+    };
+    Ok(match client {
+        Client::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
+        Client::ClaudeCode => home()?.join(".claude.json"),
+        Client::Cursor => home()?.join(".cursor").join("mcp.json"),
+        Client::VsCode => config()?.join("Code").join("User").join("mcp.json"),
+    })
+}
+
+/// What happened to one server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A stdio entry now starts loopguard, which starts the original command.
+    WrappedCommand(String),
+    /// A URL entry now starts loopguard, which forwards to the URL.
+    WrappedUrl(String),
+    /// The entry already goes through loopguard.
+    AlreadyInstalled,
+    /// The entry got back the text it had before `install`.
+    Restored,
+    /// The entry was edited after `install`; left as it is.
+    EditedSinceInstall,
+    /// The entry was not changed, for this reason.
+    Skipped(String),
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The entry's path in the file, e.g. `mcpServers.files`.
+    pub entry: String,
+    /// What happened.
+    pub kind: ChangeKind,
+}
+
+/// What `install` or `uninstall` did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The config file.
+    pub path: PathBuf,
+    /// The copy of the file before this change (none when nothing changed).
+    pub backup: Option<PathBuf>,
+    /// Per entry.
+    pub changes: Vec<Change>,
+}
+
+impl Report {
+    /// `true` when the file was rewritten.
+    pub fn changed(&self) -> bool {
+        self.backup.is_some()
+    }
+
+    /// The report as text, one line per entry.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.path.display());
+        if self.changes.is_empty() {
+            let _ = writeln!(out, "  no MCP servers in this file");
+        }
+        for c in &self.changes {
+            let what = match &c.kind {
+                ChangeKind::WrappedCommand(cmd) => format!("now runs through loopguard ({cmd})"),
+                ChangeKind::WrappedUrl(url) => format!("now reaches {url} through loopguard"),
+                ChangeKind::AlreadyInstalled => "already through loopguard (unchanged)".to_owned(),
+                ChangeKind::Restored => "restored as it was before install".to_owned(),
+                ChangeKind::EditedSinceInstall => "edited since install; left as it is".to_owned(),
+                ChangeKind::Skipped(why) => format!("skipped: {why}"),
+            };
+            let _ = writeln!(out, "  {}: {what}", c.entry);
+        }
+        match &self.backup {
+            Some(b) => {
+                let _ = writeln!(out, "  previous file kept as {}", b.display());
+            }
+            None => {
+                let _ = writeln!(out, "  file unchanged");
+            }
+        }
+        out
+    }
+}
+
+/// Edits one client's config file.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use loopguard_mcp::{Client, Installer};
+/// let report = Installer::new(Client::VsCode, ".vscode/mcp.json").install()?;
+/// print!("{}", report.render());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Installer {
+    client: Client,
+    path: PathBuf,
+    loopguard: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    entries: BTreeMap<String, RecordEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct RecordEntry {
+    original: String,
+    installed: String,
+}
+
+/// A server entry found in the file.
+struct Entry<'a> {
+    /// `mcpServers.name` or `projects.<dir>.mcpServers.name`.
+    key: String,
+    name: String,
+    start: usize,
+    end: usize,
+    value: &'a Value<'a>,
+}
+
+impl Installer {
+    /// An installer for `client`'s config at `path`, writing `loopguard` as the command.
+    pub fn new(client: Client, path: impl AsRef<Path>) -> Self {
+        Installer {
+            client,
+            path: path.as_ref().to_owned(),
+            loopguard: "loopguard".to_owned(),
+        }
+    }
+
+    /// The command written into the entries (default `loopguard`, found on `PATH`).
+    pub fn loopguard_command(mut self, command: impl Into<String>) -> Self {
+        self.loopguard = command.into();
+        self
+    }
+
+    fn record_path(&self) -> PathBuf {
+        sibling(&self.path, ".loopguard-mcp.json")
+    }
+
+    fn backup_path(&self) -> PathBuf {
+        sibling(&self.path, ".loopguard.bak")
+    }
+
+    /// Rewrites every server entry to go through loopguard. Running it twice changes nothing.
+    pub fn install(&self) -> Result<Report, McpError> {
+        let text = self.read()?;
+        let root = self.parse(&text)?;
+        let mut record = self.read_record()?;
+        let mut edits = Vec::new();
+        let mut changes = Vec::new();
+        for entry in self.entries(&root) {
+            let original = &text[entry.start..entry.end];
+            let kind = match self.wrap(&entry, original) {
+                Ok(Some((installed, kind))) => {
+                    record.entries.insert(
+                        entry.key.clone(),
+                        RecordEntry {
+                            original: original.to_owned(),
+                            installed: installed.clone(),
+                        },
+                    );
+                    edits.push((entry.start, entry.end, installed));
+                    kind
+                }
+                Ok(None) => ChangeKind::AlreadyInstalled,
+                Err(why) => ChangeKind::Skipped(why),
+            };
+            changes.push(Change {
+                entry: entry.key,
+                kind,
+            });
+        }
+        let backup = self.write(&text, edits)?;
+        if backup.is_some() {
+            record.version = 1;
+            self.write_record(&record)?;
+        }
+        Ok(Report {
+            path: self.path.clone(),
+            backup,
+            changes,
+        })
+    }
+
+    /// Gives each entry `install` changed the exact text it had, unless it was edited since.
+    pub fn uninstall(&self) -> Result<Report, McpError> {
+        let text = self.read()?;
+        let root = self.parse(&text)?;
+        let mut record = self.read_record()?;
+        let mut edits = Vec::new();
+        let mut changes = Vec::new();
+        for entry in self.entries(&root) {
+            let current = &text[entry.start..entry.end];
+            let Some(saved) = record.entries.get(&entry.key) else {
+                if self.is_wrapped(entry.value) {
+                    changes.push(Change {
+                        entry: entry.key,
+                        kind: ChangeKind::Skipped(format!(
+                            "goes through loopguard but {} has no record of it",
+                            self.record_path().display()
+                        )),
+                    });
+                }
+                continue;
+            };
+            let kind = if current == saved.installed {
+                edits.push((entry.start, entry.end, saved.original.clone()));
+                ChangeKind::Restored
+            } else {
+                ChangeKind::EditedSinceInstall
+            };
+            record.entries.remove(&entry.key);
+            changes.push(Change {
+                entry: entry.key,
+                kind,
+            });
+        }
+        let backup = self.write(&text, edits)?;
+        // Entries removed from the file since install have nothing left to restore.
+        let keys: Vec<String> = self.entries(&root).into_iter().map(|e| e.key).collect();
+        record.entries.retain(|k, _| keys.contains(k));
+        if record.entries.is_empty() {
+            match std::fs::remove_file(self.record_path()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(McpError::Io(
+                        format!("cannot remove {}", self.record_path().display()),
+                        e,
+                    ))
+                }
+            }
+        } else {
+            self.write_record(&record)?;
+        }
+        Ok(Report {
+            path: self.path.clone(),
+            backup,
+            changes,
+        })
+    }
+
+    fn read(&self) -> Result<String, McpError> {
+        std::fs::read_to_string(&self.path).map_err(|e| {
+            McpError::Io(
+                format!(
+                    "cannot read {} config {}",
+                    self.client.as_str(),
+                    self.path.display()
+                ),
+                e,
+            )
+        })
+    }
+
+    fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, McpError> {
+        let collect = CollectOptions {
+            comments: CommentCollectionStrategy::Off,
+            tokens: false,
+        };
+        let options = ParseOptions {
+            allow_comments: true,
+            allow_trailing_commas: true,
+            allow_loose_object_property_names: false,
+            allow_missing_commas: false,
+            allow_single_quoted_strings: false,
+            allow_hexadecimal_numbers: false,
+            allow_unary_plus_numbers: false,
+            ..ParseOptions::default()
+        };
+        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options)
+            .map_err(|e| McpError::Invalid(format!("{}: {e}", self.path.display())))?;
+        match parsed.value {
+            Some(v @ Value::Object(_)) => Ok(v),
+            _ => Err(McpError::Invalid(format!(
+                "{}: not a JSON object",
+                self.path.display()
+            ))),
+        }
+    }
+
+    fn read_record(&self) -> Result<Record, McpError> {
+        let path = self.record_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| McpError::Invalid(format!("{}: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Record::default()),
+            Err(e) => Err(McpError::Io(format!("cannot read {}", path.display()), e)),
+        }
+    }
+
+    fn write_record(&self, record: &Record) -> Result<(), McpError> {
+        let mut text = serde_json::to_string_pretty(record)
+            .map_err(|e| McpError::Invalid(format!("cannot encode the install record: {e}")))?;
+        text.push('\n');
+        write_atomic(&self.record_path(), text.as_bytes())
+    }
+
+    /// Applies the edits (non-overlapping ranges); returns the backup's path when the file
+    /// changed.
+    fn write(
+        &self,
+        text: &str,
+        mut edits: Vec<(usize, usize, String)>,
+    ) -> Result<Option<PathBuf>, McpError> {
+        if edits.is_empty() {
+            return Ok(None);
+        }
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+        let mut out = text.to_owned();
+        for (start, end, replacement) in edits {
+            out.replace_range(start..end, &replacement);
+        }
+        if out == text {
+            return Ok(None);
+        }
+        let backup = self.backup_path();
+        std::fs::copy(&self.path, &backup).map_err(|e| {
+            McpError::Io(format!("cannot write the backup {}", backup.display()), e)
+        })?;
+        write_atomic(&self.path, out.as_bytes())?;
+        Ok(Some(backup))
+    }
+
+    /// The server entries: `mcpServers` / `servers` at the top, and for Claude Code the
+    /// per-project `projects.<dir>.mcpServers` of `~/.claude.json`.
+    fn entries<'a>(&self, root: &'a Value<'a>) -> Vec<Entry<'a>> {
+        let Value::Object(root) = root else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let key = self.client.servers_key();
+        collect_entries(root, key, key, &mut out);
+        if self.client == Client::ClaudeCode {
+            if let Some(Value::Object(projects)) = prop(root, "projects").map(|p| &p.value) {
+                for project in &projects.properties {
+                    if let Value::Object(p) = &project.value {
+                        let prefix = format!("projects.{}.{key}", project.name.as_str());
+                        collect_entries(p, key, &prefix, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn is_wrapped(&self, value: &Value<'_>) -> bool {
+        let Value::Object(o) = value else {
+            return false;
+        };
+        let command = prop_str(o, "command");
+        let first_arg = match prop(o, "args").map(|p| &p.value) {
+            Some(Value::Array(a)) => a
+                .elements
+                .first()
+                .and_then(|e| e.as_string_lit())
+                .map(|s| s.value.as_ref()),
+            _ => None,
+        };
+        match command {
+            Some(c) => {
+                let file = Path::new(c)
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .unwrap_or(c);
+                (c == self.loopguard || file == "loopguard" || file.starts_with("loopguard."))
+                    && first_arg == Some("mcp")
+            }
+            None => false,
+        }
+    }
+
+    /// The entry's new text, or `None` when it already goes through loopguard.
+    fn wrap(
+        &self,
+        entry: &Entry<'_>,
+        original: &str,
+    ) -> Result<Option<(String, ChangeKind)>, String> {
+        let Value::Object(o) = entry.value else {
+            return Err("not an object".to_owned());
+        };
+        if self.is_wrapped(entry.value) {
+            return Ok(None);
+        }
+        let base = o.range.start;
+        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        let mut args = vec!["mcp".to_owned(), "--name".to_owned(), entry.name.clone()];
+        let kind;
+        if let Some(command) = prop(o, "command") {
+            let Some(cmd) = command.value.as_string_lit() else {
+                return Err("`command` is not a string".to_owned());
+            };
+            let mut original_args = Vec::new();
+            let args_prop = prop(o, "args");
+            if let Some(a) = args_prop {
+                let Value::Array(array) = &a.value else {
+                    return Err("`args` is not an array".to_owned());
+                };
+                for e in &array.elements {
+                    match e.as_string_lit() {
+                        Some(s) => original_args.push(s.value.to_string()),
+                        None => return Err("`args` holds a value that is not a string".to_owned()),
+                    }
+                }
+            }
+            args.push("--".to_owned());
+            args.push(cmd.value.to_string());
+            kind = ChangeKind::WrappedCommand(
+                std::iter::once(cmd.value.to_string())
+                    .chain(original_args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            args.extend(original_args);
+            let cmd_range = command.value.range();
+            edits.push((cmd_range.start, cmd_range.end, json(&self.loopguard)));
+            match args_prop {
+                Some(a) => {
+                    let r = a.value.range();
+                    edits.push((r.start, r.end, json_array(&args)));
+                }
+                None => edits.push((
+                    cmd_range.end,
+                    cmd_range.end,
+                    format!(", \"args\": {}", json_array(&args)),
+                )),
+            }
+        } else if let Some(url) = prop(o, "url") {
+            let Some(u) = url.value.as_string_lit() else {
+                return Err("`url` is not a string".to_owned());
+            };
+            let ty = prop(o, "type");
+            if let Some(t) = ty {
+                let t = t
+                    .value
+                    .as_string_lit()
+                    .map(|s| s.value.to_string())
+                    .unwrap_or_default();
+                if !matches!(t.as_str(), "http" | "streamable-http" | "streamableHttp") {
+                    return Err(format!(
+                        "transport type {t:?} is not proxied (streamable HTTP and stdio are)"
+                    ));
+                }
+            }
+            args.push("--upstream".to_owned());
+            args.push(u.value.to_string());
+            let headers = prop(o, "headers");
+            if let Some(h) = headers {
+                let Value::Object(h) = &h.value else {
+                    return Err("`headers` is not an object".to_owned());
+                };
+                for p in &h.properties {
+                    let Some(v) = p.value.as_string_lit() else {
+                        return Err("a header value is not a string".to_owned());
+                    };
+                    args.push("--header".to_owned());
+                    args.push(format!("{}: {}", p.name.as_str(), v.value));
+                }
+            }
+            kind = ChangeKind::WrappedUrl(u.value.to_string());
+            edits.push((
+                url.range.start,
+                url.range.end,
+                format!(
+                    "\"command\": {}, \"args\": {}",
+                    json(&self.loopguard),
+                    json_array(&args)
+                ),
+            ));
+            if let Some(t) = ty {
+                let r = t.value.range();
+                edits.push((r.start, r.end, "\"stdio\"".to_owned()));
+            }
+            if let Some(h) = headers {
+                edits.push(remove_prop(o, h));
+            }
+        } else {
+            return Err("neither `command` nor `url`".to_owned());
+        }
+        edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+        let mut text = original.to_owned();
+        for (start, end, replacement) in edits {
+            text.replace_range(start - base..end - base, &replacement);
+        }
+        Ok(Some((text, kind)))
+    }
+}
+
+fn collect_entries<'a>(obj: &'a Object<'a>, key: &str, prefix: &str, out: &mut Vec<Entry<'a>>) {
+    if let Some(Value::Object(servers)) = prop(obj, key).map(|p| &p.value) {
+        for server in &servers.properties {
+            let r = server.value.range();
+            out.push(Entry {
+                key: format!("{prefix}.{}", server.name.as_str()),
+                name: server.name.as_str().to_owned(),
+                start: r.start,
+                end: r.end,
+                value: &server.value,
+            });
+        }
+    }
+}
+
+fn prop<'a>(o: &'a Object<'a>, name: &str) -> Option<&'a ObjectProp<'a>> {
+    o.properties.iter().find(|p| p.name.as_str() == name)
+}
+
+fn prop_str<'a>(o: &'a Object<'a>, name: &str) -> Option<&'a str> {
+    prop(o, name)
+        .and_then(|p| p.value.as_string_lit())
+        .map(|s| s.value.as_ref())
+}
+
+/// The range that removes a property with one of the commas beside it.
+fn remove_prop(o: &Object<'_>, p: &ObjectProp<'_>) -> (usize, usize, String) {
+    let i = o
+        .properties
+        .iter()
+        .position(|q| q.range == p.range)
+        .unwrap_or(0);
+    if let Some(next) = o.properties.get(i + 1) {
+        (p.range.start, next.range.start, String::new())
+    } else if i > 0 {
+        (o.properties[i - 1].range.end, p.range.end, String::new())
+    } else {
+        (p.range.start, p.range.end, String::new())
+    }
+}
+
+fn json(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn json_array(items: &[String]) -> String {
+    format!(
+        "[{}]",
+        items.iter().map(|s| json(s)).collect::<Vec<_>>().join(", ")
+    )
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(suffix);
+    path.with_file_name(name)
+}
+
+/// Writes through a temporary file in the same directory and renames it over `path`,
+/// keeping the file's permissions.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
+    let tmp = sibling(path, ".loopguard.tmp");
+    std::fs::write(&tmp, bytes)
+        .map_err(|e| McpError::Io(format!("cannot write {}", tmp.display()), e))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| McpError::Io(format!("cannot replace {}", path.display()), e))
+}

@@ -1,0 +1,216 @@
+//! `loopguard mcp`: OpenClaw's tool-loop detection for every MCP client, as a transparent
+//! proxy between the client and the server.
+//!
+//! Everything passes through as the bytes it came in (initialize, `tools/list`, resources,
+//! prompts, completions, logging, progress, cancellation, list-changed notifications and the
+//! server's own requests); only `tools/call` is read. Before a call, the guard decides: a
+//! block is answered by the proxy with a `CallToolResult` whose `isError` is `true` and whose
+//! text is the block message, and the server never sees the call; an emitted warning is
+//! appended to the server's result as one more text item. After the call, the result's
+//! `content`, `structuredContent` and `isError` are the outcome.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::ffi::OsString;
+//! let options = loopguard_mcp::ProxyOptions::builder().name("files").build();
+//! let command: Vec<OsString> = vec!["npx".into(), "-y".into(), "@modelcontextprotocol/server-filesystem".into()];
+//! let exit_code = loopguard_mcp::run_stdio(&options, &command)?;
+//! std::process::exit(exit_code);
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod guard;
+mod http;
+mod install;
+mod options;
+mod relay;
+mod sse;
+mod stdio;
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub use install::{default_config_path, Change, ChangeKind, Client, Installer, Report};
+pub use options::{ProxyOptions, ProxyOptionsBuilder};
+
+use guard::GuardLayer;
+use relay::Relay;
+
+/// Why the proxy could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// No server command after `--`.
+    #[error("no server command given (loopguard mcp [OPTIONS] -- COMMAND [ARGS...])")]
+    NoCommand,
+    /// The server command could not be started.
+    #[error("cannot start the MCP server `{0}`: {1}")]
+    Spawn(String, #[source] std::io::Error),
+    /// A pipe to the server was not set up.
+    #[error("the MCP server's {0} is not piped")]
+    Pipe(&'static str),
+    /// Waiting for the server failed.
+    #[error("cannot wait for the MCP server: {0}")]
+    Wait(#[source] std::io::Error),
+    /// Another I/O failure, with what was being done.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// An option's value is not usable.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A connection's id: unique per process and time.
+pub(crate) fn connection_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!(
+        "{ms:x}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The session and run of a connection (`--session-key` groups connections into one
+/// session and one run, so a loop is seen across reconnections).
+pub(crate) fn session_and_run(
+    options: &ProxyOptions,
+    name: &str,
+    connection: &str,
+) -> (String, String) {
+    match &options.session_key {
+        Some(key) => (key.clone(), key.clone()),
+        None => (format!("mcp:{name}:{connection}"), connection.to_owned()),
+    }
+}
+
+/// A server's name from its command: the program's file name.
+fn name_from_command(command: &[OsString]) -> String {
+    command
+        .first()
+        .map(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .unwrap_or(p.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_else(|| "server".to_owned())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, McpError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| McpError::Io("cannot start the async runtime".to_owned(), e))
+}
+
+/// Runs `COMMAND` as an MCP server behind the proxy, the client being this process's stdin
+/// and stdout. Returns the exit code to exit with: the server's (128 + signal when a signal
+/// ended it), or 0 when the client left and the proxy closed the server.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = loopguard_mcp::ProxyOptions::builder().build();
+/// let code = loopguard_mcp::run_stdio(&options, &["python3".into(), "server.py".into()])?;
+/// # let _ = code; Ok(()) }
+/// ```
+pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, McpError> {
+    if command.is_empty() {
+        return Err(McpError::NoCommand);
+    }
+    let guard = Arc::new(GuardLayer::new(options)?);
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| name_from_command(command));
+    let connection = connection_id();
+    let (session, run) = session_and_run(options, &name, &connection);
+    tracing::info!(target: "loopguard::mcp", session = %session, "stdio connection");
+    let relay = Relay::new(guard, session, run);
+    let rt = runtime()?;
+    let result = rt.block_on(stdio::run(relay, command));
+    // Reading stdin may still block a runtime thread; do not wait for it.
+    rt.shutdown_background();
+    result
+}
+
+/// `--upstream URL --listen ADDR`: a streamable HTTP proxy in front of the MCP server at
+/// `url`. Serves until interrupted (SIGINT or SIGTERM); returns 0.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = loopguard_mcp::ProxyOptions::builder().build();
+/// loopguard_mcp::run_http_upstream(&options, "https://mcp.example.com/mcp", "127.0.0.1:8931")?;
+/// # Ok(()) }
+/// ```
+pub fn run_http_upstream(options: &ProxyOptions, url: &str, addr: &str) -> Result<i32, McpError> {
+    let guard = Arc::new(GuardLayer::new(options)?);
+    let rt = runtime()?;
+    let result = rt.block_on(http::run_upstream(guard, options.clone(), url, addr));
+    rt.shutdown_background();
+    result
+}
+
+/// `--listen ADDR -- COMMAND`: a streamable HTTP server in front of a stdio server; each
+/// HTTP session gets its own server process. Serves until interrupted; returns 0.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = loopguard_mcp::ProxyOptions::builder().build();
+/// loopguard_mcp::run_http_command(&options, "127.0.0.1:8931", &["python3".into(), "server.py".into()])?;
+/// # Ok(()) }
+/// ```
+pub fn run_http_command(
+    options: &ProxyOptions,
+    addr: &str,
+    command: &[OsString],
+) -> Result<i32, McpError> {
+    if command.is_empty() {
+        return Err(McpError::NoCommand);
+    }
+    let guard = Arc::new(GuardLayer::new(options)?);
+    let name = options
+        .name
+        .clone()
+        .unwrap_or_else(|| name_from_command(command));
+    let rt = runtime()?;
+    let result = rt.block_on(http::run_command(
+        guard,
+        options.clone(),
+        addr,
+        command,
+        name,
+    ));
+    rt.shutdown_background();
+    result
+}
+
+/// `--upstream URL` without `--listen`: the client speaks stdio to the proxy, which speaks
+/// streamable HTTP to the server (what `install` writes for URL entries). `headers` are
+/// `Name: value` strings sent with every request.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = loopguard_mcp::ProxyOptions::builder().build();
+/// let code = loopguard_mcp::run_stdio_upstream(&options, "http://127.0.0.1:8000/mcp", &[])?;
+/// # let _ = code; Ok(()) }
+/// ```
+pub fn run_stdio_upstream(
+    options: &ProxyOptions,
+    url: &str,
+    headers: &[String],
+) -> Result<i32, McpError> {
+    let guard = Arc::new(GuardLayer::new(options)?);
+    let rt = runtime()?;
+    let result = rt.block_on(http::run_bridge(guard, options.clone(), url, headers));
+    rt.shutdown_background();
+    result
+}

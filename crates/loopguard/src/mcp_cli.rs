@@ -1,0 +1,166 @@
+//! `loopguard mcp …`: the transparent MCP proxy. The work is done by the `loopguard-mcp`
+//! crate; this module parses arguments and prints.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use loopguard_core::Mode;
+use loopguard_mcp::ProxyOptions;
+
+use crate::hook_cli::ModeArg;
+use crate::replay_cmd::load_config_for_run;
+
+/// `loopguard mcp`
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    command: Option<McpCommand>,
+    #[command(flatten)]
+    proxy: ProxyArgs,
+}
+
+#[derive(Subcommand)]
+enum McpCommand {
+    /// Route every MCP server of a client's config through loopguard (keeps a backup).
+    Install(InstallArgs),
+    /// Undo `install`: each entry gets back exactly the text it had.
+    Uninstall(InstallArgs),
+}
+
+/// The proxy's options.
+#[derive(Args)]
+struct ProxyArgs {
+    /// OpenClaw config (default: detection enabled with OpenClaw's defaults).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Session state: memory, sqlite:PATH or redis://HOST:PORT/DB.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    store: String,
+    /// The server's name in session names and logs (default: the command's file name or the
+    /// upstream's host).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// Group every connection under this session (and run), e.g. one per user.
+    #[arg(long, value_name = "KEY")]
+    session_key: Option<String>,
+    /// Append every decision to FILE as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// enforce: answer looping calls with the block message; observe: only log.
+    #[arg(long, value_enum, default_value_t = ModeArg::Enforce)]
+    mode: ModeArg,
+    /// A streamable HTTP MCP server to forward to (with --listen: an HTTP proxy; without:
+    /// the proxy speaks stdio to the client).
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// A header sent to the upstream with every request (`Name: value`; repeatable).
+    #[arg(long, value_name = "HEADER", requires = "upstream")]
+    header: Vec<String>,
+    /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8931) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// The MCP server command and its arguments.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// The clients `install` knows.
+#[derive(Clone, Copy, ValueEnum)]
+enum ClientArg {
+    /// Claude Desktop (claude_desktop_config.json, `mcpServers`).
+    ClaudeDesktop,
+    /// Claude Code (~/.claude.json or a project's .mcp.json, `mcpServers`).
+    ClaudeCode,
+    /// Cursor (~/.cursor/mcp.json, `mcpServers`).
+    Cursor,
+    /// VS Code (mcp.json, JSONC, `servers`).
+    Vscode,
+}
+
+#[derive(Args)]
+struct InstallArgs {
+    /// Whose config to edit.
+    #[arg(long, value_enum)]
+    client: ClientArg,
+    /// The config file (default: the client's usual place for this user).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// The loopguard command written into the entries (default: this executable).
+    #[arg(long, value_name = "PATH")]
+    loopguard: Option<String>,
+}
+
+fn client(c: ClientArg) -> loopguard_mcp::Client {
+    match c {
+        ClientArg::ClaudeDesktop => loopguard_mcp::Client::ClaudeDesktop,
+        ClientArg::ClaudeCode => loopguard_mcp::Client::ClaudeCode,
+        ClientArg::Cursor => loopguard_mcp::Client::Cursor,
+        ClientArg::Vscode => loopguard_mcp::Client::VsCode,
+    }
+}
+
+/// Runs `loopguard mcp …`.
+pub fn run(args: McpArgs) -> Result<ExitCode> {
+    match args.command {
+        Some(McpCommand::Install(a)) => edit(a, true),
+        Some(McpCommand::Uninstall(a)) => edit(a, false),
+        None => proxy(args.proxy),
+    }
+}
+
+fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
+    let client = client(args.client);
+    let path = match args.config {
+        Some(p) => p,
+        None => loopguard_mcp::default_config_path(client)?,
+    };
+    let exe = match args.loopguard {
+        Some(l) => l,
+        None => std::env::current_exe()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "loopguard".to_owned()),
+    };
+    let installer = loopguard_mcp::Installer::new(client, &path).loopguard_command(exe);
+    let report = if install {
+        installer.install()?
+    } else {
+        installer.uninstall()?
+    };
+    print!("{}", report.render());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn proxy(args: ProxyArgs) -> Result<ExitCode> {
+    let mut builder = ProxyOptions::builder()
+        .store(args.store)
+        .mode(match args.mode {
+            ModeArg::Enforce => Mode::Enforce,
+            ModeArg::Observe => Mode::Observe,
+        });
+    if let Some(path) = &args.config {
+        builder = builder.config(load_config_for_run(path)?);
+    }
+    if let Some(name) = args.name {
+        builder = builder.name(name);
+    }
+    if let Some(key) = args.session_key {
+        builder = builder.session_key(key);
+    }
+    if let Some(log) = args.log {
+        builder = builder.log_file(log);
+    }
+    let options = builder.build();
+    let code = match (&args.upstream, &args.listen, args.command.is_empty()) {
+        (None, None, false) => loopguard_mcp::run_stdio(&options, &args.command)?,
+        (Some(url), Some(addr), true) => loopguard_mcp::run_http_upstream(&options, url, addr)?,
+        (None, Some(addr), false) => loopguard_mcp::run_http_command(&options, addr, &args.command)?,
+        (Some(url), None, true) => loopguard_mcp::run_stdio_upstream(&options, url, &args.header)?,
+        (Some(_), _, false) => bail!("give either --upstream URL or a server COMMAND after --, not both"),
+        (None, _, true) => bail!("no MCP server: give a COMMAND after -- (e.g. loopguard mcp -- npx -y SERVER) or --upstream URL"),
+    };
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
