@@ -1,0 +1,46 @@
+"""loopguard: OpenClaw's tool-call loop detection for Python agents.
+
+>>> import loopguard
+>>> guard = loopguard.Guard()
+>>> guard.before_call("session-1", "read", {"path": "a.txt"}).decision
+'allow'
+
+The engine is loopguard's Rust core (the same decisions, hashes and messages as OpenClaw's
+``tools.loopDetection``, as ``loopguard replay`` and ``loopguard serve``). Framework
+integrations are imported on first use: ``loopguard.langchain``, ``loopguard.openai_agents``
+and ``loopguard.adk``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from ._loopguard import (
+    CallDecision,
+    ConfigError,
+    EventError,
+    Guard,
+    LoopguardError,
+    OutcomeDecision,
+    StoreError,
+)
+
+__all__ = [
+    "CallDecision",
+    "ConfigError",
+    "EventError",
+    "Guard",
+    "LoopguardError",
+    "OutcomeDecision",
+    "StoreError",
+]
+
+_INTEGRATIONS = ("langchain", "openai_agents", "adk")
+
+
+def __getattr__(name: str) -> Any:
+    # `loopguard.langchain` and friends import their framework only when used.
+    if name in _INTEGRATIONS:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,348 @@
+//! `loopguard._loopguard`: the native half of the `loopguard` Python package.
+//!
+//! Python calls are turned into events.md event lines ([`convert`]) and applied by the same
+//! engine as `loopguard replay` and `loopguard serve`, so the decisions are the same for the
+//! same events. The Python half (`python/loopguard`) adds the remote client and the framework
+//! integrations; the public API is documented in `python/loopguard/__init__.pyi`.
+
+#![forbid(unsafe_code)]
+
+mod backend;
+mod convert;
+mod decision;
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use backend::{Backend, BackendError};
+use convert::{field_str, write_py_string, JsonWriter};
+use decision::{CallDecision, OutcomeDecision, Record};
+
+pyo3::create_exception!(
+    _loopguard,
+    LoopguardError,
+    pyo3::exceptions::PyException,
+    "Base class of loopguard's own errors."
+);
+pyo3::create_exception!(
+    _loopguard,
+    EventError,
+    LoopguardError,
+    "An event loopguard cannot apply (the message names the field), like a bad line for `loopguard replay`."
+);
+pyo3::create_exception!(
+    _loopguard,
+    ConfigError,
+    LoopguardError,
+    "An OpenClaw config that OpenClaw would reject (unknown keys, wrong types) or that is not JSON5."
+);
+pyo3::create_exception!(
+    _loopguard,
+    StoreError,
+    LoopguardError,
+    "The guard's session store cannot be reached."
+);
+
+/// Events at least this long are applied with the GIL released (hashing dominates).
+const DETACH_BYTES: usize = 4096;
+
+/// The guard: sessions, OpenClaw's detectors, and one decision per event.
+#[pyclass(frozen, module = "loopguard")]
+struct Guard {
+    backend: Arc<Backend>,
+}
+
+fn to_py_err(e: BackendError) -> PyErr {
+    match e {
+        BackendError::Event { field, message } => {
+            let err = EventError::new_err(message);
+            Python::attach(|py| {
+                let _ = err.value(py).setattr("field", field);
+            });
+            err
+        }
+        BackendError::Store(message) => StoreError::new_err(message),
+    }
+}
+
+impl Guard {
+    /// Applies one event line, releasing the GIL for large ones.
+    fn apply<T: Send>(
+        &self,
+        py: Python<'_>,
+        line: Vec<u8>,
+        f: impl FnOnce(decision::Applied<'_>) -> T + Send,
+    ) -> PyResult<T> {
+        let backend = &self.backend;
+        let result = if line.len() >= DETACH_BYTES {
+            py.detach(|| backend.apply_line(&line, f))
+        } else {
+            backend.apply_line(&line, f)
+        };
+        result.map_err(to_py_err)
+    }
+}
+
+/// Starts an event line: `{"type":KIND,"session":SESSION`.
+fn start_line(kind: &str, session: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.push(b'"');
+    field_str(&mut line, "session", session)?;
+    Ok(line)
+}
+
+fn optional_fields(
+    line: &mut Vec<u8>,
+    run: Option<&Bound<'_, PyAny>>,
+    call_id: Option<&Bound<'_, PyAny>>,
+    agent: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    for (name, v) in [("run", run), ("callId", call_id), ("agent", agent)] {
+        if let Some(v) = v.filter(|v| !v.is_none()) {
+            field_str(line, name, v)?;
+        }
+    }
+    Ok(())
+}
+
+fn json_field(line: &mut Vec<u8>, name: &'static str, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    line.extend_from_slice(b",\"");
+    line.extend_from_slice(name.as_bytes());
+    line.extend_from_slice(b"\":");
+    JsonWriter::new(line, name).value(v)
+}
+
+#[pymethods]
+impl Guard {
+    /// `Guard(config=None)`: `config` is a path to an OpenClaw config file (JSON5 or JSON),
+    /// a dict holding one, or None for loop detection enabled with OpenClaw's defaults.
+    #[new]
+    #[pyo3(signature = (config = None))]
+    fn new(py: Python<'_>, config: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let (text, origin) = match config {
+            None => (None, "config".to_string()),
+            Some(c) if c.is_none() => (None, "config".to_string()),
+            Some(c) if c.cast::<PyDict>().is_ok() => {
+                let mut out = Vec::new();
+                JsonWriter::new(&mut out, "config").value(c)?;
+                (
+                    Some(String::from_utf8_lossy(&out).into_owned()),
+                    "config".to_string(),
+                )
+            }
+            Some(c) => {
+                let os = py.import("os")?;
+                let path: String = os.call_method1("fspath", (c,))?.extract().map_err(|_| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "config: expected a path (str or os.PathLike), a dict or None",
+                    )
+                })?;
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| PyOSError::new_err(format!("cannot read config {path}: {e}")))?;
+                (Some(text), path)
+            }
+        };
+        let (backend, warnings) =
+            Backend::new(text.as_deref(), &origin).map_err(|(message, diagnostics)| {
+                let err = ConfigError::new_err(message);
+                let _ = err.value(py).setattr("diagnostics", diagnostics);
+                err
+            })?;
+        if !warnings.is_empty() {
+            let logger = py
+                .import("logging")?
+                .call_method1("getLogger", ("loopguard",))?;
+            for w in warnings {
+                logger.call_method1("warning", ("%s", w))?;
+            }
+        }
+        Ok(Guard {
+            backend: Arc::new(backend),
+        })
+    }
+
+    /// The before-tool-call check. Returns a `CallDecision`; on "block" do not run the tool.
+    #[pyo3(signature = (session, tool, args = None, *, run = None, call_id = None, agent = None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn before_call(
+        &self,
+        py: Python<'_>,
+        session: &Bound<'_, PyAny>,
+        tool: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+        run: Option<&Bound<'_, PyAny>>,
+        call_id: Option<&Bound<'_, PyAny>>,
+        agent: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<CallDecision> {
+        let mut line = start_line("call", session)?;
+        field_str(&mut line, "tool", tool)?;
+        optional_fields(&mut line, run, call_id, agent)?;
+        if let Some(args) = args.filter(|a| !a.is_none()) {
+            json_field(&mut line, "args", args)?;
+        }
+        line.push(b'}');
+        let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
+        Ok(CallDecision::new(py, owned))
+    }
+
+    /// Records what a tool returned (`result`) or raised (`error`). Returns an
+    /// `OutcomeDecision`; on "abort" stop the run.
+    #[pyo3(signature = (session, tool, args = None, *, result = None, error = None, run = None, call_id = None, agent = None))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn after_call(
+        &self,
+        py: Python<'_>,
+        session: &Bound<'_, PyAny>,
+        tool: &Bound<'_, PyAny>,
+        args: Option<&Bound<'_, PyAny>>,
+        result: Option<&Bound<'_, PyAny>>,
+        error: Option<&Bound<'_, PyAny>>,
+        run: Option<&Bound<'_, PyAny>>,
+        call_id: Option<&Bound<'_, PyAny>>,
+        agent: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<OutcomeDecision> {
+        let mut line = start_line("outcome", session)?;
+        field_str(&mut line, "tool", tool)?;
+        optional_fields(&mut line, run, call_id, agent)?;
+        if let Some(args) = args.filter(|a| !a.is_none()) {
+            json_field(&mut line, "args", args)?;
+        }
+        let error = error.filter(|e| !e.is_none());
+        let result = result.filter(|r| !r.is_none());
+        match (result, error) {
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "after_call: give either result or error, not both",
+                ))
+            }
+            (_, Some(e)) => json_field(&mut line, "error", e)?,
+            (Some(r), None) => json_field(&mut line, "result", r)?,
+            (None, None) => line.extend_from_slice(b",\"result\":null"),
+        }
+        line.push(b'}');
+        let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
+        Ok(OutcomeDecision::new(py, owned))
+    }
+
+    /// A context compaction finished: arms the post-compaction guard of the session and run.
+    /// Returns "armed" (or "ignored" when the config disables the guard).
+    #[pyo3(signature = (session, run = None, *, agent = None))]
+    fn on_compaction(
+        &self,
+        py: Python<'_>,
+        session: &Bound<'_, PyAny>,
+        run: Option<&Bound<'_, PyAny>>,
+        agent: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<&'static str> {
+        let mut line = start_line("compaction", session)?;
+        optional_fields(&mut line, run, None, agent)?;
+        line.push(b'}');
+        self.apply(py, line, |d| d.action.as_str())
+    }
+
+    /// Applies one events.md event given as a dict and returns its decision record as a
+    /// dict, exactly as `loopguard replay --json` writes it (without "line").
+    fn event<'py>(
+        &self,
+        py: Python<'py>,
+        event: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let line = event_line(event)?;
+        let record = self.apply(py, line, |d| d.record())?;
+        let json = py.import("json")?;
+        json.call_method1(
+            "loads",
+            (PyString::new(py, &String::from_utf8_lossy(&record)),),
+        )
+    }
+
+    /// `Guard.remote(url, token=None)`: the same API, answered by `loopguard serve`.
+    #[staticmethod]
+    #[pyo3(signature = (url, token = None, *, timeout = 5.0))]
+    fn remote<'py>(
+        py: Python<'py>,
+        url: &Bound<'py, PyAny>,
+        token: Option<&Bound<'py, PyAny>>,
+        timeout: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        py.import("loopguard._remote")?
+            .getattr("RemoteGuard")?
+            .call1((url, token, timeout))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<loopguard.Guard {}>", self.backend.describe())
+    }
+}
+
+/// The JSON line for an event dict (`Guard.event`; the remote client sends the same bytes).
+fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if event.cast::<PyDict>().is_err() {
+        let type_name = event
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "object".into());
+        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "event: expected a dict (one events.md event), got a {type_name}"
+        )));
+    }
+    let mut line = Vec::with_capacity(256);
+    JsonWriter::new(&mut line, "event").value(event)?;
+    Ok(line)
+}
+
+/// `_event_json(event) -> bytes`: the event dict as the JSON `Guard.event` applies.
+#[pyfunction]
+fn _event_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let line = event_line(event)?;
+    Ok(pyo3::types::PyBytes::new(py, &line).into_any())
+}
+
+/// `_value_json(value, root) -> bytes`: a value as JSON, with the conversion `Guard` uses.
+#[pyfunction]
+fn _value_json<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    root: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = Vec::new();
+    let root: &'static str = match root {
+        "args" => "args",
+        "result" => "result",
+        "error" => "error",
+        _ => "value",
+    };
+    JsonWriter::new(&mut out, root).value(value)?;
+    Ok(pyo3::types::PyBytes::new(py, &out).into_any())
+}
+
+/// `_str_json(s) -> bytes`: a str as a JSON string (lone surrogates escaped).
+#[pyfunction]
+fn _str_json<'py>(py: Python<'py>, s: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = Vec::new();
+    write_py_string(&mut out, s)?;
+    Ok(pyo3::types::PyBytes::new(py, &out).into_any())
+}
+
+#[pymodule]
+fn _loopguard(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Guard>()?;
+    m.add_class::<CallDecision>()?;
+    m.add_class::<OutcomeDecision>()?;
+    m.add("LoopguardError", py.get_type::<LoopguardError>())?;
+    m.add("EventError", py.get_type::<EventError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add_function(wrap_pyfunction!(_event_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_value_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_str_json, m)?)?;
+    m.add_function(wrap_pyfunction!(decision::_decision_from_record, m)?)?;
+    Ok(())
+}
