@@ -1,0 +1,124 @@
+"""loopguard for Google's Agent Development Kit (``google-adk``).
+
+>>> from google.adk.agents import LlmAgent
+>>> from loopguard.adk import LoopGuardCallbacks
+>>> lg = LoopGuardCallbacks()
+>>> agent = LlmAgent(name="helper", model=model, tools=[read],            # doctest: +SKIP
+...                  before_tool_callback=lg.before_tool_callback,
+...                  after_tool_callback=lg.after_tool_callback,
+...                  on_tool_error_callback=lg.on_tool_error_callback)
+
+* ``before_tool_callback`` checks the call; for a blocked call it returns
+  ``{"error": MESSAGE, "loopguard": {...}}``, which ADK uses as the tool's result without
+  running it;
+* ``after_tool_callback`` records the tool's response and, when the call warned and the
+  warning should be shown, returns the response with ``"loopguard_warning": MESSAGE`` added;
+  a loop that survived a compaction adds ``"loopguard_abort": MESSAGE``;
+* ``on_tool_error_callback`` records a tool's exception as the call's error (and lets ADK
+  go on handling it).
+
+The session is the ADK session id, each invocation (``invocation_id``) is a run, and the
+agent's name selects its ``agents.list[]`` entry of the config (``agent=`` overrides it).
+
+Needs ``pip install "loopguard[adk]"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+from . import CallDecision, Guard
+
+__all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
+
+
+def _result(response: Any) -> Any:
+    if isinstance(response, str):
+        return {"content": [{"type": "text", "text": response}]}
+    return {"content": response}
+
+
+class LoopGuardCallbacks:
+    """ADK tool callbacks that stop tool-call loops with loopguard.
+
+    Args:
+        guard: the ``loopguard.Guard`` (or ``Guard.remote(...)``); a fresh ``Guard()`` when omitted.
+        agent: the agent id for per-agent config; default: the ADK agent's name.
+    """
+
+    def __init__(self, guard: Optional[Guard] = None, *, agent: Optional[str] = None) -> None:
+        self.guard = guard if guard is not None else Guard()
+        self.agent = agent
+        self._lock = threading.Lock()
+        self._pending: dict[str, CallDecision] = {}
+
+    def _scope(self, ctx: Any) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
+        session = getattr(getattr(ctx, "session", None), "id", None) or "default"
+        run = getattr(ctx, "invocation_id", None)
+        call_id = getattr(ctx, "function_call_id", None)
+        agent = self.agent if self.agent is not None else getattr(ctx, "agent_name", None)
+        return session, run, call_id, agent
+
+    def before_tool_callback(self, tool: Any, args: dict, tool_context: Any) -> Optional[dict]:
+        session, run, call_id, agent = self._scope(tool_context)
+        decision = self.guard.before_call(session, tool.name, args, run=run, call_id=call_id, agent=agent)
+        if decision.decision == "block":
+            return {
+                "error": decision.message,
+                "loopguard": {"decision": "block", "detector": decision.detector, "count": decision.count},
+            }
+        if call_id is not None:
+            with self._lock:
+                self._pending[call_id] = decision
+        return None
+
+    def after_tool_callback(self, tool: Any, args: dict, tool_context: Any, tool_response: Any) -> Optional[dict]:
+        session, run, call_id, agent = self._scope(tool_context)
+        with self._lock:
+            decision = self._pending.pop(call_id, None) if call_id is not None else None
+        if decision is None and call_id is not None:
+            # Not a call this guard let through (a blocked call's replacement result).
+            return None
+        outcome = self.guard.after_call(
+            session, tool.name, args, result=_result(tool_response), run=run, call_id=call_id, agent=agent
+        )
+        extra: dict = {}
+        if outcome.decision == "abort":
+            extra["loopguard_abort"] = outcome.message
+        elif decision is not None and decision.decision == "warn" and decision.emitted:
+            extra["loopguard_warning"] = decision.message
+        if not extra:
+            return None
+        base = dict(tool_response) if isinstance(tool_response, dict) else {"result": tool_response}
+        return {**base, **extra}
+
+    def on_tool_error_callback(self, tool: Any, args: dict, tool_context: Any, error: Exception) -> Optional[dict]:
+        session, run, call_id, agent = self._scope(tool_context)
+        with self._lock:
+            if call_id is not None:
+                self._pending.pop(call_id, None)
+        self.guard.after_call(session, tool.name, args, error=str(error), run=run, call_id=call_id, agent=agent)
+        return None
+
+
+_default: Optional[LoopGuardCallbacks] = None
+_default_lock = threading.Lock()
+
+
+def _callbacks() -> LoopGuardCallbacks:
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = LoopGuardCallbacks()
+        return _default
+
+
+def before_tool_callback(tool: Any, args: dict, tool_context: Any) -> Optional[dict]:
+    """``before_tool_callback`` backed by one module-wide ``Guard()``."""
+    return _callbacks().before_tool_callback(tool, args, tool_context)
+
+
+def after_tool_callback(tool: Any, args: dict, tool_context: Any, tool_response: Any) -> Optional[dict]:
+    """``after_tool_callback`` backed by the same module-wide ``Guard()``."""
+    return _callbacks().after_tool_callback(tool, args, tool_context, tool_response)

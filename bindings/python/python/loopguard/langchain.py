@@ -1,0 +1,169 @@
+"""loopguard for LangChain v1 agents (``create_agent``).
+
+>>> from langchain.agents import create_agent
+>>> from loopguard.langchain import LoopGuardMiddleware
+>>> agent = create_agent(model, tools, middleware=[LoopGuardMiddleware()])  # doctest: +SKIP
+
+Every tool call goes through the guard before it runs (``wrap_tool_call`` /
+``awrap_tool_call``):
+
+* a blocked call does not run: the model gets a ``ToolMessage`` with the block message and
+  ``status="error"`` instead;
+* a warning that should be shown (once per bucket of ten) is appended to the tool's message;
+* the outcome (the ``ToolMessage`` content, or its error) is recorded after the tool ran.
+
+The session is the LangGraph thread id (``config["configurable"]["thread_id"]``, ``"default"``
+without one) and each invocation of the agent is a run: calls of earlier invocations on the
+same thread do not count toward a loop, as OpenClaw scopes history by run.
+
+Needs ``pip install "loopguard[langchain]"`` (langchain >= 1.0).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Awaitable, Callable, Optional, Union
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import ToolMessage
+from typing_extensions import Annotated, NotRequired
+
+from . import CallDecision, Guard
+
+__all__ = ["LoopGuardMiddleware", "LoopGuardState"]
+
+_log = logging.getLogger("loopguard")
+
+
+class LoopGuardState(AgentState):
+    """The agent state with the id of the current invocation (loopguard's run)."""
+
+    loopguard_run: NotRequired[Annotated[str, PrivateStateAttr]]
+
+
+def _content_result(content: Any) -> Any:
+    """A ToolMessage's content in OpenClaw's tool-result shape (``{"content": [...]}``)."""
+    if isinstance(content, str):
+        return {"content": [{"type": "text", "text": content}]}
+    return {"content": content}
+
+
+def _with_warning(message: ToolMessage, warning: str) -> ToolMessage:
+    content = message.content
+    if isinstance(content, str):
+        new_content: Any = f"{content}\n\n{warning}" if content else warning
+    else:
+        new_content = [*content, {"type": "text", "text": warning}]
+    return message.model_copy(update={"content": new_content})
+
+
+class LoopGuardMiddleware(AgentMiddleware):
+    """LangChain v1 middleware that stops tool-call loops with loopguard.
+
+    Args:
+        guard: the ``loopguard.Guard`` (or ``Guard.remote(...)``) to use; a fresh ``Guard()``
+            (loop detection enabled, OpenClaw's defaults) when omitted.
+        agent: the agent id, selecting its ``agents.list[]`` entry of the guard's config.
+    """
+
+    state_schema = LoopGuardState
+
+    def __init__(self, guard: Optional[Guard] = None, *, agent: Optional[str] = None) -> None:
+        super().__init__()
+        self.guard = guard if guard is not None else Guard()
+        self.agent = agent
+
+    # A new run for every invocation of the agent.
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return {"loopguard_run": uuid.uuid4().hex}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self.before_agent(state, runtime)
+
+    def _scope(self, request: Any) -> tuple[str, Optional[str]]:
+        config = getattr(request.runtime, "config", None) or {}
+        thread = (config.get("configurable") or {}).get("thread_id")
+        state = request.state
+        run = state.get("loopguard_run") if isinstance(state, dict) else None
+        return (str(thread) if thread is not None else "default"), run
+
+    def _before(self, request: Any) -> tuple[CallDecision, str, Optional[str], dict, Any]:
+        call = request.tool_call
+        session, run = self._scope(request)
+        args = call.get("args") or {}
+        decision = self.guard.before_call(
+            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent
+        )
+        return decision, session, run, args, call
+
+    def _blocked(self, decision: CallDecision, call: dict) -> ToolMessage:
+        return ToolMessage(
+            content=decision.message,
+            tool_call_id=call.get("id") or "",
+            name=call["name"],
+            status="error",
+        )
+
+    def _after(
+        self,
+        decision: CallDecision,
+        session: str,
+        run: Optional[str],
+        args: dict,
+        call: dict,
+        response: Any,
+    ) -> Any:
+        if not isinstance(response, ToolMessage):
+            # A Command (state update) has no tool result to compare; nothing is recorded.
+            _log.debug("loopguard: %s returned %s; outcome not recorded", call["name"], type(response).__name__)
+            return response
+        if response.status == "error":
+            kwargs: dict[str, Any] = {"error": response.content}
+        else:
+            kwargs = {"result": _content_result(response.content)}
+        outcome = self.guard.after_call(
+            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, **kwargs
+        )
+        if outcome.decision == "abort" and outcome.message:
+            response = _with_warning(response, outcome.message).model_copy(update={"status": "error"})
+        elif decision.decision == "warn" and decision.emitted and decision.message:
+            response = _with_warning(response, decision.message)
+        return response
+
+    def _failed(self, session: str, run: Optional[str], args: dict, call: dict, exc: BaseException) -> None:
+        # The tool raised: its error is the outcome (a string error is its message).
+        self.guard.after_call(
+            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, error=str(exc)
+        )
+
+    def wrap_tool_call(
+        self,
+        request: Any,
+        handler: Callable[[Any], Union[ToolMessage, Any]],
+    ) -> Union[ToolMessage, Any]:
+        decision, session, run, args, call = self._before(request)
+        if decision.decision == "block":
+            return self._blocked(decision, call)
+        try:
+            response = handler(request)
+        except Exception as exc:
+            self._failed(session, run, args, call, exc)
+            raise
+        return self._after(decision, session, run, args, call, response)
+
+    async def awrap_tool_call(
+        self,
+        request: Any,
+        handler: Callable[[Any], Awaitable[Union[ToolMessage, Any]]],
+    ) -> Union[ToolMessage, Any]:
+        decision, session, run, args, call = self._before(request)
+        if decision.decision == "block":
+            return self._blocked(decision, call)
+        try:
+            response = await handler(request)
+        except Exception as exc:
+            self._failed(session, run, args, call, exc)
+            raise
+        return self._after(decision, session, run, args, call, response)

@@ -1,0 +1,29 @@
+"""Shared helpers for loopguard's Python tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+# The repository's own parity fixtures (tests/fixtures/parity at the repository root).
+REPO = Path(__file__).resolve().parents[3]
+PARITY = REPO / "tests" / "fixtures" / "parity"
+
+# What the guard answers for 25 identical calls with identical results, with OpenClaw's
+# default thresholds: calls 1-20 run (warnings from the 10th), the 21st is blocked.
+BLOCK_MESSAGE_21 = (
+    "CRITICAL: Called {tool} with identical arguments and identical outcomes 20 times. "
+    "Session execution blocked to prevent runaway loops."
+)
+
+
+@pytest.fixture
+def parity_dir() -> Path:
+    assert PARITY.is_dir(), f"parity fixtures missing at {PARITY}"
+    return PARITY
+
+
+def read_jsonl(path: Path) -> list:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

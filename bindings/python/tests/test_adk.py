@@ -1,0 +1,115 @@
+"""Google ADK: LoopGuardCallbacks on an LlmAgent driven by a scripted BaseLlm."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import AsyncGenerator, List
+
+import pytest
+
+pytest.importorskip("google.adk")
+
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import InMemoryRunner
+from google.genai import types
+
+from loopguard.adk import LoopGuardCallbacks
+
+from conftest import BLOCK_MESSAGE_21
+
+logging.getLogger("google_adk").setLevel(logging.ERROR)
+
+
+class ScriptedLlm(BaseLlm):
+    """Calls `read` with the same arguments `calls` times, then answers."""
+
+    model: str = "scripted"
+    calls: int = 25
+    turns: int = 0
+
+    async def generate_content_async(self, llm_request, stream: bool = False) -> AsyncGenerator[LlmResponse, None]:
+        self.turns += 1
+        if self.turns <= self.calls:
+            part = types.Part(function_call=types.FunctionCall(name="read", args={"path": "a.txt"}, id=f"call-{self.turns}"))
+        else:
+            part = types.Part(text="giving up")
+        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+
+async def run(agent: LlmAgent, session_id: str) -> List[dict]:
+    runner = InMemoryRunner(agent=agent, app_name="loopguard-test")
+    await runner.session_service.create_session(app_name="loopguard-test", user_id="u", session_id=session_id)
+    responses = []
+    message = types.Content(role="user", parts=[types.Part(text="read a.txt")])
+    async for event in runner.run_async(user_id="u", session_id=session_id, new_message=message):
+        for part in event.content.parts if event.content else []:
+            if part.function_response:
+                responses.append(part.function_response.response)
+    return responses
+
+
+def test_llm_agent_blocks_the_21st_identical_call() -> None:
+    runs = {"n": 0}
+
+    def read(path: str) -> str:
+        """Reads a file."""
+        runs["n"] += 1
+        return "the same content"
+
+    lg = LoopGuardCallbacks()
+    agent = LlmAgent(
+        name="helper",
+        model=ScriptedLlm(),
+        tools=[read],
+        before_tool_callback=lg.before_tool_callback,
+        after_tool_callback=lg.after_tool_callback,
+        on_tool_error_callback=lg.on_tool_error_callback,
+    )
+    responses = asyncio.run(run(agent, "session-1"))
+    assert runs["n"] == 20
+    assert len(responses) == 25
+    assert responses[:10] == [{"result": "the same content"}] * 10
+    assert responses[10]["result"] == "the same content"
+    assert responses[10]["loopguard_warning"].startswith("WARNING: You have called read 10 times with identical arguments")
+    assert responses[11:20] == [{"result": "the same content"}] * 9
+    for r in responses[20:]:
+        assert r["error"] == BLOCK_MESSAGE_21.format(tool="read")
+        assert r["loopguard"] == {"decision": "block", "detector": "generic_repeat", "count": 20}
+
+
+class RecordingGuard:
+    """Delegates to a real Guard and keeps the scope of every call it was asked about."""
+
+    def __init__(self) -> None:
+        import loopguard
+
+        self.guard = loopguard.Guard()
+        self.scopes: list = []
+
+    def before_call(self, session, tool, args, **kw):
+        self.scopes.append((session, kw["run"], kw["agent"]))
+        return self.guard.before_call(session, tool, args, **kw)
+
+    def after_call(self, *args, **kw):
+        return self.guard.after_call(*args, **kw)
+
+
+def test_session_is_the_adk_session_and_run_the_invocation() -> None:
+    def read(path: str) -> str:
+        """Reads a file."""
+        return "the same content"
+
+    guard = RecordingGuard()
+    lg = LoopGuardCallbacks(guard)
+    for session in ("a", "b"):
+        agent = LlmAgent(name="helper", model=ScriptedLlm(calls=3), tools=[read],
+                         before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
+        asyncio.run(run(agent, session))
+    sessions = [s for s, _, _ in guard.scopes]
+    runs = {s: {r for s2, r, _ in guard.scopes if s2 == s} for s in ("a", "b")}
+    assert sessions == ["a"] * 3 + ["b"] * 3
+    assert len(runs["a"]) == 1 and len(runs["b"]) == 1 and runs["a"] != runs["b"]
+    assert all(agent == "helper" for _, _, agent in guard.scopes)

@@ -1,0 +1,86 @@
+"""OpenAI Agents SDK: LoopGuard's tool guardrails with the SDK's own scripted Model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
+from agents.items import ToolCallOutputItem
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+import loopguard
+from loopguard.openai_agents import LoopGuard
+
+from conftest import BLOCK_MESSAGE_21
+
+set_tracing_disabled(True)  # no network: traces would be exported to OpenAI
+
+
+def scripted(calls: int = 25) -> ScriptedModel:
+    steps = [[function_call("read", {"path": "a.txt"}, call_id=f"call-{i}")] for i in range(calls)]
+    return ScriptedModel([*steps, [assistant_message("giving up")]])
+
+
+def make_tool():
+    counter = {"runs": 0}
+
+    @function_tool
+    def read(path: str) -> str:
+        """Reads a file."""
+        counter["runs"] += 1
+        return "the same content"
+
+    return read, counter
+
+
+def outputs(result) -> list:
+    return [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
+
+
+def test_runner_blocks_the_21st_identical_call() -> None:
+    read, counter = make_tool()
+    lg = LoopGuard()
+    lg.protect(read)
+    result = Runner.run_sync(Agent(name="helper", model=scripted(), tools=[read]), "read a.txt", max_turns=100)
+    assert counter["runs"] == 20
+    out = outputs(result)
+    assert len(out) == 25
+    assert out[:10] == ["the same content"] * 10
+    # The 11th call warns; the model sees the output with the warning appended.
+    assert out[10].startswith("the same content\n\nWARNING: You have called read 10 times with identical arguments")
+    assert out[11:20] == ["the same content"] * 9
+    assert out[20:] == [BLOCK_MESSAGE_21.format(tool="read")] * 5
+    assert result.final_output == "giving up"
+
+
+def test_decorator_form_and_async_run_share_a_conversation_session() -> None:
+    guard = loopguard.Guard()
+    lg = LoopGuard(guard)
+    counter = {"runs": 0}
+
+    @function_tool(tool_input_guardrails=[lg.input_guardrail], tool_output_guardrails=[lg.output_guardrail])
+    def read(path: str) -> str:
+        """Reads a file."""
+        counter["runs"] += 1
+        return "the same content"
+
+    config = RunConfig(group_id="conversation-9")
+    for _ in range(2):
+        # Two runs of 15 calls in one conversation: each run is scoped on its own, so all run.
+        asyncio.run(Runner.run(Agent(name="helper", model=scripted(15), tools=[read]), "go", run_config=config, max_turns=100))
+    assert counter["runs"] == 30
+    record = guard.event({"type": "call", "session": "conversation-9", "tool": "read", "args": {"path": "a.txt"}})
+    assert record["decision"] == "allow"  # no run: the runs' calls are not in its scope
+
+
+def test_one_run_without_trace_is_one_run() -> None:
+    # Tracing is disabled, so the run id comes from the run itself: 25 calls of one run are
+    # counted together (else nothing would ever be blocked).
+    read, counter = make_tool()
+    LoopGuard(session="fixed").protect([read])
+    Runner.run_sync(Agent(name="helper", model=scripted(21), tools=[read]), "go", max_turns=100)
+    assert counter["runs"] == 20
