@@ -167,14 +167,14 @@ impl Guard {
     }
 
     /// The before-tool-call check. Returns a `CallDecision`; on "block" do not run the tool.
-    #[pyo3(signature = (session, tool, args = None, *, run = None, call_id = None, agent = None))]
+    #[pyo3(signature = (session, tool, args, *, run = None, call_id = None, agent = None))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn before_call(
         &self,
         py: Python<'_>,
         session: &Bound<'_, PyAny>,
         tool: &Bound<'_, PyAny>,
-        args: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyAny>,
         run: Option<&Bound<'_, PyAny>>,
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
@@ -182,9 +182,7 @@ impl Guard {
         let mut line = start_line("call", session)?;
         field_str(&mut line, "tool", tool)?;
         optional_fields(&mut line, run, call_id, agent)?;
-        if let Some(args) = args.filter(|a| !a.is_none()) {
-            json_field(&mut line, "args", args)?;
-        }
+        json_field(&mut line, "args", args)?;
         line.push(b'}');
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(CallDecision::new(py, owned))
@@ -192,14 +190,14 @@ impl Guard {
 
     /// Records what a tool returned (`result`) or raised (`error`). Returns an
     /// `OutcomeDecision`; on "abort" stop the run.
-    #[pyo3(signature = (session, tool, args = None, *, result = None, error = None, run = None, call_id = None, agent = None))]
+    #[pyo3(signature = (session, tool, args, *, result = None, error = None, run = None, call_id = None, agent = None))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn after_call(
         &self,
         py: Python<'_>,
         session: &Bound<'_, PyAny>,
         tool: &Bound<'_, PyAny>,
-        args: Option<&Bound<'_, PyAny>>,
+        args: &Bound<'_, PyAny>,
         result: Option<&Bound<'_, PyAny>>,
         error: Option<&Bound<'_, PyAny>>,
         run: Option<&Bound<'_, PyAny>>,
@@ -209,9 +207,7 @@ impl Guard {
         let mut line = start_line("outcome", session)?;
         field_str(&mut line, "tool", tool)?;
         optional_fields(&mut line, run, call_id, agent)?;
-        if let Some(args) = args.filter(|a| !a.is_none()) {
-            json_field(&mut line, "args", args)?;
-        }
+        json_field(&mut line, "args", args)?;
         let error = error.filter(|e| !e.is_none());
         let result = result.filter(|r| !r.is_none());
         match (result, error) {
@@ -245,8 +241,9 @@ impl Guard {
         self.apply(py, line, |d| d.action.as_str())
     }
 
-    /// Applies one events.md event given as a dict and returns its decision record as a
-    /// dict, exactly as `loopguard replay --json` writes it (without "line").
+    /// Applies one events.md event, given as a dict or as one JSON line (str or bytes), and
+    /// returns its decision record as a dict, exactly as `loopguard replay --json` writes it
+    /// (without "line").
     fn event<'py>(
         &self,
         py: Python<'py>,
@@ -280,8 +277,16 @@ impl Guard {
     }
 }
 
-/// The JSON line for an event dict (`Guard.event`; the remote client sends the same bytes).
+/// The JSON line for an event: a dict is converted (the remote client sends the same bytes);
+/// a str or bytes is taken as one events.md line as it is.
 fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(b) = event.cast::<pyo3::types::PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(s) = event.cast::<PyString>() {
+        // The line's own bytes: its escapes (lone surrogates too) are the parser's to read.
+        return Ok(s.to_cow()?.as_bytes().to_vec());
+    }
     if event.cast::<PyDict>().is_err() {
         let type_name = event
             .get_type()
@@ -289,7 +294,7 @@ fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
             .map(|n| n.to_string())
             .unwrap_or_else(|_| "object".into());
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "event: expected a dict (one events.md event), got a {type_name}"
+            "event: expected a dict (one events.md event) or one JSON line (str or bytes), got a {type_name}"
         )));
     }
     let mut line = Vec::with_capacity(256);
