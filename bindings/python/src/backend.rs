@@ -4,7 +4,8 @@ use std::sync::Mutex;
 
 use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
-use loopguard_replay::{parse_event, Replayer};
+use loopguard_events::parse_event;
+use loopguard_replay::Replayer;
 
 use crate::decision::Applied;
 

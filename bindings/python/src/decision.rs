@@ -4,28 +4,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 /// A decision as the engine returns it, borrowing from its event.
-pub(crate) type Applied<'e> = loopguard_replay::Decision<'e>;
+pub(crate) type Applied<'e> = loopguard_events::Decision<'e>;
 
-/// Extension of [`Applied`]: the decision record (events.md output without `line`).
-pub(crate) trait Record {
-    fn record(&self) -> Vec<u8>;
-}
-
-impl Record for Applied<'_> {
-    fn record(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        self.write_json(&mut out);
-        // `{"line":N,` is the first field; the record is the rest of the object.
-        let rest = out
-            .iter()
-            .position(|&b| b == b',')
-            .map(|i| i + 1)
-            .unwrap_or(out.len());
-        let mut record = Vec::with_capacity(out.len());
-        record.push(b'{');
-        record.extend_from_slice(out[rest..].trim_ascii_end());
-        record
-    }
+/// The decision record (events.md output without `line`), as `loopguard serve` answers.
+pub(crate) fn record(d: &Applied<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    d.write_record(&mut out);
+    out.truncate(out.trim_ascii_end().len());
+    out
 }
 
 /// A decision with everything owned, to carry out of a GIL-released section.

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use backend::{Backend, BackendError};
-use convert::{field_str, write_py_string, JsonWriter};
-use decision::{CallDecision, OutcomeDecision, Record};
+use convert::{field_str, JsonWriter};
+use decision::{CallDecision, OutcomeDecision};
 
 pyo3::create_exception!(
     _loopguard,
@@ -117,6 +117,116 @@ fn json_field(line: &mut Vec<u8>, name: &'static str, v: &Bound<'_, PyAny>) -> P
     JsonWriter::new(line, name).value(v)
 }
 
+/// The event line of a `before_call`.
+fn call_line(
+    session: &Bound<'_, PyAny>,
+    tool: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyAny>,
+    run: Option<&Bound<'_, PyAny>>,
+    call_id: Option<&Bound<'_, PyAny>>,
+    agent: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<u8>> {
+    let mut line = start_line("call", session)?;
+    field_str(&mut line, "tool", tool)?;
+    optional_fields(&mut line, run, call_id, agent)?;
+    json_field(&mut line, "args", args)?;
+    line.push(b'}');
+    Ok(line)
+}
+
+/// The event line of an `after_call`: `error` when it is not None, else `result`.
+#[allow(clippy::too_many_arguments)] // the Python signature
+fn outcome_line(
+    session: &Bound<'_, PyAny>,
+    tool: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyAny>,
+    result: Option<&Bound<'_, PyAny>>,
+    error: Option<&Bound<'_, PyAny>>,
+    run: Option<&Bound<'_, PyAny>>,
+    call_id: Option<&Bound<'_, PyAny>>,
+    agent: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<u8>> {
+    let mut line = start_line("outcome", session)?;
+    field_str(&mut line, "tool", tool)?;
+    optional_fields(&mut line, run, call_id, agent)?;
+    json_field(&mut line, "args", args)?;
+    let error = error.filter(|e| !e.is_none());
+    let result = result.filter(|r| !r.is_none());
+    match (result, error) {
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "after_call: give either result or error, not both",
+            ))
+        }
+        (_, Some(e)) => json_field(&mut line, "error", e)?,
+        (Some(r), None) => json_field(&mut line, "result", r)?,
+        (None, None) => line.extend_from_slice(b",\"result\":null"),
+    }
+    line.push(b'}');
+    Ok(line)
+}
+
+/// The event line of an `on_compaction`.
+fn compaction_line(
+    session: &Bound<'_, PyAny>,
+    run: Option<&Bound<'_, PyAny>>,
+    agent: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<u8>> {
+    let mut line = start_line("compaction", session)?;
+    optional_fields(&mut line, run, None, agent)?;
+    line.push(b'}');
+    Ok(line)
+}
+
+/// `_call_line(...) -> bytes`: what `before_call` applies (the remote client posts it).
+#[pyfunction]
+#[pyo3(signature = (session, tool, args, run = None, call_id = None, agent = None))]
+fn _call_line<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    tool: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyAny>,
+    run: Option<&Bound<'py, PyAny>>,
+    call_id: Option<&Bound<'py, PyAny>>,
+    agent: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(
+        py,
+        &call_line(session, tool, args, run, call_id, agent)?,
+    ))
+}
+
+/// `_outcome_line(...) -> bytes`: what `after_call` applies.
+#[pyfunction]
+#[pyo3(signature = (session, tool, args, result = None, error = None, run = None, call_id = None, agent = None))]
+#[allow(clippy::too_many_arguments)] // the Python signature
+fn _outcome_line<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    tool: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyAny>,
+    result: Option<&Bound<'py, PyAny>>,
+    error: Option<&Bound<'py, PyAny>>,
+    run: Option<&Bound<'py, PyAny>>,
+    call_id: Option<&Bound<'py, PyAny>>,
+    agent: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let line = outcome_line(session, tool, args, result, error, run, call_id, agent)?;
+    Ok(PyBytes::new(py, &line))
+}
+
+/// `_compaction_line(...) -> bytes`: what `on_compaction` applies.
+#[pyfunction]
+#[pyo3(signature = (session, run = None, agent = None))]
+fn _compaction_line<'py>(
+    py: Python<'py>,
+    session: &Bound<'py, PyAny>,
+    run: Option<&Bound<'py, PyAny>>,
+    agent: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    Ok(PyBytes::new(py, &compaction_line(session, run, agent)?))
+}
+
 #[pymethods]
 impl Guard {
     /// `Guard(config=None)`: `config` is a path to an OpenClaw config file (JSON5 or JSON),
@@ -179,11 +289,7 @@ impl Guard {
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CallDecision> {
-        let mut line = start_line("call", session)?;
-        field_str(&mut line, "tool", tool)?;
-        optional_fields(&mut line, run, call_id, agent)?;
-        json_field(&mut line, "args", args)?;
-        line.push(b'}');
+        let line = call_line(session, tool, args, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(CallDecision::new(py, owned))
     }
@@ -204,23 +310,7 @@ impl Guard {
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<OutcomeDecision> {
-        let mut line = start_line("outcome", session)?;
-        field_str(&mut line, "tool", tool)?;
-        optional_fields(&mut line, run, call_id, agent)?;
-        json_field(&mut line, "args", args)?;
-        let error = error.filter(|e| !e.is_none());
-        let result = result.filter(|r| !r.is_none());
-        match (result, error) {
-            (Some(_), Some(_)) => {
-                return Err(PyValueError::new_err(
-                    "after_call: give either result or error, not both",
-                ))
-            }
-            (_, Some(e)) => json_field(&mut line, "error", e)?,
-            (Some(r), None) => json_field(&mut line, "result", r)?,
-            (None, None) => line.extend_from_slice(b",\"result\":null"),
-        }
-        line.push(b'}');
+        let line = outcome_line(session, tool, args, result, error, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(OutcomeDecision::new(py, owned))
     }
@@ -235,9 +325,7 @@ impl Guard {
         run: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let mut line = start_line("compaction", session)?;
-        optional_fields(&mut line, run, None, agent)?;
-        line.push(b'}');
+        let line = compaction_line(session, run, agent)?;
         self.apply(py, line, |d| d.action.as_str())
     }
 
@@ -250,7 +338,7 @@ impl Guard {
         event: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let line = event_line(event)?;
-        let record = self.apply(py, line, |d| d.record())?;
+        let record = self.apply(py, line, |d| decision::record(&d))?;
         let json = py.import("json")?;
         json.call_method1(
             "loads",
@@ -306,33 +394,7 @@ fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 #[pyfunction]
 fn _event_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let line = event_line(event)?;
-    Ok(pyo3::types::PyBytes::new(py, &line).into_any())
-}
-
-/// `_value_json(value, root) -> bytes`: a value as JSON, with the conversion `Guard` uses.
-#[pyfunction]
-fn _value_json<'py>(
-    py: Python<'py>,
-    value: &Bound<'py, PyAny>,
-    root: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    let mut out = Vec::new();
-    let root: &'static str = match root {
-        "args" => "args",
-        "result" => "result",
-        "error" => "error",
-        _ => "value",
-    };
-    JsonWriter::new(&mut out, root).value(value)?;
-    Ok(pyo3::types::PyBytes::new(py, &out).into_any())
-}
-
-/// `_str_json(s) -> bytes`: a str as a JSON string (lone surrogates escaped).
-#[pyfunction]
-fn _str_json<'py>(py: Python<'py>, s: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
-    let mut out = Vec::new();
-    write_py_string(&mut out, s)?;
-    Ok(pyo3::types::PyBytes::new(py, &out).into_any())
+    Ok(PyBytes::new(py, &line).into_any())
 }
 
 #[pymodule]
@@ -346,8 +408,9 @@ fn _loopguard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add_function(wrap_pyfunction!(_event_json, m)?)?;
-    m.add_function(wrap_pyfunction!(_value_json, m)?)?;
-    m.add_function(wrap_pyfunction!(_str_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_call_line, m)?)?;
+    m.add_function(wrap_pyfunction!(_outcome_line, m)?)?;
+    m.add_function(wrap_pyfunction!(_compaction_line, m)?)?;
     m.add_function(wrap_pyfunction!(decision::_decision_from_record, m)?)?;
     Ok(())
 }

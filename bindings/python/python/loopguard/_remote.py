@@ -1,0 +1,159 @@
+"""``loopguard.Guard.remote(url, token=None)``: the Guard API answered by ``loopguard serve``.
+
+Each call posts one events.md event to ``POST {url}/v1/events`` (the same bytes the local
+``Guard`` applies) and turns the decision record into the same decision objects. One server,
+or several behind a load balancer sharing Redis, then holds one loop state for a whole fleet.
+
+Fail open, loudly: when the server cannot be reached (connection refused, timeout, 503 from a
+store that is down), the call is allowed, the outcome is not recorded, and a warning is
+logged on the ``loopguard`` logger. A malformed event is an ``EventError`` (the server's
+message, naming the field), as it is locally; a rejected token is a ``LoopguardError``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import threading
+import urllib.parse
+from typing import Any, Optional
+
+from ._loopguard import (
+    EventError,
+    LoopguardError,
+    _call_line,
+    _compaction_line,
+    _decision_from_record,
+    _event_json,
+    _outcome_line,
+)
+
+_log = logging.getLogger("loopguard")
+
+# What a call, an outcome and a compaction become when the server is unreachable.
+_FAIL_OPEN = {"call": "allow", "outcome": "ignored", "compaction": "ignored"}
+
+
+class RemoteGuard:
+    """A client of ``loopguard serve`` with the ``loopguard.Guard`` API. Safe to share between
+    threads (one keep-alive connection per thread)."""
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 5.0) -> None:
+        parsed = urllib.parse.urlsplit(str(url))
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"Guard.remote: expected an http:// or https:// URL, got {url!r}")
+        self.url = str(url).rstrip("/")
+        self._scheme = parsed.scheme
+        self._host = parsed.hostname
+        self._port = parsed.port
+        self._path = parsed.path.rstrip("/") + "/v1/events"
+        self._timeout = timeout
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"<loopguard.Guard.remote {self.url}>"
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self._timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop_connection(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _post(self, body: bytes) -> tuple[int, bytes]:
+        # One retry on a fresh connection: a keep-alive connection the server closed fails on
+        # first use.
+        for attempt in (0, 1):
+            conn = self._connection()
+            try:
+                conn.request("POST", self._path, body=body, headers=self._headers)
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                self._drop_connection()
+                if attempt == 1:
+                    raise
+            except Exception:
+                self._drop_connection()
+                raise
+        raise AssertionError("unreachable")
+
+    def _apply(self, kind: str, body: bytes, echo: dict) -> Optional[dict]:
+        """Posts one event; returns its record, or None after failing open."""
+        try:
+            status, payload = self._post(body)
+        except (OSError, http.client.HTTPException) as e:
+            _log.warning("loopguard: %s unreachable (%s); failing open: the %s is %s", self.url, e, kind, _FAIL_OPEN[kind])
+            return None
+        if status == 200:
+            return json.loads(payload)
+        try:
+            error = json.loads(payload)
+        except ValueError:
+            error = {"error": payload.decode("utf-8", "replace")}
+        message = error.get("error", f"HTTP {status}") if isinstance(error, dict) else str(error)
+        if status == 503 or status >= 500:
+            _log.warning("loopguard: %s answered %s (%s); failing open: the %s is %s", self.url, status, message, kind, _FAIL_OPEN[kind])
+            return None
+        if status == 400 or status == 413:
+            err = EventError(message)
+            err.field = error.get("field") if isinstance(error, dict) else None
+            raise err
+        raise LoopguardError(f"{self.url}: HTTP {status}: {message}")
+
+    @staticmethod
+    def _fail_open_record(kind: str, echo: dict) -> dict:
+        record = {"type": kind, "session": echo.get("session", "default"), "run": echo.get("run"), "callId": echo.get("callId")}
+        if kind != "compaction":
+            record["tool"] = echo.get("tool")
+        record["decision"] = _FAIL_OPEN[kind]
+        return record
+
+    def before_call(self, session: str, tool: str, args: Any, *, run: Optional[str] = None,
+                    call_id: Optional[str] = None, agent: Optional[str] = None) -> Any:
+        body = _call_line(session, tool, args, run, call_id, agent)
+        record = self._apply("call", body, {})
+        if record is None:
+            record = self._fail_open_record("call", {"session": session, "run": run, "callId": call_id, "tool": tool})
+        return _decision_from_record(record)
+
+    def after_call(self, session: str, tool: str, args: Any, *, result: Any = None, error: Any = None,
+                   run: Optional[str] = None, call_id: Optional[str] = None, agent: Optional[str] = None) -> Any:
+        body = _outcome_line(session, tool, args, result, error, run, call_id, agent)
+        record = self._apply("outcome", body, {})
+        if record is None:
+            record = self._fail_open_record("outcome", {"session": session, "run": run, "callId": call_id, "tool": tool})
+        return _decision_from_record(record)
+
+    def on_compaction(self, session: str, run: Optional[str] = None, *, agent: Optional[str] = None) -> str:
+        record = self._apply("compaction", _compaction_line(session, run, agent), {})
+        return _FAIL_OPEN["compaction"] if record is None else record["decision"]
+
+    def event(self, event: Any) -> dict:
+        if isinstance(event, (bytes, str)):
+            body = event.encode("utf-8") if isinstance(event, str) else event
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = {}
+        else:
+            body = _event_json(event)
+            parsed = event
+        echo = parsed if isinstance(parsed, dict) else {}
+        kind = echo.get("type") if echo.get("type") in _FAIL_OPEN else "call"
+        record = self._apply(kind, body, echo)
+        if record is None:
+            record = self._fail_open_record(kind, echo)
+            record["failOpen"] = True
+        return record
