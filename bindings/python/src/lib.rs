@@ -247,11 +247,14 @@ impl Guard {
             }
             Some(c) => {
                 let os = py.import("os")?;
-                let path: String = os.call_method1("fspath", (c,))?.extract().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "config: expected a path (str or os.PathLike), a dict or None",
-                    )
-                })?;
+                let path: String = os
+                    .call_method1("fspath", (c,))
+                    .and_then(|p| p.extract())
+                    .map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err(
+                            "config: expected a path (str or os.PathLike), a dict or None",
+                        )
+                    })?;
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| PyOSError::new_err(format!("cannot read config {path}: {e}")))?;
                 (Some(text), path)

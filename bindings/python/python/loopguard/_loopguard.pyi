@@ -1,0 +1,160 @@
+"""Type stubs of loopguard's native module (re-exported by ``loopguard``)."""
+
+import os
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union
+
+# What the API accepts as a JSON value: dict (str keys), list, tuple, str, int, float, bool,
+# None. Anything else is a TypeError naming its path.
+JSONValue = Union[None, bool, int, float, str, Sequence[Any], Mapping[str, Any]]
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
+
+class LoopguardError(Exception):
+    """Base class of loopguard's own errors."""
+
+class EventError(LoopguardError):
+    """An event loopguard cannot apply; ``field`` names the field at fault (or None)."""
+
+    field: Optional[str]
+
+class ConfigError(LoopguardError):
+    """An OpenClaw config OpenClaw would reject, or that is not JSON5; ``diagnostics`` lists
+    every problem found (``"file: error: line L, column C: key.path: message"``)."""
+
+    diagnostics: List[str]
+
+class StoreError(LoopguardError):
+    """The guard's session store cannot be reached."""
+
+class CallDecision:
+    """The decision before a tool call."""
+
+    @property
+    def decision(self) -> Literal["allow", "warn", "block"]: ...
+    @property
+    def blocked(self) -> bool: ...
+    @property
+    def detector(
+        self,
+    ) -> Optional[
+        Literal["generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat", "global_circuit_breaker"]
+    ]: ...
+    @property
+    def level(self) -> Optional[Literal["warning", "critical"]]: ...
+    @property
+    def count(self) -> Optional[int]: ...
+    @property
+    def message(self) -> Optional[str]:
+        """The text for the model: on "block" the tool's result; on "warn" show it when ``emitted``."""
+    @property
+    def emitted(self) -> Optional[bool]:
+        """Whether the warning passed the once-per-bucket-of-ten de-duplication (always True for a block)."""
+    @property
+    def args_hash(self) -> Optional[str]:
+        """``"<tool>:<sha256 hex>"``, byte-identical to OpenClaw's."""
+    @property
+    def warning_key(self) -> Optional[str]: ...
+    @property
+    def paired_tool(self) -> Optional[str]: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def run(self) -> Optional[str]: ...
+    @property
+    def call_id(self) -> Optional[str]: ...
+    @property
+    def tool(self) -> Optional[str]: ...
+
+class OutcomeDecision:
+    """The decision after a tool call."""
+
+    @property
+    def decision(self) -> Literal["recorded", "ignored", "abort"]: ...
+    @property
+    def aborted(self) -> bool: ...
+    @property
+    def detector(self) -> Optional[Literal["compaction_loop_persisted"]]: ...
+    @property
+    def level(self) -> Optional[Literal["critical"]]: ...
+    @property
+    def count(self) -> Optional[int]: ...
+    @property
+    def message(self) -> Optional[str]: ...
+    @property
+    def args_hash(self) -> Optional[str]: ...
+    @property
+    def result_hash(self) -> Optional[str]:
+        """The outcome hash (64 hex, or ``"error:"`` + 64 hex); None when nothing was recorded."""
+    @property
+    def session(self) -> str: ...
+    @property
+    def run(self) -> Optional[str]: ...
+    @property
+    def call_id(self) -> Optional[str]: ...
+    @property
+    def tool(self) -> Optional[str]: ...
+
+class Guard:
+    """Sessions, OpenClaw's detectors, one decision per event. Safe to share between threads.
+
+    >>> guard = Guard()                       # loop detection on, OpenClaw's defaults
+    >>> guard = Guard(config="openclaw.json5")  # an OpenClaw config file (JSON5 or JSON)
+    >>> guard = Guard(config={"tools": {"loopDetection": {"enabled": True, "warningThreshold": 5}}})
+    """
+
+    def __init__(self, config: Config = None) -> None: ...
+    def before_call(
+        self,
+        session: str,
+        tool: str,
+        args: JSONValue,
+        *,
+        run: Optional[str] = None,
+        call_id: Optional[str] = None,
+        agent: Optional[str] = None,
+    ) -> CallDecision:
+        """The before-tool-call check; on "block" do not run the tool and give the model ``message``."""
+    def after_call(
+        self,
+        session: str,
+        tool: str,
+        args: JSONValue,
+        *,
+        result: JSONValue = None,
+        error: JSONValue = None,
+        run: Optional[str] = None,
+        call_id: Optional[str] = None,
+        agent: Optional[str] = None,
+    ) -> OutcomeDecision:
+        """Records the tool's ``result``, or ``error`` when it is not None; on "abort" stop the run."""
+    def on_compaction(
+        self, session: str, run: Optional[str] = None, *, agent: Optional[str] = None
+    ) -> Literal["armed", "ignored"]:
+        """A context compaction finished: arms the post-compaction guard of (session, run)."""
+    def event(self, event: Union[Mapping[str, Any], str, bytes]) -> Dict[str, Any]:
+        """One events.md event (a dict, or one JSON line) in; its decision record out, as
+        ``loopguard replay --json`` writes it (without "line")."""
+    @staticmethod
+    def remote(url: str, token: Optional[str] = None, *, timeout: float = 5.0) -> "Guard":
+        """The same API answered by ``loopguard serve`` at ``url``; fails open (logged) when unreachable."""
+
+def _call_line(
+    session: str,
+    tool: str,
+    args: JSONValue,
+    run: Optional[str] = None,
+    call_id: Optional[str] = None,
+    agent: Optional[str] = None,
+) -> bytes: ...
+def _outcome_line(
+    session: str,
+    tool: str,
+    args: JSONValue,
+    result: JSONValue = None,
+    error: JSONValue = None,
+    run: Optional[str] = None,
+    call_id: Optional[str] = None,
+    agent: Optional[str] = None,
+) -> bytes: ...
+def _compaction_line(session: str, run: Optional[str] = None, agent: Optional[str] = None) -> bytes: ...
+def _event_json(event: Mapping[str, Any]) -> bytes: ...
+def _decision_from_record(record: Mapping[str, Any]) -> Union[CallDecision, OutcomeDecision]: ...

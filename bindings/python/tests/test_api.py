@@ -1,0 +1,152 @@
+"""The Guard API: the README's loop, configs, errors, compaction."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+import loopguard
+
+from conftest import BLOCK_MESSAGE_21, REPO
+
+
+def readme_python_example() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Python"):]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "README's Python section has no python example"
+    return match.group(1)
+
+
+def test_the_readme_example_runs_and_blocks_the_21st_call(capsys) -> None:
+    # The README's Python example, executed as written: a tool called 25 times with the
+    # same arguments and the same result.
+    namespace: dict = {}
+    exec(compile(readme_python_example(), "README.md", "exec"), namespace)
+    out = capsys.readouterr().out.splitlines()
+    assert namespace["runs"] == 20
+    assert out[0] == "call 11: warn (generic_repeat, count 10)"
+    assert out[1] == "call 21: block: " + BLOCK_MESSAGE_21.format(tool="read")
+
+
+def test_the_readme_loop_through_before_call_and_after_call() -> None:
+    guard = loopguard.Guard()
+    decisions = []
+    for i in range(25):
+        d = guard.before_call("session-1", "read", {"path": "a.txt"}, run="run-1", call_id=f"call-{i}")
+        decisions.append((d.decision, d.count, d.emitted))
+        if d.decision == "block":
+            o = guard.after_call("session-1", "read", {"path": "a.txt"}, result=d.message, run="run-1", call_id=f"call-{i}")
+            assert o.decision == "ignored" and o.result_hash is None
+            continue
+        o = guard.after_call("session-1", "read", {"path": "a.txt"}, result={"content": [{"type": "text", "text": "same"}]},
+                             run="run-1", call_id=f"call-{i}")
+        assert o.decision == "recorded" and len(o.result_hash) == 64
+    assert decisions[:10] == [("allow", None, None)] * 10
+    assert decisions[10] == ("warn", 10, True)
+    assert decisions[11:20] == [("warn", n, False) for n in range(11, 20)]
+    assert decisions[20:] == [("block", 20, True)] * 5
+    assert d.blocked and d.level == "critical" and d.detector == "generic_repeat"
+    assert d.args_hash.startswith("read:") and d.warning_key.startswith("run-1:generic:read:")
+    assert (d.session, d.run, d.call_id, d.tool) == ("session-1", "run-1", "call-24", "read")
+    assert "CallDecision(decision='block'" in repr(d)
+
+
+def test_post_compaction_guard_aborts() -> None:
+    guard = loopguard.Guard()
+    assert guard.on_compaction("s", run="r") == "armed"
+    outcomes = []
+    for i in range(3):
+        guard.before_call("s", "gateway", {"action": "status"}, run="r")
+        outcomes.append(guard.after_call("s", "gateway", {"action": "status"}, run="r", error="503 unavailable"))
+    assert [o.decision for o in outcomes] == ["recorded", "recorded", "abort"]
+    assert outcomes[2].aborted and outcomes[2].detector == "compaction_loop_persisted" and outcomes[2].count == 3
+    assert outcomes[2].result_hash.startswith("error:")
+
+
+def test_config_none_is_enabled_and_an_empty_config_is_openclaws_default() -> None:
+    def warns_at_11(guard: loopguard.Guard) -> bool:
+        for _ in range(10):
+            guard.before_call("s", "t", {})
+            guard.after_call("s", "t", {}, result="x")
+        return guard.before_call("s", "t", {}).decision == "warn"
+
+    assert warns_at_11(loopguard.Guard())
+    assert warns_at_11(loopguard.Guard(config=None))
+    # A config without `enabled: true` is OpenClaw's: the detectors are off.
+    assert not warns_at_11(loopguard.Guard(config={}))
+
+
+def test_config_file_path_and_per_agent_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json5"
+    path.write_text("""{
+      // JSON5, as OpenClaw reads it
+      tools: { loopDetection: { enabled: true, warningThreshold: 5 } },
+      agents: { list: [ { id: "Strict", tools: { loopDetection: { warningThreshold: 2 } } } ] },
+    }""")
+    guard = loopguard.Guard(config=path)
+
+    def first_warning(agent):
+        for i in range(1, 12):
+            d = guard.before_call(f"s-{agent}", "t", {}, agent=agent)
+            guard.after_call(f"s-{agent}", "t", {}, result="x", agent=agent)
+            if d.decision == "warn":
+                return i
+
+    assert first_warning(None) == 6
+    assert first_warning(" strict ") == 3
+
+
+def test_config_errors_are_loopguards_messages(tmp_path: Path, caplog) -> None:
+    with pytest.raises(loopguard.ConfigError) as e:
+        loopguard.Guard(config={"tools": {"loopDetection": {"enabeld": True}}})
+    assert "tools.loopDetection.enabeld" in str(e.value) and "enabled" in str(e.value)
+    assert "OpenClaw would reject this config" in str(e.value)
+    bad = tmp_path / "bad.json5"
+    bad.write_text("{ tools: ")
+    with pytest.raises(loopguard.ConfigError, match=r"bad\.json5: syntax error at line 1"):
+        loopguard.Guard(config=str(bad))
+    with pytest.raises(OSError, match=r"cannot read config .*missing\.json5"):
+        loopguard.Guard(config=tmp_path / "missing.json5")
+    with pytest.raises(TypeError, match="config: expected a path"):
+        loopguard.Guard(config=42)
+    # Out-of-range numbers fall back at run time, with a warning on the loopguard logger.
+    with caplog.at_level(logging.WARNING, logger="loopguard"):
+        loopguard.Guard(config={"tools": {"loopDetection": {"enabled": True, "historySize": -1}}})
+    assert any("historySize" in r.getMessage() for r in caplog.records)
+
+
+def test_bad_events_raise_event_error_naming_the_field() -> None:
+    guard = loopguard.Guard()
+    cases = [
+        ({"type": "call"}, "tool"),
+        ({"type": "outcome", "tool": "t", "result": 1, "error": "x"}, "error"),
+        ({"type": "hop"}, "type"),
+        ({"type": "call", "tool": "t", "session": 5}, "session"),
+    ]
+    for event, field in cases:
+        with pytest.raises(loopguard.EventError) as e:
+            guard.event(event)
+        assert e.value.field == field, (event, str(e.value))
+        assert f"`{field}`" in str(e.value)
+    with pytest.raises(loopguard.EventError, match="not valid JSON"):
+        guard.event('{"type": "call", ')
+    with pytest.raises(TypeError, match="expected a dict"):
+        guard.event(["call"])
+    with pytest.raises(ValueError, match="either result or error"):
+        guard.after_call("s", "t", {}, result=1, error="x")
+    assert issubclass(loopguard.EventError, loopguard.LoopguardError)
+
+
+def test_integrations_are_imported_lazily() -> None:
+    import sys
+
+    import loopguard as lg
+
+    assert lg.langchain.LoopGuardMiddleware.__name__ == "LoopGuardMiddleware"
+    assert "loopguard.langchain" in sys.modules
+    with pytest.raises(AttributeError):
+        lg.nothing_here
