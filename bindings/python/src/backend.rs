@@ -1,16 +1,14 @@
-//! The engine behind `loopguard.Guard`.
+//! The engine behind `loopguard.Guard`: [`loopguard_guard::Guard`] with the plain profile
+//! (tools are OpenClaw's, as the event stream names them) in enforce mode.
 
-use std::sync::Mutex;
+use std::time::Duration;
 
 use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
 use loopguard_events::parse_event;
-use loopguard_replay::Replayer;
+use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
 
 use crate::decision::Applied;
-
-/// The config `Guard(config=None)` uses: loop detection on, OpenClaw's defaults.
-const ENABLED: &str = r#"{"tools":{"loopDetection":{"enabled":true}}}"#;
 
 /// Why an event was not applied.
 pub(crate) enum BackendError {
@@ -20,52 +18,59 @@ pub(crate) enum BackendError {
         message: String,
     },
     /// The store cannot be reached.
-    #[allow(dead_code)]
     Store(String),
+}
+
+impl From<GuardError> for BackendError {
+    fn from(e: GuardError) -> Self {
+        match e {
+            GuardError::Event(e) => BackendError::Event {
+                field: e.field,
+                message: e.message,
+            },
+            other => BackendError::Store(other.to_string()),
+        }
+    }
 }
 
 /// Sessions and their engine state.
 pub(crate) struct Backend {
-    replayer: Mutex<Replayer>,
+    guard: Guard,
     origin: String,
+    store: String,
 }
 
+/// A config that could not be used: the message and every diagnostic.
+pub(crate) type ConfigFailure = (String, Vec<String>);
+
 impl Backend {
-    /// A backend for an OpenClaw config text (`None`: enabled with defaults). Returns the
-    /// config's non-fatal diagnostics, or the error message and every diagnostic.
+    /// A backend for an OpenClaw config text (`None`: enabled with OpenClaw's defaults) and a
+    /// store (`memory`, `sqlite:PATH`). Returns the config's non-fatal diagnostics too.
     pub(crate) fn new(
         text: Option<&str>,
         origin: &str,
-    ) -> Result<(Backend, Vec<String>), (String, Vec<String>)> {
-        let text = text.unwrap_or(ENABLED);
-        let loaded =
-            OpenClawConfig::from_json5(text).map_err(|e| (format!("{origin}: {e}"), Vec::new()))?;
-        let all: Vec<String> = loaded
-            .diagnostics
-            .iter()
-            .map(|d| format!("{origin}: {d}"))
-            .collect();
-        if loaded.diagnostics.iter().any(|d| d.is_fatal_at_runtime()) {
-            let fatal: Vec<String> = loaded
-                .diagnostics
-                .iter()
-                .filter(|d| d.is_fatal_at_runtime())
-                .map(|d| format!("{origin}: {d}"))
-                .collect();
-            return Err((
-                format!(
-                    "{}\n{origin}: OpenClaw would reject this config; run `loopguard config check` for details",
-                    fatal.join("\n")
-                ),
-                all,
-            ));
-        }
+        store: &str,
+        idle_ttl: Duration,
+    ) -> Result<(Backend, Vec<String>), BackendFailure> {
+        let (config, diagnostics) = match text {
+            None => (loopguard_guard::enabled_config(), Vec::new()),
+            Some(text) => load_config(text, origin).map_err(BackendFailure::Config)?,
+        };
+        let store_impl = open_store(store, idle_ttl)
+            .map_err(|e| BackendFailure::Store(format!("{store}: {e}")))?;
+        let guard = Guard::builder()
+            .config(config)
+            .profile(Profile::Plain)
+            .mode(Mode::Enforce)
+            .store(store_impl)
+            .build();
         Ok((
             Backend {
-                replayer: Mutex::new(Replayer::new(loaded.config, Mode::Enforce)),
+                guard,
                 origin: origin.to_string(),
+                store: store.to_string(),
             },
-            all,
+            diagnostics,
         ))
     }
 
@@ -79,15 +84,60 @@ impl Backend {
             field: e.field,
             message: e.message,
         })?;
-        let mut replayer = self
-            .replayer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(f(replayer.process(&event, 1)))
+        Ok(f(self.guard.apply(None, &event)?))
+    }
+
+    /// What is known about a session.
+    pub(crate) fn session(&self, session: &str) -> Result<Option<SessionInfo>, BackendError> {
+        Ok(self.guard.session(None, session)?)
+    }
+
+    /// Every session.
+    pub(crate) fn sessions(&self) -> Result<Vec<SessionInfo>, BackendError> {
+        Ok(self.guard.sessions()?)
+    }
+
+    /// Forgets a session.
+    pub(crate) fn forget(&self, session: &str) -> Result<bool, BackendError> {
+        Ok(self.guard.forget(None, session)?)
     }
 
     /// What `repr(guard)` shows.
     pub(crate) fn describe(&self) -> String {
-        format!("config={}", self.origin)
+        format!("config={} store={}", self.origin, self.store)
     }
+}
+
+/// Why a backend could not be built.
+pub(crate) enum BackendFailure {
+    Config(ConfigFailure),
+    Store(String),
+}
+
+/// Reads a config as `loopguard replay --config` does: what OpenClaw would reject (unknown
+/// keys, wrong types) is an error; out-of-range numbers fall back with a warning.
+fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>), ConfigFailure> {
+    let loaded =
+        OpenClawConfig::from_json5(text).map_err(|e| (format!("{origin}: {e}"), Vec::new()))?;
+    let all: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .map(|d| format!("{origin}: {d}"))
+        .collect();
+    let fatal: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_fatal_at_runtime())
+        .map(|d| format!("{origin}: {d}"))
+        .collect();
+    if !fatal.is_empty() {
+        return Err((
+            format!(
+                "{}\n{origin}: OpenClaw would reject this config; run `loopguard config check` for details",
+                fatal.join("\n")
+            ),
+            all,
+        ));
+    }
+    Ok((loaded.config, all))
 }

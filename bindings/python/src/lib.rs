@@ -12,12 +12,13 @@ mod convert;
 mod decision;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use backend::{Backend, BackendError};
+use backend::{Backend, BackendError, BackendFailure};
 use convert::{field_str, JsonWriter};
 use decision::{CallDecision, OutcomeDecision};
 
@@ -231,9 +232,23 @@ fn _compaction_line<'py>(
 impl Guard {
     /// `Guard(config=None)`: `config` is a path to an OpenClaw config file (JSON5 or JSON),
     /// a dict holding one, or None for loop detection enabled with OpenClaw's defaults.
+    ///
+    /// `store` is where sessions live: `"memory"` (default; bounded, least recently used
+    /// forgotten first) or `"sqlite:PATH"` (shared by the processes using the same file, as
+    /// the Claude Code hook's state is). Sessions idle for `idle_ttl` seconds are forgotten.
     #[new]
-    #[pyo3(signature = (config = None))]
-    fn new(py: Python<'_>, config: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (config = None, *, store = "memory", idle_ttl = 86400.0))]
+    fn new(
+        py: Python<'_>,
+        config: Option<&Bound<'_, PyAny>>,
+        store: &str,
+        idle_ttl: f64,
+    ) -> PyResult<Self> {
+        if !(idle_ttl.is_finite() && idle_ttl > 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "idle_ttl: expected a positive number of seconds, got {idle_ttl}"
+            )));
+        }
         let (text, origin) = match config {
             None => (None, "config".to_string()),
             Some(c) if c.is_none() => (None, "config".to_string()),
@@ -260,12 +275,20 @@ impl Guard {
                 (Some(text), path)
             }
         };
-        let (backend, warnings) =
-            Backend::new(text.as_deref(), &origin).map_err(|(message, diagnostics)| {
+        let (backend, warnings) = Backend::new(
+            text.as_deref(),
+            &origin,
+            store,
+            Duration::from_secs_f64(idle_ttl),
+        )
+        .map_err(|failure| match failure {
+            BackendFailure::Config((message, diagnostics)) => {
                 let err = ConfigError::new_err(message);
                 let _ = err.value(py).setattr("diagnostics", diagnostics);
                 err
-            })?;
+            }
+            BackendFailure::Store(message) => StoreError::new_err(message),
+        })?;
         if !warnings.is_empty() {
             let logger = py
                 .import("logging")?
@@ -349,6 +372,26 @@ impl Guard {
         )
     }
 
+    /// What the guard knows about a session (counters of every event applied, the last
+    /// decisions), as a dict; None when it has no such session.
+    fn session<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.backend.session(session).map_err(to_py_err)? {
+            Some(info) => to_python(py, &info),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// Every session the guard holds, as dicts.
+    fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let all = self.backend.sessions().map_err(to_py_err)?;
+        to_python(py, &all)
+    }
+
+    /// Forgets a session; True when it existed.
+    fn forget(&self, session: &str) -> PyResult<bool> {
+        self.backend.forget(session).map_err(to_py_err)
+    }
+
     /// `Guard.remote(url, token=None)`: the same API, answered by `loopguard serve`.
     #[staticmethod]
     #[pyo3(signature = (url, token = None, *, timeout = 5.0))]
@@ -366,6 +409,13 @@ impl Guard {
     fn __repr__(&self) -> String {
         format!("<loopguard.Guard {}>", self.backend.describe())
     }
+}
+
+/// A serialisable value as Python objects (through JSON).
+fn to_python<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    let text = serde_json::to_string(v)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    py.import("json")?.call_method1("loads", (text,))
 }
 
 /// The JSON line for an event: a dict is converted (the remote client sends the same bytes);

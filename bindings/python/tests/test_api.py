@@ -150,3 +150,28 @@ def test_integrations_are_imported_lazily() -> None:
     assert "loopguard.langchain" in sys.modules
     with pytest.raises(AttributeError):
         lg.nothing_here
+
+
+def test_sessions_counters_forget_and_a_sqlite_store(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite3"
+    a = loopguard.Guard(store=f"sqlite:{path}")
+    for _ in range(3):
+        a.before_call("s1", "t", {"x": 1})
+        a.after_call("s1", "t", {"x": 1}, result="r")
+    info = a.session("s1")
+    assert info["session"] == "s1"
+    assert (info["stats"]["calls"], info["stats"]["outcomes"]) == (3, 3)
+    assert [row["decision"] for row in info["recent"]][-2:] == ["allow", "recorded"]
+    # A second Guard on the same file (another process would do the same) continues the session.
+    b = loopguard.Guard(store=f"sqlite:{path}")
+    for _ in range(7):
+        b.before_call("s1", "t", {"x": 1})
+        b.after_call("s1", "t", {"x": 1}, result="r")
+    d = b.before_call("s1", "t", {"x": 1})
+    assert (d.decision, d.count) == ("warn", 10)
+    assert [s["session"] for s in a.sessions()] == ["s1"]
+    assert a.forget("s1") is True and a.session("s1") is None and b.forget("s1") is False
+    with pytest.raises(loopguard.StoreError, match="floppy"):
+        loopguard.Guard(store="floppy:/x")
+    with pytest.raises(ValueError, match="idle_ttl"):
+        loopguard.Guard(idle_ttl=0)

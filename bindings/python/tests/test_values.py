@@ -179,3 +179,5 @@ def test_threads_sharing_one_guard_lose_no_update() -> None:
     assert errors == []
     d = guard.before_call("shared", "read", args, run="r")
     assert (d.decision, d.detector, d.count) == ("warn", "generic_repeat", 400)
+    stats = guard.session("shared")["stats"]
+    assert (stats["calls"], stats["outcomes"], stats["warnings"]) == (401, 400, 1)

@@ -101,7 +101,9 @@ class Guard:
     >>> guard = Guard(config={"tools": {"loopDetection": {"enabled": True, "warningThreshold": 5}}})
     """
 
-    def __init__(self, config: Config = None) -> None: ...
+    def __init__(self, config: Config = None, *, store: str = "memory", idle_ttl: float = 86400.0) -> None:
+        """``store``: ``"memory"`` (bounded LRU) or ``"sqlite:PATH"`` (shared by processes using
+        the file); sessions idle for ``idle_ttl`` seconds are forgotten."""
     def before_call(
         self,
         session: str,
@@ -133,6 +135,11 @@ class Guard:
     def event(self, event: Union[Mapping[str, Any], str, bytes]) -> Dict[str, Any]:
         """One events.md event (a dict, or one JSON line) in; its decision record out, as
         ``loopguard replay --json`` writes it (without "line")."""
+    def session(self, session: str) -> Optional[Dict[str, Any]]:
+        """``{"session", "stats": {"events", "calls", "outcomes", "compactions", "warnings",
+        "blocks", "aborts"}, "created_ms", "last_seen_ms", "history", "recent": [...], ...}``."""
+    def sessions(self) -> List[Dict[str, Any]]: ...
+    def forget(self, session: str) -> bool: ...
     @staticmethod
     def remote(url: str, token: Optional[str] = None, *, timeout: float = 5.0) -> "Guard":
         """The same API answered by ``loopguard serve`` at ``url``; fails open (logged) when unreachable."""
