@@ -25,20 +25,21 @@ use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-/// One step of the path to a value, for error messages.
-enum Step {
-    Key(String),
+/// One step of the path to a value, for error messages (a key is only made text when an
+/// error is reported).
+enum Step<'py> {
+    Key(Bound<'py, PyString>),
     Index(usize),
 }
 
 /// Writes Python values as JSON, remembering where it is for errors.
-pub(crate) struct JsonWriter<'o> {
+pub(crate) struct JsonWriter<'o, 'py> {
     out: &'o mut Vec<u8>,
     root: &'static str,
-    path: Vec<Step>,
+    path: Vec<Step<'py>>,
 }
 
-impl<'o> JsonWriter<'o> {
+impl<'o, 'py> JsonWriter<'o, 'py> {
     /// A writer appending to `out`; `root` names the value in errors (`args`, `result`).
     pub(crate) fn new(out: &'o mut Vec<u8>, root: &'static str) -> Self {
         JsonWriter {
@@ -53,7 +54,7 @@ impl<'o> JsonWriter<'o> {
         for step in &self.path {
             match step {
                 Step::Key(k) => {
-                    let _ = write!(p, "[{k:?}]");
+                    let _ = write!(p, "[{:?}]", k.to_string_lossy());
                 }
                 Step::Index(i) => {
                     let _ = write!(p, "[{i}]");
@@ -64,7 +65,7 @@ impl<'o> JsonWriter<'o> {
     }
 
     /// Writes `v` as JSON.
-    pub(crate) fn value(&mut self, v: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn value(&mut self, v: &Bound<'py, PyAny>) -> PyResult<()> {
         if v.is_none() {
             self.out.extend_from_slice(b"null");
         } else if let Ok(b) = v.cast::<PyBool>() {
@@ -132,7 +133,7 @@ impl<'o> JsonWriter<'o> {
         Ok(())
     }
 
-    fn dict(&mut self, d: &Bound<'_, PyDict>) -> PyResult<()> {
+    fn dict(&mut self, d: &Bound<'py, PyDict>) -> PyResult<()> {
         self.enter()?;
         self.out.push(b'{');
         for (i, (k, item)) in d.iter().enumerate() {
@@ -156,8 +157,7 @@ impl<'o> JsonWriter<'o> {
             }
             write_py_string(self.out, key)?;
             self.out.push(b':');
-            self.path
-                .push(Step::Key(key.to_string_lossy().into_owned()));
+            self.path.push(Step::Key(key.clone()));
             self.value(&item)?;
             self.path.pop();
         }
@@ -208,30 +208,41 @@ impl<'o> JsonWriter<'o> {
 /// parser sees the same UTF-16 code units JavaScript would (a surrogate pair in a Python
 /// string is one character for JavaScript, as it is after this round trip).
 pub(crate) fn write_py_string(out: &mut Vec<u8>, s: &Bound<'_, PyString>) -> PyResult<()> {
-    match s.to_cow() {
-        Ok(text) => {
-            write_json_string(out, &JsString::from(text.as_ref()));
-            Ok(())
-        }
-        Err(_) => {
-            let units = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
-            let units = units.cast::<PyBytes>()?.as_bytes();
-            out.push(b'"');
-            for unit in units.chunks_exact(2) {
-                let u = u16::from_le_bytes([unit[0], unit[1]]);
-                match u {
-                    0x20..=0x7e if u != u16::from(b'"') && u != u16::from(b'\\') => {
-                        out.push(u as u8)
-                    }
-                    _ => {
-                        let _ = write!(ByteWriter(out), "\\u{u:04x}");
-                    }
+    // UTF-8 bytes owned by Python: one copy, into `out` (to_cow would make a second one on
+    // the stable ABI before 3.10).
+    match s.encode_utf8() {
+        Ok(bytes) => {
+            let bytes = bytes.as_bytes();
+            match std::str::from_utf8(bytes) {
+                Ok(text) => {
+                    out.reserve(bytes.len() + 2);
+                    write_json_string(out, &JsString::from(text));
+                    Ok(())
                 }
+                Err(_) => write_surrogates(out, s),
             }
-            out.push(b'"');
-            Ok(())
+        }
+        Err(_) => write_surrogates(out, s),
+    }
+}
+
+/// Writes a string holding lone surrogates with `\uXXXX` escapes for every code unit
+/// outside printable ASCII (the rare case; correctness over speed).
+fn write_surrogates(out: &mut Vec<u8>, s: &Bound<'_, PyString>) -> PyResult<()> {
+    let units = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let units = units.cast::<PyBytes>()?.as_bytes();
+    out.push(b'"');
+    for unit in units.chunks_exact(2) {
+        let u = u16::from_le_bytes([unit[0], unit[1]]);
+        match u {
+            0x20..=0x7e if u != u16::from(b'"') && u != u16::from(b'\\') => out.push(u as u8),
+            _ => {
+                let _ = write!(ByteWriter(out), "\\u{u:04x}");
+            }
         }
     }
+    out.push(b'"');
+    Ok(())
 }
 
 /// `fmt::Write` over a byte vector.

@@ -68,87 +68,108 @@ impl From<Applied<'_>> for OwnedDecision {
 }
 
 /// WTF-8 to a Python str (lone surrogates come back as they were).
-fn py_str(py: Python<'_>, b: &[u8]) -> Py<PyAny> {
+fn py_str<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyAny> {
     match std::str::from_utf8(b) {
-        Ok(s) => PyString::new(py, s).into_any().unbind(),
+        Ok(s) => PyString::new(py, s).into_any(),
         Err(_) => PyBytes::new(py, b)
             .call_method1("decode", ("utf-8", "surrogatepass"))
-            .map(Bound::unbind)
-            .unwrap_or_else(|_| {
-                PyString::new(py, &String::from_utf8_lossy(b))
-                    .into_any()
-                    .unbind()
-            }),
+            .unwrap_or_else(|_| PyString::new(py, &String::from_utf8_lossy(b)).into_any()),
     }
 }
 
-fn opt_str(py: Python<'_>, b: &Option<Vec<u8>>) -> Option<Py<PyAny>> {
+fn opt_str<'py>(py: Python<'py>, b: &Option<Vec<u8>>) -> Option<Bound<'py, PyAny>> {
     b.as_deref().map(|b| py_str(py, b))
+}
+
+fn static_str<'py>(py: Python<'py>, s: Option<&'static str>) -> Option<Bound<'py, PyAny>> {
+    s.map(|s| PyString::intern(py, s).into_any())
 }
 
 /// The decision before a tool call.
 ///
 /// `decision` is "allow", "warn" or "block"; a warning or block carries `detector`, `level`,
 /// `count`, `message`, `warning_key` and `emitted` (whether the model should be told: warnings
-/// are shown once per bucket of ten; always true for a block).
-#[pyclass(frozen, get_all, module = "loopguard")]
-pub(crate) struct CallDecision {
-    decision: Py<PyAny>,
-    detector: Option<Py<PyAny>>,
-    level: Option<Py<PyAny>>,
-    count: Option<u64>,
-    message: Option<Py<PyAny>>,
-    emitted: Option<bool>,
-    args_hash: Option<Py<PyAny>>,
-    warning_key: Option<Py<PyAny>>,
-    paired_tool: Option<Py<PyAny>>,
-    session: Py<PyAny>,
-    run: Option<Py<PyAny>>,
-    call_id: Option<Py<PyAny>>,
-    tool: Option<Py<PyAny>>,
-}
+/// are shown once per bucket of ten; always true for a block). Attributes are made into
+/// Python objects when read.
+#[pyclass(frozen, module = "loopguard")]
+pub(crate) struct CallDecision(OwnedDecision);
 
 impl CallDecision {
-    pub(crate) fn new(py: Python<'_>, d: OwnedDecision) -> Self {
-        CallDecision {
-            decision: PyString::intern(py, d.action).into_any().unbind(),
-            detector: d
-                .detector
-                .map(|s| PyString::intern(py, s).into_any().unbind()),
-            level: d.level.map(|s| PyString::intern(py, s).into_any().unbind()),
-            count: d.count,
-            message: opt_str(py, &d.message),
-            emitted: d.emitted,
-            args_hash: opt_str(py, &d.args_hash),
-            warning_key: opt_str(py, &d.warning_key),
-            paired_tool: opt_str(py, &d.paired_tool),
-            session: py_str(py, &d.session),
-            run: opt_str(py, &d.run),
-            call_id: opt_str(py, &d.call_id),
-            tool: opt_str(py, &d.tool),
-        }
+    pub(crate) fn new(d: OwnedDecision) -> Self {
+        CallDecision(d)
     }
 }
 
 #[pymethods]
 impl CallDecision {
+    #[getter]
+    fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        PyString::intern(py, self.0.action)
+    }
     /// True for "block": the tool must not run.
     #[getter]
-    fn blocked(&self, py: Python<'_>) -> PyResult<bool> {
-        self.decision.bind(py).eq("block")
+    fn blocked(&self) -> bool {
+        self.0.action == "block"
+    }
+    #[getter]
+    fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        static_str(py, self.0.detector)
+    }
+    #[getter]
+    fn level<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        static_str(py, self.0.level)
+    }
+    #[getter]
+    fn count(&self) -> Option<u64> {
+        self.0.count
+    }
+    #[getter]
+    fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.message)
+    }
+    #[getter]
+    fn emitted(&self) -> Option<bool> {
+        self.0.emitted
+    }
+    #[getter]
+    fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.args_hash)
+    }
+    #[getter]
+    fn warning_key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.warning_key)
+    }
+    #[getter]
+    fn paired_tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.paired_tool)
+    }
+    #[getter]
+    fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        py_str(py, &self.0.session)
+    }
+    #[getter]
+    fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.run)
+    }
+    #[getter]
+    fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.call_id)
+    }
+    #[getter]
+    fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.tool)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         repr(
-            py,
             "CallDecision",
             &[
-                ("decision", Some(&self.decision)),
-                ("detector", self.detector.as_ref()),
-                ("level", self.level.as_ref()),
-                ("message", self.message.as_ref()),
+                ("decision", Some(self.decision(py).into_any())),
+                ("detector", self.detector(py)),
+                ("level", self.level(py)),
+                ("message", self.message(py)),
             ],
-            self.count,
+            self.0.count,
         )
     }
 }
@@ -156,89 +177,141 @@ impl CallDecision {
 /// The decision after a tool call: "recorded", "ignored" (the outcome of a blocked call) or
 /// "abort" (the loop survived a context compaction: stop the run; `detector`, `count` and
 /// `message` say why).
-#[pyclass(frozen, get_all, module = "loopguard")]
-pub(crate) struct OutcomeDecision {
-    decision: Py<PyAny>,
-    detector: Option<Py<PyAny>>,
-    level: Option<Py<PyAny>>,
-    count: Option<u64>,
-    message: Option<Py<PyAny>>,
-    args_hash: Option<Py<PyAny>>,
-    result_hash: Option<Py<PyAny>>,
-    session: Py<PyAny>,
-    run: Option<Py<PyAny>>,
-    call_id: Option<Py<PyAny>>,
-    tool: Option<Py<PyAny>>,
-}
+#[pyclass(frozen, module = "loopguard")]
+pub(crate) struct OutcomeDecision(OwnedDecision);
 
 impl OutcomeDecision {
-    pub(crate) fn new(py: Python<'_>, d: OwnedDecision) -> Self {
-        OutcomeDecision {
-            decision: PyString::intern(py, d.action).into_any().unbind(),
-            detector: d
-                .detector
-                .map(|s| PyString::intern(py, s).into_any().unbind()),
-            level: d.level.map(|s| PyString::intern(py, s).into_any().unbind()),
-            count: d.count,
-            message: opt_str(py, &d.message),
-            args_hash: opt_str(py, &d.args_hash),
-            result_hash: d
-                .result_hash
-                .as_deref()
-                .map(|s| PyString::new(py, s).into_any().unbind()),
-            session: py_str(py, &d.session),
-            run: opt_str(py, &d.run),
-            call_id: opt_str(py, &d.call_id),
-            tool: opt_str(py, &d.tool),
-        }
+    pub(crate) fn new(d: OwnedDecision) -> Self {
+        OutcomeDecision(d)
     }
 }
 
 #[pymethods]
 impl OutcomeDecision {
+    #[getter]
+    fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        PyString::intern(py, self.0.action)
+    }
     /// True for "abort": stop the run.
     #[getter]
-    fn aborted(&self, py: Python<'_>) -> PyResult<bool> {
-        self.decision.bind(py).eq("abort")
+    fn aborted(&self) -> bool {
+        self.0.action == "abort"
+    }
+    #[getter]
+    fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        static_str(py, self.0.detector)
+    }
+    #[getter]
+    fn level<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        static_str(py, self.0.level)
+    }
+    #[getter]
+    fn count(&self) -> Option<u64> {
+        self.0.count
+    }
+    #[getter]
+    fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.message)
+    }
+    #[getter]
+    fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.args_hash)
+    }
+    #[getter]
+    fn result_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        self.0
+            .result_hash
+            .as_deref()
+            .map(|s| PyString::new(py, s).into_any())
+    }
+    #[getter]
+    fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        py_str(py, &self.0.session)
+    }
+    #[getter]
+    fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.run)
+    }
+    #[getter]
+    fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.call_id)
+    }
+    #[getter]
+    fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        opt_str(py, &self.0.tool)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         repr(
-            py,
             "OutcomeDecision",
             &[
-                ("decision", Some(&self.decision)),
-                ("detector", self.detector.as_ref()),
-                ("message", self.message.as_ref()),
+                ("decision", Some(self.decision(py).into_any())),
+                ("detector", self.detector(py)),
+                ("message", self.message(py)),
             ],
-            self.count,
+            self.0.count,
         )
     }
 }
 
 fn repr(
-    py: Python<'_>,
     name: &str,
-    fields: &[(&str, Option<&Py<PyAny>>)],
+    fields: &[(&str, Option<Bound<'_, PyAny>>)],
     count: Option<u64>,
 ) -> PyResult<String> {
-    let mut s = format!("{name}(");
-    let mut first = true;
+    let mut parts = Vec::new();
     for (k, v) in fields {
         if let Some(v) = v {
-            if !first {
-                s.push_str(", ");
-            }
-            first = false;
-            s.push_str(&format!("{k}={}", v.bind(py).repr()?));
+            parts.push(format!("{k}={}", v.repr()?));
         }
     }
     if let Some(c) = count {
-        s.push_str(&format!(", count={c}"));
+        parts.push(format!("count={c}"));
     }
-    s.push(')');
-    Ok(s)
+    Ok(format!("{name}({})", parts.join(", ")))
 }
+
+/// A Python str as WTF-8 (lone surrogates kept).
+fn wtf8(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let s = v.cast::<PyString>()?;
+    match s.to_cow() {
+        Ok(text) => Ok(text.as_bytes().to_vec()),
+        Err(_) => Ok(s
+            .call_method1("encode", ("utf-8", "surrogatepass"))?
+            .cast::<PyBytes>()?
+            .as_bytes()
+            .to_vec()),
+    }
+}
+
+/// One of the fixed names a record holds (`decision`, `detector`, `level`), as the engine's
+/// own static string; an unknown name from a server is an error.
+fn known(v: &Bound<'_, PyAny>, names: &[&'static str], field: &str) -> PyResult<&'static str> {
+    let text = wtf8(v)?;
+    names
+        .iter()
+        .copied()
+        .find(|n| n.as_bytes() == text.as_slice())
+        .ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "decision record: unknown {field} {:?}",
+                String::from_utf8_lossy(&text)
+            ))
+        })
+}
+
+const ACTIONS: &[&str] = &[
+    "allow", "warn", "block", "recorded", "ignored", "abort", "armed",
+];
+const DETECTORS: &[&str] = &[
+    "generic_repeat",
+    "known_poll_no_progress",
+    "ping_pong",
+    "unknown_tool_repeat",
+    "global_circuit_breaker",
+    "compaction_loop_persisted",
+];
+const LEVELS: &[&str] = &["warning", "critical"];
 
 /// Builds a `CallDecision` or `OutcomeDecision` from a decision record dict (what
 /// `loopguard serve` answers), for the remote client.
@@ -247,65 +320,38 @@ pub(crate) fn _decision_from_record<'py>(
     py: Python<'py>,
     record: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let get = |k: &str| -> PyResult<Option<Py<PyAny>>> {
-        Ok(record
-            .get_item(k)?
-            .filter(|v| !v.is_none())
-            .map(Bound::unbind))
+    let get = |k: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(record.get_item(k)?.filter(|v| !v.is_none()))
     };
-    let need = |k: &str| -> PyResult<Py<PyAny>> {
-        get(k)?.ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!("decision record without `{k}`"))
-        })
+    let text = |k: &str| -> PyResult<Option<Vec<u8>>> { get(k)?.map(|v| wtf8(&v)).transpose() };
+    let kind = get("type")?
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("decision record without `type`"))?;
+    let action = get("decision")?.ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err("decision record without `decision`")
+    })?;
+    let d = OwnedDecision {
+        action: known(&action, ACTIONS, "decision")?,
+        session: text("session")?.unwrap_or_else(|| b"default".to_vec()),
+        run: text("run")?,
+        call_id: text("callId")?,
+        tool: text("tool")?,
+        args_hash: text("argsHash")?,
+        result_hash: text("resultHash")?.map(|h| String::from_utf8_lossy(&h).into_owned()),
+        detector: get("detector")?
+            .map(|v| known(&v, DETECTORS, "detector"))
+            .transpose()?,
+        level: get("level")?
+            .map(|v| known(&v, LEVELS, "level"))
+            .transpose()?,
+        count: get("count")?.map(|c| c.extract()).transpose()?,
+        message: text("message")?,
+        warning_key: text("warningKey")?,
+        paired_tool: text("pairedTool")?,
+        emitted: get("emitted")?.map(|e| e.extract()).transpose()?,
     };
-    let count: Option<u64> = match record.get_item("count")? {
-        Some(c) if !c.is_none() => Some(c.extract()?),
-        _ => None,
-    };
-    let kind: String = need("type")?.extract(py)?;
-    let session =
-        get("session")?.unwrap_or_else(|| PyString::new(py, "default").into_any().unbind());
-    if kind == "call" {
-        let emitted: Option<bool> = match record.get_item("emitted")? {
-            Some(e) if !e.is_none() => Some(e.extract()?),
-            _ => None,
-        };
-        Ok(Bound::new(
-            py,
-            CallDecision {
-                decision: need("decision")?,
-                detector: get("detector")?,
-                level: get("level")?,
-                count,
-                message: get("message")?,
-                emitted,
-                args_hash: get("argsHash")?,
-                warning_key: get("warningKey")?,
-                paired_tool: get("pairedTool")?,
-                session,
-                run: get("run")?,
-                call_id: get("callId")?,
-                tool: get("tool")?,
-            },
-        )?
-        .into_any())
+    if wtf8(&kind)? == b"call" {
+        Ok(Bound::new(py, CallDecision(d))?.into_any())
     } else {
-        Ok(Bound::new(
-            py,
-            OutcomeDecision {
-                decision: need("decision")?,
-                detector: get("detector")?,
-                level: get("level")?,
-                count,
-                message: get("message")?,
-                args_hash: get("argsHash")?,
-                result_hash: get("resultHash")?,
-                session,
-                run: get("run")?,
-                call_id: get("callId")?,
-                tool: get("tool")?,
-            },
-        )?
-        .into_any())
+        Ok(Bound::new(py, OutcomeDecision(d))?.into_any())
     }
 }

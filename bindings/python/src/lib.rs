@@ -317,7 +317,7 @@ impl Guard {
     ) -> PyResult<CallDecision> {
         let line = call_line(session, tool, args, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
-        Ok(CallDecision::new(py, owned))
+        Ok(CallDecision::new(owned))
     }
 
     /// Records what a tool returned (`result`) or raised (`error`). Returns an
@@ -338,7 +338,7 @@ impl Guard {
     ) -> PyResult<OutcomeDecision> {
         let line = outcome_line(session, tool, args, result, error, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
-        Ok(OutcomeDecision::new(py, owned))
+        Ok(OutcomeDecision::new(owned))
     }
 
     /// A context compaction finished: arms the post-compaction guard of the session and run.

@@ -6,6 +6,7 @@ import datetime
 import decimal
 import json
 import random
+import sys
 import threading
 
 import pytest
@@ -181,3 +182,33 @@ def test_threads_sharing_one_guard_lose_no_update() -> None:
     assert (d.decision, d.detector, d.count) == ("warn", "generic_repeat", 400)
     stats = guard.session("shared")["stats"]
     assert (stats["calls"], stats["outcomes"], stats["warnings"]) == (401, 400, 1)
+
+
+def test_the_gil_is_released_while_a_large_value_is_hashed() -> None:
+    # While one thread's before_call parses and hashes a 64 MB argument, another Python thread
+    # runs. The call is one bytecode instruction: with the GIL held throughout, the other
+    # thread could only run before the call starts (for one switch interval, 5 ms) and after
+    # it returns, never in the middle.
+    import time
+
+    guard = loopguard.Guard()
+    big = {"blob": "x" * (64 << 20)}
+    stamps: list = []
+    done = threading.Event()
+
+    def spinner() -> None:
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+
+    t = threading.Thread(target=spinner)
+    t.start()
+    time.sleep(0.05)
+    t0 = time.perf_counter()
+    guard.before_call("big", "write", big)
+    t1 = time.perf_counter()
+    done.set()
+    t.join()
+    margin = 6 * sys.getswitchinterval()
+    inside = [s for s in stamps if t0 + margin < s < t1 - margin]
+    assert t1 - t0 > 2 * margin, "the call was too fast to tell"
+    assert len(inside) > 100, f"the other thread ran {len(inside)} times inside a {t1 - t0:.3f} s call"
