@@ -40,6 +40,7 @@ else
   echo "== note: this loopguard binary has no \`serve\` command; the remote client is tested against the stand-in server only"
 fi
 
+export LOOPGUARD_REQUIRE_FRAMEWORKS=1
 echo "== pytest bindings/python/tests"
 set +e
 (cd bindings/python && "../../$py" -m pytest -p no:cacheprovider "$@")
@@ -49,4 +50,9 @@ if [ "$status" -eq 5 ]; then
   echo "pytest collected no tests: that is a failure" >&2
   exit 1
 fi
-exit "$status"
+if [ "$status" -ne 0 ]; then
+  exit "$status"
+fi
+
+echo "== the Python benchmark runs (--quick; timing is not a test)"
+"$py" bindings/python/bench/bench_guard.py --quick

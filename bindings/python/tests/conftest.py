@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -27,3 +29,12 @@ def parity_dir() -> Path:
 
 def read_jsonl(path: Path) -> list:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+
+def framework(module: str):
+    """Imports a framework the integration tests need. scripts/test-python.sh installs them all
+    and sets LOOPGUARD_REQUIRE_FRAMEWORKS=1, so there a missing one is an error; elsewhere
+    (a venv without the extras) those tests are skipped, and pytest says so."""
+    if os.environ.get("LOOPGUARD_REQUIRE_FRAMEWORKS") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module)

@@ -8,7 +8,10 @@ from typing import AsyncGenerator, List
 
 import pytest
 
-pytest.importorskip("google.adk")
+from conftest import framework
+
+framework('google.adk')  # installed by scripts/test-python.sh
+
 
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm

@@ -145,6 +145,9 @@ def test_integrations_are_imported_lazily() -> None:
     import sys
 
     import loopguard as lg
+    from conftest import framework
+
+    framework("langchain.agents")
 
     assert lg.langchain.LoopGuardMiddleware.__name__ == "LoopGuardMiddleware"
     assert "loopguard.langchain" in sys.modules

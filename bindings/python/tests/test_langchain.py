@@ -7,7 +7,10 @@ from typing import Any, List, Optional
 
 import pytest
 
-pytest.importorskip("langchain.agents")  # the CI venv installs it; see scripts/test-python.sh
+from conftest import framework
+
+framework('langchain.agents')  # installed by scripts/test-python.sh
+
 
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel

@@ -6,7 +6,10 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("agents")
+from conftest import framework
+
+framework('agents')  # installed by scripts/test-python.sh
+
 
 from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.items import ToolCallOutputItem
