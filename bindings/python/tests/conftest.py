@@ -38,3 +38,28 @@ def framework(module: str):
     if os.environ.get("LOOPGUARD_REQUIRE_FRAMEWORKS") == "1":
         return importlib.import_module(module)
     return pytest.importorskip(module)
+
+
+class CompactedGuard:
+    """A real Guard, with a context compaction reported at the start of every run it sees
+    (as an agent runtime would after compacting): the post-compaction guard then aborts
+    the run at its third identical outcome."""
+
+    def __init__(self) -> None:
+        import loopguard
+
+        self.guard = loopguard.Guard()
+        self.armed: set = set()
+
+    def before_call(self, session, tool, args, **kw):
+        key = (session, kw.get("run"))
+        if key not in self.armed:
+            self.armed.add(key)
+            assert self.guard.on_compaction(session, kw.get("run")) == "armed"
+        return self.guard.before_call(session, tool, args, **kw)
+
+    def after_call(self, *args, **kw):
+        return self.guard.after_call(*args, **kw)
+
+
+ABORT_PREFIX = "CRITICAL: tool read repeated 3 times with identical arguments and identical results within 3 attempts after auto-compaction."

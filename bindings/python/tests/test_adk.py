@@ -116,3 +116,19 @@ def test_session_is_the_adk_session_and_run_the_invocation() -> None:
     assert sessions == ["a"] * 3 + ["b"] * 3
     assert len(runs["a"]) == 1 and len(runs["b"]) == 1 and runs["a"] != runs["b"]
     assert all(agent == "helper" for _, _, agent in guard.scopes)
+
+
+def test_a_loop_that_survives_a_compaction_is_reported_in_the_response() -> None:
+    from conftest import ABORT_PREFIX, CompactedGuard
+
+    def read(path: str) -> str:
+        """Reads a file."""
+        return "the same content"
+
+    lg = LoopGuardCallbacks(CompactedGuard())
+    agent = LlmAgent(name="helper", model=ScriptedLlm(calls=3), tools=[read],
+                     before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
+    responses = asyncio.run(run(agent, "compacted"))
+    assert responses[:2] == [{"result": "the same content"}] * 2
+    assert responses[2]["result"] == "the same content"
+    assert responses[2]["loopguard_abort"].startswith(ABORT_PREFIX)

@@ -163,3 +163,14 @@ def test_a_raising_tool_is_recorded_as_an_error_and_the_exception_goes_on() -> N
     assert kwargs["error"] == "disk on fire"
     assert outcome.decision == "recorded"
     assert outcome.result_hash.startswith("error:")
+
+
+def test_a_loop_that_survives_a_compaction_is_reported_on_the_tool_message() -> None:
+    from conftest import ABORT_PREFIX, CompactedGuard
+
+    read, counter = make_tool()
+    agent = create_agent(ScriptedChatModel(calls=3), [read], middleware=[LoopGuardMiddleware(CompactedGuard())])
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"recursion_limit": 50})
+    messages = tool_messages(result)
+    assert [m.status for m in messages] == ["success", "success", "error"]
+    assert messages[2].content.startswith("the same content\n\n" + ABORT_PREFIX)

@@ -87,3 +87,14 @@ def test_one_run_without_trace_is_one_run() -> None:
     LoopGuard(session="fixed").protect([read])
     Runner.run_sync(Agent(name="helper", model=scripted(21), tools=[read]), "go", max_turns=100)
     assert counter["runs"] == 20
+
+
+def test_a_loop_that_survives_a_compaction_is_reported_to_the_model() -> None:
+    from conftest import ABORT_PREFIX, CompactedGuard
+
+    read, counter = make_tool()
+    LoopGuard(CompactedGuard()).protect(read)
+    result = Runner.run_sync(Agent(name="helper", model=scripted(3), tools=[read]), "go", max_turns=20)
+    out = outputs(result)
+    assert out[:2] == ["the same content"] * 2
+    assert out[2].startswith("the same content\n\n" + ABORT_PREFIX)
