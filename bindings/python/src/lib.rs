@@ -3,7 +3,7 @@
 //! Python calls are turned into events.md event lines (`convert`) and applied by the same
 //! engine as `loopguard replay` and `loopguard serve`, so the decisions are the same for the
 //! same events. The Python half (`python/loopguard`) adds the remote client and the framework
-//! integrations; the public API is documented in `python/loopguard/__init__.pyi`.
+//! integrations; the public API is typed and documented in `python/loopguard/_loopguard.pyi`.
 
 #![forbid(unsafe_code)]
 

@@ -63,3 +63,25 @@ class CompactedGuard:
 
 
 ABORT_PREFIX = "CRITICAL: tool read repeated 3 times with identical arguments and identical results within 3 attempts after auto-compaction."
+
+
+class DownGuard:
+    """Fault injection: a guard whose store is unreachable (every call raises StoreError, as
+    a real Guard does when its SQLite file or Redis cannot be used)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def _down(self, *args, **kw):
+        import loopguard
+
+        self.calls += 1
+        raise loopguard.StoreError("sqlite:/var/lib/loopguard.sqlite3: database is locked")
+
+    before_call = after_call = _down
+
+
+def assert_failed_open(caplog, guard: DownGuard, tool_runs: int) -> None:
+    assert tool_runs == 3 and guard.calls == 6
+    messages = [r.getMessage() for r in caplog.records if r.name == "loopguard"]
+    assert len(messages) == 6 and all("failing open" in m and "database is locked" in m for m in messages)

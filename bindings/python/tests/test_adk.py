@@ -132,3 +132,26 @@ def test_a_loop_that_survives_a_compaction_is_reported_in_the_response() -> None
     assert responses[:2] == [{"result": "the same content"}] * 2
     assert responses[2]["result"] == "the same content"
     assert responses[2]["loopguard_abort"].startswith(ABORT_PREFIX)
+
+
+def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:
+    from conftest import DownGuard, assert_failed_open
+
+    runs = {"n": 0}
+
+    def read(path: str) -> str:
+        """Reads a file."""
+        runs["n"] += 1
+        return "the same content"
+
+    guard = DownGuard()
+    lg = LoopGuardCallbacks(guard)
+    agent = LlmAgent(name="helper", model=ScriptedLlm(calls=3), tools=[read],
+                     before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
+    with caplog.at_level("WARNING", logger="loopguard"):
+        responses = asyncio.run(run(agent, "down"))
+    assert responses == [{"result": "the same content"}] * 3
+    # ADK: the outcome of a call that was not checked is not recorded either.
+    assert runs["n"] == 3 and guard.calls == 3
+    messages = [r.getMessage() for r in caplog.records if r.name == "loopguard"]
+    assert len(messages) == 3 and all("failing open" in m for m in messages)

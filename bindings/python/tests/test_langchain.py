@@ -174,3 +174,15 @@ def test_a_loop_that_survives_a_compaction_is_reported_on_the_tool_message() -> 
     messages = tool_messages(result)
     assert [m.status for m in messages] == ["success", "success", "error"]
     assert messages[2].content.startswith("the same content\n\n" + ABORT_PREFIX)
+
+
+def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:
+    from conftest import DownGuard, assert_failed_open
+
+    read, counter = make_tool()
+    guard = DownGuard()
+    agent = create_agent(ScriptedChatModel(calls=3), [read], middleware=[LoopGuardMiddleware(guard)])
+    with caplog.at_level("WARNING", logger="loopguard"):
+        result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"recursion_limit": 50})
+    assert [m.content for m in tool_messages(result)] == ["the same content"] * 3
+    assert_failed_open(caplog, guard, counter["runs"])

@@ -98,3 +98,15 @@ def test_a_loop_that_survives_a_compaction_is_reported_to_the_model() -> None:
     out = outputs(result)
     assert out[:2] == ["the same content"] * 2
     assert out[2].startswith("the same content\n\n" + ABORT_PREFIX)
+
+
+def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:
+    from conftest import DownGuard, assert_failed_open
+
+    read, counter = make_tool()
+    guard = DownGuard()
+    LoopGuard(guard).protect(read)
+    with caplog.at_level("WARNING", logger="loopguard"):
+        result = Runner.run_sync(Agent(name="helper", model=scripted(3), tools=[read]), "go", max_turns=20)
+    assert outputs(result) == ["the same content"] * 3
+    assert_failed_open(caplog, guard, counter["runs"])

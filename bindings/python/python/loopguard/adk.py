@@ -29,6 +29,7 @@ import threading
 from typing import Any, Optional
 
 from . import CallDecision, Guard
+from ._failopen import guarded
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
 
@@ -62,7 +63,13 @@ class LoopGuardCallbacks:
 
     def before_tool_callback(self, tool: Any, args: dict, tool_context: Any) -> Optional[dict]:
         session, run, call_id, agent = self._scope(tool_context)
-        decision = self.guard.before_call(session, tool.name, args, run=run, call_id=call_id, agent=agent)
+        decision = guarded(
+            "the check",
+            tool.name,
+            lambda: self.guard.before_call(session, tool.name, args, run=run, call_id=call_id, agent=agent),
+        )
+        if decision is None:
+            return None
         if decision.decision == "block":
             return {
                 "error": decision.message,
@@ -80,10 +87,16 @@ class LoopGuardCallbacks:
         if decision is None and call_id is not None:
             # Not a call this guard let through (a blocked call's replacement result).
             return None
-        outcome = self.guard.after_call(
-            session, tool.name, args, result=_result(tool_response), run=run, call_id=call_id, agent=agent
+        outcome = guarded(
+            "recording the outcome",
+            tool.name,
+            lambda: self.guard.after_call(
+                session, tool.name, args, result=_result(tool_response), run=run, call_id=call_id, agent=agent
+            ),
         )
         extra: dict = {}
+        if outcome is None:
+            return None
         if outcome.decision == "abort":
             extra["loopguard_abort"] = outcome.message
         elif decision is not None and decision.decision == "warn" and decision.emitted:
@@ -98,7 +111,11 @@ class LoopGuardCallbacks:
         with self._lock:
             if call_id is not None:
                 self._pending.pop(call_id, None)
-        self.guard.after_call(session, tool.name, args, error=str(error), run=run, call_id=call_id, agent=agent)
+        guarded(
+            "recording the error",
+            tool.name,
+            lambda: self.guard.after_call(session, tool.name, args, error=str(error), run=run, call_id=call_id, agent=agent),
+        )
         return None
 
 

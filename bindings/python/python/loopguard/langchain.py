@@ -31,6 +31,7 @@ from langchain_core.messages import ToolMessage
 from typing_extensions import Annotated, NotRequired
 
 from . import CallDecision, Guard
+from ._failopen import guarded
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
 
@@ -89,12 +90,14 @@ class LoopGuardMiddleware(AgentMiddleware):
         run = state.get("loopguard_run") if isinstance(state, dict) else None
         return (str(thread) if thread is not None else "default"), run
 
-    def _before(self, request: Any) -> tuple[CallDecision, str, Optional[str], dict, Any]:
+    def _before(self, request: Any) -> tuple[Optional[CallDecision], str, Optional[str], dict, Any]:
         call = request.tool_call
         session, run = self._scope(request)
         args = call.get("args") or {}
-        decision = self.guard.before_call(
-            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent
+        decision = guarded(
+            "the check",
+            call["name"],
+            lambda: self.guard.before_call(session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent),
         )
         return decision, session, run, args, call
 
@@ -108,7 +111,7 @@ class LoopGuardMiddleware(AgentMiddleware):
 
     def _after(
         self,
-        decision: CallDecision,
+        decision: Optional[CallDecision],
         session: str,
         run: Optional[str],
         args: dict,
@@ -123,19 +126,27 @@ class LoopGuardMiddleware(AgentMiddleware):
             kwargs: dict[str, Any] = {"error": response.content}
         else:
             kwargs = {"result": _content_result(response.content)}
-        outcome = self.guard.after_call(
-            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, **kwargs
+        outcome = guarded(
+            "recording the outcome",
+            call["name"],
+            lambda: self.guard.after_call(
+                session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, **kwargs
+            ),
         )
-        if outcome.decision == "abort" and outcome.message:
+        if outcome is not None and outcome.decision == "abort" and outcome.message:
             response = _with_warning(response, outcome.message).model_copy(update={"status": "error"})
-        elif decision.decision == "warn" and decision.emitted and decision.message:
+        elif decision is not None and decision.decision == "warn" and decision.emitted and decision.message:
             response = _with_warning(response, decision.message)
         return response
 
     def _failed(self, session: str, run: Optional[str], args: dict, call: dict, exc: BaseException) -> None:
         # The tool raised: its error is the outcome (a string error is its message).
-        self.guard.after_call(
-            session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, error=str(exc)
+        guarded(
+            "recording the error",
+            call["name"],
+            lambda: self.guard.after_call(
+                session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, error=str(exc)
+            ),
         )
 
     def wrap_tool_call(
@@ -144,7 +155,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         handler: Callable[[Any], Union[ToolMessage, Any]],
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
-        if decision.decision == "block":
+        if decision is not None and decision.decision == "block":
             return self._blocked(decision, call)
         try:
             response = handler(request)
@@ -159,7 +170,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         handler: Callable[[Any], Awaitable[Union[ToolMessage, Any]]],
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
-        if decision.decision == "block":
+        if decision is not None and decision.decision == "block":
             return self._blocked(decision, call)
         try:
             response = await handler(request)

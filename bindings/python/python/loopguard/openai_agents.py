@@ -44,6 +44,7 @@ from agents.tool_guardrails import (
 from agents.tracing import get_current_trace
 
 from . import CallDecision, Guard
+from ._failopen import guarded
 
 __all__ = ["LoopGuard"]
 
@@ -133,9 +134,15 @@ class LoopGuard:
     def _check(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         session, run = self._scope(ctx)
-        decision = self.guard.before_call(
-            session, ctx.tool_name, self._args(ctx), run=run, call_id=ctx.tool_call_id, agent=self.agent
+        decision = guarded(
+            "the check",
+            ctx.tool_name,
+            lambda: self.guard.before_call(
+                session, ctx.tool_name, self._args(ctx), run=run, call_id=ctx.tool_call_id, agent=self.agent
+            ),
         )
+        if decision is None:
+            return ToolGuardrailFunctionOutput.allow()
         if decision.decision == "block":
             return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=decision)
         with self._lock:
@@ -147,17 +154,21 @@ class LoopGuard:
         session, run = self._scope(ctx)
         with self._lock:
             decision = self._pending.pop(ctx.tool_call_id, None)
-        outcome = self.guard.after_call(
-            session,
+        outcome = guarded(
+            "recording the outcome",
             ctx.tool_name,
-            self._args(ctx),
-            result=_result(data.output),
-            run=run,
-            call_id=ctx.tool_call_id,
-            agent=self.agent,
+            lambda: self.guard.after_call(
+                session,
+                ctx.tool_name,
+                self._args(ctx),
+                result=_result(data.output),
+                run=run,
+                call_id=ctx.tool_call_id,
+                agent=self.agent,
+            ),
         )
         note = None
-        if outcome.decision == "abort":
+        if outcome is not None and outcome.decision == "abort":
             note = outcome.message
         elif decision is not None and decision.decision == "warn" and decision.emitted:
             note = decision.message
