@@ -19,9 +19,9 @@ rm -rf "$venv"
 py="$venv/bin/python"
 "$py" -m pip install -q --upgrade pip
 
-echo "== pip install: pytest, hypothesis, langchain v1, openai-agents, google-adk"
+echo "== pip install: pytest, hypothesis, mypy, langchain v1, openai-agents, google-adk"
 start=$(date +%s)
-"$py" -m pip install -q "pytest>=8" "hypothesis>=6" \
+"$py" -m pip install -q "pytest>=8" "hypothesis>=6" "mypy>=1.18" \
   "langchain>=1,<2" "langchain-core>=1,<2" "openai-agents>=0.4" "google-adk>=1"
 echo "   installed in $(( $(date +%s) - start )) s"
 
@@ -30,6 +30,9 @@ start=$(date +%s)
 "$py" -m pip install -q ./bindings/python
 echo "   built and installed in $(( $(date +%s) - start )) s"
 "$py" -c 'import loopguard, sys; print("   loopguard from", loopguard.__file__)'
+
+echo "== types: the .pyi stubs match the extension (mypy stubtest); the package is mypy --strict clean"
+(cd bindings/python && "../../$py" -m mypy.stubtest loopguard._loopguard && "../../$py" -m mypy --strict python/loopguard)
 
 # The remote client is also tested against a real `loopguard serve` when the workspace's
 # binary has that command (a debug build: .ci/run's cargo test has built it already).

@@ -1,12 +1,27 @@
 """Type stubs of loopguard's native module (re-exported by ``loopguard``)."""
 
 import os
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union, final
+
+__all__ = [
+    "CallDecision",
+    "ConfigError",
+    "EventError",
+    "Guard",
+    "LoopguardError",
+    "OutcomeDecision",
+    "StoreError",
+    "_call_line",
+    "_compaction_line",
+    "_decision_from_record",
+    "_event_json",
+    "_outcome_line",
+]
 
 # What the API accepts as a JSON value: dict (str keys), list, tuple, str, int, float, bool,
 # None. Anything else is a TypeError naming its path.
-JSONValue = Union[None, bool, int, float, str, Sequence[Any], Mapping[str, Any]]
-Config = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
+_JSONValue = Union[None, bool, int, float, str, Sequence[Any], Mapping[str, Any]]
+_Config = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
 
 class LoopguardError(Exception):
     """Base class of loopguard's own errors."""
@@ -25,6 +40,7 @@ class ConfigError(LoopguardError):
 class StoreError(LoopguardError):
     """The guard's session store cannot be reached."""
 
+@final
 class CallDecision:
     """The decision before a tool call."""
 
@@ -64,6 +80,7 @@ class CallDecision:
     @property
     def tool(self) -> Optional[str]: ...
 
+@final
 class OutcomeDecision:
     """The decision after a tool call."""
 
@@ -93,6 +110,7 @@ class OutcomeDecision:
     @property
     def tool(self) -> Optional[str]: ...
 
+@final
 class Guard:
     """Sessions, OpenClaw's detectors, one decision per event. Safe to share between threads.
 
@@ -101,14 +119,14 @@ class Guard:
     >>> guard = Guard(config={"tools": {"loopDetection": {"enabled": True, "warningThreshold": 5}}})
     """
 
-    def __init__(self, config: Config = None, *, store: str = "memory", idle_ttl: float = 86400.0) -> None:
+    def __new__(cls, config: _Config = None, *, store: str = "memory", idle_ttl: float = 86400.0) -> "Guard":
         """``store``: ``"memory"`` (bounded LRU) or ``"sqlite:PATH"`` (shared by processes using
         the file); sessions idle for ``idle_ttl`` seconds are forgotten."""
     def before_call(
         self,
         session: str,
         tool: str,
-        args: JSONValue,
+        args: _JSONValue,
         *,
         run: Optional[str] = None,
         call_id: Optional[str] = None,
@@ -119,10 +137,10 @@ class Guard:
         self,
         session: str,
         tool: str,
-        args: JSONValue,
+        args: _JSONValue,
         *,
-        result: JSONValue = None,
-        error: JSONValue = None,
+        result: _JSONValue = None,
+        error: _JSONValue = None,
         run: Optional[str] = None,
         call_id: Optional[str] = None,
         agent: Optional[str] = None,
@@ -147,7 +165,7 @@ class Guard:
 def _call_line(
     session: str,
     tool: str,
-    args: JSONValue,
+    args: _JSONValue,
     run: Optional[str] = None,
     call_id: Optional[str] = None,
     agent: Optional[str] = None,
@@ -155,9 +173,9 @@ def _call_line(
 def _outcome_line(
     session: str,
     tool: str,
-    args: JSONValue,
-    result: JSONValue = None,
-    error: JSONValue = None,
+    args: _JSONValue,
+    result: _JSONValue = None,
+    error: _JSONValue = None,
     run: Optional[str] = None,
     call_id: Optional[str] = None,
     agent: Optional[str] = None,

@@ -89,7 +89,7 @@ class RemoteGuard:
                 raise
         raise AssertionError("unreachable")
 
-    def _apply(self, kind: str, body: bytes, echo: dict) -> Optional[dict]:
+    def _apply(self, kind: str, body: bytes, echo: dict[str, Any]) -> Optional[dict[str, Any]]:
         """Posts one event; returns its record, or None after failing open."""
         try:
             status, payload = self._post(body)
@@ -97,7 +97,8 @@ class RemoteGuard:
             _log.warning("loopguard: %s unreachable (%s); failing open: the %s is %s", self.url, e, kind, _FAIL_OPEN[kind])
             return None
         if status == 200:
-            return json.loads(payload)
+            record: dict[str, Any] = json.loads(payload)
+            return record
         try:
             error = json.loads(payload)
         except ValueError:
@@ -113,7 +114,7 @@ class RemoteGuard:
         raise LoopguardError(f"{self.url}: HTTP {status}: {message}")
 
     @staticmethod
-    def _fail_open_record(kind: str, echo: dict) -> dict:
+    def _fail_open_record(kind: str, echo: dict[str, Any]) -> dict[str, Any]:
         record = {"type": kind, "session": echo.get("session", "default"), "run": echo.get("run"), "callId": echo.get("callId")}
         if kind != "compaction":
             record["tool"] = echo.get("tool")
@@ -140,7 +141,7 @@ class RemoteGuard:
         record = self._apply("compaction", _compaction_line(session, run, agent), {})
         return _FAIL_OPEN["compaction"] if record is None else record["decision"]
 
-    def event(self, event: Any) -> dict:
+    def event(self, event: Any) -> dict[str, Any]:
         if isinstance(event, (bytes, str)):
             body = event.encode("utf-8") if isinstance(event, str) else event
             try:
@@ -151,7 +152,7 @@ class RemoteGuard:
             body = _event_json(event)
             parsed = event
         echo = parsed if isinstance(parsed, dict) else {}
-        kind = echo.get("type") if echo.get("type") in _FAIL_OPEN else "call"
+        kind = str(echo["type"]) if echo.get("type") in _FAIL_OPEN else "call"
         record = self._apply(kind, body, echo)
         if record is None:
             record = self._fail_open_record(kind, echo)

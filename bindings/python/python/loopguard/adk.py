@@ -26,12 +26,17 @@ Needs ``pip install "loopguard[adk]"``.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any, Optional
 
 from . import CallDecision, Guard
 from ._failopen import guarded
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
+
+
+# Decisions kept until their tool's result is seen, at most.
+_MAX_PENDING = 10_000
 
 
 def _result(response: Any) -> Any:
@@ -52,7 +57,7 @@ class LoopGuardCallbacks:
         self.guard = guard if guard is not None else Guard()
         self.agent = agent
         self._lock = threading.Lock()
-        self._pending: dict[str, CallDecision] = {}
+        self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()
 
     def _scope(self, ctx: Any) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
         session = getattr(getattr(ctx, "session", None), "id", None) or "default"
@@ -61,7 +66,7 @@ class LoopGuardCallbacks:
         agent = self.agent if self.agent is not None else getattr(ctx, "agent_name", None)
         return session, run, call_id, agent
 
-    def before_tool_callback(self, tool: Any, args: dict, tool_context: Any) -> Optional[dict]:
+    def before_tool_callback(self, tool: Any, args: dict[str, Any], tool_context: Any) -> Optional[dict[str, Any]]:
         session, run, call_id, agent = self._scope(tool_context)
         decision = guarded(
             "the check",
@@ -78,9 +83,11 @@ class LoopGuardCallbacks:
         if call_id is not None:
             with self._lock:
                 self._pending[call_id] = decision
+                while len(self._pending) > _MAX_PENDING:  # results that never came
+                    self._pending.popitem(last=False)
         return None
 
-    def after_tool_callback(self, tool: Any, args: dict, tool_context: Any, tool_response: Any) -> Optional[dict]:
+    def after_tool_callback(self, tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> Optional[dict[str, Any]]:
         session, run, call_id, agent = self._scope(tool_context)
         with self._lock:
             decision = self._pending.pop(call_id, None) if call_id is not None else None
@@ -94,7 +101,7 @@ class LoopGuardCallbacks:
                 session, tool.name, args, result=_result(tool_response), run=run, call_id=call_id, agent=agent
             ),
         )
-        extra: dict = {}
+        extra: dict[str, Any] = {}
         if outcome is None:
             return None
         if outcome.decision == "abort":
@@ -106,7 +113,7 @@ class LoopGuardCallbacks:
         base = dict(tool_response) if isinstance(tool_response, dict) else {"result": tool_response}
         return {**base, **extra}
 
-    def on_tool_error_callback(self, tool: Any, args: dict, tool_context: Any, error: Exception) -> Optional[dict]:
+    def on_tool_error_callback(self, tool: Any, args: dict[str, Any], tool_context: Any, error: Exception) -> Optional[dict[str, Any]]:
         session, run, call_id, agent = self._scope(tool_context)
         with self._lock:
             if call_id is not None:
@@ -131,11 +138,11 @@ def _callbacks() -> LoopGuardCallbacks:
         return _default
 
 
-def before_tool_callback(tool: Any, args: dict, tool_context: Any) -> Optional[dict]:
+def before_tool_callback(tool: Any, args: dict[str, Any], tool_context: Any) -> Optional[dict[str, Any]]:
     """``before_tool_callback`` backed by one module-wide ``Guard()``."""
     return _callbacks().before_tool_callback(tool, args, tool_context)
 
 
-def after_tool_callback(tool: Any, args: dict, tool_context: Any, tool_response: Any) -> Optional[dict]:
+def after_tool_callback(tool: Any, args: dict[str, Any], tool_context: Any, tool_response: Any) -> Optional[dict[str, Any]]:
     """``after_tool_callback`` backed by the same module-wide ``Guard()``."""
     return _callbacks().after_tool_callback(tool, args, tool_context, tool_response)

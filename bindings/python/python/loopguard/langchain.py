@@ -90,7 +90,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         run = state.get("loopguard_run") if isinstance(state, dict) else None
         return (str(thread) if thread is not None else "default"), run
 
-    def _before(self, request: Any) -> tuple[Optional[CallDecision], str, Optional[str], dict, Any]:
+    def _before(self, request: Any) -> tuple[Optional[CallDecision], str, Optional[str], dict[str, Any], Any]:
         call = request.tool_call
         session, run = self._scope(request)
         args = call.get("args") or {}
@@ -101,7 +101,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         )
         return decision, session, run, args, call
 
-    def _blocked(self, decision: CallDecision, call: dict) -> ToolMessage:
+    def _blocked(self, decision: CallDecision, call: dict[str, Any]) -> ToolMessage:
         return ToolMessage(
             content=decision.message,
             tool_call_id=call.get("id") or "",
@@ -114,8 +114,8 @@ class LoopGuardMiddleware(AgentMiddleware):
         decision: Optional[CallDecision],
         session: str,
         run: Optional[str],
-        args: dict,
-        call: dict,
+        args: dict[str, Any],
+        call: dict[str, Any],
         response: Any,
     ) -> Any:
         if not isinstance(response, ToolMessage):
@@ -139,7 +139,7 @@ class LoopGuardMiddleware(AgentMiddleware):
             response = _with_warning(response, decision.message)
         return response
 
-    def _failed(self, session: str, run: Optional[str], args: dict, call: dict, exc: BaseException) -> None:
+    def _failed(self, session: str, run: Optional[str], args: dict[str, Any], call: dict[str, Any], exc: BaseException) -> None:
         # The tool raised: its error is the outcome (a string error is its message).
         guarded(
             "recording the error",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 import uuid
 import weakref
 from typing import Any, Callable, Iterable, Optional, Union
@@ -47,6 +48,10 @@ from . import CallDecision, Guard
 from ._failopen import guarded
 
 __all__ = ["LoopGuard"]
+
+
+# Decisions kept until their tool's result is seen, at most.
+_MAX_PENDING = 10_000
 
 
 def _result(output: Any) -> Any:
@@ -82,7 +87,7 @@ class LoopGuard:
         self.agent = agent
         self._lock = threading.Lock()
         # Decisions of calls that ran, until their output is seen (by tool call id).
-        self._pending: dict[str, CallDecision] = {}
+        self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()
         # Run ids for runs without a trace, keyed by the identity of the run's usage object
         # (one per Runner.run, shared by its tool calls; not hashable, hence the id).
         self._runs: dict[int, tuple[Any, str]] = {}
@@ -144,9 +149,11 @@ class LoopGuard:
         if decision is None:
             return ToolGuardrailFunctionOutput.allow()
         if decision.decision == "block":
-            return ToolGuardrailFunctionOutput.reject_content(decision.message, output_info=decision)
+            return ToolGuardrailFunctionOutput.reject_content(decision.message or "", output_info=decision)
         with self._lock:
             self._pending[ctx.tool_call_id] = decision
+            while len(self._pending) > _MAX_PENDING:  # outputs that never came (the tool crashed)
+                self._pending.popitem(last=False)
         return ToolGuardrailFunctionOutput.allow(output_info=decision)
 
     def _record(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
