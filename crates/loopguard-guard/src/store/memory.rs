@@ -28,6 +28,8 @@ impl Default for MemoryOptions {
 
 #[derive(Debug)]
 struct Slot {
+    /// The key, shared with the LRU index (no allocation per use).
+    key: Arc<str>,
     entry: Arc<Mutex<SessionEntry>>,
     /// Logical clock of the last use, for least-recently-used eviction.
     used: u64,
@@ -39,7 +41,7 @@ struct Slot {
 struct Inner {
     slots: HashMap<String, Slot>,
     /// Last use → key, oldest first.
-    lru: std::collections::BTreeMap<u64, String>,
+    lru: std::collections::BTreeMap<u64, Arc<str>>,
     clock: u64,
 }
 
@@ -51,7 +53,7 @@ impl Inner {
             self.lru.remove(&slot.used);
             slot.used = clock;
             slot.touched_ms = now;
-            self.lru.insert(clock, key.to_string());
+            self.lru.insert(clock, slot.key.clone());
         }
     }
 
@@ -69,16 +71,17 @@ impl Inner {
     fn evict(&mut self, opts: &MemoryOptions, now: u64, room_for: usize) {
         let ttl = u64::try_from(opts.idle_ttl.as_millis()).unwrap_or(u64::MAX);
         while let Some((_, key)) = self.lru.first_key_value() {
-            let key = key.clone();
+            let key: Arc<str> = key.clone();
+            let key = &*key;
             let expired = self
                 .slots
-                .get(&key)
+                .get(key)
                 .is_some_and(|s| now.saturating_sub(s.touched_ms) > ttl);
             let over = self.slots.len() + room_for > opts.max_sessions;
             if !(expired || over) {
                 break;
             }
-            self.remove(&key);
+            self.remove(key);
         }
     }
 }
@@ -150,6 +153,7 @@ impl MemoryStore {
             inner.slots.insert(
                 key.to_string(),
                 Slot {
+                    key: Arc::from(key),
                     entry: Arc::new(Mutex::new(SessionEntry::default())),
                     used: 0,
                     touched_ms: now,
@@ -194,7 +198,7 @@ impl Store for MemoryStore {
     fn keys(&self) -> Result<Vec<String>, StoreError> {
         let inner = lock(&self.inner);
         // Most recently used first.
-        Ok(inner.lru.values().rev().cloned().collect())
+        Ok(inner.lru.values().rev().map(|k| k.to_string()).collect())
     }
 
     fn ping(&self) -> Result<(), StoreError> {
