@@ -63,3 +63,5 @@ pub use store::{
     open_store, MemoryOptions, MemoryStore, SqliteOptions, SqliteStore, Store, StoreError,
     SCHEMA_VERSION, WAL_CHECKPOINT_BYTES,
 };
+#[cfg(feature = "redis")]
+pub use store::{redis_key, RedisOptions, RedisStore};

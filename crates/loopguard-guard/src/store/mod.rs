@@ -14,6 +14,8 @@
 //! [`open_store`] builds one from the `--store` option every front end takes.
 
 mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod sqlite;
 
 use std::fmt;
@@ -22,6 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use memory::{MemoryOptions, MemoryStore};
+#[cfg(feature = "redis")]
+pub use redis_store::{redis_key, RedisOptions, RedisStore};
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES};
 
 use crate::entry::SessionEntry;
@@ -137,6 +141,14 @@ pub fn open_store(spec: &str, idle_ttl: Duration) -> Result<Arc<dyn Store>, Stor
             ..SqliteOptions::default()
         };
         return Ok(Arc::new(SqliteStore::open(path.as_ref(), &opts)?));
+    }
+    #[cfg(feature = "redis")]
+    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+        let opts = RedisOptions {
+            idle_ttl,
+            ..RedisOptions::default()
+        };
+        return Ok(Arc::new(RedisStore::open(spec, opts)?));
     }
     Err(StoreError::BadSpec(spec.to_string()))
 }
