@@ -9,6 +9,7 @@ mod html;
 mod mcp_cli;
 mod progress;
 mod replay_cmd;
+mod serve_cmd;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several
 /// times faster than the system allocator.
@@ -47,6 +48,8 @@ enum Command {
     Status(hook_cli::StatusArgs),
     /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
     Mcp(mcp_cli::McpArgs),
+    /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
+    Serve(serve_cmd::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Hook(cmd) => hook_cli::run(cmd),
         Command::Status(args) => hook_cli::status(args),
         Command::Mcp(args) => mcp_cli::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,430 @@
+//! The HTTP surface: routes, authentication, body limits, and the calls into the guard.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{MatchedPath, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use http_body_util::BodyExt;
+use loopguard_events::parse_event;
+use loopguard_guard::{Guard, GuardError};
+
+use crate::error::ApiError;
+use crate::metrics::{DecisionLabels, Metrics};
+use crate::tokens::Tokens;
+
+/// Everything the handlers share.
+pub(crate) struct AppState {
+    pub guard: Arc<Guard>,
+    /// The same store with the Claude Code tool profile.
+    pub claude_code: Arc<Guard>,
+    pub tokens: Option<Tokens>,
+    pub metrics: Metrics,
+    /// Store calls block (network, disk): run them on tokio's blocking pool. The memory
+    /// store is a mutex held for microseconds and is called directly (see the README's
+    /// benchmark).
+    pub blocking: bool,
+    pub max_body: usize,
+    pub config_source: String,
+    pub body_timeout: Duration,
+    /// The store's optimistic-concurrency retries so far (0 for stores without them).
+    pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
+    /// How many sessions the store holds, when it can say.
+    pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("guard", &self.guard)
+            .field("tenants", &self.tokens.as_ref().map(Tokens::len))
+            .field("blocking", &self.blocking)
+            .field("max_body", &self.max_body)
+            .finish_non_exhaustive()
+    }
+}
+
+type Shared = Arc<AppState>;
+
+/// The routes, and the label each gets in the metrics.
+pub(crate) const ROUTES: [&str; 7] = [
+    "/v1/events",
+    "/v1/sessions/{session}",
+    "/v1/hooks/claude-code",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+];
+
+pub(crate) fn router(state: Shared) -> Router {
+    Router::new()
+        .route(ROUTES[0], post(post_events))
+        .route(ROUTES[1], get(get_session).delete(delete_session))
+        .route(ROUTES[2], post(post_claude_code))
+        .route(ROUTES[3], get(healthz))
+        .route(ROUTES[4], get(readyz))
+        .route(ROUTES[5], get(metrics))
+        .route(ROUTES[6], get(openapi))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), track))
+        .with_state(state)
+}
+
+/// Times every request and counts it by route and status.
+async fn track(State(state): State<Shared>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|m| ROUTES.iter().copied().find(|r| *r == m.as_str()))
+        .unwrap_or("other");
+    let response = next.run(req).await;
+    state
+        .metrics
+        .request(route, response.status().as_u16(), start.elapsed());
+    response
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no such endpoint; see GET /openapi.json",
+        None,
+    )
+}
+
+impl AppState {
+    /// The tenant of the request: `None` without `--tokens`; otherwise the bearer token's
+    /// tenant, or 401.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Arc<str>>, ApiError> {
+        let Some(tokens) = &self.tokens else {
+            return Ok(None);
+        };
+        let unauthorized =
+            |msg: &str| ApiError::new(StatusCode::UNAUTHORIZED, msg, Some("authorization"));
+        let value = headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(|| unauthorized("missing `Authorization: Bearer TOKEN` header"))?;
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .ok_or_else(|| unauthorized("the Authorization header is not `Bearer TOKEN`"))?;
+        tokens
+            .tenant(token)
+            .map(Some)
+            .ok_or_else(|| unauthorized("unknown bearer token"))
+    }
+
+    pub(crate) fn guard_error(&self, e: GuardError) -> ApiError {
+        match e {
+            GuardError::Event(e) => ApiError::bad_request(e.to_string(), e.field),
+            // The store failed (unreachable, contended): 503, callers fail open.
+            other => {
+                self.metrics.store_error();
+                tracing::warn!(target: "loopguard::serve", "store unavailable: {other}");
+                ApiError::unavailable(format!(
+                    "the session store cannot be reached: {other}; callers should fail open"
+                ))
+            }
+        }
+    }
+
+    /// Runs store work where it belongs (see `blocking`).
+    async fn run<T: Send + 'static>(
+        self: &Arc<Self>,
+        work: impl FnOnce(&AppState) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        if self.blocking {
+            let me = self.clone();
+            tokio::task::spawn_blocking(move || work(&me))
+                .await
+                .map_err(|e| {
+                    ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("internal error: {e}"),
+                        None,
+                    )
+                })
+        } else {
+            Ok(work(self))
+        }
+    }
+}
+
+/// How much of an over-long streamed body is read and dropped before answering 413.
+const DRAIN_LIMIT: usize = 16 << 20;
+
+/// Reads the body under the size limit (413) and the body timeout (408).
+async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is larger than the limit of {} bytes (--max-body)",
+                state.max_body
+            ),
+            None,
+        )
+    };
+    if let Some(len) = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        // Far over the limit: answer at once (the connection closes). Moderately over:
+        // read and drop the body below, so the client sees the 413 rather than a reset.
+        if len > state.max_body.saturating_add(DRAIN_LIMIT) as u64 {
+            return Err(too_large());
+        }
+    }
+    let limit = state.max_body;
+    let read = async move {
+        let mut body = body;
+        let mut buf = Vec::new();
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                ApiError::bad_request(format!("the body could not be read: {e}"), None)
+            })?;
+            if let Ok(data) = frame.into_data() {
+                seen = seen.saturating_add(data.len());
+                if seen > limit {
+                    // A streamed body without a Content-Length: read (and drop) a bounded
+                    // amount more, so that a client still sending gets to see the 413
+                    // instead of a reset connection.
+                    if seen > limit.saturating_add(DRAIN_LIMIT) {
+                        break;
+                    }
+                    continue;
+                }
+                buf.extend_from_slice(&data);
+            }
+        }
+        if seen > limit {
+            return Err(too_large());
+        }
+        Ok(Bytes::from(buf))
+    };
+    match tokio::time::timeout(state.body_timeout, read).await {
+        Ok(r) => r,
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s",
+                state.body_timeout.as_secs_f64()
+            ),
+            None,
+        )),
+    }
+}
+
+/// `application/json` (or no type): one event; `application/x-ndjson` (or
+/// `application/jsonl`): JSON Lines.
+fn is_ndjson(headers: &HeaderMap) -> Result<bool, ApiError> {
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(false);
+    };
+    let ct = ct.to_str().unwrap_or("");
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "application/json" | "" => Ok(false),
+        "application/x-ndjson" | "application/jsonl" | "application/jsonlines" => Ok(true),
+        _ => Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("content type {ct:?}: send application/json (one event) or application/x-ndjson (JSON Lines)"),
+            Some("content-type"),
+        )),
+    }
+}
+
+fn json_response(body: impl Into<Body>, content_type: &'static str) -> Response {
+    let mut r = Response::new(body.into());
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// `POST /v1/events`
+async fn post_events(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let ndjson = is_ndjson(&headers)?;
+    let bytes = read_body(&state, &headers, body).await?;
+    let out = state
+        .run(move |s| apply_events(s, tenant.as_deref(), &bytes, ndjson))
+        .await??;
+    Ok(json_response(
+        out,
+        if ndjson {
+            "application/x-ndjson"
+        } else {
+            "application/json"
+        },
+    ))
+}
+
+/// Parses every event first (a malformed one rejects the request before anything is
+/// applied), then applies them in order.
+fn apply_events(
+    state: &AppState,
+    tenant: Option<&str>,
+    bytes: &[u8],
+    ndjson: bool,
+) -> Result<Vec<u8>, ApiError> {
+    let mut events = Vec::new();
+    if ndjson {
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            let line = line.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            let event = parse_event(line, i as u64 + 1)
+                .map_err(|e| ApiError::bad_request(e.to_string(), e.field))?;
+            events.push(event);
+        }
+    } else {
+        let body = bytes.trim_ascii();
+        if !body.is_empty() {
+            let event =
+                parse_event(body, 1).map_err(|e| ApiError::bad_request(e.to_string(), e.field))?;
+            events.push(event);
+        }
+    }
+    if events.is_empty() {
+        return Err(ApiError::bad_request(
+            "the body holds no event (send one events.md event as JSON, or JSON Lines)",
+            None,
+        ));
+    }
+    let mut out = Vec::with_capacity(256 * events.len());
+    for event in &events {
+        let decision = state
+            .guard
+            .apply(tenant, event)
+            .map_err(|e| state.guard_error(e))?;
+        let finding = decision.finding.as_ref();
+        state.metrics.decision(DecisionLabels {
+            decision: decision.action.as_str(),
+            detector: finding.map_or("", |f| f.detector.as_str()),
+            level: finding.map_or("", |f| f.level.as_str()),
+        });
+        decision.write_record(&mut out);
+    }
+    if !ndjson && out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    Ok(out)
+}
+
+/// `GET /v1/sessions/{session}`
+async fn get_session(
+    State(state): State<Shared>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let name = session.clone();
+    let info = state
+        .run(move |s| {
+            s.guard
+                .session(tenant.as_deref(), &name)
+                .map_err(|e| s.guard_error(e))
+        })
+        .await??;
+    let Some(info) = info else {
+        return Err(no_session(&session));
+    };
+    Ok(json_response(
+        crate::compat::session_json(&info),
+        "application/json",
+    ))
+}
+
+fn no_session(session: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no session {session:?} (never seen, forgotten, or idle for longer than the idle TTL)"
+        ),
+        Some("session"),
+    )
+}
+
+/// `DELETE /v1/sessions/{session}`
+async fn delete_session(
+    State(state): State<Shared>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let name = session.clone();
+    let existed = state
+        .run(move |s| {
+            s.guard
+                .forget(tenant.as_deref(), &name)
+                .map_err(|e| s.guard_error(e))
+        })
+        .await??;
+    if existed {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(no_session(&session))
+    }
+}
+
+/// `POST /v1/hooks/claude-code`
+async fn post_claude_code(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let bytes = read_body(&state, &headers, body).await?;
+    let out = state
+        .run(move |s| crate::compat::claude_code(s, tenant.as_deref(), &bytes))
+        .await??;
+    Ok(json_response(out, "application/json"))
+}
+
+async fn healthz() -> Response {
+    json_response(r#"{"status":"ok"}"#, "application/json")
+}
+
+async fn readyz(State(state): State<Shared>) -> Result<Response, ApiError> {
+    state
+        .run(|s| s.guard.ping().map_err(|e| s.guard_error(e)))
+        .await??;
+    Ok(json_response(r#"{"status":"ready"}"#, "application/json"))
+}
+
+async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
+    let text = state
+        .run(|s| s.metrics.render((s.retries)(), (s.session_count)()))
+        .await?;
+    Ok(json_response(
+        text,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+    ))
+}
+
+async fn openapi() -> Response {
+    json_response(crate::openapi::document(), "application/json")
+}

@@ -1,0 +1,160 @@
+//! Glue between the HTTP layer and the guard: opening the store, the session document,
+//! the Claude Code endpoint.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use loopguard_core::{Mode, OpenClawConfig};
+use loopguard_guard::{open_store, Guard, Profile, RedisOptions, RedisStore, SessionInfo, Store};
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::ServeError;
+
+/// The guards over the store `--store` names, and what the metrics read from it.
+pub(crate) struct Opened {
+    /// `POST /v1/events`: events.md events as they are.
+    pub guard: Guard,
+    /// `POST /v1/hooks/claude-code`: the Claude Code tool profile over the same store.
+    pub claude_code: Guard,
+    pub blocking: bool,
+    pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
+    pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
+    /// Where the config came from, recorded with Claude Code sessions.
+    pub config_source: String,
+}
+
+pub(crate) fn open(
+    spec: &str,
+    config: Option<OpenClawConfig>,
+    idle_ttl: Duration,
+) -> Result<Opened, ServeError> {
+    let store_error = |e: loopguard_guard::StoreError| ServeError::Store {
+        spec: spec.to_string(),
+        message: e.to_string(),
+    };
+    let (store, retries): (Arc<dyn Store>, Box<dyn Fn() -> u64 + Send + Sync>) =
+        if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+            let redis = Arc::new(
+                RedisStore::open(
+                    spec,
+                    RedisOptions {
+                        idle_ttl,
+                        ..RedisOptions::default()
+                    },
+                )
+                .map_err(store_error)?,
+            );
+            let counter = redis.clone();
+            (redis, Box::new(move || counter.retries()))
+        } else {
+            (
+                open_store(spec, idle_ttl).map_err(store_error)?,
+                Box::new(|| 0),
+            )
+        };
+    let build = |profile: Profile| {
+        let mut b = Guard::builder()
+            .profile(profile)
+            .mode(Mode::Enforce)
+            .store(store.clone());
+        if let Some(c) = &config {
+            b = b.config(c.clone());
+        }
+        b.build()
+    };
+    let counting = store.clone();
+    let config_source = match &config {
+        Some(_) => "loopguard serve --config".to_string(),
+        None => "built-in (no config file: enabled with defaults)".to_string(),
+    };
+    Ok(Opened {
+        guard: build(Profile::Plain),
+        claude_code: build(Profile::ClaudeCode),
+        // The memory store is a short critical section: called directly on the async
+        // workers. SQLite and Redis wait for I/O: run on tokio's blocking pool.
+        blocking: spec != "memory",
+        retries,
+        session_count: Box::new(move || counting.keys().ok().map(|k| k.len() as u64)),
+        config_source,
+    })
+}
+
+/// `GET /v1/sessions/{session}`'s body.
+pub(crate) fn session_json(info: &SessionInfo) -> String {
+    serde_json::json!({
+        "session": info.session,
+        "calls": info.stats.calls,
+        "outcomes": info.stats.outcomes,
+        "warnings": info.stats.warnings,
+        "blocks": info.stats.blocks,
+        "aborts": info.stats.aborts,
+        "lastSeen": info.last_seen_ms,
+        "recent": info.recent.iter().map(|r| serde_json::json!({
+            "seq": r.seq,
+            "ts": r.ts_ms,
+            "type": r.event,
+            "run": r.run,
+            "tool": r.tool,
+            "callId": r.call_id,
+            "decision": r.decision,
+            "detector": r.detector,
+            "count": r.count,
+            "message": r.message,
+        })).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+/// `POST /v1/hooks/claude-code`: the hook crate's own logic over the server's guard with
+/// the Claude Code profile, so the answer is what `loopguard hook claude-code` prints.
+pub(crate) fn claude_code(
+    state: &AppState,
+    tenant: Option<&str>,
+    bytes: &[u8],
+) -> Result<Vec<u8>, ApiError> {
+    use loopguard_hook::payload::PayloadError;
+    use loopguard_hook::HookError;
+    let mut notes = Vec::new();
+    let result = loopguard_hook::payload::HookPayload::parse(bytes)
+        .map_err(HookError::from)
+        .and_then(|payload| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+                .unwrap_or(0);
+            loopguard_hook::apply_payload(
+                &state.claude_code,
+                tenant,
+                &payload,
+                payload.agent_type.as_deref(),
+                &state.config_source,
+                now,
+                &mut notes,
+            )
+        })
+        .map(|reply| reply.render());
+    for n in &notes {
+        tracing::warn!(target: "loopguard::serve", "{n}");
+    }
+    match result {
+        Ok(answer) => Ok(answer.into_bytes()),
+        Err(HookError::Payload(e)) => {
+            let field = match &e {
+                PayloadError::Missing(f) | PayloadError::Type { field: f, .. } => Some(*f),
+                _ => None,
+            };
+            Err(ApiError::bad_request(e.to_string(), field))
+        }
+        Err(HookError::Guard(loopguard_guard::GuardError::Event(e))) => {
+            Err(ApiError::bad_request(e.to_string(), e.field))
+        }
+        Err(HookError::Guard(e)) => Err(state.guard_error(e)),
+        Err(e) => {
+            state.metrics.store_error();
+            Err(ApiError::unavailable(format!(
+                "{e}; callers should fail open"
+            )))
+        }
+    }
+}

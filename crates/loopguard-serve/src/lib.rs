@@ -1,0 +1,265 @@
+//! # loopguard-serve
+//!
+//! `loopguard serve`: OpenClaw's tool-call loop detection as an HTTP service, for agent
+//! runtimes that cannot link a Rust crate (Python, TypeScript, Go, Java) and for fleets of
+//! gateways that must share one loop state per session.
+//!
+//! The server is a thin HTTP layer over [`loopguard_guard::Guard`]: each `POST /v1/events`
+//! event is applied to its session in the store (memory, SQLite or Redis) and answered with
+//! the decision record `loopguard replay --json` writes for the same stream (without
+//! `line`). The routes, their shapes and errors are in [`openapi.json`](Server::router)
+//! (`GET /openapi.json`) and in the README's "Run it as a service".
+//!
+//! ```
+//! use loopguard_serve::Server;
+//! # fn main() -> Result<(), loopguard_serve::ServeError> {
+//! let server = Server::builder()
+//!     .listen("127.0.0.1:0".parse().expect("an address"))
+//!     .store("memory")
+//!     .max_body(1 << 20)
+//!     .build()?;
+//! let router = server.router(); // an axum Router: serve it, or call it in tests
+//! # drop(router);
+//! // server.run(|addr| eprintln!("listening on {addr}"))?; blocks until Ctrl-C / SIGTERM
+//! # Ok(())
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod app;
+mod compat;
+mod error;
+mod metrics;
+mod openapi;
+mod tokens;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use loopguard_core::OpenClawConfig;
+use loopguard_guard::Guard;
+
+pub use error::ApiError;
+pub use tokens::{Tokens, TokensError};
+
+/// Default `--listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+/// Default `--max-body`: 4 MiB.
+pub const DEFAULT_MAX_BODY: usize = 4 << 20;
+/// Default `--idle-ttl`: one day.
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a client may take to send its body before it is answered 408.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--listen` on a non-loopback address without `--tokens`.
+    #[error("refusing to listen on {0} without --tokens: anyone who can reach it could read and reset every session (use a loopback address, or give --tokens FILE)")]
+    OpenWithoutTokens(SocketAddr),
+    /// The store could not be opened.
+    #[error("--store {spec}: {message}")]
+    Store {
+        /// The `--store` value.
+        spec: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Binding or serving failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Configures a [`Server`].
+#[derive(Debug)]
+pub struct ServerBuilder {
+    listen: SocketAddr,
+    config: Option<OpenClawConfig>,
+    store: String,
+    tokens: Option<Tokens>,
+    idle_ttl: Duration,
+    max_body: usize,
+    body_timeout: Duration,
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        ServerBuilder {
+            listen: DEFAULT_LISTEN.parse().expect("the default address parses"),
+            config: None,
+            store: "memory".to_string(),
+            tokens: None,
+            idle_ttl: DEFAULT_IDLE_TTL,
+            max_body: DEFAULT_MAX_BODY,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+        }
+    }
+}
+
+impl ServerBuilder {
+    /// The address to listen on (`--listen`).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = addr;
+        self
+    }
+    /// The OpenClaw config (`--config`, already loaded and checked); without one,
+    /// detection runs with every default and `enabled: true`.
+    pub fn config(mut self, config: OpenClawConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+    /// The store (`--store`): `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`.
+    pub fn store(mut self, spec: impl Into<String>) -> Self {
+        self.store = spec.into();
+        self
+    }
+    /// Bearer tokens (`--tokens`): requests need one, and sessions are namespaced by the
+    /// token's tenant.
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = Some(tokens);
+        self
+    }
+    /// Sessions idle for longer are forgotten (`--idle-ttl`).
+    pub fn idle_ttl(mut self, ttl: Duration) -> Self {
+        self.idle_ttl = ttl;
+        self
+    }
+    /// The largest request body, in bytes (`--max-body`).
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+    /// How long a client may take to send a body.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Opens the store and builds the guard. Fails on a non-loopback address without
+    /// tokens, or a store that cannot be opened.
+    pub fn build(self) -> Result<Server, ServeError> {
+        if !self.listen.ip().is_loopback() && self.tokens.is_none() {
+            return Err(ServeError::OpenWithoutTokens(self.listen));
+        }
+        let opened = compat::open(&self.store, self.config, self.idle_ttl)?;
+        let state = app::AppState {
+            guard: Arc::new(opened.guard),
+            claude_code: Arc::new(opened.claude_code),
+            tokens: self.tokens,
+            metrics: metrics::Metrics::new(),
+            blocking: opened.blocking,
+            max_body: self.max_body,
+            config_source: opened.config_source,
+            body_timeout: self.body_timeout,
+            retries: opened.retries,
+            session_count: opened.session_count,
+        };
+        Ok(Server {
+            listen: self.listen,
+            store: self.store,
+            state: Arc::new(state),
+        })
+    }
+}
+
+/// A configured server: [`Server::run`] serves it, [`Server::router`] gives its routes.
+#[derive(Debug)]
+pub struct Server {
+    listen: SocketAddr,
+    store: String,
+    state: Arc<app::AppState>,
+}
+
+impl Server {
+    /// A builder with the defaults of `loopguard serve`.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::default()
+    }
+
+    /// The routes, as an axum `Router`.
+    pub fn router(&self) -> axum::Router {
+        app::router(self.state.clone())
+    }
+
+    /// The guard behind the routes.
+    pub fn guard(&self) -> &Arc<Guard> {
+        &self.state.guard
+    }
+
+    /// The `--store` value.
+    pub fn store_spec(&self) -> &str {
+        &self.store
+    }
+
+    /// Serves on `listener` until `shutdown` completes (in-flight requests are finished).
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|source| ServeError::Io {
+                context: "serving".to_string(),
+                source,
+            })
+    }
+
+    /// Binds the address, calls `on_listening` with the bound address (the port is chosen
+    /// by the system for port 0), and serves until Ctrl-C or SIGTERM. Blocks; starts its
+    /// own tokio runtime.
+    pub fn run(self, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|source| ServeError::Io {
+                context: "starting the runtime".to_string(),
+                source,
+            })?;
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind(self.listen)
+                .await
+                .map_err(|source| ServeError::Io {
+                    context: format!("cannot listen on {}", self.listen),
+                    source,
+                })?;
+            let addr = listener.local_addr().map_err(|source| ServeError::Io {
+                context: "local address".to_string(),
+                source,
+            })?;
+            on_listening(addr);
+            self.serve(listener, shutdown_signal()).await
+        })
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

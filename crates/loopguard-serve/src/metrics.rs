@@ -1,0 +1,148 @@
+//! `GET /metrics`: Prometheus text exposition, through the `prometheus-client` crate.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Labels of `loopguard_decisions_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DecisionLabels {
+    pub decision: &'static str,
+    pub detector: &'static str,
+    pub level: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    route: &'static str,
+    status: u16,
+}
+
+/// Request latency buckets, in seconds: 50 µs to 2.5 s.
+const BUCKETS: [f64; 14] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5,
+];
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+/// Every metric the server exports.
+pub(crate) struct Metrics {
+    registry: Registry,
+    decisions: Family<DecisionLabels, Counter>,
+    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    requests: Family<StatusLabels, Counter>,
+    store_errors: Counter,
+    store_retries: Counter,
+    sessions: Gauge,
+    /// What `store_retries` last saw from the store's own counter.
+    retries_seen: AtomicU64,
+    render_lock: Mutex<()>,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let decisions = Family::<DecisionLabels, Counter>::default();
+        registry.register(
+            "loopguard_decisions",
+            "Decisions made, by decision, detector and level (detector and level empty when none fired)",
+            decisions.clone(),
+        );
+        let latency: Family<RouteLabels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(latency_histogram);
+        registry.register(
+            "loopguard_http_request_duration_seconds",
+            "Time from request to response, by route",
+            latency.clone(),
+        );
+        let requests = Family::<StatusLabels, Counter>::default();
+        registry.register(
+            "loopguard_http_requests",
+            "Requests answered, by route and status",
+            requests.clone(),
+        );
+        let store_errors = Counter::default();
+        registry.register(
+            "loopguard_store_errors",
+            "Store operations that failed (the request was answered 503)",
+            store_errors.clone(),
+        );
+        let store_retries = Counter::default();
+        registry.register(
+            "loopguard_store_retries",
+            "Optimistic-concurrency retries of the store (a concurrent writer changed the session first)",
+            store_retries.clone(),
+        );
+        let sessions = Gauge::default();
+        registry.register(
+            "loopguard_sessions",
+            "Sessions held by the store (all tenants), counted when scraped",
+            sessions.clone(),
+        );
+        Metrics {
+            registry,
+            decisions,
+            latency,
+            requests,
+            store_errors,
+            store_retries,
+            sessions,
+            retries_seen: AtomicU64::new(0),
+            render_lock: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn decision(&self, labels: DecisionLabels) {
+        self.decisions.get_or_create(&labels).inc();
+    }
+
+    pub(crate) fn request(&self, route: &'static str, status: u16, elapsed: Duration) {
+        self.latency
+            .get_or_create(&RouteLabels { route })
+            .observe(elapsed.as_secs_f64());
+        self.requests
+            .get_or_create(&StatusLabels { route, status })
+            .inc();
+    }
+
+    pub(crate) fn store_error(&self) {
+        self.store_errors.inc();
+    }
+
+    /// Renders the text format; `retries_total` is the store's own retry counter and
+    /// `sessions` the session count (when the store could count them).
+    pub(crate) fn render(&self, retries_total: u64, sessions: Option<u64>) -> String {
+        let _guard = self.render_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = self.retries_seen.swap(retries_total, Ordering::Relaxed);
+        if retries_total > seen {
+            self.store_retries.inc_by(retries_total - seen);
+        }
+        if let Some(n) = sessions {
+            self.sessions.set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}

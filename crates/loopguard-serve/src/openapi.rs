@@ -1,0 +1,157 @@
+//! `GET /openapi.json`: the OpenAPI 3.1 description of the HTTP API.
+//!
+//! Written out as data rather than derived from the handlers: the contract (issue 8,
+//! events.md) is fixed and small, and a test checks that every route of the router is in it.
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Value};
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+    })
+}
+
+fn build() -> Value {
+    let e400 = error_response("Malformed request: `error` says what is wrong, `field` names the field (as `loopguard replay` does)");
+    let e401 =
+        error_response("Missing or unknown bearer token (only when the server runs with --tokens)");
+    let e413 = error_response("The body is over --max-body");
+    let e503 = error_response(
+        "The session store cannot be reached; callers should fail open (let the call run)",
+    );
+    let e404 = error_response("No such session for this tenant");
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "loopguard serve",
+            "version": env!("CARGO_PKG_VERSION"),
+            "summary": "OpenClaw's tool-call loop detection as a service",
+            "description": "Report each tool call before it runs and its outcome after; the answer says whether to run it (allow, warn) or not (block), exactly as `loopguard replay --json` decides for the same stream (enforce mode). Sessions are namespaced by tenant when the server has --tokens.",
+            "license": { "name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0" }
+        },
+        "servers": [ { "url": "http://127.0.0.1:7878" } ],
+        "security": [ { "bearer": [] }, {} ],
+        "paths": {
+            "/v1/events": { "post": {
+                "operationId": "postEvents",
+                "summary": "Apply events; answer one decision record per event, in order",
+                "requestBody": { "required": true, "content": {
+                    "application/json": { "schema": { "$ref": "#/components/schemas/Event" } },
+                    "application/x-ndjson": { "schema": { "type": "string", "description": "JSON Lines: one Event a line; blank lines are skipped but counted in line numbers" } }
+                } },
+                "responses": {
+                    "200": { "description": "The decision records", "content": {
+                        "application/json": { "schema": { "$ref": "#/components/schemas/Decision" } },
+                        "application/x-ndjson": { "schema": { "type": "string", "description": "One Decision a line, in request order" } }
+                    } },
+                    "400": e400, "401": e401, "413": e413,
+                    "408": error_response("The body did not arrive in time"),
+                    "415": error_response("Neither application/json nor application/x-ndjson"),
+                    "503": e503
+                }
+            } },
+            "/v1/sessions/{session}": {
+                "parameters": [ { "name": "session", "in": "path", "required": true, "schema": { "type": "string" }, "description": "The session id (percent-encode `/`)" } ],
+                "get": {
+                    "operationId": "getSession",
+                    "summary": "A session's counters (every event ever applied) and recent decisions",
+                    "responses": {
+                        "200": { "description": "The session", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Session" } } } },
+                        "401": e401, "404": e404, "503": e503
+                    }
+                },
+                "delete": {
+                    "operationId": "deleteSession",
+                    "summary": "Forget a session",
+                    "responses": { "204": { "description": "Forgotten" }, "401": e401, "404": e404, "503": e503 }
+                }
+            },
+            "/v1/hooks/claude-code": { "post": {
+                "operationId": "claudeCodeHook",
+                "summary": "Claude Code's `type: \"http\"` hook: the answer is what `loopguard hook claude-code` prints for the same input",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The hook input Claude Code sends (session_id, hook_event_name, tool_name, tool_input, tool_use_id, tool_response, ...)" } } } },
+                "responses": {
+                    "200": { "description": "The hook output (empty when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "400": e400, "401": e401, "413": e413, "503": e503
+                }
+            } },
+            "/healthz": { "get": { "operationId": "healthz", "summary": "The process is up", "security": [],
+                "responses": { "200": { "description": "Up", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } } } } },
+            "/readyz": { "get": { "operationId": "readyz", "summary": "The session store answers", "security": [],
+                "responses": { "200": { "description": "Ready", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ready" } } } } } }, "503": e503 } } },
+            "/metrics": { "get": { "operationId": "metrics", "summary": "Prometheus / OpenMetrics text", "security": [],
+                "responses": { "200": { "description": "Decisions by detector and level, request latency histogram, store errors and retries, sessions", "content": { "application/openmetrics-text": { "schema": { "type": "string" } } } } } } },
+            "/openapi.json": { "get": { "operationId": "openapi", "summary": "This document", "security": [],
+                "responses": { "200": { "description": "OpenAPI 3.1", "content": { "application/json": { "schema": { "type": "object" } } } } } } }
+        },
+        "components": {
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer", "description": "A token of the --tokens file; it selects the tenant" } },
+            "schemas": {
+                "Event": {
+                    "type": "object", "description": "One events.md event",
+                    "required": ["type"],
+                    "properties": {
+                        "type": { "enum": ["call", "outcome", "compaction"] },
+                        "session": { "type": "string", "default": "default" },
+                        "run": { "type": ["string", "null"] },
+                        "agent": { "type": "string", "description": "selects the config's agents.list[] entry" },
+                        "callId": { "type": "string" },
+                        "tool": { "type": "string", "description": "required for call and outcome" },
+                        "args": { "type": "object", "default": {} },
+                        "result": { "description": "outcome: the tool's result" },
+                        "error": { "description": "outcome: what the tool threw (a string is the message)" },
+                        "ts": { "type": "number", "description": "milliseconds since 1970 (UTC)" }
+                    }
+                },
+                "Decision": {
+                    "type": "object", "description": "The decision record, as `loopguard replay --json` writes it without `line`",
+                    "required": ["type", "session", "run", "callId", "decision"],
+                    "properties": {
+                        "type": { "enum": ["call", "outcome", "compaction"] },
+                        "session": { "type": "string" },
+                        "run": { "type": ["string", "null"] },
+                        "callId": { "type": ["string", "null"] },
+                        "tool": { "type": "string" },
+                        "argsHash": { "type": "string" },
+                        "resultHash": { "type": ["string", "null"] },
+                        "decision": { "enum": ["allow", "warn", "block", "recorded", "ignored", "abort", "armed"] },
+                        "detector": { "enum": ["generic_repeat", "known_poll_no_progress", "ping_pong", "global_circuit_breaker", "unknown_tool_repeat", "compaction_loop_persisted"] },
+                        "level": { "enum": ["warning", "critical"] },
+                        "count": { "type": "integer" },
+                        "message": { "type": "string", "description": "what to tell the model" },
+                        "warningKey": { "type": "string" },
+                        "pairedTool": { "type": "string" },
+                        "emitted": { "type": "boolean", "description": "whether the warning should be shown to the model (once per bucket of ten)" }
+                    }
+                },
+                "Session": {
+                    "type": "object",
+                    "required": ["session", "calls", "outcomes", "warnings", "blocks", "aborts", "lastSeen", "recent"],
+                    "properties": {
+                        "session": { "type": "string" },
+                        "calls": { "type": "integer", "description": "call events ever applied" },
+                        "outcomes": { "type": "integer", "description": "outcome events ever applied" },
+                        "warnings": { "type": "integer" },
+                        "blocks": { "type": "integer" },
+                        "aborts": { "type": "integer" },
+                        "lastSeen": { "type": "integer", "description": "milliseconds since 1970 (UTC) of the last event" },
+                        "recent": { "type": "array", "items": { "$ref": "#/components/schemas/Decision" } }
+                    }
+                },
+                "Error": {
+                    "type": "object", "required": ["error", "field"],
+                    "properties": { "error": { "type": "string" }, "field": { "type": ["string", "null"] } }
+                }
+            }
+        }
+    })
+}
+
+/// The document, serialised once.
+pub(crate) fn document() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| build().to_string())
+}

@@ -1,0 +1,114 @@
+//! `loopguard serve`: the guard as an HTTP service (the work is in `loopguard-serve`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use loopguard_serve::{Server, Tokens};
+
+/// Options of `loopguard serve`.
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on. A non-loopback address needs --tokens.
+    #[arg(long, value_name = "ADDR", default_value = loopguard_serve::DEFAULT_LISTEN)]
+    listen: SocketAddr,
+    /// An OpenClaw config file (per-agent overrides through the event's `agent`). Without
+    /// one, detection runs with every default and `enabled: true`. A config with errors
+    /// stops the server from starting.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where sessions live: memory, sqlite:PATH, or redis://HOST:PORT[/DB] (shared by
+    /// replicas).
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    store: String,
+    /// Bearer tokens, one `TENANT TOKEN` pair a line: requests need a token, and each
+    /// tenant sees only its own sessions.
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Forget sessions idle for longer than this (e.g. 30m, 24h, 7d).
+    #[arg(long, value_name = "DURATION", default_value = "24h")]
+    idle_ttl: String,
+    /// The largest request body (bytes; K, M suffixes for KiB, MiB).
+    #[arg(long, value_name = "BYTES", default_value = "4M")]
+    max_body: String,
+    /// Answer 408 to a client that takes longer than this to send its body.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    body_timeout: String,
+}
+
+fn parse_size(text: &str) -> Result<usize> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&t[..i], t[i..].trim()),
+        None => (t, ""),
+    };
+    let n: usize = digits.parse().with_context(|| {
+        format!("--max-body {text:?}: expected a number of bytes, e.g. 1048576 or 4M")
+    })?;
+    let mult = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        _ => anyhow::bail!("--max-body {text:?}: unknown unit {unit:?} (use K or M)"),
+    };
+    let bytes = n
+        .checked_mul(mult)
+        .with_context(|| format!("--max-body {text:?} is too large"))?;
+    anyhow::ensure!(bytes > 0, "--max-body must be positive");
+    Ok(bytes)
+}
+
+/// Runs `loopguard serve` until Ctrl-C or SIGTERM.
+pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    let mut builder = Server::builder()
+        .listen(args.listen)
+        .store(args.store)
+        .idle_ttl(
+            loopguard_hook::parse_duration(&args.idle_ttl)
+                .map_err(|e| anyhow::anyhow!("--idle-ttl {:?}: {e}", args.idle_ttl))?,
+        )
+        .max_body(parse_size(&args.max_body)?)
+        .body_timeout(
+            loopguard_hook::parse_duration(&args.body_timeout)
+                .map_err(|e| anyhow::anyhow!("--body-timeout {:?}: {e}", args.body_timeout))?,
+        );
+    if let Some(path) = &args.config {
+        builder = builder.config(crate::replay_cmd::load_config_for_run(path)?);
+    }
+    let tenants = match &args.tokens {
+        Some(path) => {
+            let tokens = Tokens::load(path)?;
+            let n = tokens.len();
+            builder = builder.tokens(tokens);
+            Some(n)
+        }
+        None => None,
+    };
+    let server = builder.build()?;
+    let store = server.store_spec().to_string();
+    server.run(|addr| {
+        let auth = match tenants {
+            Some(n) => format!("{n} bearer tokens"),
+            None => "no authentication".to_string(),
+        };
+        eprintln!("loopguard serve: listening on http://{addr} (store: {store}; {auth})");
+    })?;
+    eprintln!("loopguard serve: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
+        assert_eq!(parse_size("4M").unwrap(), 4 << 20);
+        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
+        assert!(parse_size("4G").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("x").is_err());
+    }
+}

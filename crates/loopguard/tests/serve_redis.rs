@@ -1,0 +1,278 @@
+//! `loopguard serve` with Redis: a real `redis-server` on a free loopback port, and real
+//! `loopguard serve` replicas sharing it. Without redis-server these tests fail (they never
+//! skip): run scripts/setup-redis.sh.
+
+mod serve_support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serve_support::*;
+
+/// The parity fixtures, event by event, alternating between two replicas on one Redis:
+/// exactly the fixtures' decisions.
+#[test]
+fn parity_fixtures_through_two_replicas_on_redis() {
+    let redis = Redis::start();
+    let agent = agent();
+    for (db, (name, config, events, expected)) in parity_cases().into_iter().enumerate() {
+        // a database per case, so sessions of different cases never meet
+        let store = redis.url(db as u32);
+        let replicas = [
+            Serve::start(&["--config", config.to_str().unwrap(), "--store", &store]),
+            Serve::start(&["--config", config.to_str().unwrap(), "--store", &store]),
+        ];
+        let events: Vec<_> = events.iter().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(events.len(), expected.len(), "{name}");
+        for (i, (event, want)) in events.iter().zip(&expected).enumerate() {
+            let server = &replicas[i % 2];
+            let a = post_json(&agent, &server.url("/v1/events"), event.as_bytes());
+            assert_eq!(a.status, 200, "{name} event {}: {}", i + 1, a.body);
+            assert_eq!(
+                a.body,
+                without_line(want),
+                "{name} event {} (replica {})",
+                i + 1,
+                i % 2
+            );
+        }
+    }
+}
+
+fn call(session: &str, client: usize, n: usize) -> String {
+    format!(
+        r#"{{"type":"call","session":"{session}","callId":"c{client}-{n}","tool":"exec","args":{{"command":"step {client} {n}"}}}}"#
+    )
+}
+
+/// 16 clients post to one session through two replicas at once: no update is lost (the
+/// session's call counter equals the number of 200 answers).
+#[test]
+fn concurrent_clients_on_two_replicas_lose_no_update() {
+    let redis = Redis::start();
+    let store = redis.url(0);
+    let replicas = Arc::new([
+        Serve::start(&["--store", &store]),
+        Serve::start(&["--store", &store]),
+    ]);
+    let ok = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..16)
+        .map(|client| {
+            let (replicas, ok) = (replicas.clone(), ok.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                for n in 0..25 {
+                    let server = &replicas[(client + n) % 2];
+                    let a = post_json(
+                        &agent,
+                        &server.url("/v1/events"),
+                        call("hot", client, n).as_bytes(),
+                    );
+                    assert_eq!(a.status, 200, "{}", a.body);
+                    ok.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    let ok = ok.load(Ordering::SeqCst);
+    assert_eq!(ok, 16 * 25);
+    for server in replicas.iter() {
+        let s = get(&agent(), &server.url("/v1/sessions/hot")).json();
+        assert_eq!(s["calls"], ok as u64, "{s}");
+    }
+    // the replicas did contend: the store retried
+    let metrics: String = replicas
+        .iter()
+        .map(|s| get(&agent(), &s.url("/metrics")).body)
+        .collect();
+    let retries: u64 = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("loopguard_store_retries_total "))
+        .map(|v| v.trim().parse::<u64>().unwrap())
+        .sum();
+    eprintln!("optimistic-concurrency retries: {retries}");
+    assert!(
+        retries > 0,
+        "16 clients on one session through two replicas never contended"
+    );
+}
+
+/// A replica killed with kill -9 in the middle: everything it acknowledged is in the
+/// session (the counter is at least the number of 200 answers, and at most the number of
+/// requests sent).
+#[test]
+fn killed_replica_loses_nothing_it_acknowledged() {
+    let redis = Redis::start();
+    let store = redis.url(0);
+    let survivor = Arc::new(Serve::start(&["--store", &store]));
+    let victim = Arc::new(Mutex::new(Serve::start(&["--store", &store])));
+    let victim_url = victim.lock().unwrap().url("/v1/events");
+    let (acked, sent) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let threads: Vec<_> = (0..16)
+        .map(|client| {
+            let (survivor, victim_url) = (survivor.clone(), victim_url.clone());
+            let (acked, sent) = (acked.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let agent = serve_support::agent();
+                for n in 0..30 {
+                    let url = if (client + n) % 2 == 0 {
+                        survivor.url("/v1/events")
+                    } else {
+                        victim_url.clone()
+                    };
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    let body = call("k9", client, n);
+                    match request(
+                        &agent,
+                        "POST",
+                        &url,
+                        &[("content-type", "application/json")],
+                        Some(body.as_bytes()),
+                    ) {
+                        Ok(a) if a.status == 200 => {
+                            acked.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Ok(a) => panic!("{}: {}", a.status, a.body),
+                        // the killed replica: refused or reset, not acknowledged
+                        Err(_) => {}
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acked.load(Ordering::SeqCst) < 120 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    victim.lock().unwrap().kill9();
+    let at_kill = acked.load(Ordering::SeqCst);
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    let (acked, sent) = (acked.load(Ordering::SeqCst), sent.load(Ordering::SeqCst));
+    assert!(
+        at_kill >= 120 && acked < sent,
+        "the kill came mid-way: {at_kill} acked at the kill, {acked}/{sent} in the end"
+    );
+    let s = get(&agent(), &survivor.url("/v1/sessions/k9")).json();
+    let calls = s["calls"].as_u64().unwrap() as usize;
+    assert!(
+        calls >= acked && calls <= sent,
+        "calls {calls}, acknowledged {acked}, sent {sent}"
+    );
+}
+
+/// Redis stopped: /readyz and /v1/events answer 503 (JSON error), the process stays up;
+/// once Redis is back, service resumes.
+#[test]
+fn redis_outage_gives_503_and_service_resumes() {
+    let mut redis = Redis::start();
+    let mut server = Serve::start(&["--store", &redis.url(0)]);
+    let agent = agent();
+    let event = call("outage", 0, 0);
+    assert_eq!(
+        post_json(&agent, &server.url("/v1/events"), event.as_bytes()).status,
+        200
+    );
+    assert_eq!(get(&agent, &server.url("/readyz")).status, 200);
+    redis.stop();
+    let r = get(&agent, &server.url("/readyz"));
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("store"),
+        "{}",
+        r.body
+    );
+    let start = Instant::now();
+    let a = post_json(&agent, &server.url("/v1/events"), event.as_bytes());
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "503 took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(get(&agent, &server.url("/v1/sessions/outage")).status, 503);
+    assert_eq!(get(&agent, &server.url("/healthz")).status, 200);
+    assert!(get(&agent, &server.url("/metrics"))
+        .body
+        .contains("loopguard_store_errors_total 3"));
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while get(&agent, &server.url("/readyz")).status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "not ready 15 s after Redis came back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let a = post_json(&agent, &server.url("/v1/events"), event.as_bytes());
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(server.alive());
+}
+
+/// Tenants on Redis: the same session id in two tenants is two keys.
+#[test]
+fn tenants_isolated_on_redis() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme a-token\nglobex g-token\n").unwrap();
+    let server = Serve::start(&[
+        "--store",
+        &redis.url(0),
+        "--tokens",
+        tokens.to_str().unwrap(),
+    ]);
+    let agent = agent();
+    let post = |token: &str, n: usize| {
+        let auth = format!("Bearer {token}");
+        request(
+            &agent,
+            "POST",
+            &server.url("/v1/events"),
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            Some(call("same", 0, n).as_bytes()),
+        )
+        .unwrap()
+    };
+    for n in 0..4 {
+        assert_eq!(post("a-token", n).status, 200);
+    }
+    assert_eq!(post("g-token", 0).status, 200);
+    let calls = |token: &str| {
+        let auth = format!("Bearer {token}");
+        request(
+            &agent,
+            "GET",
+            &server.url("/v1/sessions/same"),
+            &[("authorization", &auth)],
+            None,
+        )
+        .unwrap()
+        .json()["calls"]
+            .clone()
+    };
+    assert_eq!(calls("a-token"), 4);
+    assert_eq!(calls("g-token"), 1);
+    let auth = "Bearer g-token";
+    assert_eq!(
+        request(
+            &agent,
+            "DELETE",
+            &server.url("/v1/sessions/same"),
+            &[("authorization", auth)],
+            None
+        )
+        .unwrap()
+        .status,
+        204
+    );
+    assert_eq!(calls("a-token"), 4);
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Benchmark of `loopguard serve` (not a test): wrk against one release server, in one run:
+#   GET /healthz (the HTTP floor), POST /v1/events with the memory store, and with Redis
+#   (a redis-server of its own on a free loopback port); then memory per idle session.
+# Usage: scripts/bench-serve.sh [SECONDS] [CONNECTIONS]   (default 10 s, 32 connections)
+# Needs wrk and redis-server (apt-get install wrk; scripts/setup-redis.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+conns=${2:-32}
+threads=2
+command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "bench-serve.sh: redis-server is missing (scripts/setup-redis.sh)" >&2; exit 1; }
+cargo build --release -q -p loopguard
+bin=target/release/loopguard
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+addr=""
+start_server() { # args... ; sets $addr (not in a subshell: the pid must reach the cleanup)
+  local log="$work/serve.$RANDOM.log"
+  "$bin" serve --listen 127.0.0.1:0 "$@" 2>"$log" &
+  pids+=($!)
+  for _ in $(seq 100); do
+    if grep -q "listening on" "$log"; then
+      addr=$(grep -o 'http://[0-9.:]*' "$log" | head -1 | sed 's#http://##')
+      return
+    fi
+    sleep 0.05
+  done
+  echo "server did not start: $(cat "$log")" >&2; exit 1
+}
+
+cat > "$work/events.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local n = 0
+-- a distinct id per wrk thread (math.random is seeded alike in every thread)
+local tid = tostring({}):sub(-8)
+request = function()
+  n = n + 1
+  -- 1000 sessions per thread; calls with fresh arguments, so every session keeps a full
+  -- 30-call history and every call is checked against it
+  local body = '{"type":"call","session":"bench-' .. tid .. '-' .. (n % 1000) ..
+    '","tool":"read","args":{"path":"/src/file-' .. n .. '.rs"}}'
+  return wrk.format(nil, nil, nil, body)
+end
+LUA
+
+run_wrk() { # id label url [script]
+  local id=$1; shift
+  local out
+  if [ -n "${3:-}" ]; then
+    out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$3" "$2")
+  else
+    out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "$2")
+  fi
+  local rps p50 p99 non2xx
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  p50=$(echo "$out" | awk '$1=="50%" {print $2}')
+  p99=$(echo "$out" | awk '$1=="99%" {print $2}')
+  non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
+  printf '%-34s %12s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}"
+  echo "$rps" > "$work/rps.$id"
+}
+
+rport=$(free_port)
+redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >/dev/null &
+pids+=($!)
+for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.05; done 2>/dev/null || sleep 1
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/ {print $2}') GiB"
+echo "wrk: $threads threads, $conns connections, ${secs}s each; release build"
+start_server --store memory; mem=$addr
+start_server --store "redis://127.0.0.1:$rport/0"; red=$addr
+run_wrk health_mem "GET /healthz (memory server)" "http://$mem/healthz"
+run_wrk events_mem "POST /v1/events, memory store" "http://$mem/v1/events" "$work/events.lua"
+run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
+run_wrk events_redis "POST /v1/events, Redis store" "http://$red/v1/events" "$work/events.lua"
+python3 - "$work" <<'PY'
+import sys, glob, os
+w = sys.argv[1]
+r = {os.path.basename(p)[4:]: float(open(p).read()) for p in glob.glob(w + "/rps.*")}
+print(f"memory store: {r['events_mem']/r['health_mem']:.2f} x /healthz (target >= 0.5)")
+print(f"Redis store:  {r['events_redis']/r['health_redis']:.2f} x /healthz (target >= 0.25)")
+PY
+
+# Memory per idle session: a fresh memory server, RSS before and after 20 000 sessions of
+# one call + outcome each.
+start_server --store memory; fresh=$addr
+fpid=${pids[-1]}
+rss() { awk '/VmRSS/ {print $2}' "/proc/$fpid/status"; }
+before=$(rss)
+python3 - "$fresh" <<'PY'
+import sys, http.client
+host, port = sys.argv[1].split(":")
+c = http.client.HTTPConnection(host, int(port))
+for base in range(0, 20000, 500):
+    body = "".join(
+        '{"type":"call","session":"idle-%d","tool":"read","args":{"path":"/a/b.txt"}}\n'
+        '{"type":"outcome","session":"idle-%d","tool":"read","args":{"path":"/a/b.txt"},"result":"file contents"}\n' % (i, i)
+        for i in range(base, base + 500))
+    c.request("POST", "/v1/events", body, {"Content-Type": "application/x-ndjson"})
+    r = c.getresponse(); r.read()
+    assert r.status == 200, r.status
+PY
+after=$(rss)
+echo "memory per idle session (1 call + 1 outcome), memory store: $(( (after - before) * 1024 / 20000 )) bytes (RSS ${before} -> ${after} KiB for 20000 sessions)"
