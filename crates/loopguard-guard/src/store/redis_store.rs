@@ -1,33 +1,38 @@
 //! Sessions in Redis (or Valkey), shared by every replica of a front end.
 //!
 //! **Key layout.** One key per session, `loopguard:{<tenant>/<session>}` (the braces are a
-//! Redis Cluster hash tag, so a session's key has one slot and Cluster can hold it), whose
-//! value is [`SessionEntry::encode`]'s bytes: the engine state, the counters of every event
-//! ever applied, the recent decisions and the front end's bookkeeping. Every update sets
-//! the key's expiry to the idle TTL again (`SET … PX`); an idle session expires on its own.
+//! Redis Cluster hash tag, so a session's key has one slot and Cluster can hold it): a hash
+//! with two fields, `e`, [`SessionEntry::encode`]'s bytes (the engine state, the counters of
+//! every event ever applied, the recent decisions, the front end's bookkeeping), and `v`, a
+//! version token that changes on every write. Every update sets the key's expiry to the
+//! idle TTL again; an idle session expires on its own.
 //!
-//! **Consistency.** Updates are optimistic: `WATCH key`, `GET`, apply the event, then
-//! `MULTI; SET key value PX ttl; EXEC`. When another replica changed the key in between,
-//! `EXEC` does nothing and the update starts again from the new value, up to
-//! [`RedisOptions::max_attempts`] times (each retry is counted, see
-//! [`RedisStore::retries`]); then [`StoreError::Contended`]. So every acknowledged event
-//! of a session was applied exactly once, on top of every event acknowledged before it,
-//! whichever replica handled it, and events of one session are serialised by Redis. The
-//! guarantee is Redis's own: with a replicated Redis, an event acknowledged by a primary
-//! that fails before replicating it can be lost (use `WAIT`-free Redis persistence
-//! settings that match your needs).
+//! **Consistency.** Updates are optimistic: the entry is read (`HMGET v e`), the event
+//! applied, and the result written by a Lua script that compares the version token and
+//! writes only if it is still the one read (compare-and-set, atomic in Redis). When another
+//! replica wrote in between, the script answers the current version and entry instead, and
+//! the update starts again from them, up to [`RedisOptions::max_attempts`] times (each
+//! retry is counted, see [`RedisStore::retries`]); then [`StoreError::Contended`]. So every
+//! acknowledged event of a session was applied exactly once, on top of every event
+//! acknowledged before it, whichever replica handled it. Tokens are unique per write
+//! (process, time, counter), so a session deleted and written again never matches an old
+//! token. A replica keeps the entry it wrote last (bounded by
+//! [`RedisOptions::cache_entries`]) and tries the compare-and-set from it directly: while
+//! no other replica touched the session, an update is one round trip and no decoding.
+//! Durability is Redis's own: an event acknowledged by a primary that fails before
+//! replicating it can be lost.
 //!
 //! A connection that fails is dropped; the next request opens a new one, so service
 //! resumes by itself when Redis is back.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::{Commands, ConnectionLike};
-
 use super::{Store, StoreError};
 use crate::entry::{SessionEntry, RESTARTED};
+use redis::{Commands, ConnectionLike};
 
 /// Settings of a [`RedisStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,16 +45,20 @@ pub struct RedisOptions {
     pub timeout: Duration,
     /// Idle connections kept open for reuse.
     pub pool_size: usize,
+    /// Sessions whose last written entry this process keeps, to skip the read when no
+    /// other writer changed them.
+    pub cache_entries: usize,
 }
 
 impl Default for RedisOptions {
-    /// 24 hours, 64 attempts, 2 s, 64 connections.
+    /// 24 hours, 64 attempts, 2 s, 64 connections, 10,000 cached entries.
     fn default() -> Self {
         RedisOptions {
             idle_ttl: Duration::from_secs(24 * 3600),
             max_attempts: 64,
             timeout: Duration::from_secs(2),
             pool_size: 64,
+            cache_entries: 10_000,
         }
     }
 }
@@ -75,7 +84,24 @@ pub struct RedisStore {
     opts: RedisOptions,
     pool: Mutex<Vec<redis::Connection>>,
     retries: AtomicU64,
+    /// Key → (version token, the entry written with it), taken out while an update runs.
+    cache: Mutex<HashMap<String, (Vec<u8>, SessionEntry)>>,
+    writes: AtomicU64,
+    cas: redis::Script,
 }
+
+/// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), new token, entry,
+/// TTL in ms. Answers 1 when written, else `{current token, current entry}` (nils when
+/// absent).
+const CAS: &str = r"
+local v = redis.call('HGET', KEYS[1], 'v')
+if (v or '') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'e', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return 1
+end
+return redis.call('HMGET', KEYS[1], 'v', 'e')
+";
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +137,9 @@ impl RedisStore {
             opts,
             pool: Mutex::new(Vec::new()),
             retries: AtomicU64::new(0),
+            cache: Mutex::new(HashMap::new()),
+            writes: AtomicU64::new(0),
+            cas: redis::Script::new(CAS),
         })
     }
 
@@ -174,51 +203,102 @@ impl RedisStore {
             .max(1)
     }
 
-    /// One optimistic attempt: `Some(())` when it committed, `None` when another writer
-    /// changed the key first.
-    fn attempt(
+    /// A version token no other write ever had.
+    fn token(&self) -> Vec<u8> {
+        let n = self.writes.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        format!("{:x}.{nanos:x}.{n:x}", std::process::id()).into_bytes()
+    }
+
+    /// An entry as stored (`None` = absent), or a fresh one that says why when it is
+    /// unreadable (as in the SQLite store: it would otherwise fail every later event).
+    fn entry_of(&self, key: &str, bytes: Option<Vec<u8>>) -> SessionEntry {
+        match bytes {
+            None => SessionEntry::default(),
+            Some(bytes) => SessionEntry::decode(&bytes).unwrap_or_else(|e| {
+                let mut fresh = SessionEntry::default();
+                fresh.meta.insert(
+                    RESTARTED.to_string(),
+                    format!(
+                        "session {key} in redis {}: {e}; starting it afresh",
+                        self.shown
+                    ),
+                );
+                fresh
+            }),
+        }
+    }
+
+    fn cached(&self, key: &str) -> Option<(Vec<u8>, SessionEntry)> {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key)
+    }
+
+    fn keep(&self, key: &str, token: Vec<u8>, entry: SessionEntry) {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= self.opts.cache_entries {
+            // Bounded: start over rather than track recency (a miss costs one read).
+            cache.clear();
+        }
+        if self.opts.cache_entries > 0 {
+            cache.insert(key.to_string(), (token, entry));
+        }
+    }
+
+    fn forget_cached(&self, key: &str) {
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+
+    fn update_on(
         &self,
         con: &mut redis::Connection,
         key: &str,
         rkey: &str,
         apply: &mut dyn FnMut(&mut SessionEntry),
-    ) -> redis::RedisResult<Option<()>> {
-        // WATCH and GET in one round trip.
-        let (stored,): (Option<Vec<u8>>,) = redis::pipe()
-            .cmd("WATCH")
-            .arg(rkey)
-            .ignore()
-            .get(rkey)
-            .query(con)?;
-        let mut entry = match stored {
-            None => SessionEntry::default(),
-            Some(bytes) => match SessionEntry::decode(&bytes) {
-                Ok(e) => e,
-                // As in the SQLite store: an unreadable entry would fail every later
-                // event of the session, so it starts afresh and says so.
-                Err(e) => {
-                    let mut fresh = SessionEntry::default();
-                    fresh.meta.insert(
-                        RESTARTED.to_string(),
-                        format!(
-                            "session {key} in redis {}: {e}; starting it afresh",
-                            self.shown
-                        ),
-                    );
-                    fresh
-                }
-            },
+    ) -> Result<bool, redis::RedisError> {
+        let (mut token, mut entry) = match self.cached(key) {
+            Some(c) => c,
+            None => {
+                let (v, e): (Option<Vec<u8>>, Option<Vec<u8>>) =
+                    redis::cmd("HMGET").arg(rkey).arg("v").arg("e").query(con)?;
+                (v.unwrap_or_default(), self.entry_of(key, e))
+            }
         };
-        apply(&mut entry);
-        let committed: Option<(redis::Value,)> = redis::pipe()
-            .atomic()
-            .cmd("SET")
-            .arg(rkey)
-            .arg(entry.encode())
-            .arg("PX")
-            .arg(self.ttl_ms())
-            .query(con)?;
-        Ok(committed.map(|_| ()))
+        for _ in 0..self.opts.max_attempts {
+            apply(&mut entry);
+            let next = self.token();
+            let answer: redis::Value = self
+                .cas
+                .key(rkey)
+                .arg(&token)
+                .arg(&next)
+                .arg(entry.encode())
+                .arg(self.ttl_ms())
+                .invoke(con)?;
+            match answer {
+                redis::Value::Int(1) => {
+                    self.keep(key, next, entry);
+                    return Ok(true);
+                }
+                current => {
+                    // Another writer won: start again from what it wrote.
+                    self.retries.fetch_add(1, Ordering::Relaxed);
+                    let (v, e): (Option<Vec<u8>>, Option<Vec<u8>>) =
+                        redis::from_redis_value(&current)?;
+                    token = v.unwrap_or_default();
+                    entry = self.entry_of(key, e);
+                }
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -244,35 +324,24 @@ impl Store for RedisStore {
     ) -> Result<(), StoreError> {
         let rkey = redis_key(key);
         let mut con = self.connection()?;
-        for attempt in 0..self.opts.max_attempts {
-            match self.attempt(&mut con, key, &rkey, apply) {
-                Ok(Some(())) => {
-                    self.give_back(con);
-                    return Ok(());
-                }
-                Ok(None) => {
-                    self.retries.fetch_add(1, Ordering::Relaxed);
-                    // Back off a little, more after each lost race, so contending
-                    // replicas spread out (at most ~2 ms).
-                    let spin = (u64::from(attempt) + 1).min(20) * 100;
-                    let jitter =
-                        u64::from(std::process::id() ^ attempt.wrapping_mul(2654435761)) % 100;
-                    std::thread::sleep(Duration::from_micros(spin + jitter));
-                }
-                Err(e) => return Err(self.remote(&e)),
+        match self.update_on(&mut con, key, &rkey, apply) {
+            Ok(true) => {
+                self.give_back(con);
+                Ok(())
             }
+            Ok(false) => {
+                self.give_back(con);
+                Err(StoreError::Contended {
+                    key: key.to_string(),
+                    attempts: self.opts.max_attempts,
+                })
+            }
+            Err(e) => Err(self.remote(&e)),
         }
-        // Leave the connection clean for the next user.
-        let _ = redis::cmd("UNWATCH").query::<()>(&mut con);
-        self.give_back(con);
-        Err(StoreError::Contended {
-            key: key.to_string(),
-            attempts: self.opts.max_attempts,
-        })
     }
 
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        let bytes: Option<Vec<u8>> = self.with(|c| c.get(redis_key(key)))?;
+        let bytes: Option<Vec<u8>> = self.with(|c| c.hget(redis_key(key), "e"))?;
         match bytes {
             None => Ok(None),
             Some(b) => SessionEntry::decode(&b)
@@ -285,6 +354,7 @@ impl Store for RedisStore {
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.forget_cached(key);
         let n: u64 = self.with(|c| c.del(redis_key(key)))?;
         Ok(n > 0)
     }
