@@ -52,6 +52,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 pub const DEFAULT_MAX_BODY: usize = 4 << 20;
 /// Default `--idle-ttl`: one day.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Threads for blocking store calls.
+const BLOCKING_THREADS: usize = 8;
+
 /// How long a client may take to send its body before it is answered 408.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -138,7 +141,10 @@ impl ServerBuilder {
         self.max_body = bytes;
         self
     }
-    /// How long a client may take to send a body.
+    /// Threads for blocking store calls.
+const BLOCKING_THREADS: usize = 8;
+
+/// How long a client may take to send a body.
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
         self
@@ -221,6 +227,10 @@ impl Server {
     pub fn run(self, on_listening: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
+            // Store calls (SQLite, Redis) run on the blocking pool; Redis answers one
+            // command at a time, so a few threads keep it busy, and more only add context
+            // switches (scripts/bench-serve.sh).
+            .max_blocking_threads(BLOCKING_THREADS)
             .build()
             .map_err(|source| ServeError::Io {
                 context: "starting the runtime".to_string(),
