@@ -141,10 +141,7 @@ impl ServerBuilder {
         self.max_body = bytes;
         self
     }
-    /// Threads for blocking store calls.
-const BLOCKING_THREADS: usize = 8;
-
-/// How long a client may take to send a body.
+    /// How long a client may take to send a body.
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
         self
