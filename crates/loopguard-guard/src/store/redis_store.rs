@@ -16,7 +16,9 @@
 //! acknowledged event of a session was applied exactly once, on top of every event
 //! acknowledged before it, whichever replica handled it. Tokens are unique per write
 //! (process, time, counter), so a session deleted and written again never matches an old
-//! token. A replica keeps the entry it wrote last (bounded by
+//! token. Inside one process, updates of the same session take turns (a lock striped by
+//! key), so races, and retries after a short jittered pause, only happen between
+//! replicas. A replica keeps the entry it wrote last (bounded by
 //! [`RedisOptions::cache_entries`]) and tries the compare-and-set from it directly: while
 //! no other replica touched the session, an update is one round trip and no decoding.
 //! Durability is Redis's own: an event acknowledged by a primary that fails before
@@ -88,7 +90,12 @@ pub struct RedisStore {
     cache: Mutex<HashMap<String, (Vec<u8>, SessionEntry)>>,
     writes: AtomicU64,
     cas: redis::Script,
+    /// Updates of one key inside this process take turns (striped by key hash), so
+    /// optimistic conflicts only arise between processes.
+    stripes: Vec<Mutex<()>>,
 }
+
+const STRIPES: usize = 256;
 
 /// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), new token, entry,
 /// TTL in ms. Answers 1 when written, else `{current token, current entry}` (nils when
@@ -140,6 +147,7 @@ impl RedisStore {
             cache: Mutex::new(HashMap::new()),
             writes: AtomicU64::new(0),
             cas: redis::Script::new(CAS),
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
         })
     }
 
@@ -272,6 +280,7 @@ impl RedisStore {
                 (v.unwrap_or_default(), self.entry_of(key, e))
             }
         };
+        let mut attempt = 0u64;
         for _ in 0..self.opts.max_attempts {
             apply(&mut entry);
             let next = self.token();
@@ -289,8 +298,14 @@ impl RedisStore {
                     return Ok(true);
                 }
                 current => {
-                    // Another writer won: start again from what it wrote.
-                    self.retries.fetch_add(1, Ordering::Relaxed);
+                    // Another writer won: start again from what it wrote, after a short
+                    // pause that grows with each lost race (at most ~2 ms, jittered) so
+                    // contending replicas spread out.
+                    let lost = self.retries.fetch_add(1, Ordering::Relaxed);
+                    attempt += 1;
+                    let jitter =
+                        (lost ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9) % 200;
+                    std::thread::sleep(Duration::from_micros(attempt.min(10) * 200 + jitter));
                     let (v, e): (Option<Vec<u8>>, Option<Vec<u8>>) =
                         redis::from_redis_value(&current)?;
                     token = v.unwrap_or_default();
@@ -323,6 +338,13 @@ impl Store for RedisStore {
         apply: &mut dyn FnMut(&mut SessionEntry),
     ) -> Result<(), StoreError> {
         let rkey = redis_key(key);
+        let stripe = {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(key);
+            &self.stripes[(h as usize) % STRIPES]
+        };
+        let _turn = stripe.lock().unwrap_or_else(PoisonError::into_inner);
         let mut con = self.connection()?;
         match self.update_on(&mut con, key, &rkey, apply) {
             Ok(true) => {
