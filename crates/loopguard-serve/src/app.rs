@@ -353,7 +353,7 @@ async fn get_session(
         return Err(no_session(&session));
     };
     Ok(json_response(
-        crate::compat::session_json(&info),
+        crate::wiring::session_json(&info),
         "application/json",
     ))
 }
@@ -399,7 +399,7 @@ async fn post_claude_code(
     let tenant = state.authenticate(&headers)?;
     let bytes = read_body(&state, &headers, body).await?;
     let out = state
-        .run(move |s| crate::compat::claude_code(s, tenant.as_deref(), &bytes))
+        .run(move |s| crate::wiring::claude_code(s, tenant.as_deref(), &bytes))
         .await??;
     Ok(json_response(out, "application/json"))
 }

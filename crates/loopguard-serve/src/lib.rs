@@ -29,11 +29,11 @@
 #![warn(missing_docs)]
 
 mod app;
-mod compat;
 mod error;
 mod metrics;
 mod openapi;
 mod tokens;
+mod wiring;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -153,7 +153,7 @@ impl ServerBuilder {
         if !self.listen.ip().is_loopback() && self.tokens.is_none() {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
-        let opened = compat::open(&self.store, self.config, self.idle_ttl)?;
+        let opened = wiring::open(&self.store, self.config, self.idle_ttl)?;
         let state = app::AppState {
             guard: Arc::new(opened.guard),
             claude_code: Arc::new(opened.claude_code),
