@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The README's test command: installs what the tests need on a fresh machine, then runs every
+# test. .ci/run calls it after the formatting, lint and documentation checks.
+#
+# Installs (each step is skipped when already there):
+#   - Chromium (Debian package) for the HTML report test, which then must run, not skip;
+#   - redis-server (Debian package) for the `loopguard serve` tests (they start their own on a
+#     free loopback port);
+#   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests.
+# Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
+# venv under target/, the frameworks from PyPI, pytest) and the Claude Code plugin through Claude
+# Code's own validator (scripts/validate-claude-plugin.sh). Needs root or sudo for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== headless Chromium for the HTML report test"
+if ! command -v chromium >/dev/null 2>&1; then
+  as_root=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then as_root=sudo; fi
+  $as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium >/dev/null
+fi
+chromium --version
+export LOOPGUARD_REQUIRE_CHROMIUM=1
+
+echo "== redis-server for the loopguard serve tests"
+bash scripts/setup-redis.sh
+
+echo "== the MCP Python SDK for the loopguard mcp tests (venv under target/)"
+bash scripts/setup-mcp.sh
+
+echo "== cargo test --workspace"
+cargo test --workspace
+
+echo "== the Python package: build, install into a fresh venv, pytest (scripts/test-python.sh)"
+bash scripts/test-python.sh
+
+echo "== the Claude Code plugin, through Claude Code's own validator"
+bash scripts/validate-claude-plugin.sh
