@@ -11,13 +11,15 @@
 //!   since a veto has no hash, the block stays in force for the next identical call;
 //! * warnings are returned every time with an `emitted` flag from the bucket
 //!   de-duplication, so a runtime shows the model each warning once per ten calls;
-//! * the post-compaction guard belongs to a (session, run) pair.
+//! * the post-compaction guard belongs to a (session, run) pair (decisions.md item 8); a
+//!   session keeps the guards of its [`MAX_RUN_GUARDS`] most recently used runs, so its
+//!   state does not grow with the number of runs it has seen.
 //!
 //! Every warning that is emitted, every block and every abort is also reported as a
 //! `tracing` event (target `loopguard::tool_loop`) with the fields of OpenClaw's
 //! `tool.loop` diagnostic event.
 
-use std::collections::HashMap;
+use indexmap::IndexMap;
 
 use crate::compaction_guard::{CompactionGuard, GuardAbort};
 use crate::config::Policy;
@@ -28,6 +30,18 @@ use crate::history::{normalize_run, History, Name, RecordRef};
 use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
 use crate::value::{JsString, Object, Value};
 use crate::warnings::WarningBuckets;
+
+/// Post-compaction guards kept per session: the guards of the least recently used runs
+/// beyond this many are evicted.
+///
+/// A guard belongs to a (session, run) pair (decisions.md item 8), and a finished run never
+/// needs its guard again. OpenClaw runs one run at a time per session; subagents and
+/// overlapping cron or heartbeat runs add a few more, so 64 runs in use at once is far
+/// beyond what a session interleaves, while the bound keeps a session's state (and a
+/// snapshot of it, which the hook rewrites on every tool call) at a few kilobytes, however
+/// many runs the session has seen. An evicted run that comes back gets a fresh, dormant
+/// guard, as a run seen for the first time does.
+pub const MAX_RUN_GUARDS: usize = 64;
 
 /// Whether blocks are enforced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,6 +164,7 @@ pub enum Verdict {
 
 /// The answer of [`Session::before_call`].
 #[derive(Clone, Debug, PartialEq)]
+#[must_use = "a blocked call must not run: check the verdict"]
 pub struct CallDecision {
     /// The argument digest (`argsHash` is `tool:` and its hex).
     pub args: ArgsDigest,
@@ -178,6 +193,7 @@ impl CallDecision {
 
 /// The answer of [`Session::after_call`].
 #[derive(Clone, Debug, PartialEq)]
+#[must_use = "an abort (a loop that survived a compaction) must stop the run: check `abort`"]
 pub struct OutcomeDecision {
     /// The argument digest.
     pub args: ArgsDigest,
@@ -190,6 +206,7 @@ pub struct OutcomeDecision {
 
 /// The answer of [`Session::on_compaction`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "`armed` says whether the post-compaction guard watches this run"]
 pub struct CompactionDecision {
     /// `false` when the guard is disabled (`enabled: false`).
     pub armed: bool,
@@ -226,7 +243,11 @@ pub struct Session {
     history: History,
     buckets: WarningBuckets,
     unscoped_guard: Option<CompactionGuard>,
-    run_guards: HashMap<Box<[u8]>, CompactionGuard>,
+    /// The guards of the most recently used runs, least recently used first (at most
+    /// [`MAX_RUN_GUARDS`]).
+    run_guards: IndexMap<Box<[u8]>, CompactionGuard>,
+    /// The run of the newest entry of `run_guards`, so consecutive events of one run skip
+    /// the map.
     last_run: Option<Box<[u8]>>,
     ledger: Ledger,
 }
@@ -272,6 +293,17 @@ impl Session {
         &self.id
     }
 
+    /// The outcome-hashing settings.
+    pub fn hashing(&self) -> &Hashing {
+        &self.hashing
+    }
+
+    /// The number of runs whose post-compaction guard the session holds (at most
+    /// [`MAX_RUN_GUARDS`]).
+    pub fn run_guard_count(&self) -> usize {
+        self.run_guards.len()
+    }
+
     /// The rolling history, oldest first.
     pub fn history(&self) -> &History {
         &self.history
@@ -305,13 +337,20 @@ impl Session {
                     .get_or_insert_with(|| CompactionGuard::new(settings));
             }
             Some(r) => {
-                // Consecutive events usually share a run; skip the map lookup for those.
+                // Consecutive events usually share a run; its guard is already the newest.
                 if self.last_run.as_deref() == Some(r) {
                     return;
                 }
-                if !self.run_guards.contains_key(r) {
-                    self.run_guards
-                        .insert(r.into(), CompactionGuard::new(settings));
+                let last = self.run_guards.len().saturating_sub(1);
+                match self.run_guards.get_index_of(r) {
+                    Some(i) => self.run_guards.move_index(i, last),
+                    None => {
+                        self.run_guards
+                            .insert(r.into(), CompactionGuard::new(settings));
+                        if self.run_guards.len() > MAX_RUN_GUARDS {
+                            self.run_guards.shift_remove_index(0);
+                        }
+                    }
                 }
                 self.last_run = Some(r.into());
             }
@@ -337,20 +376,25 @@ impl Session {
         }
     }
 
-    /// A session rebuilt from its state (for [`crate::state`]); the hashing settings are
-    /// the defaults and the run cache starts empty.
+    /// A session rebuilt from its state (for [`crate::state`]); `run_guards` is least
+    /// recently used first, and only its newest [`MAX_RUN_GUARDS`] are kept.
     pub(crate) fn from_parts(
         id: String,
         mode: Mode,
+        hashing: Hashing,
         history: History,
         buckets: WarningBuckets,
         unscoped_guard: Option<CompactionGuard>,
-        run_guards: HashMap<Box<[u8]>, CompactionGuard>,
+        mut run_guards: IndexMap<Box<[u8]>, CompactionGuard>,
     ) -> Session {
+        let excess = run_guards.len().saturating_sub(MAX_RUN_GUARDS);
+        if excess > 0 {
+            run_guards.drain(..excess);
+        }
         Session {
             id,
             mode,
-            hashing: Hashing::default(),
+            hashing,
             history,
             buckets,
             unscoped_guard,
@@ -673,7 +717,7 @@ pub(crate) struct SessionParts<'s> {
     pub(crate) history: &'s History,
     pub(crate) buckets: &'s WarningBuckets,
     pub(crate) unscoped_guard: Option<&'s CompactionGuard>,
-    pub(crate) run_guards: &'s HashMap<Box<[u8]>, CompactionGuard>,
+    pub(crate) run_guards: &'s IndexMap<Box<[u8]>, CompactionGuard>,
 }
 
 /// The tool result a blocked call gives the model (OpenClaw's veto result).

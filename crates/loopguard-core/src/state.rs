@@ -38,7 +38,7 @@
 //! assert!(matches!(d.verdict, Verdict::Warn { emitted: true, .. }));
 //! ```
 
-use std::collections::HashMap;
+use indexmap::IndexMap;
 
 use crate::canonical::{self, hex_bytes, Sink};
 use crate::compaction_guard::{CompactionGuard, WindowState};
@@ -46,14 +46,19 @@ use crate::config::GuardSettings;
 use crate::detectors::ledger::{Ledger, LedgerEntry, LoopMark, RunState};
 use crate::fingerprint::ArgsDigest;
 use crate::history::{name_from_vec, History, Name, Record};
-use crate::outcome::ResultHash;
+use crate::outcome::{Hashing, ResultHash};
 use crate::session::{Mode, Session};
 use crate::value::{JsString, Value};
 use crate::warnings::WarningBuckets;
 
-/// The version written by [`Session::export_state`]; [`Session::import_state`] reads only
-/// this one and says so for any other.
-pub const STATE_VERSION: u32 = 2;
+/// The version written by [`Session::export_state`]. Version 3 lists the run guards least
+/// recently used first (at most [`crate::session::MAX_RUN_GUARDS`]); version 2 listed every
+/// run's guard, sorted by run. [`Session::import_state`] reads both (a version-2 snapshot
+/// keeps its newest-sorting runs' guards) and names the version of any other.
+pub const STATE_VERSION: u32 = 3;
+
+/// The oldest version [`Session::import_state`] still reads.
+pub const STATE_VERSION_MIN: u32 = 2;
 
 /// The `format` field of every snapshot.
 pub const STATE_FORMAT: &str = "loopguard-session-state";
@@ -66,7 +71,7 @@ pub enum StateError {
     Json(#[from] crate::parse::ParseError),
     /// The snapshot was written by another format version.
     #[error(
-        "session state has format version {found}; this loopguard reads version {STATE_VERSION}"
+        "session state has format version {found}; this loopguard reads versions {STATE_VERSION_MIN} to {STATE_VERSION}"
     )]
     Version {
         /// The version found.
@@ -125,10 +130,8 @@ impl Session {
             write_guard(&mut out, None, g);
             first = false;
         }
-        // Sorted so that equal sessions export equal bytes.
-        let mut runs: Vec<_> = p.run_guards.iter().collect();
-        runs.sort_by(|a, b| a.0.cmp(b.0));
-        for (run, g) in runs {
+        // Least recently used first: the order decides which guard is evicted next.
+        for (run, g) in p.run_guards {
             if !first {
                 out.write(b",");
             }
@@ -147,9 +150,92 @@ impl Session {
     }
 
     /// Rebuilds a session from [`Session::export_state`]'s bytes; `id` labels it (the
-    /// saved id is only informative).
+    /// saved id is only informative). The outcome-hashing settings are the defaults: a
+    /// runtime with its own (a custom [`crate::outcome::SendClassifier`]) restores with
+    /// [`Session::restore`] and [`Restore::hashing`].
     pub fn import_state(bytes: &[u8], id: impl Into<String>) -> Result<Session, StateError> {
-        let v = crate::parse::parse(bytes)?;
+        Session::restore(bytes).id(id).build()
+    }
+
+    /// Starts restoring a session from [`Session::export_state`]'s bytes, with the settings
+    /// that are not part of a snapshot (see [`Restore`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use loopguard_core::{Mode, Session};
+    /// use loopguard_core::outcome::{Hashing, SendClassifier};
+    /// use loopguard_core::value::Object;
+    ///
+    /// /// Every tool whose name starts with `send_` is a channel send.
+    /// struct SendPrefix;
+    /// impl SendClassifier for SendPrefix {
+    ///     fn is_channel_send(&self, tool: &[u8], _args: &Object<'_>) -> bool {
+    ///         tool.starts_with(b"send_")
+    ///     }
+    /// }
+    ///
+    /// let hashing = Hashing { sends: Arc::new(SendPrefix) };
+    /// let saved = Session::new("s").with_hashing(hashing.clone()).export_state();
+    /// let session = Session::restore(&saved)
+    ///     .id("agent:main:main")
+    ///     .hashing(hashing)
+    ///     .mode(Mode::Observe)
+    ///     .build()?;
+    /// assert_eq!(session.id(), "agent:main:main");
+    /// assert_eq!(session.mode(), Mode::Observe);
+    /// # Ok::<(), loopguard_core::StateError>(())
+    /// ```
+    pub fn restore(bytes: &[u8]) -> Restore<'_> {
+        Restore {
+            bytes,
+            id: None,
+            mode: None,
+            hashing: Hashing::default(),
+        }
+    }
+}
+
+/// A session being restored from a snapshot ([`Session::restore`]).
+///
+/// A snapshot holds what the session remembers; the outcome-hashing settings are code, not
+/// state, so a runtime that replaced them gives them again here (else the defaults apply).
+/// The id and mode default to the saved ones.
+#[derive(Debug)]
+#[must_use = "call `build` to get the session"]
+pub struct Restore<'b> {
+    bytes: &'b [u8],
+    id: Option<String>,
+    mode: Option<Mode>,
+    hashing: Hashing,
+}
+
+impl Restore<'_> {
+    /// Labels the restored session (default: the id saved in the snapshot).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets enforce or observe mode (default: the saved mode).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sets the outcome-hashing settings (default: [`Hashing::default`]).
+    pub fn hashing(mut self, hashing: Hashing) -> Self {
+        self.hashing = hashing;
+        self
+    }
+
+    /// Reads the snapshot.
+    ///
+    /// # Errors
+    ///
+    /// [`StateError`] when the bytes are not a snapshot this version reads, naming the
+    /// field that is wrong.
+    pub fn build(self) -> Result<Session, StateError> {
+        let v = crate::parse::parse(self.bytes)?;
         let root = Path::root();
         let obj = |k: &'static str| root.field(&v, k);
         match obj("format")?.as_js_str() {
@@ -157,17 +243,29 @@ impl Session {
             _ => return Err(root.key("format").err("\"loopguard-session-state\"")),
         }
         let version = obj("version")?;
-        if version.as_f64() != Some(f64::from(STATE_VERSION)) {
+        let known = (STATE_VERSION_MIN..=STATE_VERSION).map(f64::from);
+        if !version
+            .as_f64()
+            .is_some_and(|v| known.clone().any(|k| k == v))
+        {
             let mut found = Vec::new();
             canonical::write_json_value(&mut found, version);
             return Err(StateError::Version {
                 found: String::from_utf8_lossy(&found).into_owned(),
             });
         }
-        let mode = match obj("mode")?.as_str() {
+        let saved_mode = match obj("mode")?.as_str() {
             Some("enforce") => Mode::Enforce,
             Some("observe") => Mode::Observe,
             _ => return Err(root.key("mode").err("\"enforce\" or \"observe\"")),
+        };
+        let id = match self.id {
+            Some(id) => id,
+            None => root
+                .key("id")
+                .name(obj("id")?)?
+                .to_string_lossy()
+                .into_owned(),
         };
 
         let history_path = root.key("history");
@@ -191,21 +289,24 @@ impl Session {
 
         let guards_path = root.key("guards");
         let mut unscoped_guard = None;
-        let mut run_guards = HashMap::new();
+        let mut run_guards = IndexMap::new();
         for (i, g) in guards_path.array(obj("guards")?)?.iter().enumerate() {
             let p = guards_path.index(i);
             let (run, guard) = read_guard(&p, g)?;
             match run {
                 None => unscoped_guard = Some(guard),
                 Some(r) => {
+                    // A repeated run keeps its last guard, in its last position.
+                    run_guards.shift_remove(&r);
                     run_guards.insert(r, guard);
                 }
             }
         }
 
         let mut session = Session::from_parts(
-            id.into(),
-            mode,
+            id,
+            self.mode.unwrap_or(saved_mode),
+            self.hashing,
             History::from_records(records),
             WarningBuckets::from_entries(buckets),
             unscoped_guard,
@@ -933,12 +1034,21 @@ mod tests {
     fn errors_name_the_field() {
         let ok = Session::new("s").export_state();
         let text = String::from_utf8(ok).unwrap();
-        let bad = text.replace(r#""version":2"#, r#""version":1"#);
-        assert_ne!(bad, text);
-        assert!(matches!(
-            Session::import_state(bad.as_bytes(), "s"),
-            Err(StateError::Version { found }) if found == "1"
-        ));
+        for (v, found) in [("1", "1"), ("4", "4"), (r#""3""#, r#""3""#)] {
+            let bad = text.replace(r#""version":3"#, &format!(r#""version":{v}"#));
+            assert_ne!(bad, text);
+            let e = Session::import_state(bad.as_bytes(), "s").unwrap_err();
+            assert_eq!(
+                e,
+                StateError::Version {
+                    found: found.into()
+                }
+            );
+            assert_eq!(
+                e.to_string(),
+                format!("session state has format version {found}; this loopguard reads versions 2 to 3")
+            );
+        }
         let bad = text.replace(r#""history":[]"#, r#""history":[{"tool":"t"}]"#);
         let e = Session::import_state(bad.as_bytes(), "s").unwrap_err();
         assert_eq!(
@@ -974,5 +1084,187 @@ mod tests {
             assert!(r.before_call(&policy, &Call::new("read", &args)).is_block());
             r = Session::import_state(&r.export_state(), "s").unwrap();
         }
+    }
+
+    /// Drives `runs` one-call runs, run `run-<i>` for each `i` in `order`.
+    fn one_call_runs(
+        s: &mut Session,
+        policy: &crate::Policy,
+        order: impl IntoIterator<Item = usize>,
+    ) {
+        let args = Value::parse(br#"{"path":"/x"}"#).unwrap();
+        let res = Value::from("same");
+        for i in order {
+            let run = format!("run-{i}");
+            let c = Call::new("read", &args).run(run.as_str());
+            let _ = s.before_call(policy, &c);
+            let _ = s.after_call(policy, &c, Outcome::Result(&res));
+        }
+    }
+
+    /// A version-2 snapshot (guards sorted by run, every run's guard) is still read, and
+    /// the restored session decides as the one that wrote it: its armed guard aborts.
+    #[test]
+    fn a_version_2_snapshot_is_read() {
+        let policy = policy();
+        let mut s = Session::new("s");
+        let _ = s.on_compaction(&policy, Some(&"b".into()));
+        let _ = s.on_compaction(&policy, Some(&"a".into()));
+        let v3 = String::from_utf8(s.export_state()).unwrap();
+        // Version 3 lists "b" first (least recently used); version 2 sorted by run.
+        assert!(v3.find(r#""run":"b""#) < v3.find(r#""run":"a""#), "{v3}");
+        let guard = |run: &str| {
+            format!(
+                r#"{{"run":"{run}","enabled":true,"windowSize":3,"remaining":3,"first":null,"observed":0,"allEqual":false}}"#
+            )
+        };
+        let v2 = format!(
+            r#"{{"format":"loopguard-session-state","version":2,"id":"s","mode":"enforce","history":[],"warnings":[],"guards":[{},{}]}}"#,
+            guard("a"),
+            guard("b")
+        );
+        let mut r = Session::import_state(v2.as_bytes(), "s").unwrap();
+        assert_eq!(r.run_guard_count(), 2);
+        let args = Value::parse(br#"{"q":1}"#).unwrap();
+        let res = Value::from("503");
+        let mut aborts = Vec::new();
+        for _ in 0..3 {
+            let c = Call::new("gateway", &args).run("a");
+            let _ = r.before_call(&policy, &c);
+            aborts.push(
+                r.after_call(&policy, &c, Outcome::Result(&res))
+                    .abort
+                    .map(|a| a.count),
+            );
+        }
+        assert_eq!(aborts, [None, None, Some(3)]);
+    }
+
+    /// A session keeps the guards of its [`MAX_RUN_GUARDS`] most recently used runs,
+    /// whatever the number of runs it has seen (issue 7, bounded state).
+    #[test]
+    fn run_guards_are_capped_least_recently_used_first() {
+        use crate::session::MAX_RUN_GUARDS;
+        let policy = policy();
+        let mut s = Session::new("s");
+        one_call_runs(&mut s, &policy, 0..10_000);
+        assert_eq!(s.run_guard_count(), MAX_RUN_GUARDS);
+        assert!(s.guard(Some("run-9999")).is_some());
+        assert!(s
+            .guard(Some(&format!("run-{}", 10_000 - MAX_RUN_GUARDS)))
+            .is_some());
+        assert!(s
+            .guard(Some(&format!("run-{}", 9_999 - MAX_RUN_GUARDS)))
+            .is_none());
+        let small = s.export_state().len();
+        assert!(small < 20_000, "{small} bytes");
+
+        // A run in use is never the least recently used: armed before 1,000 other runs and
+        // touched between them, its guard survives and aborts the loop.
+        let mut s = Session::new("s");
+        let _ = s.on_compaction(&policy, Some(&"long".into()));
+        let args = Value::parse(br#"{"q":1}"#).unwrap();
+        let res = Value::from("503");
+        let mut aborts = Vec::new();
+        for round in 0..3 {
+            one_call_runs(&mut s, &policy, round * 40..round * 40 + 40);
+            let c = Call::new("gateway", &args).run("long");
+            let _ = s.before_call(&policy, &c);
+            aborts.push(
+                s.after_call(&policy, &c, Outcome::Result(&res))
+                    .abort
+                    .map(|a| a.count),
+            );
+        }
+        assert_eq!(aborts, [None, None, Some(3)]);
+
+        // Left alone while more than MAX_RUN_GUARDS other runs ran, it is evicted.
+        let _ = s.on_compaction(&policy, Some(&"long".into()));
+        one_call_runs(&mut s, &policy, 1_000..1_000 + MAX_RUN_GUARDS);
+        assert!(s.guard(Some("long")).is_none());
+    }
+
+    /// Eviction order survives a restore: random interleavings of 100 runs decide the same
+    /// with and without a round trip through the snapshot.
+    #[test]
+    fn the_eviction_order_survives_a_restore() {
+        use proptest::prelude::*;
+        let policy = policy();
+        proptest!(ProptestConfig::with_cases(32), |(
+            runs in proptest::collection::vec(0usize..100, 1..400),
+            compact in proptest::collection::vec(0usize..100, 0..40),
+            split in 0usize..400,
+        )| {
+            let split = split.min(runs.len());
+            let mut a = Session::new("s");
+            for r in &compact {
+                let _ = a.on_compaction(&policy, Some(&format!("run-{r}").as_str().into()));
+            }
+            one_call_runs(&mut a, &policy, runs[..split].iter().copied());
+            let mut b = Session::import_state(&a.export_state(), "s").unwrap();
+            prop_assert_eq!(b.export_state(), a.export_state());
+            one_call_runs(&mut a, &policy, runs[split..].iter().copied());
+            one_call_runs(&mut b, &policy, runs[split..].iter().copied());
+            prop_assert_eq!(a.export_state(), b.export_state());
+        });
+    }
+
+    /// `Session::restore` keeps a custom send classifier, which `import_state` cannot:
+    /// with it, twenty sends whose results differ only in their message id are a loop.
+    #[test]
+    fn restore_keeps_the_hashing_settings() {
+        use crate::outcome::{Hashing, SendClassifier};
+        use crate::value::Object;
+        use std::sync::Arc;
+
+        struct Sms;
+        impl SendClassifier for Sms {
+            fn is_channel_send(&self, tool: &[u8], _args: &Object<'_>) -> bool {
+                tool == b"sms"
+            }
+        }
+        let hashing = Hashing {
+            sends: Arc::new(Sms),
+        };
+        let policy = crate::Policy::enabled();
+        let args = Value::parse(br#"{"to":"+15550100","text":"hello"}"#).unwrap();
+        let send = |s: &mut Session, i: u32| {
+            let c = Call::new("sms", &args);
+            let d = s.before_call(&policy, &c);
+            let res = Value::parse(
+                format!(r#"{{"details":{{"ok":true,"messageId":"m{i}"}}}}"#).as_bytes(),
+            )
+            .unwrap()
+            .into_owned();
+            let _ = s.after_call(&policy, &c, Outcome::Result(&res));
+            d.is_block()
+        };
+        let mut s = Session::new("s").with_hashing(hashing.clone());
+        for i in 0..15 {
+            assert!(!send(&mut s, i));
+        }
+        let bytes = s.export_state();
+        let first_block = |mut s: Session| (15..30).find(|i| send(&mut s, *i));
+
+        let restored = Session::restore(&bytes).hashing(hashing).build().unwrap();
+        assert_eq!(restored.id(), "s");
+        assert_eq!(first_block(restored), Some(20));
+        // Without it the ids count as progress and the sends are never blocked.
+        assert_eq!(
+            first_block(Session::import_state(&bytes, "s").unwrap()),
+            None
+        );
+    }
+
+    #[test]
+    fn restore_overrides_the_mode_and_keeps_the_saved_id() {
+        let bytes = Session::new("saved").export_state();
+        let r = Session::restore(&bytes)
+            .mode(Mode::Observe)
+            .build()
+            .unwrap();
+        assert_eq!((r.id(), r.mode()), ("saved", Mode::Observe));
+        let r = Session::restore(&bytes).build().unwrap();
+        assert_eq!(r.mode(), Mode::Enforce);
     }
 }
