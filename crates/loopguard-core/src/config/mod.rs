@@ -291,6 +291,27 @@ impl Policy {
         self
     }
 
+    /// Caps `historySize` at `max` calls (at least 1), whatever the config says.
+    ///
+    /// OpenClaw takes any positive integer, so a config can ask a session to keep millions
+    /// of calls (up to `usize::MAX`); an embedder that holds many sessions, or persists
+    /// each one per call, bounds that here. A `historySize` at or below the cap is
+    /// unchanged, so decisions only differ for configs above it.
+    ///
+    /// ```
+    /// use loopguard_core::OpenClawConfig;
+    /// let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{historySize: 1e12}}}")?.config;
+    /// assert_eq!(cfg.policy_for(None).resolved.history_size, 1_000_000_000_000);
+    /// let capped = cfg.policy_for(None).with_max_history(1_000);
+    /// assert_eq!(capped.resolved.history_size, 1_000);
+    /// # Ok::<(), loopguard_core::config::LoadError>(())
+    /// ```
+    #[must_use]
+    pub fn with_max_history(mut self, max: usize) -> Self {
+        self.resolved.history_size = self.resolved.history_size.min(max.max(1));
+        self
+    }
+
     /// A policy with detection switched on and every default.
     pub fn enabled() -> Self {
         Policy::from_block(Some(LoopDetectionConfig {
@@ -458,6 +479,30 @@ mod tests {
         assert_eq!(cfg(Some(5.0), Some(5.0), None), (5.0, 6.0, 30.0));
         assert_eq!(cfg(Some(2.0), Some(4.0), None), (2.0, 4.0, 30.0));
         assert_eq!(cfg(Some(0.0), Some(2.5), None), (10.0, 20.0, 30.0));
+    }
+
+    #[test]
+    fn history_cap_bounds_only_larger_sizes() {
+        let p = |h: f64| {
+            Policy::from_block(Some(LoopDetectionConfig {
+                history_size: Some(h),
+                ..Default::default()
+            }))
+        };
+        assert_eq!(p(1e300).resolved.history_size, usize::MAX);
+        assert_eq!(p(1e300).with_max_history(500).resolved.history_size, 500);
+        assert_eq!(p(40.0).with_max_history(500).resolved.history_size, 40);
+        assert_eq!(p(40.0).with_max_history(0).resolved.history_size, 1);
+        // The history kept really is bounded by the cap.
+        let policy = Policy::enabled().with_max_history(5);
+        let mut s = crate::Session::new("s");
+        for i in 0..20 {
+            let args = crate::Value::parse(format!(r#"{{"n":{i}}}"#).as_bytes())
+                .unwrap()
+                .into_owned();
+            let _ = s.before_call(&policy, &crate::Call::new("read", &args));
+        }
+        assert_eq!(s.history().len(), 5);
     }
 
     #[test]
