@@ -113,28 +113,16 @@ impl HookConfig {
             path: path.to_path_buf(),
             source: e,
         })?;
-        let loaded = OpenClawConfig::from_json5(&text).map_err(|e| ConfigError::Invalid {
+        // The engine's run-time loader: numeric values that are not positive integers fall
+        // back to their defaults (reported in `warnings`); unknown keys are errors.
+        let loaded = OpenClawConfig::load_for_run(&text).map_err(|e| ConfigError::Invalid {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let (fatal, warnings): (Vec<_>, Vec<_>) = loaded
-            .diagnostics
-            .into_iter()
-            .partition(Diagnostic::is_fatal_at_runtime);
-        if let Some(first) = fatal.first() {
-            let more = match fatal.len() {
-                1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
-            };
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: format!("{first}{more}"),
-            });
-        }
         Ok(HookConfig {
             source,
             config: loaded.config,
-            warnings,
+            warnings: loaded.diagnostics,
         })
     }
 

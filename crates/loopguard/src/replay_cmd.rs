@@ -15,7 +15,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::ValueEnum;
 use indicatif::ProgressBar;
 use loopguard_adapters::Format;
-use loopguard_core::config::{OpenClawConfig, Profile};
+use loopguard_core::config::{OpenClawConfig, Profile, RunConfigError};
 use loopguard_core::Mode;
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
@@ -135,34 +135,32 @@ impl ColorArg {
     }
 }
 
-/// Loads a config file for running (not checking): fatal problems stop, the rest is
-/// reported on stderr and the runtime fallbacks apply.
+/// Loads a config file for running (not checking) with the engine's run-time loader
+/// ([`OpenClawConfig::load_for_run`]): unknown keys and files that are not JSON5 stop, a
+/// numeric value that is not a positive integer falls back to its default and, like the
+/// auto-raised thresholds, is reported on stderr.
 pub(crate) fn load_config_for_run(path: &Path) -> Result<OpenClawConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
-    let loaded = OpenClawConfig::from_json5(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let fatal: Vec<_> = loaded
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_fatal_at_runtime())
-        .collect();
-    for d in &loaded.diagnostics {
-        if !d.is_fatal_at_runtime() {
-            eprintln!("{}: {d}", path.display());
+    match OpenClawConfig::load_for_run(&text) {
+        Ok(loaded) => {
+            for d in &loaded.diagnostics {
+                eprintln!("{}: {d}", path.display());
+            }
+            Ok(loaded.config)
         }
-    }
-    if !fatal.is_empty() {
-        for d in &fatal {
-            eprintln!("{}: {d}", path.display());
+        Err(RunConfigError::Rejected(fatal)) => {
+            for d in &fatal {
+                eprintln!("{}: {d}", path.display());
+            }
+            bail!(
+                "{}: OpenClaw would reject this config; run `loopguard config check {}` for details",
+                path.display(),
+                path.display()
+            )
         }
-        bail!(
-            "{}: OpenClaw would reject this config; run `loopguard config check {}` for details",
-            path.display(),
-            path.display()
-        );
+        Err(e) => bail!("{}: {e}", path.display()),
     }
-    Ok(loaded.config)
 }
 
 /// The mode line of the report: one mode, or which inputs got which.

@@ -273,6 +273,43 @@ fn replay_refuses_a_config_openclaw_would_reject() {
     );
 }
 
+/// Issue 7 item 6: numbers of any wrong type fall back to their defaults at run time, as
+/// OpenClaw's resolver does, with a warning naming the field, the value found and the value
+/// used; the replay runs and decides with the defaults.
+#[test]
+fn replay_runs_with_the_defaults_for_numbers_that_are_not_positive_integers() {
+    let cfg = tempfile_lite::TempFile::new(
+        "odd.json5",
+        "{\n  tools: {\n    loopDetection: {\n      enabled: true,\n      globalCircuitBreakerThreshold: \"5\",\n      historySize: 0,\n      unknownToolThreshold: null,\n      warningThreshold: 2.5,\n      criticalThreshold: true,\n    },\n  },\n}\n",
+    );
+    let out = loopguard_stdin(
+        &["replay", "--config", cfg.path(), "--json", "-"],
+        &reads(25, true),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for (line, field, found, used) in [
+        (5, "globalCircuitBreakerThreshold", "\"5\"", "30"),
+        (6, "historySize", "0", "30"),
+        (7, "unknownToolThreshold", "null", "10"),
+        (8, "warningThreshold", "2.5", "10"),
+        (9, "criticalThreshold", "true", "20"),
+    ] {
+        let want = format!(
+            "odd.json5: warning: line {line}, column 7: tools.loopDetection.{field}: {found} is not a positive integer, so the default {used} is used at run time"
+        );
+        assert!(err.contains(&want), "{want}\n{err}");
+    }
+    // The defaults decide: the first warning at the 11th call (count 10), the first block
+    // at the 21st (count 20).
+    let decisions = json_lines(&out.stdout);
+    assert_eq!(decisions[18]["decision"], "allow");
+    assert_eq!(decisions[20]["decision"], "warn");
+    assert_eq!(decisions[20]["count"], 10);
+    assert_eq!(decisions[40]["decision"], "block");
+    assert_eq!(decisions[40]["count"], 20);
+}
+
 /// A tiny self-cleaning temporary file (tests must not depend on the environment).
 mod tempfile_lite {
     use std::path::PathBuf;

@@ -42,9 +42,9 @@ pub enum DiagnosticKind {
         /// The closest known key.
         suggestion: Option<String>,
     },
-    /// A value of the wrong type.
+    /// A switch or section of the wrong type.
     WrongType,
-    /// A number that is not a positive integer.
+    /// A numeric field whose value is not a positive integer, of any type.
     NotPositiveInteger,
     /// A threshold raised to keep warning < critical < global.
     AutoRaised,
@@ -72,8 +72,9 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// `true` for problems OpenClaw would refuse to start with (unknown keys, wrong types).
-    /// Out-of-range numbers are not fatal: they fall back to defaults at run time.
+    /// `true` for problems OpenClaw would refuse to start with: unknown keys, and wrong
+    /// types of switches and sections. A numeric field that is not a positive integer (of
+    /// any type) is not fatal: it falls back to its default at run time.
     pub fn is_fatal_at_runtime(&self) -> bool {
         matches!(
             self.kind,
@@ -124,6 +125,87 @@ pub enum LoadError {
         /// What was found.
         found: &'static str,
     },
+}
+
+/// Why a config cannot run the engine ([`OpenClawConfig::load_for_run`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunConfigError {
+    /// The file is not JSON5, or not an object.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// Problems OpenClaw refuses to start with (unknown keys, a non-boolean switch, a
+    /// `detectors` that is not an object), in file order; never empty.
+    #[error("{}", rejected(.0))]
+    Rejected(Vec<Diagnostic>),
+}
+
+fn rejected(diagnostics: &[Diagnostic]) -> String {
+    let mut out = String::from("OpenClaw would reject this config");
+    if let Some(first) = diagnostics.first() {
+        out.push_str(&format!(": {first}"));
+    }
+    if diagnostics.len() > 1 {
+        out.push_str(&format!(" (and {} more)", diagnostics.len() - 1));
+    }
+    out
+}
+
+impl OpenClawConfig {
+    /// Reads a config to run the engine with, as OpenClaw's resolver does at run time: the
+    /// loader every command that runs the engine uses (replay, the hook, the live front
+    /// ends), where [`OpenClawConfig::from_json5`] is the checker's view.
+    ///
+    /// A numeric field whose value is not a positive integer, of any type (`"5"`, `null`,
+    /// `0`, `-1`, `2.5`, `true`), falls back to its default; thresholds out of order are
+    /// raised (decisions.md item 3). Both come back as warnings naming the field, the value
+    /// found and the value used, together with duplicate keys and ignored entries: the
+    /// returned [`Loaded::diagnostics`] holds only [`Severity::Warning`]s. `config check`
+    /// reports the same values as errors.
+    ///
+    /// # Errors
+    ///
+    /// [`RunConfigError::Load`] when the text is not JSON5 or not an object;
+    /// [`RunConfigError::Rejected`] with every unknown key (with its suggestion) and
+    /// wrong-typed switch or section, each with its line and key path.
+    ///
+    /// ```
+    /// use loopguard_core::config::{OpenClawConfig, RunConfigError};
+    /// let loaded = OpenClawConfig::load_for_run(
+    ///     r#"{ tools: { loopDetection: { enabled: true, globalCircuitBreakerThreshold: "5", historySize: 0 } } }"#,
+    /// )?;
+    /// let policy = loaded.config.policy_for(None);
+    /// assert_eq!(policy.resolved.global_circuit_breaker_threshold, 30.0);
+    /// assert_eq!(policy.resolved.history_size, 30);
+    /// assert_eq!(
+    ///     loaded.diagnostics[0].message,
+    ///     "\"5\" is not a positive integer, so the default 30 is used at run time"
+    /// );
+    ///
+    /// let typo = OpenClawConfig::load_for_run("{ tools: { loopDetection: { warningThresold: 5 } } }");
+    /// assert!(matches!(typo, Err(RunConfigError::Rejected(d)) if d[0].message.contains("warningThreshold")));
+    /// # Ok::<(), RunConfigError>(())
+    /// ```
+    pub fn load_for_run(text: &str) -> Result<Loaded, RunConfigError> {
+        let loaded = load(text)?;
+        let (fatal, rest): (Vec<_>, Vec<_>) = loaded
+            .diagnostics
+            .into_iter()
+            .partition(Diagnostic::is_fatal_at_runtime);
+        if !fatal.is_empty() {
+            return Err(RunConfigError::Rejected(fatal));
+        }
+        // A value that is not a positive integer has an error (for the checker) and a
+        // fallback warning (for the run); the warning says what is used.
+        let diagnostics = rest
+            .into_iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .collect();
+        Ok(Loaded {
+            config: loaded.config,
+            diagnostics,
+        })
+    }
 }
 
 const BLOCK_KEYS: &[&str] = &[
@@ -369,7 +451,11 @@ impl Cx {
         }
     }
 
-    /// A positive integer; invalid numbers are reported and dropped so the default applies.
+    /// A positive integer. Anything else (a number that is not a positive integer, or a
+    /// value of another type: `"5"`, `null`, `true`) is an error for `config check` and
+    /// falls back to the default at run time, as OpenClaw's resolver does (decisions.md
+    /// item 3); the fallback is reported as a warning naming the value found and the value
+    /// used.
     fn positive_int(
         &mut self,
         node: &Node,
@@ -381,46 +467,36 @@ impl Cx {
         let e = node.get(key)?;
         *pos = Some(e.key_pos);
         let path = join(path, key);
-        match e.value.value {
-            NodeValue::Number(n) if n.is_finite() && n.fract() == 0.0 && n > 0.0 => Some(n),
-            NodeValue::Number(n) => {
-                let shown = fmt_num(n);
-                self.push(
-                    Severity::Error,
-                    DiagnosticKind::NotPositiveInteger,
-                    &path,
-                    e.key_pos,
-                    format!("must be a positive integer, found {shown}"),
-                );
-                self.push(
-                    Severity::Warning,
-                    DiagnosticKind::Fallback,
-                    &path,
-                    e.key_pos,
-                    format!(
-                        "{shown} is not a positive integer, so the default {} is used at run time",
-                        fmt_num(default)
-                    ),
-                );
-                // Kept, not dropped: it still overrides the global value in a per-agent
-                // merge, and resolution then falls back to the default, as in OpenClaw.
-                Some(n)
-            }
-            _ => {
-                self.push(
-                    Severity::Error,
-                    DiagnosticKind::WrongType,
-                    &path,
-                    e.key_pos,
-                    format!(
-                        "expected a positive integer, found {}",
-                        e.value.value.type_name()
-                    ),
-                );
-                // Any non-number overrides in a merge and then falls back to the default.
-                Some(f64::NAN)
-            }
-        }
+        let (kept, found) = match e.value.value {
+            NodeValue::Number(n) if n.is_finite() && n.fract() == 0.0 && n > 0.0 => return Some(n),
+            // Kept, not dropped: it still overrides the global value in a per-agent merge,
+            // and resolution then falls back to the default, as in OpenClaw.
+            NodeValue::Number(n) => (n, fmt_num(n)),
+            // Any non-number overrides in a merge and then falls back to the default too.
+            ref other => (f64::NAN, shown(other)),
+        };
+        let what = match e.value.value {
+            NodeValue::Number(_) => found.clone(),
+            ref other => format!("{} ({found})", other.type_name()),
+        };
+        self.push(
+            Severity::Error,
+            DiagnosticKind::NotPositiveInteger,
+            &path,
+            e.key_pos,
+            format!("must be a positive integer, found {what}"),
+        );
+        self.push(
+            Severity::Warning,
+            DiagnosticKind::Fallback,
+            &path,
+            e.key_pos,
+            format!(
+                "{found} is not a positive integer, so the default {} is used at run time",
+                fmt_num(default)
+            ),
+        );
+        Some(kept)
     }
 
     fn block(
@@ -680,16 +756,11 @@ impl Cx {
         inherited: &Positions,
     ) {
         let Some(block) = block else { return };
-        let w = super::as_positive_int(block.warning_threshold, DEFAULT_WARNING_THRESHOLD);
-        let c0 = super::as_positive_int(block.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
-        let g0 = super::as_positive_int(
-            block.global_circuit_breaker_threshold,
-            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
-        );
+        // The resolver's own arithmetic: the loader only reports the raises it made.
+        let t = block.thresholds();
         let at = |p: Option<Pos>, q: Option<Pos>| p.or(q);
-        let mut c = c0;
-        if c <= w {
-            c = w + 1.0;
+        let (w, c) = (t.warning, t.critical);
+        if let Some(c0) = t.critical_raised_from {
             let pos = at(own.critical, own.warning)
                 .or(at(inherited.critical, inherited.warning))
                 .or(own.block)
@@ -707,8 +778,8 @@ impl Cx {
                 ),
             );
         }
-        if g0 <= c {
-            let g = c + 1.0;
+        if let Some(g0) = t.global_raised_from {
+            let g = t.global;
             let pos = at(own.global, own.critical)
                 .or(own.warning)
                 .or(at(inherited.global, inherited.critical))
@@ -742,6 +813,31 @@ fn fmt_num(n: f64) -> String {
     crate::canonical::format_js_number(n)
 }
 
+/// A value as it was written, for messages: JSON for scalars (a long string cut short),
+/// the type for arrays and objects.
+fn shown(v: &NodeValue) -> String {
+    match v {
+        NodeValue::Null => "null".into(),
+        NodeValue::Bool(b) => b.to_string(),
+        NodeValue::Number(n) => fmt_num(*n),
+        NodeValue::String(s) => {
+            const MAX: usize = 40;
+            let cut = match s.char_indices().nth(MAX) {
+                Some((i, _)) => &s[..i],
+                None => s,
+            };
+            let mut out = Vec::new();
+            crate::canonical::write_json_string(&mut out, &crate::value::JsString::from(cut));
+            let mut out = String::from_utf8_lossy(&out).into_owned();
+            if cut.len() < s.len() {
+                out.insert(out.len() - 1, '…');
+            }
+            out
+        }
+        NodeValue::Array(_) | NodeValue::Object(_) => v.type_name().into(),
+    }
+}
+
 /// The known key closest to `key`, if it is close enough to be a likely typo.
 fn suggest(key: &str, known: &[&str]) -> Option<String> {
     let lower = key.to_lowercase();
@@ -755,6 +851,7 @@ fn suggest(key: &str, known: &[&str]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Policy;
     use super::*;
 
     fn diags(text: &str) -> Vec<(Severity, String, u32, String)> {
@@ -875,6 +972,160 @@ mod tests {
             (g.resolved.warning_threshold, g.guard.window_size),
             (2.0, 5)
         );
+    }
+
+    /// Issue 7 item 6 / decisions.md item 3: at run time every numeric field falls back to
+    /// its default whatever the wrong value is, with a warning naming the field, the value
+    /// found and the value used; the checker's view of the same text is an error.
+    #[test]
+    fn run_time_fallback_for_every_numeric_field_and_every_wrong_value() {
+        let fields: [(&str, &str, fn(&Policy) -> f64); 6] = [
+            ("historySize", "30", |p| p.resolved.history_size as f64),
+            ("warningThreshold", "10", |p| p.resolved.warning_threshold),
+            ("criticalThreshold", "20", |p| p.resolved.critical_threshold),
+            ("unknownToolThreshold", "10", |p| {
+                p.resolved.unknown_tool_threshold
+            }),
+            ("globalCircuitBreakerThreshold", "30", |p| {
+                p.resolved.global_circuit_breaker_threshold
+            }),
+            ("postCompactionGuard.windowSize", "3", |p| {
+                f64::from(p.guard.window_size)
+            }),
+        ];
+        let values = [
+            (r#""5""#, r#""5""#),
+            ("null", "null"),
+            ("0", "0"),
+            ("-1", "-1"),
+            ("2.5", "2.5"),
+            ("true", "true"),
+            ("[5]", "an array"),
+            ("{}", "an object"),
+            ("Infinity", "Infinity"),
+        ];
+        for (field, default, used) in fields {
+            for (text, found) in values {
+                let body = match field.split_once('.') {
+                    Some((outer, inner)) => format!("{outer}: {{ {inner}: {text} }}"),
+                    None => format!("{field}: {text}"),
+                };
+                let file = format!("{{\n tools: {{\n  loopDetection: {{\n   enabled: true,\n   {body},\n  }},\n }},\n}}");
+                let path = format!("tools.loopDetection.{field}");
+                let run = OpenClawConfig::load_for_run(&file)
+                    .unwrap_or_else(|e| panic!("{field} = {text}: {e}"));
+                assert_eq!(
+                    run.diagnostics.len(),
+                    1,
+                    "{field} = {text}: {:?}",
+                    run.diagnostics
+                );
+                let d = &run.diagnostics[0];
+                assert_eq!(
+                    (d.severity, &d.kind, d.path.as_str(), d.pos.line),
+                    (
+                        Severity::Warning,
+                        &DiagnosticKind::Fallback,
+                        path.as_str(),
+                        5
+                    )
+                );
+                assert_eq!(
+                    d.message,
+                    format!("{found} is not a positive integer, so the default {default} is used at run time")
+                );
+                let policy = run.config.policy_for(None);
+                assert_eq!(
+                    used(&policy),
+                    default.parse::<f64>().unwrap(),
+                    "{field} = {text}"
+                );
+                // `config check` sees an error for the same value.
+                let checked = load(&file).unwrap();
+                assert!(checked.has_errors(), "{field} = {text}");
+                assert!(checked
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.severity == Severity::Error
+                        && d.kind == DiagnosticKind::NotPositiveInteger
+                        && d.path == path));
+            }
+        }
+    }
+
+    /// A per-agent value of the wrong type overrides the global one and falls back to the
+    /// default, not to the global value (OpenClaw merges first, then resolves).
+    #[test]
+    fn run_time_fallback_in_an_agent_block() {
+        let run = OpenClawConfig::load_for_run(
+            r#"{tools:{loopDetection:{enabled:true,warningThreshold:4}},agents:{list:[{id:"a",tools:{loopDetection:{warningThreshold:"6"}}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            run.config.policy_for(Some("a")).resolved.warning_threshold,
+            10.0
+        );
+        assert_eq!(run.config.policy_for(None).resolved.warning_threshold, 4.0);
+        let paths: Vec<_> = run.diagnostics.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["agents.list[0].tools.loopDetection.warningThreshold"]
+        );
+    }
+
+    /// Thresholds raised at run time are reported with the value the resolver uses.
+    #[test]
+    fn run_time_raises_are_the_resolvers() {
+        let run = OpenClawConfig::load_for_run(
+            "{tools:{loopDetection:{warningThreshold: 40, globalCircuitBreakerThreshold: null}}}",
+        )
+        .unwrap();
+        let r = run.config.policy_for(None).resolved;
+        let msgs: Vec<_> = run.diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            msgs,
+            [
+                "criticalThreshold 20 is not above warningThreshold 40; it is raised to 41",
+                "null is not a positive integer, so the default 30 is used at run time",
+                "globalCircuitBreakerThreshold 30 is not above criticalThreshold 41; it is raised to 42",
+            ]
+        );
+        assert_eq!(
+            (r.critical_threshold, r.global_circuit_breaker_threshold),
+            (41.0, 42.0)
+        );
+    }
+
+    /// Unknown keys, wrong-typed switches and files that are not JSON5 stay errors at run
+    /// time, with the line, the key path and the suggestion.
+    #[test]
+    fn run_time_errors_stay_errors() {
+        let e = OpenClawConfig::load_for_run(
+            "{\n tools: { loopDetection: {\n  warningThresold: 5,\n  enabled: \"yes\",\n  historySize: \"x\",\n } },\n}",
+        )
+        .unwrap_err();
+        let RunConfigError::Rejected(d) = &e else {
+            panic!("{e:?}")
+        };
+        let got: Vec<_> = d.iter().map(|d| (d.path.as_str(), d.pos.line)).collect();
+        assert_eq!(
+            got,
+            [
+                ("tools.loopDetection.warningThresold", 3),
+                ("tools.loopDetection.enabled", 4)
+            ]
+        );
+        assert!(
+            e.to_string().starts_with(
+                "OpenClaw would reject this config: error: line 3, column 3: tools.loopDetection.warningThresold:"
+            ) && e.to_string().contains("did you mean `warningThreshold`")
+                && e.to_string().ends_with("(and 1 more)"),
+            "{e}"
+        );
+        assert!(matches!(
+            OpenClawConfig::load_for_run("{ tools: }"),
+            Err(RunConfigError::Load(LoadError::Syntax(_)))
+        ));
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use extension::{
     DEFAULT_ARGUMENT_CHURN, DEFAULT_COMPACTIONS, DEFAULT_ERROR_CHANGING_ARGS,
     DEFAULT_FAILURE_STREAK, DEFAULT_OUTCOME_STREAK, EXTRA_DETECTOR_KEYS,
 };
-pub use load::{Diagnostic, DiagnosticKind, LoadError, Loaded, Severity};
+pub use load::{Diagnostic, DiagnosticKind, LoadError, Loaded, RunConfigError, Severity};
 
 /// Default `historySize`.
 pub const DEFAULT_HISTORY_SIZE: usize = 30;
@@ -132,18 +132,12 @@ impl Default for ResolvedConfig {
 impl LoopDetectionConfig {
     /// Resolves the block as OpenClaw's `resolveLoopDetectionConfig` does (Era B).
     pub fn resolve(&self) -> ResolvedConfig {
-        let w = as_positive_int(self.warning_threshold, DEFAULT_WARNING_THRESHOLD);
-        let mut c = as_positive_int(self.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
-        let mut g = as_positive_int(
-            self.global_circuit_breaker_threshold,
-            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
-        );
-        if c <= w {
-            c = w + 1.0;
-        }
-        if g <= c {
-            g = c + 1.0;
-        }
+        let Thresholds {
+            warning: w,
+            critical: c,
+            global: g,
+            ..
+        } = self.thresholds();
         let d = self.detectors.clone().unwrap_or_default();
         let history = as_positive_int(self.history_size, DEFAULT_HISTORY_SIZE as f64);
         ResolvedConfig {
@@ -163,6 +157,28 @@ impl LoopDetectionConfig {
             generic_repeat: d.generic_repeat.unwrap_or(true),
             known_poll_no_progress: d.known_poll_no_progress.unwrap_or(true),
             ping_pong: d.ping_pong.unwrap_or(true),
+        }
+    }
+
+    /// The three thresholds after the positive-integer fallback and OpenClaw's auto-raise
+    /// (critical above warning, then global above critical; decisions.md item 3), with the
+    /// values that were raised. The one place the rule lives: [`LoopDetectionConfig::resolve`]
+    /// uses the numbers, the config loader reports the raises.
+    pub(crate) fn thresholds(&self) -> Thresholds {
+        let warning = as_positive_int(self.warning_threshold, DEFAULT_WARNING_THRESHOLD);
+        let c0 = as_positive_int(self.critical_threshold, DEFAULT_CRITICAL_THRESHOLD);
+        let g0 = as_positive_int(
+            self.global_circuit_breaker_threshold,
+            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+        );
+        let critical = if c0 <= warning { warning + 1.0 } else { c0 };
+        let global = if g0 <= critical { critical + 1.0 } else { g0 };
+        Thresholds {
+            warning,
+            critical,
+            global,
+            critical_raised_from: (critical != c0).then_some(c0),
+            global_raised_from: (global != g0).then_some(g0),
         }
     }
 
@@ -216,6 +232,17 @@ impl LoopDetectionConfig {
             }),
         })
     }
+}
+
+/// The thresholds of one block after fallback and auto-raise ([`LoopDetectionConfig::thresholds`]).
+pub(crate) struct Thresholds {
+    pub(crate) warning: f64,
+    pub(crate) critical: f64,
+    pub(crate) global: f64,
+    /// `criticalThreshold` before it was raised above `warningThreshold`.
+    pub(crate) critical_raised_from: Option<f64>,
+    /// `globalCircuitBreakerThreshold` before it was raised above `criticalThreshold`.
+    pub(crate) global_raised_from: Option<f64>,
 }
 
 /// The post-compaction guard's effective settings.
