@@ -1,6 +1,9 @@
 //! Replay throughput on a large generated OpenClaw transcript: every line goes through the
 //! OpenClaw adapter and every event through the replayer, as `loopguard replay` does.
 
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loopguard_adapters::openclaw::OpenClawAdapter;
 use loopguard_adapters::{Context, LineAdapter};

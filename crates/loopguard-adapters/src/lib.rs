@@ -33,9 +33,6 @@
 //! * a line that cannot be used is a [`Diagnostic`] naming the line; the caller decides
 //!   whether that is fatal (`--strict`) or skipped.
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 pub mod anthropic;
 pub mod call_stream;
 pub mod chat_completions;

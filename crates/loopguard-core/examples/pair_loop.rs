@@ -31,7 +31,7 @@ fn main() {
         if session.before_call(&policy, &call).is_block() {
             blocks += 1;
         }
-        session.after_call(&policy, &call, Outcome::Result(&result));
+        let _ = session.after_call(&policy, &call, Outcome::Result(&result));
     }
     println!("{n} pairs, {blocks} blocks");
 }

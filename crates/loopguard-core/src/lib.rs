@@ -67,9 +67,6 @@
 //! Era C's hashing and veto rules; the README's "Parity with OpenClaw" section lists the
 //! choices.
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 pub mod canonical;
 pub mod compaction_guard;
 pub mod config;

@@ -762,12 +762,12 @@ mod tests {
         }));
         let mut s = Session::new("t");
         let first = Value::parse(br#"{"n":0}"#).unwrap();
-        s.before_call(&big, &Call::new("read", &first));
+        let _ = s.before_call(&big, &Call::new("read", &first));
         for i in 1..5 {
             let a = Value::parse(format!(r#"{{"n":{i}}}"#).as_bytes())
                 .unwrap()
                 .into_owned();
-            s.before_call(&big, &Call::new("read", &a));
+            let _ = s.before_call(&big, &Call::new("read", &a));
         }
         let result = Value::from("same");
         let d = s.after_call(&small, &Call::new("read", &first), Outcome::Result(&result));

@@ -1076,8 +1076,8 @@ mod tests {
         let mut s = Session::new("s");
         for _ in 0..20 {
             let c = Call::new("read", &args);
-            s.before_call(&policy, &c);
-            s.after_call(&policy, &c, Outcome::Result(&res));
+            let _ = s.before_call(&policy, &c);
+            let _ = s.after_call(&policy, &c, Outcome::Result(&res));
         }
         let mut r = Session::import_state(&s.export_state(), "s").unwrap();
         for _ in 0..3 {

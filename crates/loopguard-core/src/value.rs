@@ -43,7 +43,7 @@ pub enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
-    /// Parses one JSON text with `JSON.parse` semantics. See [`crate::parse`].
+    /// Parses one JSON text with `JSON.parse` semantics. See [`crate::parse()`].
     pub fn parse(input: &'a [u8]) -> Result<Value<'a>, crate::parse::ParseError> {
         crate::parse::parse(input)
     }

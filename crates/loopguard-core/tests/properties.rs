@@ -162,7 +162,7 @@ proptest! {
                 r#"{{"content":[{{"type":"text","text":"step {i}"}}],"details":{{"status":"completed","exitCode":0,"aggregated":"out {i}","tail":"t{i}","ok":{i}}}}}"#
             );
             let result = parse(result_text.as_bytes()).unwrap();
-            s.after_call(&policy, &call, Outcome::Result(&result));
+            let _ = s.after_call(&policy, &call, Outcome::Result(&result));
         }
     }
 

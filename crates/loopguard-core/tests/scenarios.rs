@@ -2018,7 +2018,7 @@ fn execute(
     }
     let decision = s.before_call(p, &call);
     if !decision.is_block() {
-        s.after_call(p, &call, Outcome::Result(result));
+        let _ = s.after_call(p, &call, Outcome::Result(result));
     }
     decision.verdict
 }

@@ -69,7 +69,7 @@ fn tool_loop_events_carry_openclaw_fields() {
             if s.before_call(&policy, &call).is_block() {
                 break;
             }
-            s.after_call(&policy, &call, Outcome::Result(&out));
+            let _ = s.after_call(&policy, &call, Outcome::Result(&out));
         }
     });
     let events = captured.0.lock().unwrap().clone();

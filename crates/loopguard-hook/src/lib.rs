@@ -43,9 +43,6 @@
 //! assert!(answers[10].contains("additionalContext"));
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 pub mod advice;
 pub mod config;
 pub mod hook;

@@ -8,6 +8,9 @@
 //!
 //! Streams are generated in memory once; decisions are written to a sink.
 
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;

@@ -1,7 +1,5 @@
 //! `loopguard`: find and stop tool-call loops in AI agents.
 
-#![forbid(unsafe_code)]
-
 mod config_check;
 mod convert_cmd;
 mod hook_cli;

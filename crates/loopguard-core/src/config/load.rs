@@ -979,7 +979,8 @@ mod tests {
     /// found and the value used; the checker's view of the same text is an error.
     #[test]
     fn run_time_fallback_for_every_numeric_field_and_every_wrong_value() {
-        let fields: [(&str, &str, fn(&Policy) -> f64); 6] = [
+        type Field = (&'static str, &'static str, fn(&Policy) -> f64);
+        let fields: [Field; 6] = [
             ("historySize", "30", |p| p.resolved.history_size as f64),
             ("warningThreshold", "10", |p| p.resolved.warning_threshold),
             ("criticalThreshold", "20", |p| p.resolved.critical_threshold),

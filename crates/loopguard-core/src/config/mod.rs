@@ -12,7 +12,9 @@
 //!   `globalCircuitBreakerThreshold`.
 //!
 //! [`OpenClawConfig`] reads a whole OpenClaw config file (JSON5 or JSON) and reports every
-//! problem as a [`Diagnostic`] with its line and key path; see [`load`].
+//! problem as a [`Diagnostic`] with its line and key path: [`OpenClawConfig::from_json5`]
+//! is the checker's view (everything wrong is an error), [`OpenClawConfig::load_for_run`]
+//! the run-time view (what OpenClaw tolerates falls back, with a warning).
 
 mod extension;
 pub mod json5;
@@ -401,7 +403,9 @@ pub fn normalize_agent_id(id: &str) -> String {
 }
 
 impl OpenClawConfig {
-    /// Reads an OpenClaw config text (JSON5 or JSON). See [`load`].
+    /// Reads an OpenClaw config text (JSON5 or JSON) for checking: every problem is a
+    /// [`Diagnostic`], as `loopguard config check` prints them. To run the engine, use
+    /// [`OpenClawConfig::load_for_run`].
     pub fn from_json5(text: &str) -> Result<Loaded, LoadError> {
         load::load(text)
     }

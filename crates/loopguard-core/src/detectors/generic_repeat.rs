@@ -92,10 +92,10 @@ mod tests {
         for i in 0..25u32 {
             let args = if i % 3 == 0 { &b } else { &a };
             let call = Call::new("read", args);
-            s.before_call(&policy, &call);
+            let _ = s.before_call(&policy, &call);
             if i % 2 == 0 {
                 let r = Value::from(f64::from(i % 4));
-                s.after_call(&policy, &call, Outcome::Result(&r));
+                let _ = s.after_call(&policy, &call, Outcome::Result(&r));
             }
         }
         for args in [&a, &b] {
