@@ -31,12 +31,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     let loaded = match OpenClawConfig::from_json5(&text) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("{name}: error: {e}");
+            let _ = errln!("{name}: error: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
     let mut errors = 0;
     let mut warnings = 0;
+    // Print errors are kept until the end: a config with errors fails even when nobody
+    // reads the output (a closed pipe only ends a run that was going to succeed).
+    let mut printed: std::io::Result<()> = Ok(());
     for d in &loaded.diagnostics {
         let severity = if args.strict {
             Severity::Error
@@ -52,10 +55,15 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         } else {
             d.severity.to_string()
         };
-        eprintln!(
-            "{name}:{}:{}: {tag}: {}: {}",
-            d.pos.line, d.pos.col, d.path, d.message
-        );
+        printed = printed.and_then(|()| {
+            errln!(
+                "{name}:{}:{}: {tag}: {}: {}",
+                d.pos.line,
+                d.pos.col,
+                d.path,
+                d.message
+            )
+        });
     }
 
     let cfg = &loaded.config;
@@ -66,10 +74,12 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
         for note in loopguard_hook::advice::policy_notes(&cfg.policy_for(agent)) {
             if args.strict {
                 errors += 1;
-                eprintln!("{name}: error (strict): {title}: {note}");
+                printed = std::mem::replace(&mut printed, Ok(()))
+                    .and_then(|()| errln!("{name}: error (strict): {title}: {note}"));
             } else {
                 warnings += 1;
-                eprintln!("{name}: warning: {title}: {note}");
+                printed = std::mem::replace(&mut printed, Ok(()))
+                    .and_then(|()| errln!("{name}: warning: {title}: {note}"));
             }
         }
     };
@@ -98,18 +108,18 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
             }
         }
     }
-    print!("{out}");
+    printed = printed.and_then(|()| out!("{out}"));
     let verdict = if errors > 0 {
         format!("{name}: {errors} error(s), {warnings} warning(s)")
     } else {
         format!("{name}: ok, {warnings} warning(s)")
     };
-    eprintln!("{verdict}");
-    Ok(if errors > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    printed = printed.and_then(|()| errln!("{verdict}"));
+    if errors > 0 {
+        return Ok(ExitCode::FAILURE);
+    }
+    printed?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Where a field's value came from.

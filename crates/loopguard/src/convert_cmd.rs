@@ -53,12 +53,12 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?
         {
             Sniffed::Format(f) => {
-                eprintln!(
+                errln!(
                     "{}: reading as {} ({})",
                     path.display(),
                     f.name(),
                     f.describe()
-                );
+                )?;
                 f
             }
             Sniffed::Blank => bail!("{}: the file is empty", path.display()),
@@ -110,7 +110,10 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             };
             // Some adapters' messages already end in "; skipped".
             let message = d.message.strip_suffix("; skipped").unwrap_or(&d.message);
-            eprintln!("{}:{}: {what}: {message}", path.display(), d.line);
+            if let Err(err) = errln!("{}:{}: {what}: {message}", path.display(), d.line) {
+                write_error = Some(err);
+                return Flow::Stop;
+            }
             Flow::Continue
         }
     };
@@ -123,7 +126,8 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         Ok(_) => {}
         Err(ReadError::Stopped) => {
             if let Some(d) = fatal {
-                eprintln!(
+                // Failing anyway: a closed stderr must not turn this into a quiet success.
+                let _ = errln!(
                     "error: {}:{}: {}; stopped here because of --strict",
                     path.display(),
                     d.line,
@@ -132,18 +136,13 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             if let Some(e) = write_error {
-                if e.kind() == io::ErrorKind::BrokenPipe {
-                    return Ok(ExitCode::SUCCESS);
-                }
                 return Err(e.into());
             }
         }
         Err(e) => return Err(e.into()),
     }
-    match flushed {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    flushed?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `convert --session ID` of an OpenClaw SQLite store: that stored session only.
@@ -180,10 +179,8 @@ fn convert_sqlite_session(path: &std::path::Path, id: &str, ctx: &Context) -> Re
     })
     .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.reason()))?;
     for d in diagnostics {
-        eprintln!("{}:{id}:{}: skipped: {}", path.display(), d.line, d.message);
+        errln!("{}:{id}:{}: skipped: {}", path.display(), d.line, d.message)?;
     }
-    match write_error.map_or_else(|| out.flush(), Err) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(ExitCode::SUCCESS),
-    }
+    write_error.map_or_else(|| out.flush(), Err)?;
+    Ok(ExitCode::SUCCESS)
 }

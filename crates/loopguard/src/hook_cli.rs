@@ -251,7 +251,8 @@ fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
             )
         }
         _ => {
-            eprintln!(
+            // A warning about the command being built; install reports its own result.
+            let _ = errln!(
                 "warning: {flag} {} is outside the project: the shared .claude/settings.json will name a path of this machine",
                 abs.display()
             );
@@ -307,11 +308,11 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
     }
     let command = words.join(" ");
     let change = settings::install(&path, &command)?;
-    println!(
+    outln!(
         "{}",
         describe(&change, &path, "loopguard's Claude Code hooks installed")
-    );
-    println!("hook command: {command}");
+    )?;
+    outln!("hook command: {command}")?;
     // Say where protection is weaker than it looks: the config the hook will load.
     let config = match config {
         Some(c) => Ok(c),
@@ -319,14 +320,14 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
     };
     match config {
         Ok(c) => {
-            println!("config: {}", c.source);
+            outln!("config: {}", c.source)?;
             for note in policy_notes(&c.policy_for(args.agent.as_deref())) {
-                eprintln!("warning: {note}");
+                errln!("warning: {note}")?;
             }
         }
-        Err(e) => eprintln!(
+        Err(e) => errln!(
             "warning: {e}: until it is fixed, every hook call fails open (nothing is checked)"
-        ),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -339,22 +340,23 @@ fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
         Change::Unchanged => "has no loopguard hooks",
         Change::Written { .. } | Change::Removed => "loopguard's Claude Code hooks removed",
     };
-    println!("{}", describe(&change, &path, what));
+    outln!("{}", describe(&change, &path, what))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The config a hook started in the current directory would load, and where it is weaker
 /// than it looks (a new session gets it).
-fn print_config_here(env: &Env) {
+fn print_config_here(env: &Env) -> std::io::Result<()> {
     let cwd = std::env::current_dir().ok();
     match HookConfig::discover(None, cwd.as_deref(), env) {
         Ok(c) => {
-            println!("config for a session started here: {}", c.source);
+            outln!("config for a session started here: {}", c.source)?;
             for n in policy_notes(&c.policy_for(None)) {
-                println!("WARNING: {n}");
+                outln!("WARNING: {n}")?;
             }
+            Ok(())
         }
-        Err(e) => println!(
+        Err(e) => outln!(
             "WARNING: config for a session started here: {e}: every hook call fails open (nothing is checked)"
         ),
     }
@@ -371,23 +373,23 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         Ok(s) => s,
         Err(StoreError::Missing { .. }) => {
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({ "database": path, "sessions": [] })
-                );
+                )?;
             } else {
-                println!(
+                outln!(
                     "no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)",
                     path.display()
-                );
+                )?;
             }
             if let Some(l) = existing_log(Some(&path), &env) {
                 if let Some(line) = last_fail_open(&l, None) {
-                    println!("last fail-open (log {}): {line}", l.display());
+                    outln!("last fail-open (log {}): {line}", l.display())?;
                 }
             }
             if !args.json {
-                print_config_here(&env);
+                print_config_here(&env)?;
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -398,27 +400,27 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         let rows = list_sessions(&store)?;
         let last = log.as_deref().and_then(|l| last_fail_open(l, None));
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows })
-            );
+            )?;
         } else {
-            println!("database: {}", path.display());
-            print!("{}", render_list(&rows));
+            outln!("database: {}", path.display())?;
+            out!("{}", render_list(&rows))?;
             match (&log, &last) {
-                (Some(l), Some(line)) => println!("last fail-open (log {}): {line}", l.display()),
-                (Some(l), None) => println!("log: {} (no fail-open in it)", l.display()),
-                (None, _) => println!("log: none written yet"),
-            }
+                (Some(l), Some(line)) => outln!("last fail-open (log {}): {line}", l.display()),
+                (Some(l), None) => outln!("log: {} (no fail-open in it)", l.display()),
+                (None, _) => outln!("log: none written yet"),
+            }?;
             // The config each session's hook loads: unreadable means unprotected.
             for r in &rows {
                 for n in
                     loopguard_hook::status::config_notes(r.config.as_deref(), r.agent.as_deref())
                 {
-                    println!("WARNING: session {}: {n}", r.session_id);
+                    outln!("WARNING: session {}: {n}", r.session_id)?;
                 }
             }
-            print_config_here(&env);
+            print_config_here(&env)?;
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -447,9 +449,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     };
     st.last_fail_open = log.as_deref().and_then(|l| last_fail_open(l, Some(&id)));
     if args.json {
-        println!("{}", serde_json::to_string(&st)?);
+        outln!("{}", serde_json::to_string(&st)?)?;
     } else {
-        print!("{}", render_session(&st));
+        out!("{}", render_session(&st))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,33 @@
 //! `loopguard`: find and stop tool-call loops in AI agents.
+//!
+//! Every print returns its error (the macros below) instead of panicking as `println!` does;
+//! [`main`] is the one place that turns a closed pipe (`loopguard replay … | head`) into a
+//! quiet exit, as ripgrep does.
+
+/// `println!` to stdout that returns an `io::Result` instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` to stdout that returns an `io::Result` instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        write!(stdout, $($arg)*).and_then(|()| stdout.flush())
+    }};
+}
+
+/// `eprintln!` that returns an `io::Result` instead of panicking.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stderr().lock(), $($arg)*)
+    }};
+}
 
 mod config_check;
 mod convert_cmd;
@@ -76,11 +105,22 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`| head`): nothing is wrong and nobody is left to tell.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Stderr may be the closed pipe itself; the status still says it failed.
+            let _ = errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `true` when the error comes from writing to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn init_logging(verbose: u8, ansi: bool) {

@@ -145,13 +145,14 @@ pub(crate) fn load_config_for_run(path: &Path) -> Result<OpenClawConfig> {
     match OpenClawConfig::load_for_run(&text) {
         Ok(loaded) => {
             for d in &loaded.diagnostics {
-                eprintln!("{}: {d}", path.display());
+                errln!("{}: {d}", path.display())?;
             }
             Ok(loaded.config)
         }
         Err(RunConfigError::Rejected(fatal)) => {
+            // Failing anyway: a closed stderr must not turn this into a quiet success.
             for d in &fatal {
-                eprintln!("{}: {d}", path.display());
+                let _ = errln!("{}: {d}", path.display());
             }
             bail!(
                 "{}: OpenClaw would reject this config; run `loopguard config check {}` for details",
@@ -191,11 +192,18 @@ struct Printer {
     buf: Vec<u8>,
     timeline: Option<Timeline>,
     shown: HashMap<String, u64>,
+    /// The first message that could not be written (a closed stderr); the next decision
+    /// stops the replay with it.
+    said: Option<io::Error>,
 }
 
 impl Printer {
-    fn say(&self, line: String) {
-        self.progress.suspend(|| eprintln!("{line}"));
+    fn say(&mut self, line: String) {
+        if self.said.is_none() {
+            if let Err(e) = self.progress.suspend(|| errln!("{line}")) {
+                self.said = Some(e);
+            }
+        }
     }
 }
 
@@ -207,6 +215,9 @@ impl Observer for Printer {
         meta: &EventMeta<'_>,
         at: Observed,
     ) -> io::Result<()> {
+        if let Some(e) = self.said.take() {
+            return Err(e);
+        }
         if let Some(t) = self.timeline.as_mut() {
             t.observe(d, meta, at);
         }
@@ -288,10 +299,9 @@ impl Observer for Printer {
 
 fn write_stdout(text: &str) -> Result<()> {
     let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Runs `loopguard replay`.
@@ -328,19 +338,19 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
 
     let plan = Plan::new(&args.inputs, options)?;
     for s in &plan.skipped {
-        eprintln!("{}: skipped: {}", s.path.display(), s.reason);
+        errln!("{}: skipped: {}", s.path.display(), s.reason)?;
     }
     for note in &plan.notes {
         match note {
-            PlanNote::DetectorsEnabledForTranscripts => eprintln!(
+            PlanNote::DetectorsEnabledForTranscripts => errln!(
                 "loopguard: no --config given: transcripts replay with loop detection enabled and OpenClaw's default thresholds"
             ),
-            PlanNote::ConfigLeavesDetectorsOff => eprintln!(
+            PlanNote::ConfigLeavesDetectorsOff => errln!(
                 "loopguard: {} does not set tools.loopDetection.enabled: true, so transcripts get only the post-compaction guard (as in OpenClaw); leave out --config to replay them with the detectors on",
                 args.config.as_deref().unwrap_or(Path::new("the config")).display()
             ),
-            _ => {}
-        }
+            _ => Ok(()),
+        }?;
     }
 
     let mut printer = Printer {
@@ -351,25 +361,23 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         buf: Vec::with_capacity(1024),
         timeline: html.as_ref().map(|_| Timeline::default()),
         shown: HashMap::new(),
+        said: None,
     };
     let result = plan.run(&mut printer);
     printer.progress.finish_and_clear();
     let flushed = printer.json.as_mut().map_or(Ok(()), Write::flush);
     let report = match result {
         Ok(r) => r,
-        Err(RunError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
-            return Ok(ExitCode::SUCCESS)
-        }
         Err(RunError::Output(e)) => return Err(e).context("cannot write the output"),
         Err(e) => {
-            eprintln!("error: {e}");
+            // Failing anyway: a closed stderr must not turn this into a quiet success.
+            let _ = errln!("error: {e}");
             return Ok(ExitCode::FAILURE);
         }
     };
-    match flushed {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(e).context("cannot write the output"),
-        Ok(()) => {}
+    flushed.context("cannot write the output")?;
+    if let Some(e) = printer.said.take() {
+        return Err(e).context("cannot write to stderr");
     }
     drop(printer.json.take());
 
@@ -401,7 +409,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         let page = t.render(&report, &modes);
         file.write_all(page.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display())?;
     }
     Ok(if report.lost_data() {
         ExitCode::FAILURE

@@ -310,6 +310,70 @@ fn replay_runs_with_the_defaults_for_numbers_that_are_not_positive_integers() {
     assert_eq!(decisions[40]["count"], 20);
 }
 
+/// Runs loopguard with stdout and stderr in one pipe whose reader is gone before loopguard
+/// has anything to say (it first waits for `input` on stdin): every write meets a closed
+/// pipe, as `loopguard … 2>&1 | head -0` would.
+fn with_closed_output(args: &[&str], input: &[u8]) -> std::process::ExitStatus {
+    let (reader, writer) = std::io::pipe().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer);
+    let mut child = cmd.spawn().expect("spawn loopguard");
+    drop(cmd);
+    drop(reader);
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait().unwrap()
+}
+
+/// Issue 7 item 7: `loopguard replay DIR 2>&1 | head -3` panicked (status 101) when the
+/// reader left. A closed pipe now ends a run that would succeed quietly, with status 0,
+/// on stdout (the report) as on stderr (the skipped-line notes), and a failing run still
+/// fails.
+#[test]
+fn a_closed_pipe_is_a_quiet_exit_not_a_panic() {
+    let transcript =
+        std::fs::read(fixtures().join("transcripts/openclaw/read-loop.jsonl")).unwrap();
+    let mut noisy = b"this line is not JSON\n".to_vec();
+    noisy.extend_from_slice(&transcript);
+    for args in [
+        &["replay", "--format", "openclaw", "-"][..],
+        &["replay", "--format", "openclaw", "--json", "-"],
+    ] {
+        for input in [&transcript, &noisy] {
+            let status = with_closed_output(args, input);
+            assert_eq!(status.code(), Some(0), "{args:?}: {status}");
+        }
+    }
+    // `convert` reads a file; it waits for nothing, so the reader may still be there for
+    // its first lines, but not for the rest.
+    let file = tempfile_lite::TempFile::new("noisy.jsonl", &String::from_utf8(noisy).unwrap());
+    let status = with_closed_output(&["convert", "--format", "openclaw", file.path()], b"");
+    assert_eq!(status.code(), Some(0), "convert: {status}");
+    // A bad line in an event stream fails the replay, pipe or no pipe.
+    let status = with_closed_output(&["replay", "--json", "-"], b"{\"type\":\"nope\"}\n");
+    assert_eq!(status.code(), Some(1));
+
+    // The reported pipeline: three lines read, then the reader leaves.
+    use std::io::BufRead;
+    let (reader, writer) = std::io::pipe().unwrap();
+    let dir = fixtures().join("transcripts");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    cmd.args(["replay", dir.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer);
+    let mut child = cmd.spawn().expect("spawn loopguard");
+    drop(cmd);
+    let mut lines = std::io::BufReader::new(reader).lines();
+    for _ in 0..3 {
+        assert!(lines.next().unwrap().is_ok());
+    }
+    drop(lines);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 /// A tiny self-cleaning temporary file (tests must not depend on the environment).
 mod tempfile_lite {
     use std::path::PathBuf;
