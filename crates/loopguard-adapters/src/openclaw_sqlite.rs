@@ -33,6 +33,7 @@ const TABLE: &str = "transcript_events";
 
 /// Why a transcript database could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SqliteError {
     /// The file could not be opened (it does not exist, or cannot be read).
     #[error("cannot open {}: {source}", path.display())]

@@ -42,6 +42,7 @@ pub struct ReadOptions {
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The file could not be opened or read.
     #[error("{}: {source}", path.display())]

@@ -76,6 +76,8 @@ pub mod history;
 pub mod messages;
 pub mod outcome;
 pub mod parse;
+#[cfg(feature = "serde")]
+pub mod serde;
 pub mod session;
 pub mod state;
 pub mod text;

@@ -32,6 +32,7 @@ pub struct ParseError {
 
 /// The kinds of [`ParseError`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseErrorKind {
     /// The input is not UTF-8.
     InvalidUtf8,

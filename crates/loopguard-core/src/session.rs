@@ -252,6 +252,17 @@ pub struct Session {
     ledger: Ledger,
 }
 
+// A runtime keeps sessions behind a lock shared by its threads (the guard crate's stores, a
+// server's handlers): `Session`, and what it is driven with, must stay `Send + Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Session>();
+    send_sync::<Policy>();
+    send_sync::<crate::config::OpenClawConfig>();
+    send_sync::<CallDecision>();
+    send_sync::<OutcomeDecision>();
+};
+
 impl Session {
     /// A fresh session; `id` only labels diagnostics.
     pub fn new(id: impl Into<String>) -> Self {

@@ -65,6 +65,7 @@ pub const STATE_FORMAT: &str = "loopguard-session-state";
 
 /// Why a snapshot could not be read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StateError {
     /// The bytes are not JSON.
     #[error("session state is not valid JSON: {0}")]

@@ -36,6 +36,7 @@ impl fmt::Display for Severity {
 
 /// What a [`Diagnostic`] is about.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DiagnosticKind {
     /// A key the strict schema does not know; with the nearest known key, if any.
     UnknownKey {
@@ -113,6 +114,7 @@ impl Loaded {
 
 /// A config that could not be read at all.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoadError {
     /// Not JSON5.
     #[error("syntax error at line {}, column {}: {}", .0.pos.line, .0.pos.col, .0.message)]

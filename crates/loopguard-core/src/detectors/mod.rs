@@ -41,6 +41,7 @@ use crate::value::Value;
 
 /// Which detector fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Detector {
     /// The same call made over and over.
     GenericRepeat,
@@ -131,6 +132,7 @@ impl fmt::Display for Detector {
 
 /// How serious a detection is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Level {
     /// Reported; the call still runs.
     Warning,
