@@ -144,8 +144,9 @@ pub fn digest_value(v: &Value<'_>) -> [u8; 32] {
 ///
 /// ```
 /// use loopguard_core::{canonical::to_canonical_string, Value};
-/// let v = Value::parse(br#"{"b":{"d":4,"c":3},"a":1,"n":-0,"e":1e21}"#).unwrap();
+/// let v = Value::parse(br#"{"b":{"d":4,"c":3},"a":1,"n":-0,"e":1e21}"#)?;
 /// assert_eq!(to_canonical_string(&v), r#"{"a":1,"b":{"c":3,"d":4},"e":1e+21,"n":0}"#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_canonical_string(v: &Value<'_>) -> String {
     let mut out = Vec::new();
@@ -285,10 +286,11 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 ///
 /// ```
 /// use loopguard_core::{canonical::write_json_string, parse};
-/// let v = parse(br#""a\ud800\n""#).unwrap();
+/// let v = parse(br#""a\ud800\n""#)?;
 /// let mut out = Vec::new();
-/// write_json_string(&mut out, v.as_js_str().unwrap());
+/// write_json_string(&mut out, v.as_js_str().ok_or("not a string")?);
 /// assert_eq!(out, br#""a\ud800\n""#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     out.write(b"\"");
@@ -328,11 +330,12 @@ pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
 ///
 /// ```
 /// use loopguard_core::{canonical::write_json_value, parse};
-/// let v = parse(br#"{"b":"\ud800","a":1e400}"#).unwrap();
+/// let v = parse(br#"{"b":"\ud800","a":1e400}"#)?;
 /// let mut out = Vec::new();
 /// write_json_value(&mut out, &v);
 /// assert_eq!(out, br#"{"a":1e999,"b":"\ud800"}"#);
-/// assert_eq!(parse(&out).unwrap(), v);
+/// assert_eq!(parse(&out)?, v);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_json_value<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
     match v {

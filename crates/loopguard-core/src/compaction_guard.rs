@@ -30,7 +30,8 @@ use crate::outcome::ResultHash;
 /// assert!(g.observe(b"gateway", ArgsDigest([2; 32]), r).abort.is_none());
 /// assert!(g.observe(b"gateway", ArgsDigest([2; 32]), r).abort.is_none());
 /// let third = g.observe(b"gateway", ArgsDigest([2; 32]), r);
-/// assert_eq!(third.abort.unwrap().count, 3);
+/// assert_eq!(third.abort.ok_or("no abort")?.count, 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct CompactionGuard {

@@ -51,9 +51,10 @@ impl fmt::Display for ArgsDigest {
 ///
 /// ```
 /// use loopguard_core::{fingerprint::args_digest, Value};
-/// let a = Value::parse(br#"{"a":1,"b":2}"#).unwrap();
-/// let b = Value::parse(br#"{"b":2,"a":1}"#).unwrap();
+/// let a = Value::parse(br#"{"a":1,"b":2}"#)?;
+/// let b = Value::parse(br#"{"b":2,"a":1}"#)?;
 /// assert_eq!(args_digest("read", &a), args_digest("read", &b));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn args_digest(tool: &str, params: &Value<'_>) -> ArgsDigest {
     args_digest_wtf8(tool.as_bytes(), params)

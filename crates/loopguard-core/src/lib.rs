@@ -41,10 +41,10 @@
 //!
 //! let policy = Policy::enabled(); // `tools.loopDetection: { enabled: true }`
 //! let mut session = Session::new("agent:main:main");
-//! let args = Value::parse(br#"{"action":"poll","sessionId":"sess-1"}"#).unwrap();
+//! let args = Value::parse(br#"{"action":"poll","sessionId":"sess-1"}"#)?;
 //! let still_running = Value::parse(
 //!     br#"{"content":[{"type":"text","text":"(no new output)"}],"details":{"status":"running"}}"#,
-//! ).unwrap();
+//! )?;
 //!
 //! let mut warned = 0;
 //! for _ in 0..30 {
@@ -61,6 +61,7 @@
 //!     session.after_call(&policy, &call, Outcome::Result(&still_running));
 //! }
 //! assert_eq!(warned, 1); // shown once, at 10
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The behaviour reproduced is OpenClaw's "R" composite: Era B's configuration surface with

@@ -95,9 +95,10 @@ pub const CHANNEL_TOOLS: &[&str] = &[
 /// ```
 /// use loopguard_core::outcome::{DefaultSendClassifier, SendClassifier};
 /// use loopguard_core::Value;
-/// let args = Value::parse(br#"{"to":"telegram:123","text":"hi"}"#).unwrap();
-/// assert!(DefaultSendClassifier.is_channel_send(b"telegram", args.as_object().unwrap()));
-/// assert!(!DefaultSendClassifier.is_channel_send(b"Telegram", args.as_object().unwrap()));
+/// let args = Value::parse(br#"{"to":"telegram:123","text":"hi"}"#)?;
+/// assert!(DefaultSendClassifier.is_channel_send(b"telegram", args.as_object().ok_or("not an object")?));
+/// assert!(!DefaultSendClassifier.is_channel_send(b"Telegram", args.as_object().ok_or("not an object")?));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DefaultSendClassifier;
@@ -170,16 +171,17 @@ const VOLATILE_SEND_KEYS: &[&str] = &[
 /// ```
 /// use loopguard_core::outcome::{hash_outcome, Hashing, Outcome};
 /// use loopguard_core::Value;
-/// let args = Value::parse(br#"{"command":"make"}"#).unwrap();
-/// let a = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":12,"pid":1}}"#).unwrap();
-/// let b = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":99,"pid":2}}"#).unwrap();
+/// let args = Value::parse(br#"{"command":"make"}"#)?;
+/// let a = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":12,"pid":1}}"#)?;
+/// let b = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":99,"pid":2}}"#)?;
 /// let h = |r| hash_outcome(b"exec", &args, Outcome::Result(r), &Hashing::default()).result_hash;
 /// assert_eq!(h(&a), h(&b));
 ///
 /// let err = Value::from("Unknown tool: Foo.Bar");
 /// let o = hash_outcome(b"exec", &args, Outcome::Error(&err), &Hashing::default());
 /// assert_eq!(o.unknown_tool.as_deref(), Some("foo.bar"));
-/// assert!(o.result_hash.unwrap().is_error);
+/// assert!(o.result_hash.ok_or("no hash")?.is_error);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn hash_outcome(
     tool: &[u8],

@@ -74,11 +74,12 @@ impl fmt::Display for ParseErrorKind {
 ///
 /// ```
 /// use loopguard_core::{parse, Value};
-/// assert_eq!(parse(b" 9007199254740993 ").unwrap(), Value::Number(9007199254740992.0));
-/// assert_eq!(parse(b"1e400").unwrap(), Value::Number(f64::INFINITY));
-/// let lone = parse(br#""\ud800""#).unwrap();
-/// assert!(lone.as_js_str().unwrap().has_lone_surrogates());
+/// assert_eq!(parse(b" 9007199254740993 ")?, Value::Number(9007199254740992.0));
+/// assert_eq!(parse(b"1e400")?, Value::Number(f64::INFINITY));
+/// let lone = parse(br#""\ud800""#)?;
+/// assert!(lone.as_js_str().ok_or("not a string")?.has_lone_surrogates());
 /// assert!(parse(b"[1,]").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
     let mut p = Parser { s: input, i: 0 };
@@ -99,9 +100,10 @@ pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
 /// ```
 /// use loopguard_core::parse::parse_object_entries;
 /// let mut keys = Vec::new();
-/// parse_object_entries(br#"{"type":"call","tool":"read"}"#, |k, _| keys.push(k.to_string())).unwrap();
+/// parse_object_entries(br#"{"type":"call","tool":"read"}"#, |k, _| keys.push(k.to_string()))?;
 /// assert_eq!(keys, ["type", "tool"]);
 /// assert!(parse_object_entries(b"[1]", |_, _| {}).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse_object_entries<'a>(
     input: &'a [u8],

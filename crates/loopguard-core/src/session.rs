@@ -57,9 +57,10 @@ pub enum Mode {
 ///
 /// ```
 /// use loopguard_core::{Call, Value};
-/// let args = Value::parse(br#"{"path":"/a.txt"}"#).unwrap();
+/// let args = Value::parse(br#"{"path":"/a.txt"}"#)?;
 /// let call = Call::new("read", &args).run("run-1").call_id("call-7");
 /// assert_eq!(call.tool.as_str(), Some("read"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Call<'a> {
@@ -220,8 +221,8 @@ pub struct CompactionDecision {
 ///
 /// let policy = Policy::enabled();
 /// let mut session = Session::new("agent:main:main");
-/// let args = Value::parse(br#"{"path":"/same.txt"}"#).unwrap();
-/// let result = Value::parse(br#"{"content":[{"type":"text","text":"same output"}]}"#).unwrap();
+/// let args = Value::parse(br#"{"path":"/same.txt"}"#)?;
+/// let result = Value::parse(br#"{"content":[{"type":"text","text":"same output"}]}"#)?;
 /// let mut blocked_at = None;
 /// for i in 1..=25 {
 ///     let call = Call::new("read", &args);
@@ -234,6 +235,7 @@ pub struct CompactionDecision {
 ///     session.after_call(&policy, &call, Outcome::Result(&result));
 /// }
 /// assert_eq!(blocked_at, Some(21));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Session {

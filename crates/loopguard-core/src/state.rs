@@ -21,7 +21,7 @@
 //! use loopguard_core::outcome::Outcome;
 //!
 //! let policy = Policy::enabled();
-//! let args = Value::parse(br#"{"path":"/same.txt"}"#).unwrap();
+//! let args = Value::parse(br#"{"path":"/same.txt"}"#)?;
 //! let same = Value::from("same output");
 //! let mut session = Session::new("s");
 //! for _ in 0..10 {
@@ -31,11 +31,12 @@
 //! }
 //! // Save between two tool calls, restore in another process.
 //! let bytes = session.export_state();
-//! let mut restored = Session::import_state(&bytes, "s").unwrap();
+//! let mut restored = Session::import_state(&bytes, "s")?;
 //! let d = restored.before_call(&policy, &Call::new("read", &args));
 //! // Ten identical calls before it: the warning is shown, as it would have been without
 //! // the round trip.
 //! assert!(matches!(d.verdict, Verdict::Warn { emitted: true, .. }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use indexmap::IndexMap;

@@ -22,9 +22,10 @@ use std::fmt;
 ///
 /// ```
 /// use loopguard_core::Value;
-/// let v = Value::parse(br#"{"b":1,"a":[true,null,"x"]}"#).unwrap();
+/// let v = Value::parse(br#"{"b":1,"a":[true,null,"x"]}"#)?;
 /// assert_eq!(v.get("b").and_then(Value::as_f64), Some(1.0));
 /// assert_eq!(v.get("a").and_then(Value::as_array).map(|a| a.len()), Some(3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value<'a> {

@@ -101,10 +101,11 @@ const MAX_DEPTH: usize = 256;
 ///
 /// ```
 /// use loopguard_core::config::json5::{parse, NodeValue};
-/// let doc = parse("{\n  // comment\n  tools: { loopDetection: { enabled: true, } },\n}").unwrap();
-/// let tools = doc.get("tools").unwrap();
+/// let doc = parse("{\n  // comment\n  tools: { loopDetection: { enabled: true, } },\n}")?;
+/// let tools = doc.get("tools").ok_or("no tools")?;
 /// assert_eq!(tools.key_pos.line, 3);
 /// assert!(matches!(tools.value.value, NodeValue::Object(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);

@@ -200,9 +200,10 @@ impl LoopDetectionConfig {
     ///     detectors: Some(DetectorSwitches { generic_repeat: Some(false), ..Default::default() }),
     ///     ..Default::default()
     /// };
-    /// let m = LoopDetectionConfig::merge(Some(&global), Some(&agent)).unwrap();
-    /// let d = m.detectors.unwrap();
+    /// let m = LoopDetectionConfig::merge(Some(&global), Some(&agent)).ok_or("no block")?;
+    /// let d = m.detectors.ok_or("no detectors")?;
     /// assert_eq!((d.ping_pong, d.generic_repeat, m.enabled), (Some(false), Some(false), Some(true)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn merge(global: Option<&Self>, agent: Option<&Self>) -> Option<Self> {
         let (g, a) = match (global, agent) {
@@ -374,11 +375,12 @@ pub struct AgentConfig {
 /// let loaded = OpenClawConfig::from_json5(r#"{
 ///   tools: { loopDetection: { enabled: true, warningThreshold: 10 } },
 ///   agents: { list: [ { id: "Safe-Runner", tools: { loopDetection: { warningThreshold: 8 } } } ] },
-/// }"#).unwrap();
+/// }"#)?;
 /// assert!(loaded.diagnostics.is_empty());
 /// let cfg = loaded.config;
 /// assert_eq!(cfg.policy_for(Some(" safe-runner ")).resolved.warning_threshold, 8.0);
 /// assert_eq!(cfg.policy_for(Some("other")).resolved.warning_threshold, 10.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpenClawConfig {

@@ -15,10 +15,11 @@ use crate::value::Value;
 ///
 /// ```
 /// use loopguard_core::{detectors::known_poll::is_known_poll_call, Value};
-/// let poll = Value::parse(br#"{"action":"poll","sessionId":"s"}"#).unwrap();
+/// let poll = Value::parse(br#"{"action":"poll","sessionId":"s"}"#)?;
 /// assert!(is_known_poll_call(b"process", &poll));
 /// assert!(is_known_poll_call(b"command_status", &Value::Null));
 /// assert!(!is_known_poll_call(b"exec", &poll));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn is_known_poll_call(tool: &[u8], params: &Value<'_>) -> bool {
     if tool == b"command_status" {
