@@ -7,8 +7,8 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use loopguard_adapters::openclaw::OpenClawAdapter;
 use loopguard_adapters::{Context, LineAdapter};
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
+use loopguard_core::OpenClawConfig;
 use loopguard_replay::Replayer;
 
 fn bench(c: &mut Criterion) {

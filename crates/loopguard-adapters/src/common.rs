@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use loopguard_core::config::json5::{self, NodeValue};
+use loopguard_core::{parse_json5, Json5Value};
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::{Event, EventKind, Payload};
 
@@ -262,7 +262,7 @@ pub fn parse_arguments(text: &str) -> Value<'static> {
     if let Ok(v) = loopguard_core::parse(t.as_bytes()) {
         return v.into_owned();
     }
-    if let Ok(node) = json5::parse(t) {
+    if let Ok(node) = parse_json5(t) {
         return node_to_value(&node.value);
     }
     if let Some(inner) = strip_code_fence(t) {
@@ -279,17 +279,17 @@ fn strip_code_fence(t: &str) -> Option<&str> {
     Some(rest.trim_end().strip_suffix("```")?.trim())
 }
 
-/// Converts a JSON5 node (from [`json5::parse`]) to a [`Value`].
-pub fn node_to_value(n: &NodeValue) -> Value<'static> {
+/// Converts a JSON5 node (from [`parse_json5`]) to a [`Value`].
+pub fn node_to_value(n: &Json5Value) -> Value<'static> {
     match n {
-        NodeValue::Null => Value::Null,
-        NodeValue::Bool(b) => Value::Bool(*b),
-        NodeValue::Number(x) => Value::Number(*x),
-        NodeValue::String(s) => Value::from(s.clone()),
-        NodeValue::Array(items) => {
+        Json5Value::Null => Value::Null,
+        Json5Value::Bool(b) => Value::Bool(*b),
+        Json5Value::Number(x) => Value::Number(*x),
+        Json5Value::String(s) => Value::from(s.clone()),
+        Json5Value::Array(items) => {
             Value::Array(items.iter().map(|i| node_to_value(&i.value)).collect())
         }
-        NodeValue::Object(entries) => Value::Object(Object::from_entries(
+        Json5Value::Object(entries) => Value::Object(Object::from_entries(
             entries
                 .iter()
                 .map(|e| (JsString::from(e.key.clone()), node_to_value(&e.value.value)))
@@ -389,7 +389,7 @@ impl Runs {
 }
 
 /// A `NotJson` diagnostic for a whole document, naming the text line of the error.
-pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::parse::ParseError) -> Diagnostic {
+pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::ParseError) -> Diagnostic {
     let end = e.offset.min(doc.len());
     let line = 1 + doc[..end].iter().filter(|b| **b == b'\n').count() as u64;
     Diagnostic::new(
@@ -428,5 +428,5 @@ pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
 
 /// Writes `v` as JSON.
 pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
-    loopguard_core::canonical::write_json_value(out, v);
+    loopguard_core::write_json_value(out, v);
 }

@@ -6,13 +6,14 @@
 //!
 //! `cargo run -p loopguard-core --example embed`
 
-use loopguard_core::config::OpenClawConfig;
-use loopguard_core::outcome::Outcome;
+use loopguard_core::OpenClawConfig;
+use loopguard_core::Outcome;
 use loopguard_core::{Call, Session, Value, Verdict};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The runtime's config file, with the loop detectors switched on.
-    let loaded = OpenClawConfig::from_json5(
+    // The runtime's config file, with the loop detectors switched on, read as OpenClaw
+    // resolves it at run time (a mistyped number falls back to its default, with a warning).
+    let loaded = OpenClawConfig::load_for_run(
         "{ tools: { loopDetection: { enabled: true } } } // ~/.openclaw/openclaw.json",
     )?;
     for d in &loaded.diagnostics {

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release -p loopguard-core --example pair_loop -- 100000`
 
-use loopguard_core::outcome::Outcome;
+use loopguard_core::Outcome;
 use loopguard_core::{Call, Policy, Session, Value};
 
 fn main() {

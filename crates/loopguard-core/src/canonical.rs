@@ -30,16 +30,6 @@ impl Sink for Vec<u8> {
 /// its own 64-byte block and feeds whole blocks to the `sha2` crate's compression function,
 /// which uses the CPU's SHA instructions; only the standard padding is done here. Long
 /// strings are compressed straight from their bytes.
-///
-/// ```
-/// use loopguard_core::canonical::{digest_value, hex};
-/// use loopguard_core::Value;
-/// use sha2::{Digest as _, Sha256};
-/// // digest("x") hashes the three bytes `"x"`, quotes included.
-/// let d = digest_value(&Value::from("x"));
-/// assert_eq!(d, <[u8; 32]>::from(Sha256::digest(b"\"x\"")));
-/// assert_eq!(hex(&d).len(), 64);
-/// ```
 pub struct Digest {
     state: [u32; 8],
     block: [u8; 64],
@@ -143,7 +133,7 @@ pub fn digest_value(v: &Value<'_>) -> [u8; 32] {
 /// The canonical bytes of `v` (`stableStringify`), for inspection and tests.
 ///
 /// ```
-/// use loopguard_core::{canonical::to_canonical_string, Value};
+/// use loopguard_core::{to_canonical_string, Value};
 /// let v = Value::parse(br#"{"b":{"d":4,"c":3},"a":1,"n":-0,"e":1e21}"#)?;
 /// assert_eq!(to_canonical_string(&v), r#"{"a":1,"b":{"c":3,"d":4},"e":1e+21,"n":0}"#);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -215,14 +205,6 @@ pub fn write_number<S: Sink + ?Sized>(out: &mut S, n: f64) {
 }
 
 /// JavaScript's `Number.prototype.toString()` for any `f64`.
-///
-/// ```
-/// use loopguard_core::canonical::js_number;
-/// let mut b = ryu_js::Buffer::new();
-/// assert_eq!(js_number(1e21, &mut b), "1e+21");
-/// assert_eq!(js_number(-0.0, &mut b), "0");
-/// assert_eq!(js_number(f64::INFINITY, &mut b), "Infinity");
-/// ```
 pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
     if n == 0.0 {
         return "0";
@@ -257,7 +239,7 @@ fn write_small_integer<S: Sink + ?Sized>(out: &mut S, n: f64) -> bool {
 /// JavaScript's `String(n)` as an owned string.
 ///
 /// ```
-/// assert_eq!(loopguard_core::canonical::format_js_number(2.5e-7), "2.5e-7");
+/// assert_eq!(loopguard_core::format_js_number(2.5e-7), "2.5e-7");
 /// ```
 pub fn format_js_number(n: f64) -> String {
     js_number(n, &mut ryu_js::Buffer::new()).to_string()
@@ -285,7 +267,7 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 /// become `\udxxx` escapes instead of being dropped. For output, not for hashing.
 ///
 /// ```
-/// use loopguard_core::{canonical::write_json_string, parse};
+/// use loopguard_core::{write_json_string, parse};
 /// let v = parse(br#""a\ud800\n""#)?;
 /// let mut out = Vec::new();
 /// write_json_string(&mut out, v.as_js_str().ok_or("not a string")?);
@@ -329,7 +311,7 @@ pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
 /// `JSON.parse` reads back as `Infinity`).
 ///
 /// ```
-/// use loopguard_core::{canonical::write_json_value, parse};
+/// use loopguard_core::{write_json_value, parse};
 /// let v = parse(br#"{"b":"\ud800","a":1e400}"#)?;
 /// let mut out = Vec::new();
 /// write_json_value(&mut out, &v);
@@ -453,16 +435,6 @@ fn write_u_escape<S: Sink + ?Sized>(out: &mut S, c: u32) {
 ///
 /// Used for the small objects OpenClaw builds only to hash them, so they never exist as
 /// values. Keys must be ASCII and passed in sorted order; debug builds check the order.
-///
-/// ```
-/// use loopguard_core::canonical::{ObjectWriter, Sink};
-/// let mut out = Vec::new();
-/// let mut w = ObjectWriter::new(&mut out);
-/// w.key("a").write(b"1");
-/// w.key("b").write(b"undefined");
-/// w.finish();
-/// assert_eq!(out, br#"{"a":1,"b":undefined}"#);
-/// ```
 pub struct ObjectWriter<'o, S: Sink + ?Sized> {
     out: &'o mut S,
     first: bool,
@@ -582,5 +554,40 @@ mod tests {
             let want: [u8; 32] = one.finalize().into();
             assert_eq!(digest_value(&v), want, "{n}");
         }
+    }
+}
+
+/// The examples of items that are internal to the crate.
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn digest() {
+        use crate::canonical::{digest_value, hex};
+        use crate::Value;
+        use sha2::{Digest as _, Sha256};
+        // digest("x") hashes the three bytes `"x"`, quotes included.
+        let d = digest_value(&Value::from("x"));
+        assert_eq!(d, <[u8; 32]>::from(Sha256::digest(b"\"x\"")));
+        assert_eq!(hex(&d).len(), 64);
+    }
+
+    #[test]
+    fn js_number() {
+        use crate::canonical::js_number;
+        let mut b = ryu_js::Buffer::new();
+        assert_eq!(js_number(1e21, &mut b), "1e+21");
+        assert_eq!(js_number(-0.0, &mut b), "0");
+        assert_eq!(js_number(f64::INFINITY, &mut b), "Infinity");
+    }
+
+    #[test]
+    fn object_writer() {
+        use crate::canonical::{ObjectWriter, Sink};
+        let mut out = Vec::new();
+        let mut w = ObjectWriter::new(&mut out);
+        w.key("a").write(b"1");
+        w.key("b").write(b"undefined");
+        w.finish();
+        assert_eq!(out, br#"{"a":1,"b":undefined}"#);
     }
 }

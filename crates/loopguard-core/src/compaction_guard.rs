@@ -20,10 +20,10 @@ use crate::outcome::ResultHash;
 /// The guard of one (session, run).
 ///
 /// ```
-/// use loopguard_core::compaction_guard::CompactionGuard;
-/// use loopguard_core::config::GuardSettings;
-/// use loopguard_core::fingerprint::ArgsDigest;
-/// use loopguard_core::outcome::ResultHash;
+/// use loopguard_core::CompactionGuard;
+/// use loopguard_core::GuardSettings;
+/// use loopguard_core::ArgsDigest;
+/// use loopguard_core::ResultHash;
 /// let mut g = CompactionGuard::new(GuardSettings { enabled: true, window_size: 3 });
 /// g.arm();
 /// let r = ResultHash { is_error: false, digest: [1; 32] };

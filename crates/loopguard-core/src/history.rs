@@ -78,7 +78,7 @@ impl Record {
 /// Normalises a run id as OpenClaw does: trimmed; blank means none.
 ///
 /// ```
-/// use loopguard_core::history::normalize_run;
+/// use loopguard_core::normalize_run;
 /// assert_eq!(normalize_run(Some(b" run-1 ")), Some(&b"run-1"[..]));
 /// assert_eq!(normalize_run(Some(b"   ")), None);
 /// ```

@@ -93,7 +93,7 @@ pub const CHANNEL_TOOLS: &[&str] = &[
 /// A send is one of [`CHANNEL_TOOLS`] with a non-empty string `to` argument.
 ///
 /// ```
-/// use loopguard_core::outcome::{DefaultSendClassifier, SendClassifier};
+/// use loopguard_core::{DefaultSendClassifier, SendClassifier};
 /// use loopguard_core::Value;
 /// let args = Value::parse(br#"{"to":"telegram:123","text":"hi"}"#)?;
 /// assert!(DefaultSendClassifier.is_channel_send(b"telegram", args.as_object().ok_or("not an object")?));
@@ -169,7 +169,7 @@ const VOLATILE_SEND_KEYS: &[&str] = &[
 /// Hashes an outcome as OpenClaw's `hashToolOutcome` does.
 ///
 /// ```
-/// use loopguard_core::outcome::{hash_outcome, Hashing, Outcome};
+/// use loopguard_core::{hash_outcome, Hashing, Outcome};
 /// use loopguard_core::Value;
 /// let args = Value::parse(br#"{"command":"make"}"#)?;
 /// let a = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":12,"pid":1}}"#)?;
@@ -485,14 +485,6 @@ pub fn format_error<'v>(error: &'v Value<'_>) -> JsString<'v> {
 /// Two JavaScript patterns, tried in order, matching anywhere, ASCII case-insensitive:
 /// `unknown tool[:\s]+["']?([a-z0-9_.-]+)["']?` and
 /// `tool\s+["']?([a-z0-9_.-]+)["']?\s+(?:not found|is not available)`.
-///
-/// ```
-/// use loopguard_core::outcome::extract_unknown_tool;
-/// assert_eq!(extract_unknown_tool(b"Tool exec not found").as_deref(), Some("exec"));
-/// assert_eq!(extract_unknown_tool(b"Unknown tool: Foo.Bar").as_deref(), Some("foo.bar"));
-/// assert_eq!(extract_unknown_tool(b"unknown tool 'mcp/x'").as_deref(), Some("mcp"));
-/// assert_eq!(extract_unknown_tool(b"tool exec failed"), None);
-/// ```
 pub fn extract_unknown_tool(message: &[u8]) -> Option<String> {
     let raw = crate::text::js_trim(message);
     if raw.is_empty() {
@@ -751,5 +743,27 @@ mod tests {
             f(r#"{"message":"m","code":5}"#),
             r#"{"code":5,"message":"m"}"#
         );
+    }
+}
+
+/// The examples of items that are internal to the crate.
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn extract_unknown_tool() {
+        use crate::outcome::extract_unknown_tool;
+        assert_eq!(
+            extract_unknown_tool(b"Tool exec not found").as_deref(),
+            Some("exec")
+        );
+        assert_eq!(
+            extract_unknown_tool(b"Unknown tool: Foo.Bar").as_deref(),
+            Some("foo.bar")
+        );
+        assert_eq!(
+            extract_unknown_tool(b"unknown tool 'mcp/x'").as_deref(),
+            Some("mcp")
+        );
+        assert_eq!(extract_unknown_tool(b"tool exec failed"), None);
     }
 }

@@ -48,7 +48,7 @@ pub enum ParseErrorKind {
     InvalidNumber,
     /// Non-whitespace after the value.
     TrailingCharacters,
-    /// Nesting deeper than [`MAX_DEPTH`].
+    /// Nesting deeper than 2048 arrays and objects.
     TooDeep,
     /// [`parse_object_entries`] was given a value that is not an object.
     ExpectedObject,
@@ -98,7 +98,7 @@ pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
 /// Event envelopes are read this way: their fields are picked out, not hashed.
 ///
 /// ```
-/// use loopguard_core::parse::parse_object_entries;
+/// use loopguard_core::parse_object_entries;
 /// let mut keys = Vec::new();
 /// parse_object_entries(br#"{"type":"call","tool":"read"}"#, |k, _| keys.push(k.to_string()))?;
 /// assert_eq!(keys, ["type", "tool"]);

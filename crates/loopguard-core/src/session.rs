@@ -217,7 +217,7 @@ pub struct CompactionDecision {
 ///
 /// ```
 /// use loopguard_core::{Call, Policy, Session, Value, Verdict};
-/// use loopguard_core::outcome::Outcome;
+/// use loopguard_core::Outcome;
 ///
 /// let policy = Policy::enabled();
 /// let mut session = Session::new("agent:main:main");
@@ -736,7 +736,7 @@ pub(crate) struct SessionParts<'s> {
 /// The tool result a blocked call gives the model (OpenClaw's veto result).
 ///
 /// ```
-/// use loopguard_core::session::veto_result;
+/// use loopguard_core::veto_result;
 /// let v = veto_result(&"CRITICAL: stop".into());
 /// assert_eq!(v.get("details").and_then(|d| d.get("deniedReason")).and_then(|r| r.as_str()), Some("tool-loop"));
 /// ```

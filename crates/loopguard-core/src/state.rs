@@ -18,7 +18,7 @@
 //!
 //! ```
 //! use loopguard_core::{Call, Policy, Session, Value, Verdict};
-//! use loopguard_core::outcome::Outcome;
+//! use loopguard_core::Outcome;
 //!
 //! let policy = Policy::enabled();
 //! let args = Value::parse(br#"{"path":"/same.txt"}"#)?;
@@ -90,7 +90,8 @@ pub enum StateError {
 }
 
 impl Session {
-    /// Serialises everything the session remembers (see [`crate::state`]).
+    /// Serialises everything the session remembers: a JSON document of format
+    /// [`STATE_FORMAT`] and version [`STATE_VERSION`] (see [`Session::restore`]).
     pub fn export_state(&self) -> Vec<u8> {
         let p = self.parts();
         let mut out: Vec<u8> = Vec::with_capacity(256 + p.history.len() * 200);
@@ -165,8 +166,8 @@ impl Session {
     /// ```
     /// use std::sync::Arc;
     /// use loopguard_core::{Mode, Session};
-    /// use loopguard_core::outcome::{Hashing, SendClassifier};
-    /// use loopguard_core::value::Object;
+    /// use loopguard_core::{Hashing, SendClassifier};
+    /// use loopguard_core::Object;
     ///
     /// /// Every tool whose name starts with `send_` is a channel send.
     /// struct SendPrefix;

@@ -8,13 +8,6 @@
 use crate::value::decode_at;
 
 /// `true` for the code points JavaScript's `trim` and `\s` treat as whitespace.
-///
-/// ```
-/// use loopguard_core::text::is_js_whitespace;
-/// assert!(is_js_whitespace(0xFEFF));
-/// assert!(!is_js_whitespace(0x85));
-/// assert!(!is_js_whitespace(0x180E));
-/// ```
 pub fn is_js_whitespace(c: u32) -> bool {
     matches!(
         c,
@@ -35,7 +28,7 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// JavaScript's `String.prototype.trim` on WTF-8 bytes.
 ///
 /// ```
-/// use loopguard_core::text::js_trim;
+/// use loopguard_core::js_trim;
 /// assert_eq!(js_trim("\u{FEFF} a \u{85}".as_bytes()), "a \u{85}".as_bytes());
 /// ```
 pub fn js_trim(s: &[u8]) -> &[u8] {
@@ -94,5 +87,17 @@ mod tests {
     fn malformed_bytes_are_not_whitespace_and_never_panic() {
         assert_eq!(js_trim(&[0x80, 0x20]), &[0x80]);
         assert_eq!(js_trim(&[0x20, 0xE2, 0x80]), &[0xE2, 0x80]);
+    }
+}
+
+/// The examples of items that are internal to the crate.
+#[cfg(test)]
+mod examples {
+    #[test]
+    fn is_js_whitespace() {
+        use crate::text::is_js_whitespace;
+        assert!(is_js_whitespace(0xFEFF));
+        assert!(!is_js_whitespace(0x85));
+        assert!(!is_js_whitespace(0x180E));
     }
 }

@@ -14,15 +14,6 @@ pub const BUCKET_SIZE: u64 = 10;
 pub const MAX_KEYS: usize = 256;
 
 /// The per-session bucket map.
-///
-/// ```
-/// use loopguard_core::warnings::WarningBuckets;
-/// let mut b = WarningBuckets::default();
-/// assert!(!b.should_emit(b"k", 9));  // bucket 0 is never emitted
-/// assert!(b.should_emit(b"k", 10));
-/// assert!(!b.should_emit(b"k", 19));
-/// assert!(b.should_emit(b"k", 20));
-/// ```
 #[derive(Clone, Debug, Default)]
 pub struct WarningBuckets {
     last: IndexMap<Box<[u8]>, u64>,
@@ -67,19 +58,24 @@ impl WarningBuckets {
     }
 
     /// The number of keys held.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.last.len()
-    }
-
-    /// `true` when no key is held.
-    pub fn is_empty(&self) -> bool {
-        self.last.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_warning_per_bucket_of_ten() {
+        let mut b = WarningBuckets::default();
+        assert!(!b.should_emit(b"k", 9)); // bucket 0 is never emitted
+        assert!(b.should_emit(b"k", 10));
+        assert!(!b.should_emit(b"k", 19));
+        assert!(b.should_emit(b"k", 20));
+    }
 
     #[test]
     fn evicts_oldest_inserted_and_updates_in_place() {

@@ -13,15 +13,15 @@
 //!
 //! Skipped: 35 (Era A only) and 92-95 (Era D only).
 
-use loopguard_core::canonical::{digest_value, to_canonical_string};
-use loopguard_core::compaction_guard::CompactionGuard;
-use loopguard_core::config::{
+use loopguard_core::veto_result;
+use loopguard_core::CompactionGuard;
+use loopguard_core::{args_digest, args_hash};
+use loopguard_core::{digest_value, to_canonical_string};
+use loopguard_core::{hash_outcome, Hashing, Outcome, ResultHash};
+use loopguard_core::{
     unknown_tool_guard_threshold, DetectorSwitches, DiagnosticKind, GuardSettings,
     PostCompactionGuardConfig, Severity,
 };
-use loopguard_core::fingerprint::{args_digest, args_hash};
-use loopguard_core::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
-use loopguard_core::session::veto_result;
 use loopguard_core::{
     Call, Detection, Detector, Level, LoopDetectionConfig, OpenClawConfig, Policy, Session, Value,
     Verdict,
@@ -1768,12 +1768,7 @@ fn rh(label: &str) -> ResultHash {
 }
 
 /// `obs(tool, args, r)`.
-fn obs(
-    g: &mut CompactionGuard,
-    tool: &str,
-    args: &str,
-    r: &str,
-) -> loopguard_core::compaction_guard::GuardVerdict {
+fn obs(g: &mut CompactionGuard, tool: &str, args: &str, r: &str) -> loopguard_core::GuardVerdict {
     g.observe(tool.as_bytes(), args_digest(tool, &json(args)), rh(r))
 }
 

@@ -1,9 +1,9 @@
 //! The `strict` profile: each extra detector at its thresholds (just below, at, just
 //! above), the profile's configuration, state round trips, and properties.
 
-use loopguard_core::config::{ExtraPolicy, OpenClawConfig, Policy, Profile, Severity};
-use loopguard_core::outcome::Outcome;
+use loopguard_core::Outcome;
 use loopguard_core::{Call, Detector, Level, Session, Value, Verdict};
+use loopguard_core::{ExtraPolicy, OpenClawConfig, Policy, Profile, Severity};
 use proptest::prelude::*;
 
 fn strict() -> Policy {
@@ -41,8 +41,8 @@ fn after_n(
 ) -> Verdict {
     for _ in 0..n {
         let call = Call::new(tool, args);
-        s.before_call(p, &call);
-        s.after_call(p, &call, outcome);
+        let _ = s.before_call(p, &call);
+        let _ = s.after_call(p, &call, outcome);
     }
     s.before_call(p, &Call::new(tool, args)).verdict
 }
@@ -98,13 +98,13 @@ fn identical_failure_streak_needs_the_failures_in_a_row() {
     let mut s = Session::new("t");
     for i in 0..12 {
         let call = Call::new("read", &args);
-        s.before_call(&p, &call);
-        s.after_call(&p, &call, Outcome::Error(&err));
+        let _ = s.before_call(&p, &call);
+        let _ = s.after_call(&p, &call, Outcome::Error(&err));
         if i % 5 == 4 {
             // Something else happens every fifth call: the streak starts again.
             let c = Call::new("edit", &other);
-            s.before_call(&p, &c);
-            s.after_call(&p, &c, Outcome::Result(&other));
+            let _ = s.before_call(&p, &c);
+            let _ = s.after_call(&p, &c, Outcome::Result(&other));
         }
     }
     let d = s.before_call(&p, &Call::new("read", &args));
@@ -148,8 +148,8 @@ fn error_args_verdict(p: &Policy, variants: usize) -> Option<(Detector, Level, u
             r#""FileNotFoundError: [Errno 2] No such file or directory: '/tmp/attempt-{i}.txt'""#
         ));
         let call = Call::new("read", &args);
-        s.before_call(p, &call);
-        s.after_call(p, &call, Outcome::Error(&err));
+        let _ = s.before_call(p, &call);
+        let _ = s.after_call(p, &call, Outcome::Error(&err));
     }
     let next = v(r#"{"path":"/tmp/yet-another.txt"}"#);
     detector(&s.before_call(p, &Call::new("read", &next)).verdict)
@@ -189,8 +189,8 @@ fn different_errors_for_different_args_are_not_one_error() {
         let args = v(&format!(r#"{{"path":"/p{i}"}}"#));
         let err = Value::from(*msg);
         let call = Call::new("read", &args);
-        s.before_call(&p, &call);
-        s.after_call(&p, &call, Outcome::Error(&err));
+        let _ = s.before_call(&p, &call);
+        let _ = s.after_call(&p, &call, Outcome::Error(&err));
     }
     let next = v(r#"{"path":"/q"}"#);
     assert_eq!(
@@ -206,8 +206,8 @@ fn churn_verdict(p: &Policy, calls: usize, variants: usize) -> Option<(Detector,
         let args = v(&format!(r#"{{"path":"/tmp/{k}.md"}}"#));
         let res = v(&format!(r#""wrote {k}""#));
         let call = Call::new("write", &args);
-        s.before_call(p, &call);
-        s.after_call(p, &call, Outcome::Result(&res));
+        let _ = s.before_call(p, &call);
+        let _ = s.after_call(p, &call, Outcome::Result(&res));
     }
     let args = v(r#"{"path":"/tmp/0.md"}"#);
     detector(&s.before_call(p, &Call::new("write", &args)).verdict)
@@ -250,8 +250,8 @@ fn argument_churn_needs_stable_results_per_variant() {
         let args = v(&format!(r#"{{"path":"/tmp/{}.md"}}"#, i % 2));
         let res = v(&format!(r#""revision {i}""#));
         let call = Call::new("write", &args);
-        s.before_call(&p, &call);
-        s.after_call(&p, &call, Outcome::Result(&res));
+        let _ = s.before_call(&p, &call);
+        let _ = s.after_call(&p, &call, Outcome::Result(&res));
     }
     let args = v(r#"{"path":"/tmp/0.md"}"#);
     assert_eq!(
@@ -274,19 +274,19 @@ fn compaction_verdict(
     for _ in 0..compactions {
         for _ in 0..2 {
             let call = Call::new("fetch", &args).run("r");
-            s.before_call(p, &call);
-            s.after_call(p, &call, Outcome::Result(&res));
+            let _ = s.before_call(p, &call);
+            let _ = s.after_call(p, &call, Outcome::Result(&res));
         }
         // Something else in between, so no streak detector is involved.
         let c = Call::new("think", &other).run("r");
-        s.before_call(p, &c);
-        s.after_call(p, &c, Outcome::Result(&other));
-        s.on_compaction(p, Some(&"r".into()));
+        let _ = s.before_call(p, &c);
+        let _ = s.after_call(p, &c, Outcome::Result(&other));
+        let _ = s.on_compaction(p, Some(&"r".into()));
     }
     for _ in 0..after {
         let call = Call::new("fetch", &args).run("r");
-        s.before_call(p, &call);
-        s.after_call(p, &call, Outcome::Result(&res));
+        let _ = s.before_call(p, &call);
+        let _ = s.after_call(p, &call, Outcome::Result(&res));
     }
     detector(
         &s.before_call(p, &Call::new("fetch", &args).run("r"))
@@ -339,7 +339,7 @@ fn second_critical_ends_the_run_and_only_that_run() {
                 }
             }
         } else {
-            s.after_call(&p, &call, Outcome::Error(&err));
+            let _ = s.after_call(&p, &call, Outcome::Error(&err));
         }
     }
     assert_eq!(first_block, Some(7));
@@ -356,7 +356,7 @@ fn second_critical_ends_the_run_and_only_that_run() {
     assert!(matches!(d.verdict, Verdict::Allow), "{d:?}");
     // Without the switch, the second block is just a block.
     let off = strict().with_extra(ExtraPolicy {
-        second_critical: loopguard_core::config::ExtraDetector {
+        second_critical: loopguard_core::ExtraDetector {
             enabled: false,
             ..ExtraPolicy::strict().second_critical
         },
@@ -370,7 +370,7 @@ fn second_critical_ends_the_run_and_only_that_run() {
         if let Some(det) = d.detection().filter(|_| d.is_block()) {
             blocks.push(det.detector);
         } else {
-            s.after_call(&off, &call, Outcome::Error(&err));
+            let _ = s.after_call(&off, &call, Outcome::Error(&err));
         }
     }
     assert!(
@@ -426,9 +426,9 @@ fn ledger_survives_export_and_import() {
     let mut s = Session::new("t");
     for _ in 0..5 {
         let call = Call::new("read", &args).run("r");
-        s.before_call(&p, &call);
-        s.after_call(&p, &call, Outcome::Error(&err));
-        s.on_compaction(&p, Some(&"r".into()));
+        let _ = s.before_call(&p, &call);
+        let _ = s.after_call(&p, &call, Outcome::Error(&err));
+        let _ = s.on_compaction(&p, Some(&"r".into()));
     }
     let bytes = s.export_state();
     assert!(String::from_utf8_lossy(&bytes).contains("\"ledger\""));
@@ -442,8 +442,8 @@ fn ledger_survives_export_and_import() {
         let a = original.before_call(&p, &call);
         let b = restored.before_call(&p, &call);
         assert_eq!(a, b);
-        original.after_call(&p, &call, Outcome::Error(&err));
-        restored.after_call(&p, &call, Outcome::Error(&err));
+        let _ = original.after_call(&p, &call, Outcome::Error(&err));
+        let _ = restored.after_call(&p, &call, Outcome::Error(&err));
     }
     // A damaged ledger is an error naming the field.
     let text = String::from_utf8(bytes)
@@ -579,7 +579,7 @@ proptest! {
             let text = format!("result {} {}", words[i % words.len()], words[(i / words.len()) % words.len()]);
             let out = Value::from(text);
             let outcome = if is_error { Outcome::Error(&out) } else { Outcome::Result(&out) };
-            s.after_call(&p, &call, outcome);
+            let _ = s.after_call(&p, &call, outcome);
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use loopguard_core::outcome::Outcome;
+use loopguard_core::Outcome;
 use loopguard_core::{Call, Policy, Session, Value};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, SubscriberExt};
@@ -99,14 +99,14 @@ fn strict_detectors_report_their_own_names() {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::registry().with(captured.clone());
     tracing::subscriber::with_default(subscriber, || {
-        let policy = Policy::enabled().with_extra(loopguard_core::config::ExtraPolicy::strict());
+        let policy = Policy::enabled().with_extra(loopguard_core::ExtraPolicy::strict());
         let mut s = Session::new("s");
         let args = Value::parse(br#"{"path":"/missing.txt"}"#).unwrap();
         let err = Value::from("ENOENT: no such file or directory");
         for _ in 0..9 {
             let call = Call::new("read", &args).run("run-1");
             if !s.before_call(&policy, &call).is_block() {
-                s.after_call(&policy, &call, Outcome::Error(&err));
+                let _ = s.after_call(&policy, &call, Outcome::Error(&err));
             }
         }
     });

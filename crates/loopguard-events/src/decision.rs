@@ -1,11 +1,11 @@
 //! One decision per event, and its JSON line (events.md, "Output: decisions").
 
-use loopguard_core::canonical::{hex_bytes, write_json_string, write_json_string_body};
-use loopguard_core::detectors::{Detector, Level};
-use loopguard_core::fingerprint::ArgsDigest;
-use loopguard_core::history::Name;
-use loopguard_core::outcome::ResultHash;
+use loopguard_core::ArgsDigest;
 use loopguard_core::JsString;
+use loopguard_core::Name;
+use loopguard_core::ResultHash;
+use loopguard_core::{hex_bytes, write_json_string, write_json_string_body};
+use loopguard_core::{Detector, Level};
 
 use crate::EventKind;
 

@@ -14,9 +14,9 @@ use std::collections::{BTreeMap, VecDeque};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use loopguard_core::fingerprint::args_digest_wtf8;
-use loopguard_core::history::{normalize_run, Name};
-use loopguard_core::outcome::Outcome;
+use loopguard_core::args_digest_wtf8;
+use loopguard_core::Outcome;
+use loopguard_core::{normalize_run, Name};
 use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Verdict};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 

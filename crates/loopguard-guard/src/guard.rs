@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use loopguard_core::config::normalize_agent_id;
-use loopguard_core::outcome::Hashing;
+use loopguard_core::normalize_agent_id;
+use loopguard_core::Hashing;
 use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use loopguard_core::config::OpenClawConfig;
+use loopguard_core::OpenClawConfig;
 use loopguard_guard::{open_store, Guard};
 
 fn decisions(guard: &Guard, session: &str) -> Vec<String> {

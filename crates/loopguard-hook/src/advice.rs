@@ -3,13 +3,13 @@
 //! `loopguard config check`, `loopguard hook install` and `loopguard status` print these
 //! notes: a config that leaves the rolling-history detectors off, and thresholds whose
 //! warnings never reach the model. OpenClaw shows a warning once per bucket of ten
-//! ([`loopguard_core::warnings::BUCKET_SIZE`]: at counts 10, 20, 30, …), so with
+//! ([`loopguard_core::BUCKET_SIZE`]: at counts 10, 20, 30, …), so with
 //! `warningThreshold` below 10 the warnings at counts below 10 are recorded but never
 //! shown, and with `criticalThreshold` at 10 or below a loop with identical outcomes is
 //! blocked before the model has seen any warning.
 //!
 //! ```
-//! use loopguard_core::config::OpenClawConfig;
+//! use loopguard_core::OpenClawConfig;
 //! use loopguard_hook::advice::policy_notes;
 //! let loaded = OpenClawConfig::from_json5("{ tools: { loopDetection: { enabled: true, warningThreshold: 3, criticalThreshold: 5 } } }")?;
 //! let notes = policy_notes(&loaded.config.policy_for(None));
@@ -19,8 +19,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use loopguard_core::config::Policy;
-use loopguard_core::warnings::BUCKET_SIZE;
+use loopguard_core::Policy;
+use loopguard_core::BUCKET_SIZE;
 
 /// The notes for one effective policy (empty when it protects as it looks).
 pub fn policy_notes(policy: &Policy) -> Vec<String> {
@@ -34,7 +34,7 @@ pub fn policy_notes(policy: &Policy) -> Vec<String> {
         return notes;
     }
     let bucket = BUCKET_SIZE as f64;
-    let num = loopguard_core::canonical::format_js_number;
+    let num = loopguard_core::format_js_number;
     if r.warning_threshold < bucket {
         let mut note = format!(
             "warningThreshold {}: warnings at counts below {BUCKET_SIZE} are never shown to the model (OpenClaw shows one per bucket of ten: at 10, 20, 30, …)",
@@ -59,7 +59,7 @@ pub fn policy_notes(policy: &Policy) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use loopguard_core::config::OpenClawConfig;
+    use loopguard_core::OpenClawConfig;
 
     fn notes(block: &str) -> Vec<String> {
         let loaded =

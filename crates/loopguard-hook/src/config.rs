@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loopguard_core::config::{Diagnostic, OpenClawConfig, Policy};
+use loopguard_core::{Diagnostic, OpenClawConfig, Policy};
 
 use crate::paths::{find_project_config, Env};
 

@@ -34,7 +34,7 @@
 //! assert_eq!(e.to_string(), "hook payload: field `tool_name` is missing");
 //! ```
 
-use loopguard_core::{parse::ParseError, JsString, Object, Value};
+use loopguard_core::{JsString, Object, ParseError, Value};
 
 /// Why a payload was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -27,7 +27,7 @@
 
 use std::fmt::Write as _;
 
-use loopguard_core::detectors::no_progress::streak;
+use loopguard_core::no_progress_streak;
 use serde::Serialize;
 
 use loopguard_guard::{LogRow, SessionEntry, Store as _};
@@ -251,7 +251,7 @@ pub fn session_status(
     let session = &entry.session;
     let history = session.history();
     st.history_len = history.len();
-    let mut seen: Vec<(String, loopguard_core::fingerprint::ArgsDigest)> = Vec::new();
+    let mut seen: Vec<(String, loopguard_core::ArgsDigest)> = Vec::new();
     for r in history.scoped(Some(run.as_bytes())) {
         let tool = r.tool.to_string_lossy().into_owned();
         if !seen.iter().any(|(t, a)| *t == tool && *a == r.args) {
@@ -259,7 +259,7 @@ pub fn session_status(
         }
     }
     for (tool, args) in seen {
-        let s = streak(history.scoped(Some(run.as_bytes())), tool.as_bytes(), &args);
+        let s = no_progress_streak(history.scoped(Some(run.as_bytes())), tool.as_bytes(), &args);
         if s.calls > 1 {
             st.repeats.push(Repeat {
                 args: args.to_string()[..12].to_string(),

@@ -12,8 +12,8 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
+use loopguard_core::OpenClawConfig;
 use loopguard_replay::synthetic::{write_stream, StreamSpec};
 use loopguard_replay::{replay, Output, Replayer};
 use sha2::{Digest, Sha256};

@@ -20,7 +20,7 @@
 //!
 //! ```
 //! use loopguard_replay::{replay, Output, Replayer};
-//! use loopguard_core::{config::OpenClawConfig, Mode};
+//! use loopguard_core::{OpenClawConfig, Mode};
 //!
 //! let input = br#"{"type":"call","tool":"read","args":{"path":"/a"}}
 //! {"type":"outcome","tool":"read","args":{"path":"/a"},"result":"same"}
@@ -96,7 +96,7 @@ pub fn replay<R: BufRead, W: Write>(
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
         // Blank means nothing but (JavaScript) whitespace.
-        if loopguard_core::text::js_trim(text).is_empty() {
+        if loopguard_core::js_trim(text).is_empty() {
             continue;
         }
         let event = match parse_event(text, number) {

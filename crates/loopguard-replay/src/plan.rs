@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use loopguard_adapters::reader::{self, Detected};
 use loopguard_adapters::Format;
-use loopguard_core::config::{LoopDetectionConfig, OpenClawConfig, Profile as DetectorProfile};
 use loopguard_core::Mode;
+use loopguard_core::{LoopDetectionConfig, OpenClawConfig, Profile as DetectorProfile};
 use loopguard_guard::Profile;
 
 use crate::inputs::{self, Input, InputError, SkipReason, Skipped};
@@ -18,7 +18,7 @@ use crate::inputs::{self, Input, InputError, SkipReason, Skipped};
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use loopguard_replay::ReplayOptions;
-/// use loopguard_core::{config::OpenClawConfig, Mode};
+/// use loopguard_core::{OpenClawConfig, Mode};
 /// let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")?.config;
 /// let opts = ReplayOptions::new().config(cfg).mode(Mode::Observe).strict(true);
 /// assert_eq!(opts.get_mode(), Some(Mode::Observe));

@@ -2,8 +2,8 @@
 
 use rustc_hash::FxHashMap;
 
-use loopguard_core::config::{normalize_agent_id, OpenClawConfig, Policy};
-use loopguard_core::outcome::Hashing;
+use loopguard_core::Hashing;
+use loopguard_core::{normalize_agent_id, OpenClawConfig, Policy};
 use loopguard_core::{JsString, Mode};
 use loopguard_events::{Decision, Event};
 use loopguard_guard::{Applier, Profile, SessionEntry};
@@ -16,7 +16,7 @@ const REPLAY_PENDING_BLOCKS: usize = 4096;
 ///
 /// ```
 /// use loopguard_replay::{parse_event, Replayer};
-/// use loopguard_core::{config::OpenClawConfig, Mode};
+/// use loopguard_core::{OpenClawConfig, Mode};
 ///
 /// let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}").unwrap().config;
 /// let mut r = Replayer::new(cfg, Mode::Enforce);

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use loopguard_core::detectors::Detector;
+use loopguard_core::Detector;
 
 use crate::summary::{Loop, SessionSummary, Summary};
 

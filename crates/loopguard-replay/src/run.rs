@@ -416,7 +416,7 @@ impl Runner<'_> {
                 text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
             }
             // Blank means nothing but (JavaScript) whitespace.
-            if loopguard_core::text::js_trim(text).is_empty() {
+            if loopguard_core::js_trim(text).is_empty() {
                 continue;
             }
             let event = parse_event(text, number).map_err(|e| {

@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 
-use loopguard_core::detectors::Detector;
-use loopguard_core::history::normalize_run;
+use loopguard_core::normalize_run;
+use loopguard_core::Detector;
 use loopguard_core::{JsString, Value};
 
 use loopguard_events::EventKind;
@@ -177,7 +177,7 @@ pub struct EventMeta<'a> {
 /// ```
 pub fn args_preview(args: &Value<'_>) -> String {
     const MAX: usize = 60;
-    let text = loopguard_core::canonical::to_canonical_string(args);
+    let text = loopguard_core::to_canonical_string(args);
     if text.chars().count() <= MAX {
         text
     } else {

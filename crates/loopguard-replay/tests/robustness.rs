@@ -1,7 +1,7 @@
 //! No input makes the event parser or the replayer panic.
 
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
+use loopguard_core::OpenClawConfig;
 use loopguard_replay::{parse_event, replay, Output, Replayer};
 use proptest::prelude::*;
 

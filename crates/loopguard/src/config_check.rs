@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use loopguard_core::config::{
+use loopguard_core::{
     as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, Severity,
     DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
     DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
@@ -86,8 +86,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     match &args.agent {
         Some(id) => {
             let entry = cfg.agents.iter().position(|a| {
-                loopguard_core::config::normalize_agent_id(&a.id)
-                    == loopguard_core::config::normalize_agent_id(id)
+                loopguard_core::normalize_agent_id(&a.id) == loopguard_core::normalize_agent_id(id)
             });
             let title = match entry {
                 Some(i) => format!("agent {:?} (agents.list[{i}])", cfg.agents[i].id),
@@ -141,7 +140,7 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         .unwrap_or_default();
     let merged = policy.block.clone().unwrap_or_default();
     let _ = writeln!(out, "{title}");
-    let num = loopguard_core::canonical::format_js_number;
+    let num = loopguard_core::format_js_number;
     let src_num = |f: fn(&LoopDetectionConfig) -> Option<f64>| {
         source(f(&own).map(|_| true), f(&global).map(|_| true))
     };
@@ -258,7 +257,7 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         note(
             window_field,
             window_used,
-            f64::from(loopguard_core::config::DEFAULT_WINDOW_SIZE),
+            f64::from(loopguard_core::DEFAULT_WINDOW_SIZE),
             src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size))
         )
     );
@@ -294,14 +293,14 @@ fn describe_loopguard(
     if !extra.any() {
         return;
     }
-    let show = |d: &loopguard_core::config::ExtraDetector, numbers: &str| {
+    let show = |d: &loopguard_core::ExtraDetector, numbers: &str| {
         if d.enabled {
             format!("on{numbers}")
         } else {
             "off".to_string()
         }
     };
-    let at = |d: &loopguard_core::config::ExtraDetector| {
+    let at = |d: &loopguard_core::ExtraDetector| {
         let block = if d.block_at == 0 {
             "never".to_string()
         } else {

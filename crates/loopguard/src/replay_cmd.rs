@@ -15,8 +15,8 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::ValueEnum;
 use indicatif::ProgressBar;
 use loopguard_adapters::Format;
-use loopguard_core::config::{OpenClawConfig, Profile, RunConfigError};
 use loopguard_core::Mode;
+use loopguard_core::{OpenClawConfig, Profile, RunConfigError};
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
     Chosen, Decision, Notice, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,

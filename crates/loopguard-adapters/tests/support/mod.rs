@@ -11,7 +11,7 @@ use loopguard_adapters::{
     detect, Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, Format, LineAdapter,
     SourcedEvent,
 };
-use loopguard_core::config::OpenClawConfig;
+use loopguard_core::OpenClawConfig;
 use loopguard_core::{Detector, JsString, Mode, Value};
 use loopguard_events::{EventKind, Payload};
 use loopguard_guard::Profile;
@@ -203,7 +203,7 @@ pub fn json(text: &str) -> Value<'static> {
 /// `s` as a JSON string literal.
 pub fn quote(s: &str) -> String {
     let mut out = Vec::new();
-    loopguard_core::canonical::write_json_string(&mut out, &s.into());
+    loopguard_core::write_json_string(&mut out, &s.into());
     String::from_utf8(out).unwrap()
 }
 

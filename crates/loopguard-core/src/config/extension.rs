@@ -53,7 +53,7 @@ impl Profile {
     /// Parses `"openclaw"` / `"strict"`.
     ///
     /// ```
-    /// use loopguard_core::config::Profile;
+    /// use loopguard_core::Profile;
     /// assert_eq!(Profile::parse("strict"), Some(Profile::Strict));
     /// assert_eq!(Profile::parse("lenient"), None);
     /// ```
@@ -110,7 +110,7 @@ impl ExtraDetectorConfig {
 /// The `loopguard` block as written.
 ///
 /// ```
-/// use loopguard_core::config::{LoopguardConfig, Profile};
+/// use loopguard_core::{LoopguardConfig, Profile};
 /// let cfg = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
 /// let extra = cfg.resolve();
 /// assert!(extra.failure_streak.enabled && extra.second_critical.enabled);
@@ -206,7 +206,7 @@ impl ExtraPolicy {
     /// The `strict` profile with its defaults.
     ///
     /// ```
-    /// use loopguard_core::config::ExtraPolicy;
+    /// use loopguard_core::ExtraPolicy;
     /// assert!(ExtraPolicy::strict().any());
     /// assert!(!ExtraPolicy::default().any());
     /// ```
@@ -274,7 +274,7 @@ impl LoopguardConfig {
     /// [`super::LoopDetectionConfig::merge`] does for OpenClaw's block).
     ///
     /// ```
-    /// use loopguard_core::config::{LoopguardConfig, Profile};
+    /// use loopguard_core::{LoopguardConfig, Profile};
     /// let g = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
     /// let a = LoopguardConfig::default();
     /// let m = LoopguardConfig::merge(Some(&g), Some(&a)).unwrap();

@@ -172,7 +172,7 @@ impl OpenClawConfig {
     /// wrong-typed switch or section, each with its line and key path.
     ///
     /// ```
-    /// use loopguard_core::config::{OpenClawConfig, RunConfigError};
+    /// use loopguard_core::{OpenClawConfig, RunConfigError};
     /// let loaded = OpenClawConfig::load_for_run(
     ///     r#"{ tools: { loopDetection: { enabled: true, globalCircuitBreakerThreshold: "5", historySize: 0 } } }"#,
     /// )?;

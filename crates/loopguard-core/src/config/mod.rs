@@ -43,7 +43,7 @@ pub const DEFAULT_WINDOW_SIZE: u32 = 3;
 /// The `tools.loopDetection` block as written; `None` means "not set".
 ///
 /// ```
-/// use loopguard_core::config::LoopDetectionConfig;
+/// use loopguard_core::LoopDetectionConfig;
 /// let cfg = LoopDetectionConfig { enabled: Some(true), warning_threshold: Some(25.0), ..Default::default() };
 /// let r = cfg.resolve();
 /// assert_eq!((r.warning_threshold, r.critical_threshold, r.global_circuit_breaker_threshold), (25.0, 26.0, 30.0));
@@ -89,7 +89,7 @@ pub struct PostCompactionGuardConfig {
 /// OpenClaw's `asPositiveInt`: the value when it is an integer above zero, else `fallback`.
 ///
 /// ```
-/// use loopguard_core::config::as_positive_int;
+/// use loopguard_core::as_positive_int;
 /// assert_eq!(as_positive_int(Some(4.0), 10.0), 4.0);
 /// for bad in [Some(0.0), Some(-1.0), Some(2.5), Some(f64::NAN), Some(f64::INFINITY), None] {
 ///     assert_eq!(as_positive_int(bad, 10.0), 10.0);
@@ -190,7 +190,7 @@ impl LoopDetectionConfig {
     /// and `detectors` and `postCompactionGuard` are merged field by field.
     ///
     /// ```
-    /// use loopguard_core::config::{DetectorSwitches, LoopDetectionConfig};
+    /// use loopguard_core::{DetectorSwitches, LoopDetectionConfig};
     /// let global = LoopDetectionConfig {
     ///     enabled: Some(true),
     ///     detectors: Some(DetectorSwitches { ping_pong: Some(false), ..Default::default() }),
@@ -260,7 +260,7 @@ pub struct GuardSettings {
 /// Everything the engine needs for one agent: the merged block, resolved.
 ///
 /// ```
-/// use loopguard_core::config::Policy;
+/// use loopguard_core::Policy;
 /// let p = Policy::from_block(None);
 /// assert!(!p.resolved.enabled);        // detectors need `enabled: true`
 /// assert!(p.records_calls);            // but calls are recorded unless `enabled: false`
@@ -312,7 +312,7 @@ impl Policy {
     /// The same policy with loopguard's extra detectors set.
     ///
     /// ```
-    /// use loopguard_core::config::{ExtraPolicy, Policy};
+    /// use loopguard_core::{ExtraPolicy, Policy};
     /// let p = Policy::enabled().with_extra(ExtraPolicy::strict());
     /// assert!(p.extra.failure_streak.enabled);
     /// ```
@@ -334,7 +334,7 @@ impl Policy {
     /// assert_eq!(cfg.policy_for(None).resolved.history_size, 1_000_000_000_000);
     /// let capped = cfg.policy_for(None).with_max_history(1_000);
     /// assert_eq!(capped.resolved.history_size, 1_000);
-    /// # Ok::<(), loopguard_core::config::LoadError>(())
+    /// # Ok::<(), loopguard_core::LoadError>(())
     /// ```
     #[must_use]
     pub fn with_max_history(mut self, max: usize) -> Self {
@@ -371,7 +371,7 @@ pub struct AgentConfig {
 /// The parts of an OpenClaw config file loopguard reads.
 ///
 /// ```
-/// use loopguard_core::config::OpenClawConfig;
+/// use loopguard_core::OpenClawConfig;
 /// let loaded = OpenClawConfig::from_json5(r#"{
 ///   tools: { loopDetection: { enabled: true, warningThreshold: 10 } },
 ///   agents: { list: [ { id: "Safe-Runner", tools: { loopDetection: { warningThreshold: 8 } } } ] },
@@ -396,7 +396,7 @@ pub struct OpenClawConfig {
 /// (decisions.md item 5).
 ///
 /// ```
-/// use loopguard_core::config::normalize_agent_id;
+/// use loopguard_core::normalize_agent_id;
 /// assert_eq!(normalize_agent_id("\u{FEFF} Safe-Runner "), "safe-runner");
 /// assert_eq!(normalize_agent_id("\u{85}a"), "\u{85}a"); // not whitespace in JavaScript
 /// ```
@@ -449,13 +449,13 @@ impl OpenClawConfig {
     /// per-detector settings still apply). This is `loopguard replay --profile`.
     ///
     /// ```
-    /// use loopguard_core::config::{OpenClawConfig, Profile};
+    /// use loopguard_core::{OpenClawConfig, Profile};
     /// let mut cfg = OpenClawConfig::from_json5(
     ///     r#"{loopguard:{profile:"openclaw"},agents:{list:[{id:"a",loopguard:{profile:"openclaw"}}]}}"#,
     /// )?.config;
     /// cfg.set_profile(Profile::Strict);
     /// assert!(cfg.policy_for(Some("a")).extra.failure_streak.enabled);
-    /// # Ok::<(), loopguard_core::config::LoadError>(())
+    /// # Ok::<(), loopguard_core::LoadError>(())
     /// ```
     pub fn set_profile(&mut self, profile: Profile) {
         self.loopguard.get_or_insert_with(Default::default).profile = Some(profile);
@@ -472,7 +472,7 @@ impl OpenClawConfig {
 /// Unlike [`as_positive_int`], a fractional value is floored: 3.7 gives 3.
 ///
 /// ```
-/// use loopguard_core::config::{unknown_tool_guard_threshold, LoopDetectionConfig};
+/// use loopguard_core::{unknown_tool_guard_threshold, LoopDetectionConfig};
 /// let t = |v| unknown_tool_guard_threshold(Some(&LoopDetectionConfig { unknown_tool_threshold: v, ..Default::default() }));
 /// assert_eq!(t(Some(3.7)), 3);
 /// assert_eq!(t(Some(0.0)), 10);

@@ -250,15 +250,15 @@ impl Ledger {
 /// different file is the same failure.
 ///
 /// ```
-/// use loopguard_core::detectors::ledger::failure_identity;
-/// use loopguard_core::outcome::Outcome;
+/// use loopguard_core::failure_identity;
+/// use loopguard_core::Outcome;
 /// use loopguard_core::Value;
 /// let a = Value::from("ENOENT: no such file or directory, open '/tmp/a.txt'");
 /// let b = Value::from("ENOENT: no such file or directory, open '/tmp/b/c.txt'");
 /// assert_eq!(failure_identity(Outcome::Error(&a)), failure_identity(Outcome::Error(&b)));
 /// let ok = Value::parse(br#"{"details":{"status":"completed","exitCode":0}}"#)?;
 /// assert_eq!(failure_identity(Outcome::Result(&ok)), None);
-/// # Ok::<(), loopguard_core::parse::ParseError>(())
+/// # Ok::<(), loopguard_core::ParseError>(())
 /// ```
 pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
     let text = match outcome {
@@ -307,7 +307,7 @@ fn result_failure(r: &Value<'_>) -> Option<String> {
 /// at most 2,000 characters kept.
 ///
 /// ```
-/// use loopguard_core::detectors::ledger::normalize_failure_text;
+/// use loopguard_core::normalize_failure_text;
 /// assert_eq!(
 ///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'a.py'"),
 ///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'src/b.py'"),

@@ -28,7 +28,7 @@
 //! assert_eq!(result.get("details").and_then(|d| d.get("status")).and_then(Value::as_str), Some("completed"));
 //! ```
 
-use loopguard_core::canonical::write_json_string_body;
+use loopguard_core::write_json_string_body;
 use loopguard_core::{JsString, Object, Value};
 
 /// How a Claude Code tool is presented to the engine.
@@ -385,7 +385,7 @@ fn generic_result<'a>(response: &Value<'a>) -> Value<'a> {
 mod tests {
     use super::*;
     use crate::profile::display_message;
-    use loopguard_core::outcome::{hash_outcome, Hashing, Outcome};
+    use loopguard_core::{hash_outcome, Hashing, Outcome};
 
     fn v(s: &str) -> Value<'static> {
         Value::parse(s.as_bytes()).unwrap().into_owned()
@@ -483,7 +483,7 @@ mod tests {
 
     #[test]
     fn background_polls_are_known_polls() {
-        use loopguard_core::detectors::known_poll::is_known_poll_call;
+        use loopguard_core::is_known_poll_call;
         for (tool, input) in [
             ("BashOutput", r#"{"bash_id":"b1"}"#),
             (
@@ -557,9 +557,7 @@ mod tests {
                 r#"{"todos":[{"content":"Fix the bug","status":"completed","activeForm":"Fixing"}]}"#,
             ),
         );
-        let h = |m: &MappedCall<'_>| {
-            loopguard_core::fingerprint::args_digest_wtf8(m.tool.as_wtf8(), &m.args)
-        };
+        let h = |m: &MappedCall<'_>| loopguard_core::args_digest_wtf8(m.tool.as_wtf8(), &m.args);
         assert_eq!(a.tool.as_str(), Some("update_plan"));
         assert_eq!(h(&a), h(&b));
         assert_ne!(h(&a), h(&c));
