@@ -229,8 +229,8 @@ impl ExtraPolicy {
     }
 
     /// The count at which `detector` (one of [`crate::Detector::EXTRA`]) starts warning;
-    /// warnings are shown from there, once per ten more (see
-    /// [`crate::warnings::WarningBuckets`]).
+    /// warnings are shown from there, once per ten more (the warning buckets of
+    /// decisions.md item 9).
     pub fn warn_at(&self, detector: crate::Detector) -> Option<u64> {
         use crate::Detector as D;
         Some(match detector {

@@ -108,7 +108,8 @@ impl Ledger {
         &self.runs
     }
 
-    /// A ledger rebuilt from its parts (for [`crate::state`]); the bounds are applied.
+    /// A ledger rebuilt from its parts (for [`crate::Session::restore`]); the bounds are
+    /// applied.
     pub fn from_parts(
         entries: impl IntoIterator<Item = LedgerEntry>,
         runs: impl IntoIterator<Item = RunState>,
