@@ -13,8 +13,12 @@
 //! `enabled: true`. **Without any config file** the hook runs with `enabled: true` and every
 //! other default: installing the hook is the user's opt-in.
 //!
-//! A config OpenClaw would reject (unknown keys, wrong types) is an error; the hook then
-//! fails open (the call is allowed, and the error is reported).
+//! The file is read with the engine's run-time loader
+//! ([`loopguard_core::OpenClawConfig::load_for_run`]): a numeric value that is not a
+//! positive integer falls back to its default (a warning in [`HookConfig::warnings`]), as
+//! in OpenClaw. A config OpenClaw would reject (unknown keys, a switch that is not a
+//! boolean, not JSON5) is an error; the hook then fails open (the call is allowed, and the
+//! error is reported).
 //!
 //! ```
 //! use loopguard_hook::config::{HookConfig, ConfigSource};

@@ -4,6 +4,11 @@
 //! keys and wrong types are errors), with decisions.md's two relaxations: thresholds out of
 //! order are auto-raised and reported as warnings (item 3), and everything outside the
 //! block and `agents.list[].tools.loopDetection` is ignored (item 4).
+//!
+//! Two views of the same diagnostics: [`OpenClawConfig::from_json5`] (the checker's, every
+//! problem) and [`OpenClawConfig::load_for_run`] (the run-time one: unknown keys and
+//! wrong-typed switches stop, a numeric value that is not a positive integer falls back
+//! to its default as OpenClaw's resolver does, reported by its `Fallback` warning).
 
 use std::fmt;
 
