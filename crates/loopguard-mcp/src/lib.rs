@@ -19,9 +19,6 @@
 //! # }
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 mod guard;
 mod http;
 mod install;

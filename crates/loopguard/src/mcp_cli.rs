@@ -130,7 +130,7 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     } else {
         installer.uninstall()?
     };
-    print!("{}", report.render());
+    out!("{}", report.render())?;
     Ok(ExitCode::SUCCESS)
 }
 
