@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use loopguard_core::config::OpenClawConfig;
 use loopguard_core::Mode;
+use loopguard_core::OpenClawConfig;
 use loopguard_events::parse_event;
 use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
 

@@ -5,8 +5,6 @@
 //! same events. The Python half (`python/loopguard`) adds the remote client and the framework
 //! integrations; the public API is typed and documented in `python/loopguard/_loopguard.pyi`.
 
-#![forbid(unsafe_code)]
-
 mod backend;
 mod convert;
 mod decision;

@@ -110,6 +110,11 @@ impl Sink for Digest {
 }
 
 /// Lowercase hex of a digest.
+///
+/// ```
+/// let d = loopguard_core::digest_value(&loopguard_core::Value::from("x"));
+/// assert_eq!(loopguard_core::hex(&d).len(), 64);
+/// ```
 pub fn hex(d: &[u8; 32]) -> String {
     let mut s = String::with_capacity(64);
     push_hex(&mut s, d);
@@ -204,7 +209,14 @@ pub fn write_number<S: Sink + ?Sized>(out: &mut S, n: f64) {
     }
 }
 
-/// JavaScript's `Number.prototype.toString()` for any `f64`.
+/// JavaScript's `Number.prototype.toString()` for any `f64`, written into `buf` (a
+/// `ryu_js::Buffer`).
+///
+/// ```
+/// let mut buf = ryu_js::Buffer::new();
+/// assert_eq!(loopguard_core::js_number(1e21, &mut buf), "1e+21");
+/// assert_eq!(loopguard_core::js_number(-0.0, &mut buf), "0");
+/// ```
 pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
     if n == 0.0 {
         return "0";

@@ -165,9 +165,11 @@ pub use config::{
 
 // JSON with JavaScript's semantics, and its canonical and output forms.
 pub use canonical::{
-    digest_value, format_js_number, hex_bytes, to_canonical_string, write_json_string,
-    write_json_string_body, write_json_value, Sink,
+    digest_value, format_js_number, hex, hex_bytes, js_number, to_canonical_string,
+    write_json_string, write_json_string_body, write_json_value, Sink,
 };
-pub use parse::{parse, parse_object_entries, ParseError, ParseErrorKind};
+pub use parse::{
+    parse, parse_object_entries, ParseError, ParseErrorKind, MAX_DEPTH as MAX_JSON_DEPTH,
+};
 pub use text::js_trim;
 pub use value::{JsString, Object, Value};

@@ -4,8 +4,11 @@
 //! in-memory store (session lookup, LRU bookkeeping, locks) from parsed events and from
 //! JSON lines.
 
+// `criterion_group!` defines a public function it cannot document.
+#![allow(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, Criterion};
-use loopguard_core::outcome::Outcome;
+use loopguard_core::Outcome;
 use loopguard_core::{Call, Policy, Session, Value};
 use loopguard_events::parse_event;
 use loopguard_guard::{Applier, Guard, Profile, SessionEntry};
