@@ -25,9 +25,6 @@
 //! # }
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
-
 mod app;
 mod error;
 mod metrics;

@@ -92,9 +92,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             Some(n) => format!("{n} bearer tokens"),
             None => "no authentication".to_string(),
         };
-        eprintln!("loopguard serve: listening on http://{addr} (store: {store}; {auth})");
+        // A server keeps serving when nobody reads its stderr any more.
+        let _ = errln!("loopguard serve: listening on http://{addr} (store: {store}; {auth})");
     })?;
-    eprintln!("loopguard serve: stopped");
+    errln!("loopguard serve: stopped")?;
     Ok(ExitCode::SUCCESS)
 }
 
