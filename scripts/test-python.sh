@@ -34,14 +34,12 @@ echo "   built and installed in $(( $(date +%s) - start )) s"
 echo "== types: the .pyi stubs match the extension (mypy stubtest); the package is mypy --strict clean"
 (cd bindings/python && "../../$py" -m mypy.stubtest loopguard._loopguard && "../../$py" -m mypy --strict python/loopguard)
 
-# The remote client is also tested against a real `loopguard serve` when the workspace's
-# binary has that command (a debug build: .ci/run's cargo test has built it already).
-if cargo build -q -p loopguard 2>/dev/null && target/debug/loopguard serve --help >/dev/null 2>&1; then
-  export LOOPGUARD_SERVE_BIN="$PWD/target/debug/loopguard"
-  echo "== loopguard serve found: the remote tests run against it too"
-else
-  echo "== note: this loopguard binary has no \`serve\` command; the remote client is tested against the stand-in server only"
-fi
+# The remote client is tested against a real `loopguard serve` (the workspace's debug binary;
+# the README's cargo test has built it already) as well as the stand-in server.
+cargo build -q -p loopguard
+export LOOPGUARD_SERVE_BIN="$PWD/target/debug/loopguard"
+"$LOOPGUARD_SERVE_BIN" serve --help >/dev/null
+echo "== the remote tests run against a real loopguard serve too"
 
 export LOOPGUARD_REQUIRE_FRAMEWORKS=1
 echo "== pytest bindings/python/tests"
