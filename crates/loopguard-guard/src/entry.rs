@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 use loopguard_core::args_digest_wtf8;
 use loopguard_core::Outcome;
 use loopguard_core::{normalize_run, Name};
-use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Verdict};
+use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Value, Verdict};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 
-use crate::profile::{display_message, MappedOutcome, Profile};
+use crate::profile::{display_message, MappedCall, MappedOutcome, Profile};
 
 /// How events are applied: the same for every session of a front end.
 ///
@@ -464,16 +464,10 @@ impl SessionEntry {
         decision: &mut Decision<'e>,
     ) {
         let mapped = applier.profile.map_call(tool, &event.args);
-        let (engine_tool, args) = match &mapped {
-            Some(m) => (&m.tool, &m.args),
-            None => (tool, &event.args),
-        };
+        let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
         let call = engine_call(event, engine_tool, args);
         let d = self.session.before_call(policy, &call);
         decision.args = Some(d.args);
-        if let Some(m) = &mapped {
-            decision.engine_tool = Some(m.tool.clone().into_owned());
-        }
         match d.verdict {
             Verdict::Allow => decision.action = Action::Allow,
             Verdict::Warn {
@@ -518,13 +512,7 @@ impl SessionEntry {
         decision: &mut Decision<'e>,
     ) {
         let mapped = applier.profile.map_call(tool, &event.args);
-        let (engine_tool, args) = match &mapped {
-            Some(m) => (&m.tool, &m.args),
-            None => (tool, &event.args),
-        };
-        if let Some(m) = &mapped {
-            decision.engine_tool = Some(m.tool.clone().into_owned());
-        }
+        let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
         // Hashed once here, reused by the session below.
         let digest = args_digest_wtf8(engine_tool.as_wtf8(), args);
         decision.args = Some(digest);
@@ -639,10 +627,27 @@ fn rename_message(decision: &mut Decision<'_>, engine_tool: &JsString<'_>, tool:
     }
 }
 
+/// The tool and arguments the engine sees: the profile's mapping when there is one (the
+/// decision then names the engine's tool for `argsHash`), else the event's own.
+fn engine_view<'a, 'e>(
+    mapped: &'a Option<MappedCall<'e>>,
+    tool: &'a JsString<'e>,
+    args: &'a Value<'e>,
+    decision: &mut Decision<'_>,
+) -> (&'a JsString<'e>, &'a Value<'e>) {
+    match mapped {
+        Some(m) => {
+            decision.engine_tool = Some(m.tool.clone().into_owned());
+            (&m.tool, &m.args)
+        }
+        None => (tool, args),
+    }
+}
+
 fn engine_call<'c>(
     event: &'c Event<'c>,
     tool: &'c JsString<'c>,
-    args: &'c loopguard_core::Value<'c>,
+    args: &'c Value<'c>,
 ) -> Call<'c> {
     let mut call = Call::new(tool.reborrow(), args).at(event.timestamp_ms);
     call.run = event.run.as_ref().map(JsString::reborrow);

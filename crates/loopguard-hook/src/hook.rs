@@ -377,22 +377,25 @@ fn log_hook_event(entry: &mut SessionEntry, ctx: &Ctx<'_>, mut row: LogRow) {
     entry.log(row, ctx.guard.applier().log_size);
 }
 
+/// A log row for an event the engine does not see.
+fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: &str) -> LogRow {
+    LogRow {
+        event: name.into(),
+        run: Some(run.to_string()),
+        tool: tool.map(|t| lossy(&t.name)),
+        call_id: tool.and_then(|t| t.id.as_ref().map(lossy)),
+        decision: decision.into(),
+        ..LogRow::default()
+    }
+}
+
 fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> Reply {
     let name = payload.event.name();
     if let HookEvent::UserPromptSubmit = payload.event {
         entry.run_seq += 1;
         entry.aborted = None;
         let run = run_id(entry, payload);
-        log_hook_event(
-            entry,
-            ctx,
-            LogRow {
-                event: name.into(),
-                run: Some(run),
-                decision: "new-run".into(),
-                ..LogRow::default()
-            },
-        );
+        log_hook_event(entry, ctx, hook_row(name, &run, None, "new-run"));
         return Reply::none(name);
     }
     let run = run_id(entry, payload);
@@ -401,37 +404,18 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
         if is_duplicate(entry, &payload.event, tool) {
             // The same hook registered twice (user and project settings), or a retry:
             // each tool call counts once.
-            log_hook_event(
-                entry,
-                ctx,
-                LogRow {
-                    event: name.into(),
-                    run: Some(run),
-                    tool: Some(lossy(&tool.name)),
-                    call_id: tool.id.as_ref().map(lossy),
-                    decision: "duplicate".into(),
-                    ..LogRow::default()
-                },
-            );
+            log_hook_event(entry, ctx, hook_row(name, &run, Some(tool), "duplicate"));
             return Reply::none(name);
         }
     }
     if let (HookEvent::PreToolUse(t), Mode::Enforce) = (&payload.event, ctx.mode) {
         if let Some(aborted) = entry.aborted.clone().filter(|a| a.run == run) {
-            log_hook_event(
-                entry,
-                ctx,
-                LogRow {
-                    event: name.into(),
-                    run: Some(run),
-                    tool: Some(lossy(&t.name)),
-                    call_id: t.id.as_ref().map(lossy),
-                    decision: "deny-aborted".into(),
-                    detector: Some("compaction_loop_persisted".into()),
-                    message: Some(aborted.message.clone()),
-                    ..LogRow::default()
-                },
-            );
+            let row = LogRow {
+                detector: Some("compaction_loop_persisted".into()),
+                message: Some(aborted.message.clone()),
+                ..hook_row(name, &run, Some(t), "deny-aborted")
+            };
+            log_hook_event(entry, ctx, row);
             return Reply {
                 deny: Some(aborted.message.clone()),
                 ..Reply::stop(name, &aborted.message)
@@ -453,16 +437,7 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
     {
         // PostCompact and SessionStart (compact) both follow one compaction: the guard is
         // armed and has watched nothing yet, so this is the same compaction.
-        log_hook_event(
-            entry,
-            ctx,
-            LogRow {
-                event: name.into(),
-                run: Some(run),
-                decision: "already-armed".into(),
-                ..LogRow::default()
-            },
-        );
+        log_hook_event(entry, ctx, hook_row(name, &run, None, "already-armed"));
         return Reply::none(name);
     }
     let event = to_event(payload, &run, ctx);
@@ -530,16 +505,8 @@ fn post_batch(
             return reply;
         }
     }
-    log_hook_event(
-        entry,
-        ctx,
-        LogRow {
-            event: name.into(),
-            run: Some(run.to_string()),
-            decision: format!("batch: {recorded} recorded, {skipped} already recorded"),
-            ..LogRow::default()
-        },
-    );
+    let decision = format!("batch: {recorded} recorded, {skipped} already recorded");
+    log_hook_event(entry, ctx, hook_row(name, run, None, &decision));
     Reply::none(name)
 }
 
