@@ -17,7 +17,8 @@ big=${2:-2000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-cargo build --release -q -p loopguard -p loopguard-replay --example gen_events
+cargo build --release -q -p loopguard
+cargo build --release -q -p loopguard-replay --example gen_events
 bin=target/release/loopguard
 gen=target/release/examples/gen_events
 cfg=examples/openclaw.json5
