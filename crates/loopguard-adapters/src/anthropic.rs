@@ -26,12 +26,11 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    content_text, document_error, empty, id_field, str_field, text_result, ts_of, Runs,
+    content_text, document_error, each_numbered, empty, id_field, str_field, text_result, ts_of,
+    usage_tokens, Runs,
 };
 use crate::pairing::{PendingCall, Tracker};
-use crate::{
-    Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
-};
+use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, SourcedEvent};
 
 /// The state of one conversation.
 #[derive(Debug)]
@@ -41,24 +40,6 @@ struct State {
     seen: HashSet<String>,
     /// Prompts of requests read so far, by position and text.
     prompts: HashSet<(usize, String)>,
-}
-
-/// The tokens of a `usage` object, when it has any count.
-fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
-    let mut total: Option<u64> = None;
-    for key in [
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ] {
-        if let Some(n) = usage.get(key).and_then(Value::as_f64) {
-            if n.is_finite() && n >= 0.0 {
-                total = Some(total.unwrap_or(0).saturating_add(n as u64));
-            }
-        }
-    }
-    total
 }
 
 /// `true` when `v` is a message whose content has Messages API blocks.
@@ -240,11 +221,7 @@ impl DocumentAdapter for AnthropicMessages {
                 // A top-level array is one conversation: its index is the line.
                 match &v {
                     Value::Array(items) => {
-                        for (i, m) in items.iter().enumerate() {
-                            if let Err(d) = state.record(i as u64 + 1, m, &mut adapted.events) {
-                                adapted.diagnostics.push(d);
-                            }
-                        }
+                        each_numbered(items, &mut adapted, |no, m, out| state.record(no, m, out));
                     }
                     other => {
                         if let Err(d) = state.record(1, other, &mut adapted.events) {
@@ -281,11 +258,7 @@ impl DocumentAdapter for AnthropicMessages {
                 }
             }
         }
-        adapted
-            .diagnostics
-            .extend(state.tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        Ok(state.tracker.finish_document(adapted))
     }
 }
 
@@ -306,27 +279,4 @@ pub struct AnthropicLines {
     state: State,
 }
 
-impl AnthropicLines {
-    /// An adapter for the session and agent of `ctx`.
-    pub fn new(ctx: Context) -> Self {
-        AnthropicLines {
-            state: State::new(&ctx),
-        }
-    }
-}
-
-impl LineAdapter for AnthropicLines {
-    fn line(
-        &mut self,
-        no: u64,
-        text: &[u8],
-        out: &mut Vec<SourcedEvent>,
-    ) -> Result<(), Diagnostic> {
-        let v = crate::common::parse_line(no, text)?;
-        self.state.record(no, &v, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.state.tracker.finish(out)
-    }
-}
+crate::common::json_lines_adapter!(AnthropicLines, state: State, record);

@@ -30,8 +30,8 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    arguments, content_text, document_error, parse_line, str_field, text_result, ts_of,
-    PendingCall, Runs, Tracker,
+    arguments, content_text, document_error, each_numbered, parse_line, str_field, text_result,
+    ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
@@ -181,16 +181,10 @@ impl DocumentAdapter for ChatCompletions {
         };
         let mut state = ChatState::new(ctx);
         let mut adapted = Adapted::default();
-        for (i, m) in messages.iter().enumerate() {
-            if let Err(d) = state.message(i as u64 + 1, m, &mut adapted.events) {
-                adapted.diagnostics.push(d);
-            }
-        }
-        adapted
-            .diagnostics
-            .extend(state.tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        each_numbered(messages, &mut adapted, |no, m, out| {
+            state.message(no, m, out)
+        });
+        Ok(state.tracker.finish_document(adapted))
     }
 }
 

@@ -49,7 +49,8 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    content_text, empty, id_field, parse_line, str_field, ts_of, PendingCall, Runs, Tracker,
+    content_text, empty, id_field, parse_line, str_field, ts_of, usage_tokens, PendingCall, Runs,
+    Tracker,
 };
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
@@ -103,25 +104,6 @@ impl Recent {
         self.order.push_back(id.to_string());
         true
     }
-}
-
-/// The tokens of a `usage` object, when it has any count (saturating at `u64::MAX`).
-fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
-    let mut total: Option<u64> = None;
-    for key in [
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-    ] {
-        if let Some(n) = usage.get(key).and_then(Value::as_f64) {
-            if n.is_finite() && n >= 0.0 {
-                // `as` saturates, and so does the sum: a corrupt count must not panic.
-                total = Some(total.unwrap_or(0).saturating_add(n as u64));
-            }
-        }
-    }
-    total
 }
 
 /// Claude Code session JSONL.

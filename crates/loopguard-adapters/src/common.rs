@@ -351,6 +351,73 @@ pub fn parse_line(no: u64, text: &[u8]) -> Result<Value<'_>, crate::Diagnostic> 
 
 pub(crate) use crate::pairing::{PendingCall, Tracker};
 
+/// The tokens of a Messages API `usage` object (Anthropic, Claude Code), when it has any
+/// count (saturating at `u64::MAX`).
+pub(crate) fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
+    let mut total: Option<u64> = None;
+    for key in [
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ] {
+        if let Some(n) = usage.get(key).and_then(Value::as_f64) {
+            if n.is_finite() && n >= 0.0 {
+                // `as` saturates, and so does the sum: a corrupt count must not panic.
+                total = Some(total.unwrap_or(0).saturating_add(n as u64));
+            }
+        }
+    }
+    total
+}
+
+/// Reads the items of a document, numbered from 1 as their lines, with `step`: an item
+/// that fails is reported in `adapted` and the next one is read.
+pub(crate) fn each_numbered<T>(
+    items: impl IntoIterator<Item = T>,
+    adapted: &mut crate::Adapted,
+    mut step: impl FnMut(u64, T, &mut Vec<SourcedEvent>) -> Result<(), crate::Diagnostic>,
+) {
+    for (i, item) in items.into_iter().enumerate() {
+        if let Err(d) = step(i as u64 + 1, item, &mut adapted.events) {
+            adapted.diagnostics.push(d);
+        }
+    }
+}
+
+/// A JSON Lines adapter over one per-session state: `$ty` holds it in `$field` (built by
+/// `$state::new(&ctx)`), each parsed line goes to `$field.$method(no, &value, out)`, and
+/// the state's `tracker` settles the end.
+macro_rules! json_lines_adapter {
+    ($ty:ident, $field:ident: $state:ident, $method:ident) => {
+        impl $ty {
+            /// An adapter for the session and agent of `ctx`.
+            pub fn new(ctx: $crate::Context) -> Self {
+                $ty {
+                    $field: $state::new(&ctx),
+                }
+            }
+        }
+
+        impl $crate::LineAdapter for $ty {
+            fn line(
+                &mut self,
+                no: u64,
+                text: &[u8],
+                out: &mut Vec<$crate::SourcedEvent>,
+            ) -> Result<(), $crate::Diagnostic> {
+                let v = $crate::common::parse_line(no, text)?;
+                self.$field.$method(no, &v, out)
+            }
+
+            fn finish(&mut self, out: &mut Vec<$crate::SourcedEvent>) -> Vec<$crate::Diagnostic> {
+                self.$field.tracker.finish(out)
+            }
+        }
+    };
+}
+pub(crate) use json_lines_adapter;
+
 /// Run ids `<prefix>-1`, `<prefix>-2`, …: a boundary starts a new run only when the current
 /// one made calls.
 #[derive(Clone, Debug)]

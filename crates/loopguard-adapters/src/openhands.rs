@@ -37,8 +37,8 @@ use loopguard_core::{Object, Value};
 use loopguard_events::Payload;
 
 use crate::common::{
-    arguments, content_text, document_error, id_field, parse_line, parse_rfc3339, str_field,
-    text_result, Runs,
+    arguments, content_text, document_error, each_numbered, id_field, parse_line, parse_rfc3339,
+    str_field, text_result, Runs,
 };
 use crate::pairing::{PendingCall, Tracker};
 use crate::{
@@ -399,16 +399,10 @@ impl DocumentAdapter for OpenHands {
         };
         let mut session = Session::new(ctx);
         let mut adapted = Adapted::default();
-        for (i, e) in flatten(events).into_iter().enumerate() {
-            if let Err(d) = session.event(i as u64 + 1, e, &mut adapted.events) {
-                adapted.diagnostics.push(d);
-            }
-        }
-        adapted
-            .diagnostics
-            .extend(session.tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        each_numbered(flatten(events), &mut adapted, |no, e, out| {
+            session.event(no, e, out)
+        });
+        Ok(session.tracker.finish_document(adapted))
     }
 }
 
@@ -429,30 +423,7 @@ pub struct OpenHandsEventsAdapter {
     session: Session,
 }
 
-impl OpenHandsEventsAdapter {
-    /// An adapter for the session and agent of `ctx`.
-    pub fn new(ctx: Context) -> Self {
-        OpenHandsEventsAdapter {
-            session: Session::new(&ctx),
-        }
-    }
-}
-
-impl LineAdapter for OpenHandsEventsAdapter {
-    fn line(
-        &mut self,
-        no: u64,
-        text: &[u8],
-        out: &mut Vec<SourcedEvent>,
-    ) -> Result<(), Diagnostic> {
-        let v = parse_line(no, text)?;
-        self.session.event(no, &v, out)
-    }
-
-    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.session.tracker.finish(out)
-    }
-}
+crate::common::json_lines_adapter!(OpenHandsEventsAdapter, session: Session, event);
 
 /// OpenHands evaluation output (`output.jsonl`): one run per line, each a session named
 /// `<file session>/<instance_id>` (the line number when it has no id). Every event of a

@@ -27,7 +27,7 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{content_text, id_field, str_field, text_result, Builder, Pending};
-use crate::{Context, Diagnostic, DiagnosticKind, SourcedEvent};
+use crate::{Adapted, Context, Diagnostic, DiagnosticKind, SourcedEvent};
 
 /// Calls (and results, and fallbacks) that may wait at once.
 pub(crate) const PENDING_LIMIT: usize = 4096;
@@ -367,6 +367,14 @@ impl Tracker {
         let mut d = std::mem::take(&mut self.diagnostics);
         d.sort_by_key(|d| d.line);
         d
+    }
+
+    /// A whole document was read into `adapted`: settles it like [`Tracker::finish`], adds
+    /// those diagnostics to the adapter's own and puts them all in line order.
+    pub(crate) fn finish_document(&mut self, mut adapted: Adapted) -> Adapted {
+        adapted.diagnostics.extend(self.finish(&mut adapted.events));
+        adapted.diagnostics.sort_by_key(|d| d.line);
+        adapted
     }
 }
 

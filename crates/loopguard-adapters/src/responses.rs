@@ -58,8 +58,8 @@ use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Payload;
 
 use crate::common::{
-    arguments, content_text, document_error, empty, id_field, parse_line, str_field, text_result,
-    ts_of, PendingCall, Runs, Tracker,
+    arguments, content_text, document_error, each_numbered, empty, id_field, parse_line, str_field,
+    text_result, ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
@@ -432,21 +432,18 @@ impl DocumentAdapter for Responses {
         }
         // A response object's `created_at` dates its items when they have none.
         let default_ts = ts_of(&value, "created_at");
-        for (i, item) in lists.into_iter().flatten().enumerate() {
-            let no = i as u64 + 1;
-            let ts = match ts_of(item, "created_at") {
-                0 => default_ts,
-                t => t,
-            };
-            if let Err(d) = items.item(no, item, ts, &mut adapted.events) {
-                adapted.diagnostics.push(d);
-            }
-        }
-        adapted
-            .diagnostics
-            .extend(items.tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        each_numbered(
+            lists.into_iter().flatten(),
+            &mut adapted,
+            |no, item, out| {
+                let ts = match ts_of(item, "created_at") {
+                    0 => default_ts,
+                    t => t,
+                };
+                items.item(no, item, ts, out)
+            },
+        );
+        Ok(items.tracker.finish_document(adapted))
     }
 }
 

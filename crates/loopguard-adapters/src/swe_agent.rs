@@ -54,8 +54,8 @@ use loopguard_core::{Object, Value};
 use loopguard_events::Payload;
 
 use crate::common::{
-    arguments, content_text, document_error, empty, id_field, str_field, text_result, ts_of,
-    PendingCall, Runs, Tracker,
+    arguments, content_text, document_error, each_numbered, empty, id_field, str_field,
+    text_result, ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter};
 
@@ -197,11 +197,7 @@ impl DocumentAdapter for SweAgent {
         } else {
             return Err(bad(1, "field `trajectory`: missing or not an array"));
         }
-        adapted
-            .diagnostics
-            .extend(tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        Ok(tracker.finish_document(adapted))
     }
 }
 
@@ -426,16 +422,10 @@ impl DocumentAdapter for MiniSweAgent {
             awaiting: None,
         };
         let mut adapted = Adapted::default();
-        for (i, m) in messages.iter().enumerate() {
-            if let Err(d) = state.message(i as u64 + 1, m, &mut adapted.events) {
-                adapted.diagnostics.push(d);
-            }
-        }
-        adapted
-            .diagnostics
-            .extend(state.tracker.finish(&mut adapted.events));
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        each_numbered(messages, &mut adapted, |no, m, out| {
+            state.message(no, m, out)
+        });
+        Ok(state.tracker.finish_document(adapted))
     }
 }
 
