@@ -53,6 +53,58 @@ pub(crate) fn level(count: u64, cfg: &ExtraDetector) -> Option<Level> {
     }
 }
 
+/// What a streak detector says: its name, its warning key's prefix, and at each level the
+/// words of its message around the tool and the count: `[before tool, between, after]`.
+pub(crate) struct StreakWords {
+    pub(crate) detector: Detector,
+    pub(crate) key: &'static [u8],
+    pub(crate) critical: [&'static [u8]; 3],
+    pub(crate) warning: [&'static [u8]; 3],
+}
+
+/// The detection `words` make of streak `s` at `cfg`'s thresholds, if it reaches one.
+pub(crate) fn detection(
+    s: &Trailing<'_>,
+    tool: &[u8],
+    args_hash: &[u8],
+    cfg: &ExtraDetector,
+    words: &StreakWords,
+) -> Option<Detection> {
+    let level = level(s.count, cfg)?;
+    let [before, between, after] = match level {
+        Level::Critical => words.critical,
+        Level::Warning => words.warning,
+    };
+    Some(Detection {
+        detector: words.detector,
+        level,
+        count: s.count,
+        message: messages::key(&[before, tool, between, s.count.to_string().as_bytes(), after]),
+        warning_key: messages::key(&[
+            words.key,
+            args_hash,
+            b":",
+            s.last.result.to_string().as_bytes(),
+        ]),
+        paired_tool: None,
+    })
+}
+
+const WORDS: StreakWords = StreakWords {
+    detector: Detector::IdenticalFailureStreak,
+    key: b"failure-streak:",
+    critical: [
+        b"CRITICAL: ",
+        b" failed the same way ",
+        b" times in a row with identical arguments. Retrying will not fix it; the call is blocked. Change the approach or report the task as failed.",
+    ],
+    warning: [
+        b"WARNING: ",
+        b" failed the same way ",
+        b" times in a row with identical arguments. Do not retry it unchanged: read the error and change the approach, or report the task as failed.",
+    ],
+};
+
 pub(crate) fn check(
     streak: Option<&Trailing<'_>>,
     tool: &[u8],
@@ -61,34 +113,5 @@ pub(crate) fn check(
 ) -> Option<Detection> {
     let s = streak?;
     s.last.failure?;
-    let level = level(s.count, cfg)?;
-    let message = match level {
-        Level::Critical => messages::key(&[
-            b"CRITICAL: ",
-            tool,
-            b" failed the same way ",
-            s.count.to_string().as_bytes(),
-            b" times in a row with identical arguments. Retrying will not fix it; the call is blocked. Change the approach or report the task as failed.",
-        ]),
-        Level::Warning => messages::key(&[
-            b"WARNING: ",
-            tool,
-            b" failed the same way ",
-            s.count.to_string().as_bytes(),
-            b" times in a row with identical arguments. Do not retry it unchanged: read the error and change the approach, or report the task as failed.",
-        ]),
-    };
-    Some(Detection {
-        detector: Detector::IdenticalFailureStreak,
-        level,
-        count: s.count,
-        message,
-        warning_key: messages::key(&[
-            b"failure-streak:",
-            args_hash,
-            b":",
-            s.last.result.to_string().as_bytes(),
-        ]),
-        paired_tool: None,
-    })
+    detection(s, tool, args_hash, cfg, &WORDS)
 }

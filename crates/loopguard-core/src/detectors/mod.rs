@@ -34,7 +34,7 @@ pub mod unknown_tool;
 
 use std::fmt;
 
-use crate::config::{ExtraPolicy, ResolvedConfig};
+use crate::config::{ExtraDetector, ExtraPolicy, ResolvedConfig};
 use crate::fingerprint::ArgsDigest;
 use crate::history::{Name, Record};
 use crate::value::Value;
@@ -212,6 +212,18 @@ where
     None
 }
 
+/// `check`'s finding with `cfg`, when that extra detector is enabled.
+fn when_enabled(
+    cfg: &ExtraDetector,
+    check: impl FnOnce(&ExtraDetector) -> Option<Detection>,
+) -> Option<Detection> {
+    if cfg.enabled {
+        check(cfg)
+    } else {
+        None
+    }
+}
+
 /// loopguard's extra detectors for the proposed call, combined with OpenClaw's result
 /// `base`: a critical wins over a warning, OpenClaw's first (so the default detectors
 /// keep their names where both fire). Criticals before warnings among the extra ones:
@@ -231,52 +243,32 @@ pub(crate) fn detect_extra(
     }
     let args_hash = args.args_hash(tool);
     let streak = failure_streak::trailing(ledger, run, tool, args);
-    let mut found: Vec<Detection> = Vec::new();
-    if extra.failure_streak.enabled {
-        found.extend(failure_streak::check(
-            streak.as_ref(),
-            tool,
-            &args_hash,
-            &extra.failure_streak,
-        ));
-    }
-    // A poll waiting for a long job legitimately gets the same answer many times in a
-    // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
-    if extra.outcome_streak.enabled && !known_poll {
-        found.extend(outcome_streak::check(
-            streak.as_ref(),
-            tool,
-            &args_hash,
-            &extra.outcome_streak,
-        ));
-    }
-    if extra.error_changing_args.enabled {
-        found.extend(error_changing_args::check(
-            ledger,
-            run,
-            tool,
-            &extra.error_changing_args,
-        ));
-    }
-    if extra.loop_across_compactions.enabled {
-        found.extend(loop_across_compactions::check(
-            ledger,
-            run,
-            tool,
-            args,
-            &args_hash,
-            &extra.loop_across_compactions,
-        ));
-    }
-    if extra.argument_churn.enabled {
-        found.extend(argument_churn::check(
-            ledger,
-            run,
-            tool,
-            args,
-            &extra.argument_churn,
-        ));
-    }
+    let mut found: Vec<Detection> = [
+        when_enabled(&extra.failure_streak, |cfg| {
+            failure_streak::check(streak.as_ref(), tool, &args_hash, cfg)
+        }),
+        // A poll waiting for a long job legitimately gets the same answer many times in a
+        // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
+        when_enabled(&extra.outcome_streak, |cfg| {
+            if known_poll {
+                None
+            } else {
+                outcome_streak::check(streak.as_ref(), tool, &args_hash, cfg)
+            }
+        }),
+        when_enabled(&extra.error_changing_args, |cfg| {
+            error_changing_args::check(ledger, run, tool, cfg)
+        }),
+        when_enabled(&extra.loop_across_compactions, |cfg| {
+            loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
+        }),
+        when_enabled(&extra.argument_churn, |cfg| {
+            argument_churn::check(ledger, run, tool, args, cfg)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let critical = found.iter().position(|d| d.level == Level::Critical);
     if let Some(i) = critical {
         let d = found.swap_remove(i);

@@ -8,10 +8,24 @@
 //! same call cannot give a different answer (polls are OpenClaw's `known_poll_no_progress`
 //! and are left to it).
 
-use super::failure_streak::{level, Trailing};
-use super::{Detection, Detector, Level};
+use super::failure_streak::{detection, StreakWords, Trailing};
+use super::{Detection, Detector};
 use crate::config::ExtraDetector;
-use crate::messages;
+
+const WORDS: StreakWords = StreakWords {
+    detector: Detector::IdenticalOutcomeStreak,
+    key: b"outcome-streak:",
+    critical: [
+        b"CRITICAL: Called ",
+        b" ",
+        b" times in a row with identical arguments and identical outcomes. Nothing changes between these calls; the call is blocked.",
+    ],
+    warning: [
+        b"WARNING: You have called ",
+        b" ",
+        b" times in a row with identical arguments and got the same result each time. Do something different, or report the task as done or failed.",
+    ],
+};
 
 pub(crate) fn check(
     streak: Option<&Trailing<'_>>,
@@ -19,35 +33,5 @@ pub(crate) fn check(
     args_hash: &[u8],
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
-    let s = streak?;
-    let level = level(s.count, cfg)?;
-    let message = match level {
-        Level::Critical => messages::key(&[
-            b"CRITICAL: Called ",
-            tool,
-            b" ",
-            s.count.to_string().as_bytes(),
-            b" times in a row with identical arguments and identical outcomes. Nothing changes between these calls; the call is blocked.",
-        ]),
-        Level::Warning => messages::key(&[
-            b"WARNING: You have called ",
-            tool,
-            b" ",
-            s.count.to_string().as_bytes(),
-            b" times in a row with identical arguments and got the same result each time. Do something different, or report the task as done or failed.",
-        ]),
-    };
-    Some(Detection {
-        detector: Detector::IdenticalOutcomeStreak,
-        level,
-        count: s.count,
-        message,
-        warning_key: messages::key(&[
-            b"outcome-streak:",
-            args_hash,
-            b":",
-            s.last.result.to_string().as_bytes(),
-        ]),
-        paired_tool: None,
-    })
+    detection(streak?, tool, args_hash, cfg, &WORDS)
 }
