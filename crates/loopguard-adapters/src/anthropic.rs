@@ -26,8 +26,8 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    content_text, document_error, each_numbered, empty, id_field, str_field, text_result, ts_of,
-    usage_tokens, Runs,
+    content_text, document_error, each_numbered, id_field, role_field, str_field, text_result,
+    tool_use_parts, ts_of, usage_tokens, Runs,
 };
 use crate::pairing::{PendingCall, Tracker};
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, SourcedEvent};
@@ -117,13 +117,7 @@ impl State {
         m: &Value<'_>,
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        let Some(role) = str_field(m, "role") else {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "field `role`: missing or not a string",
-            ));
-        };
+        let role = role_field(no, m)?;
         let ts = ts_of(m, "timestamp");
         let blocks = m.get("content").and_then(Value::as_array);
         match role {
@@ -142,17 +136,9 @@ impl State {
                             continue;
                         }
                     }
-                    let Some(name) = str_field(b, "name") else {
-                        self.tracker.diagnose(
-                            no,
-                            DiagnosticKind::BadField,
-                            format!("content[{i}]: tool_use without a `name`"),
-                        );
+                    let Some((name, args)) = tool_use_parts(&mut self.tracker, no, "content", i, b)
+                    else {
                         continue;
-                    };
-                    let args = match b.get("input") {
-                        None | Some(Value::Null) => empty(),
-                        Some(input) => input.clone().into_owned(),
                     };
                     let mut call =
                         PendingCall::new(no, &self.runs.current(), id.clone(), name, args);

@@ -30,8 +30,8 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    arguments, content_text, document_error, each_numbered, parse_line, str_field, text_result,
-    ts_of, PendingCall, Runs, Tracker,
+    arguments, content_text, document_error, each_numbered, parse_line, role_field, str_field,
+    text_result, ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
@@ -71,13 +71,7 @@ impl ChatState {
                 "a chat message must be a JSON object",
             ));
         }
-        let Some(role) = str_field(m, "role") else {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "field `role`: missing or not a string",
-            ));
-        };
+        let role = role_field(no, m)?;
         let ts = ts_of(m, "timestamp");
         match role {
             "assistant" => self.assistant(no, m, ts, out),

@@ -49,8 +49,8 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{
-    content_text, empty, id_field, parse_line, str_field, ts_of, usage_tokens, PendingCall, Runs,
-    Tracker,
+    content_text, id_field, parse_line, str_field, tool_use_parts, ts_of, usage_tokens,
+    PendingCall, Runs, Tracker,
 };
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
@@ -198,17 +198,10 @@ impl ClaudeCodeAdapter {
                     continue;
                 }
             }
-            let Some(name) = str_field(block, "name") else {
-                self.tracker.diagnose(
-                    no,
-                    DiagnosticKind::BadField,
-                    format!("message.content[{i}]: tool_use without a `name`"),
-                );
+            let Some((name, args)) =
+                tool_use_parts(&mut self.tracker, no, "message.content", i, block)
+            else {
                 continue;
-            };
-            let args = match block.get("input") {
-                None | Some(Value::Null) => empty(),
-                Some(input) => input.clone().into_owned(),
             };
             let mut call = PendingCall::new(no, &run, id, name, args);
             call.ts = ts;

@@ -371,6 +371,41 @@ pub(crate) fn usage_tokens(usage: &Value<'_>) -> Option<u64> {
     total
 }
 
+/// The `role` of message `m` on line `no`, or the diagnostic saying it has none.
+pub(crate) fn role_field<'v>(no: u64, m: &'v Value<'_>) -> Result<&'v str, crate::Diagnostic> {
+    str_field(m, "role").ok_or_else(|| {
+        crate::Diagnostic::new(
+            no,
+            crate::DiagnosticKind::BadField,
+            "field `role`: missing or not a string",
+        )
+    })
+}
+
+/// The name and input (`{}` when absent or null) of Messages API `tool_use` block `block`,
+/// at `{path}[{i}]` on line `no`; a block without a name is reported to `tracker` instead.
+pub(crate) fn tool_use_parts<'b>(
+    tracker: &mut Tracker,
+    no: u64,
+    path: &str,
+    i: usize,
+    block: &'b Value<'_>,
+) -> Option<(&'b str, Value<'static>)> {
+    let Some(name) = str_field(block, "name") else {
+        tracker.diagnose(
+            no,
+            crate::DiagnosticKind::BadField,
+            format!("{path}[{i}]: tool_use without a `name`"),
+        );
+        return None;
+    };
+    let args = match block.get("input") {
+        None | Some(Value::Null) => empty(),
+        Some(input) => input.clone().into_owned(),
+    };
+    Some((name, args))
+}
+
 /// Reads the items of a document, numbered from 1 as their lines, with `step`: an item
 /// that fails is reported in `adapted` and the next one is read.
 pub(crate) fn each_numbered<T>(
