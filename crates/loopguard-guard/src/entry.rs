@@ -644,11 +644,7 @@ fn engine_view<'a, 'e>(
     }
 }
 
-fn engine_call<'c>(
-    event: &'c Event<'c>,
-    tool: &'c JsString<'c>,
-    args: &'c Value<'c>,
-) -> Call<'c> {
+fn engine_call<'c>(event: &'c Event<'c>, tool: &'c JsString<'c>, args: &'c Value<'c>) -> Call<'c> {
     let mut call = Call::new(tool.reborrow(), args).at(event.timestamp_ms);
     call.run = event.run.as_ref().map(JsString::reborrow);
     call.call_id = event.call_id.as_ref().map(JsString::reborrow);
