@@ -80,35 +80,11 @@ impl<'o, 'py> JsonWriter<'o, 'py> {
         } else if let Ok(d) = v.cast::<PyDict>() {
             self.dict(d)?;
         } else if let Ok(l) = v.cast::<PyList>() {
-            self.enter()?;
-            self.out.push(b'[');
-            for (i, item) in l.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(b',');
-                }
-                self.path.push(Step::Index(i));
-                self.value(&item)?;
-                self.path.pop();
-            }
-            self.out.push(b']');
+            self.array(l.iter())?;
         } else if let Ok(t) = v.cast::<PyTuple>() {
-            self.enter()?;
-            self.out.push(b'[');
-            for (i, item) in t.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(b',');
-                }
-                self.path.push(Step::Index(i));
-                self.value(&item)?;
-                self.path.pop();
-            }
-            self.out.push(b']');
+            self.array(t.iter())?;
         } else {
-            let type_name = v
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "object".into());
+            let type_name = type_name(v);
             let hint = if v.cast::<PyBytes>().is_ok() {
                 " (decode it to str first)"
             } else {
@@ -119,6 +95,22 @@ impl<'o, 'py> JsonWriter<'o, 'py> {
                 self.path()
             )));
         }
+        Ok(())
+    }
+
+    /// Writes a list or tuple as a JSON array.
+    fn array(&mut self, items: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<()> {
+        self.enter()?;
+        self.out.push(b'[');
+        for (i, item) in items.enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            self.path.push(Step::Index(i));
+            self.value(&item)?;
+            self.path.pop();
+        }
+        self.out.push(b']');
         Ok(())
     }
 
@@ -138,11 +130,7 @@ impl<'o, 'py> JsonWriter<'o, 'py> {
         self.out.push(b'{');
         for (i, (k, item)) in d.iter().enumerate() {
             let Ok(key) = k.cast::<PyString>() else {
-                let type_name = k
-                    .get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|_| "object".into());
+                let type_name = type_name(&k);
                 let shown = k
                     .repr()
                     .map(|r| r.to_string())
@@ -262,17 +250,21 @@ pub(crate) fn field_str(
     s: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
     let Ok(s) = s.cast::<PyString>() else {
-        let type_name = s
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| "object".into());
         return Err(PyTypeError::new_err(format!(
-            "{name}: expected a str, got a {type_name}"
+            "{name}: expected a str, got a {}",
+            type_name(s)
         )));
     };
     out.extend_from_slice(b",\"");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\":");
     write_py_string(out, s)
+}
+
+/// The name of `v`'s type for an error message (`"object"` when Python cannot say).
+pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into())
 }

@@ -85,172 +85,130 @@ fn static_str<'py>(py: Python<'py>, s: Option<&'static str>) -> Option<Bound<'py
     s.map(|s| PyString::intern(py, s).into_any())
 }
 
-/// The decision before a tool call.
-///
-/// `decision` is "allow", "warn" or "block"; a warning or block carries `detector`, `level`,
-/// `count`, `message`, `warning_key` and `emitted` (whether the model should be told: warnings
-/// are shown once per bucket of ten; always true for a block). Attributes are made into
+/// Declares a decision class: a frozen wrapper of [`OwnedDecision`] with the getters every
+/// decision has (`decision`, `detector`, `level`, `count`, `message`, `args_hash`, `session`,
+/// `run`, `call_id`, `tool`), the class's own getters (`$extra`), and a `__repr__` showing
+/// `decision`, the `$shown` attributes that are set, and `count`. Attributes are made into
 /// Python objects when read.
-#[pyclass(frozen, module = "loopguard")]
-pub(crate) struct CallDecision(OwnedDecision);
+macro_rules! decision_class {
+    (
+        $(#[$doc:meta])*
+        $name:ident, repr [$($shown:ident),*] { $($extra:tt)* }
+    ) => {
+        $(#[$doc])*
+        #[pyclass(frozen, module = "loopguard")]
+        pub(crate) struct $name(OwnedDecision);
 
-impl CallDecision {
-    pub(crate) fn new(d: OwnedDecision) -> Self {
-        CallDecision(d)
+        impl $name {
+            pub(crate) fn new(d: OwnedDecision) -> Self {
+                $name(d)
+            }
+        }
+
+        #[pymethods]
+        impl $name {
+            #[getter]
+            fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+                PyString::intern(py, self.0.action)
+            }
+            #[getter]
+            fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                static_str(py, self.0.detector)
+            }
+            #[getter]
+            fn level<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                static_str(py, self.0.level)
+            }
+            #[getter]
+            fn count(&self) -> Option<u64> {
+                self.0.count
+            }
+            #[getter]
+            fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                opt_str(py, &self.0.message)
+            }
+            #[getter]
+            fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                opt_str(py, &self.0.args_hash)
+            }
+            #[getter]
+            fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+                py_str(py, &self.0.session)
+            }
+            #[getter]
+            fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                opt_str(py, &self.0.run)
+            }
+            #[getter]
+            fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                opt_str(py, &self.0.call_id)
+            }
+            #[getter]
+            fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                opt_str(py, &self.0.tool)
+            }
+
+            $($extra)*
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                repr(
+                    stringify!($name),
+                    &[
+                        ("decision", Some(self.decision(py).into_any())),
+                        $((stringify!($shown), self.$shown(py)),)*
+                    ],
+                    self.0.count,
+                )
+            }
+        }
+    };
+}
+
+decision_class! {
+    /// The decision before a tool call.
+    ///
+    /// `decision` is "allow", "warn" or "block"; a warning or block carries `detector`, `level`,
+    /// `count`, `message`, `warning_key` and `emitted` (whether the model should be told: warnings
+    /// are shown once per bucket of ten; always true for a block). Attributes are made into
+    /// Python objects when read.
+    CallDecision, repr [detector, level, message] {
+        /// True for "block": the tool must not run.
+        #[getter]
+        fn blocked(&self) -> bool {
+            self.0.action == "block"
+        }
+        #[getter]
+        fn emitted(&self) -> Option<bool> {
+            self.0.emitted
+        }
+        #[getter]
+        fn warning_key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+            opt_str(py, &self.0.warning_key)
+        }
+        #[getter]
+        fn paired_tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+            opt_str(py, &self.0.paired_tool)
+        }
     }
 }
 
-#[pymethods]
-impl CallDecision {
-    #[getter]
-    fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        PyString::intern(py, self.0.action)
-    }
-    /// True for "block": the tool must not run.
-    #[getter]
-    fn blocked(&self) -> bool {
-        self.0.action == "block"
-    }
-    #[getter]
-    fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        static_str(py, self.0.detector)
-    }
-    #[getter]
-    fn level<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        static_str(py, self.0.level)
-    }
-    #[getter]
-    fn count(&self) -> Option<u64> {
-        self.0.count
-    }
-    #[getter]
-    fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.message)
-    }
-    #[getter]
-    fn emitted(&self) -> Option<bool> {
-        self.0.emitted
-    }
-    #[getter]
-    fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.args_hash)
-    }
-    #[getter]
-    fn warning_key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.warning_key)
-    }
-    #[getter]
-    fn paired_tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.paired_tool)
-    }
-    #[getter]
-    fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        py_str(py, &self.0.session)
-    }
-    #[getter]
-    fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.run)
-    }
-    #[getter]
-    fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.call_id)
-    }
-    #[getter]
-    fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.tool)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        repr(
-            "CallDecision",
-            &[
-                ("decision", Some(self.decision(py).into_any())),
-                ("detector", self.detector(py)),
-                ("level", self.level(py)),
-                ("message", self.message(py)),
-            ],
-            self.0.count,
-        )
-    }
-}
-
-/// The decision after a tool call: "recorded", "ignored" (the outcome of a blocked call) or
-/// "abort" (the loop survived a context compaction: stop the run; `detector`, `count` and
-/// `message` say why).
-#[pyclass(frozen, module = "loopguard")]
-pub(crate) struct OutcomeDecision(OwnedDecision);
-
-impl OutcomeDecision {
-    pub(crate) fn new(d: OwnedDecision) -> Self {
-        OutcomeDecision(d)
-    }
-}
-
-#[pymethods]
-impl OutcomeDecision {
-    #[getter]
-    fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        PyString::intern(py, self.0.action)
-    }
-    /// True for "abort": stop the run.
-    #[getter]
-    fn aborted(&self) -> bool {
-        self.0.action == "abort"
-    }
-    #[getter]
-    fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        static_str(py, self.0.detector)
-    }
-    #[getter]
-    fn level<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        static_str(py, self.0.level)
-    }
-    #[getter]
-    fn count(&self) -> Option<u64> {
-        self.0.count
-    }
-    #[getter]
-    fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.message)
-    }
-    #[getter]
-    fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.args_hash)
-    }
-    #[getter]
-    fn result_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.0
-            .result_hash
-            .as_deref()
-            .map(|s| PyString::new(py, s).into_any())
-    }
-    #[getter]
-    fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        py_str(py, &self.0.session)
-    }
-    #[getter]
-    fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.run)
-    }
-    #[getter]
-    fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.call_id)
-    }
-    #[getter]
-    fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        opt_str(py, &self.0.tool)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        repr(
-            "OutcomeDecision",
-            &[
-                ("decision", Some(self.decision(py).into_any())),
-                ("detector", self.detector(py)),
-                ("message", self.message(py)),
-            ],
-            self.0.count,
-        )
+decision_class! {
+    /// The decision after a tool call: "recorded", "ignored" (the outcome of a blocked call) or
+    /// "abort" (the loop survived a context compaction: stop the run; `detector`, `count` and
+    /// `message` say why).
+    OutcomeDecision, repr [detector, message] {
+        /// True for "abort": stop the run.
+        #[getter]
+        fn aborted(&self) -> bool {
+            self.0.action == "abort"
+        }
+        #[getter]
+        fn result_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+            self.0
+                .result_hash
+                .as_deref()
+                .map(|s| PyString::new(py, s).into_any())
+        }
     }
 }
 

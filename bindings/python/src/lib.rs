@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use backend::{Backend, BackendError, BackendFailure};
-use convert::{field_str, JsonWriter};
+use convert::{field_str, type_name, JsonWriter};
 use decision::{CallDecision, OutcomeDecision};
 
 pyo3::create_exception!(
@@ -85,28 +85,45 @@ impl Guard {
     }
 }
 
-/// Starts an event line: `{"type":KIND,"session":SESSION`.
-fn start_line(kind: &str, session: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// An event line made for Python: returned as `bytes` (a `Vec<u8>` would be a list of ints).
+struct Line(Vec<u8>);
+
+impl<'py> IntoPyObject<'py> for Line {
+    type Target = PyBytes;
+    type Output = Bound<'py, PyBytes>;
+    type Error = std::convert::Infallible;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        Ok(PyBytes::new(py, &self.0))
+    }
+}
+
+/// Starts an event line: `{"type":KIND,"session":SESSION`, then `"tool"` when given, the
+/// optional `run`, `callId` and `agent` that are not None, and `"args"`. The caller adds what
+/// else its kind has and the closing brace.
+fn open_line(
+    kind: &str,
+    session: &Bound<'_, PyAny>,
+    call: Option<(&Bound<'_, PyAny>, &Bound<'_, PyAny>)>,
+    [run, call_id, agent]: [Option<&Bound<'_, PyAny>>; 3],
+) -> PyResult<Vec<u8>> {
     let mut line = Vec::with_capacity(256);
     line.extend_from_slice(b"{\"type\":\"");
     line.extend_from_slice(kind.as_bytes());
     line.push(b'"');
     field_str(&mut line, "session", session)?;
-    Ok(line)
-}
-
-fn optional_fields(
-    line: &mut Vec<u8>,
-    run: Option<&Bound<'_, PyAny>>,
-    call_id: Option<&Bound<'_, PyAny>>,
-    agent: Option<&Bound<'_, PyAny>>,
-) -> PyResult<()> {
+    if let Some((tool, _)) = call {
+        field_str(&mut line, "tool", tool)?;
+    }
     for (name, v) in [("run", run), ("callId", call_id), ("agent", agent)] {
         if let Some(v) = v.filter(|v| !v.is_none()) {
-            field_str(line, name, v)?;
+            field_str(&mut line, name, v)?;
         }
     }
-    Ok(())
+    if let Some((_, args)) = call {
+        json_field(&mut line, "args", args)?;
+    }
+    Ok(line)
 }
 
 fn json_field(line: &mut Vec<u8>, name: &'static str, v: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -116,26 +133,29 @@ fn json_field(line: &mut Vec<u8>, name: &'static str, v: &Bound<'_, PyAny>) -> P
     JsonWriter::new(line, name).value(v)
 }
 
-/// The event line of a `before_call`.
-fn call_line(
+/// `_call_line(...) -> bytes`: the event line `before_call` applies (the remote client posts
+/// it).
+#[pyfunction]
+#[pyo3(signature = (session, tool, args, run = None, call_id = None, agent = None))]
+fn _call_line(
     session: &Bound<'_, PyAny>,
     tool: &Bound<'_, PyAny>,
     args: &Bound<'_, PyAny>,
     run: Option<&Bound<'_, PyAny>>,
     call_id: Option<&Bound<'_, PyAny>>,
     agent: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u8>> {
-    let mut line = start_line("call", session)?;
-    field_str(&mut line, "tool", tool)?;
-    optional_fields(&mut line, run, call_id, agent)?;
-    json_field(&mut line, "args", args)?;
+) -> PyResult<Line> {
+    let mut line = open_line("call", session, Some((tool, args)), [run, call_id, agent])?;
     line.push(b'}');
-    Ok(line)
+    Ok(Line(line))
 }
 
-/// The event line of an `after_call`: `error` when it is not None, else `result`.
+/// `_outcome_line(...) -> bytes`: the event line `after_call` applies: `error` when it is not
+/// None, else `result`.
+#[pyfunction]
+#[pyo3(signature = (session, tool, args, result = None, error = None, run = None, call_id = None, agent = None))]
 #[allow(clippy::too_many_arguments)] // the Python signature
-fn outcome_line(
+fn _outcome_line(
     session: &Bound<'_, PyAny>,
     tool: &Bound<'_, PyAny>,
     args: &Bound<'_, PyAny>,
@@ -144,11 +164,13 @@ fn outcome_line(
     run: Option<&Bound<'_, PyAny>>,
     call_id: Option<&Bound<'_, PyAny>>,
     agent: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u8>> {
-    let mut line = start_line("outcome", session)?;
-    field_str(&mut line, "tool", tool)?;
-    optional_fields(&mut line, run, call_id, agent)?;
-    json_field(&mut line, "args", args)?;
+) -> PyResult<Line> {
+    let mut line = open_line(
+        "outcome",
+        session,
+        Some((tool, args)),
+        [run, call_id, agent],
+    )?;
     let error = error.filter(|e| !e.is_none());
     let result = result.filter(|r| !r.is_none());
     match (result, error) {
@@ -162,68 +184,20 @@ fn outcome_line(
         (None, None) => line.extend_from_slice(b",\"result\":null"),
     }
     line.push(b'}');
-    Ok(line)
+    Ok(Line(line))
 }
 
-/// The event line of an `on_compaction`.
-fn compaction_line(
+/// `_compaction_line(...) -> bytes`: the event line `on_compaction` applies.
+#[pyfunction]
+#[pyo3(signature = (session, run = None, agent = None))]
+fn _compaction_line(
     session: &Bound<'_, PyAny>,
     run: Option<&Bound<'_, PyAny>>,
     agent: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<u8>> {
-    let mut line = start_line("compaction", session)?;
-    optional_fields(&mut line, run, None, agent)?;
+) -> PyResult<Line> {
+    let mut line = open_line("compaction", session, None, [run, None, agent])?;
     line.push(b'}');
-    Ok(line)
-}
-
-/// `_call_line(...) -> bytes`: what `before_call` applies (the remote client posts it).
-#[pyfunction]
-#[pyo3(signature = (session, tool, args, run = None, call_id = None, agent = None))]
-fn _call_line<'py>(
-    py: Python<'py>,
-    session: &Bound<'py, PyAny>,
-    tool: &Bound<'py, PyAny>,
-    args: &Bound<'py, PyAny>,
-    run: Option<&Bound<'py, PyAny>>,
-    call_id: Option<&Bound<'py, PyAny>>,
-    agent: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    Ok(PyBytes::new(
-        py,
-        &call_line(session, tool, args, run, call_id, agent)?,
-    ))
-}
-
-/// `_outcome_line(...) -> bytes`: what `after_call` applies.
-#[pyfunction]
-#[pyo3(signature = (session, tool, args, result = None, error = None, run = None, call_id = None, agent = None))]
-#[allow(clippy::too_many_arguments)] // the Python signature
-fn _outcome_line<'py>(
-    py: Python<'py>,
-    session: &Bound<'py, PyAny>,
-    tool: &Bound<'py, PyAny>,
-    args: &Bound<'py, PyAny>,
-    result: Option<&Bound<'py, PyAny>>,
-    error: Option<&Bound<'py, PyAny>>,
-    run: Option<&Bound<'py, PyAny>>,
-    call_id: Option<&Bound<'py, PyAny>>,
-    agent: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let line = outcome_line(session, tool, args, result, error, run, call_id, agent)?;
-    Ok(PyBytes::new(py, &line))
-}
-
-/// `_compaction_line(...) -> bytes`: what `on_compaction` applies.
-#[pyfunction]
-#[pyo3(signature = (session, run = None, agent = None))]
-fn _compaction_line<'py>(
-    py: Python<'py>,
-    session: &Bound<'py, PyAny>,
-    run: Option<&Bound<'py, PyAny>>,
-    agent: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    Ok(PyBytes::new(py, &compaction_line(session, run, agent)?))
+    Ok(Line(line))
 }
 
 #[pymethods]
@@ -313,7 +287,7 @@ impl Guard {
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CallDecision> {
-        let line = call_line(session, tool, args, run, call_id, agent)?;
+        let Line(line) = _call_line(session, tool, args, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(CallDecision::new(owned))
     }
@@ -334,7 +308,7 @@ impl Guard {
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<OutcomeDecision> {
-        let line = outcome_line(session, tool, args, result, error, run, call_id, agent)?;
+        let Line(line) = _outcome_line(session, tool, args, result, error, run, call_id, agent)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(OutcomeDecision::new(owned))
     }
@@ -349,7 +323,7 @@ impl Guard {
         run: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<&'static str> {
-        let line = compaction_line(session, run, agent)?;
+        let Line(line) = _compaction_line(session, run, agent)?;
         self.apply(py, line, |d| d.action.as_str())
     }
 
@@ -427,13 +401,9 @@ fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         return Ok(s.to_cow()?.as_bytes().to_vec());
     }
     if event.cast::<PyDict>().is_err() {
-        let type_name = event
-            .get_type()
-            .name()
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| "object".into());
         return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-            "event: expected a dict (one events.md event) or one JSON line (str or bytes), got a {type_name}"
+            "event: expected a dict (one events.md event) or one JSON line (str or bytes), got a {}",
+            type_name(event)
         )));
     }
     let mut line = Vec::with_capacity(256);
@@ -443,9 +413,8 @@ fn event_line(event: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 /// `_event_json(event) -> bytes`: the event dict as the JSON `Guard.event` applies.
 #[pyfunction]
-fn _event_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let line = event_line(event)?;
-    Ok(PyBytes::new(py, &line).into_any())
+fn _event_json(event: &Bound<'_, PyAny>) -> PyResult<Line> {
+    event_line(event).map(Line)
 }
 
 #[pymodule]
