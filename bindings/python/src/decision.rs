@@ -86,14 +86,14 @@ fn static_str<'py>(py: Python<'py>, s: Option<&'static str>) -> Option<Bound<'py
 }
 
 /// Declares a decision class: a frozen wrapper of [`OwnedDecision`] with the getters every
-/// decision has (`decision`, `detector`, `level`, `count`, `message`, `args_hash`, `session`,
-/// `run`, `call_id`, `tool`), the class's own getters (`$extra`), and a `__repr__` showing
-/// `decision`, the `$shown` attributes that are set, and `count`. Attributes are made into
-/// Python objects when read.
+/// decision has (`decision`, `detector`, `level`, `count`, `session`), a getter for each
+/// optional text field named in `text [...]`, the class's own getters (`{ ... }`), and a
+/// `__repr__` showing `decision`, the `repr [...]` attributes that are set, and `count`.
+/// Attributes are made into Python objects when read.
 macro_rules! decision_class {
     (
         $(#[$doc:meta])*
-        $name:ident, repr [$($shown:ident),*] { $($extra:tt)* }
+        $name:ident, text [$($text:ident),*], repr [$($shown:ident),*] { $($extra:tt)* }
     ) => {
         $(#[$doc])*
         #[pyclass(frozen, module = "loopguard")]
@@ -124,29 +124,15 @@ macro_rules! decision_class {
                 self.0.count
             }
             #[getter]
-            fn message<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-                opt_str(py, &self.0.message)
-            }
-            #[getter]
-            fn args_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-                opt_str(py, &self.0.args_hash)
-            }
-            #[getter]
             fn session<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
                 py_str(py, &self.0.session)
             }
-            #[getter]
-            fn run<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-                opt_str(py, &self.0.run)
-            }
-            #[getter]
-            fn call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-                opt_str(py, &self.0.call_id)
-            }
-            #[getter]
-            fn tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-                opt_str(py, &self.0.tool)
-            }
+            $(
+                #[getter]
+                fn $text<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+                    opt_str(py, &self.0.$text)
+                }
+            )*
 
             $($extra)*
 
@@ -171,7 +157,9 @@ decision_class! {
     /// `count`, `message`, `warning_key` and `emitted` (whether the model should be told: warnings
     /// are shown once per bucket of ten; always true for a block). Attributes are made into
     /// Python objects when read.
-    CallDecision, repr [detector, level, message] {
+    CallDecision,
+    text [message, args_hash, run, call_id, tool, warning_key, paired_tool],
+    repr [detector, level, message] {
         /// True for "block": the tool must not run.
         #[getter]
         fn blocked(&self) -> bool {
@@ -181,14 +169,6 @@ decision_class! {
         fn emitted(&self) -> Option<bool> {
             self.0.emitted
         }
-        #[getter]
-        fn warning_key<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-            opt_str(py, &self.0.warning_key)
-        }
-        #[getter]
-        fn paired_tool<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-            opt_str(py, &self.0.paired_tool)
-        }
     }
 }
 
@@ -196,7 +176,9 @@ decision_class! {
     /// The decision after a tool call: "recorded", "ignored" (the outcome of a blocked call) or
     /// "abort" (the loop survived a context compaction: stop the run; `detector`, `count` and
     /// `message` say why).
-    OutcomeDecision, repr [detector, message] {
+    OutcomeDecision,
+    text [message, args_hash, run, call_id, tool],
+    repr [detector, message] {
         /// True for "abort": stop the run.
         #[getter]
         fn aborted(&self) -> bool {
