@@ -15,7 +15,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use crate::stdio::{read_line, trim_line};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
@@ -394,14 +396,8 @@ impl CommandProxy {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout);
             let mut line = Vec::new();
-            loop {
-                line.clear();
-                match lines.read_until(b'\n', &mut line).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let message = line.strip_suffix(b"\n").unwrap_or(&line);
-                let message = message.strip_suffix(b"\r").unwrap_or(message);
+            while read_line(&mut lines, &mut line, "the server").await {
+                let message = trim_line(&line);
                 if message.is_empty() {
                     continue;
                 }
@@ -786,14 +782,8 @@ pub(crate) async fn run_bridge(
     let mut lines = BufReader::new(tokio::io::stdin());
     let mut line = Vec::new();
     let mut in_flight = tokio::task::JoinSet::new();
-    loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let message = line.strip_suffix(b"\n").unwrap_or(&line);
-        let message = message.strip_suffix(b"\r").unwrap_or(message);
+    while read_line(&mut lines, &mut line, "the client").await {
+        let message = trim_line(&line);
         if message.is_empty() {
             continue;
         }

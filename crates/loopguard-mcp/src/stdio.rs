@@ -6,7 +6,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
@@ -67,12 +67,7 @@ where
     let mut client_task = tokio::spawn(async move {
         let mut lines = BufReader::new(client_in);
         let mut line = Vec::with_capacity(4096);
-        loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
+        while read_line(&mut lines, &mut line, "the client").await {
             let message = trim_line(&line);
             if message.is_empty() {
                 continue;
@@ -102,12 +97,7 @@ where
     let mut server_task = tokio::spawn(async move {
         let mut lines = BufReader::new(server_out);
         let mut line = Vec::with_capacity(4096);
-        loop {
-            line.clear();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
+        while read_line(&mut lines, &mut line, "the server").await {
             let out = match server_relay.server_message(trim_line(&line)) {
                 Some(mut rewritten) => {
                     rewritten.push(b'\n');
@@ -174,7 +164,27 @@ async fn terminate(child: &mut Child) -> Result<(), McpError> {
 }
 
 /// The message without its line ending.
-fn trim_line(line: &[u8]) -> &[u8] {
+/// Reads one newline-delimited message, line ending included (forwarded bytes stay as they
+/// were), into `line`; `false` at the end of the stream. A read error ends the stream too, and
+/// is said on stderr, naming `from`, rather than passed over.
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    from: &str,
+) -> bool {
+    line.clear();
+    match reader.read_until(b'\n', line).await {
+        Ok(0) => false,
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("loopguard mcp: reading from {from}: {e}; that side is treated as closed");
+            false
+        }
+    }
+}
+
+/// A message without its line ending.
+pub(crate) fn trim_line(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
 }
