@@ -12,56 +12,10 @@ use serde_json::{json, Value};
 
 const SESSION: &str = "3f1c9a52-8d0e-4b7a-9a43-0c6f2e1d7b21";
 
-/// A temporary home for one test: the binary never sees the real user's directories.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+mod sandbox;
+use sandbox::Sandbox;
 
 impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        for d in ["home", "state", "config", "project"] {
-            std::fs::create_dir_all(dir.path().join(d)).unwrap();
-        }
-        Sandbox { dir }
-    }
-
-    fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
-    }
-
-    fn db(&self) -> PathBuf {
-        self.path("state/loopguard/claude-code.sqlite3")
-    }
-
-    fn project(&self) -> PathBuf {
-        self.path("project")
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_loopguard"));
-        c.args(args)
-            .env("HOME", self.path("home"))
-            .env("XDG_STATE_HOME", self.path("state"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .env_remove("LOOPGUARD_LOG")
-            .current_dir(self.project());
-        c
-    }
-
-    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn loopguard");
-        let _ = child.stdin.take().unwrap().write_all(stdin);
-        child.wait_with_output().unwrap()
-    }
-
     /// One hook invocation with the default state location.
     fn hook(&self, payload: &Value, args: &[&str]) -> Answer {
         let mut all = vec!["hook", "claude-code"];

@@ -4,53 +4,13 @@
 //! than it looks. Through the real binary, in a sandboxed home.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        for d in ["home/.claude", "state", "config", "project"] {
-            std::fs::create_dir_all(dir.path().join(d)).unwrap();
-        }
-        Sandbox { dir }
-    }
-
-    fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
-    }
-
-    fn run(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
-            .args(args)
-            .env("HOME", self.path("home"))
-            .env("XDG_STATE_HOME", self.path("state"))
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .current_dir(self.path("project"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let _ = child.stdin.take().unwrap().write_all(stdin);
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> (String, String) {
-        let out = self.run(args, b"");
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        let stderr = String::from_utf8(out.stderr).unwrap();
-        assert!(out.status.success(), "{args:?}: {stdout}{stderr}");
-        (stdout, stderr)
-    }
-}
+mod sandbox;
+use sandbox::Sandbox;
 
 fn pre(session: &str, cwd: &Path, id: &str) -> Vec<u8> {
     json!({
