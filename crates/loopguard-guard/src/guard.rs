@@ -263,24 +263,79 @@ impl Guard {
         tenant: Option<&str>,
         event: &'e Event<'e>,
     ) -> Result<Decision<'e>, GuardError> {
+        let job = self.job(tenant, event);
+        let mut decision = None;
+        self.store
+            .update(&job.key, &mut self.applying(&job, event, &mut decision))?;
+        job.done(decision)
+    }
+
+    /// [`Guard::apply`] for async front ends: awaits the store when it has an awaitable
+    /// side ([`Store::as_async`], Redis), and calls it in place otherwise (the memory
+    /// store's critical section is microseconds; a blocking store such as SQLite belongs
+    /// on a blocking pool, with [`Guard::apply`]).
+    ///
+    /// ```
+    /// use loopguard_guard::Guard;
+    /// use loopguard_events::parse_event;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::builder().build();
+    /// let event = parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?;
+    /// // Inside an async fn: `guard.apply_async(None, &event).await?`.
+    /// let decision = poll_once(guard.apply_async(None, &event))?;
+    /// assert_eq!(decision.action.as_str(), "allow");
+    /// # Ok(())
+    /// # }
+    /// # fn poll_once<T>(f: impl std::future::Future<Output = T>) -> T {
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    /// #     match f.as_mut().poll(&mut cx) { std::task::Poll::Ready(v) => v, _ => panic!("pending") }
+    /// # }
+    /// ```
+    pub async fn apply_async<'e>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+    ) -> Result<Decision<'e>, GuardError> {
+        let Some(store) = self.store.as_async() else {
+            return self.apply(tenant, event);
+        };
+        let job = self.job(tenant, event);
+        let mut decision = None;
+        store
+            .update(&job.key, &mut self.applying(&job, event, &mut decision))
+            .await?;
+        job.done(decision)
+    }
+
+    /// The session key, policy and time of one event.
+    fn job(&self, tenant: Option<&str>, event: &Event<'_>) -> Job {
         let session = event
             .session
             .as_ref()
             .map(|s| s.to_string_lossy())
             .unwrap_or("default".into());
-        let key = session_key(tenant, &session);
-        let policy = self.policy(event.agent.as_ref());
-        let now = now_ms();
-        let mut decision = None;
-        self.store.update(&key, &mut |entry| {
-            self.prepare(entry, &key);
-            decision = Some(entry.apply(&policy, &self.applier, event, 0, now));
-        })?;
-        decision.ok_or_else(|| {
-            GuardError::Store(StoreError::Remote(format!(
-                "session {key}: the store did not apply the event"
-            )))
-        })
+        Job {
+            key: session_key(tenant, &session),
+            policy: self.policy(event.agent.as_ref()),
+            now: now_ms(),
+        }
+    }
+
+    /// The store update that applies `event` and leaves its decision in `out`.
+    fn applying<'a, 'e>(
+        &'a self,
+        job: &'a Job,
+        event: &'e Event<'e>,
+        out: &'a mut Option<Decision<'e>>,
+    ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
+    where
+        'e: 'a,
+    {
+        move |entry| {
+            self.prepare(entry, &job.key);
+            *out = Some(entry.apply(&job.policy, &self.applier, event, 0, job.now));
+        }
     }
 
     /// Parses one events.md line, applies it, and returns its decision record as JSON
@@ -353,6 +408,58 @@ impl Guard {
     /// `Ok` when the store answers.
     pub fn ping(&self) -> Result<(), GuardError> {
         Ok(self.store.ping()?)
+    }
+
+    /// [`Guard::session`], awaiting the store when it has an awaitable side (see
+    /// [`Guard::apply_async`]).
+    pub async fn session_async(
+        &self,
+        tenant: Option<&str>,
+        session: &str,
+    ) -> Result<Option<SessionInfo>, GuardError> {
+        let Some(store) = self.store.as_async() else {
+            return self.session(tenant, session);
+        };
+        let key = session_key(tenant, session);
+        Ok(store.load(&key).await?.map(|e| SessionInfo::of(&key, &e)))
+    }
+
+    /// [`Guard::forget`], awaiting the store when it has an awaitable side.
+    pub async fn forget_async(
+        &self,
+        tenant: Option<&str>,
+        session: &str,
+    ) -> Result<bool, GuardError> {
+        let Some(store) = self.store.as_async() else {
+            return self.forget(tenant, session);
+        };
+        Ok(store.delete(&session_key(tenant, session)).await?)
+    }
+
+    /// [`Guard::ping`], awaiting the store when it has an awaitable side.
+    pub async fn ping_async(&self) -> Result<(), GuardError> {
+        match self.store.as_async() {
+            Some(store) => Ok(store.ping().await?),
+            None => self.ping(),
+        }
+    }
+}
+
+/// What [`Guard::apply`] works out before it touches the store.
+struct Job {
+    key: String,
+    policy: Arc<Policy>,
+    now: u64,
+}
+
+impl Job {
+    fn done<'e>(&self, decision: Option<Decision<'e>>) -> Result<Decision<'e>, GuardError> {
+        decision.ok_or_else(|| {
+            GuardError::Store(StoreError::Remote(format!(
+                "session {}: the store did not apply the event",
+                self.key
+            )))
+        })
     }
 }
 

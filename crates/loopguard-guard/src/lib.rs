@@ -57,8 +57,9 @@ pub use guard::{
 };
 pub use profile::{Profile, PROFILES};
 pub use store::{
-    open_store, MemoryOptions, MemoryStore, SqliteOptions, SqliteStore, Store, StoreError,
-    SCHEMA_VERSION, WAL_CHECKPOINT_BYTES,
+    is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore,
+    SqliteOptions, SqliteStore, Store, StoreError, StoreFuture, SCHEMA_VERSION,
+    WAL_CHECKPOINT_BYTES,
 };
 #[cfg(feature = "redis")]
 pub use store::{redis_key, RedisOptions, RedisStore};

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
-use loopguard_events::parse_event;
+use loopguard_events::{parse_event, Decision, Event};
 use loopguard_guard::{Guard, GuardError};
 
 use crate::error::ApiError;
@@ -25,10 +25,14 @@ pub(crate) struct AppState {
     pub claude_code: Arc<Guard>,
     pub tokens: Option<Tokens>,
     pub metrics: Metrics,
-    /// Store calls block (network, disk): run them on tokio's blocking pool. The memory
-    /// store is a mutex held for microseconds and is called directly (see the README's
-    /// benchmark).
+    /// The store's blocking calls wait for I/O (SQLite's disk, Redis's network): they run
+    /// on tokio's blocking pool. The memory store is a mutex held for microseconds and is
+    /// called directly (see the README's benchmark).
     pub blocking: bool,
+    /// The store can be awaited (Redis): events, sessions and readiness await it on the
+    /// async workers, and only the Claude Code endpoint (the hook's blocking code) and
+    /// the metrics use the blocking pool.
+    pub awaitable: bool,
     pub max_body: usize,
     pub config_source: String,
     pub body_timeout: Duration,
@@ -44,6 +48,7 @@ impl std::fmt::Debug for AppState {
             .field("guard", &self.guard)
             .field("tenants", &self.tokens.as_ref().map(Tokens::len))
             .field("blocking", &self.blocking)
+            .field("awaitable", &self.awaitable)
             .field("max_body", &self.max_body)
             .finish_non_exhaustive()
     }
@@ -139,7 +144,23 @@ impl AppState {
         }
     }
 
-    /// Runs store work where it belongs (see `blocking`).
+    /// A guard call where it belongs: `awaited` when the store can be awaited or never
+    /// blocks (the guard's async methods call such a store in place), else `blocking` on
+    /// the blocking pool.
+    async fn store_call<T: Send + 'static>(
+        self: &Arc<Self>,
+        blocking: impl FnOnce(&AppState) -> Result<T, GuardError> + Send + 'static,
+        awaited: impl std::future::Future<Output = Result<T, GuardError>>,
+    ) -> Result<T, ApiError> {
+        let result = if self.awaitable || !self.blocking {
+            awaited.await
+        } else {
+            self.run(blocking).await?
+        };
+        result.map_err(|e| self.guard_error(e))
+    }
+
+    /// Runs blocking store work where it belongs (see `blocking`).
     async fn run<T: Send + 'static>(
         self: &Arc<Self>,
         work: impl FnOnce(&AppState) -> T + Send + 'static,
@@ -268,9 +289,38 @@ async fn post_events(
     let tenant = state.authenticate(&headers)?;
     let ndjson = is_ndjson(&headers)?;
     let bytes = read_body(&state, &headers, body).await?;
-    let out = state
-        .run(move |s| apply_events(s, tenant.as_deref(), &bytes, ndjson))
-        .await??;
+    let out = if state.awaitable || !state.blocking {
+        let events = parse_events(&bytes, ndjson)?;
+        let mut out = Vec::with_capacity(256 * events.len());
+        for event in &events {
+            let decision = state
+                .guard
+                .apply_async(tenant.as_deref(), event)
+                .await
+                .map_err(|e| state.guard_error(e))?;
+            state.record(&decision, &mut out);
+        }
+        out
+    } else {
+        state
+            .run(move |s| {
+                let events = parse_events(&bytes, ndjson)?;
+                let mut out = Vec::with_capacity(256 * events.len());
+                for event in &events {
+                    let decision = s
+                        .guard
+                        .apply(tenant.as_deref(), event)
+                        .map_err(|e| s.guard_error(e))?;
+                    s.record(&decision, &mut out);
+                }
+                Ok::<_, ApiError>(out)
+            })
+            .await??
+    };
+    let mut out = out;
+    if !ndjson && out.last() == Some(&b'\n') {
+        out.pop();
+    }
     Ok(json_response(
         out,
         if ndjson {
@@ -281,14 +331,9 @@ async fn post_events(
     ))
 }
 
-/// Parses every event first (a malformed one rejects the request before anything is
-/// applied), then applies them in order.
-fn apply_events(
-    state: &AppState,
-    tenant: Option<&str>,
-    bytes: &[u8],
-    ndjson: bool,
-) -> Result<Vec<u8>, ApiError> {
+/// Parses every event of a body first, so a malformed one rejects the request before
+/// anything is applied.
+fn parse_events(bytes: &[u8], ndjson: bool) -> Result<Vec<Event<'_>>, ApiError> {
     let mut events = Vec::new();
     if ndjson {
         for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
@@ -314,24 +359,20 @@ fn apply_events(
             None,
         ));
     }
-    let mut out = Vec::with_capacity(256 * events.len());
-    for event in &events {
-        let decision = state
-            .guard
-            .apply(tenant, event)
-            .map_err(|e| state.guard_error(e))?;
+    Ok(events)
+}
+
+impl AppState {
+    /// Counts a decision in the metrics and writes its record (a line) to `out`.
+    pub(crate) fn record(&self, decision: &Decision<'_>, out: &mut Vec<u8>) {
         let finding = decision.finding.as_ref();
-        state.metrics.decision(DecisionLabels {
+        self.metrics.decision(DecisionLabels {
             decision: decision.action.as_str(),
             detector: finding.map_or("", |f| f.detector.as_str()),
             level: finding.map_or("", |f| f.level.as_str()),
         });
-        decision.write_record(&mut out);
+        decision.write_record(out);
     }
-    if !ndjson && out.last() == Some(&b'\n') {
-        out.pop();
-    }
-    Ok(out)
 }
 
 /// `GET /v1/sessions/{session}`
@@ -341,14 +382,13 @@ async fn get_session(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
-    let name = session.clone();
+    let (t, name) = (tenant.clone(), session.clone());
     let info = state
-        .run(move |s| {
-            s.guard
-                .session(tenant.as_deref(), &name)
-                .map_err(|e| s.guard_error(e))
-        })
-        .await??;
+        .store_call(
+            move |s| s.guard.session(t.as_deref(), &name),
+            state.guard.session_async(tenant.as_deref(), &session),
+        )
+        .await?;
     let Some(info) = info else {
         return Err(no_session(&session));
     };
@@ -375,14 +415,13 @@ async fn delete_session(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
-    let name = session.clone();
+    let (t, name) = (tenant.clone(), session.clone());
     let existed = state
-        .run(move |s| {
-            s.guard
-                .forget(tenant.as_deref(), &name)
-                .map_err(|e| s.guard_error(e))
-        })
-        .await??;
+        .store_call(
+            move |s| s.guard.forget(t.as_deref(), &name),
+            state.guard.forget_async(tenant.as_deref(), &session),
+        )
+        .await?;
     if existed {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
@@ -410,8 +449,8 @@ async fn healthz() -> Response {
 
 async fn readyz(State(state): State<Shared>) -> Result<Response, ApiError> {
     state
-        .run(|s| s.guard.ping().map_err(|e| s.guard_error(e)))
-        .await??;
+        .store_call(|s| s.guard.ping(), state.guard.ping_async())
+        .await?;
     Ok(json_response(r#"{"status":"ready"}"#, "application/json"))
 }
 

@@ -89,6 +89,7 @@ pub struct ServerBuilder {
     idle_ttl: Duration,
     max_body: usize,
     body_timeout: Duration,
+    redis_ca: Option<Vec<u8>>,
 }
 
 impl Default for ServerBuilder {
@@ -101,6 +102,7 @@ impl Default for ServerBuilder {
             idle_ttl: DEFAULT_IDLE_TTL,
             max_body: DEFAULT_MAX_BODY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            redis_ca: None,
         }
     }
 }
@@ -117,7 +119,8 @@ impl ServerBuilder {
         self.config = Some(config);
         self
     }
-    /// The store (`--store`): `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`.
+    /// The store (`--store`): `memory`, `sqlite:PATH`, `redis://HOST:PORT[/DB]`,
+    /// `rediss://…` or `redis-cluster://HOST:PORT[,HOST:PORT…]`.
     pub fn store(mut self, spec: impl Into<String>) -> Self {
         self.store = spec.into();
         self
@@ -143,6 +146,12 @@ impl ServerBuilder {
         self.body_timeout = timeout;
         self
     }
+    /// With `rediss://`: the certificate authorities (PEM) trusted instead of the system's
+    /// (`--redis-ca`).
+    pub fn redis_ca(mut self, pem: Vec<u8>) -> Self {
+        self.redis_ca = Some(pem);
+        self
+    }
 
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
@@ -150,13 +159,14 @@ impl ServerBuilder {
         if !self.listen.ip().is_loopback() && self.tokens.is_none() {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
-        let opened = wiring::open(&self.store, self.config, self.idle_ttl)?;
+        let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let state = app::AppState {
             guard: Arc::new(opened.guard),
             claude_code: Arc::new(opened.claude_code),
             tokens: self.tokens,
             metrics: metrics::Metrics::new(),
             blocking: opened.blocking,
+            awaitable: opened.awaitable,
             max_body: self.max_body,
             config_source: opened.config_source,
             body_timeout: self.body_timeout,
@@ -195,9 +205,9 @@ impl Server {
         &self.state.guard
     }
 
-    /// The `--store` value.
-    pub fn store_spec(&self) -> &str {
-        &self.store
+    /// The `--store` value, with any password replaced by `***`.
+    pub fn store_spec(&self) -> String {
+        loopguard_guard::redact_spec(&self.store)
     }
 
     /// Serves on `listener` until `shutdown` completes (in-flight requests are finished).

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use loopguard_core::{Mode, OpenClawConfig};
-use loopguard_guard::{open_store, Guard, Profile, RedisOptions, RedisStore, SessionInfo, Store};
+use loopguard_guard::{
+    is_redis_spec as is_redis, open_store, redact_spec, Guard, Profile, RedisOptions, RedisStore,
+    SessionInfo, Store,
+};
 
 use crate::app::AppState;
 use crate::error::ApiError;
@@ -18,6 +21,7 @@ pub(crate) struct Opened {
     /// `POST /v1/hooks/claude-code`: the Claude Code tool profile over the same store.
     pub claude_code: Guard,
     pub blocking: bool,
+    pub awaitable: bool,
     pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
     pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
     /// Where the config came from, recorded with Claude Code sessions.
@@ -28,31 +32,38 @@ pub(crate) fn open(
     spec: &str,
     config: Option<OpenClawConfig>,
     idle_ttl: Duration,
+    redis_ca: Option<Vec<u8>>,
 ) -> Result<Opened, ServeError> {
     let store_error = |e: loopguard_guard::StoreError| ServeError::Store {
-        spec: spec.to_string(),
+        spec: redact_spec(spec),
         message: e.to_string(),
     };
-    let (store, retries): (Arc<dyn Store>, Box<dyn Fn() -> u64 + Send + Sync>) =
-        if spec.starts_with("redis://") || spec.starts_with("rediss://") {
-            let redis = Arc::new(
-                RedisStore::open(
-                    spec,
-                    RedisOptions {
-                        idle_ttl,
-                        ..RedisOptions::default()
-                    },
-                )
-                .map_err(store_error)?,
-            );
-            let counter = redis.clone();
-            (redis, Box::new(move || counter.retries()))
-        } else {
-            (
-                open_store(spec, idle_ttl).map_err(store_error)?,
-                Box::new(|| 0),
+    let (store, retries): (Arc<dyn Store>, Box<dyn Fn() -> u64 + Send + Sync>) = if is_redis(spec) {
+        let redis = Arc::new(
+            RedisStore::open(
+                spec,
+                RedisOptions {
+                    idle_ttl,
+                    ca_pem: redis_ca,
+                    ..RedisOptions::default()
+                },
             )
-        };
+            .map_err(store_error)?,
+        );
+        let counter = redis.clone();
+        (redis, Box::new(move || counter.retries()))
+    } else {
+        if redis_ca.is_some() {
+            return Err(ServeError::Store {
+                spec: spec.to_string(),
+                message: "--redis-ca is only used with a rediss:// store".to_string(),
+            });
+        }
+        (
+            open_store(spec, idle_ttl).map_err(store_error)?,
+            Box::new(|| 0),
+        )
+    };
     let build = |profile: Profile| {
         let mut b = Guard::builder()
             .profile(profile)
@@ -72,8 +83,10 @@ pub(crate) fn open(
         guard: build(Profile::Plain),
         claude_code: build(Profile::ClaudeCode),
         // The memory store is a short critical section: called directly on the async
-        // workers. SQLite and Redis wait for I/O: run on tokio's blocking pool.
+        // workers. SQLite and Redis's blocking side wait for I/O: run on tokio's blocking
+        // pool. Redis's awaitable side runs on the async workers.
         blocking: spec != "memory",
+        awaitable: store.as_async().is_some(),
         retries,
         session_count: Box::new(move || counting.keys().ok().map(|k| k.len() as u64)),
         config_source,

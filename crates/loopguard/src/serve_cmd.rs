@@ -18,10 +18,15 @@ pub struct ServeArgs {
     /// stops the server from starting.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Where sessions live: memory, sqlite:PATH, or redis://HOST:PORT[/DB] (shared by
-    /// replicas).
+    /// Where sessions live: memory, sqlite:PATH, redis://[:PASSWORD@]HOST:PORT[/DB]
+    /// (shared by replicas; rediss:// for TLS), or redis-cluster://HOST:PORT[,HOST:PORT…]
+    /// (Redis Cluster; rediss-cluster:// for TLS).
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
+    /// With rediss://: trust the certificate authorities in this PEM file instead of the
+    /// system's.
+    #[arg(long, value_name = "FILE")]
+    redis_ca: Option<PathBuf>,
     /// Bearer tokens, one `TENANT TOKEN` pair a line: requests need a token, and each
     /// tenant sees only its own sessions.
     #[arg(long, value_name = "FILE")]
@@ -75,6 +80,11 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         );
     if let Some(path) = &args.config {
         builder = builder.config(crate::replay_cmd::load_config_for_run(path)?);
+    }
+    if let Some(path) = &args.redis_ca {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("--redis-ca {}: cannot read the file", path.display()))?;
+        builder = builder.redis_ca(pem);
     }
     let tenants = match &args.tokens {
         Some(path) => {

@@ -50,6 +50,44 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// `Ok` when the store answers (readiness).
     fn ping(&self) -> Result<(), StoreError>;
+
+    /// The store's non-blocking side, when it has one (network stores): async front ends
+    /// such as `loopguard serve` then await it instead of tying up a thread per request.
+    /// `None` (the default) for stores whose calls are either short critical sections
+    /// (memory) or blocking file I/O (SQLite).
+    fn as_async(&self) -> Option<&dyn AsyncStore> {
+        None
+    }
+}
+
+/// A store operation that can be awaited.
+pub type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// What an update does to an entry (see [`Store::update`]); `Send`, so that an awaited
+/// update can move between threads.
+pub type ApplyFn<'a> = dyn FnMut(&mut SessionEntry) + Send + 'a;
+
+/// The awaitable operations of a network store, with [`Store`]'s meaning and guarantees.
+/// The guard's `*_async` methods use them when [`Store::as_async`] offers them.
+///
+/// ```
+/// use loopguard_guard::{MemoryOptions, MemoryStore, Store};
+/// // The memory store has no awaitable side: async callers call it in place.
+/// assert!(MemoryStore::new(MemoryOptions::default()).as_async().is_none());
+/// ```
+pub trait AsyncStore: Send + Sync + fmt::Debug {
+    /// [`Store::update`], awaited.
+    fn update<'a>(&'a self, key: &'a str, apply: &'a mut ApplyFn<'_>) -> StoreFuture<'a, ()>;
+
+    /// [`Store::load`], awaited.
+    fn load<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<SessionEntry>>;
+
+    /// [`Store::delete`], awaited.
+    fn delete<'a>(&'a self, key: &'a str) -> StoreFuture<'a, bool>;
+
+    /// [`Store::ping`], awaited.
+    fn ping(&self) -> StoreFuture<'_, ()>;
 }
 
 /// Why a store failed. Front ends fail open on it: a store that cannot be reached never
@@ -109,12 +147,13 @@ pub enum StoreError {
         attempts: u32,
     },
     /// A `--store` value that names no store.
-    #[error("--store `{0}`: expected `memory`, `sqlite:PATH` or `redis://HOST:PORT[/DB]`")]
+    #[error("--store `{0}`: expected `memory`, `sqlite:PATH`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS) or `redis-cluster://HOST:PORT[,HOST:PORT…]`")]
     BadSpec(String),
 }
 
 /// Builds the store a `--store` value names: `memory`, `sqlite:PATH`, or (with the
-/// `redis` feature) `redis://HOST:PORT[/DB]`. `idle_ttl` applies to every kind.
+/// `redis` feature) `redis://HOST:PORT[/DB]`, `rediss://…` or `redis-cluster://…` (see
+/// [`is_redis_spec`]). `idle_ttl` applies to every kind.
 ///
 /// ```
 /// use std::time::Duration;
@@ -143,7 +182,7 @@ pub fn open_store(spec: &str, idle_ttl: Duration) -> Result<Arc<dyn Store>, Stor
         return Ok(Arc::new(SqliteStore::open(path.as_ref(), &opts)?));
     }
     #[cfg(feature = "redis")]
-    if spec.starts_with("redis://") || spec.starts_with("rediss://") {
+    if is_redis_spec(spec) {
         let opts = RedisOptions {
             idle_ttl,
             ..RedisOptions::default()
@@ -151,6 +190,44 @@ pub fn open_store(spec: &str, idle_ttl: Duration) -> Result<Arc<dyn Store>, Stor
         return Ok(Arc::new(RedisStore::open(spec, opts)?));
     }
     Err(StoreError::BadSpec(spec.to_string()))
+}
+
+/// Whether a `--store` value names Redis: `redis://`, `rediss://`, `redis-cluster://` or
+/// `rediss-cluster://`.
+///
+/// ```
+/// assert!(loopguard_guard::is_redis_spec("redis-cluster://10.0.0.1:7000,10.0.0.2:7000"));
+/// assert!(!loopguard_guard::is_redis_spec("sqlite:/tmp/state.db"));
+/// ```
+pub fn is_redis_spec(spec: &str) -> bool {
+    [
+        "redis://",
+        "rediss://",
+        "redis-cluster://",
+        "rediss-cluster://",
+    ]
+    .iter()
+    .any(|s| spec.starts_with(s))
+}
+
+/// A `--store` value fit to show: the password of a Redis URL replaced by `***`.
+///
+/// ```
+/// use loopguard_guard::redact_spec;
+/// assert_eq!(redact_spec("redis://user:secret@host:6379/0"), "redis://user:***@host:6379/0");
+/// assert_eq!(redact_spec("sqlite:/tmp/state.db"), "sqlite:/tmp/state.db");
+/// ```
+pub fn redact_spec(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let auth = &url[s + 3..at];
+            match auth.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => format!("{}***{}", &url[..s + 3], &url[at..]),
+            }
+        }
+        _ => url.to_string(),
+    }
 }
 
 /// The time now, in ms since the epoch.

@@ -1,11 +1,11 @@
 //! Sessions in Redis (or Valkey), shared by every replica of a front end.
 //!
 //! **Key layout.** One key per session, `loopguard:{<tenant>/<session>}` (the braces are a
-//! Redis Cluster hash tag, so a session's key has one slot and Cluster can hold it): a hash
-//! with two fields, `e`, [`SessionEntry::encode`]'s bytes (the engine state, the counters of
-//! every event ever applied, the recent decisions, the front end's bookkeeping), and `v`, a
-//! version token that changes on every write. Every update sets the key's expiry to the
-//! idle TTL again; an idle session expires on its own.
+//! Redis Cluster hash tag, so a session's key has one slot): a hash with two fields, `e`,
+//! [`SessionEntry::encode`]'s bytes (the engine state, the counters of every event ever
+//! applied, the recent decisions, the front end's bookkeeping), and `v`, a version token
+//! that changes on every write. Every update sets the key's expiry to the idle TTL again;
+//! an idle session expires on its own.
 //!
 //! **Consistency.** Updates are optimistic: the entry is read (`HMGET v e`), the event
 //! applied, and the result written by a Lua script that compares the version token and
@@ -24,36 +24,49 @@
 //! Durability is Redis's own: an event acknowledged by a primary that fails before
 //! replicating it can be lost.
 //!
-//! A connection that fails is dropped; the next request opens a new one, so service
-//! resumes by itself when Redis is back.
+//! **Connections.** The awaitable side ([`AsyncStore`], what `loopguard serve` uses)
+//! multiplexes every request of the process over one connection (redis' connection
+//! manager, which reconnects by itself), so concurrent updates share round trips and no
+//! thread waits per request. The blocking side ([`Store`]) keeps a small pool of
+//! connections; one that fails is dropped and the next call opens a new one. Either way,
+//! service resumes by itself when Redis is back.
+//!
+//! **Where.** `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]`, `rediss://…` for TLS (the system's
+//! roots, or [`RedisOptions::ca_pem`]), and `redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT…]`
+//! (or `rediss-cluster://`) for Redis Cluster, naming some of its nodes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use super::{Store, StoreError};
+use super::{redact_spec as redact, ApplyFn, AsyncStore, Store, StoreError, StoreFuture};
 use crate::entry::{SessionEntry, RESTARTED};
-use redis::{Commands, ConnectionLike};
+use redis::{ConnectionLike, RedisResult};
 
 /// Settings of a [`RedisStore`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisOptions {
     /// Sessions not updated for this long expire.
     pub idle_ttl: Duration,
     /// Optimistic attempts per update before giving up with [`StoreError::Contended`].
     pub max_attempts: u32,
-    /// Connect, read and write timeout of one command.
+    /// Connect, read and write timeout of one command; an awaited operation gives up after
+    /// twice this.
     pub timeout: Duration,
-    /// Idle connections kept open for reuse.
+    /// Idle connections kept open for reuse by the blocking side.
     pub pool_size: usize,
     /// Sessions whose last written entry this process keeps, to skip the read when no
     /// other writer changed them.
     pub cache_entries: usize,
+    /// For `rediss://`: the certificates (PEM) of the authorities that sign the server's
+    /// certificate, trusted instead of the system's roots (`None`: the system's roots).
+    pub ca_pem: Option<Vec<u8>>,
 }
 
 impl Default for RedisOptions {
-    /// 24 hours, 64 attempts, 2 s, 64 connections, 10,000 cached entries.
+    /// 24 hours, 64 attempts, 2 s, 64 connections, 10,000 cached entries, the system's
+    /// roots.
     fn default() -> Self {
         RedisOptions {
             idle_ttl: Duration::from_secs(24 * 3600),
@@ -61,6 +74,7 @@ impl Default for RedisOptions {
             timeout: Duration::from_secs(2),
             pool_size: 64,
             cache_entries: 10_000,
+            ca_pem: None,
         }
     }
 }
@@ -80,22 +94,88 @@ impl Default for RedisOptions {
 /// # }
 /// ```
 pub struct RedisStore {
-    client: redis::Client,
+    target: Target,
     /// The URL without a password, for messages.
     shown: String,
     opts: RedisOptions,
-    pool: Mutex<Vec<redis::Connection>>,
+    pool: Mutex<Vec<SyncCon>>,
+    /// The multiplexed connection of the awaitable side, opened on first use (in the
+    /// runtime of the caller, which then drives it).
+    shared: tokio::sync::OnceCell<AsyncCon>,
     retries: AtomicU64,
     /// Key → (version token, the entry written with it), taken out while an update runs.
     cache: Mutex<HashMap<String, (Vec<u8>, SessionEntry)>>,
     writes: AtomicU64,
     cas: redis::Script,
     /// Updates of one key inside this process take turns (striped by key hash), so
-    /// optimistic conflicts only arise between processes.
+    /// optimistic conflicts only arise between processes: one set for blocking callers,
+    /// one for awaiting ones (a lock held across an await must be an async lock).
     stripes: Vec<Mutex<()>>,
+    async_stripes: Vec<tokio::sync::Mutex<()>>,
 }
 
 const STRIPES: usize = 256;
+
+/// What the store connects to.
+enum Target {
+    Single(redis::Client),
+    /// The client, and the scheme and credentials of its URL (`redis://user:pw@`), to reach
+    /// each node on its own.
+    Cluster(redis::cluster::ClusterClient, String),
+}
+
+/// A pooled blocking connection.
+enum SyncCon {
+    Single(redis::Connection),
+    Cluster(redis::cluster::ClusterConnection),
+}
+
+impl SyncCon {
+    fn get(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            SyncCon::Single(c) => c,
+            SyncCon::Cluster(c) => c,
+        }
+    }
+}
+
+/// The awaitable side's connection: cheap to clone, every clone shares it.
+#[derive(Clone)]
+enum AsyncCon {
+    Single(redis::aio::ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for AsyncCon {
+    fn req_packed_command<'a>(
+        &'a mut self,
+        cmd: &'a redis::Cmd,
+    ) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            AsyncCon::Single(c) => c.req_packed_command(cmd),
+            AsyncCon::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            AsyncCon::Single(c) => c.req_packed_commands(cmd, offset, count),
+            AsyncCon::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            AsyncCon::Single(c) => c.get_db(),
+            AsyncCon::Cluster(c) => c.get_db(),
+        }
+    }
+}
 
 /// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), new token, entry,
 /// TTL in ms. Answers 1 when written, else `{current token, current entry}` (nils when
@@ -114,7 +194,8 @@ impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore")
             .field("url", &self.shown)
-            .field("opts", &self.opts)
+            .field("cluster", &matches!(self.target, Target::Cluster(..)))
+            .field("idle_ttl", &self.opts.idle_ttl)
             .field("retries", &self.retries())
             .finish_non_exhaustive()
     }
@@ -131,23 +212,77 @@ pub fn redis_key(key: &str) -> String {
     format!("{PREFIX}{key}}}")
 }
 
+/// One optimistic update in progress: the entry as last read (or cached) and the version
+/// token it was read with. The blocking and the awaitable drivers share everything but
+/// their I/O through it.
+struct Attempt {
+    token: Vec<u8>,
+    entry: SessionEntry,
+    lost: u64,
+}
+
+/// The compare-and-set one attempt sends.
+struct Write {
+    next: Vec<u8>,
+    bytes: Vec<u8>,
+}
+
+/// What Redis's answer to a compare-and-set means.
+enum Settled {
+    Written,
+    /// Another writer won: start again from what it wrote, after the pause.
+    Lost(Attempt, Duration),
+}
+
 impl RedisStore {
-    /// A store on `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`, or `rediss://` with TLS
-    /// support compiled into the `redis` crate). Redis need not be up yet: connections are
-    /// opened when needed.
+    /// A store on `url` (see the module documentation for the forms). Redis need not be up
+    /// yet: connections are opened when needed.
     pub fn open(url: &str, opts: RedisOptions) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url)
-            .map_err(|e| StoreError::Remote(format!("--store {}: {e}", redact(url))))?;
+        let shown = redact(url);
+        let bad = |e: redis::RedisError| StoreError::Remote(format!("--store {shown}: {e}"));
+        let tls = url.starts_with("rediss://") || url.starts_with("rediss-cluster://");
+        if tls {
+            // rustls needs a process-wide crypto provider; another part of the process may
+            // have installed one already, which is as good.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let certs = opts.ca_pem.clone().map(|pem| redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        });
+        let target = match cluster_nodes(url) {
+            Some((prefix, nodes)) => {
+                let mut b = redis::cluster::ClusterClient::builder(nodes)
+                    .connection_timeout(opts.timeout)
+                    .response_timeout(opts.timeout)
+                    .retries(2);
+                if let Some(c) = certs {
+                    b = b.certs(c);
+                }
+                Target::Cluster(b.build().map_err(bad)?, prefix)
+            }
+            None => Target::Single(match certs {
+                Some(c) if tls => redis::Client::build_with_tls(url, c).map_err(bad)?,
+                Some(_) => {
+                    return Err(StoreError::Remote(format!(
+                        "--store {shown}: a CA certificate is only used with rediss://"
+                    )))
+                }
+                None => redis::Client::open(url).map_err(bad)?,
+            }),
+        };
         Ok(RedisStore {
-            client,
-            shown: redact(url),
+            target,
+            shown,
             opts,
             pool: Mutex::new(Vec::new()),
+            shared: tokio::sync::OnceCell::new(),
             retries: AtomicU64::new(0),
             cache: Mutex::new(HashMap::new()),
             writes: AtomicU64::new(0),
             cas: redis::Script::new(CAS),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            async_stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         })
     }
 
@@ -161,7 +296,16 @@ impl RedisStore {
         StoreError::Remote(format!("redis {}: {e}", self.shown))
     }
 
-    fn connection(&self) -> Result<redis::Connection, StoreError> {
+    fn stripe(&self, key: &str) -> usize {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+            .hash_one(key);
+        (h as usize) % STRIPES
+    }
+
+    // ---- the blocking side ----
+
+    fn connection(&self) -> Result<SyncCon, StoreError> {
         if let Some(c) = self
             .pool
             .lock()
@@ -170,23 +314,30 @@ impl RedisStore {
         {
             return Ok(c);
         }
-        let con = self
-            .client
-            .get_connection_with_timeout(self.opts.timeout)
-            .map_err(|e| self.remote(&e))?;
-        con.set_read_timeout(Some(self.opts.timeout))
-            .and_then(|()| con.set_write_timeout(Some(self.opts.timeout)))
-            .map_err(|e| self.remote(&e))?;
+        let con = match &self.target {
+            Target::Single(client) => {
+                let con = client
+                    .get_connection_with_timeout(self.opts.timeout)
+                    .map_err(|e| self.remote(&e))?;
+                con.set_read_timeout(Some(self.opts.timeout))
+                    .and_then(|()| con.set_write_timeout(Some(self.opts.timeout)))
+                    .map_err(|e| self.remote(&e))?;
+                SyncCon::Single(con)
+            }
+            Target::Cluster(client, _) => {
+                SyncCon::Cluster(client.get_connection().map_err(|e| self.remote(&e))?)
+            }
+        };
         Ok(con)
     }
 
     /// Runs `f` on a pooled connection; a connection that failed is not reused.
     fn with<T>(
         &self,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        f: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T, StoreError> {
         let mut con = self.connection()?;
-        match f(&mut con) {
+        match f(con.get()) {
             Ok(v) => {
                 self.give_back(con);
                 Ok(v)
@@ -195,14 +346,182 @@ impl RedisStore {
         }
     }
 
-    fn give_back(&self, con: redis::Connection) {
-        if !con.is_open() {
+    fn give_back(&self, mut con: SyncCon) {
+        if !con.get().is_open() {
             return;
         }
         let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
         if pool.len() < self.opts.pool_size {
             pool.push(con);
         }
+    }
+
+    fn update_blocking(
+        &self,
+        con: &mut dyn ConnectionLike,
+        key: &str,
+        apply: &mut dyn FnMut(&mut SessionEntry),
+    ) -> RedisResult<bool> {
+        let rkey = redis_key(key);
+        let mut at = match self.cached(key) {
+            Some(at) => at,
+            None => self.read(
+                key,
+                redis::cmd("HMGET")
+                    .arg(&rkey)
+                    .arg("v")
+                    .arg("e")
+                    .query(con)?,
+            ),
+        };
+        for _ in 0..self.opts.max_attempts {
+            let write = self.prepare(&mut at, apply);
+            let answer = self.invocation(&rkey, &at, &write).invoke(con)?;
+            match self.settle(key, at, write, &answer)? {
+                Settled::Written => return Ok(true),
+                Settled::Lost(next, pause) => {
+                    std::thread::sleep(pause);
+                    at = next;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    // ---- the awaitable side ----
+
+    async fn async_con(&self) -> RedisResult<AsyncCon> {
+        let con = self
+            .shared
+            .get_or_try_init(|| async {
+                match &self.target {
+                    Target::Single(client) => {
+                        let config = redis::aio::ConnectionManagerConfig::new()
+                            .set_connection_timeout(self.opts.timeout)
+                            .set_response_timeout(self.opts.timeout)
+                            // Reconnect promptly and give up soon: callers fail open
+                            // meanwhile, and the next request tries again.
+                            .set_number_of_retries(1)
+                            .set_factor(50)
+                            .set_max_delay(500);
+                        client
+                            .get_connection_manager_with_config(config)
+                            .await
+                            .map(AsyncCon::Single)
+                    }
+                    Target::Cluster(client, _) => {
+                        client.get_async_connection().await.map(AsyncCon::Cluster)
+                    }
+                }
+            })
+            .await?;
+        Ok(con.clone())
+    }
+
+    /// Runs an awaited operation under the timeout.
+    async fn bounded<T>(
+        &self,
+        op: impl std::future::Future<Output = RedisResult<T>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.opts.timeout * 2, op).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.remote(&e)),
+            Err(_) => Err(StoreError::Remote(format!(
+                "redis {}: no answer within {} ms",
+                self.shown,
+                (self.opts.timeout * 2).as_millis()
+            ))),
+        }
+    }
+
+    async fn update_awaited(&self, key: &str, apply: &mut ApplyFn<'_>) -> RedisResult<bool> {
+        let mut con = self.async_con().await?;
+        let rkey = redis_key(key);
+        let mut at = match self.cached(key) {
+            Some(at) => at,
+            None => {
+                let read = redis::cmd("HMGET")
+                    .arg(&rkey)
+                    .arg("v")
+                    .arg("e")
+                    .query_async(&mut con)
+                    .await?;
+                self.read(key, read)
+            }
+        };
+        for _ in 0..self.opts.max_attempts {
+            let write = self.prepare(&mut at, apply);
+            let answer = self
+                .invocation(&rkey, &at, &write)
+                .invoke_async(&mut con)
+                .await?;
+            match self.settle(key, at, write, &answer)? {
+                Settled::Written => return Ok(true),
+                Settled::Lost(next, pause) => {
+                    tokio::time::sleep(pause).await;
+                    at = next;
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    // ---- the steps both sides share ----
+
+    /// The attempt that starts from what `HMGET v e` answered.
+    fn read(&self, key: &str, (v, e): (Option<Vec<u8>>, Option<Vec<u8>>)) -> Attempt {
+        Attempt {
+            token: v.unwrap_or_default(),
+            entry: self.entry_of(key, e),
+            lost: 0,
+        }
+    }
+
+    /// Applies the update to the attempt's entry: the write to send.
+    fn prepare(&self, at: &mut Attempt, apply: &mut dyn FnMut(&mut SessionEntry)) -> Write {
+        apply(&mut at.entry);
+        Write {
+            next: self.token(),
+            bytes: at.entry.encode(),
+        }
+    }
+
+    fn invocation<'s>(
+        &'s self,
+        rkey: &str,
+        at: &Attempt,
+        w: &Write,
+    ) -> redis::ScriptInvocation<'s> {
+        let mut inv = self.cas.key(rkey);
+        inv.arg(&at.token)
+            .arg(&w.next)
+            .arg(&w.bytes)
+            .arg(self.ttl_ms());
+        inv
+    }
+
+    /// Reads the compare-and-set's answer.
+    fn settle(
+        &self,
+        key: &str,
+        at: Attempt,
+        w: Write,
+        answer: &redis::Value,
+    ) -> RedisResult<Settled> {
+        if let redis::Value::Int(1) = answer {
+            self.keep(key, w.next, at.entry);
+            return Ok(Settled::Written);
+        }
+        // Another writer won: start again from what it wrote, after a short pause that
+        // grows with each lost race (at most ~2 ms, jittered) so contending replicas
+        // spread out.
+        let total = self.retries.fetch_add(1, Ordering::Relaxed);
+        let lost = at.lost + 1;
+        let jitter = (total ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9) % 200;
+        let pause = Duration::from_micros(lost.min(10) * 200 + jitter);
+        let mut next = self.read(key, redis::from_redis_value(answer)?);
+        next.lost = lost;
+        Ok(Settled::Lost(next, pause))
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -240,11 +559,32 @@ impl RedisStore {
         }
     }
 
-    fn cached(&self, key: &str) -> Option<(Vec<u8>, SessionEntry)> {
+    fn decoded(
+        &self,
+        key: &str,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<Option<SessionEntry>, StoreError> {
+        match bytes {
+            None => Ok(None),
+            Some(b) => SessionEntry::decode(&b)
+                .map(Some)
+                .map_err(|source| StoreError::Corrupt {
+                    key: key.to_string(),
+                    source,
+                }),
+        }
+    }
+
+    fn cached(&self, key: &str) -> Option<Attempt> {
         self.cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(key)
+            .map(|(token, entry)| Attempt {
+                token,
+                entry,
+                lost: 0,
+            })
     }
 
     fn keep(&self, key: &str, token: Vec<u8>, entry: SessionEntry) {
@@ -265,70 +605,67 @@ impl RedisStore {
             .remove(key);
     }
 
-    fn update_on(
-        &self,
-        con: &mut redis::Connection,
-        key: &str,
-        rkey: &str,
-        apply: &mut dyn FnMut(&mut SessionEntry),
-    ) -> Result<bool, redis::RedisError> {
-        let (mut token, mut entry) = match self.cached(key) {
-            Some(c) => c,
-            None => {
-                let (v, e): (Option<Vec<u8>>, Option<Vec<u8>>) =
-                    redis::cmd("HMGET").arg(rkey).arg("v").arg("e").query(con)?;
-                (v.unwrap_or_default(), self.entry_of(key, e))
-            }
-        };
-        let mut attempt = 0u64;
-        for _ in 0..self.opts.max_attempts {
-            apply(&mut entry);
-            let next = self.token();
-            let answer: redis::Value = self
-                .cas
-                .key(rkey)
-                .arg(&token)
-                .arg(&next)
-                .arg(entry.encode())
-                .arg(self.ttl_ms())
-                .invoke(con)?;
-            match answer {
-                redis::Value::Int(1) => {
-                    self.keep(key, next, entry);
-                    return Ok(true);
-                }
-                current => {
-                    // Another writer won: start again from what it wrote, after a short
-                    // pause that grows with each lost race (at most ~2 ms, jittered) so
-                    // contending replicas spread out.
-                    let lost = self.retries.fetch_add(1, Ordering::Relaxed);
-                    attempt += 1;
-                    let jitter =
-                        (lost ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9) % 200;
-                    std::thread::sleep(Duration::from_micros(attempt.min(10) * 200 + jitter));
-                    let (v, e): (Option<Vec<u8>>, Option<Vec<u8>>) =
-                        redis::from_redis_value(&current)?;
-                    token = v.unwrap_or_default();
-                    entry = self.entry_of(key, e);
-                }
-            }
+    fn contended(&self, key: &str) -> StoreError {
+        StoreError::Contended {
+            key: key.to_string(),
+            attempts: self.opts.max_attempts,
         }
-        Ok(false)
+    }
+
+    /// A client for each primary of the cluster, with the store's credentials and TLS
+    /// (`SCAN` answers for one node's keys only).
+    fn primaries(&self, prefix: &str) -> Result<Vec<redis::Client>, StoreError> {
+        let nodes: String = self.with(|c| redis::cmd("CLUSTER").arg("NODES").query(c))?;
+        let mut clients = Vec::new();
+        for line in nodes.lines() {
+            // `ID HOST:PORT@BUSPORT[,HOSTNAME] FLAGS …`
+            let mut fields = line.split(' ');
+            let (Some(_), Some(addr), Some(flags)) = (fields.next(), fields.next(), fields.next())
+            else {
+                continue;
+            };
+            if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
+                continue;
+            }
+            let addr = addr.split(['@', ',']).next().unwrap_or(addr);
+            let url = format!("{prefix}{addr}");
+            let bad = |e: redis::RedisError| self.remote(&e);
+            clients.push(match &self.opts.ca_pem {
+                Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
+                    url.as_str(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(pem.clone()),
+                    },
+                )
+                .map_err(bad)?,
+                _ => redis::Client::open(url.as_str()).map_err(bad)?,
+            });
+        }
+        Ok(clients)
     }
 }
 
-/// `redis://user:secret@host` → `redis://user:***@host`.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let auth = &url[s + 3..at];
-            match auth.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
-                None => format!("{}***{}", &url[..s + 3], &url[at..]),
-            }
-        }
-        _ => url.to_string(),
-    }
+/// The scheme and credentials (`redis://user:pw@`) and the seed nodes, as URLs, of a
+/// `redis-cluster://` or `rediss-cluster://` URL.
+fn cluster_nodes(url: &str) -> Option<(String, Vec<String>)> {
+    let (scheme, rest) = if let Some(r) = url.strip_prefix("redis-cluster://") {
+        ("redis://", r)
+    } else {
+        ("rediss://", url.strip_prefix("rediss-cluster://")?)
+    };
+    let rest = rest.trim_end_matches('/');
+    let (auth, hosts) = match rest.rsplit_once('@') {
+        Some((a, h)) => (format!("{a}@"), h),
+        None => (String::new(), rest),
+    };
+    let prefix = format!("{scheme}{auth}");
+    let nodes = hosts
+        .split(',')
+        .filter(|h| !h.is_empty())
+        .map(|h| format!("{prefix}{h}"))
+        .collect();
+    Some((prefix, nodes))
 }
 
 impl Store for RedisStore {
@@ -337,53 +674,38 @@ impl Store for RedisStore {
         key: &str,
         apply: &mut dyn FnMut(&mut SessionEntry),
     ) -> Result<(), StoreError> {
-        let rkey = redis_key(key);
-        let stripe = {
-            use std::hash::{BuildHasher, BuildHasherDefault};
-            let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                .hash_one(key);
-            &self.stripes[(h as usize) % STRIPES]
-        };
-        let _turn = stripe.lock().unwrap_or_else(PoisonError::into_inner);
+        let _turn = self.stripes[self.stripe(key)]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut con = self.connection()?;
-        match self.update_on(&mut con, key, &rkey, apply) {
-            Ok(true) => {
+        match self.update_blocking(con.get(), key, apply) {
+            Ok(written) => {
                 self.give_back(con);
-                Ok(())
-            }
-            Ok(false) => {
-                self.give_back(con);
-                Err(StoreError::Contended {
-                    key: key.to_string(),
-                    attempts: self.opts.max_attempts,
-                })
+                if written {
+                    Ok(())
+                } else {
+                    Err(self.contended(key))
+                }
             }
             Err(e) => Err(self.remote(&e)),
         }
     }
 
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        let bytes: Option<Vec<u8>> = self.with(|c| c.hget(redis_key(key), "e"))?;
-        match bytes {
-            None => Ok(None),
-            Some(b) => SessionEntry::decode(&b)
-                .map(Some)
-                .map_err(|source| StoreError::Corrupt {
-                    key: key.to_string(),
-                    source,
-                }),
-        }
+        let bytes: Option<Vec<u8>> =
+            self.with(|c| redis::cmd("HGET").arg(redis_key(key)).arg("e").query(c))?;
+        self.decoded(key, bytes)
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         self.forget_cached(key);
-        let n: u64 = self.with(|c| c.del(redis_key(key)))?;
+        let n: u64 = self.with(|c| redis::cmd("DEL").arg(redis_key(key)).query(c))?;
         Ok(n > 0)
     }
 
     fn keys(&self) -> Result<Vec<String>, StoreError> {
         let pattern = format!("{PREFIX}*");
-        let raw: Vec<String> = self.with(|c| {
+        let scan = |c: &mut dyn ConnectionLike| -> RedisResult<Vec<String>> {
             let mut keys = Vec::new();
             let mut cursor = 0u64;
             loop {
@@ -400,7 +722,20 @@ impl Store for RedisStore {
                 }
                 cursor = next;
             }
-        })?;
+        };
+        let raw = match &self.target {
+            Target::Single(_) => self.with(scan)?,
+            Target::Cluster(_, prefix) => {
+                let mut all = Vec::new();
+                for node in self.primaries(prefix)? {
+                    let mut con = node
+                        .get_connection_with_timeout(self.opts.timeout)
+                        .map_err(|e| self.remote(&e))?;
+                    all.extend(scan(&mut con).map_err(|e| self.remote(&e))?);
+                }
+                all
+            }
+        };
         Ok(raw
             .into_iter()
             .filter_map(|k| {
@@ -414,6 +749,68 @@ impl Store for RedisStore {
     fn ping(&self) -> Result<(), StoreError> {
         self.with(|c| redis::cmd("PING").query::<String>(c).map(|_| ()))
     }
+
+    fn as_async(&self) -> Option<&dyn AsyncStore> {
+        Some(self)
+    }
+}
+
+impl AsyncStore for RedisStore {
+    fn update<'a>(&'a self, key: &'a str, apply: &'a mut ApplyFn<'_>) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let _turn = self.async_stripes[self.stripe(key)].lock().await;
+            if self.bounded(self.update_awaited(key, apply)).await? {
+                Ok(())
+            } else {
+                Err(self.contended(key))
+            }
+        })
+    }
+
+    fn load<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<SessionEntry>> {
+        Box::pin(async move {
+            let bytes = self
+                .bounded(async {
+                    let mut con = self.async_con().await?;
+                    redis::cmd("HGET")
+                        .arg(redis_key(key))
+                        .arg("e")
+                        .query_async(&mut con)
+                        .await
+                })
+                .await?;
+            self.decoded(key, bytes)
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            self.forget_cached(key);
+            let n: u64 = self
+                .bounded(async {
+                    let mut con = self.async_con().await?;
+                    redis::cmd("DEL")
+                        .arg(redis_key(key))
+                        .query_async(&mut con)
+                        .await
+                })
+                .await?;
+            Ok(n > 0)
+        })
+    }
+
+    fn ping(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.bounded(async {
+                let mut con = self.async_con().await?;
+                redis::cmd("PING")
+                    .query_async::<String>(&mut con)
+                    .await
+                    .map(|_| ())
+            })
+            .await
+        })
+    }
 }
 
 #[cfg(test)]
@@ -425,6 +822,29 @@ mod tests {
         assert_eq!(redact("redis://:s3cret@h:6379/0"), "redis://:***@h:6379/0");
         assert_eq!(redact("redis://u:s3cret@h"), "redis://u:***@h");
         assert_eq!(redact("redis://h:6379"), "redis://h:6379");
+        assert_eq!(
+            redact("redis-cluster://:pw@a:1,b:2"),
+            "redis-cluster://:***@a:1,b:2"
+        );
+    }
+
+    #[test]
+    fn cluster_urls_name_their_seed_nodes() {
+        assert_eq!(
+            cluster_nodes("redis-cluster://:pw@10.0.0.1:7000,10.0.0.2:7001/"),
+            Some((
+                "redis://:pw@".to_string(),
+                vec![
+                    "redis://:pw@10.0.0.1:7000".to_string(),
+                    "redis://:pw@10.0.0.2:7001".to_string()
+                ]
+            ))
+        );
+        assert_eq!(
+            cluster_nodes("rediss-cluster://h:7000").map(|(_, n)| n),
+            Some(vec!["rediss://h:7000".to_string()])
+        );
+        assert_eq!(cluster_nodes("redis://h:7000"), None);
     }
 
     #[test]
@@ -439,11 +859,40 @@ mod tests {
         )
         .unwrap();
         let start = std::time::Instant::now();
-        assert!(matches!(store.ping(), Err(StoreError::Remote(_))));
+        assert!(matches!(Store::ping(&store), Err(StoreError::Remote(_))));
         assert!(matches!(
-            store.update("-/s", &mut |_| {}),
+            Store::update(&store, "-/s", &mut |_| {}),
             Err(StoreError::Remote(_))
         ));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let awaited = rt.block_on(async {
+            let a = store.as_async().unwrap();
+            (a.ping().await, a.update("-/s", &mut |_| {}).await)
+        });
+        assert!(
+            matches!(awaited.0, Err(StoreError::Remote(_))),
+            "{awaited:?}"
+        );
+        assert!(
+            matches!(awaited.1, Err(StoreError::Remote(_))),
+            "{awaited:?}"
+        );
         assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_ca_certificate_needs_rediss() {
+        let e = RedisStore::open(
+            "redis://127.0.0.1:1/0",
+            RedisOptions {
+                ca_pem: Some(b"-----BEGIN CERTIFICATE-----".to_vec()),
+                ..RedisOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("only used with rediss://"), "{e}");
     }
 }
