@@ -115,6 +115,7 @@ mod parse;
 mod serde;
 mod session;
 mod state;
+mod state_binary;
 mod text;
 mod value;
 mod warnings;

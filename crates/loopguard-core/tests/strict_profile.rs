@@ -435,6 +435,10 @@ fn ledger_survives_export_and_import() {
     let mut restored = Session::import_state(&bytes, "t").unwrap();
     assert_eq!(restored.ledger(), s.ledger());
     assert_eq!(restored.export_state(), bytes);
+    // The binary form holds the same ledger.
+    let binary = Session::import_state(&s.export_state_binary(), "t").unwrap();
+    assert_eq!(binary.ledger(), s.ledger());
+    assert_eq!(binary.export_state(), bytes);
     // The restored session decides as the original does (block at the 6th failure).
     let mut original = s;
     for _ in 0..3 {

@@ -290,6 +290,9 @@ pub enum EntryError {
     /// The bookkeeping part is damaged.
     #[error("session entry: {0}")]
     Meta(#[from] serde_json::Error),
+    /// The bookkeeping part (binary form) is damaged.
+    #[error("session entry: {0}")]
+    Binary(#[from] postcard::Error),
     /// The engine state is damaged or of another version.
     #[error("session state: {0}")]
     State(#[from] loopguard_core::StateError),
@@ -312,8 +315,10 @@ struct Header {
 /// stored entry unreadable and started it afresh; the front end reports it and removes it.
 pub const RESTARTED: &str = "loopguard.restarted";
 
-/// The first bytes of an encoded entry.
-const MAGIC: &[u8; 4] = b"LGE1";
+/// The first bytes of an encoded entry: the compact form written now.
+const MAGIC: &[u8; 4] = b"LGE2";
+/// The first bytes of an entry written by an earlier loopguard (JSON), still read.
+const MAGIC_JSON: &[u8; 4] = b"LGE1";
 
 impl SessionEntry {
     /// A new, empty session; `id` labels diagnostics.
@@ -324,40 +329,45 @@ impl SessionEntry {
         }
     }
 
-    /// The entry as bytes: `LGE1`, the length of the bookkeeping JSON (4 bytes, big
-    /// endian), that JSON, then the engine state ([`Session::export_state`]).
+    /// The entry as bytes: `LGE2`, the length of the bookkeeping part (4 bytes, big
+    /// endian), that part (counters, recent decisions, labels, pending blocks; postcard),
+    /// then the engine state ([`Session::export_state_binary`]). About a third of the JSON
+    /// form's size: stores write it on every event.
     pub fn encode(&self) -> Vec<u8> {
-        let header = Header {
-            stats: self.stats,
-            created_ms: self.created_ms,
-            last_seen_ms: self.last_seen_ms,
-            recent: self.recent.clone(),
-            run_seq: self.run_seq,
-            aborted: self.aborted.clone(),
-            meta: self.meta.clone(),
-            blocks: self.blocks.order.iter().cloned().collect(),
-        };
-        let json = serde_json::to_vec(&header).unwrap_or_default();
-        let state = self.session.export_state();
-        let mut out = Vec::with_capacity(8 + json.len() + state.len());
+        let header = self.header();
+        let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
-        out.extend_from_slice(&json);
-        out.extend_from_slice(&state);
+        out.extend_from_slice(&[0; 4]);
+        // Writing to a Vec cannot fail; an empty header would be caught by `decode`.
+        let mut out = postcard::to_extend(&header, out).unwrap_or_default();
+        let len = u32::try_from(out.len().saturating_sub(8)).unwrap_or(u32::MAX);
+        if let Some(slot) = out.get_mut(4..8) {
+            slot.copy_from_slice(&len.to_be_bytes());
+        }
+        out.extend_from_slice(&self.session.export_state_binary());
         out
     }
 
-    /// Reads [`SessionEntry::encode`]'s bytes. The session's hashing settings are the
-    /// defaults: the guard sets its own before applying an event.
+    /// Reads [`SessionEntry::encode`]'s bytes, and the JSON form (`LGE1`) earlier versions
+    /// wrote. The session's hashing settings are the defaults: the guard sets its own
+    /// before applying an event.
     pub fn decode(bytes: &[u8]) -> Result<SessionEntry, EntryError> {
-        let rest = bytes.strip_prefix(MAGIC).ok_or(EntryError::Header)?;
+        let (binary, rest) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_JSON)) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            (None, None) => return Err(EntryError::Header),
+        };
         let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
         let len = u32::from_be_bytes(*len) as usize;
         if rest.len() < len {
             return Err(EntryError::Header);
         }
-        let (json, state) = rest.split_at(len);
-        let h: Header = serde_json::from_slice(json)?;
+        let (head, state) = rest.split_at(len);
+        let h: Header = if binary {
+            postcard::from_bytes(head)?
+        } else {
+            serde_json::from_slice(head)?
+        };
         let session = Session::import_state(state, String::new())?;
         Ok(SessionEntry {
             session,
@@ -370,6 +380,33 @@ impl SessionEntry {
             aborted: h.aborted,
             meta: h.meta,
         })
+    }
+
+    fn header(&self) -> Header {
+        Header {
+            stats: self.stats,
+            created_ms: self.created_ms,
+            last_seen_ms: self.last_seen_ms,
+            recent: self.recent.clone(),
+            run_seq: self.run_seq,
+            aborted: self.aborted.clone(),
+            meta: self.meta.clone(),
+            blocks: self.blocks.order.iter().cloned().collect(),
+        }
+    }
+
+    /// The JSON form (`LGE1`) earlier versions wrote, for the test that it is still read.
+    #[cfg(test)]
+    pub(crate) fn encode_json(&self) -> Vec<u8> {
+        let header = self.header();
+        let json = serde_json::to_vec(&header).unwrap_or_default();
+        let state = self.session.export_state();
+        let mut out = Vec::with_capacity(8 + json.len() + state.len());
+        out.extend_from_slice(MAGIC_JSON);
+        out.extend_from_slice(&u32::try_from(json.len()).unwrap_or(u32::MAX).to_be_bytes());
+        out.extend_from_slice(&json);
+        out.extend_from_slice(&state);
+        out
     }
 
     /// Blocked calls still waiting for their outcome events.
@@ -658,4 +695,69 @@ fn nonempty<'a>(id: Option<&'a JsString<'_>>) -> Option<&'a [u8]> {
 
 fn run_key(event: &Event<'_>) -> Option<Box<[u8]>> {
     normalize_run(event.run.as_ref().map(JsString::as_wtf8)).map(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopguard_events::parse_event;
+
+    fn busy_entry() -> SessionEntry {
+        // The id is not part of what a store keeps (the guard sets it from the key).
+        let mut entry = SessionEntry::default();
+        let applier = Applier::new(Profile::Plain);
+        let policy = Policy::enabled();
+        for i in 0..40u64 {
+            let line = format!(
+                r#"{{"type":"call","session":"s","tool":"read","callId":"c{i}","args":{{"path":"/src/file-{i}.rs"}}}}"#
+            );
+            let e = parse_event(line.as_bytes(), i + 1).unwrap();
+            let _ = entry.apply(&policy, &applier, &e, i + 1, 1_796_000_000_000 + i);
+            let line = format!(
+                r#"{{"type":"outcome","session":"s","tool":"read","callId":"c{i}","args":{{"path":"/src/file-{i}.rs"}},"result":"contents {i}"}}"#
+            );
+            let e = parse_event(line.as_bytes(), i + 1).unwrap();
+            let _ = entry.apply(&policy, &applier, &e, i + 1, 1_796_000_000_000 + i);
+        }
+        entry.meta.insert("cwd".into(), "/work".into());
+        entry
+    }
+
+    #[test]
+    fn the_compact_form_is_a_third_of_the_json_one_and_both_are_read() {
+        let entry = busy_entry();
+        let compact = entry.encode();
+        let json = entry.encode_json();
+        assert!(compact.starts_with(b"LGE2") && json.starts_with(b"LGE1"));
+        assert!(
+            compact.len() * 3 < json.len(),
+            "{} vs {} bytes",
+            compact.len(),
+            json.len()
+        );
+        for bytes in [&compact, &json] {
+            let back = SessionEntry::decode(bytes).unwrap();
+            assert_eq!(back.stats, entry.stats);
+            assert_eq!(back.recent, entry.recent);
+            assert_eq!(back.meta, entry.meta);
+            assert!(back.session.export_state() == entry.session.export_state());
+            assert!(back.encode() == compact);
+        }
+    }
+
+    #[test]
+    fn damaged_entries_are_errors() {
+        let compact = busy_entry().encode();
+        assert!(matches!(
+            SessionEntry::decode(b"LGE9...."),
+            Err(EntryError::Header)
+        ));
+        for cut in [3, 7, 9, 40, compact.len() - 1] {
+            assert!(SessionEntry::decode(&compact[..cut]).is_err(), "cut {cut}");
+        }
+        let mut bad = compact.clone();
+        bad[8] = 0xff; // the first varint of the counters
+        bad[9] = 0xff;
+        let _ = SessionEntry::decode(&bad); // an error or an entry, never a panic
+    }
 }

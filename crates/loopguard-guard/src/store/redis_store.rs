@@ -127,14 +127,14 @@ enum Target {
 /// A pooled blocking connection.
 enum SyncCon {
     Single(redis::Connection),
-    Cluster(redis::cluster::ClusterConnection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
 impl SyncCon {
     fn get(&mut self) -> &mut dyn ConnectionLike {
         match self {
             SyncCon::Single(c) => c,
-            SyncCon::Cluster(c) => c,
+            SyncCon::Cluster(c) => &mut **c,
         }
     }
 }
@@ -231,7 +231,7 @@ struct Write {
 enum Settled {
     Written,
     /// Another writer won: start again from what it wrote, after the pause.
-    Lost(Attempt, Duration),
+    Lost(Box<Attempt>, Duration),
 }
 
 impl RedisStore {
@@ -324,9 +324,9 @@ impl RedisStore {
                     .map_err(|e| self.remote(&e))?;
                 SyncCon::Single(con)
             }
-            Target::Cluster(client, _) => {
-                SyncCon::Cluster(client.get_connection().map_err(|e| self.remote(&e))?)
-            }
+            Target::Cluster(client, _) => SyncCon::Cluster(Box::new(
+                client.get_connection().map_err(|e| self.remote(&e))?,
+            )),
         };
         Ok(con)
     }
@@ -381,7 +381,7 @@ impl RedisStore {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
                     std::thread::sleep(pause);
-                    at = next;
+                    at = *next;
                 }
             }
         }
@@ -459,7 +459,7 @@ impl RedisStore {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
                     tokio::time::sleep(pause).await;
-                    at = next;
+                    at = *next;
                 }
             }
         }
@@ -521,7 +521,7 @@ impl RedisStore {
         let pause = Duration::from_micros(lost.min(10) * 200 + jitter);
         let mut next = self.read(key, redis::from_redis_value(answer)?);
         next.lost = lost;
-        Ok(Settled::Lost(next, pause))
+        Ok(Settled::Lost(Box::new(next), pause))
     }
 
     fn ttl_ms(&self) -> u64 {
