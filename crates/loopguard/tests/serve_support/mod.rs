@@ -28,27 +28,49 @@ pub struct Redis {
     pub port: u16,
     child: Option<Child>,
     dir: tempfile::TempDir,
+    /// More `redis-server` options (cluster mode, TLS).
+    extra: Vec<String>,
+    /// The port speaks TLS only: readiness is a TCP connect, not a plain PING.
+    tls: bool,
 }
 
 const NO_REDIS: &str = "redis-server is not installed: run scripts/setup-redis.sh (installs the Debian package redis-server with apt-get); the loopguard serve tests need a real Redis";
 
 impl Redis {
     pub fn start() -> Redis {
+        Redis::start_with(&[], false)
+    }
+
+    /// With more `redis-server` options; `tls`: the port is a `--tls-port` (the options
+    /// name the certificate files).
+    pub fn start_with(extra: &[&str], tls: bool) -> Redis {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut r = Redis {
             port: free_port(),
             child: None,
             dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            tls,
         };
         r.spawn();
         r
     }
 
+    /// Its working directory (cluster mode keeps `nodes.conf` there).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     fn spawn(&mut self) {
+        let port = self.port.to_string();
+        let ports: [&str; 4] = if self.tls {
+            ["--port", "0", "--tls-port", &port]
+        } else {
+            ["--port", &port, "--tls-port", "0"]
+        };
         let child = Command::new("redis-server")
+            .args(ports)
             .args([
-                "--port",
-                &self.port.to_string(),
                 "--bind",
                 "127.0.0.1",
                 "--save",
@@ -58,6 +80,7 @@ impl Redis {
                 "--dir",
             ])
             .arg(self.dir.path())
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -77,12 +100,15 @@ impl Redis {
         }
     }
 
-    /// `PING` over a raw connection.
+    /// `PING` over a raw connection (a TLS port: the connection is accepted).
     pub fn ping(&self) -> bool {
         use std::io::{Read, Write};
         let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
         };
+        if self.tls {
+            return true;
+        }
         let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
         let mut buf = [0u8; 7];
         s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
