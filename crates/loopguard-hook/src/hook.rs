@@ -340,7 +340,15 @@ pub fn apply_payload(
         if let Some(mode) = &payload.permission_mode {
             entry.meta.insert(PERMISSION_MODE.into(), mode.clone());
         }
-        apply(entry, payload, &ctx)
+        let before = entry.stats.events;
+        let mut reply = apply(entry, payload, &ctx);
+        reply.logged = entry
+            .recent
+            .iter()
+            .filter(|r| r.seq > before)
+            .cloned()
+            .collect();
+        reply
     })?;
     Ok(reply)
 }

@@ -37,6 +37,9 @@ pub struct Reply {
     pub stop: Option<String>,
     /// A notice for the user (`systemMessage`).
     pub notice: Option<String>,
+    /// What the event was logged as (a `PostToolBatch` logs a row per call it fills in):
+    /// for a server's decision metrics. Not part of the JSON Claude Code reads.
+    pub logged: Vec<loopguard_guard::LogRow>,
 }
 
 impl Reply {

@@ -146,7 +146,12 @@ pub(crate) fn claude_code(
                 &mut notes,
             )
         })
-        .map(|reply| reply.render());
+        .map(|reply| {
+            for row in &reply.logged {
+                state.metrics.decision(hook_labels(row));
+            }
+            reply.render()
+        });
     for n in &notes {
         tracing::warn!(target: "loopguard::serve", "{n}");
     }
@@ -169,5 +174,62 @@ pub(crate) fn claude_code(
                 "{e}; callers should fail open"
             )))
         }
+    }
+}
+
+/// The metric labels of a decision the Claude Code endpoint logged: the hook's decision
+/// words (`allow`, `warn`, `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …), the
+/// detector, and the level its decision implies.
+fn hook_labels(row: &loopguard_guard::LogRow) -> crate::metrics::DecisionLabels {
+    const DECISIONS: [&str; 16] = [
+        "allow",
+        "warn",
+        "block",
+        "recorded",
+        "ignored",
+        "abort",
+        "armed",
+        "guard-disabled",
+        "would-warn",
+        "would-block",
+        "would-abort",
+        "new-run",
+        "duplicate",
+        "deny-aborted",
+        "already-armed",
+        "batch",
+    ];
+    // `batch: 3 recorded, 0 already recorded` is a batch; a warning not shown again is a
+    // warning, as `/v1/events` counts it.
+    let word = match row.decision.split(':').next().unwrap_or("") {
+        "warn-quiet" => "warn",
+        w => w,
+    };
+    let decision = DECISIONS
+        .iter()
+        .find(|d| **d == word)
+        .copied()
+        .unwrap_or("other");
+    let detector = row
+        .detector
+        .as_deref()
+        .and_then(|d| {
+            loopguard_core::Detector::ALL
+                .iter()
+                .chain(loopguard_core::Detector::EXTRA.iter())
+                .find(|x| x.as_str() == d)
+        })
+        .map_or(if row.detector.is_some() { "other" } else { "" }, |d| {
+            d.as_str()
+        });
+    let level = match decision {
+        _ if detector.is_empty() => "",
+        "block" | "would-block" | "abort" | "would-abort" | "deny-aborted" => "critical",
+        _ => "warning",
+    };
+    crate::metrics::DecisionLabels {
+        decision,
+        detector,
+        level,
     }
 }

@@ -529,6 +529,29 @@ fn claude_code_http_hook_denies_from_the_21st_identical_read() {
         );
     }
     assert_eq!(denied, (21..=25).collect::<Vec<_>>());
+    // The endpoint's decisions are counted like those of /v1/events.
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    let count = |labels: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("loopguard_decisions_total{{{labels}}} ")))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    };
+    assert_eq!(
+        count(r#"decision="block",detector="generic_repeat",level="critical""#),
+        5,
+        "{metrics}"
+    );
+    assert_eq!(
+        count(r#"decision="warn",detector="generic_repeat",level="warning""#),
+        10,
+        "{metrics}"
+    );
+    assert_eq!(
+        count(r#"decision="recorded",detector="",level="""#),
+        20,
+        "{metrics}"
+    );
     // garbage is a 400 naming what is wrong (the caller fails open), not a crash
     let a = post_json(&agent, &url, b"{\"hook_event_name\":5}");
     assert_eq!(a.status, 400, "{}", a.body);
