@@ -90,7 +90,7 @@ impl Metrics {
         let sessions = Gauge::default();
         registry.register(
             "loopguard_sessions",
-            "Sessions held by the store (all tenants), counted when scraped",
+            "Sessions held by the store (all tenants), counted when scraped (with Redis, a scan of its keys at most every 30 s)",
             sessions.clone(),
         );
         Metrics {

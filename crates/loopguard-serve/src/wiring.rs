@@ -75,6 +75,8 @@ pub(crate) fn open(
         b.build()
     };
     let counting = store.clone();
+    let counted = std::sync::Mutex::new(None::<(std::time::Instant, u64)>);
+    let spec_is_shared = is_redis(spec);
     let config_source = match &config {
         Some(_) => "loopguard serve --config".to_string(),
         None => "built-in (no config file: enabled with defaults)".to_string(),
@@ -88,7 +90,26 @@ pub(crate) fn open(
         blocking: spec != "memory",
         awaitable: store.as_async().is_some(),
         retries,
-        session_count: Box::new(move || counting.keys().ok().map(|k| k.len() as u64)),
+        session_count: Box::new(move || {
+            // A shared store counts with a scan of its keys: at most every 30 s, whatever
+            // the scrape interval.
+            let fresh = if spec_is_shared {
+                Duration::from_secs(30)
+            } else {
+                Duration::ZERO
+            };
+            let mut last = counted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match *last {
+                Some((at, n)) if at.elapsed() < fresh => Some(n),
+                _ => {
+                    let n = counting.count().ok()?;
+                    *last = Some((std::time::Instant::now(), n));
+                    Some(n)
+                }
+            }
+        }),
         config_source,
     })
 }

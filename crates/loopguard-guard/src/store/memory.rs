@@ -201,6 +201,10 @@ impl Store for MemoryStore {
         Ok(inner.lru.values().rev().map(|k| k.to_string()).collect())
     }
 
+    fn count(&self) -> Result<u64, StoreError> {
+        Ok(lock(&self.inner).lru.len() as u64)
+    }
+
     fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }

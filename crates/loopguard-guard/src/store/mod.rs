@@ -48,6 +48,12 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// Every key (for `loopguard status`; a shared store may hold many).
     fn keys(&self) -> Result<Vec<String>, StoreError>;
 
+    /// How many sessions the store holds (for metrics), without listing them where the
+    /// store can.
+    fn count(&self) -> Result<u64, StoreError> {
+        Ok(self.keys()?.len() as u64)
+    }
+
     /// `Ok` when the store answers (readiness).
     fn ping(&self) -> Result<(), StoreError>;
 

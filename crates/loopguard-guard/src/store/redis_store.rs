@@ -612,6 +612,40 @@ impl RedisStore {
         }
     }
 
+    /// `SCAN`s every session key (on every primary of a cluster), a batch at a time.
+    fn scan(&self, mut each: impl FnMut(Vec<String>)) -> Result<(), StoreError> {
+        let pattern = format!("{PREFIX}*");
+        let mut scan = |c: &mut dyn ConnectionLike| -> RedisResult<()> {
+            let mut cursor = 0u64;
+            loop {
+                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query(c)?;
+                each(batch);
+                if next == 0 {
+                    return Ok(());
+                }
+                cursor = next;
+            }
+        };
+        match &self.target {
+            Target::Single(_) => self.with(scan),
+            Target::Cluster(_, prefix) => {
+                for node in self.primaries(prefix)? {
+                    let mut con = node
+                        .get_connection_with_timeout(self.opts.timeout)
+                        .map_err(|e| self.remote(&e))?;
+                    scan(&mut con).map_err(|e| self.remote(&e))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// A client for each primary of the cluster, with the store's credentials and TLS
     /// (`SCAN` answers for one node's keys only).
     fn primaries(&self, prefix: &str) -> Result<Vec<redis::Client>, StoreError> {
@@ -704,46 +738,21 @@ impl Store for RedisStore {
     }
 
     fn keys(&self) -> Result<Vec<String>, StoreError> {
-        let pattern = format!("{PREFIX}*");
-        let scan = |c: &mut dyn ConnectionLike| -> RedisResult<Vec<String>> {
-            let mut keys = Vec::new();
-            let mut cursor = 0u64;
-            loop {
-                let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query(c)?;
-                keys.extend(batch);
-                if next == 0 {
-                    return Ok(keys);
-                }
-                cursor = next;
-            }
-        };
-        let raw = match &self.target {
-            Target::Single(_) => self.with(scan)?,
-            Target::Cluster(_, prefix) => {
-                let mut all = Vec::new();
-                for node in self.primaries(prefix)? {
-                    let mut con = node
-                        .get_connection_with_timeout(self.opts.timeout)
-                        .map_err(|e| self.remote(&e))?;
-                    all.extend(scan(&mut con).map_err(|e| self.remote(&e))?);
-                }
-                all
-            }
-        };
-        Ok(raw
-            .into_iter()
-            .filter_map(|k| {
+        let mut keys = Vec::new();
+        self.scan(|batch| {
+            keys.extend(batch.into_iter().filter_map(|k| {
                 k.strip_prefix(PREFIX)
                     .and_then(|k| k.strip_suffix('}'))
                     .map(str::to_string)
-            })
-            .collect())
+            }));
+        })?;
+        Ok(keys)
+    }
+
+    fn count(&self) -> Result<u64, StoreError> {
+        let mut n = 0u64;
+        self.scan(|batch| n += batch.len() as u64)?;
+        Ok(n)
     }
 
     fn ping(&self) -> Result<(), StoreError> {
