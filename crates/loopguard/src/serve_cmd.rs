@@ -18,9 +18,10 @@ pub struct ServeArgs {
     /// stops the server from starting.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Where sessions live: memory, sqlite:PATH, redis://[:PASSWORD@]HOST:PORT[/DB]
-    /// (shared by replicas; rediss:// for TLS), or redis-cluster://HOST:PORT[,HOST:PORT…]
-    /// (Redis Cluster; rediss-cluster:// for TLS).
+    /// Where sessions live: memory, sqlite:PATH, redis://HOST:PORT/DB (shared by replicas;
+    /// with a password redis://:PASSWORD@HOST:PORT/DB; rediss:// for TLS), or
+    /// redis-cluster://HOST:PORT,HOST:PORT (some nodes of a Redis Cluster;
+    /// rediss-cluster:// for TLS).
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
     /// With rediss://: trust the certificate authorities in this PEM file instead of the
