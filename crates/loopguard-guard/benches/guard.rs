@@ -2,7 +2,8 @@
 //! core `Session` alone (the baseline, measured in the same run), through
 //! `SessionEntry::apply` (profile, counters, decision log), and through a `Guard` with the
 //! in-memory store (session lookup, LRU bookkeeping, locks) from parsed events and from
-//! JSON lines.
+//! JSON lines. Then what a shared store (SQLite, Redis) does to a session on every event:
+//! encode and decode its entry, against the core's JSON snapshot alone as the baseline.
 
 // `criterion_group!` defines a public function it cannot document.
 #![allow(missing_docs)]
@@ -64,5 +65,43 @@ fn pairs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, pairs);
+/// A session with a full 30-call history (distinct reads with results) and 20 logged
+/// decisions, as a busy session is stored.
+fn busy_entry() -> SessionEntry {
+    let policy = Policy::enabled();
+    let applier = Applier::new(Profile::Plain);
+    let mut entry = SessionEntry::default();
+    for i in 0..40 {
+        let call = format!(
+            r#"{{"type":"call","session":"s","tool":"read","args":{{"path":"/src/file-{i}.rs"}}}}"#
+        );
+        let outcome = format!(
+            r#"{{"type":"outcome","session":"s","tool":"read","args":{{"path":"/src/file-{i}.rs"}},"result":"contents of file {i}"}}"#
+        );
+        for line in [call, outcome] {
+            let e = parse_event(line.as_bytes(), 1).expect("event");
+            let _ = entry.apply(&policy, &applier, &e, 1, 1_796_000_000_000 + i);
+        }
+    }
+    entry
+}
+
+fn entries(c: &mut Criterion) {
+    let mut g = c.benchmark_group("stored entry, 30-call session");
+    let entry = busy_entry();
+    g.bench_function("baseline: core JSON snapshot, export + import", |b| {
+        b.iter(|| {
+            let bytes = entry.session.export_state();
+            Session::import_state(&bytes, "s").map(|s| s.history().len())
+        })
+    });
+    g.bench_function("SessionEntry::encode", |b| b.iter(|| entry.encode().len()));
+    let bytes = entry.encode();
+    g.bench_function("SessionEntry::decode", |b| {
+        b.iter(|| SessionEntry::decode(&bytes).map(|e| e.stats.events))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, pairs, entries);
 criterion_main!(benches);
