@@ -84,6 +84,19 @@ struct ErrorPeek {
     message: Option<String>,
 }
 
+/// How many `tools/call` requests a JSON-RPC batch (an array) holds; 0 for anything else.
+fn batch_calls(message: &[u8]) -> usize {
+    serde_json::from_slice::<Vec<&RawValue>>(message)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|m| serde_json::from_str::<Peek<'_>>(m.get()).ok())
+                .filter(|p| p.id.is_some() && p.method.as_deref() == Some("tools/call"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// The id as a map key: its JSON text without surrounding whitespace.
 fn id_key(id: &RawValue) -> String {
     id.get().trim().to_owned()
@@ -112,6 +125,15 @@ impl Relay {
     /// server to answer (transparency includes its parse errors).
     pub(crate) fn client_message(&self, message: &[u8]) -> FromClient {
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(message) else {
+            let calls = batch_calls(message);
+            if calls > 0 {
+                // Not silently: the calls in a batch reach the server unguarded.
+                tracing::warn!(
+                    target: "loopguard::mcp",
+                    calls,
+                    "a JSON-RPC batch (MCP 2025-03-26) with {calls} tools/call request(s) is forwarded without loop detection: batches are not inspected"
+                );
+            }
             return FromClient::Forward;
         };
         let Some(method) = peek.method.as_deref() else {
@@ -373,5 +395,17 @@ mod tests {
         // Messages that are not JSON-RPC objects pass through for the server to answer.
         assert_eq!(r.client_message(b"not json"), FromClient::Forward);
         assert_eq!(r.client_message(b"[1,2]"), FromClient::Forward);
+        // A batch passes through too, and its tools/call requests are counted for the
+        // warning that says they were not guarded.
+        let batch = format!(
+            "[{},{},{}]",
+            String::from_utf8(call("3", "t")).expect("utf-8"),
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            String::from_utf8(call("\"x\"", "u")).expect("utf-8")
+        );
+        assert_eq!(batch_calls(batch.as_bytes()), 2);
+        assert_eq!(batch_calls(b"[1,2]"), 0);
+        assert_eq!(batch_calls(&call("4", "t")), 0);
+        assert_eq!(r.client_message(batch.as_bytes()), FromClient::Forward);
     }
 }
