@@ -457,12 +457,6 @@ fn metrics_and_openapi() {
     );
 }
 
-fn hook_payload(event: &str, id: u32, extra: &str) -> String {
-    format!(
-        r#"{{"session_id":"cc-1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"{event}","tool_name":"Read","tool_input":{{"file_path":"/repo/README.md"}},"tool_use_id":"toolu_{id:03}"{extra}}}"#
-    )
-}
-
 /// Claude Code's http hook: 25 identical Read calls with identical results are denied from
 /// the 21st on, and each answer is what `loopguard hook claude-code` prints for the same
 /// input (checked against the command with its own state database).

@@ -276,3 +276,39 @@ fn tenants_isolated_on_redis() {
     );
     assert_eq!(calls("a-token"), 4);
 }
+
+/// The Claude Code endpoint on Redis (the hook's blocking code, on the store's blocking
+/// side) through two replicas in turn: 25 identical Reads are denied from the 21st on,
+/// whichever replica answers.
+#[test]
+fn claude_code_endpoint_on_two_replicas() {
+    let redis = Redis::start();
+    let store = redis.url(0);
+    let replicas = [
+        Serve::start(&["--store", &store]),
+        Serve::start(&["--store", &store]),
+    ];
+    let agent = agent();
+    let mut denied = Vec::new();
+    for id in 1..=25u32 {
+        let server = &replicas[id as usize % 2];
+        let url = server.url("/v1/hooks/claude-code");
+        let a = post_json(&agent, &url, hook_payload("PreToolUse", id, "").as_bytes());
+        assert_eq!(a.status, 200, "{}", a.body);
+        if a.body.contains(r#""permissionDecision":"deny""#) {
+            denied.push(id);
+        }
+        let post = hook_payload(
+            "PostToolUse",
+            id,
+            r#","tool_response":{"type":"text","file":{"filePath":"/repo/README.md","content":"same"}}"#,
+        );
+        let other = &replicas[(id as usize + 1) % 2];
+        let a = post_json(&agent, &other.url("/v1/hooks/claude-code"), post.as_bytes());
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    assert_eq!(denied, (21..=25).collect::<Vec<_>>());
+    let s = get(&agent, &replicas[0].url("/v1/sessions/cc-1")).json();
+    assert_eq!(s["calls"], 25, "{s}");
+    assert_eq!(s["blocks"], 5, "{s}");
+}

@@ -339,3 +339,12 @@ pub fn without_line(expected: &str) -> String {
     let comma = rest.find(',').expect("a field after line");
     format!("{{{}", &rest[comma + 1..])
 }
+
+/// A Claude Code hook input for a `Read` of the same file (`extra`: more members, e.g. the
+/// `tool_response`).
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn hook_payload(event: &str, id: u32, extra: &str) -> String {
+    format!(
+        r#"{{"session_id":"cc-1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"{event}","tool_name":"Read","tool_input":{{"file_path":"/repo/README.md"}},"tool_use_id":"toolu_{id:03}"{extra}}}"#
+    )
+}
