@@ -22,6 +22,9 @@ use crate::warnings::WarningBuckets;
 /// The first bytes of a binary snapshot.
 pub(crate) const MAGIC: &[u8; 4] = b"LGSB";
 
+/// The first state version with a binary form.
+const BINARY_VERSION_MIN: u32 = 3;
+
 impl Session {
     /// Serialises everything the session remembers, like [`Session::export_state`], in
     /// the compact binary form (about a third of the JSON's size). [`Session::restore`]
@@ -217,8 +220,8 @@ pub(crate) fn read(
         rest: bytes.strip_prefix(MAGIC).unwrap_or(bytes),
     };
     let version = r.byte().ok_or_else(|| err("version", "a version byte"))?;
-    // The binary form exists from version 3 on.
-    if u32::from(version) != STATE_VERSION {
+    // The binary form exists from version 3 on; a later version keeps reading it.
+    if !(BINARY_VERSION_MIN..=STATE_VERSION).contains(&u32::from(version)) {
         return Err(StateError::Version {
             found: version.to_string(),
         });
@@ -339,7 +342,12 @@ impl<'b> Reader<'b> {
         let mut n = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
-            n |= u64::from(b & 0x7f).checked_shl(shift)?;
+            let bits = u64::from(b & 0x7f);
+            // The tenth byte holds bit 63 only: anything more does not fit.
+            if shift == 63 && bits > 1 {
+                return None;
+            }
+            n |= bits << shift;
             if b & 0x80 == 0 {
                 return Some(n);
             }
@@ -458,7 +466,7 @@ impl<'b> Reader<'b> {
 
     fn ledger(&mut self) -> Option<Ledger> {
         let n = usize::try_from(self.uint()?).ok()?;
-        let mut entries = Vec::with_capacity(n.min(self.rest.len()));
+        let mut entries = Vec::with_capacity(n.min(self.rest.len()).min(4096));
         for _ in 0..n {
             entries.push(LedgerEntry {
                 run: self.opt_name()?,
@@ -474,14 +482,14 @@ impl<'b> Reader<'b> {
             });
         }
         let n = usize::try_from(self.uint()?).ok()?;
-        let mut runs = Vec::with_capacity(n.min(self.rest.len()));
+        let mut runs = Vec::with_capacity(n.min(self.rest.len()).min(4096));
         for _ in 0..n {
             let run = self.opt_name()?;
             let compactions = self.u32()?;
             let criticals = self.uint()?;
             let ended = self.flag()?;
             let m = usize::try_from(self.uint()?).ok()?;
-            let mut marks = Vec::with_capacity(m.min(self.rest.len()));
+            let mut marks = Vec::with_capacity(m.min(self.rest.len()).min(4096));
             for _ in 0..m {
                 marks.push(LoopMark {
                     tool: self.name()?,
@@ -499,5 +507,24 @@ impl<'b> Reader<'b> {
             });
         }
         Some(Ledger::from_parts(entries, runs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overflow() {
+        for n in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut w = Writer(Vec::new());
+            w.uint(n);
+            assert_eq!(Reader { rest: &w.0 }.uint(), Some(n), "{n}");
+        }
+        // Ten bytes whose last carries more than bit 63.
+        let too_big = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert_eq!(Reader { rest: &too_big }.uint(), None);
+        // Eleven bytes: never ends.
+        assert_eq!(Reader { rest: &[0x80; 11] }.uint(), None);
     }
 }

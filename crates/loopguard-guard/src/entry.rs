@@ -152,7 +152,7 @@ impl PendingBlocks {
     fn from_list(list: Vec<PendingBlock>) -> Self {
         let mut p = PendingBlocks::default();
         for b in list {
-            p.next = p.next.max(b.seq + 1);
+            p.next = p.next.max(b.seq.saturating_add(1));
             p.index(&b);
             p.order.push_back(b);
         }
@@ -178,7 +178,7 @@ impl PendingBlocks {
             call_id,
             key,
         };
-        self.next += 1;
+        self.next = self.next.saturating_add(1);
         self.index(&b);
         self.order.push_back(b);
     }
@@ -744,6 +744,27 @@ mod tests {
             assert!(back.encode() == compact);
         }
     }
+
+    /// The `LGE2` layout is pinned: stores keep entries for days and replicas of two
+    /// versions may share them, so a change here needs a new magic (and `decode` reading
+    /// the old one), not a silent reinterpretation.
+    #[test]
+    fn the_compact_layout_is_pinned() {
+        let mut entry = SessionEntry::default();
+        let applier = Applier::new(Profile::Plain);
+        let policy = Policy::enabled();
+        let call = parse_event(
+            br#"{"type":"call","session":"s","run":"r","callId":"c1","tool":"read","args":{"path":"/a"}}"#,
+            1,
+        )
+        .unwrap();
+        let _ = entry.apply(&policy, &applier, &call, 1, 1_796_000_000_000);
+        entry.meta.insert("cwd".into(), "/w".into());
+        let hex: String = entry.encode().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, GOLDEN_LGE2);
+    }
+
+    const GOLDEN_LGE2: &str = "4c474532000000410101000000000080d0c4cfa23480d0c4cfa234010180d0c4cfa2340463616c6c0101720104726561640102633105616c6c6f7700000000000103637764022f77004c475342030000010472656164b755d9a3d6caddc4f07594cbcbe6b07990d8787d03ff3ebb01c91899f8bddd5f01026331010172000000000101017201030000000000";
 
     #[test]
     fn damaged_entries_are_errors() {

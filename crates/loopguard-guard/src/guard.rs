@@ -334,6 +334,11 @@ impl Guard {
     {
         move |entry| {
             self.prepare(entry, &job.key);
+            if let Some(note) = entry.meta.remove(crate::entry::RESTARTED) {
+                // The store found the session unreadable and started it afresh: say so
+                // once (the hook, which updates entries itself, reports it its own way).
+                tracing::warn!(target: "loopguard::guard", "{note}");
+            }
             *out = Some(entry.apply(&job.policy, &self.applier, event, 0, job.now));
         }
     }

@@ -133,6 +133,17 @@ impl AppState {
     pub(crate) fn guard_error(&self, e: GuardError) -> ApiError {
         match e {
             GuardError::Event(e) => ApiError::bad_request(e.to_string(), e.field),
+            // The store answered, but with an entry this loopguard cannot read (damaged, or
+            // written by a newer version): not an outage.
+            GuardError::Store(e @ loopguard_guard::StoreError::Corrupt { .. }) => {
+                self.metrics.store_error();
+                tracing::warn!(target: "loopguard::serve", "{e}");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("{e}; callers should fail open"),
+                    Some("session"),
+                )
+            }
             // The store failed (unreachable, contended): 503, callers fail open.
             other => {
                 self.metrics.store_error();

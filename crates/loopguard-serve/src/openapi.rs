@@ -60,7 +60,9 @@ fn build() -> Value {
                     "summary": "A session's counters (every event ever applied) and recent decisions",
                     "responses": {
                         "200": { "description": "The session", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Session" } } } },
-                        "401": e401, "404": e404, "503": e503
+                        "401": e401, "404": e404,
+                        "500": error_response("The session's stored entry cannot be read (damaged, or written by a newer loopguard); DELETE it to start over"),
+                        "503": e503
                     }
                 },
                 "delete": {

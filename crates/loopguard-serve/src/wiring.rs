@@ -74,9 +74,18 @@ pub(crate) fn open(
         }
         b.build()
     };
-    let counting = store.clone();
-    let counted = std::sync::Mutex::new(None::<(std::time::Instant, u64)>);
-    let spec_is_shared = is_redis(spec);
+    // A shared store counts with a scan of its keys: at most every 30 s, whatever the
+    // scrape interval.
+    let counter = SessionCounter {
+        store: store.clone(),
+        fresh: if is_redis(spec) {
+            Duration::from_secs(30)
+        } else {
+            Duration::ZERO
+        },
+        last: std::sync::Mutex::new(None),
+        busy: std::sync::atomic::AtomicBool::new(false),
+    };
     let config_source = match &config {
         Some(_) => "loopguard serve --config".to_string(),
         None => "built-in (no config file: enabled with defaults)".to_string(),
@@ -90,28 +99,50 @@ pub(crate) fn open(
         blocking: spec != "memory",
         awaitable: store.as_async().is_some(),
         retries,
-        session_count: Box::new(move || {
-            // A shared store counts with a scan of its keys: at most every 30 s, whatever
-            // the scrape interval.
-            let fresh = if spec_is_shared {
-                Duration::from_secs(30)
-            } else {
-                Duration::ZERO
-            };
-            let mut last = counted
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match *last {
-                Some((at, n)) if at.elapsed() < fresh => Some(n),
-                _ => {
-                    let n = counting.count().ok()?;
-                    *last = Some((std::time::Instant::now(), n));
-                    Some(n)
-                }
-            }
-        }),
+        session_count: Box::new(move || counter.count()),
         config_source,
     })
+}
+
+/// The session count for `/metrics`: one count at a time (a scrape that finds one running
+/// gets the last value instead of waiting), reused while fresh, and the lock is never held
+/// while the store counts, so a slow store cannot pile scrapes up on the blocking pool.
+struct SessionCounter {
+    store: Arc<dyn Store>,
+    fresh: Duration,
+    last: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
+    busy: std::sync::atomic::AtomicBool,
+}
+
+impl SessionCounter {
+    fn count(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        let last = *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, n)) = last {
+            if at.elapsed() < self.fresh {
+                return Some(n);
+            }
+        }
+        if self.busy.swap(true, Ordering::AcqRel) {
+            return last.map(|(_, n)| n);
+        }
+        // A failed count is remembered too (as the last value), so a store that is down
+        // is not scanned again on every scrape.
+        let counted = self.store.count().ok();
+        let n = counted.or(last.map(|(_, n)| n));
+        if let Some(n) = n {
+            *self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some((std::time::Instant::now(), n));
+        }
+        self.busy.store(false, Ordering::Release);
+        counted
+    }
 }
 
 /// `GET /v1/sessions/{session}`'s body.

@@ -93,7 +93,17 @@ fn main() -> ExitCode {
         Command::Replay(args) => args.color,
         _ => replay_cmd::ColorArg::Auto,
     };
-    init_logging(cli.verbose, color.enabled(io::stderr().is_terminal()));
+    // A server runs unattended: its warnings (a store outage, a session started afresh)
+    // go to stderr even without -v.
+    let quiet_level = match &cli.command {
+        Command::Serve(_) => Some("warn"),
+        _ => None,
+    };
+    init_logging(
+        cli.verbose,
+        quiet_level,
+        color.enabled(io::stderr().is_terminal()),
+    );
     let result = match cli.command {
         Command::Replay(args) => replay_cmd::run(args),
         Command::Convert(args) => convert_cmd::run(args),
@@ -123,11 +133,13 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn init_logging(verbose: u8, ansi: bool) {
-    if verbose == 0 {
-        return;
-    }
-    let level = if verbose == 1 { "info" } else { "debug" };
+fn init_logging(verbose: u8, quiet_level: Option<&str>, ansi: bool) {
+    let level = match (verbose, quiet_level) {
+        (0, None) => return,
+        (0, Some(level)) => level,
+        (1, _) => "info",
+        _ => "debug",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOOPGUARD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("loopguard={level}")));
     let _ = tracing_subscriber::fmt()

@@ -312,3 +312,35 @@ fn claude_code_endpoint_on_two_replicas() {
     assert_eq!(s["calls"], 25, "{s}");
     assert_eq!(s["blocks"], 5, "{s}");
 }
+
+/// A session whose stored entry cannot be read: `GET` answers 500 naming it (not a 503
+/// "cannot be reached"), and the next event starts the session afresh instead of failing
+/// every call.
+#[test]
+fn an_unreadable_entry_is_named_and_started_afresh() {
+    let redis = Redis::start();
+    let server = Serve::start(&["--store", &redis.url(0)]);
+    redis_cli(
+        redis.port,
+        &["HSET", "loopguard:{-/bad}", "v", "t1", "e", "garbage"],
+    );
+    let agent = agent();
+    let a = get(&agent, &server.url("/v1/sessions/bad"));
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert!(a.body.contains("unreadable"), "{}", a.body);
+    let call = br#"{"type":"call","session":"bad","tool":"read"}"#;
+    let a = post_json(&agent, &server.url("/v1/events"), call);
+    assert_eq!(a.status, 200, "{}", a.body);
+    let s = get(&agent, &server.url("/v1/sessions/bad")).json();
+    assert_eq!(s["calls"], 1, "{s}");
+    // The server's stderr is read by a thread: give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.stderr.lock().unwrap().contains("starting it afresh") {
+        assert!(
+            Instant::now() < deadline,
+            "the restart is logged: {}",
+            server.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -12,20 +12,6 @@ use std::time::{Duration, Instant};
 
 use serve_support::*;
 
-fn redis_cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("redis-cli (Debian's redis-tools, installed with redis-server)");
-    assert!(
-        out.status.success(),
-        "redis-cli {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Three primaries, no replicas, every slot covered.
 struct Cluster {
     nodes: Vec<Redis>,

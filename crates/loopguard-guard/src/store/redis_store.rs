@@ -246,6 +246,22 @@ impl RedisStore {
             // have installed one already, which is as good.
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
+        if let Some(pem) = &opts.ca_pem {
+            if !tls {
+                return Err(StoreError::Remote(format!(
+                    "--store {shown}: a CA certificate is only used with rediss:// or rediss-cluster://"
+                )));
+            }
+            use rustls::pki_types::pem::PemObject;
+            let certs = rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+                .filter(Result::is_ok)
+                .count();
+            if certs == 0 {
+                return Err(StoreError::Remote(format!(
+                    "--store {shown}: the CA file holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+                )));
+            }
+        }
         let certs = opts.ca_pem.clone().map(|pem| redis::TlsCertificates {
             client_tls: None,
             root_cert: Some(pem),
@@ -262,12 +278,7 @@ impl RedisStore {
                 Target::Cluster(b.build().map_err(bad)?, prefix)
             }
             None => Target::Single(match certs {
-                Some(c) if tls => redis::Client::build_with_tls(url, c).map_err(bad)?,
-                Some(_) => {
-                    return Err(StoreError::Remote(format!(
-                        "--store {shown}: a CA certificate is only used with rediss://"
-                    )))
-                }
+                Some(c) => redis::Client::build_with_tls(url, c).map_err(bad)?,
                 None => redis::Client::open(url).map_err(bad)?,
             }),
         };
@@ -636,9 +647,15 @@ impl RedisStore {
             Target::Single(_) => self.with(scan),
             Target::Cluster(_, prefix) => {
                 for node in self.primaries(prefix)? {
-                    let mut con = node
+                    let con = node
                         .get_connection_with_timeout(self.opts.timeout)
                         .map_err(|e| self.remote(&e))?;
+                    // The connect timeout does not outlive the connect: a node that stops
+                    // answering mid-scan must not hold the caller for ever.
+                    con.set_read_timeout(Some(self.opts.timeout))
+                        .and_then(|()| con.set_write_timeout(Some(self.opts.timeout)))
+                        .map_err(|e| self.remote(&e))?;
+                    let mut con = con;
                     scan(&mut con).map_err(|e| self.remote(&e))?;
                 }
                 Ok(())
@@ -652,16 +669,9 @@ impl RedisStore {
         let nodes: String = self.with(|c| redis::cmd("CLUSTER").arg("NODES").query(c))?;
         let mut clients = Vec::new();
         for line in nodes.lines() {
-            // `ID HOST:PORT@BUSPORT[,HOSTNAME] FLAGS …`
-            let mut fields = line.split(' ');
-            let (Some(_), Some(addr), Some(flags)) = (fields.next(), fields.next(), fields.next())
-            else {
+            let Some(addr) = primary_address(line) else {
                 continue;
             };
-            if !flags.split(',').any(|f| f == "master") || flags.contains("fail") {
-                continue;
-            }
-            let addr = addr.split(['@', ',']).next().unwrap_or(addr);
             let url = format!("{prefix}{addr}");
             let bad = |e: redis::RedisError| self.remote(&e);
             clients.push(match &self.opts.ca_pem {
@@ -678,6 +688,40 @@ impl RedisStore {
         }
         Ok(clients)
     }
+}
+
+/// The `HOST:PORT` of a reachable primary in a `CLUSTER NODES` line (`ID IP:PORT@BUSPORT
+/// [,HOSTNAME] FLAGS …`): its announced hostname when there is one (TLS certificates name
+/// it), an IPv6 address in brackets; `None` for replicas, failed primaries and nodes
+/// without an address (`noaddr`, a handshake in progress).
+fn primary_address(line: &str) -> Option<String> {
+    let mut fields = line.split(' ');
+    let (_, addr, flags) = (fields.next()?, fields.next()?, fields.next()?);
+    let flags: Vec<&str> = flags.split(',').collect();
+    // `fail?` (only suspected) is still a primary holding its keys.
+    if !flags.contains(&"master")
+        || flags
+            .iter()
+            .any(|f| matches!(*f, "fail" | "noaddr" | "handshake"))
+    {
+        return None;
+    }
+    let (endpoint, hostname) = match addr.split_once(',') {
+        Some((e, h)) => (e, Some(h).filter(|h| !h.is_empty())),
+        None => (addr, None),
+    };
+    let endpoint = endpoint.split('@').next()?;
+    let (ip, port) = endpoint.rsplit_once(':')?;
+    if port.is_empty() || port == "0" {
+        return None;
+    }
+    let host = match hostname {
+        Some(h) => h.to_string(),
+        None if ip.is_empty() => return None,
+        None if ip.contains(':') => format!("[{ip}]"),
+        None => ip.to_string(),
+    };
+    Some(format!("{host}:{port}"))
 }
 
 /// The scheme and credentials (`redis://user:pw@`) and the seed nodes, as URLs, of a
@@ -767,8 +811,12 @@ impl Store for RedisStore {
 impl AsyncStore for RedisStore {
     fn update<'a>(&'a self, key: &'a str, apply: &'a mut ApplyFn<'_>) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let _turn = self.async_stripes[self.stripe(key)].lock().await;
-            if self.bounded(self.update_awaited(key, apply)).await? {
+            // Waiting for the session's turn counts against the same deadline.
+            let turn_and_update = async {
+                let _turn = self.async_stripes[self.stripe(key)].lock().await;
+                self.update_awaited(key, apply).await
+            };
+            if self.bounded(turn_and_update).await? {
                 Ok(())
             } else {
                 Err(self.contended(key))
@@ -890,6 +938,59 @@ mod tests {
             "{awaited:?}"
         );
         assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn cluster_nodes_lines_name_reachable_primaries() {
+        let line =
+            |addr: &str, flags: &str| format!("07c3 {addr} {flags} - 0 1 1 connected 0-5460");
+        assert_eq!(
+            primary_address(&line("127.0.0.1:7000@17000", "myself,master")),
+            Some("127.0.0.1:7000".to_string())
+        );
+        assert_eq!(
+            primary_address(&line("10.0.0.5:7001@17001,redis-1.example", "master")),
+            Some("redis-1.example:7001".to_string())
+        );
+        assert_eq!(
+            primary_address(&line("2001:db8::1:7002@17002", "master,fail?")),
+            Some("[2001:db8::1]:7002".to_string())
+        );
+        assert_eq!(primary_address(&line("10.0.0.6:7003@17003", "slave")), None);
+        assert_eq!(
+            primary_address(&line("10.0.0.7:7004@17004", "master,fail")),
+            None
+        );
+        assert_eq!(primary_address(&line(":0@0", "master,noaddr")), None);
+        assert_eq!(
+            primary_address(&line(":7005@17005", "master,handshake")),
+            None
+        );
+        assert_eq!(primary_address(""), None);
+    }
+
+    #[test]
+    fn a_ca_file_without_a_certificate_is_refused() {
+        let e = RedisStore::open(
+            "rediss://127.0.0.1:1/0",
+            RedisOptions {
+                ca_pem: Some(
+                    b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".to_vec(),
+                ),
+                ..RedisOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no PEM certificate"), "{e}");
+        let e = RedisStore::open(
+            "redis-cluster://127.0.0.1:1",
+            RedisOptions {
+                ca_pem: Some(b"x".to_vec()),
+                ..RedisOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("only used with rediss://"), "{e}");
     }
 
     #[test]

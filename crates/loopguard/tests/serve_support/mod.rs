@@ -348,3 +348,19 @@ pub fn hook_payload(event: &str, id: u32, extra: &str) -> String {
         r#"{{"session_id":"cc-1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"{event}","tool_name":"Read","tool_input":{{"file_path":"/repo/README.md"}},"tool_use_id":"toolu_{id:03}"{extra}}}"#
     )
 }
+
+/// `redis-cli -h 127.0.0.1 -p PORT ARGS…`, its standard output (it must succeed).
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli (Debian's redis-tools, installed with redis-server)");
+    assert!(
+        out.status.success(),
+        "redis-cli {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
