@@ -29,13 +29,60 @@ pub enum GuardError {
 /// The store key of a session: `"<tenant>/<session>"`, `"-/<session>"` without a tenant.
 /// Tenants never share a key, whatever their session ids.
 ///
+/// A session id that is not Unicode text (JSON allows lone surrogates, `"\ud800"`) cannot
+/// be a key as it is, and replacing its surrogates would merge distinct sessions: it
+/// becomes `~wtf8~` and the hex of its WTF-8 bytes (see [`session_key_wtf8`]), as does any
+/// id that itself starts with `~wtf8~`, so no two ids share a key.
+///
 /// ```
 /// assert_eq!(loopguard_guard::session_key(Some("acme"), "s1"), "acme/s1");
 /// assert_eq!(loopguard_guard::session_key(None, "s1"), "-/s1");
+/// assert_eq!(loopguard_guard::session_key(None, "~wtf8~x"), "-/~wtf8~7e777466387e~78");
 /// assert_eq!(loopguard_guard::split_key("acme/a/b"), (Some("acme"), "a/b"));
 /// ```
 pub fn session_key(tenant: Option<&str>, session: &str) -> String {
-    format!("{}/{session}", tenant.unwrap_or("-"))
+    session_key_wtf8(tenant, session.as_bytes())
+}
+
+/// [`session_key`] of a session id given as WTF-8 (an events.md string, which may hold
+/// lone surrogates).
+///
+/// ```
+/// use loopguard_guard::session_key_wtf8;
+/// // "\ud800" and "\ud801" are two sessions, not one "\u{fffd}".
+/// let a = session_key_wtf8(None, b"\xed\xa0\x80");
+/// let b = session_key_wtf8(None, b"\xed\xa0\x81");
+/// assert_ne!(a, b);
+/// assert_eq!(a, "-/~wtf8~eda080");
+/// assert_eq!(session_key_wtf8(Some("t"), b"plain"), "t/plain");
+/// ```
+pub fn session_key_wtf8(tenant: Option<&str>, session: &[u8]) -> String {
+    let tenant = tenant.unwrap_or("-");
+    match std::str::from_utf8(session) {
+        Ok(text) if !text.starts_with(ESCAPED) => format!("{tenant}/{text}"),
+        _ => {
+            let mut key = format!("{tenant}/{ESCAPED}");
+            // The prefix's own bytes are escaped too, so an id that starts with it stays
+            // apart from every escaped one: a `~` ends the hex of a literal prefix.
+            let rest = match session.strip_prefix(ESCAPED.as_bytes()) {
+                Some(rest) => {
+                    key.push_str(&hex(ESCAPED.as_bytes()));
+                    key.push('~');
+                    rest
+                }
+                None => session,
+            };
+            key.push_str(&hex(rest));
+            key
+        }
+    }
+}
+
+/// The mark of an escaped session id in a store key.
+const ESCAPED: &str = "~wtf8~";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The tenant (`None` for `-`) and session of a [`session_key`].
@@ -313,10 +360,9 @@ impl Guard {
         let session = event
             .session
             .as_ref()
-            .map(|s| s.to_string_lossy())
-            .unwrap_or("default".into());
+            .map_or(&b"default"[..], JsString::as_wtf8);
         Job {
-            key: session_key(tenant, &session),
+            key: session_key_wtf8(tenant, session),
             policy: self.policy(event.agent.as_ref()),
             now: now_ms(),
         }
@@ -512,6 +558,46 @@ mod tests {
         );
         assert!(guard.forget(Some("b"), "s").unwrap());
         assert_eq!(calls(Some("a")), Some(2));
+    }
+
+    #[test]
+    fn sessions_that_differ_only_in_lone_surrogates_stay_apart() {
+        let guard = Guard::builder().build();
+        for (session, n) in [
+            (r"\ud800", 1),
+            (r"\ud801", 2),
+            ("\u{fffd}", 3),
+            ("~wtf8~eda080", 4),
+        ] {
+            for _ in 0..n {
+                let line = format!(r#"{{"type":"call","session":"{session}","tool":"read"}}"#);
+                guard.apply_line(None, line.as_bytes()).unwrap();
+            }
+        }
+        let mut calls: Vec<(String, u64)> = guard
+            .sessions()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.session, s.stats.calls))
+            .collect();
+        calls.sort();
+        assert_eq!(
+            calls,
+            vec![
+                ("~wtf8~7e777466387e~656461303830".to_string(), 4),
+                ("~wtf8~eda080".to_string(), 1),
+                ("~wtf8~eda081".to_string(), 2),
+                ("\u{fffd}".to_string(), 3),
+            ]
+        );
+        // An id that starts with the mark is the session literally named so.
+        assert_eq!(
+            guard
+                .session(None, "~wtf8~eda080")
+                .unwrap()
+                .map(|s| s.stats.calls),
+            Some(4)
+        );
     }
 
     #[test]

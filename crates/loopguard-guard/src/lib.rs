@@ -53,7 +53,8 @@ mod store;
 
 pub use entry::{AbortedRun, Applier, EntryError, LogRow, SessionEntry, Stats, RESTARTED};
 pub use guard::{
-    enabled_config, session_key, split_key, Guard, GuardBuilder, GuardError, SessionInfo,
+    enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
+    SessionInfo,
 };
 pub use profile::{Profile, PROFILES};
 pub use store::{
