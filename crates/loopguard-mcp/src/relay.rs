@@ -27,6 +27,19 @@ pub(crate) enum FromClient {
     Reply(Vec<u8>),
 }
 
+/// One client message, decided (see `Relay::step`).
+#[derive(Debug)]
+enum Step {
+    /// Forward it; then wait for the answer to `track` (its id key, and the call when it is
+    /// a `tools/call`), and stop waiting for the request `forget` names (a cancellation).
+    Forward {
+        track: Option<(String, Option<PendingCall>)>,
+        forget: Option<String>,
+    },
+    /// Answer it with this instead (a blocked call).
+    Block(Vec<u8>),
+}
+
 /// A `tools/call` the server is answering.
 #[derive(Debug)]
 struct PendingCall {
@@ -84,19 +97,6 @@ struct ErrorPeek {
     message: Option<String>,
 }
 
-/// How many `tools/call` requests a JSON-RPC batch (an array) holds; 0 for anything else.
-fn batch_calls(message: &[u8]) -> usize {
-    serde_json::from_slice::<Vec<&RawValue>>(message)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|m| serde_json::from_str::<Peek<'_>>(m.get()).ok())
-                .filter(|p| p.id.is_some() && p.method.as_deref() == Some("tools/call"))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 /// The id as a map key: its JSON text without surrounding whitespace.
 fn id_key(id: &RawValue) -> String {
     id.get().trim().to_owned()
@@ -121,47 +121,103 @@ impl Relay {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A message from the client. Bytes that are not a JSON-RPC object are forwarded for the
-    /// server to answer (transparency includes its parse errors).
+    /// A message from the client. Bytes that are not JSON-RPC are forwarded for the server
+    /// to answer (transparency includes its parse errors).
+    ///
+    /// A batch (a JSON array, MCP 2025-03-26) is guarded call by call. When no call in it
+    /// is blocked it is forwarded unchanged. When one is, the whole batch is answered here
+    /// and nothing of it reaches the server: each blocked call gets its block result, every
+    /// other request a JSON-RPC error saying it was not sent (send it again on its own),
+    /// and its notifications are dropped with a warning. So no call of a batch runs
+    /// unguarded, and nothing a client sent runs without it being told.
     pub(crate) fn client_message(&self, message: &[u8]) -> FromClient {
-        let Ok(peek) = serde_json::from_slice::<Peek<'_>>(message) else {
-            let calls = batch_calls(message);
-            if calls > 0 {
-                // Not silently: the calls in a batch reach the server unguarded.
-                tracing::warn!(
-                    target: "loopguard::mcp",
-                    calls,
-                    "a JSON-RPC batch (MCP 2025-03-26) with {calls} tools/call request(s) is forwarded without loop detection: batches are not inspected"
-                );
+        if let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(message) {
+            if !items.is_empty() {
+                return self.client_batch(&items);
+            }
+        }
+        match self.step(message) {
+            Step::Block(reply) => FromClient::Reply(reply),
+            forward => {
+                self.commit(forward);
+                FromClient::Forward
+            }
+        }
+    }
+
+    fn client_batch(&self, items: &[&RawValue]) -> FromClient {
+        let steps: Vec<Step> = items
+            .iter()
+            .map(|m| self.step(m.get().as_bytes()))
+            .collect();
+        if !steps.iter().any(|s| matches!(s, Step::Block(_))) {
+            for step in steps {
+                self.commit(step);
             }
             return FromClient::Forward;
+        }
+        let mut replies = Vec::new();
+        let mut dropped = 0usize;
+        for step in steps {
+            match step {
+                Step::Block(reply) => replies.push(reply),
+                Step::Forward {
+                    track: Some((id, _)),
+                    ..
+                } => replies.push(not_sent(&id)),
+                Step::Forward { track: None, .. } => dropped += 1,
+            }
+        }
+        tracing::warn!(
+            target: "loopguard::mcp",
+            requests = replies.len(),
+            dropped,
+            "a JSON-RPC batch held a blocked tools/call: loopguard answered the whole batch and sent none of it to the server ({dropped} notification(s) or response(s) in it dropped)"
+        );
+        let mut out = Vec::with_capacity(replies.iter().map(|r| r.len() + 1).sum::<usize>() + 2);
+        out.push(b'[');
+        for (i, r) in replies.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(r);
+        }
+        out.push(b']');
+        FromClient::Reply(out)
+    }
+
+    /// What one client message means, before anything is recorded about it in the
+    /// relay's state (a batch answered here must leave no pending request behind). The
+    /// guard has seen the call already: a call it allowed but that is never sent stays in
+    /// the history without an outcome, as a call whose result never came.
+    fn step(&self, message: &[u8]) -> Step {
+        let forward = |track, forget| Step::Forward { track, forget };
+        let Ok(peek) = serde_json::from_slice::<Peek<'_>>(message) else {
+            return forward(None, None);
         };
         let Some(method) = peek.method.as_deref() else {
-            return FromClient::Forward; // a response to a server-to-client request
+            return forward(None, None); // a response to a server-to-client request
         };
         let Some(id) = peek.id else {
-            if method == "notifications/cancelled" {
-                if let Some(p) = peek
-                    .params
-                    .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok())
-                {
-                    // The server may never answer a cancelled request: its call has no outcome.
-                    self.state().requests.remove(&id_key(p.request_id));
-                }
-            }
-            return FromClient::Forward;
+            let cancelled = (method == "notifications/cancelled")
+                .then(|| {
+                    peek.params
+                        .and_then(|p| serde_json::from_str::<CancelParams<'_>>(p.get()).ok())
+                })
+                .flatten()
+                // The server may never answer a cancelled request: its call has no outcome.
+                .map(|p| id_key(p.request_id));
+            return forward(None, cancelled);
         };
         if method != "tools/call" {
-            self.state().requests.insert(id_key(id), None);
-            return FromClient::Forward;
+            return forward(Some((id_key(id), None)), None);
         }
         let Some(params) = peek
             .params
             .and_then(|p| serde_json::from_str::<CallParams<'_>>(p.get()).ok())
         else {
             // A malformed call is the server's to reject.
-            self.state().requests.insert(id_key(id), None);
-            return FromClient::Forward;
+            return forward(Some((id_key(id), None)), None);
         };
         let args = params
             .arguments
@@ -174,27 +230,70 @@ impl Relay {
             tool: &params.name,
         };
         let warning = match self.guard.before(key, &args) {
-            Before::Block(message) => return FromClient::Reply(block_response(id, &message)),
+            Before::Block(message) => return Step::Block(block_response(id, &message)),
             Before::Warn(message) => Some(message),
             Before::Allow => None,
         };
-        self.state().requests.insert(
-            id_key(id),
-            Some(PendingCall {
-                call_id,
-                tool: params.name,
-                args,
-                warning,
-            }),
-        );
-        FromClient::Forward
+        forward(
+            Some((
+                id_key(id),
+                Some(PendingCall {
+                    call_id,
+                    tool: params.name,
+                    args,
+                    warning,
+                }),
+            )),
+            None,
+        )
+    }
+
+    /// Records what a forwarded message leaves pending.
+    fn commit(&self, step: Step) {
+        if let Step::Forward { track, forget } = step {
+            let mut state = self.state();
+            if let Some(id) = forget {
+                state.requests.remove(&id);
+            }
+            if let Some((id, call)) = track {
+                state.requests.insert(id, call);
+            }
+        }
     }
 
     /// A message from the server: `None` to forward it unchanged, or the bytes to send instead.
+    /// A batch of responses is read element by element; only the elements that change
+    /// (a warning appended) are rewritten, the others keep their bytes.
     pub(crate) fn server_message(&self, message: &[u8]) -> Option<Vec<u8>> {
         if self.state().requests.is_empty() {
             return None;
         }
+        if let Ok(items) = serde_json::from_slice::<Vec<&RawValue>>(message) {
+            let rewritten: Vec<Option<Vec<u8>>> = items
+                .iter()
+                .map(|m| self.server_one(m.get().as_bytes()))
+                .collect();
+            if rewritten.iter().all(Option::is_none) {
+                return None;
+            }
+            let mut out = Vec::with_capacity(message.len() + 256);
+            out.push(b'[');
+            for (i, (item, new)) in items.iter().zip(&rewritten).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                match new {
+                    Some(bytes) => out.extend_from_slice(bytes),
+                    None => out.extend_from_slice(item.get().as_bytes()),
+                }
+            }
+            out.push(b']');
+            return Some(out);
+        }
+        self.server_one(message)
+    }
+
+    fn server_one(&self, message: &[u8]) -> Option<Vec<u8>> {
         let peek = serde_json::from_slice::<Peek<'_>>(message).ok()?;
         if peek.method.is_some() {
             return None; // a notification or a server-to-client request
@@ -239,6 +338,15 @@ impl Relay {
             })
             .collect()
     }
+}
+
+/// The answer to a request of a batch that was not sent because a call in the batch was
+/// blocked.
+fn not_sent(id: &str) -> Vec<u8> {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":\"not sent: loopguard blocked a tools/call in the same batch; send this request again on its own\"}}}}"
+    )
+    .into_bytes()
 }
 
 /// The answer to a blocked call: a `CallToolResult` with `isError: true` whose text is the
@@ -351,6 +459,93 @@ mod tests {
         }
     }
 
+    fn batch(items: &[Vec<u8>]) -> Vec<u8> {
+        let parts: Vec<String> = items
+            .iter()
+            .map(|i| String::from_utf8(i.clone()).expect("utf-8"))
+            .collect();
+        format!("[{}]", parts.join(",")).into_bytes()
+    }
+
+    /// Batches (MCP 2025-03-26) are guarded call by call: their outcomes are recorded
+    /// from the server's batch answer, and a batch holding a call to block is answered
+    /// whole by the proxy, nothing of it sent.
+    #[test]
+    fn batches_are_guarded_call_by_call() {
+        let r = relay(crate::ProxyOptions::builder().build());
+        let progress =
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#.to_vec();
+        // Ten batches of [unknown-tool call, resources/list, a notification]: forwarded;
+        // the server's batch answers record ten "Unknown tool" errors.
+        for i in 0..10 {
+            let list = format!(r#"{{"jsonrpc":"2.0","id":"l{i}","method":"resources/list"}}"#);
+            let b = batch(&[
+                call(&i.to_string(), "nope"),
+                list.into_bytes(),
+                progress.clone(),
+            ]);
+            assert_eq!(r.client_message(&b), FromClient::Forward, "batch {i}");
+            let answer = format!(
+                r#"[{{"jsonrpc":"2.0","id":"l{i}","result":{{"resources":[]}}}},{{"jsonrpc":"2.0","id":{i},"error":{{"code":-32602,"message":"Unknown tool: nope"}}}}]"#
+            );
+            assert_eq!(r.server_message(answer.as_bytes()), None, "answer {i}");
+        }
+        assert!(r.state().requests.is_empty(), "every request was answered");
+        // The 11th unknown-tool call, in a batch: the whole batch is answered here.
+        let b = batch(&[
+            call("\"last\"", "nope"),
+            br#"{"jsonrpc":"2.0","id":"other","method":"tools/call","params":{"name":"fine","arguments":{}}}"#.to_vec(),
+            progress,
+        ]);
+        let reply = match r.client_message(&b) {
+            FromClient::Reply(reply) => reply,
+            FromClient::Forward => panic!("a batch with a call to block was forwarded"),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
+        let items = v.as_array().expect("a batch answer");
+        assert_eq!(
+            items.len(),
+            2,
+            "one answer per request, none for the notification: {v}"
+        );
+        assert_eq!(items[0]["id"], "last");
+        assert_eq!(items[0]["result"]["isError"], true);
+        assert_eq!(items[1]["id"], "other");
+        assert!(items[1]["error"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("not sent"));
+        assert!(r.state().requests.is_empty(), "nothing of it is pending");
+    }
+
+    /// A warned call in a batch gets its warning appended in the server's batch answer;
+    /// the answer's other elements keep their bytes.
+    #[test]
+    fn a_warning_is_appended_inside_a_batch_answer() {
+        let r = relay(crate::ProxyOptions::builder().build());
+        let same = r#"{"content":[{"type":"text","text":"same"}]}"#;
+        let mut last = None;
+        for i in 0..11 {
+            let b = batch(&[call(&i.to_string(), "t")]);
+            assert_eq!(r.client_message(&b), FromClient::Forward, "batch {i}");
+            let answer = format!(
+                r#"[{{"jsonrpc":"2.0","id":{i},"result":{same}}},{{"jsonrpc":"2.0","id":"unrelated","result":{{}}}}]"#
+            );
+            last = r.server_message(answer.as_bytes()).map(|b| (i, b));
+            if last.is_some() {
+                break;
+            }
+        }
+        let (i, out) = last.expect("the 11th identical call is warned");
+        assert_eq!(i, 10);
+        let out = String::from_utf8(out).expect("utf-8");
+        assert!(out.starts_with(r#"[{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"same"},{"type":"text","text":"#), "{out}");
+        assert!(
+            out.ends_with(r#",{"jsonrpc":"2.0","id":"unrelated","result":{}}]"#),
+            "{out}"
+        );
+    }
+
     #[test]
     fn observe_mode_never_answers_for_the_server() {
         let r = relay(
@@ -395,17 +590,5 @@ mod tests {
         // Messages that are not JSON-RPC objects pass through for the server to answer.
         assert_eq!(r.client_message(b"not json"), FromClient::Forward);
         assert_eq!(r.client_message(b"[1,2]"), FromClient::Forward);
-        // A batch passes through too, and its tools/call requests are counted for the
-        // warning that says they were not guarded.
-        let batch = format!(
-            "[{},{},{}]",
-            String::from_utf8(call("3", "t")).expect("utf-8"),
-            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
-            String::from_utf8(call("\"x\"", "u")).expect("utf-8")
-        );
-        assert_eq!(batch_calls(batch.as_bytes()), 2);
-        assert_eq!(batch_calls(b"[1,2]"), 0);
-        assert_eq!(batch_calls(&call("4", "t")), 0);
-        assert_eq!(r.client_message(batch.as_bytes()), FromClient::Forward);
     }
 }

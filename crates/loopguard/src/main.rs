@@ -93,10 +93,11 @@ fn main() -> ExitCode {
         Command::Replay(args) => args.color,
         _ => replay_cmd::ColorArg::Auto,
     };
-    // A server runs unattended: its warnings (a store outage, a session started afresh)
-    // go to stderr even without -v.
+    // A server or a proxy runs unattended: its warnings (a store outage, a session started
+    // afresh, a batch answered by the proxy) go to stderr even without -v. (An MCP client
+    // shows a stdio server's stderr in its logs; stdout stays the protocol's.)
     let quiet_level = match &cli.command {
-        Command::Serve(_) => Some("warn"),
+        Command::Serve(_) | Command::Mcp(_) => Some("warn"),
         _ => None,
     };
     init_logging(

@@ -642,3 +642,89 @@ fn config_thresholds_apply_and_a_bad_config_is_refused() {
         "{err}"
     );
 }
+
+/// JSON-RPC batches (MCP 2025-03-26) through the stdio proxy, against a real server process
+/// that answers batches: ten batches with an unknown-tool call reach the server and their
+/// errors are recorded; the batch with the 11th is answered whole by the proxy (the block,
+/// and "not sent" for the other request) and the server never receives it.
+#[test]
+fn batches_are_guarded_and_a_batch_with_a_blocked_call_never_reaches_the_server() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let received = dir.path().join("received.log");
+    let mut proxy = Command::new(loopguard())
+        .args(["mcp", "--", "python3"])
+        .arg(fixtures().join("batch_server.py"))
+        .arg(&received)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start loopguard mcp");
+    let mut to_proxy = proxy.stdin.take().expect("stdin");
+    let mut from_proxy = BufReader::new(proxy.stdout.take().expect("stdout"));
+    let mut exchange = |line: &str| -> Value {
+        writeln!(to_proxy, "{line}").expect("write");
+        to_proxy.flush().expect("flush");
+        let mut answer = String::new();
+        from_proxy.read_line(&mut answer).expect("read");
+        serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+    };
+    let init = exchange(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-03-26", "{init}");
+    for i in 1..=10 {
+        let answer = exchange(&format!(
+            r#"[{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"nope","arguments":{{}}}}}},{{"jsonrpc":"2.0","method":"notifications/progress","params":{{}}}}]"#
+        ));
+        assert_eq!(
+            answer[0]["error"]["message"], "Unknown tool: nope",
+            "batch {i}: {answer}"
+        );
+    }
+    let answer = exchange(
+        r#"[{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"nope","arguments":{}}},{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"fine","arguments":{}}}]"#,
+    );
+    let items = answer.as_array().expect("a batch answer");
+    assert_eq!(items.len(), 2, "{answer}");
+    assert_eq!(items[0]["id"], 11);
+    assert_eq!(items[0]["result"]["isError"], true, "{answer}");
+    assert_eq!(items[1]["id"], 12);
+    assert!(
+        items[1]["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("not sent"),
+        "{answer}"
+    );
+    // A batch without a call to block still goes through.
+    let answer = exchange(
+        r#"[{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"fine","arguments":{}}}]"#,
+    );
+    assert_eq!(answer[0]["result"]["content"][0]["text"], "ok", "{answer}");
+    drop(to_proxy);
+    let mut stderr = String::new();
+    use std::io::Read;
+    proxy
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    let _ = proxy.wait();
+    let log = std::fs::read_to_string(&received).expect("received log");
+    assert_eq!(
+        log.lines().count(),
+        12,
+        "initialize, 10 batches and the last one: {log}"
+    );
+    assert!(
+        !log.contains(r#""id":11"#) && !log.contains(r#""id": 11"#),
+        "{log}"
+    );
+    assert!(
+        stderr.contains("blocked tools/call"),
+        "the whole-batch answer is logged: {stderr}"
+    );
+}
