@@ -262,12 +262,10 @@ impl RedisStore {
                 )));
             }
         }
-        let certs = opts.ca_pem.clone().map(|pem| redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem),
-        });
+        let certs = ca_certificates(&opts);
         let target = match cluster_nodes(url) {
-            Some((prefix, nodes)) => {
+            Some(Err(why)) => return Err(StoreError::Remote(format!("--store {shown}: {why}"))),
+            Some(Ok((prefix, nodes))) => {
                 let mut b = redis::cluster::ClusterClient::builder(nodes)
                     .connection_timeout(opts.timeout)
                     .response_timeout(opts.timeout)
@@ -277,10 +275,7 @@ impl RedisStore {
                 }
                 Target::Cluster(b.build().map_err(bad)?, prefix)
             }
-            None => Target::Single(match certs {
-                Some(c) => redis::Client::build_with_tls(url, c).map_err(bad)?,
-                None => redis::Client::open(url).map_err(bad)?,
-            }),
+            None => Target::Single(client(url, &opts).map_err(bad)?),
         };
         Ok(RedisStore {
             target,
@@ -673,20 +668,26 @@ impl RedisStore {
                 continue;
             };
             let url = format!("{prefix}{addr}");
-            let bad = |e: redis::RedisError| self.remote(&e);
-            clients.push(match &self.opts.ca_pem {
-                Some(pem) if url.starts_with("rediss://") => redis::Client::build_with_tls(
-                    url.as_str(),
-                    redis::TlsCertificates {
-                        client_tls: None,
-                        root_cert: Some(pem.clone()),
-                    },
-                )
-                .map_err(bad)?,
-                _ => redis::Client::open(url.as_str()).map_err(bad)?,
-            });
+            clients.push(client(&url, &self.opts).map_err(|e| self.remote(&e))?);
         }
         Ok(clients)
+    }
+}
+
+/// `--redis-ca`'s certificates, as redis wants them.
+fn ca_certificates(opts: &RedisOptions) -> Option<redis::TlsCertificates> {
+    opts.ca_pem.clone().map(|pem| redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    })
+}
+
+/// A client for one server URL, trusting `--redis-ca` over `rediss://` (`open` checked that
+/// a CA only comes with TLS).
+fn client(url: &str, opts: &RedisOptions) -> redis::RedisResult<redis::Client> {
+    match ca_certificates(opts) {
+        Some(certs) if url.starts_with("rediss://") => redis::Client::build_with_tls(url, certs),
+        _ => redis::Client::open(url),
     }
 }
 
@@ -726,24 +727,38 @@ fn primary_address(line: &str) -> Option<String> {
 
 /// The scheme and credentials (`redis://user:pw@`) and the seed nodes, as URLs, of a
 /// `redis-cluster://` or `rediss-cluster://` URL.
-fn cluster_nodes(url: &str) -> Option<(String, Vec<String>)> {
+fn cluster_nodes(url: &str) -> Option<Result<(String, Vec<String>), String>> {
     let (scheme, rest) = if let Some(r) = url.strip_prefix("redis-cluster://") {
         ("redis://", r)
     } else {
         ("rediss://", url.strip_prefix("rediss-cluster://")?)
     };
-    let rest = rest.trim_end_matches('/');
     let (auth, hosts) = match rest.rsplit_once('@') {
         Some((a, h)) => (format!("{a}@"), h),
         None => (String::new(), rest),
     };
+    // A cluster has one database: `/` or `/0` may end the list, nothing else.
+    let hosts = match hosts.split_once('/') {
+        None => hosts,
+        Some((h, "" | "0")) => h,
+        Some((_, db)) => {
+            return Some(Err(format!(
+                "a Redis Cluster has only database 0; remove `/{db}`"
+            )))
+        }
+    };
     let prefix = format!("{scheme}{auth}");
-    let nodes = hosts
+    let nodes: Vec<String> = hosts
         .split(',')
         .filter(|h| !h.is_empty())
         .map(|h| format!("{prefix}{h}"))
         .collect();
-    Some((prefix, nodes))
+    if nodes.is_empty() {
+        return Some(Err(
+            "name at least one node: redis-cluster://HOST:PORT[,HOST:PORT…]".to_string(),
+        ));
+    }
+    Some(Ok((prefix, nodes)))
 }
 
 impl Store for RedisStore {
@@ -889,19 +904,28 @@ mod tests {
     fn cluster_urls_name_their_seed_nodes() {
         assert_eq!(
             cluster_nodes("redis-cluster://:pw@10.0.0.1:7000,10.0.0.2:7001/"),
-            Some((
+            Some(Ok((
                 "redis://:pw@".to_string(),
                 vec![
                     "redis://:pw@10.0.0.1:7000".to_string(),
                     "redis://:pw@10.0.0.2:7001".to_string()
                 ]
-            ))
+            )))
         );
         assert_eq!(
-            cluster_nodes("rediss-cluster://h:7000").map(|(_, n)| n),
-            Some(vec!["rediss://h:7000".to_string()])
+            cluster_nodes("rediss-cluster://h:7000/0").map(|r| r.map(|(_, n)| n)),
+            Some(Ok(vec!["rediss://h:7000".to_string()]))
         );
         assert_eq!(cluster_nodes("redis://h:7000"), None);
+        // Bad cluster URLs are errors that say what to change, not a failure at connect.
+        for (url, says) in [
+            ("redis-cluster://h:7000/3", "only database 0; remove `/3`"),
+            ("redis-cluster://", "name at least one node"),
+            ("redis-cluster://:pw@/", "name at least one node"),
+        ] {
+            let e = RedisStore::open(url, RedisOptions::default()).unwrap_err();
+            assert!(e.to_string().contains(says), "{url}: {e}");
+        }
     }
 
     #[test]
