@@ -155,6 +155,12 @@ impl AppState {
         }
     }
 
+    /// Whether guard calls are awaited on the async workers: the store can be awaited, or
+    /// never blocks (the guard's async methods call such a store in place).
+    fn awaits(&self) -> bool {
+        self.awaitable || !self.blocking
+    }
+
     /// A guard call where it belongs: `awaited` when the store can be awaited or never
     /// blocks (the guard's async methods call such a store in place), else `blocking` on
     /// the blocking pool.
@@ -163,7 +169,7 @@ impl AppState {
         blocking: impl FnOnce(&AppState) -> Result<T, GuardError> + Send + 'static,
         awaited: impl std::future::Future<Output = Result<T, GuardError>>,
     ) -> Result<T, ApiError> {
-        let result = if self.awaitable || !self.blocking {
+        let result = if self.awaits() {
             awaited.await
         } else {
             self.run(blocking).await?
@@ -300,35 +306,22 @@ async fn post_events(
     let tenant = state.authenticate(&headers)?;
     let ndjson = is_ndjson(&headers)?;
     let bytes = read_body(&state, &headers, body).await?;
-    let out = if state.awaitable || !state.blocking {
-        let events = parse_events(&bytes, ndjson)?;
-        let mut out = Vec::with_capacity(256 * events.len());
-        for event in &events {
-            let decision = state
-                .guard
-                .apply_async(tenant.as_deref(), event)
-                .await
-                .map_err(|e| state.guard_error(e))?;
-            state.record(&decision, &mut out);
-        }
-        out
+    let mut out = if state.awaits() {
+        apply_events(&state, tenant.as_deref(), &bytes, ndjson).await?
     } else {
+        // A blocking store (SQLite): the same work, on the blocking pool, where waiting
+        // for the disk ties up no async worker.
         state
             .run(move |s| {
-                let events = parse_events(&bytes, ndjson)?;
-                let mut out = Vec::with_capacity(256 * events.len());
-                for event in &events {
-                    let decision = s
-                        .guard
-                        .apply(tenant.as_deref(), event)
-                        .map_err(|e| s.guard_error(e))?;
-                    s.record(&decision, &mut out);
-                }
-                Ok::<_, ApiError>(out)
+                tokio::runtime::Handle::current().block_on(apply_events(
+                    s,
+                    tenant.as_deref(),
+                    &bytes,
+                    ndjson,
+                ))
             })
             .await??
     };
-    let mut out = out;
     if !ndjson && out.last() == Some(&b'\n') {
         out.pop();
     }
@@ -340,6 +333,27 @@ async fn post_events(
             "application/json"
         },
     ))
+}
+
+/// Applies a body's events in order and writes their records (the guard's async methods
+/// call a store without an awaitable side in place).
+async fn apply_events(
+    state: &AppState,
+    tenant: Option<&str>,
+    bytes: &[u8],
+    ndjson: bool,
+) -> Result<Vec<u8>, ApiError> {
+    let events = parse_events(bytes, ndjson)?;
+    let mut out = Vec::with_capacity(256 * events.len());
+    for event in &events {
+        let decision = state
+            .guard
+            .apply_async(tenant, event)
+            .await
+            .map_err(|e| state.guard_error(e))?;
+        state.record(&decision, &mut out);
+    }
+    Ok(out)
 }
 
 /// Parses every event of a body first, so a malformed one rejects the request before

@@ -12,9 +12,32 @@ use serve_support::*;
 /// (without `line`), byte for byte.
 #[test]
 fn parity_fixtures_event_by_event_memory_store() {
+    parity_through(&[]);
+}
+
+/// The same through a SQLite file (the store whose calls block, run on the blocking pool),
+/// a database per case; the session survives in the file.
+#[test]
+fn parity_fixtures_event_by_event_sqlite_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.sqlite3");
+    let store = format!("sqlite:{}", db.display());
+    parity_through(&["--store", &store]);
+    let first = dir.path().join("serve.sqlite3.0");
+    assert!(first.exists(), "the sessions are in {}", first.display());
+}
+
+fn parity_through(store: &[&str]) {
     let agent = agent();
-    for (name, config, events, expected) in parity_cases() {
-        let server = Serve::start(&["--config", config.to_str().unwrap()]);
+    for (case, (name, config, events, expected)) in parity_cases().into_iter().enumerate() {
+        let mut args = vec!["--config", config.to_str().unwrap()];
+        let per_case;
+        if let [flag, spec] = store {
+            // a database per case, so sessions of different cases never meet
+            per_case = format!("{spec}.{case}");
+            args.extend([*flag, per_case.as_str()]);
+        }
+        let server = Serve::start(&args);
         let events: Vec<_> = events.iter().filter(|l| !l.trim().is_empty()).collect();
         assert_eq!(events.len(), expected.len(), "{name}");
         for (i, (event, want)) in events.iter().zip(&expected).enumerate() {
