@@ -262,18 +262,10 @@ fn hook_labels(row: &loopguard_guard::LogRow) -> crate::metrics::DecisionLabels 
         .find(|d| **d == word)
         .copied()
         .unwrap_or("other");
-    let detector = row
-        .detector
-        .as_deref()
-        .and_then(|d| {
-            loopguard_core::Detector::ALL
-                .iter()
-                .chain(loopguard_core::Detector::EXTRA.iter())
-                .find(|x| x.as_str() == d)
-        })
-        .map_or(if row.detector.is_some() { "other" } else { "" }, |d| {
-            d.as_str()
-        });
+    let detector = match row.detector.as_deref() {
+        None => "",
+        Some(name) => loopguard_core::Detector::from_name(name).map_or("other", |d| d.as_str()),
+    };
     let level = match decision {
         _ if detector.is_empty() => "",
         "block" | "would-block" | "abort" | "would-abort" | "deny-aborted" => "critical",
