@@ -58,9 +58,10 @@ pub use guard::{
 };
 pub use profile::{Profile, PROFILES};
 pub use store::{
-    is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore,
-    SqliteOptions, SqliteStore, Store, StoreError, StoreFuture, SCHEMA_VERSION,
-    WAL_CHECKPOINT_BYTES,
+    is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore, Store,
+    StoreError, StoreFuture,
 };
 #[cfg(feature = "redis")]
 pub use store::{redis_key, RedisOptions, RedisStore};
+#[cfg(feature = "sqlite")]
+pub use store::{SqliteOptions, SqliteStore, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES};

@@ -16,6 +16,7 @@
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 use std::fmt;
@@ -26,6 +27,7 @@ use std::time::Duration;
 pub use memory::{MemoryOptions, MemoryStore};
 #[cfg(feature = "redis")]
 pub use redis_store::{redis_key, RedisOptions, RedisStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES};
 
 use crate::entry::SessionEntry;
@@ -110,6 +112,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// SQLite reported an error.
+    #[cfg(feature = "sqlite")]
     #[error("state database {}: {source}{}", path.display(), sqlite::hint(source))]
     Sqlite {
         /// The database file.
@@ -118,6 +121,7 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// The database was written by a newer loopguard.
+    #[cfg(feature = "sqlite")]
     #[error("state database {} has schema version {found}, newer than this loopguard's {SCHEMA_VERSION}; upgrade loopguard or use another --state", path.display())]
     NewerSchema {
         /// The database file.
@@ -177,6 +181,7 @@ pub fn open_store(spec: &str, idle_ttl: Duration) -> Result<Arc<dyn Store>, Stor
             ..MemoryOptions::default()
         })));
     }
+    #[cfg(feature = "sqlite")]
     if let Some(path) = spec.strip_prefix("sqlite:") {
         if path.is_empty() {
             return Err(StoreError::BadSpec(spec.to_string()));
