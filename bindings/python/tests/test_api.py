@@ -1,4 +1,4 @@
-"""The Guard API: the README's loop, configs, errors, compaction."""
+"""The Guard API: the Python guide's loop (docs/python.md), configs, errors, compaction."""
 
 from __future__ import annotations
 
@@ -14,18 +14,17 @@ from conftest import BLOCK_MESSAGE_21, REPO
 
 
 def readme_python_example() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python"):]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README's Python section has no python example"
+    text = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
+    match = re.search(r"```python\n(.*?)```", text, re.S)
+    assert match, "docs/python.md has no python example"
     return match.group(1)
 
 
 def test_the_readme_example_runs_and_blocks_the_21st_call(capsys) -> None:
-    # The README's Python example, executed as written: a tool called 25 times with the
+    # The guide's Python example, executed as written: a tool called 25 times with the
     # same arguments and the same result.
     namespace: dict = {}
-    exec(compile(readme_python_example(), "README.md", "exec"), namespace)
+    exec(compile(readme_python_example(), "docs/python.md", "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
     assert namespace["runs"] == 20
     assert out[0] == "call 11: warn (generic_repeat, count 10)"

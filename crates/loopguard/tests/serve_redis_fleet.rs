@@ -1,4 +1,4 @@
-//! `loopguard serve` on the fleet set-ups the README's "Running a fleet" describes: a real
+//! `loopguard serve` on the fleet set-ups docs/serve.md's "Running a fleet" describes: a real
 //! three-node Redis Cluster, and Redis over TLS with a private certificate authority. Both
 //! start their own `redis-server` processes on free loopback ports (scripts/setup-redis.sh
 //! installs them); without them these tests fail, they never skip.

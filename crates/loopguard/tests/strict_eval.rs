@@ -2,10 +2,10 @@
 //! profiles through the real binary (`loopguard replay --format mini-swe-agent --mode
 //! observe --json --profile P`).
 //!
-//! Checks what the README's table claims: no block on a healthy or self-recovering run
+//! Checks what the table of docs/strict-profile.md claims: no block on a healthy or self-recovering run
 //! with either profile, and each stuck run blocked by the strict profile by the call
 //! `tests/fixtures/real-transcripts/verdicts.tsv` states (the loop's 10th call). The table
-//! itself is compared with `tests/fixtures/real-transcripts/evaluation.md`, which the README
+//! itself is compared with `tests/fixtures/real-transcripts/evaluation.md`, which docs/strict-profile.md
 //! quotes; `LOOPGUARD_BLESS=1 cargo test -p loopguard --test strict_eval` rewrites it after a
 //! deliberate change.
 
@@ -140,7 +140,7 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
                 c.file
             )),
             (None, Some(got)) => failures.push(format!(
-                "{}: verdicts.tsv says the strict profile does not block this run, but it blocks at {got:?}: update verdicts.tsv and the README",
+                "{}: verdicts.tsv says the strict profile does not block this run, but it blocks at {got:?}: update verdicts.tsv and docs/strict-profile.md",
                 c.file
             )),
             (None, None) => {}
@@ -163,7 +163,7 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
     let want = std::fs::read_to_string(&golden).unwrap_or_default();
     assert_eq!(
         want, table,
-        "the evaluation table changed; rerun with LOOPGUARD_BLESS=1 and update the README"
+        "the evaluation table changed; rerun with LOOPGUARD_BLESS=1 and update docs/strict-profile.md"
     );
 }
 

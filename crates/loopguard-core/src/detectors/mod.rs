@@ -98,7 +98,7 @@ impl Detector {
         Detector::CompactionLoopPersisted,
     ];
 
-    /// loopguard's extra detectors (the `strict` profile), in the README's order.
+    /// loopguard's extra detectors (the `strict` profile), in the order of the README's detectors table.
     pub const EXTRA: [Detector; 6] = [
         Detector::IdenticalFailureStreak,
         Detector::IdenticalOutcomeStreak,
