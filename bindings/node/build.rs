@@ -1,0 +1,5 @@
+//! Node-API link settings (napi-build).
+
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,166 @@
+// Types of the `loopguard` package (hand-written; test/types.test.mjs checks them against the
+// addon and the JavaScript half).
+
+/** Any JavaScript value that becomes an events.md JSON value (see docs/typescript.md). */
+export type JsonLike = unknown;
+
+/** The detectors a decision can name. */
+export type Detector =
+  | 'generic_repeat'
+  | 'known_poll_no_progress'
+  | 'ping_pong'
+  | 'unknown_tool_repeat'
+  | 'global_circuit_breaker'
+  | 'compaction_loop_persisted';
+
+/** Fields every decision has. */
+export interface DecisionBase {
+  type: 'call' | 'outcome' | 'compaction';
+  session: string;
+  run: string | null;
+  callId: string | null;
+  tool?: string | null;
+  argsHash?: string;
+  detector?: Detector;
+  level?: 'warning' | 'critical';
+  count?: number;
+  /** What to tell the model (warn, block, abort). */
+  message?: string;
+  /** True when the call was let through because the server could not be reached (remote). */
+  failOpen?: boolean;
+}
+
+/** The decision before a tool call: on 'block' do not run the tool. */
+export interface CallDecision extends DecisionBase {
+  action: 'allow' | 'warn' | 'block';
+  warningKey?: string;
+  pairedTool?: string;
+  /** Whether the model should be told (warnings are shown once per bucket of ten). */
+  emitted?: boolean;
+}
+
+/** The decision after a tool call: on 'abort' stop the run. */
+export interface OutcomeDecision extends DecisionBase {
+  action: 'recorded' | 'ignored' | 'abort';
+  resultHash?: string | null;
+}
+
+/** The decision on a compaction. */
+export interface CompactionDecision extends DecisionBase {
+  action: 'armed' | 'ignored';
+}
+
+/** A decision record as `loopguard replay --json` writes it (without `line`). */
+export interface DecisionRecord {
+  type: 'call' | 'outcome' | 'compaction';
+  session: string;
+  run: string | null;
+  callId: string | null;
+  tool?: string;
+  argsHash?: string;
+  resultHash?: string | null;
+  decision: 'allow' | 'warn' | 'block' | 'recorded' | 'ignored' | 'abort' | 'armed';
+  detector?: Detector;
+  level?: 'warning' | 'critical';
+  count?: number;
+  message?: string;
+  warningKey?: string;
+  pairedTool?: string;
+  emitted?: boolean;
+  failOpen?: boolean;
+}
+
+/** The optional ids of a call. */
+export interface CallOptions {
+  run?: string | null;
+  callId?: string | null;
+  agent?: string | null;
+}
+
+/** What a tool returned or threw, with the ids of its call. */
+export type Outcome = CallOptions & ({ result: JsonLike; error?: undefined } | { error: JsonLike; result?: undefined });
+
+/** Options of `new Guard`. */
+export interface GuardOptions {
+  /** A path to an OpenClaw config (JSON5 or JSON), an object holding one, or null (enabled, defaults). */
+  config?: string | URL | Record<string, unknown> | null;
+  /** 'memory' (default) or 'sqlite:PATH'. */
+  store?: string;
+  /** 'none' (default: tools as given), 'openclaw', 'claude-code' or 'mcp'. */
+  profile?: 'none' | 'openclaw' | 'claude-code' | 'mcp';
+  /** 'enforce' (default) or 'observe'. */
+  mode?: 'enforce' | 'observe';
+  /** Seconds after which an idle session is forgotten (86400). */
+  idleTtl?: number;
+  /** Where config warnings go (console). */
+  logger?: { warn(message: string): void };
+}
+
+/** What the guard knows about a session. */
+export interface SessionInfo {
+  tenant: string | null;
+  session: string;
+  stats: { events: number; calls: number; outcomes: number; compactions: number; warnings: number; blocks: number; aborts: number };
+  [key: string]: unknown;
+}
+
+/** The guard: sessions, OpenClaw's detectors, one decision per event. */
+export declare class Guard {
+  constructor(options?: GuardOptions);
+  beforeCall(session: string, tool: string, args: JsonLike, options?: CallOptions): CallDecision;
+  afterCall(session: string, tool: string, args: JsonLike, outcome: Outcome): OutcomeDecision;
+  onCompaction(session: string, options?: { run?: string | null; agent?: string | null }): CompactionDecision;
+  event(event: Record<string, unknown> | string): DecisionRecord;
+  session(id: string): SessionInfo | null;
+  sessions(): SessionInfo[];
+  forget(id: string): boolean;
+  /** A handle for `Guard.attach` in a worker thread of this process. */
+  share(): number;
+  static attach(handle: number): Guard;
+  static remote(url: string | URL, options?: RemoteOptions): RemoteGuard;
+}
+
+/** Options of `Guard.remote`. */
+export interface RemoteOptions {
+  token?: string;
+  /** Seconds (5). */
+  timeout?: number;
+  logger?: { warn(message: string): void };
+}
+
+/** The Guard API answered by `loopguard serve`; fails open with a warning when unreachable. */
+export declare class RemoteGuard {
+  constructor(url: string | URL, options?: RemoteOptions);
+  readonly url: string;
+  beforeCall(session: string, tool: string, args: JsonLike, options?: CallOptions): Promise<CallDecision>;
+  afterCall(session: string, tool: string, args: JsonLike, outcome: Outcome): Promise<OutcomeDecision>;
+  onCompaction(session: string, options?: { run?: string | null; agent?: string | null }): Promise<CompactionDecision>;
+  event(event: Record<string, unknown> | string): Promise<DecisionRecord>;
+  session(id: string): Promise<SessionInfo | null>;
+  forget(id: string): Promise<boolean>;
+}
+
+/** Base class of loopguard's own errors. */
+export declare class LoopguardError extends Error {}
+/** An event loopguard cannot apply; `field` names the field. */
+export declare class EventError extends LoopguardError {
+  field: string | null;
+}
+/** A config OpenClaw would reject. */
+export declare class ConfigError extends LoopguardError {}
+/** The session store cannot be reached. */
+export declare class StoreError extends LoopguardError {}
+
+/** A JavaScript value as the events.md JSON loopguard applies (TypeError naming `root` and the path). */
+export declare function toEventJson(value: unknown, root: string): string;
+
+declare const loopguard: {
+  Guard: typeof Guard;
+  RemoteGuard: typeof RemoteGuard;
+  LoopguardError: typeof LoopguardError;
+  EventError: typeof EventError;
+  ConfigError: typeof ConfigError;
+  StoreError: typeof StoreError;
+  toEventJson: typeof toEventJson;
+};
+export default loopguard;

@@ -1,0 +1,5 @@
+// The ESM entry point: the same objects as the CommonJS one (one module instance).
+import loopguard from './lib/index.cjs';
+
+export const { Guard, RemoteGuard, LoopguardError, EventError, ConfigError, StoreError, toEventJson } = loopguard;
+export default loopguard;

@@ -1,0 +1,230 @@
+'use strict';
+// JavaScript values to events.md JSON, the way OpenClaw's own serialiser ("stableStringify")
+// sees them. The JSON text is applied by the same Rust engine as every other front end, whose
+// canonical serialiser then writes the same bytes OpenClaw hashes:
+//
+//   finite numbers       JSON.stringify (-0 is 0, 1e21 is 1e+21): the engine parses and
+//                        formats them as JavaScript does;
+//   NaN                  the string "NaN" (OpenClaw writes NaN as the JSON string "NaN");
+//   Infinity, -Infinity  1e999, -1e999 (parsed as +-Infinity, written as "Infinity");
+//   bigint               the string of its digits, as OpenClaw writes it ("123");
+//   function, symbol     null;
+//   a cycle              the string "[Circular]" where an object is met again while inside
+//                        itself (a shared object met twice elsewhere is written twice);
+//   Error                {message, name, stack};
+//   Uint8Array, Buffer   {data: base64, type: "Uint8Array"};
+//   Date, Map, Set, ...  their own enumerable keys (usually {}), as OpenClaw does: mind that
+//                        two different Dates hash the same;
+//   undefined, holes     a TypeError naming the path: OpenClaw writes the bare token
+//                        `undefined` there, which no JSON text can carry.
+//
+// Object keys are written in their own order; the engine sorts them by UTF-16 code units.
+// Lone surrogates are written as \uXXXX escapes, kept by the engine and dropped only when it
+// hashes (as OpenClaw does).
+
+/** The engine's nesting limit (loopguard_core::MAX_JSON_DEPTH) less the event's own level. */
+const MAX_DEPTH = 2040;
+
+function describePath(root, steps) {
+  let p = root;
+  for (const s of steps) p += typeof s === 'number' ? `[${s}]` : `[${JSON.stringify(s)}]`;
+  return p;
+}
+
+/**
+ * Writes `value` as JSON text (see the table above); `root` names it in errors (`args`).
+ * @param {unknown} value
+ * @param {string} root
+ * @returns {string}
+ */
+function toJson(value, root) {
+  const stack = new Set();
+  const steps = [];
+  const out = [];
+  const fail = (what) => {
+    throw new TypeError(`${describePath(root, steps)}: ${what}`);
+  };
+  const write = (v) => {
+    switch (typeof v) {
+      case 'string':
+        out.push(JSON.stringify(v));
+        return;
+      case 'number':
+        if (Number.isFinite(v)) out.push(JSON.stringify(v));
+        else if (Number.isNaN(v)) out.push('"NaN"');
+        else out.push(v > 0 ? '1e999' : '-1e999');
+        return;
+      case 'boolean':
+        out.push(v ? 'true' : 'false');
+        return;
+      case 'bigint':
+        out.push(`"${v.toString()}"`);
+        return;
+      case 'function':
+      case 'symbol':
+        out.push('null');
+        return;
+      case 'undefined':
+        fail(
+          'undefined is not a JSON value (OpenClaw would hash the bare token `undefined`, which an event cannot carry): leave the key out or use null',
+        );
+        return;
+      default:
+        break;
+    }
+    if (v === null) {
+      out.push('null');
+      return;
+    }
+    if (stack.has(v)) {
+      out.push('"[Circular]"');
+      return;
+    }
+    if (steps.length >= MAX_DEPTH) {
+      throw new RangeError(`${describePath(root, steps)}: nested deeper than ${MAX_DEPTH} levels`);
+    }
+    stack.add(v);
+    try {
+      if (Array.isArray(v)) {
+        out.push('[');
+        for (let i = 0; i < v.length; i++) {
+          if (i > 0) out.push(',');
+          steps.push(i);
+          if (!(i in v)) {
+            fail('a hole in a sparse array is not a JSON value (OpenClaw would write nothing there): fill it, e.g. with null');
+          }
+          write(v[i]);
+          steps.pop();
+        }
+        out.push(']');
+      } else if (v instanceof Error) {
+        writeObject([
+          ['message', v.message],
+          ['name', v.name],
+          ['stack', v.stack],
+        ]);
+      } else if (v instanceof Uint8Array) {
+        const data = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
+        writeObject([
+          ['data', data],
+          ['type', 'Uint8Array'],
+        ]);
+      } else {
+        writeObject(Object.keys(v).map((k) => [k, v[k]]));
+      }
+    } finally {
+      stack.delete(v);
+    }
+  };
+  const writeObject = (entries) => {
+    out.push('{');
+    entries.forEach(([k, item], i) => {
+      if (i > 0) out.push(',');
+      out.push(JSON.stringify(k), ':');
+      steps.push(k);
+      write(item);
+      steps.pop();
+    });
+    out.push('}');
+  };
+  write(value);
+  return out.join('');
+}
+
+/**
+ * A thrown value as the `error` of an outcome: an Error is its message (its name when the
+ * message is empty), as OpenClaw's formatError does; anything else is converted by toJson.
+ */
+function errorJson(error, root) {
+  if (error instanceof Error) {
+    return JSON.stringify(error.message === '' ? String(error.name) : String(error.message));
+  }
+  return toJson(error, root);
+}
+
+function checkString(v, name) {
+  if (typeof v !== 'string') {
+    throw new TypeError(`${name}: expected a string, got ${v === null ? 'null' : typeof v}`);
+  }
+  return JSON.stringify(v);
+}
+
+/** The optional string fields of an event, when given (undefined and null mean absent). */
+function optionalFields(fields) {
+  let s = '';
+  for (const [name, v] of fields) {
+    if (v !== undefined && v !== null) s += `,"${name}":${checkString(v, name)}`;
+  }
+  return s;
+}
+
+/** `{"type":"call",...}`: the event beforeCall applies. */
+function callLine(session, tool, args, opts = {}) {
+  return (
+    `{"type":"call","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
+    optionalFields([
+      ['run', opts.run],
+      ['callId', opts.callId],
+      ['agent', opts.agent],
+    ]) +
+    `,"args":${toJson(args, 'args')}}`
+  );
+}
+
+/**
+ * `{"type":"outcome",...}`: the event afterCall applies, or null when the tool returned
+ * undefined and threw nothing (OpenClaw records nothing then).
+ */
+function outcomeLine(session, tool, args, outcome = {}) {
+  if (outcome === null || typeof outcome !== 'object') {
+    throw new TypeError('afterCall: the fourth argument is { result } or { error }');
+  }
+  const hasError = outcome.error !== undefined;
+  if (hasError && outcome.result !== undefined) {
+    throw new TypeError('afterCall: give either result or error, not both');
+  }
+  if (!hasError && outcome.result === undefined) return null;
+  const value = hasError ? `"error":${errorJson(outcome.error, 'error')}` : `"result":${toJson(outcome.result, 'result')}`;
+  return (
+    `{"type":"outcome","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
+    optionalFields([
+      ['run', outcome.run],
+      ['callId', outcome.callId],
+      ['agent', outcome.agent],
+    ]) +
+    `,"args":${toJson(args, 'args')},${value}}`
+  );
+}
+
+/** `{"type":"compaction",...}`: the event onCompaction applies. */
+function compactionLine(session, opts = {}) {
+  return (
+    `{"type":"compaction","session":${checkString(session, 'session')}` +
+    optionalFields([
+      ['run', opts.run],
+      ['agent', opts.agent],
+    ]) +
+    '}'
+  );
+}
+
+/**
+ * An events.md event given as an object (its undefined fields left out, as JSON.stringify
+ * would; `error` formatted as OpenClaw formats a thrown value) or as one JSON line.
+ */
+function eventLine(event) {
+  if (typeof event === 'string') return event;
+  if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+    throw new TypeError('event: expected an object (one events.md event) or one JSON line');
+  }
+  const parts = [];
+  for (const k of Object.keys(event)) {
+    const v = event[k];
+    if (v === undefined) continue;
+    const json = k === 'error' ? errorJson(v, 'event.error') : toJson(v, `event[${JSON.stringify(k)}]`);
+    parts.push(`${JSON.stringify(k)}:${json}`);
+  }
+  return `{${parts.join(',')}}`;
+}
+
+module.exports = { toJson, errorJson, callLine, outcomeLine, compactionLine, eventLine };

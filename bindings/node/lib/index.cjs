@@ -1,0 +1,169 @@
+'use strict';
+// `loopguard`: OpenClaw's tool-call loop detection for JavaScript agents.
+//
+// Each call is turned into one events.md event (lib/convert.cjs) and applied by the Rust engine
+// (the native addon), the same one `loopguard replay`, `loopguard serve` and the Python package
+// use: identical events get identical decisions everywhere.
+const fs = require('node:fs');
+const { callLine, outcomeLine, compactionLine, eventLine, toJson } = require('./convert.cjs');
+const errors = require('./errors.cjs');
+const { RemoteGuard } = require('./remote.cjs');
+const { toDecision } = require('./decision.cjs');
+
+const { native } = errors;
+let addon;
+const loadAddon = () => (addon ??= require('./native.cjs'));
+
+/** The guard: sessions, OpenClaw's detectors, and one decision per event. */
+class Guard {
+  #native;
+
+  /**
+   * @param {object} [options]
+   * @param {string|URL|object|null} [options.config] a path to an OpenClaw config (JSON5 or
+   *   JSON), an object holding one, or null for loop detection enabled with OpenClaw's defaults
+   * @param {string} [options.store] "memory" (default) or "sqlite:PATH"
+   * @param {string} [options.profile] "none" (default: tools as given), "openclaw",
+   *   "claude-code" or "mcp"
+   * @param {string} [options.mode] "enforce" (default) or "observe"
+   * @param {number} [options.idleTtl] seconds after which an idle session is forgotten
+   * @param {{warn: Function}} [options.logger] where config warnings go (console)
+   */
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('Guard: options must be an object');
+    }
+    if (options[attachKey] !== undefined) {
+      this.#native = native(() => loadAddon().NativeGuard.attach(options[attachKey]));
+      return;
+    }
+    const { config = null, store = 'memory', profile = 'none', mode = 'enforce', idleTtl = 86400 } = options;
+    const logger = options.logger ?? console;
+    let text = null;
+    let origin = 'config';
+    if (typeof config === 'string' || config instanceof URL) {
+      origin = String(config instanceof URL ? config.pathname : config);
+      try {
+        text = fs.readFileSync(config, 'utf8');
+      } catch (e) {
+        throw new errors.ConfigError(`cannot read config ${origin}: ${e.message}`, { cause: e });
+      }
+    } else if (config !== null && config !== undefined) {
+      if (typeof config !== 'object') {
+        throw new TypeError('config: expected a path, an object or null');
+      }
+      text = toJson(config, 'config');
+    }
+    for (const [name, v] of [
+      ['store', store],
+      ['profile', profile],
+      ['mode', mode],
+    ]) {
+      if (typeof v !== 'string') throw new TypeError(`${name}: expected a string, got ${typeof v}`);
+    }
+    if (typeof idleTtl !== 'number') throw new TypeError(`idleTtl: expected a number of seconds`);
+    this.#native = native(() => new (loadAddon().NativeGuard)(text, origin, store, profile, mode, idleTtl));
+    for (const w of this.#native.diagnostics()) logger.warn(`loopguard: ${w}`);
+  }
+
+  /** Applies one event line; returns its decision record. */
+  #apply(line) {
+    return JSON.parse(native(() => this.#native.apply(line)));
+  }
+
+  /**
+   * The before-tool-call check: on "block" do not run the tool (give the model `message`).
+   * @returns {import('../index').CallDecision}
+   */
+  beforeCall(session, tool, args, opts = {}) {
+    return toDecision(this.#apply(callLine(session, tool, args, opts ?? {})));
+  }
+
+  /**
+   * Records what a tool returned (`{ result }`) or threw (`{ error }`); on "abort" stop the run.
+   * @returns {import('../index').OutcomeDecision}
+   */
+  afterCall(session, tool, args, outcome = {}) {
+    const line = outcomeLine(session, tool, args, outcome ?? {});
+    if (line === null) return undefinedResult(session, tool, outcome);
+    return toDecision(this.#apply(line));
+  }
+
+  /** A context compaction finished: arms the post-compaction guard of the session and run. */
+  onCompaction(session, opts = {}) {
+    return toDecision(this.#apply(compactionLine(session, opts ?? {})));
+  }
+
+  /**
+   * Applies one events.md event (an object, or one JSON line) and returns its decision record
+   * exactly as `loopguard replay --json` writes it, without `line`.
+   */
+  event(event) {
+    return this.#apply(eventLine(event));
+  }
+
+  /** What the guard knows about a session (counters, recent decisions), or null. */
+  session(id) {
+    if (typeof id !== 'string') throw new TypeError('session: expected a string');
+    const json = native(() => this.#native.session(id));
+    return json === null ? null : JSON.parse(json);
+  }
+
+  /** Every session the guard holds. */
+  sessions() {
+    return JSON.parse(native(() => this.#native.sessions()));
+  }
+
+  /** Forgets a session; true when it existed. */
+  forget(id) {
+    if (typeof id !== 'string') throw new TypeError('forget: expected a string');
+    return native(() => this.#native.forget(id));
+  }
+
+  /**
+   * A handle a worker thread passes to `Guard.attach` to use this same guard (same sessions,
+   * each update atomic). The guard lives while some thread holds it.
+   */
+  share() {
+    return this.#native.share();
+  }
+
+  /** The guard behind a handle from `guard.share()` (in another thread of this process). */
+  static attach(handle) {
+    if (!Number.isInteger(handle)) throw new TypeError('Guard.attach: expected the number guard.share() returned');
+    return new Guard({ [attachKey]: handle });
+  }
+
+  /**
+   * The same API answered by `loopguard serve` at `url` (every method async). Fails open
+   * with a logged warning when the server cannot be reached.
+   */
+  static remote(url, options = {}) {
+    return new RemoteGuard(url, options);
+  }
+}
+
+const attachKey = Symbol('loopguard.attach');
+
+/** A tool returned undefined and threw nothing: OpenClaw records nothing, nor does loopguard. */
+function undefinedResult(session, tool, outcome) {
+  return {
+    action: 'recorded',
+    type: 'outcome',
+    session,
+    run: outcome.run ?? null,
+    callId: outcome.callId ?? null,
+    tool,
+    resultHash: null,
+  };
+}
+
+module.exports = {
+  Guard,
+  RemoteGuard,
+  LoopguardError: errors.LoopguardError,
+  EventError: errors.EventError,
+  ConfigError: errors.ConfigError,
+  StoreError: errors.StoreError,
+  toEventJson: toJson,
+};

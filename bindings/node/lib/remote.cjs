@@ -1,0 +1,163 @@
+'use strict';
+// `Guard.remote(url, { token })`: the Guard API answered by `loopguard serve`.
+//
+// Each call posts one events.md event to `POST {url}/v1/events` (the same JSON the local Guard
+// applies) and answers with the same decision objects. Fail open, loudly: when the server cannot
+// be reached (connection refused, timeout, a 5xx such as 503 from a store that is down) the call
+// is allowed, the outcome is not recorded, and a warning is logged. A malformed event is an
+// EventError (the server's message, naming the field), as it is locally.
+const { callLine, outcomeLine, compactionLine, eventLine } = require('./convert.cjs');
+const { EventError, LoopguardError } = require('./errors.cjs');
+const { toDecision } = require('./decision.cjs');
+
+// What a call, an outcome and a compaction become when the server is unreachable.
+const FAIL_OPEN = { call: 'allow', outcome: 'ignored', compaction: 'ignored' };
+
+class RemoteGuard {
+  #base;
+  #headers;
+  #timeout;
+  #logger;
+
+  /**
+   * @param {string|URL} url the server, e.g. http://127.0.0.1:7878
+   * @param {{token?: string, timeout?: number, logger?: {warn: Function}}} [options] timeout in
+   *   seconds (5)
+   */
+  constructor(url, options = {}) {
+    let parsed;
+    try {
+      parsed = new URL(String(url));
+    } catch {
+      throw new TypeError(`Guard.remote: expected an http:// or https:// URL, got ${JSON.stringify(String(url))}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new TypeError(`Guard.remote: expected an http:// or https:// URL, got ${JSON.stringify(String(url))}`);
+    }
+    const { token, timeout = 5, logger = console } = options ?? {};
+    this.url = String(url).replace(/\/+$/, '');
+    this.#base = this.url;
+    this.#headers = { 'content-type': 'application/json', accept: 'application/json' };
+    if (token !== undefined && token !== null) this.#headers.authorization = `Bearer ${token}`;
+    this.#timeout = timeout * 1000;
+    this.#logger = logger;
+  }
+
+  async #request(method, path, body) {
+    const response = await fetch(this.#base + path, {
+      method,
+      headers: this.#headers,
+      body,
+      signal: AbortSignal.timeout(this.#timeout),
+    });
+    return { status: response.status, text: await response.text() };
+  }
+
+  #warn(kind, why) {
+    this.#logger.warn(`loopguard: ${this.url} ${why}; failing open: the ${kind} is ${FAIL_OPEN[kind]}`);
+  }
+
+  /** Posts one event; its record, or null after failing open. */
+  async #apply(kind, body) {
+    let reply;
+    try {
+      reply = await this.#request('POST', '/v1/events', body);
+    } catch (e) {
+      this.#warn(kind, `unreachable (${e.cause?.code ?? e.name}: ${e.cause?.message ?? e.message})`);
+      return null;
+    }
+    if (reply.status === 200) return JSON.parse(reply.text);
+    const error = parseError(reply);
+    if (reply.status >= 500) {
+      this.#warn(kind, `answered ${reply.status} (${error.error})`);
+      return null;
+    }
+    if (reply.status === 400 || reply.status === 413) throw new EventError(error.error, error.field ?? null);
+    throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${error.error}`);
+  }
+
+  /** The before-tool-call check (see Guard#beforeCall). */
+  async beforeCall(session, tool, args, opts = {}) {
+    const record = await this.#apply('call', callLine(session, tool, args, opts ?? {}));
+    return toDecision(record ?? failOpen('call', { session, tool, ...opts }));
+  }
+
+  /** Records a tool's result or error (see Guard#afterCall). */
+  async afterCall(session, tool, args, outcome = {}) {
+    const line = outcomeLine(session, tool, args, outcome ?? {});
+    if (line === null) {
+      return { ...toDecision(failOpen('outcome', { session, tool, ...outcome })), action: 'recorded' };
+    }
+    const record = await this.#apply('outcome', line);
+    return toDecision(record ?? failOpen('outcome', { session, tool, ...outcome }));
+  }
+
+  /** Arms the post-compaction guard (see Guard#onCompaction). */
+  async onCompaction(session, opts = {}) {
+    const record = await this.#apply('compaction', compactionLine(session, opts ?? {}));
+    return toDecision(record ?? failOpen('compaction', { session, ...opts }));
+  }
+
+  /** Applies one events.md event; its decision record (`failOpen: true` when not applied). */
+  async event(event) {
+    const body = eventLine(event);
+    let echo = event;
+    if (typeof event === 'string') {
+      try {
+        echo = JSON.parse(event);
+      } catch {
+        echo = {};
+      }
+    }
+    echo = echo !== null && typeof echo === 'object' ? echo : {};
+    const kind = Object.hasOwn(FAIL_OPEN, echo.type) ? echo.type : 'call';
+    const record = await this.#apply(kind, body);
+    return record ?? { ...failOpen(kind, echo), failOpen: true };
+  }
+
+  /** The server's view of a session, or null when it has none (or cannot be reached). */
+  async session(id) {
+    let reply;
+    try {
+      reply = await this.#request('GET', `/v1/sessions/${encodeURIComponent(id)}`);
+    } catch (e) {
+      this.#logger.warn(`loopguard: ${this.url} unreachable (${e.cause?.message ?? e.message})`);
+      return null;
+    }
+    if (reply.status === 200) return JSON.parse(reply.text);
+    if (reply.status === 404) return null;
+    throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${parseError(reply).error}`);
+  }
+
+  /** Forgets a session on the server; true when it existed. */
+  async forget(id) {
+    const reply = await this.#request('DELETE', `/v1/sessions/${encodeURIComponent(id)}`);
+    if (reply.status === 204 || reply.status === 200) return true;
+    if (reply.status === 404) return false;
+    throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${parseError(reply).error}`);
+  }
+}
+
+function parseError(reply) {
+  try {
+    const parsed = JSON.parse(reply.text);
+    if (parsed && typeof parsed === 'object' && typeof parsed.error === 'string') return parsed;
+  } catch {
+    // not JSON: the text itself
+  }
+  return { error: reply.text || `HTTP ${reply.status}` };
+}
+
+function failOpen(kind, echo) {
+  const record = {
+    type: kind,
+    session: typeof echo.session === 'string' ? echo.session : 'default',
+    run: echo.run ?? null,
+    callId: echo.callId ?? null,
+  };
+  if (kind !== 'compaction') record.tool = echo.tool ?? null;
+  record.decision = FAIL_OPEN[kind];
+  return record;
+}
+
+module.exports = { RemoteGuard };

@@ -1,0 +1,215 @@
+//! The native half of the `loopguard` npm package (napi-rs).
+//!
+//! The JavaScript half (`bindings/node/lib/`) turns JavaScript values into events.md lines the
+//! way OpenClaw's own serialiser sees them and hands each line to [`NativeGuard::apply`], which
+//! applies it with the same [`loopguard_guard::Guard`] as `loopguard replay`, `loopguard serve`
+//! and the Python package, and returns the decision record as JSON text (what
+//! `loopguard replay --json` writes, without `line`). Everything crossing the boundary is text,
+//! so identical events get identical decisions in every front end.
+//!
+//! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
+//! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
+//! `LOOPGUARD_STORE` (the store cannot be reached), `LOOPGUARD_ARG` (a bad option); the
+//! JavaScript half turns them into its error classes.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use loopguard_core::{Mode, OpenClawConfig};
+use loopguard_guard::{open_store, Guard, GuardError, Profile};
+use napi::bindgen_prelude::{Error, Result};
+use napi_derive::napi;
+
+
+fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
+    Error::new(code.into(), message.into())
+}
+
+fn guard_error(e: GuardError) -> Error<String> {
+    match e {
+        GuardError::Event(e) => fail(
+            format!("LOOPGUARD_EVENT:{}", e.field.unwrap_or("")),
+            e.message,
+        ),
+        other => fail("LOOPGUARD_STORE", other.to_string()),
+    }
+}
+
+/// The engine state shared by every `NativeGuard` attached to it (one per JavaScript thread).
+struct Backend {
+    guard: Guard,
+    diagnostics: Vec<String>,
+}
+
+/// Guards shared with worker threads, by handle. Weak: a guard lives while some thread holds it.
+fn shared() -> &'static Mutex<HashMap<u32, Weak<Backend>>> {
+    static SHARED: OnceLock<Mutex<HashMap<u32, Weak<Backend>>>> = OnceLock::new();
+    SHARED.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The guard as the JavaScript `Guard` class uses it: events in, decision records out.
+#[napi]
+pub struct NativeGuard {
+    backend: Arc<Backend>,
+}
+
+#[napi]
+impl NativeGuard {
+    /// A guard for an OpenClaw config text (`null`: loop detection enabled with OpenClaw's
+    /// defaults) named `origin` in messages, a store spec (`memory`, `sqlite:PATH`), a profile
+    /// name (`none`, `openclaw`, `claude-code`, `mcp`), a mode (`enforce`, `observe`) and the
+    /// seconds after which an idle session is forgotten.
+    #[napi(constructor)]
+    pub fn new(
+        config: Option<String>,
+        origin: String,
+        store: String,
+        profile: String,
+        mode: String,
+        idle_ttl_secs: f64,
+    ) -> Result<Self, String> {
+        if !(idle_ttl_secs.is_finite() && idle_ttl_secs > 0.0) {
+            return Err(fail(
+                "LOOPGUARD_ARG",
+                format!("idleTtl: expected a positive number of seconds, got {idle_ttl_secs}"),
+            ));
+        }
+        let profile = Profile::from_str(&profile).map_err(|e| {
+            fail(
+                "LOOPGUARD_ARG",
+                format!("profile: {e} (none, openclaw, claude-code or mcp)"),
+            )
+        })?;
+        let mode = match mode.as_str() {
+            "enforce" => Mode::Enforce,
+            "observe" => Mode::Observe,
+            other => {
+                return Err(fail(
+                    "LOOPGUARD_ARG",
+                    format!("mode: expected \"enforce\" or \"observe\", got {other:?}"),
+                ))
+            }
+        };
+        let (config, diagnostics) = match config {
+            None => (loopguard_guard::enabled_config(), Vec::new()),
+            Some(text) => load_config(&text, &origin)?,
+        };
+        let store_impl = open_store(&store, Duration::from_secs_f64(idle_ttl_secs))
+            .map_err(|e| fail("LOOPGUARD_STORE", format!("{store}: {e}")))?;
+        let guard = Guard::builder()
+            .config(config)
+            .profile(profile)
+            .mode(mode)
+            .store(store_impl)
+            .build();
+        Ok(NativeGuard {
+            backend: Arc::new(Backend { guard, diagnostics }),
+        })
+    }
+
+    /// The config's non-fatal diagnostics (out-of-range numbers that fell back, raised
+    /// thresholds), each naming the config.
+    #[napi]
+    pub fn diagnostics(&self) -> Vec<String> {
+        self.backend.diagnostics.clone()
+    }
+
+    /// Applies one events.md line and returns its decision record as JSON.
+    #[napi]
+    pub fn apply(&self, line: String) -> Result<String, String> {
+        let record = self
+            .backend
+            .guard
+            .apply_line(None, line.as_bytes())
+            .map_err(guard_error)?;
+        Ok(String::from_utf8_lossy(record.trim_ascii_end()).into_owned())
+    }
+
+    /// What the guard knows about a session, as JSON (`null` when it has none).
+    #[napi]
+    pub fn session(&self, id: String) -> Result<Option<String>, String> {
+        let info = self
+            .backend
+            .guard
+            .session(None, &id)
+            .map_err(guard_error)?;
+        info.map(|i| to_json(&i)).transpose()
+    }
+
+    /// Every session the guard holds, as a JSON array.
+    #[napi]
+    pub fn sessions(&self) -> Result<String, String> {
+        let all = self.backend.guard.sessions().map_err(guard_error)?;
+        to_json(&all)
+    }
+
+    /// Forgets a session; true when it existed.
+    #[napi]
+    pub fn forget(&self, id: String) -> Result<bool, String> {
+        self.backend.guard.forget(None, &id).map_err(guard_error)
+    }
+
+    /// A handle another thread of this process passes to [`NativeGuard::attach`] to use the
+    /// same guard (the same sessions, updated atomically).
+    #[napi]
+    pub fn share(&self) -> u32 {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let handle = NEXT.fetch_add(1, Ordering::Relaxed);
+        let mut map = shared().lock().unwrap_or_else(|p| p.into_inner());
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(handle, Arc::downgrade(&self.backend));
+        handle
+    }
+
+    /// The guard behind a handle from [`NativeGuard::share`].
+    #[napi(factory)]
+    pub fn attach(handle: u32) -> Result<Self, String> {
+        let map = shared().lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&handle)
+            .and_then(Weak::upgrade)
+            .map(|backend| NativeGuard { backend })
+            .ok_or_else(|| {
+                fail(
+                    "LOOPGUARD_ARG",
+                    format!(
+                        "Guard.attach: no guard with handle {handle} (it was never shared in this process, or it was garbage-collected)"
+                    ),
+                )
+            })
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| fail("LOOPGUARD_STORE", e.to_string()))
+}
+
+/// Reads a config as `loopguard replay --config` does: what OpenClaw would reject (unknown
+/// keys, wrong types) is an error; out-of-range numbers fall back with a diagnostic.
+fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>), String> {
+    let loaded = OpenClawConfig::from_json5(text)
+        .map_err(|e| fail("LOOPGUARD_CONFIG", format!("{origin}: {e}")))?;
+    let all: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .map(|d| format!("{origin}: {d}"))
+        .collect();
+    let fatal: Vec<String> = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_fatal_at_runtime())
+        .map(|d| format!("{origin}: {d}"))
+        .collect();
+    if !fatal.is_empty() {
+        return Err(fail(
+            "LOOPGUARD_CONFIG",
+            format!(
+                "{}\n{origin}: OpenClaw would reject this config; run `loopguard config check` for details",
+                fatal.join("\n")
+            ),
+        ));
+    }
+    Ok((loaded.config, all))
+}
