@@ -98,10 +98,27 @@ export interface GuardOptions {
 
 /** What the guard knows about a session. */
 export interface SessionInfo {
-  tenant: string | null;
   session: string;
-  stats: { events: number; calls: number; outcomes: number; compactions: number; warnings: number; blocks: number; aborts: number };
-  [key: string]: unknown;
+  calls: number;
+  outcomes: number;
+  warnings: number;
+  blocks: number;
+  aborts: number;
+  /** Milliseconds since 1970 (UTC) of the last event. */
+  lastSeen: number;
+  /** The last decisions, oldest first. */
+  recent: Array<{
+    seq: number;
+    ts: number;
+    type: 'call' | 'outcome' | 'compaction';
+    run: string | null;
+    tool: string | null;
+    callId: string | null;
+    decision: string;
+    detector: Detector | null;
+    count: number | null;
+    message: string | null;
+  }>;
 }
 
 /** The guard: sessions, OpenClaw's detectors, one decision per event. */

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use loopguard_core::{Mode, OpenClawConfig};
-use loopguard_guard::{open_store, Guard, GuardError, Profile};
+use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
 use napi::bindgen_prelude::{Error, Result};
 use napi_derive::napi;
 
@@ -128,7 +128,8 @@ impl NativeGuard {
         Ok(String::from_utf8_lossy(record.trim_ascii_end()).into_owned())
     }
 
-    /// What the guard knows about a session, as JSON (`null` when it has none).
+    /// What the guard knows about a session, as JSON in the shape `loopguard serve` answers
+    /// `GET /v1/sessions/{id}` (`null` when it has none).
     #[napi]
     pub fn session(&self, id: String) -> Result<Option<String>, String> {
         let info = self
@@ -136,14 +137,14 @@ impl NativeGuard {
             .guard
             .session(None, &id)
             .map_err(guard_error)?;
-        info.map(|i| to_json(&i)).transpose()
+        Ok(info.map(|i| session_json(&i).to_string()))
     }
 
-    /// Every session the guard holds, as a JSON array.
+    /// Every session the guard holds, as a JSON array of what [`NativeGuard::session`] gives.
     #[napi]
     pub fn sessions(&self) -> Result<String, String> {
         let all = self.backend.guard.sessions().map_err(guard_error)?;
-        to_json(&all)
+        Ok(serde_json::Value::Array(all.iter().map(session_json).collect()).to_string())
     }
 
     /// Forgets a session; true when it existed.
@@ -182,8 +183,30 @@ impl NativeGuard {
     }
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
-    serde_json::to_string(v).map_err(|e| fail("LOOPGUARD_STORE", e.to_string()))
+/// A session as `loopguard serve` shows it (`GET /v1/sessions/{id}`), so a local and a
+/// remote guard answer `session()` alike.
+fn session_json(info: &SessionInfo) -> serde_json::Value {
+    serde_json::json!({
+        "session": info.session,
+        "calls": info.stats.calls,
+        "outcomes": info.stats.outcomes,
+        "warnings": info.stats.warnings,
+        "blocks": info.stats.blocks,
+        "aborts": info.stats.aborts,
+        "lastSeen": info.last_seen_ms,
+        "recent": info.recent.iter().map(|r| serde_json::json!({
+            "seq": r.seq,
+            "ts": r.ts_ms,
+            "type": r.event,
+            "run": r.run,
+            "tool": r.tool,
+            "callId": r.call_id,
+            "decision": r.decision,
+            "detector": r.detector,
+            "count": r.count,
+            "message": r.message,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// Reads a config as `loopguard replay --config` does: what OpenClaw would reject (unknown

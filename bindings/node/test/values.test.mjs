@@ -1,0 +1,152 @@
+// JavaScript values: every one gets the hash OpenClaw's own serialiser gives it, or a TypeError
+// naming the path. The reference below is written from the behaviour reference's description of
+// OpenClaw's stableStringify (sorted keys, "[Circular]" on the recursion stack only, NaN and
+// Infinity as strings, bigint digits, Error and Uint8Array shapes, lone surrogates dropped).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { test } from 'node:test';
+import { Guard, EventError, toEventJson } from 'loopguard';
+
+const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const clean = (s) => s.replace(LONE, '');
+
+function reference(v, stack = new Set()) {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  switch (typeof v) {
+    case 'number':
+      return Number.isFinite(v) ? JSON.stringify(v) : JSON.stringify(String(v));
+    case 'bigint':
+      return JSON.stringify(v.toString());
+    case 'string':
+      return JSON.stringify(clean(v));
+    case 'boolean':
+      return String(v);
+    case 'function':
+    case 'symbol':
+      return 'null';
+    default:
+  }
+  if (stack.has(v)) return '"[Circular]"';
+  stack.add(v);
+  try {
+    if (Array.isArray(v)) return `[${Array.from(v, (x) => reference(x, stack)).join(',')}]`;
+    if (v instanceof Error) return reference({ message: v.message, name: v.name, stack: v.stack }, stack);
+    if (v instanceof Uint8Array) {
+      return reference({ data: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64'), type: 'Uint8Array' }, stack);
+    }
+    const keys = Object.keys(v).sort();
+    return `{${keys.map((k) => `${JSON.stringify(clean(k))}:${reference(v[k], stack)}`).join(',')}}`;
+  } finally {
+    stack.delete(v);
+  }
+}
+
+const sha = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+const argsHash = (tool, args) => `${tool}:${sha(reference(args))}`;
+
+let n = 0;
+const guard = new Guard();
+const hashOf = (args) => guard.beforeCall(`values-${n++}`, 'tool', args).argsHash;
+
+function cyclic() {
+  const shared = { value: 1 };
+  const root = { second: shared, first: shared };
+  root.self = root;
+  return root;
+}
+function cyclicArray() {
+  const shared = { value: 'same' };
+  const a = [shared, shared];
+  a.push(a);
+  return a;
+}
+function error() {
+  const e = new Error('boom');
+  e.stack = 'Error: boom\n    at test';
+  return e;
+}
+
+const cases = {
+  'numbers: -0, 1e21, 2^53+1, the smallest double, 1e-7': { z: -0, a: 1e21, b: 1.5, c: 2 ** 53 + 1, d: 5e-324, e: 1e-7, f: 100 },
+  'NaN and the infinities': { n: NaN, i: Infinity, m: -Infinity },
+  'bigint': { big: 123n, neg: -9007199254740993n },
+  'Date, Map and Set (their own enumerable keys: none)': { when: new Date(0), m: new Map([[1, 2]]), s: new Set([1]) },
+  'a cycle and a shared object': cyclic(),
+  'an array holding itself and a shared object twice': { list: cyclicArray() },
+  'Error': { e: error() },
+  'Uint8Array and Buffer': { bytes: new Uint8Array([1, 2, 3]), buf: Buffer.from('hi') },
+  'functions and symbols as values': { f() {}, s: Symbol('x'), arrow: () => 1 },
+  'keys sorted by UTF-16 code units (emoji before U+E000)': { '\u{1F600}': 1, '\uE000': 2, a: 3, B: 4 },
+  'lone surrogates dropped when hashing': { ['key\uD800']: 'name', high: 'left\uD800right', low: 'left\uDC00right', valid: 'emoji \u{1F648} ok' },
+  'nested objects in any key order': { b: { d: 4, c: 3 }, a: [{ y: 1, x: 2 }, null, true, 'x'] },
+  'a typed array other than Uint8Array (index keys)': { t: new Int16Array([5, -6]) },
+  'an object without a prototype, symbol keys ignored': Object.assign(Object.create(null), { k: 1, [Symbol('s')]: 2 }),
+  'a class instance (own fields only)': new (class P { constructor() { this.x = 1; } get y() { return 2; } })(),
+  'top-level string': 'just text',
+  'top-level number': 42,
+  'top-level array': [3, 2, 1],
+};
+
+for (const [name, args] of Object.entries(cases)) {
+  test(`argsHash as OpenClaw: ${name}`, () => {
+    assert.equal(hashOf(args), argsHash('tool', args), toEventJson(args, 'args'));
+  });
+}
+
+test('the golden outputs of the reference serialiser', () => {
+  assert.equal(reference({ b: { d: 4, c: 3 }, a: 1 }), '{"a":1,"b":{"c":3,"d":4}}');
+  assert.equal(reference(cyclic()), '{"first":{"value":1},"second":{"value":1},"self":"[Circular]"}');
+  assert.equal(reference(cyclicArray()), '[{"value":"same"},{"value":"same"},"[Circular]"]');
+});
+
+test('undefined, holes, and other values JSON cannot carry are TypeErrors naming the path', () => {
+  const cases = [
+    [{ a: undefined }, /^args\["a"\]: undefined/],
+    [{ list: [1, , 3] }, /^args\["list"\]\[1\]: a hole/], // eslint-disable-line no-sparse-arrays
+    [[undefined], /^args\[0\]: undefined/],
+    [undefined, /^args: undefined/],
+    [{ deep: { er: { x: undefined } } }, /^args\["deep"\]\["er"\]\["x"\]/],
+  ];
+  for (const [args, pattern] of cases) {
+    assert.throws(() => guard.beforeCall('errors', 'tool', args), (e) => e instanceof TypeError && pattern.test(e.message), String(pattern));
+  }
+  assert.throws(() => guard.beforeCall(1, 'tool', {}), /session: expected a string/);
+  assert.throws(() => guard.beforeCall('s', null, {}), /tool: expected a string/);
+  let deep = {};
+  for (let i = 0; i < 3000; i++) deep = { d: deep };
+  assert.throws(() => guard.beforeCall('s', 'tool', deep), RangeError);
+  // No state was touched by the refused calls.
+  assert.equal(guard.session('errors'), null);
+});
+
+test('thrown values are formatted as OpenClaw formats them, then hashed', () => {
+  const g = new Guard();
+  const errorHash = (error) => g.afterCall(`e-${n++}`, 'tool', {}, { error }).resultHash;
+  assert.equal(errorHash(new Error('boom')), `error:${sha(JSON.stringify('boom'))}`);
+  const unnamed = new TypeError('');
+  assert.equal(errorHash(unnamed), `error:${sha(JSON.stringify('TypeError'))}`);
+  assert.equal(errorHash('plain'), `error:${sha(JSON.stringify('plain'))}`);
+  assert.equal(errorHash(42), `error:${sha(JSON.stringify('42'))}`);
+  assert.equal(errorHash(42n), `error:${sha(JSON.stringify('42'))}`);
+  assert.equal(errorHash({ code: 1, b: [2] }), `error:${sha(JSON.stringify(reference({ code: 1, b: [2] })))}`);
+});
+
+test('a result of undefined records nothing, as in OpenClaw', () => {
+  const g = new Guard();
+  g.beforeCall('u', 'tool', { a: 1 });
+  const d = g.afterCall('u', 'tool', { a: 1 }, { result: undefined });
+  assert.equal(d.action, 'recorded');
+  assert.equal(d.resultHash, null);
+  assert.equal(g.session('u').outcomes, 0);
+  assert.throws(() => g.afterCall('u', 'tool', {}, { result: 1, error: 'x' }), /either result or error/);
+});
+
+test('a malformed event is an EventError naming the field', () => {
+  assert.throws(
+    () => guard.event({ type: 'outcome', tool: 'x' }),
+    (e) => e instanceof EventError && e.field === 'result' && /result/.test(e.message),
+  );
+  assert.throws(() => guard.event({ type: 'nope' }), (e) => e instanceof EventError && e.field === 'type');
+  assert.throws(() => guard.event('not json'), EventError);
+});
