@@ -8,7 +8,8 @@
 #     free loopback port);
 #   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests.
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
-# venv under target/, the frameworks from PyPI, pytest) and the Claude Code plugin through Claude
+# venv under target/, the frameworks from PyPI, pytest), the npm package's suite
+# (scripts/test-node.sh: the packed tarball in a project under target/, node --test) and the Claude Code plugin through Claude
 # Code's own validator (scripts/validate-claude-plugin.sh). Needs root or sudo for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,9 @@ cargo test --workspace
 
 echo "== the Python package: build, install into a fresh venv, pytest (scripts/test-python.sh)"
 bash scripts/test-python.sh
+
+echo "== the npm package: build, pack, install into a project under target/, node --test (scripts/test-node.sh)"
+bash scripts/test-node.sh
 
 echo "== the Claude Code plugin, through Claude Code's own validator"
 bash scripts/validate-claude-plugin.sh
