@@ -43,6 +43,8 @@ echo "   installed in $(( $(date +%s) - start )) s"
 test -f "$proj/node_modules/loopguard/loopguard.linux-x64-gnu.node"
 
 export LOOPGUARD_REPO="$repo"
+# The OpenAI Agents SDK would print every trace span to the console.
+export OPENAI_AGENTS_DISABLE_TRACING=1
 files=("$proj"/*.test.mjs)
 if [ $# -gt 0 ]; then
   files=()

@@ -32,6 +32,7 @@ for (const [spec, dts, same] of [
   ['loopguard', 'index.d.ts', true],
   ['loopguard/ai-sdk', 'integrations/ai-sdk.d.ts', true],
   ['loopguard/langchain', 'integrations/langchain.d.ts', false],
+  ['loopguard/openai-agents', 'integrations/openai-agents.d.ts', true],
 ]) {
   test(`${dts} declares exactly what ${spec} exports`, async () => {
     const cjs = require(spec);
