@@ -33,6 +33,7 @@ for (const [spec, dts, same] of [
   ['loopguard/ai-sdk', 'integrations/ai-sdk.d.ts', true],
   ['loopguard/langchain', 'integrations/langchain.d.ts', false],
   ['loopguard/openai-agents', 'integrations/openai-agents.d.ts', true],
+  ['loopguard/mastra', 'integrations/mastra.d.ts', true],
 ]) {
   test(`${dts} declares exactly what ${spec} exports`, async () => {
     const cjs = require(spec);

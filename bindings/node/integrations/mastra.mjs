@@ -1,0 +1,4 @@
+import m from './mastra.cjs';
+
+export const { createLoopGuardHooks } = m;
+export default m;
