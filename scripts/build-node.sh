@@ -33,7 +33,7 @@ fi
 start=$(date +%s)
 cargo build --release -q -p loopguard-node
 cp target/release/libloopguard_node.so "$pkg/loopguard.$platform.node"
-echo "   addon built in $(( $(date +%s) - start )) s"
+echo "   addon built in $(( $(date +%s) - start )) s" >&2
 
 mkdir -p target/npm
 rm -f "target/npm/loopguard-$version.tgz"
