@@ -31,6 +31,30 @@ function describePath(root, steps) {
   return p;
 }
 
+// The fast path: JSON.stringify when every value is plain JSON (strings, finite numbers,
+// booleans, null, arrays without holes, objects whose prototype is Object.prototype or null).
+// Anything else (and a cycle, which JSON.stringify refuses) takes the exact path below.
+const SLOW = new Error('loopguard: not plain JSON');
+function plainOnly(key, _value) {
+  const raw = this[key]; // before any toJSON
+  switch (typeof raw) {
+    case 'string':
+    case 'boolean':
+      return raw;
+    case 'number':
+      if (Number.isFinite(raw)) return raw;
+      throw SLOW;
+    case 'object': {
+      if (raw === null || Array.isArray(raw)) return raw;
+      const proto = Object.getPrototypeOf(raw);
+      if (proto === Object.prototype || proto === null) return raw;
+      throw SLOW;
+    }
+    default:
+      throw SLOW;
+  }
+}
+
 /**
  * Writes `value` as JSON text (see the table above); `root` names it in errors (`args`).
  * @param {unknown} value
@@ -38,6 +62,15 @@ function describePath(root, steps) {
  * @returns {string}
  */
 function toJson(value, root) {
+  try {
+    return JSON.stringify(value, plainOnly);
+  } catch {
+    return exactJson(value, root);
+  }
+}
+
+/** The exact path: every JavaScript value, with errors naming the path. */
+function exactJson(value, root) {
   const stack = new Set();
   const steps = [];
   const out = [];

@@ -115,7 +115,8 @@ test('undefined, holes, and other values JSON cannot carry are TypeErrors naming
   assert.throws(() => guard.beforeCall('s', null, {}), /tool: expected a string/);
   let deep = {};
   for (let i = 0; i < 3000; i++) deep = { d: deep };
-  assert.throws(() => guard.beforeCall('s', 'tool', deep), RangeError);
+  // Too deep for the engine (2048 levels): refused, whichever side notices first.
+  assert.throws(() => guard.beforeCall('s', 'tool', deep), /nest(ed|ing) deeper than/);
   // No state was touched by the refused calls.
   assert.equal(guard.session('errors'), null);
 });

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The npm package's benchmark: a Guard's beforeCall + afterCall pair against a pure-JavaScript
+# sorted-key JSON + SHA-256 pass over the same data (bindings/node/bench/bench.mjs), run with the
+# package installed by scripts/test-node.sh (target/node-test). Timing is not a test.
+#
+#   scripts/bench-node.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+proj=target/node-test
+if [ ! -d "$proj/node_modules/loopguard" ]; then
+  echo "bench-node.sh: run scripts/test-node.sh first (it installs the package into $proj)" >&2
+  exit 1
+fi
+cp bindings/node/bench/bench.mjs "$proj/bench.mjs"
+(cd "$proj" && node bench.mjs "$@")
