@@ -23,7 +23,6 @@ use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
 use napi::bindgen_prelude::{Error, Result};
 use napi_derive::napi;
 
-
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
     Error::new(code.into(), message.into())
 }
@@ -132,11 +131,7 @@ impl NativeGuard {
     /// `GET /v1/sessions/{id}` (`null` when it has none).
     #[napi]
     pub fn session(&self, id: String) -> Result<Option<String>, String> {
-        let info = self
-            .backend
-            .guard
-            .session(None, &id)
-            .map_err(guard_error)?;
+        let info = self.backend.guard.session(None, &id).map_err(guard_error)?;
         Ok(info.map(|i| session_json(&i).to_string()))
     }
 
