@@ -1,0 +1,89 @@
+// The OpenClaw plugin of loopguard: OpenClaw's tool-call loop detection with every
+// `tools.loopDetection` setting (which OpenClaw itself retired in #111382), per agent, plus
+// loopguard's strict profile, answered in process by the loopguard engine.
+//
+//   before_tool_call  -> { block: true, blockReason } when the call is blocked (or its run aborted)
+//   after_tool_call   -> the outcome (result or error) is recorded; an abort stops the run's
+//                        later calls; a warning is logged (OpenClaw's after-hook cannot change
+//                        the result the model sees)
+//   after_compaction  -> arms the post-compaction guard of the session and run
+//
+// The plugin's config (plugins.entries.loopguard.config) is an OpenClaw config fragment:
+// { tools: { loopDetection: {...} }, loopguard: { profile: "strict" }, agents: { list: [...] },
+// store: "sqlite:/path" }. Without one, detection is enabled with OpenClaw's defaults.
+// Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
+import { Guard, StoreError } from 'loopguard';
+
+const STOPPED = 'loopguard stopped this run: a tool-call loop survived a context compaction.';
+
+/** The guard for a plugin config (exported for tests and for hosts that build their own). */
+export function guardFor(pluginConfig, logger = console) {
+  const { store = 'memory', ...config } = pluginConfig ?? {};
+  const hasConfig = Object.keys(config).length > 0;
+  return new Guard({ config: hasConfig ? config : null, store, logger });
+}
+
+function scope(event, ctx) {
+  return {
+    session: String(ctx?.sessionKey ?? ctx?.sessionId ?? event?.sessionKey ?? 'default'),
+    run: event?.runId ?? ctx?.runId ?? undefined,
+    callId: event?.toolCallId ?? ctx?.toolCallId ?? undefined,
+    agent: ctx?.agentId ?? undefined,
+  };
+}
+
+/** Registers the hooks on OpenClaw's plugin API (`api.on`). */
+export function register(api) {
+  const logger = api.logger ?? console;
+  const guard = guardFor(api.pluginConfig, logger);
+  const stopped = new Set();
+  const key = (s) => `${s.session}\u0000${s.run ?? ''}`;
+  const safely = (what, f) => {
+    try {
+      return f();
+    } catch (e) {
+      if (e instanceof StoreError || e instanceof TypeError) {
+        logger.warn(`loopguard: ${what} skipped (${e.message}); failing open`);
+        return null;
+      }
+      throw e;
+    }
+  };
+
+  api.on('before_tool_call', (event, ctx) => {
+    const s = scope(event, ctx);
+    if (stopped.has(key(s))) return { block: true, blockReason: STOPPED };
+    const d = safely(`the check of ${event.toolName}`, () =>
+      guard.beforeCall(s.session, event.toolName, event.params ?? {}, { run: s.run, callId: s.callId, agent: s.agent }),
+    );
+    if (d?.action === 'block') return { block: true, blockReason: d.message };
+    if (d?.action === 'warn' && d.emitted) logger.warn(`loopguard: ${d.message}`);
+    return undefined;
+  });
+
+  api.on('after_tool_call', (event, ctx) => {
+    const s = scope(event, ctx);
+    const outcome = event.error !== undefined && event.error !== null ? { error: event.error } : { result: event.result };
+    const o = safely(`recording the outcome of ${event.toolName}`, () =>
+      guard.afterCall(s.session, event.toolName, event.params ?? {}, { ...outcome, run: s.run, callId: s.callId, agent: s.agent }),
+    );
+    if (o?.action === 'abort') {
+      stopped.add(key(s));
+      logger.warn(`loopguard: ${o.message}`);
+    }
+  });
+
+  api.on('after_compaction', (event, ctx) => {
+    const s = scope(event, ctx);
+    safely('arming the post-compaction guard', () => guard.onCompaction(s.session, { run: s.run, agent: s.agent }));
+  });
+
+  return guard;
+}
+
+export default {
+  id: 'loopguard',
+  name: 'loopguard',
+  description: "Tool-call loop detection with OpenClaw's full tools.loopDetection settings, per agent, and the strict profile.",
+  register,
+};
