@@ -34,9 +34,11 @@ rm -rf "$proj"
 mkdir -p "$proj"
 cp bindings/node/test/package.json "$proj/"
 cp bindings/node/test/*.mjs "$proj/"
-# The OpenClaw plugin, beside the tests (it imports `loopguard` from the project).
+# The OpenClaw and opencode plugins, beside the tests (it imports `loopguard` from the project).
 mkdir -p "$proj/openclaw-plugin"
 cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/openclaw/package.json "$proj/openclaw-plugin/"
+mkdir -p "$proj/opencode-plugin"
+cp plugins/opencode/loopguard.js "$proj/opencode-plugin/"
 echo "== npm install: the tarball and the pinned frameworks into $proj"
 start=$(date +%s)
 (cd "$proj" && npm install --no-audit --no-fund --loglevel=error --cache "$repo/target/npm-cache" \

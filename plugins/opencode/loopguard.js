@@ -1,0 +1,71 @@
+// loopguard for opencode: a plugin (https://opencode.ai/docs/plugins) guarding every tool call of
+// every session with OpenClaw's loop detection, in process (the `loopguard` npm package).
+//
+//   tool.execute.before  throws the block message: the tool does not run, the model gets the error
+//   tool.execute.after   records the output; an emitted warning is appended to what the model sees;
+//                        an abort (a loop surviving a compaction) is appended too, and every later
+//                        call of the session is refused
+//   event                session.compacted arms the post-compaction guard of the session
+//
+// Config: LOOPGUARD_CONFIG (a path to an OpenClaw config, JSON5 or JSON) and LOOPGUARD_STORE
+// (memory by default, or sqlite:PATH); without a config, detection is enabled with OpenClaw's
+// defaults. Install: copy this file into .opencode/plugin/ (or ~/.config/opencode/plugin/) and
+// `npm install` loopguard where opencode resolves it.
+import { Guard, StoreError } from 'loopguard';
+
+const STOPPED = 'loopguard stopped this session: a tool-call loop survived a context compaction.';
+
+/** The plugin, with a guard of its own or the one given (tests, embedders). */
+export function createLoopGuardPlugin(options = {}) {
+  return async () => {
+    const logger = options.logger ?? console;
+    const guard =
+      options.guard ??
+      new Guard({ config: process.env.LOOPGUARD_CONFIG || null, store: process.env.LOOPGUARD_STORE || 'memory', logger });
+    const warnings = new Map(); // callID -> the warning to show with its output
+    const stopped = new Set(); // sessions an abort stopped
+    const safely = (what, f) => {
+      try {
+        return f();
+      } catch (e) {
+        if (e instanceof StoreError || e instanceof TypeError) {
+          logger.warn(`loopguard: ${what} skipped (${e.message}); failing open`);
+          return null;
+        }
+        throw e;
+      }
+    };
+    return {
+      'tool.execute.before': async (input, output) => {
+        if (stopped.has(input.sessionID)) throw new Error(STOPPED);
+        const d = safely(`the check of ${input.tool}`, () =>
+          guard.beforeCall(input.sessionID, input.tool, output.args ?? {}, { callId: input.callID }),
+        );
+        if (d?.action === 'block') throw new Error(d.message);
+        if (d?.action === 'warn' && d.emitted) warnings.set(input.callID, d.message);
+      },
+      'tool.execute.after': async (input, output) => {
+        const result = { content: [{ type: 'text', text: String(output.output ?? '') }] };
+        const o = safely(`recording the outcome of ${input.tool}`, () =>
+          guard.afterCall(input.sessionID, input.tool, input.args ?? {}, { result, callId: input.callID }),
+        );
+        const warning = warnings.get(input.callID);
+        warnings.delete(input.callID);
+        if (o?.action === 'abort') {
+          stopped.add(input.sessionID);
+          output.output = `${output.output ?? ''}\n\n${o.message}`;
+        } else if (warning) {
+          output.output = `${output.output ?? ''}\n\n${warning}`;
+        }
+      },
+      event: async ({ event }) => {
+        if (event?.type === 'session.compacted' && event.properties?.sessionID) {
+          safely('arming the post-compaction guard', () => guard.onCompaction(event.properties.sessionID));
+        }
+      },
+    };
+  };
+}
+
+/** The plugin opencode loads. */
+export const LoopGuardPlugin = createLoopGuardPlugin();
