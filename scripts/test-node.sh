@@ -34,11 +34,13 @@ rm -rf "$proj"
 mkdir -p "$proj"
 cp bindings/node/test/package.json "$proj/"
 cp bindings/node/test/*.mjs "$proj/"
-# The OpenClaw and opencode plugins, beside the tests (it imports `loopguard` from the project).
+# The OpenClaw, opencode and pi plugins, beside the tests (it imports `loopguard` from the project).
 mkdir -p "$proj/openclaw-plugin"
 cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/openclaw/package.json "$proj/openclaw-plugin/"
 mkdir -p "$proj/opencode-plugin"
 cp plugins/opencode/loopguard.js "$proj/opencode-plugin/"
+mkdir -p "$proj/pi-extension"
+cp plugins/pi/loopguard.mjs "$proj/pi-extension/"
 echo "== npm install: the tarball and the pinned frameworks into $proj"
 start=$(date +%s)
 (cd "$proj" && npm install --no-audit --no-fund --loglevel=error --cache "$repo/target/npm-cache" \

@@ -1,0 +1,54 @@
+// The pi extension (plugins/pi/loopguard.mjs) through pi's documented extension events
+// (`tool_call` answering { block, reason }, `tool_result` answering { content }, `session_compact`),
+// with a stand-in `pi` object recording the handlers. Not run inside pi itself here (that needs
+// the pi CLI with a model provider against a scripted server, which was not done); the loop below
+// plays pi's part: a call runs unless tool_call blocks it.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Guard } from 'loopguard';
+import { createLoopGuardExtension } from './pi-extension/loopguard.mjs';
+
+function load() {
+  const handlers = {};
+  createLoopGuardExtension({ guard: new Guard() })({ on: (name, fn) => (handlers[name] = fn) });
+  return handlers;
+}
+
+const ctxFor = (id) => ({ sessionManager: { getSessionId: () => id } });
+
+async function drive(h, calls, session = 'pi-1') {
+  let runs = 0;
+  const seen = [];
+  for (let i = 1; i <= calls; i++) {
+    const event = { toolName: 'read', toolCallId: `t${i}`, input: { path: '/same.txt' } };
+    const answer = await h.tool_call(event, ctxFor(session));
+    if (answer?.block) {
+      seen.push(`blocked: ${answer.reason}`);
+      continue;
+    }
+    runs += 1;
+    const content = [{ type: 'text', text: 'same contents' }];
+    const changed = await h.tool_result({ ...event, content, details: {}, isError: false }, ctxFor(session));
+    seen.push((changed?.content ?? content).map((b) => b.text).join('\n'));
+  }
+  return { runs, seen };
+}
+
+test('25 identical calls: the tool runs 20 times, warning with result 11, block from 21', async () => {
+  const h = load();
+  assert.deepEqual(Object.keys(h).sort(), ['session_compact', 'tool_call', 'tool_result']);
+  const { runs, seen } = await drive(h, 25);
+  assert.equal(runs, 20);
+  assert.equal(seen[9], 'same contents');
+  assert.match(seen[10], /^same contents\nWARNING: You have called read 10 times/);
+  for (const s of seen.slice(20)) assert.match(s, /^blocked: CRITICAL: Called read with identical arguments/);
+});
+
+test('session_compact arms the guard: the third identical outcome aborts, later calls are blocked', async () => {
+  const h = load();
+  await h.session_compact({}, ctxFor('pi-c'));
+  const { runs, seen } = await drive(h, 5, 'pi-c');
+  assert.equal(runs, 3);
+  assert.match(seen[2], /compaction/i);
+  assert.match(seen[3], /^blocked: loopguard stopped this session/);
+});
