@@ -86,7 +86,8 @@ class RemoteGuard {
   async afterCall(session, tool, args, outcome = {}) {
     const line = outcomeLine(session, tool, args, outcome ?? {});
     if (line === null) {
-      return { ...toDecision(failOpen('outcome', { session, tool, ...outcome })), action: 'recorded' };
+      // A tool that returned undefined: OpenClaw records nothing, so nothing is sent.
+      return { ...toDecision(failOpen('outcome', { session, tool, ...outcome })), action: 'recorded', resultHash: null };
     }
     const record = await this.#apply('outcome', line);
     return toDecision(record ?? failOpen('outcome', { session, tool, ...outcome }));
