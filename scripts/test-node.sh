@@ -34,7 +34,7 @@ rm -rf "$proj"
 mkdir -p "$proj"
 cp bindings/node/test/package.json "$proj/"
 cp bindings/node/test/*.mjs "$proj/"
-# The OpenClaw, opencode and pi plugins, beside the tests (it imports `loopguard` from the project).
+# The OpenClaw, opencode and pi plugins, beside the tests (they import `loopguard` from the project).
 mkdir -p "$proj/openclaw-plugin"
 cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/openclaw/package.json "$proj/openclaw-plugin/"
 mkdir -p "$proj/opencode-plugin"
@@ -60,6 +60,10 @@ if [ $# -gt 0 ]; then
       case "$(basename "$f")" in *"$want"*) files+=("$f") ;; esac
     done
   done
+fi
+if [ ${#files[@]} -eq 0 ]; then
+  echo "test-node.sh: no test file matches: $*" >&2
+  exit 1
 fi
 echo "== node --test (${#files[@]} files)"
 start=$(date +%s)
