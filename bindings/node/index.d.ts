@@ -11,7 +11,9 @@ export type Detector =
   | 'ping_pong'
   | 'unknown_tool_repeat'
   | 'global_circuit_breaker'
-  | 'compaction_loop_persisted';
+  | 'compaction_loop_persisted'
+  // loopguard's own detectors (the strict profile, or switched on in the `loopguard` config block)
+  | (string & {});
 
 /** Fields every decision has. */
 export interface DecisionBase {

@@ -66,3 +66,20 @@ test('after a compaction, the third identical outcome aborts and later calls are
   assert.match(seen[3], /loopguard stopped this run/);
   assert.ok(logger.lines.some((l) => /compaction/i.test(l)));
 });
+
+test("loopguard's strict profile through the plugin config: identical failures block at the 7th call", async () => {
+  const { hooks } = load({ tools: { loopDetection: { enabled: true } }, loopguard: { profile: 'strict' } });
+  let runs = 0;
+  let blocked = null;
+  for (let i = 1; i <= 12 && !blocked; i++) {
+    const event = { toolName: 'exec', params: { command: 'npm test' }, toolCallId: `x${i}` };
+    const answer = await hooks.before_tool_call(event, { sessionKey: 'strict' });
+    if (answer?.block) blocked = answer.blockReason;
+    else {
+      runs += 1;
+      await hooks.after_tool_call({ ...event, error: 'Exit code 1' }, { sessionKey: 'strict' });
+    }
+  }
+  assert.equal(runs, 6);
+  assert.match(blocked, /^CRITICAL: exec failed the same way 6 times in a row/);
+});
