@@ -38,4 +38,4 @@ cargo clippy -p loopguard-guard --no-default-features --locked -- -D warnings
 
 echo "== cargo package --workspace (crates.io crates)"
 # The language bindings are published to PyPI and npm, not crates.io (`publish = false`).
-cargo package --workspace --exclude loopguard-python --locked --allow-dirty
+cargo package --workspace --exclude loopguard-python --exclude loopguard-node --locked --allow-dirty
