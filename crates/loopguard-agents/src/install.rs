@@ -1,0 +1,1 @@
+//! Installing loopguard's hook into each agent's settings (see below).

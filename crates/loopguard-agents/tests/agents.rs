@@ -1,0 +1,462 @@
+//! Every agent's hook, driven with payloads in the agent's own shapes (each shape's source
+//! is cited in the agent's module: Codex's generated JSON schemas, Gemini CLI's hooks
+//! reference and `hookEventHandler.ts`, Qwen Code's `hookEventHandler.ts`, the Copilot CLI
+//! hooks reference, Cursor's, Factory's, Cline's, Windsurf's and Kiro's hook docs).
+//!
+//! For each agent: 25 identical failing shell calls (with the argument the model rewords
+//! on every call, where the agent has one) get a warning the model sees with call 11
+//! (where the agent can show one; Windsurf and Kiro only show the user, on stderr), and a
+//! deny in the agent's format from call 21 on, so the command runs 20 times; a loop after
+//! a compaction stops the agent; garbage and unknown events get the agent's "go on" answer.
+
+use loopguard_agents::{run, Agent, AgentReply};
+use loopguard_hook::paths::Env;
+use loopguard_hook::HookOptions;
+use serde_json::{json, Value};
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    opts: HookOptions,
+    agent: Agent,
+    n: u64,
+}
+
+impl Harness {
+    fn new(agent: Agent) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = HookOptions {
+            state: Some(dir.path().join("state/db.sqlite3")),
+            env: Env {
+                home: Some(dir.path().join("home")),
+                ..Env::default()
+            },
+            ..HookOptions::default()
+        };
+        Harness {
+            _dir: dir,
+            opts,
+            agent,
+            n: 0,
+        }
+    }
+
+    fn send(&mut self, payload: &Value) -> AgentReply {
+        self.n += 1;
+        self.opts.now_ms = Some(1_000_000 + self.n);
+        let r = run(self.agent, payload.to_string().as_bytes(), &self.opts);
+        assert!(r.error.is_none(), "{:?}: {:?}", self.agent, r.error);
+        assert!(r.exit_code == 0 || r.exit_code == 2);
+        if !r.stdout.is_empty() {
+            let _: Value = serde_json::from_str(&r.stdout).expect("the answer is JSON");
+        }
+        r
+    }
+}
+
+fn out(r: &AgentReply) -> Value {
+    if r.stdout.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&r.stdout).unwrap()
+    }
+}
+
+/// The agent's payloads for call `i` of the failing loop: (before, after).
+fn shell_call(agent: Agent, i: usize) -> (Value, Value) {
+    match agent {
+        // codex-rs/hooks/schema/generated/{pre,post}-tool-use.command.input.schema.json
+        Agent::Codex => {
+            let base = json!({"session_id":"019a-codex","turn_id":"turn-1","cwd":"/nonexistent",
+                "model":"gpt-5","permission_mode":"default","transcript_path":null,
+                "tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":format!("call_{i}")});
+            let mut pre = base.clone();
+            pre["hook_event_name"] = json!("PreToolUse");
+            let mut post = base;
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] = json!(format!(
+                "Chunk ID: {i:04x}\nWall time: 0.{i:03} seconds\nProcess exited with code 1\nOriginal token count: 3\nOutput:\nFAIL"
+            ));
+            (pre, post)
+        }
+        // Gemini CLI docs/hooks/reference.md (BeforeTool / AfterTool) and tools/shell.ts's
+        // llmContent lines.
+        Agent::Gemini => {
+            let input = json!({"command":"npm test","description":format!("Run the test suite (attempt {i})")});
+            let pre = json!({"session_id":"gem-1","transcript_path":"/t.json","cwd":"/nonexistent",
+                "hook_event_name":"BeforeTool","timestamp":"2026-12-01T12:00:00Z",
+                "tool_name":"run_shell_command","tool_input":input});
+            let post = json!({"session_id":"gem-1","transcript_path":"/t.json","cwd":"/nonexistent",
+                "hook_event_name":"AfterTool","timestamp":"2026-12-01T12:00:01Z",
+                "tool_name":"run_shell_command","tool_input":input,
+                "tool_response":{"llmContent":format!("<untrusted_context>\nOutput: FAIL\nExit Code: 1\nProcess Group PGID: {}\n</untrusted_context>", 4000 + i),
+                    "returnDisplay":"FAIL"}});
+            (pre, post)
+        }
+        // Qwen Code hookEventHandler.ts (PreToolUse / PostToolUse) and its shell tool's
+        // llmContent lines.
+        Agent::Qwen => {
+            let input = json!({"command":"npm test","description":format!("Run tests, try {i}"),"is_background":false});
+            let base = json!({"session_id":"qwen-1","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+                "permission_mode":"yolo","tool_name":"run_shell_command","tool_input":input,
+                "tool_use_id":format!("call_{i}"),"tool_call_id":format!("call_{i}")});
+            let mut pre = base.clone();
+            pre["hook_event_name"] = json!("PreToolUse");
+            let mut post = base;
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] = json!({"llmContent":format!(
+                "Command: npm test\nDirectory: (root)\nOutput: FAIL\nError: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: {}", 900 + i),
+                "returnDisplay":"FAIL"});
+            (pre, post)
+        }
+        // Copilot CLI hooks reference: camelCase, toolArgs as a JSON string.
+        Agent::Copilot => {
+            let args =
+                json!({"command":"npm test","description":format!("Run tests {i}")}).to_string();
+            let pre = json!({"timestamp":1764590000000u64 + i as u64,"cwd":"/nonexistent",
+                "toolName":"bash","toolArgs":args});
+            let post = json!({"timestamp":1764590000500u64 + i as u64,"cwd":"/nonexistent",
+                "toolName":"bash","toolArgs":args,
+                "toolResult":{"resultType":"success","textResultForLlm":"FAIL\n<exited with exit code 1>"}});
+            (pre, post)
+        }
+        // Cursor hooks docs: preToolUse / postToolUse.
+        Agent::Cursor => {
+            let base = json!({"conversation_id":"conv-1","generation_id":format!("gen-{i}"),
+                "workspace_roots":["/nonexistent"],"tool_name":"Shell",
+                "tool_input":{"command":"npm test","explanation":format!("Running the tests ({i})")},
+                "tool_use_id":format!("tu_{i}")});
+            let mut pre = base.clone();
+            pre["hook_event_name"] = json!("preToolUse");
+            let mut post = base;
+            post["hook_event_name"] = json!("postToolUse");
+            post["tool_output"] = json!("{\"exitCode\":1,\"output\":\"FAIL\"}");
+            (pre, post)
+        }
+        // Factory hooks reference (Claude Code's shape, `Execute`).
+        Agent::Factory => {
+            let base = json!({"session_id":"droid-1","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+                "permission_mode":"auto","tool_name":"Execute",
+                "tool_input":{"command":"npm test","riskLevel":"low","riskLevelReason":format!("runs tests ({i})")},
+                "tool_use_id":format!("toolu_{i}")});
+            let mut pre = base.clone();
+            pre["hook_event_name"] = json!("PreToolUse");
+            let mut post = base;
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] = json!({"stdout":"FAIL","stderr":"","exitCode":1});
+            (pre, post)
+        }
+        // Cline hooks docs: hookName + preToolUse/postToolUse objects.
+        Agent::Cline => {
+            let params = json!({"command":"npm test","requires_approval":"false"});
+            let pre = json!({"clineVersion":"3.40.0","hookName":"PreToolUse","timestamp":"1764590000000",
+                "taskId":"task-1","workspaceRoots":["/nonexistent"],"userId":"u1",
+                "preToolUse":{"toolName":"execute_command","parameters":params}});
+            let post = json!({"clineVersion":"3.40.0","hookName":"PostToolUse","timestamp":"1764590000500",
+                "taskId":"task-1","workspaceRoots":["/nonexistent"],"userId":"u1",
+                "postToolUse":{"toolName":"execute_command","parameters":params,
+                    "result":"Command executed.\nOutput:\nFAIL","success":true,"executionTimeMs":100 + i}});
+            (pre, post)
+        }
+        // Windsurf Cascade hooks docs: agent_action_name + tool_info.
+        Agent::Windsurf => {
+            let pre = json!({"agent_action_name":"pre_run_command","trajectory_id":"traj-1",
+                "execution_id":format!("exec-{i}"),"timestamp":"2026-12-01T12:00:00Z",
+                "tool_info":{"command_line":"npm test","cwd":"/nonexistent"}});
+            let post = json!({"agent_action_name":"post_run_command","trajectory_id":"traj-1",
+                "execution_id":format!("exec-{i}"),"timestamp":"2026-12-01T12:00:01Z",
+                "tool_info":{"command_line":"npm test","cwd":"/nonexistent"}});
+            (pre, post)
+        }
+        // Kiro CLI hooks docs: no session id.
+        Agent::Kiro => {
+            let input = json!({"command":"npm test","summary":format!("run the tests ({i})")});
+            let pre = json!({"hook_event_name":"preToolUse","cwd":"/nonexistent",
+                "tool_name":"execute_bash","tool_input":input});
+            let post = json!({"hook_event_name":"postToolUse","cwd":"/nonexistent",
+                "tool_name":"execute_bash","tool_input":input,
+                "tool_response":{"success":false,"result":["FAIL"]}});
+            (pre, post)
+        }
+    }
+}
+
+/// The deny reason, in the agent's format, if the answer denies the call.
+fn denied(agent: Agent, r: &AgentReply, claude_shaped: bool) -> Option<String> {
+    let o = out(r);
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    match agent {
+        Agent::Codex | Agent::Qwen | Agent::Factory => {
+            (o["hookSpecificOutput"]["permissionDecision"] == "deny")
+                .then(|| s(&o["hookSpecificOutput"]["permissionDecisionReason"]))
+                .flatten()
+        }
+        Agent::Copilot if claude_shaped => (o["hookSpecificOutput"]["permissionDecision"]
+            == "deny")
+            .then(|| s(&o["hookSpecificOutput"]["permissionDecisionReason"]))
+            .flatten(),
+        Agent::Copilot => (o["permissionDecision"] == "deny")
+            .then(|| s(&o["permissionDecisionReason"]))
+            .flatten(),
+        Agent::Gemini => (o["decision"] == "deny").then(|| s(&o["reason"])).flatten(),
+        Agent::Cursor => (o["permission"] == "deny")
+            .then(|| s(&o["agent_message"]))
+            .flatten(),
+        Agent::Cline => (o["cancel"] == true)
+            .then(|| s(&o["errorMessage"]))
+            .flatten(),
+        Agent::Windsurf | Agent::Kiro => (r.exit_code == 2).then(|| r.stderr.join("\n")),
+    }
+}
+
+/// The warning the model (or for Windsurf and Kiro, the user) is given, from the answers
+/// to the call (`pre`) and its result (`post`).
+fn warning(agent: Agent, pre: &AgentReply, post: &AgentReply) -> Option<String> {
+    let (p, q) = (out(pre), out(post));
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    match agent {
+        Agent::Codex | Agent::Qwen | Agent::Factory => {
+            s(&p["hookSpecificOutput"]["additionalContext"])
+        }
+        Agent::Copilot => s(&p["additionalContext"]),
+        Agent::Gemini => s(&q["hookSpecificOutput"]["additionalContext"]),
+        Agent::Cursor => s(&q["additional_context"]),
+        Agent::Cline => s(&p["contextModification"]),
+        Agent::Windsurf | Agent::Kiro => pre.stderr.first().cloned(),
+    }
+}
+
+fn tool_name(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Codex => "Bash",
+        Agent::Gemini | Agent::Qwen => "run_shell_command",
+        Agent::Copilot => "bash",
+        Agent::Cursor => "Shell",
+        Agent::Factory => "Execute",
+        Agent::Cline => "execute_command",
+        Agent::Windsurf => "run_command",
+        Agent::Kiro => "execute_bash",
+    }
+}
+
+fn failing_loop(agent: Agent) {
+    let mut h = Harness::new(agent);
+    let mut warnings = Vec::new();
+    let mut denies = Vec::new();
+    let mut ran = 0;
+    for i in 1..=25 {
+        let (pre, post) = shell_call(agent, i);
+        let a = h.send(&pre);
+        if let Some(reason) = denied(agent, &a, false) {
+            denies.push((i, reason));
+            continue;
+        }
+        ran += 1;
+        let b = h.send(&post);
+        if let Some(w) = warning(agent, &a, &b) {
+            warnings.push((i, w));
+        }
+    }
+    assert_eq!(
+        ran, 20,
+        "{agent}: the command runs 20 times; denies {denies:?}"
+    );
+    assert_eq!(denies.first().map(|d| d.0), Some(21), "{agent}");
+    assert_eq!(denies.len(), 5, "{agent}");
+    let (first, reason) = &denies[0];
+    assert_eq!(*first, 21);
+    let tool = tool_name(agent);
+    assert!(
+        reason.contains(&format!("Called {tool} with identical arguments")),
+        "{agent}: {reason}"
+    );
+    assert_eq!(
+        warnings.first().map(|w| w.0),
+        Some(11),
+        "{agent}: {warnings:?}"
+    );
+    assert!(warnings[0].1.contains(tool), "{agent}: {}", warnings[0].1);
+}
+
+#[test]
+fn codex_failing_shell_loop() {
+    failing_loop(Agent::Codex);
+}
+#[test]
+fn gemini_failing_shell_loop() {
+    failing_loop(Agent::Gemini);
+}
+#[test]
+fn qwen_failing_shell_loop() {
+    failing_loop(Agent::Qwen);
+}
+#[test]
+fn copilot_failing_shell_loop() {
+    failing_loop(Agent::Copilot);
+}
+#[test]
+fn cursor_failing_shell_loop() {
+    failing_loop(Agent::Cursor);
+}
+#[test]
+fn factory_failing_shell_loop() {
+    failing_loop(Agent::Factory);
+}
+#[test]
+fn cline_failing_shell_loop() {
+    failing_loop(Agent::Cline);
+}
+#[test]
+fn windsurf_failing_shell_loop() {
+    failing_loop(Agent::Windsurf);
+}
+#[test]
+fn kiro_failing_shell_loop() {
+    failing_loop(Agent::Kiro);
+}
+
+/// Copilot's "VS Code compatible" spelling is answered the Claude Code way.
+#[test]
+fn copilot_vscode_spelling_is_answered_like_claude_code() {
+    let mut h = Harness::new(Agent::Copilot);
+    let mut first_deny = None;
+    for i in 1..=21 {
+        let base = json!({"hookEventName":"PreToolUse","sessionId":"vs-1","cwd":"/nonexistent",
+            "tool_name":"bash","tool_input":{"command":"make","description":format!("build {i}")},
+            "tool_use_id":format!("t{i}")});
+        let a = h.send(&base);
+        if let Some(r) = denied(Agent::Copilot, &a, true) {
+            first_deny.get_or_insert((i, r));
+            break;
+        }
+        let mut post = base.clone();
+        post["hookEventName"] = json!("PostToolUse");
+        post["tool_result"] = json!({"resultType":"success","textResultForLlm":"error: no rule"});
+        h.send(&post);
+    }
+    assert_eq!(first_deny.map(|d| d.0), Some(21));
+}
+
+/// The compaction event of each agent that reports one, before the loop.
+fn compaction(agent: Agent) -> Option<Value> {
+    Some(match agent {
+        Agent::Codex => {
+            json!({"session_id":"019a-codex","turn_id":"turn-1","cwd":"/nonexistent","model":"gpt-5",
+            "transcript_path":null,"hook_event_name":"PostCompact","trigger":"auto"})
+        }
+        Agent::Gemini => {
+            json!({"session_id":"gem-1","transcript_path":"/t.json","cwd":"/nonexistent",
+            "hook_event_name":"PreCompress","timestamp":"2026-12-01T12:00:00Z","trigger":"auto"})
+        }
+        Agent::Qwen => {
+            json!({"session_id":"qwen-1","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+            "hook_event_name":"PostCompact","trigger":"auto","compact_summary":"…"})
+        }
+        Agent::Cursor => {
+            json!({"conversation_id":"conv-1","generation_id":"g","workspace_roots":["/nonexistent"],
+            "hook_event_name":"preCompact","trigger":"auto"})
+        }
+        Agent::Factory => {
+            json!({"session_id":"droid-1","cwd":"/nonexistent","hook_event_name":"SessionStart","source":"compact"})
+        }
+        Agent::Cline => {
+            json!({"clineVersion":"3.40.0","hookName":"PreCompact","timestamp":"1","taskId":"task-1",
+            "workspaceRoots":["/nonexistent"],"userId":"u1","preCompact":{}})
+        }
+        Agent::Copilot | Agent::Windsurf | Agent::Kiro => return None,
+    })
+}
+
+fn loop_after_compaction(agent: Agent) {
+    let mut h = Harness::new(agent);
+    let (pre, post) = shell_call(agent, 1);
+    h.send(&pre);
+    h.send(&post);
+    let r = h.send(&compaction(agent).unwrap());
+    assert_eq!(r.stdout, agent.allow().0);
+    let mut stopped_at = None;
+    for i in 2..=4 {
+        let (pre, post) = shell_call(agent, i);
+        assert!(
+            denied(agent, &h.send(&pre), false).is_none(),
+            "{agent}: call {i}"
+        );
+        let b = h.send(&post);
+        let o = out(&b);
+        if o["continue"] == false {
+            assert!(o["stopReason"]
+                .as_str()
+                .unwrap()
+                .contains("compaction_loop_persisted"));
+            stopped_at.get_or_insert(i);
+        }
+    }
+    if matches!(
+        agent,
+        Agent::Codex | Agent::Gemini | Agent::Qwen | Agent::Factory
+    ) {
+        // These agents stop on continue:false after the third identical call.
+        assert_eq!(stopped_at, Some(4), "{agent}");
+    }
+    // Whatever the agent does with a stop, the run's next call is denied.
+    let (pre, _) = shell_call(agent, 5);
+    let reason = denied(agent, &h.send(&pre), false).expect("denied after the abort");
+    assert!(
+        reason.contains("compaction_loop_persisted"),
+        "{agent}: {reason}"
+    );
+}
+
+#[test]
+fn loops_after_compaction_are_stopped() {
+    for agent in [
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Qwen,
+        Agent::Cursor,
+        Agent::Factory,
+        Agent::Cline,
+    ] {
+        loop_after_compaction(agent);
+    }
+}
+
+#[test]
+fn garbage_and_unknown_events_answer_go_on() {
+    for &agent in loopguard_agents::AGENTS {
+        let mut h = Harness::new(agent);
+        for bad in [&b"not json"[..], b"[1,2]", b"", b"{\"hook_event_name\":5}"] {
+            let r = run(agent, bad, &h.opts);
+            assert_eq!(
+                (r.stdout.as_str(), r.exit_code),
+                (agent.allow().0.as_str(), 0),
+                "{agent}"
+            );
+            assert!(r.error.is_some());
+            assert!(r.stderr[0].contains("fail-open"), "{:?}", r.stderr);
+        }
+        let unknown = json!({"session_id":"s","sessionId":"s","conversation_id":"c","taskId":"t",
+            "trajectory_id":"tr","cwd":"/nonexistent","hook_event_name":"SomethingNew",
+            "hookName":"SomethingNew","agent_action_name":"something_new"});
+        let r = h.send(&unknown);
+        assert_eq!((r.stdout, r.exit_code), agent.allow(), "{agent}");
+    }
+}
+
+/// Codex's `write_stdin` with empty `chars` is a poll of a running command; a poll whose
+/// answer never changes is a known poll without progress, not a generic repeat.
+#[test]
+fn codex_empty_write_stdin_is_a_poll() {
+    let (name, args) = loopguard_agents::profile::map_tool(
+        Agent::Codex,
+        "write_stdin",
+        &json!({"session_id": 7, "chars": "", "yield_time_ms": 1000}),
+    );
+    assert_eq!(name, "BashOutput");
+    assert_eq!(args, json!({"bash_id": 7}));
+    let (name, _) = loopguard_agents::profile::map_tool(
+        Agent::Codex,
+        "write_stdin",
+        &json!({"session_id": 7, "chars": "y\n"}),
+    );
+    assert_eq!(name, "write_stdin");
+}
