@@ -1,7 +1,9 @@
-//! `loopguard hook …` and `loopguard status`: live loop protection for Claude Code.
+//! `loopguard hook …` and `loopguard status`: live loop protection for Claude Code and the
+//! other coding agents.
 //!
-//! The work is done by the `loopguard-hook` crate; this module parses arguments, reads
-//! standard input and prints.
+//! The work is done by the `loopguard-hook` crate (Claude Code) and the `loopguard-agents`
+//! crate (Codex, Gemini CLI, Qwen Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro);
+//! this module parses arguments, reads standard input and prints.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,6 +11,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
+use loopguard_agents::install as agent_install;
+use loopguard_agents::Agent;
 use loopguard_core::Mode;
 use loopguard_hook::advice::policy_notes;
 use loopguard_hook::config::{ConfigSource, HookConfig};
@@ -26,9 +30,28 @@ pub enum HookCommand {
     /// stdout. This is the command `loopguard hook install` registers; it always exits
     /// successfully (errors allow the call and are reported on stderr and in the log).
     ClaudeCode(ClaudeCodeArgs),
-    /// Add loopguard's hooks to Claude Code's settings.json (merging with what is there).
+    /// Handle one Codex CLI hook event (stdin → answer on stdout).
+    Codex(ClaudeCodeArgs),
+    /// Handle one Gemini CLI hook event.
+    Gemini(ClaudeCodeArgs),
+    /// Handle one Qwen Code hook event.
+    Qwen(ClaudeCodeArgs),
+    /// Handle one GitHub Copilot (CLI or VS Code agent) hook event.
+    Copilot(ClaudeCodeArgs),
+    /// Handle one Cursor hook event.
+    Cursor(ClaudeCodeArgs),
+    /// Handle one Factory Droid hook event.
+    Factory(ClaudeCodeArgs),
+    /// Handle one Cline hook event (always answers with JSON).
+    Cline(ClaudeCodeArgs),
+    /// Handle one Windsurf (Cascade) hook event (blocks with exit status 2).
+    Windsurf(ClaudeCodeArgs),
+    /// Handle one Kiro CLI hook event (blocks with exit status 2).
+    Kiro(ClaudeCodeArgs),
+    /// Add loopguard's hooks to an agent's settings (default: Claude Code's settings.json),
+    /// merging with what is there.
     Install(InstallArgs),
-    /// Remove loopguard's hooks from Claude Code's settings.json.
+    /// Remove loopguard's hooks from an agent's settings (default: Claude Code's).
     Uninstall(UninstallArgs),
 }
 
@@ -88,6 +111,10 @@ pub struct TargetArgs {
 /// Options of `loopguard hook install`.
 #[derive(clap::Args)]
 pub struct InstallArgs {
+    /// The agent: claude-code, codex, gemini, qwen, copilot, cursor, factory, cline,
+    /// windsurf, kiro.
+    #[arg(value_name = "AGENT", default_value = "claude-code")]
+    agent_name: String,
     #[command(flatten)]
     target: TargetArgs,
     /// The loopguard executable the hook runs (default: this one for the user's settings;
@@ -112,6 +139,9 @@ pub struct InstallArgs {
 /// Options of `loopguard hook uninstall`.
 #[derive(clap::Args)]
 pub struct UninstallArgs {
+    /// The agent (default: claude-code).
+    #[arg(value_name = "AGENT", default_value = "claude-code")]
+    agent_name: String,
     #[command(flatten)]
     target: TargetArgs,
 }
@@ -137,12 +167,29 @@ pub struct StatusArgs {
 pub fn run(cmd: HookCommand) -> Result<ExitCode> {
     match cmd {
         HookCommand::ClaudeCode(args) => Ok(claude_code(args)),
-        HookCommand::Install(args) => install(args),
-        HookCommand::Uninstall(args) => uninstall(args),
+        HookCommand::Codex(args) => Ok(agent_hook(Agent::Codex, args)),
+        HookCommand::Gemini(args) => Ok(agent_hook(Agent::Gemini, args)),
+        HookCommand::Qwen(args) => Ok(agent_hook(Agent::Qwen, args)),
+        HookCommand::Copilot(args) => Ok(agent_hook(Agent::Copilot, args)),
+        HookCommand::Cursor(args) => Ok(agent_hook(Agent::Cursor, args)),
+        HookCommand::Factory(args) => Ok(agent_hook(Agent::Factory, args)),
+        HookCommand::Cline(args) => Ok(agent_hook(Agent::Cline, args)),
+        HookCommand::Windsurf(args) => Ok(agent_hook(Agent::Windsurf, args)),
+        HookCommand::Kiro(args) => Ok(agent_hook(Agent::Kiro, args)),
+        HookCommand::Install(args) => match args.agent_name.as_str() {
+            "claude-code" | "claude" => install(args),
+            name => agent_install(name.parse()?, args),
+        },
+        HookCommand::Uninstall(args) => match args.agent_name.as_str() {
+            "claude-code" | "claude" => uninstall(args),
+            name => agent_uninstall(name.parse()?, args),
+        },
     }
 }
 
-fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
+/// The hook's options from its command line, and the problems found in it (reported,
+/// never fatal).
+fn hook_options(args: ClaudeCodeArgs) -> (HookOptions, Vec<String>) {
     let mut opts = HookOptions {
         state: args.state,
         config: args.config,
@@ -169,6 +216,57 @@ fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
             args.unknown.join(" ")
         ));
     }
+    (opts, problems)
+}
+
+/// `loopguard hook AGENT` for the agents of `loopguard-agents`: one event on stdin, the
+/// agent's answer on stdout and in the exit status; any error fails open with the answer
+/// the agent reads as "go on".
+fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
+    let (opts, problems) = hook_options(args);
+    let mut input = Vec::new();
+    let read = std::io::stdin().lock().read_to_end(&mut input);
+    let mut stderr = std::io::stderr().lock();
+    for p in problems {
+        let line = format!("loopguard: hook command line: {p}");
+        log_line(&opts, &line);
+        let _ = writeln!(stderr, "{line}");
+    }
+    let (allow, allow_code) = agent.allow();
+    let reply = match read {
+        Err(e) => {
+            let line = format!("loopguard: cannot read the hook payload from stdin: {e}; the call is allowed (fail-open)");
+            log_line(&opts, &line);
+            loopguard_agents::AgentReply {
+                stdout: allow,
+                stderr: vec![line],
+                exit_code: allow_code,
+                error: Some(e.to_string()),
+            }
+        }
+        Ok(_) => std::panic::catch_unwind(|| loopguard_agents::run(agent, &input, &opts))
+            .unwrap_or_else(|_| {
+                let line = "loopguard: internal error (panic) while handling the hook; the call is allowed (fail-open)".to_string();
+                log_line(&opts, &line);
+                loopguard_agents::AgentReply {
+                    stdout: allow,
+                    stderr: vec![line],
+                    exit_code: allow_code,
+                    error: Some("panic".into()),
+                }
+            }),
+    };
+    for line in &reply.stderr {
+        let _ = writeln!(stderr, "{line}");
+    }
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(reply.stdout.as_bytes());
+    let _ = stdout.flush();
+    ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(0))
+}
+
+fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
+    let (opts, problems) = hook_options(args);
     let mut input = Vec::new();
     let read = std::io::stdin().lock().read_to_end(&mut input);
     let mut stderr = std::io::stderr().lock();
@@ -329,6 +427,102 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
             "warning: {e}: until it is fixed, every hook call fails open (nothing is checked)"
         )?,
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent_settings_path(agent: Agent, target: &TargetArgs, env: &Env) -> Result<PathBuf> {
+    if let Some(p) = &target.settings {
+        return Ok(p.clone());
+    }
+    let project = match (target.project, &target.project_dir) {
+        (false, _) => None,
+        (true, Some(d)) => Some(d.clone()),
+        (true, None) => {
+            Some(std::env::current_dir().context("cannot determine the current directory")?)
+        }
+    };
+    Ok(agent_install::settings_path(
+        agent,
+        env.home.as_deref(),
+        project.as_deref(),
+    )?)
+}
+
+fn describe_agent(change: &agent_install::Change, path: &Path, what: &str) -> String {
+    use agent_install::Change as C;
+    match change {
+        C::Unchanged => format!("{} already {what}; nothing changed", path.display()),
+        C::Written { backup: Some(b) } => format!(
+            "{what} in {}, edited in place (the file as it was before loopguard first touched it: {})",
+            path.display(),
+            b.display()
+        ),
+        C::Written { backup: None } => format!("{what} in {}", path.display()),
+        C::Removed => format!(
+            "{what}: loopguard had created {}, so it was deleted",
+            path.display()
+        ),
+    }
+}
+
+fn agent_install(agent: Agent, args: InstallArgs) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let path = agent_settings_path(agent, &args.target, &env)?;
+    if let Some(c) = &args.config {
+        HookConfig::load(c, ConfigSource::Flag(c.clone()))
+            .map_err(|e| anyhow::anyhow!("--config: {e}; nothing was installed"))?;
+    }
+    let exe = match (&args.exe, args.target.project) {
+        (Some(e), _) => shell_quote(&e.to_string_lossy()),
+        // A project's settings are shared: `loopguard` through PATH works everywhere.
+        (None, true) => "loopguard".to_string(),
+        (None, false) => shell_quote(
+            &std::env::current_exe()
+                .context("cannot find the loopguard executable; use --exe PATH")?
+                .to_string_lossy(),
+        ),
+    };
+    let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];
+    for (flag, p) in [("--state", &args.state), ("--config", &args.config)] {
+        if let Some(p) = p {
+            words.push(flag.into());
+            words.push(path_word(p, None, flag));
+        }
+    }
+    if let Some(a) = &args.agent {
+        words.push("--agent".into());
+        words.push(shell_quote(a));
+    }
+    if args.observe {
+        words.push("--mode".into());
+        words.push("observe".into());
+    }
+    let command = words.join(" ");
+    let change = agent_install::install(agent, &path, &command)?;
+    outln!(
+        "{}",
+        describe_agent(
+            &change,
+            &path,
+            &format!("loopguard's {agent} hooks installed")
+        )
+    )?;
+    outln!("hook command: {command}")?;
+    if agent == Agent::Codex {
+        outln!("note: Codex runs a new hook only once you trust it: start `codex` and review it in /hooks. `codex exec` skips untrusted hooks without a word (`--dangerously-bypass-hook-trust` runs them for one invocation).")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agent_uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
+    let env = Env::from_process();
+    let path = agent_settings_path(agent, &args.target, &env)?;
+    let change = agent_install::uninstall(agent, &path)?;
+    let what = match change {
+        agent_install::Change::Unchanged => "has no loopguard hooks".to_string(),
+        _ => format!("loopguard's {agent} hooks removed"),
+    };
+    outln!("{}", describe_agent(&change, &path, &what))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -68,7 +68,8 @@ enum Command {
     /// Work with OpenClaw config files.
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Live loop protection as an agent hook (Claude Code).
+    /// Live loop protection as an agent hook (Claude Code, Codex, Gemini CLI, Qwen Code,
+    /// Copilot, Cursor, Factory, Cline, Windsurf, Kiro).
     #[command(subcommand)]
     Hook(hook_cli::HookCommand),
     /// Show what the hook's state database knows about a session.
