@@ -73,9 +73,9 @@ fn shell_call(agent: Agent, i: usize) -> (Value, Value) {
             pre["hook_event_name"] = json!("PreToolUse");
             let mut post = base;
             post["hook_event_name"] = json!("PostToolUse");
-            post["tool_response"] = json!(format!(
-                "Chunk ID: {i:04x}\nWall time: 0.{i:03} seconds\nProcess exited with code 1\nOriginal token count: 3\nOutput:\nFAIL"
-            ));
+            // Codex 0.171's PostToolUse for a shell command carries the output as a string
+            // (seen from the real CLI in crates/loopguard/tests/agents_e2e.rs).
+            post["tool_response"] = json!("FAIL\n");
             (pre, post)
         }
         // Gemini CLI docs/hooks/reference.md (BeforeTool / AfterTool) and tools/shell.ts's

@@ -1,0 +1,161 @@
+//! End to end with the real agent programs from npm (installed by scripts/setup-agents.sh
+//! into target/agents), each driven by a scripted model server on 127.0.0.1 that keeps
+//! asking for the same failing shell command, with loopguard's hook installed by
+//! `loopguard hook install AGENT` into the agent's own settings under a temporary HOME.
+//! Everything runs offline: the agents talk only to the scripted server.
+//!
+//! For each agent: the command runs 20 times; the model is sent loopguard's warning with
+//! the result of call 11, and the block (the detection message instead of a result) from
+//! call 21 on.
+
+mod agent_e2e;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use agent_e2e::{agent_bin, run_with_timeout, runs, ModelServer, Request, Response};
+use serde_json::{json, Value};
+
+const CALLS: usize = 25;
+const LIMIT: Duration = Duration::from_secs(600);
+
+fn loopguard() -> &'static str {
+    env!("CARGO_BIN_EXE_loopguard")
+}
+
+fn install(agent: &str, settings: &Path, state: &Path) {
+    let out = Command::new(loopguard())
+        .args(["hook", "install", agent, "--settings"])
+        .arg(settings)
+        .arg("--exe")
+        .arg(loopguard())
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The text of every request, to find where the warning first reached the model.
+fn first_request_with(requests: &[(usize, String)], needle: &str) -> Option<usize> {
+    requests
+        .iter()
+        .find(|(_, t)| t.contains(needle))
+        .map(|(k, _)| *k)
+}
+
+// ---------------------------------------------------------------------------------------
+// Codex CLI: `[model_providers.x]` with `wire_api = "responses"`; `codex exec --json`.
+
+fn codex_outputs(body: &Value) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|i| i["type"] == "function_call_output")
+                .map(|i| match &i["output"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn codex_loop_is_warned_then_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let counter = dir.path().join("runs.txt");
+    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
+    let server = ModelServer::start(move |req: &Request| {
+        if !req.path.ends_with("/responses") {
+            return Response::not_found();
+        }
+        let k = codex_outputs(&req.body).len();
+        let item = if k < CALLS {
+            json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
+                "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
+        } else {
+            json!({"type":"message","id":"msg_1","role":"assistant",
+                "content":[{"type":"output_text","text":"I give up."}]})
+        };
+        Response::sse(&[
+            (
+                Some("response.created"),
+                json!({"type":"response.created","response":{"id":format!("resp_{k}")}}),
+            ),
+            (
+                Some("response.output_item.done"),
+                json!({"type":"response.output_item.done","output_index":0,"item":item}),
+            ),
+            (
+                Some("response.completed"),
+                json!({"type":"response.completed","response":{"id":format!("resp_{k}"),
+                "usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}}),
+            ),
+        ])
+    });
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        format!(
+            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state.sqlite3");
+    install("codex", &home.join(".codex/hooks.json"), &state);
+    let mut cmd = Command::new(agent_bin("codex"));
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("SCRIPTED_API_KEY", "dummy")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "Make the tests pass.",
+        ]);
+    let out = run_with_timeout(cmd, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let requests: Vec<(usize, String)> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/responses"))
+        .map(|r| (codex_outputs(&r.body).len(), r.body.to_string()))
+        .collect();
+    assert!(
+        requests.iter().any(|(k, _)| *k == CALLS),
+        "codex did not finish the scripted conversation: {stdout}\n{stderr}"
+    );
+    assert_eq!(runs(&counter), 20, "{stdout}\n{stderr}");
+    // The warning reaches the model with the result of call 11.
+    assert_eq!(
+        first_request_with(&requests, "loopguard: WARNING"),
+        Some(11),
+        "{stdout}"
+    );
+    let last = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/responses"))
+        .map(|r| codex_outputs(&r.body))
+        .max_by_key(Vec::len)
+        .unwrap();
+    for (i, o) in last.iter().enumerate() {
+        let blocked = o.contains("Called Bash with identical arguments");
+        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    }
+}
