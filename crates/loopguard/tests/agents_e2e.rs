@@ -159,3 +159,117 @@ fn codex_loop_is_warned_then_blocked() {
         assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`, `security.auth.selectedType:
+// "gemini-api-key"`, `GEMINI_CLI_TRUST_WORKSPACE=true`, `model.disableLoopDetection: true`
+// (Gemini CLI's own loop detection would end the session before loopguard is seen).
+
+fn gemini_responses(body: &Value) -> Vec<String> {
+    body["contents"]
+        .as_array()
+        .map(|contents| {
+            contents
+                .iter()
+                .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+                .filter(|p| p.get("functionResponse").is_some())
+                .map(|p| p["functionResponse"].to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn gemini_loop_is_warned_then_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let counter = dir.path().join("runs.txt");
+    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
+    let server = ModelServer::start(move |req: &Request| {
+        let k = gemini_responses(&req.body).len();
+        let text = |t: &str| {
+            json!({"candidates":[{"content":{"role":"model","parts":[{"text":t}]},"finishReason":"STOP","index":0}],
+            "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15}})
+        };
+        if req.path.contains(":streamGenerateContent") {
+            let body = if k < CALLS {
+                // The model rewords the description on every call, as models do.
+                json!({"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"run_shell_command",
+                    "args":{"command": command, "description": format!("Run the test suite (attempt {})", k + 1)}}}]},
+                    "finishReason":"STOP","index":0}],
+                    "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15}})
+            } else {
+                text("I give up.")
+            };
+            Response::sse(&[(None, body)])
+        } else if req.path.contains(":generateContent") {
+            // Side requests (routing, next-speaker checks) ask for JSON.
+            Response::json(&text("{\"next_speaker\":\"user\",\"reasoning\":\"done\"}"))
+        } else if req.path.contains(":countTokens") {
+            Response::json(&json!({"totalTokens": 10}))
+        } else {
+            Response::not_found()
+        }
+    });
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}},\n  \"model\": {\"disableLoopDetection\": true},\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state.sqlite3");
+    install("gemini", &home.join(".gemini/settings.json"), &state);
+    let mut cmd = Command::new(agent_bin("gemini"));
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("GEMINI_API_KEY", "dummy")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", server.port),
+        )
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .args([
+            "--model",
+            "gemini-2.5-flash",
+            "--yolo",
+            "--output-format",
+            "json",
+            "-p",
+            "Make the tests pass.",
+        ]);
+    let out = run_with_timeout(cmd, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let streams: Vec<Request> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains(":streamGenerateContent"))
+        .collect();
+    let requests: Vec<(usize, String)> = streams
+        .iter()
+        .map(|r| (gemini_responses(&r.body).len(), r.body.to_string()))
+        .collect();
+    assert!(
+        requests.iter().any(|(k, _)| *k == CALLS),
+        "gemini did not finish the scripted conversation: {stdout}\n{}",
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    assert_eq!(runs(&counter), 20, "{stdout}");
+    assert_eq!(
+        first_request_with(&requests, "loopguard: WARNING"),
+        Some(11)
+    );
+    let last = streams
+        .iter()
+        .map(|r| gemini_responses(&r.body))
+        .max_by_key(Vec::len)
+        .unwrap();
+    for (i, o) in last.iter().enumerate() {
+        let blocked = o.contains("Called run_shell_command with identical arguments");
+        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    }
+    // The warning came with the result of call 11, not before it.
+    assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
+}
