@@ -6,7 +6,9 @@
 #   - Chromium (Debian package) for the HTML report test, which then must run, not skip;
 #   - redis-server (Debian package) for the `loopguard serve` tests (they start their own on a
 #     free loopback port);
-#   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests.
+#   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests;
+#   - the Codex, Gemini CLI and Qwen Code CLIs from npm in target/agents for the agent hook
+#     end-to-end tests (scripts/setup-agents.sh; pinned versions).
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
 # venv under target/, the frameworks from PyPI, pytest), the npm package's suite
 # (scripts/test-node.sh: the packed tarball in a project under target/, node --test) and the Claude Code plugin through Claude
@@ -29,6 +31,9 @@ bash scripts/setup-redis.sh
 
 echo "== the MCP Python SDK for the loopguard mcp tests (venv under target/)"
 bash scripts/setup-mcp.sh
+
+echo "== the agent CLIs for the agent hook end-to-end tests (npm, under target/agents)"
+bash scripts/setup-agents.sh
 
 echo "== cargo test --workspace"
 cargo test --workspace

@@ -98,6 +98,18 @@ impl Agent {
             if let Some(r) = &t.response {
                 t.response = Some(profile::map_response(self, &t.cc_name, r));
             }
+            if let Some((e, interrupt)) = &t.error {
+                if t.cc_name == profile::SHELL {
+                    // Qwen Code reports a failed command's whole result as the error: the
+                    // volatile lines go, and the exit code leads as Claude Code's does.
+                    let (clean, code) = profile::clean_shell_text(e);
+                    let e = match code {
+                        Some(c) => format!("Exit code {c}\n{clean}"),
+                        None => clean,
+                    };
+                    t.error = Some((e, *interrupt));
+                }
+            }
         }
         Ok(n)
     }
@@ -115,9 +127,11 @@ impl Agent {
 
     /// `true` when the agent cannot show the model a message before a call, so a warning
     /// decided before the call is kept and given with that call's result (Gemini CLI's
-    /// `AfterTool` `additionalContext`, Cursor's `postToolUse` `additional_context`).
+    /// `AfterTool` `additionalContext`, Qwen Code's `PostToolUse`/`PostToolUseFailure`
+    /// `additionalContext` (Qwen Code 0.24 reads `PreToolUse`'s but never shows it),
+    /// Cursor's `postToolUse` `additional_context`).
     pub fn defers_warnings(self) -> bool {
-        matches!(self, Agent::Gemini | Agent::Cursor)
+        matches!(self, Agent::Gemini | Agent::Qwen | Agent::Cursor)
     }
 }
 

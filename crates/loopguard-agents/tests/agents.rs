@@ -101,11 +101,15 @@ fn shell_call(agent: Agent, i: usize) -> (Value, Value) {
                 "tool_use_id":format!("call_{i}"),"tool_call_id":format!("call_{i}")});
             let mut pre = base.clone();
             pre["hook_event_name"] = json!("PreToolUse");
+            // Qwen Code 0.24.4 reports a failing command as PostToolUseFailure with the
+            // whole result text as `error` (seen from the real CLI in
+            // crates/loopguard/tests/agents_e2e.rs).
             let mut post = base;
-            post["hook_event_name"] = json!("PostToolUse");
-            post["tool_response"] = json!({"llmContent":format!(
-                "Command: npm test\nDirectory: (root)\nOutput: FAIL\nError: (none)\nExit Code: 1\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: {}", 900 + i),
-                "returnDisplay":"FAIL"});
+            post["hook_event_name"] = json!("PostToolUseFailure");
+            post["error"] = json!(format!(
+                "Command: npm test\nDirectory: (root)\nOutput: FAIL\nError: (none)\nExit Code: 1\nSignal: (none)\nProcess Group PGID: {}", 900 + i));
+            post["is_interrupt"] = json!(false);
+            post["duration_ms"] = json!(80 + i);
             (pre, post)
         }
         // Copilot CLI hooks reference: camelCase, toolArgs as a JSON string.
@@ -214,9 +218,8 @@ fn warning(agent: Agent, pre: &AgentReply, post: &AgentReply) -> Option<String> 
     let (p, q) = (out(pre), out(post));
     let s = |v: &Value| v.as_str().map(str::to_string);
     match agent {
-        Agent::Codex | Agent::Qwen | Agent::Factory => {
-            s(&p["hookSpecificOutput"]["additionalContext"])
-        }
+        Agent::Codex | Agent::Factory => s(&p["hookSpecificOutput"]["additionalContext"]),
+        Agent::Qwen => s(&q["hookSpecificOutput"]["additionalContext"]),
         Agent::Copilot => s(&p["additionalContext"]),
         Agent::Gemini => s(&q["hookSpecificOutput"]["additionalContext"]),
         Agent::Cursor => s(&q["additional_context"]),
@@ -312,6 +315,36 @@ fn windsurf_failing_shell_loop() {
 #[test]
 fn kiro_failing_shell_loop() {
     failing_loop(Agent::Kiro);
+}
+
+/// Qwen Code sends `UserPromptSubmit` with an empty prompt before each turn that carries
+/// tool results (seen from the real CLI): the loop goes on across them; a real prompt
+/// starts a new run.
+#[test]
+fn qwen_continuation_turns_are_not_new_prompts() {
+    let mut h = Harness::new(Agent::Qwen);
+    let prompt = |p: &str| {
+        json!({"session_id":"qwen-1","cwd":"/nonexistent","hook_event_name":"UserPromptSubmit",
+        "prompt_id":"qwen-1########0","prompt":p,"permission_mode":"yolo"})
+    };
+    h.send(&prompt("fix the tests"));
+    let mut first_deny = None;
+    for i in 1..=21 {
+        let (pre, post) = shell_call(Agent::Qwen, i);
+        if denied(Agent::Qwen, &h.send(&pre), false).is_some() {
+            first_deny = Some(i);
+            break;
+        }
+        h.send(&post);
+        h.send(&prompt(""));
+    }
+    assert_eq!(first_deny, Some(21));
+    h.send(&prompt("try something else"));
+    let (pre, _) = shell_call(Agent::Qwen, 22);
+    assert!(
+        denied(Agent::Qwen, &h.send(&pre), false).is_none(),
+        "a new prompt is a new run"
+    );
 }
 
 /// Copilot's "VS Code compatible" spelling is answered the Claude Code way.

@@ -256,7 +256,12 @@ fn gemini_loop_is_warned_then_blocked() {
         "gemini did not finish the scripted conversation: {stdout}\n{}",
         &stderr[stderr.len().saturating_sub(3000)..]
     );
-    assert_eq!(runs(&counter), 20, "{stdout}");
+    assert_eq!(
+        runs(&counter),
+        20,
+        "{}",
+        &stdout[stdout.len().saturating_sub(2000)..]
+    );
     assert_eq!(
         first_request_with(&requests, "loopguard: WARNING"),
         Some(11)
@@ -272,4 +277,151 @@ fn gemini_loop_is_warned_then_blocked() {
     }
     // The warning came with the result of call 11, not before it.
     assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Qwen Code: `OPENAI_BASE_URL`, `--auth-type openai --approval-mode yolo`. Qwen Code stops
+// five identical calls itself, so the model rewords the `description` argument on every
+// call (as models do); loopguard's profile does not hash it.
+
+fn qwen_tool_results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn qwen_all_text(body: &Value) -> String {
+    body["messages"].to_string()
+}
+
+#[test]
+fn qwen_loop_is_warned_then_blocked() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(home.join(".qwen")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let counter = dir.path().join("runs.txt");
+    // Qwen Code 0.24 sometimes reports `Output: (empty)` for a command that exits at once
+    // (its output capture races the exit); the pause keeps every result the same, so the
+    // loop is the same loop each time.
+    let command = format!(
+        "echo run >> {}; echo FAIL; sleep 0.3; exit 1",
+        counter.display()
+    );
+    let server = ModelServer::start(move |req: &Request| {
+        if !req.path.ends_with("/chat/completions") {
+            return Response::not_found();
+        }
+        let k = qwen_tool_results(&req.body).len();
+        let stream = req.body["stream"] == true;
+        let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
+        if k < CALLS && req.body.get("tools").is_some() {
+            let args = json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1), "is_background": false}).to_string();
+            if !stream {
+                return Response::json(
+                    &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
+                    "choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":format!("call_{k}"),"type":"function",
+                    "function":{"name":"run_shell_command","arguments":args}}]},"finish_reason":"tool_calls"}],"usage":usage}),
+                );
+            }
+            let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+                "choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":format!("call_{k}"),"type":"function",
+                "function":{"name":"run_shell_command","arguments":args}}]},"finish_reason":null}]});
+            let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+                "choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":usage});
+            Response::sse_raw(format!(
+                "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
+            ))
+        } else {
+            let text = if req.body.get("tools").is_some() {
+                "I give up."
+            } else {
+                "{}"
+            };
+            if !stream {
+                return Response::json(
+                    &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
+                    "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],"usage":usage}),
+                );
+            }
+            let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+                "choices":[{"index":0,"delta":{"role":"assistant","content":text},"finish_reason":null}]});
+            let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+                "choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":usage});
+            Response::sse_raw(format!(
+                "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
+            ))
+        }
+    });
+    std::fs::write(
+        home.join(".qwen/settings.json"),
+        "{\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state.sqlite3");
+    install("qwen", &home.join(".qwen/settings.json"), &state);
+    let mut cmd = Command::new(agent_bin("qwen"));
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("OPENAI_API_KEY", "dummy")
+        .env(
+            "OPENAI_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", server.port),
+        )
+        .env("OPENAI_MODEL", "scripted")
+        .args([
+            "--auth-type",
+            "openai",
+            "--approval-mode",
+            "yolo",
+            "--output-format",
+            "json",
+            "-p",
+            "Make the tests pass.",
+        ]);
+    let out = run_with_timeout(cmd, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let chats: Vec<Request> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions") && r.body.get("tools").is_some())
+        .collect();
+    let requests: Vec<(usize, String)> = chats
+        .iter()
+        .map(|r| (qwen_tool_results(&r.body).len(), qwen_all_text(&r.body)))
+        .collect();
+    assert!(
+        requests.iter().any(|(k, _)| *k == CALLS),
+        "qwen did not finish the scripted conversation ({} requests): {}\n{}",
+        requests.len(),
+        &stdout[stdout.len().saturating_sub(3000)..],
+        &stderr[stderr.len().saturating_sub(3000)..]
+    );
+    assert_eq!(
+        runs(&counter),
+        20,
+        "{}",
+        &stdout[stdout.len().saturating_sub(2000)..]
+    );
+    assert_eq!(
+        first_request_with(&requests, "loopguard: WARNING"),
+        Some(11)
+    );
+    let last = chats
+        .iter()
+        .map(|r| qwen_tool_results(&r.body))
+        .max_by_key(Vec::len)
+        .unwrap();
+    for (i, o) in last.iter().enumerate() {
+        let blocked = o.contains("Called run_shell_command with identical arguments");
+        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    }
 }
