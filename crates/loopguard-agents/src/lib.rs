@@ -56,4 +56,4 @@ mod render;
 mod run;
 
 pub use agent::{Agent, AgentError, Kind, Normalized, ToolCall, UnknownAgent, AGENTS};
-pub use run::{run, AgentReply, PENDING_CONTEXT};
+pub use run::{answer, run, AgentReply, RunError, PENDING_CONTEXT};

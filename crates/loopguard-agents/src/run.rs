@@ -30,12 +30,17 @@ pub struct AgentReply {
     pub error: Option<String>,
 }
 
+/// Why an event could not be answered (the hook command fails open on any of these; a
+/// server answers 400 for [`RunError::Agent`] and [`RunError::Payload`], 503 otherwise).
 #[derive(Debug, thiserror::Error)]
-enum RunError {
+pub enum RunError {
+    /// The payload is not one of the agent's.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// The config, the store or the guard failed.
     #[error(transparent)]
     Hook(#[from] HookError),
+    /// The event could not be handed to the guard.
     #[error("the event could not be handed to the guard: {0}")]
     Payload(String),
 }
@@ -125,9 +130,75 @@ fn handle(
         .log_size(loopguard_hook::store::EVENTS_KEPT)
         .build();
     let source = format!("{} ({agent})", config.source);
-    let reply = apply(&guard, &n, opts, &source, notes)?;
-    let context = deferred_context(agent, &guard, &n, &reply)?;
-    let r = render(agent, &n, &reply, context);
+    answer_with(
+        agent,
+        &guard,
+        None,
+        &n,
+        &source,
+        now(opts),
+        opts.agent.as_deref(),
+        notes,
+    )
+}
+
+fn now(opts: &HookOptions) -> u64 {
+    opts.now_ms.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+    })
+}
+
+/// Answers one hook payload of `agent` with `guard` (which should use the Claude Code
+/// profile, as the hook command's does): for front ends that receive agents' hook payloads
+/// themselves, such as `loopguard serve`'s `POST /v1/hooks/{agent}` (Qwen Code's
+/// `type: "http"` hooks), with the tenant's sessions. `config` labels where the config
+/// came from (shown by `loopguard status`); `notes` receives lines for the operator.
+///
+/// ```
+/// use loopguard_agents::{answer, Agent};
+/// use loopguard_guard::{Guard, Profile};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let guard = Guard::builder().profile(Profile::ClaudeCode).build();
+/// let pre = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"read_file",
+///     "tool_input":{"absolute_path":"/a"},"tool_use_id":"t1"}"#;
+/// let reply = answer(Agent::Qwen, &guard, Some("team-a"), pre, "built-in", 0, &mut Vec::new())?;
+/// assert_eq!(reply.stdout, ""); // allowed, nothing to say
+/// # Ok(())
+/// # }
+/// ```
+pub fn answer(
+    agent: Agent,
+    guard: &Guard,
+    tenant: Option<&str>,
+    input: &[u8],
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+) -> Result<AgentReply, RunError> {
+    let n = agent.normalize(input)?;
+    if n.kind == Kind::Ignore {
+        return Ok(allow(agent));
+    }
+    answer_with(agent, guard, tenant, &n, config, now, None, notes)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn answer_with(
+    agent: Agent,
+    guard: &Guard,
+    tenant: Option<&str>,
+    n: &Normalized,
+    config: &str,
+    now: u64,
+    agent_id: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<AgentReply, RunError> {
+    let reply = apply(guard, tenant, n, config, now, agent_id, notes)?;
+    let context = deferred_context(agent, guard, tenant, n, &reply)?;
+    let r = render(agent, n, &reply, context);
     Ok(AgentReply {
         stdout: r.stdout,
         stderr: r.stderr,
@@ -139,28 +210,18 @@ fn handle(
 /// Applies the event to its session as the Claude Code hook would.
 fn apply(
     guard: &Guard,
+    tenant: Option<&str>,
     n: &Normalized,
-    opts: &HookOptions,
     config: &str,
+    now: u64,
+    agent_id: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Result<Reply, RunError> {
     let cc =
         serde_json::to_vec(&n.to_claude_code()).map_err(|e| RunError::Payload(e.to_string()))?;
     let payload = HookPayload::parse(&cc).map_err(|e| RunError::Payload(e.to_string()))?;
-    let now = opts.now_ms.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
-    });
     Ok(apply_payload(
-        guard,
-        None,
-        &payload,
-        opts.agent.as_deref(),
-        config,
-        now,
-        notes,
+        guard, tenant, &payload, agent_id, config, now, notes,
     )?)
 }
 
@@ -169,6 +230,7 @@ fn apply(
 fn deferred_context(
     agent: Agent,
     guard: &Guard,
+    tenant: Option<&str>,
     n: &Normalized,
     reply: &Reply,
 ) -> Result<Option<String>, RunError> {
@@ -179,7 +241,7 @@ fn deferred_context(
         Kind::Pre => {
             if let Some(c) = &reply.context {
                 guard
-                    .update(None, &n.session, |e| {
+                    .update(tenant, &n.session, |e| {
                         e.meta.insert(PENDING_CONTEXT.into(), c.clone());
                     })
                     .map_err(HookError::from)?;
@@ -189,7 +251,7 @@ fn deferred_context(
         Kind::Post | Kind::Failure => {
             let mut pending = None;
             guard
-                .update(None, &n.session, |e| {
+                .update(tenant, &n.session, |e| {
                     pending = e.meta.remove(PENDING_CONTEXT)
                 })
                 .map_err(HookError::from)?;

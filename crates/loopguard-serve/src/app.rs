@@ -57,10 +57,11 @@ impl std::fmt::Debug for AppState {
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 7] = [
+pub(crate) const ROUTES: [&str; 8] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
+    "/v1/hooks/{agent}",
     "/healthz",
     "/readyz",
     "/metrics",
@@ -72,10 +73,11 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[0], post(post_events))
         .route(ROUTES[1], get(get_session).delete(delete_session))
         .route(ROUTES[2], post(post_claude_code))
-        .route(ROUTES[3], get(healthz))
-        .route(ROUTES[4], get(readyz))
-        .route(ROUTES[5], get(metrics))
-        .route(ROUTES[6], get(openapi))
+        .route(ROUTES[3], post(post_agent_hook))
+        .route(ROUTES[4], get(healthz))
+        .route(ROUTES[5], get(readyz))
+        .route(ROUTES[6], get(metrics))
+        .route(ROUTES[7], get(openapi))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state)
@@ -464,6 +466,24 @@ async fn post_claude_code(
     let bytes = read_body(&state, &headers, body).await?;
     let out = state
         .run(move |s| crate::wiring::claude_code(s, tenant.as_deref(), &bytes))
+        .await??;
+    Ok(json_response(out, "application/json"))
+}
+
+/// `POST /v1/hooks/{agent}`: another coding agent's hook payload (Qwen Code's
+/// `type: "http"` hooks, or a command hook that posts its stdin); the answer is what
+/// `loopguard hook AGENT` prints for the same input.
+async fn post_agent_hook(
+    State(state): State<Shared>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let agent = crate::wiring::hook_agent(&agent)?;
+    let bytes = read_body(&state, &headers, body).await?;
+    let out = state
+        .run(move |s| crate::wiring::agent_hook(s, agent, tenant.as_deref(), &bytes))
         .await??;
     Ok(json_response(out, "application/json"))
 }

@@ -80,6 +80,16 @@ fn build() -> Value {
                     "400": e400, "401": e401, "413": e413, "503": e503
                 }
             } },
+            "/v1/hooks/{agent}": { "post": {
+                "operationId": "agentHook",
+                "summary": "Another coding agent's hook (codex, gemini, qwen, copilot, cursor, factory, cline; Qwen Code's `type: \"http\"` hooks post here): the answer is what `loopguard hook AGENT` prints for the same input",
+                "parameters": [ { "name": "agent", "in": "path", "required": true, "schema": { "type": "string", "enum": ["codex", "gemini", "qwen", "copilot", "cursor", "factory", "cline"] } } ],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The hook input the agent sends, in its own shape" } } } },
+                "responses": {
+                    "200": { "description": "The hook output in the agent's format (empty when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "400": e400, "401": e401, "404": e404, "413": e413, "503": e503
+                }
+            } },
             "/healthz": { "get": { "operationId": "healthz", "summary": "The process is up", "security": [],
                 "responses": { "200": { "description": "Up", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } } } } },
             "/readyz": { "get": { "operationId": "readyz", "summary": "The session store answers", "security": [],

@@ -229,6 +229,66 @@ pub(crate) fn claude_code(
     }
 }
 
+/// The agent of `POST /v1/hooks/{agent}`: one whose answer is JSON (Windsurf and Kiro block
+/// only through the hook's exit status, which an HTTP answer cannot give).
+pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError> {
+    use loopguard_agents::Agent;
+    match name.parse::<Agent>() {
+        Ok(Agent::Windsurf | Agent::Kiro) => Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            format!("{name} hooks block only through their exit status: run `loopguard hook {name}` as the command hook"),
+            Some("agent"),
+        )),
+        Ok(a) => Ok(a),
+        Err(e) => Err(ApiError::new(axum::http::StatusCode::NOT_FOUND, e.to_string(), Some("agent"))),
+    }
+}
+
+/// `POST /v1/hooks/{agent}`: the agents crate's logic over the server's Claude Code guard,
+/// so the answer is what `loopguard hook AGENT` prints.
+pub(crate) fn agent_hook(
+    state: &AppState,
+    agent: loopguard_agents::Agent,
+    tenant: Option<&str>,
+    bytes: &[u8],
+) -> Result<Vec<u8>, ApiError> {
+    use loopguard_agents::RunError;
+    use loopguard_hook::HookError;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let mut notes = Vec::new();
+    let config = format!("{} ({agent})", state.config_source);
+    let result = loopguard_agents::answer(
+        agent,
+        &state.claude_code,
+        tenant,
+        bytes,
+        &config,
+        now,
+        &mut notes,
+    );
+    for n in &notes {
+        tracing::warn!(target: "loopguard::serve", "{n}");
+    }
+    match result {
+        Ok(reply) => Ok(reply.stdout.into_bytes()),
+        Err(RunError::Agent(e)) => Err(ApiError::bad_request(e.to_string(), None)),
+        Err(RunError::Payload(e)) => Err(ApiError::bad_request(e, None)),
+        Err(RunError::Hook(HookError::Guard(loopguard_guard::GuardError::Event(e)))) => {
+            Err(ApiError::bad_request(e.to_string(), e.field))
+        }
+        Err(RunError::Hook(HookError::Guard(e))) => Err(state.guard_error(e)),
+        Err(e) => {
+            state.metrics.store_error();
+            Err(ApiError::unavailable(format!(
+                "{e}; callers should fail open"
+            )))
+        }
+    }
+}
+
 /// The metric labels of a decision the Claude Code endpoint logged: the hook's decision
 /// words (`allow`, `warn`, `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …), the
 /// detector, and the level its decision implies.

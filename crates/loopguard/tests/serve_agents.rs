@@ -1,0 +1,86 @@
+//! `POST /v1/hooks/{agent}`: other agents' hook payloads answered by `loopguard serve` as
+//! `loopguard hook AGENT` answers them (Qwen Code's `type: "http"` hooks post there).
+
+mod serve_support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+use serve_support::{agent, post_json, Serve};
+
+/// Qwen Code's PreToolUse / PostToolUseFailure for a failing shell command (shapes from
+/// the real CLI, see crates/loopguard/tests/agents_e2e.rs).
+fn qwen(i: usize, post: bool) -> String {
+    let mut v = json!({"session_id":"qwen-http","cwd":"/nonexistent","permission_mode":"yolo",
+        "tool_name":"run_shell_command",
+        "tool_input":{"command":"npm test","description":format!("Run the tests ({i})")},
+        "tool_use_id":format!("toolu_{i}"),"tool_call_id":format!("call_{i}")});
+    if post {
+        v["hook_event_name"] = json!("PostToolUseFailure");
+        v["error"] = json!("Command: npm test\nDirectory: (root)\nOutput: FAIL\nError: (none)\nExit Code: 1\nSignal: (none)\nProcess Group PGID: (none)");
+        v["is_interrupt"] = json!(false);
+    } else {
+        v["hook_event_name"] = json!("PreToolUse");
+    }
+    v.to_string()
+}
+
+#[test]
+fn qwen_http_hook_answers_as_the_command_does() {
+    let server = Serve::start(&[]);
+    let http = agent();
+    let url = server.url("/v1/hooks/qwen");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.sqlite3");
+    let command = |input: &str| -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+            .args(["hook", "qwen", "--state", db.to_str().unwrap()])
+            .env("HOME", dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let mut denied = Vec::new();
+    for i in 1..=25 {
+        for post in [false, true] {
+            let input = qwen(i, post);
+            let a = post_json(&http, &url, input.as_bytes());
+            assert_eq!(a.status, 200, "{}", a.body);
+            assert_eq!(a.body, command(&input), "call {i}, post {post}");
+            if !post && a.body.contains("\"permissionDecision\":\"deny\"") {
+                denied.push(i);
+            }
+        }
+    }
+    assert_eq!(denied, (21..=25).collect::<Vec<_>>());
+}
+
+#[test]
+fn agents_that_cannot_be_answered_over_http_are_named() {
+    let server = Serve::start(&[]);
+    let http = agent();
+    for (path, status, needle) in [
+        ("/v1/hooks/windsurf", 404, "exit status"),
+        ("/v1/hooks/kiro", 404, "exit status"),
+        ("/v1/hooks/nope", 404, "unknown agent"),
+        ("/v1/hooks/gemini", 400, "not valid JSON"),
+    ] {
+        let a = post_json(&http, &server.url(path), b"not json");
+        assert_eq!(a.status, status, "{path}: {}", a.body);
+        assert!(
+            a.json()["error"].as_str().unwrap().contains(needle),
+            "{path}: {}",
+            a.body
+        );
+    }
+}
