@@ -1,0 +1,99 @@
+//! `loopguard hook AGENT` and `loopguard hook install/uninstall AGENT` through the binary:
+//! the agent's answer on stdout and in the exit status; a project's settings run
+//! `loopguard` from PATH; install → uninstall gives back the original bytes.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn loopguard() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loopguard"))
+}
+
+fn hook(
+    agent: &str,
+    state: &std::path::Path,
+    home: &std::path::Path,
+    input: &str,
+) -> (String, i32) {
+    let mut child = loopguard()
+        .args(["hook", agent, "--state"])
+        .arg(state)
+        .env("HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        out.status.code().unwrap(),
+    )
+}
+
+#[test]
+fn project_install_runs_loopguard_from_path_and_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = "{\n\t// the team's settings\n\t\"ui\": {\"theme\": \"GitHub\"}\n}\n";
+    std::fs::write(&settings, original).unwrap();
+    let out = loopguard()
+        .args(["hook", "install", "gemini", "--project", "--project-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&settings).unwrap();
+    assert!(
+        text.contains("\"command\":\"loopguard hook gemini\""),
+        "{text}"
+    );
+    assert!(text.contains("// the team's settings"));
+    let out = loopguard()
+        .args(["hook", "uninstall", "gemini", "--project", "--project-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
+    // Unknown agents are refused, naming the ones there are.
+    let out = loopguard()
+        .args(["hook", "install", "nope"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown agent `nope`"));
+}
+
+#[test]
+fn windsurf_blocks_with_exit_status_2_and_cline_always_answers_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.sqlite3");
+    let home = dir.path().join("home");
+    let pre = r#"{"agent_action_name":"pre_run_command","trajectory_id":"t1","execution_id":"e","timestamp":"x","tool_info":{"command_line":"make","cwd":"/nonexistent"}}"#;
+    let post = r#"{"agent_action_name":"post_run_command","trajectory_id":"t1","execution_id":"e","timestamp":"x","tool_info":{"command_line":"make","cwd":"/nonexistent"}}"#;
+    let mut codes = Vec::new();
+    for _ in 0..21 {
+        let (out, code) = hook("windsurf", &state, &home, pre);
+        assert_eq!(out, "");
+        codes.push(code);
+        if code == 0 {
+            hook("windsurf", &state, &home, post);
+        }
+    }
+    assert_eq!(codes[..20], [0; 20]);
+    assert_eq!(codes[20], 2);
+    let (out, code) = hook("cline", &state, &home, "garbage");
+    assert_eq!((out.as_str(), code), ("{\"cancel\":false}\n", 0));
+}
