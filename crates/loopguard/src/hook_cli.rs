@@ -556,6 +556,35 @@ fn print_config_here(env: &Env) -> std::io::Result<()> {
     }
 }
 
+/// The front end that wrote a session: the agents' hooks key their sessions `AGENT:ID`;
+/// the others are Claude Code's hook (or its `loopguard serve` endpoint).
+fn front_end(session: &str) -> String {
+    match session.split_once(':').map(|(a, _)| a.parse::<Agent>()) {
+        Some(Ok(agent)) => format!("{agent} hook (`loopguard hook {agent}`)"),
+        _ => "Claude Code hook (`loopguard hook claude-code`)".to_string(),
+    }
+}
+
+/// How many sessions each front end has in the database.
+fn front_ends<'a>(sessions: impl Iterator<Item = &'a str>) -> String {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for s in sessions {
+        let name = match s.split_once(':').map(|(a, _)| a.parse::<Agent>()) {
+            Some(Ok(agent)) => agent.to_string(),
+            _ => "claude-code".to_string(),
+        };
+        *counts.entry(name).or_default() += 1;
+    }
+    if counts.is_empty() {
+        return "none yet".into();
+    }
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} ({n} session{})", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Runs `loopguard status`.
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let env = Env::from_process();
@@ -600,6 +629,10 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             )?;
         } else {
             outln!("database: {}", path.display())?;
+            outln!(
+                "front ends: {}",
+                front_ends(rows.iter().map(|r| r.session_id.as_str()))
+            )?;
             out!("{}", render_list(&rows))?;
             match (&log, &last) {
                 (Some(l), Some(line)) => outln!("last fail-open (log {}): {line}", l.display()),
@@ -645,6 +678,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string(&st)?)?;
     } else {
+        outln!("front end: {}", front_end(&id))?;
         out!("{}", render_session(&st))?;
     }
     Ok(ExitCode::SUCCESS)
