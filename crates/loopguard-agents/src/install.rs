@@ -3,7 +3,7 @@
 //!
 //! | agent | user file | project file | format | events registered |
 //! |-------|-----------|--------------|--------|-------------------|
-//! | Codex | `~/.codex/hooks.json` | `.codex/hooks.json` | Claude Code's `hooks` groups | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PostCompact` |
+//! | Codex | `~/.codex/hooks.json` | `.codex/hooks.json` | Claude Code's `hooks` groups (or, with `--settings …/config.toml`, `[[hooks.EVENT]]` tables) | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PostCompact` |
 //! | Gemini CLI | `~/.gemini/settings.json` | `.gemini/settings.json` | JSONC, `hooks` groups | `BeforeTool`, `AfterTool`, `BeforeAgent`, `PreCompress`, `SessionEnd` |
 //! | Qwen Code | `~/.qwen/settings.json` | `.qwen/settings.json` | JSONC, `hooks` groups | `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `UserPromptSubmit`, `PostCompact`, `SessionEnd` |
 //! | Copilot | `~/.copilot/hooks/loopguard.json` | `.github/hooks/loopguard.json` | `{"version":1,"hooks":{…}}`, `bash` commands | `preToolUse`, `postToolUse`, `userPromptSubmitted`, `sessionEnd` |
@@ -264,6 +264,9 @@ pub fn install(agent: Agent, path: &Path, command: &str) -> Result<Change, Insta
     if agent == Agent::Cline {
         return cline_install(path, command);
     }
+    if agent == Agent::Codex && is_toml(path) {
+        return toml_install(path, command);
+    }
     let old = read(path)?;
     let base = match &old {
         Some(t) => remove_entries(agent, path, t, backup_text(path).as_deref())?,
@@ -283,6 +286,9 @@ pub fn install(agent: Agent, path: &Path, command: &str) -> Result<Change, Insta
 pub fn uninstall(agent: Agent, path: &Path) -> Result<Change, InstallError> {
     if agent == Agent::Cline {
         return cline_uninstall(path);
+    }
+    if agent == Agent::Codex && is_toml(path) {
+        return toml_uninstall(path);
     }
     let Some(old) = read(path)? else {
         return Ok(Change::Unchanged);
@@ -730,4 +736,148 @@ fn cline_uninstall(dir: &Path) -> Result<Change, InstallError> {
     } else {
         Change::Unchanged
     })
+}
+
+/// `true` for a Codex `config.toml` (hooks under `[hooks]` as TOML arrays of tables),
+/// rather than `hooks.json`.
+fn is_toml(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "toml")
+}
+
+/// Codex's `config.toml`: loopguard's groups are appended to `[[hooks.EVENT]]` (each with
+/// its `[[hooks.EVENT.hooks]]` handler) and removed again; the rest of the file (comments,
+/// other tables, their order) is kept by `toml_edit`.
+fn toml_install(path: &Path, command: &str) -> Result<Change, InstallError> {
+    let old = read(path)?;
+    if let Some(o) = &old {
+        if toml_has(path, o, command)? {
+            return Ok(Change::Unchanged);
+        }
+    }
+    let base = match &old {
+        Some(t) => toml_remove(path, t)?,
+        None => String::new(),
+    };
+    let mut doc = toml_doc(path, &base)?;
+    let hooks = doc
+        .entry("hooks")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| InstallError::Invalid {
+            path: path.to_path_buf(),
+            message: "`hooks` is not a table".into(),
+        })?;
+    for (event, matcher) in events(Agent::Codex) {
+        let groups = hooks
+            .entry(event)
+            .or_insert_with(|| toml_edit::Item::ArrayOfTables(toml_edit::ArrayOfTables::new()))
+            .as_array_of_tables_mut()
+            .ok_or_else(|| InstallError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("`hooks.{event}` is not an array of tables"),
+            })?;
+        let mut group = toml_edit::Table::new();
+        if let Some(m) = matcher {
+            group.insert("matcher", toml_edit::value(*m));
+        }
+        let mut handler = toml_edit::Table::new();
+        handler.insert("type", toml_edit::value("command"));
+        handler.insert("command", toml_edit::value(command));
+        let mut handlers = toml_edit::ArrayOfTables::new();
+        handlers.push(handler);
+        group.insert("hooks", toml_edit::Item::ArrayOfTables(handlers));
+        groups.push(group);
+    }
+    let new = doc.to_string();
+    if old.as_deref() == Some(new.as_str()) {
+        return Ok(Change::Unchanged);
+    }
+    let pristine = old.as_deref().filter(|o| *o == base);
+    write(path, pristine, &new)
+}
+
+/// `true` when every event has exactly one loopguard group, running `command`.
+fn toml_has(path: &Path, text: &str, command: &str) -> Result<bool, InstallError> {
+    let doc = toml_doc(path, text)?;
+    let want = toml_edit::value(command).to_string();
+    Ok(events(Agent::Codex).iter().all(|(event, _)| {
+        let Some(groups) = doc
+            .get("hooks")
+            .and_then(|h| h.get(event))
+            .and_then(|g| g.as_array_of_tables())
+        else {
+            return false;
+        };
+        let ours: Vec<_> = groups.iter().filter_map(toml_command).collect();
+        ours == [command] && !want.is_empty()
+    }))
+}
+
+/// The loopguard command of a `[[hooks.EVENT]]` group, if it runs one.
+fn toml_command(group: &toml_edit::Table) -> Option<&str> {
+    group
+        .get("hooks")?
+        .as_array_of_tables()?
+        .iter()
+        .filter_map(|h| h.get("command").and_then(|c| c.as_str()))
+        .find(|c| is_loopguard_entry(Agent::Codex, c))
+}
+
+fn toml_uninstall(path: &Path) -> Result<Change, InstallError> {
+    let Some(old) = read(path)? else {
+        return Ok(Change::Unchanged);
+    };
+    let new = toml_remove(path, &old)?;
+    if new == old {
+        return Ok(Change::Unchanged);
+    }
+    if !backup_path(path).exists() && new.trim().is_empty() {
+        std::fs::remove_file(path).map_err(io(path))?;
+        return Ok(Change::Removed);
+    }
+    write(path, Some(&old), &new)
+}
+
+fn toml_doc(path: &Path, text: &str) -> Result<toml_edit::DocumentMut, InstallError> {
+    text.parse::<toml_edit::DocumentMut>()
+        .map_err(|e| InstallError::Invalid {
+            path: path.to_path_buf(),
+            message: format!("not valid TOML: {e}"),
+        })
+}
+
+fn toml_remove(path: &Path, text: &str) -> Result<String, InstallError> {
+    let mut doc = toml_doc(path, text)?;
+    let Some(hooks) = doc.get_mut("hooks").and_then(|h| h.as_table_mut()) else {
+        return Ok(text.to_string());
+    };
+    let mut changed = false;
+    let mut emptied = Vec::new();
+    for (event, item) in hooks.iter_mut() {
+        let Some(groups) = item.as_array_of_tables_mut() else {
+            continue;
+        };
+        let before = groups.len();
+        groups.retain(|g| toml_command(g).is_none());
+        if groups.len() != before {
+            changed = true;
+            if groups.is_empty() {
+                emptied.push(event.to_string());
+            }
+        }
+    }
+    if !changed {
+        return Ok(text.to_string());
+    }
+    for e in emptied {
+        hooks.remove(&e);
+    }
+    if hooks.is_empty() && hooks.is_implicit() {
+        doc.remove("hooks");
+    }
+    Ok(doc.to_string())
 }

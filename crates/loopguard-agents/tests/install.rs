@@ -212,3 +212,48 @@ fn every_agent_has_events() {
         assert!(!events(a).is_empty());
     }
 }
+
+#[test]
+fn codex_config_toml_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    let originals = [
+        "# my Codex config\nmodel = \"gpt-5\"  # the best\n\n[model_providers.local]\nbase_url = \"http://localhost:1234/v1\"\n",
+        "model = \"o3\"\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"notify-send done\"\n\n[tui]\nnotifications = true\n",
+        "",
+    ];
+    for original in originals {
+        std::fs::write(&path, original).unwrap();
+        let _ = std::fs::remove_file(backup_path(&path));
+        install(Agent::Codex, &path, "loopguard hook codex").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let doc: toml_edit::DocumentMut = text.parse().unwrap();
+        assert_eq!(
+            doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].as_str(),
+            Some("loopguard hook codex"),
+            "{text}"
+        );
+        assert_eq!(
+            install(Agent::Codex, &path, "loopguard hook codex").unwrap(),
+            Change::Unchanged,
+            "{text}"
+        );
+        install(
+            Agent::Codex,
+            &path,
+            "/opt/loopguard hook codex --mode observe",
+        )
+        .unwrap();
+        uninstall(Agent::Codex, &path).unwrap();
+        if original.is_empty() {
+            // loopguard wrote an empty file's only content: the file is gone or empty.
+            assert_eq!(std::fs::read_to_string(&path).unwrap_or_default(), "");
+        } else {
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                original,
+                "from\n{text}"
+            );
+        }
+    }
+}

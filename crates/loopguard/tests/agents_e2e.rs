@@ -70,6 +70,16 @@ fn codex_outputs(body: &Value) -> Vec<String> {
 
 #[test]
 fn codex_loop_is_warned_then_blocked() {
+    codex_loop("hooks.json");
+}
+
+/// The same, with the hooks installed as `[[hooks.EVENT]]` tables of Codex's config.toml.
+#[test]
+fn codex_loop_is_warned_then_blocked_with_config_toml_hooks() {
+    codex_loop("config.toml");
+}
+
+fn codex_loop(settings: &str) {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");
@@ -114,7 +124,7 @@ fn codex_loop_is_warned_then_blocked() {
     )
     .unwrap();
     let state = dir.path().join("state.sqlite3");
-    install("codex", &home.join(".codex/hooks.json"), &state);
+    install("codex", &home.join(".codex").join(settings), &state);
     let mut cmd = Command::new(agent_bin("codex"));
     cmd.current_dir(&work)
         .env("HOME", &home)
