@@ -57,13 +57,32 @@ pub(crate) fn render(
         r.render()
     };
     match agent {
-        Agent::Codex | Agent::Qwen | Agent::Factory => {
-            let event = match n.kind {
-                Kind::Failure if agent == Agent::Codex => "PostToolUse",
-                _ => n.event.as_str(),
+        Agent::Codex if n.kind == Kind::Pre => {
+            // Codex rejects a PreToolUse answer holding `continue: false` or `stopReason`
+            // as invalid and then runs the call (codex-rs/hooks/src/engine/output_parser.rs,
+            // `unsupported_pre_tool_use_universal`): a denied call of a stopped run is only
+            // denied.
+            let r = Reply {
+                event: n.event.clone(),
+                deny: deny.clone(),
+                context: context.clone(),
+                notice: notice.clone(),
+                ..Reply::default()
             };
-            out.stdout = claude(event);
+            out.stdout = r.render();
         }
+        Agent::Codex if stop.is_some() => {
+            // `continue: false` ends Codex's turn; a `decision: "block"` beside it would
+            // only replace the tool's output.
+            let mut o = Map::new();
+            o.insert("continue".into(), json!(false));
+            o.insert("stopReason".into(), json!(stop));
+            if let Some(m) = &notice {
+                o.insert("systemMessage".into(), json!(m));
+            }
+            out.stdout = line(Value::Object(o));
+        }
+        Agent::Codex | Agent::Qwen | Agent::Factory => out.stdout = claude(&n.event),
         Agent::Copilot if n.claude_shaped => out.stdout = claude(&n.event),
         Agent::Copilot => {
             let mut o = Map::new();

@@ -435,3 +435,118 @@ fn qwen_loop_is_warned_then_blocked() {
         assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
     }
 }
+
+/// A loop that survives a compaction ends the run in Codex: three calls, an automatic
+/// compaction (the scripted model reports a context over `model_auto_compact_token_limit`),
+/// and the same failing call three more times: the post-compaction guard answers the third
+/// with `continue: false`. Codex 0.171 does not end its turn on a PostToolUse
+/// `continue: false`, so every later call of the run is denied with the stop reason: the
+/// command runs six times, whatever the model asks.
+#[test]
+fn codex_is_stopped_when_a_loop_survives_a_compaction() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let counter = dir.path().join("runs.txt");
+    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
+    let issued = Arc::new(AtomicUsize::new(0));
+    let compactions = Arc::new(AtomicUsize::new(0));
+    let (issued2, compactions2) = (issued.clone(), compactions.clone());
+    let server = ModelServer::start(move |req: &Request| {
+        if !req.path.ends_with("/responses") {
+            return Response::not_found();
+        }
+        let compaction = req
+            .body
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty));
+        let (item, tokens) = if compaction {
+            compactions2.fetch_add(1, Ordering::SeqCst);
+            (
+                json!({"type":"message","id":"msg_s","role":"assistant",
+                "content":[{"type":"output_text","text":"Summary: the tests fail; keep running them."}]}),
+                10,
+            )
+        } else {
+            let k = issued2.fetch_add(1, Ordering::SeqCst) + 1;
+            let item = if k <= 12 {
+                json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
+                    "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
+            } else {
+                json!({"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"I give up."}]})
+            };
+            // The answer with the third call reports a context over the compaction limit.
+            (item, if k == 3 { 900_000 } else { 10 })
+        };
+        Response::sse(&[
+            (
+                Some("response.created"),
+                json!({"type":"response.created","response":{"id":"resp"}}),
+            ),
+            (
+                Some("response.output_item.done"),
+                json!({"type":"response.output_item.done","output_index":0,"item":item}),
+            ),
+            (
+                Some("response.completed"),
+                json!({"type":"response.completed","response":{"id":"resp",
+                "usage":{"input_tokens":tokens,"output_tokens":1,"total_tokens":tokens + 1}}}),
+            ),
+        ])
+    });
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        format!(
+            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\nmodel_auto_compact_token_limit = 5000\nmodel_context_window = 1000000\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state.sqlite3");
+    install("codex", &home.join(".codex/hooks.json"), &state);
+    let mut cmd = Command::new(agent_bin("codex"));
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("SCRIPTED_API_KEY", "dummy")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "Make the tests pass.",
+        ]);
+    let out = run_with_timeout(cmd, LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        compactions.load(Ordering::SeqCst),
+        1,
+        "one automatic compaction: {stdout}"
+    );
+    // Three runs before the compaction, three after it; the third after it stops Codex.
+    let status = Command::new(loopguard())
+        .args(["status", "codex:", "--events", "30", "--state"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(runs(&counter), 6, "{status}");
+    // Twelve calls asked for, then the final answer: Codex went on asking the model.
+    assert_eq!(issued.load(Ordering::SeqCst), 13);
+    let last = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/responses"))
+        .map(|r| codex_outputs(&r.body))
+        .max_by_key(Vec::len)
+        .unwrap();
+    // After the compaction: three runs, then six calls denied with the stop reason.
+    assert!(last.len() >= 9, "{last:?}");
+    for o in &last[last.len() - 6..] {
+        assert!(o.contains("compaction_loop_persisted"), "{o}");
+    }
+}
