@@ -94,16 +94,19 @@ pub struct ClaudeCodeArgs {
 /// Where `install` / `uninstall` write.
 #[derive(clap::Args)]
 pub struct TargetArgs {
-    /// Use the project's .claude/settings.json (shared with everyone who clones it).
+    /// Use the project's settings (.claude/settings.json for Claude Code, .codex/hooks.json,
+    /// .gemini/settings.json, … for the others: see docs/agents), shared with everyone who
+    /// clones it.
     #[arg(long, conflicts_with = "user")]
     project: bool,
-    /// Use ~/.claude/settings.json (the default).
+    /// Use the user's settings (~/.claude/settings.json, ~/.codex/hooks.json, …; the default).
     #[arg(long)]
     user: bool,
     /// The project directory for --project (default: the current directory).
     #[arg(long, value_name = "DIR", requires = "project")]
     project_dir: Option<PathBuf>,
-    /// Edit this settings file instead.
+    /// Edit this settings file instead (for Cline, the hooks directory; for Codex, a
+    /// config.toml gets `[[hooks.EVENT]]` tables).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["project", "user"])]
     settings: Option<PathBuf>,
 }
