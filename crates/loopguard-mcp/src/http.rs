@@ -50,7 +50,9 @@ fn hop_by_hop(name: &HeaderName) -> bool {
 
 fn http_client() -> Result<reqwest::Client, McpError> {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Small JSON-RPC messages must not wait for an ACK (Nagle + delayed ACK = ~40 ms).
     reqwest::Client::builder()
+        .tcp_nodelay(true)
         .build()
         .map_err(|e| McpError::Invalid(format!("cannot build the HTTP client: {e}")))
 }
@@ -226,7 +228,22 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
         .unwrap_or_else(|e| (StatusCode::BAD_GATEWAY, e.to_string()).into_response())
 }
 
-async fn listen(addr: &str) -> Result<tokio::net::TcpListener, McpError> {
+/// The listener every HTTP transport serves on: accepted connections get `TCP_NODELAY`, so a
+/// streamed answer's small writes are not held back by Nagle's algorithm until the client's
+/// delayed ACK (~40 ms per request on a kept-alive connection).
+type NoDelayListener = axum::serve::TapIo<
+    tokio::net::TcpListener,
+    fn(&mut tokio::net::TcpStream),
+>;
+
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(target: "loopguard::mcp", error = %e, "cannot set TCP_NODELAY");
+    }
+}
+
+async fn listen(addr: &str) -> Result<NoDelayListener, McpError> {
+    use axum::serve::ListenerExt;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| McpError::Io(format!("cannot listen on {addr}"), e))?;
@@ -234,7 +251,7 @@ async fn listen(addr: &str) -> Result<tokio::net::TcpListener, McpError> {
         // Tests and scripts read the real port from this line when ADDR ends with :0.
         eprintln!("loopguard mcp: listening on http://{local}");
     }
-    Ok(listener)
+    Ok(listener.tap_io(no_delay as fn(&mut tokio::net::TcpStream)))
 }
 
 async fn shutdown_signal() {

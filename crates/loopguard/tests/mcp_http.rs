@@ -1,0 +1,240 @@
+//! `loopguard mcp --listen ADDR -- COMMAND` driven by a raw HTTP/1.1 client on one kept-alive
+//! connection (what real MCP clients do), in front of the reference Python SDK's server
+//! (`mcp` from PyPI, installed by scripts/setup-mcp.sh into target/mcp-venv). Without that
+//! venv these tests fail, naming the script.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn server_py() -> PathBuf {
+    root().join("crates/loopguard-mcp/tests/python/server.py")
+}
+
+fn python() -> PathBuf {
+    let venv = std::env::var_os("LOOPGUARD_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/mcp-venv"));
+    let py = venv.join("bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import mcp.server.mcpserver, mcp.client.session"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "the MCP Python SDK is not installed at {}: run scripts/setup-mcp.sh first",
+        venv.display()
+    );
+    py
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nothing listens on 127.0.0.1:{port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Starts `loopguard mcp --listen 127.0.0.1:PORT EXTRA -- python server.py`; stderr goes to
+/// `stderr` when given.
+fn listener(extra: &[&str], stderr: Option<&Path>, calls: &Path) -> (Running, u16) {
+    let py = python();
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    cmd.args(["mcp", "--listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .arg("--")
+        .arg(&py)
+        .arg(server_py())
+        .env("LOOPGUARD_TEST_CALLS", calls)
+        .stdout(Stdio::null());
+    match stderr {
+        Some(p) => cmd.stderr(std::fs::File::create(p).expect("stderr file")),
+        None => cmd.stderr(Stdio::inherit()),
+    };
+    let running = Running(cmd.spawn().expect("start the proxy"));
+    wait_for_port(port);
+    (running, port)
+}
+
+/// An HTTP/1.1 client on one kept-alive TCP connection.
+struct Connection {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    session: Option<String>,
+}
+
+/// One answer: status, the session id header, and the JSON-RPC messages of the body.
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    messages: Vec<Value>,
+}
+
+impl Connection {
+    fn open(port: u16) -> Self {
+        let stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        Connection {
+            reader: BufReader::new(stream.try_clone().expect("clone")),
+            writer: stream,
+            session: None,
+        }
+    }
+
+    fn post(&mut self, message: &Value) -> Answer {
+        let body = message.to_string();
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        );
+        if let Some(s) = &self.session {
+            head.push_str(&format!("mcp-session-id: {s}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.writer
+            .write_all(format!("{head}{body}").as_bytes())
+            .expect("write");
+        let answer = self.read_answer();
+        if let Some(s) = &answer.session {
+            self.session = Some(s.clone());
+        }
+        answer
+    }
+
+    fn read_answer(&mut self) -> Answer {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("status line");
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {line:?}"));
+        let (mut chunked, mut length, mut session) = (false, None, None);
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line).expect("header");
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let (name, value) = l.split_once(':').expect("header line");
+            match name.to_ascii_lowercase().as_str() {
+                "transfer-encoding" => chunked = value.trim().eq_ignore_ascii_case("chunked"),
+                "content-length" => length = value.trim().parse::<usize>().ok(),
+                "mcp-session-id" => session = Some(value.trim().to_owned()),
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.reader.read_line(&mut line).expect("chunk size");
+                let size = usize::from_str_radix(line.trim(), 16).expect("chunk size");
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk).expect("chunk");
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else if let Some(n) = length {
+            body.resize(n, 0);
+            self.reader.read_exact(&mut body).expect("body");
+        }
+        let text = String::from_utf8_lossy(&body);
+        let messages = if text.trim_start().starts_with('{') {
+            vec![serde_json::from_str(&text).expect("JSON body")]
+        } else {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| serde_json::from_str(d.trim()).expect("SSE data is JSON"))
+                .collect()
+        };
+        Answer {
+            status,
+            session,
+            messages,
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let answer = self.post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"raw","version":"1"}}}));
+        assert_eq!(answer.status, 200, "initialize");
+        assert!(self.session.is_some(), "a session id comes with initialize");
+        let initialized = self.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+        assert_eq!(initialized.status, 202);
+        answer.messages.into_iter().next().expect("initialize result")
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let answer = self.post(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":tool,"arguments":arguments}}));
+        assert_eq!(answer.status, 200, "tools/call {id}");
+        answer
+            .messages
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .expect("the call's answer")
+    }
+}
+
+/// Nagle's algorithm on the proxy's streamed answers plus the client's delayed ACK cost every
+/// request after the first ~40 ms on a kept-alive connection. The median of 20 calls must be
+/// well under that (25 ms, which Nagle could never reach), however loaded the machine.
+#[test]
+fn requests_on_one_kept_alive_connection_are_not_held_back_by_nagle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_proxy, port) = listener(&[], None, &dir.path().join("calls"));
+    let mut c = Connection::open(port);
+    c.initialize();
+    let mut times = Vec::new();
+    for i in 1..=20u64 {
+        let start = Instant::now();
+        let answer = c.call(i, "counter", json!({}));
+        times.push(start.elapsed());
+        assert_eq!(answer["result"]["isError"], false, "call {i}: {answer}");
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    assert!(
+        median < Duration::from_millis(25),
+        "median {median:?} per call on one kept-alive connection (all: {times:?})"
+    );
+}
