@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Latency added by `loopguard mcp` per tools/call (stdio), against the same client calling the
-# same server directly in the same run. Needs scripts/setup-mcp.sh (the MCP Python SDK).
+# Latency added by `loopguard mcp` per tools/call (stdio, and streamable HTTP on one kept-alive
+# connection through `--listen ADDR -- COMMAND`), against the same client calling the same
+# server directly in the same run. Needs scripts/setup-mcp.sh (the MCP Python SDK).
 # Usage: scripts/bench-mcp.sh [CALLS_PER_SIDE]   (default 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -3,12 +3,18 @@ server directly and through the proxy, in interleaved rounds of one run. Two cli
 SDK's ClientSession (asyncio), and a raw synchronous JSON-RPC client (a blocking write and
 readline per call), whose own overhead is smaller and steadier.
 
+A third measure covers streamable HTTP on one kept-alive connection (what real clients do):
+`loopguard mcp --listen ADDR -- python server.py` against the same raw client calling the
+stdio server directly, with the server's own streamable HTTP listener for reference.
+
     python bench.py LOOPGUARD_BINARY [CALLS_PER_SIDE]
 
 Prints p50/p90/p99 of both sides and of the difference, for each client.
 """
 
+import http.client
 import json
+import socket
 import statistics
 import subprocess
 import sys
@@ -92,6 +98,95 @@ def raw_bench(loopguard, rounds, per_round):
     return summary(times)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+class HttpClient:
+    """Streamable HTTP, one kept-alive connection (http.client), a blocking call per request."""
+
+    HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+    def __init__(self, command, port):
+        self.p = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port, self.p)
+        self.c = http.client.HTTPConnection("127.0.0.1", port)
+        self.n = 0
+        self.session = None
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, message):
+        headers = dict(self.HEADERS)
+        if self.session:
+            headers["mcp-session-id"] = self.session
+        self.c.request("POST", "/mcp", json.dumps(message), headers)
+        r = self.c.getresponse()
+        body = r.read()
+        self.session = r.getheader("mcp-session-id") or self.session
+        if r.status >= 300:
+            raise RuntimeError(f"HTTP {r.status}: {body[:200]!r}")
+        return body
+
+    def request(self, method, params):
+        self.n += 1
+        body = self.post({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params})
+        if b'"id":%d' % self.n not in body.replace(b" ", b""):
+            raise RuntimeError(f"no answer to request {self.n}: {body[:200]!r}")
+        return body
+
+    def close(self):
+        self.c.close()
+        self.p.terminate()
+        self.p.wait(timeout=20)
+
+
+def http_bench(loopguard, rounds, per_round):
+    """Direct stdio (the baseline) against the proxy's HTTP listener in front of the same stdio
+    server; the server's own HTTP listener is measured too, for reference."""
+    p1, p2 = free_port(), free_port()
+    sides = {
+        "direct": RawClient([sys.executable, SERVER]),
+        "proxy": HttpClient([loopguard, "mcp", "--listen", f"127.0.0.1:{p1}", "--", sys.executable, SERVER], p1),
+        "server_http": HttpClient([sys.executable, SERVER, "--http", str(p2)], p2),
+    }
+    times = {name: [] for name in sides}
+    n = 0
+    for c in sides.values():
+        for _ in range(50):
+            n += 1
+            c.request("tools/call", {"name": "same", "arguments": {"path": f"/warm/{n}"}})
+    for r in range(rounds):
+        names = list(sides) if r % 2 == 0 else list(reversed(sides))
+        for name in names:
+            for _ in range(per_round):
+                n += 1
+                t0 = time.perf_counter()
+                sides[name].request("tools/call", {"name": "same", "arguments": {"path": f"/bench/{n}"}})
+                times[name].append((time.perf_counter() - t0) * 1000)
+    for c in sides.values():
+        c.close()
+    out = summary(times)
+    out["server_http"] = {f"p{p}": round(pct(times["server_http"], p), 3) for p in (50, 90, 99)}
+    out["note"] = "direct: stdio; proxy: loopguard mcp --listen (HTTP, one kept-alive connection) -- stdio server; server_http: the SDK server's own HTTP"
+    return out
+
+
 async def main():
     loopguard = sys.argv[1]
     total = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
@@ -114,7 +209,11 @@ async def main():
                     t0 = time.perf_counter()
                     await s.call_tool("same", {"path": f"/bench/{n}"})
                     times[name].append((time.perf_counter() - t0) * 1000)
-    out = {"sdk_client": summary(times), "raw_client": raw_bench(loopguard, rounds, per_round)}
+    out = {
+        "sdk_client": summary(times),
+        "raw_client": raw_bench(loopguard, rounds, per_round),
+        "http_keepalive": http_bench(loopguard, rounds, per_round),
+    }
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
