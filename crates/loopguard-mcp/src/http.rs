@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -113,6 +114,15 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     (status, [(axum::http::header::CONTENT_TYPE, JSON)], body).into_response()
+}
+
+/// An HTTP error as a JSON-RPC error object (`id` null: it answers no request in particular).
+fn json_error(status: StatusCode, message: &str) -> Response {
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{{\"code\":-32000,\"message\":{}}}}}",
+        crate::guard::json_string(message)
+    );
+    json_response(status, body.into_bytes())
 }
 
 /// The relay applied to a response body: a JSON message, or an SSE stream event by event.
@@ -329,11 +339,27 @@ struct ChildSession {
     stdin: tokio::sync::Mutex<ChildStdin>,
     routes: Mutex<Routes>,
     child: tokio::sync::Mutex<Child>,
+    /// The last request from the client or answer to it.
+    last_active: Mutex<Instant>,
 }
 
 impl ChildSession {
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// Since when the session is idle: no request waits for its answer and no GET stream
+    /// is open. `None` while busy.
+    fn idle_since(&self) -> Option<Instant> {
+        let routes = self.routes();
+        let busy = routes.waiting.iter().any(|(_, o)| !o.is_closed())
+            || routes.standalone.as_ref().is_some_and(|o| !o.is_closed());
+        drop(routes);
+        (!busy).then(|| *self.last_active.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// A message from the server goes to the stream of the request it answers; anything
@@ -345,6 +371,8 @@ impl ChildSession {
             if let Some(i) = routes.waiting.iter().position(|(w, _)| *w == id) {
                 let (_, outbox) = routes.waiting.remove(i);
                 let _ = outbox.send(message);
+                drop(routes);
+                self.touch();
                 return; // dropping the sender ends that response stream
             }
         }
@@ -373,9 +401,70 @@ struct CommandProxy {
     command: Vec<OsString>,
     sessions: Sessions,
     children: Mutex<HashMap<String, Arc<ChildSession>>>,
+    idle_ttl: Duration,
+    max_sessions: usize,
 }
 
 impl CommandProxy {
+    /// Ends a session: forgets it and ends its server process.
+    fn end(&self, id: &str, why: &str) -> bool {
+        let Some(session) = self
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
+        else {
+            return false;
+        };
+        self.sessions.remove(id);
+        tracing::info!(target: "loopguard::mcp", session = %session.relay.session(), "session ended: {why}");
+        tokio::spawn(async move {
+            let _ = session.child.lock().await.start_kill();
+        });
+        true
+    }
+
+    /// Ends every session idle for `idle_ttl` or longer.
+    fn reap(&self) {
+        let now = Instant::now();
+        let expired: Vec<String> = self
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, s)| {
+                s.idle_since()
+                    .is_some_and(|t| now.saturating_duration_since(t) >= self.idle_ttl)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            self.end(&id, &format!("idle for {:?} (--idle-ttl)", self.idle_ttl));
+        }
+    }
+
+    /// Room for one more session: at the cap, the session idle the longest is ended.
+    /// `false` when every session is busy.
+    fn make_room(&self) -> bool {
+        let oldest = {
+            let children = self.children.lock().unwrap_or_else(|p| p.into_inner());
+            if children.len() < self.max_sessions {
+                return true;
+            }
+            children
+                .iter()
+                .filter_map(|(id, s)| s.idle_since().map(|t| (t, id.clone())))
+                .min()
+        };
+        match oldest {
+            Some((_, id)) => {
+                self.end(&id, "the oldest idle session, at --max-sessions");
+                true
+            }
+            None => false,
+        }
+    }
+
     fn child(&self, id: &str) -> Option<Arc<ChildSession>> {
         self.children
             .lock()
@@ -404,6 +493,7 @@ impl CommandProxy {
             stdin: tokio::sync::Mutex::new(stdin),
             routes: Mutex::new(Routes::default()),
             child: tokio::sync::Mutex::new(child),
+            last_active: Mutex::new(Instant::now()),
         });
         self.children
             .lock()
@@ -475,9 +565,9 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
     match parts.method {
         Method::GET => {
             let Some(session) = session_id.as_deref().and_then(|id| proxy.child(id)) else {
-                return (StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id")
-                    .into_response();
+                return json_error(StatusCode::NOT_FOUND, "unknown or missing Mcp-Session-Id");
             };
+            session.touch();
             let (tx, rx) = mpsc::unbounded_channel();
             {
                 let mut routes = session.routes();
@@ -490,18 +580,11 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
         }
         Method::DELETE => {
             let Some(id) = session_id else {
-                return (StatusCode::BAD_REQUEST, "missing Mcp-Session-Id").into_response();
+                return json_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
             };
-            let Some(session) = proxy
-                .children
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id)
-            else {
-                return (StatusCode::NOT_FOUND, "unknown Mcp-Session-Id").into_response();
-            };
-            proxy.sessions.remove(&id);
-            let _ = session.child.lock().await.start_kill();
+            if !proxy.end(&id, "DELETE from the client") {
+                return json_error(StatusCode::NOT_FOUND, "unknown Mcp-Session-Id");
+            }
             StatusCode::OK.into_response()
         }
         Method::POST => {
@@ -520,16 +603,25 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
             };
             let (session, new_id) = match session_id.as_deref() {
                 Some(sid) => match proxy.child(sid) {
-                    Some(s) => (s, None),
-                    None => {
-                        return (StatusCode::NOT_FOUND, "unknown Mcp-Session-Id").into_response()
+                    Some(s) => {
+                        s.touch();
+                        (s, None)
                     }
+                    None => return json_error(StatusCode::NOT_FOUND, "unknown Mcp-Session-Id"),
                 },
+                None if !proxy.make_room() => {
+                    let message = format!(
+                        "loopguard: every session is busy (--max-sessions {}); retry later",
+                        proxy.max_sessions
+                    );
+                    tracing::warn!(target: "loopguard::mcp", "{message}");
+                    return json_error(StatusCode::SERVICE_UNAVAILABLE, &message);
+                }
                 None => match proxy.start() {
                     Ok((sid, s)) => (s, Some(sid)),
                     Err(e) => {
                         tracing::error!(target: "loopguard::mcp", error = %e, "cannot start the server");
-                        return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response();
+                        return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string());
                     }
                 },
             };
@@ -556,7 +648,14 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
                 None => StatusCode::ACCEPTED.into_response(),
             }
         }
-        _ => (StatusCode::METHOD_NOT_ALLOWED, "GET, POST or DELETE").into_response(),
+        _ => {
+            let mut r = json_error(StatusCode::METHOD_NOT_ALLOWED, "GET, POST or DELETE");
+            r.headers_mut().insert(
+                axum::http::header::ALLOW,
+                HeaderValue::from_static("GET, POST, DELETE"),
+            );
+            r
+        }
     }
 }
 
@@ -567,11 +666,29 @@ pub(crate) async fn run_command(
     command: &[OsString],
     name: String,
 ) -> Result<i32, McpError> {
+    let (idle_ttl, max_sessions) = (options.idle_ttl, options.max_sessions);
     let proxy = Arc::new(CommandProxy {
         command: command.to_vec(),
         sessions: Sessions::new(guard, options, name),
         children: Mutex::new(HashMap::new()),
+        idle_ttl,
+        max_sessions,
     });
+    let reaper = {
+        let proxy = Arc::downgrade(&proxy);
+        let every = (idle_ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match proxy.upgrade() {
+                    Some(p) => p.reap(),
+                    None => break,
+                }
+            }
+        })
+    };
     let app = axum::Router::new()
         .fallback(serve_command)
         .with_state(proxy.clone());
@@ -580,6 +697,7 @@ pub(crate) async fn run_command(
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| McpError::Io("HTTP server".to_owned(), e))?;
+    reaper.abort();
     let children: Vec<_> = proxy
         .children
         .lock()

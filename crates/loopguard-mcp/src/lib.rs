@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use install::{default_config_path, Change, ChangeKind, Client, Installer, Report};
-pub use options::{ProxyOptions, ProxyOptionsBuilder};
+pub use options::{ProxyOptions, ProxyOptionsBuilder, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS};
 
 use guard::GuardLayer;
 use relay::Relay;

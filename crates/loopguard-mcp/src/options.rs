@@ -1,6 +1,7 @@
 //! How a proxy is configured: [`ProxyOptions`] and its builder.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use loopguard_core::{Mode, OpenClawConfig};
 
@@ -23,7 +24,16 @@ pub struct ProxyOptions {
     pub(crate) name: Option<String>,
     pub(crate) session_key: Option<String>,
     pub(crate) log: Option<PathBuf>,
+    pub(crate) idle_ttl: Duration,
+    pub(crate) max_sessions: usize,
 }
+
+/// How long an HTTP session of `--listen ADDR -- COMMAND` may stay idle before its server
+/// process is ended (10 minutes).
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(600);
+
+/// How many HTTP sessions (server processes) `--listen ADDR -- COMMAND` keeps at most (64).
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
 
 impl ProxyOptions {
     /// A builder with the defaults: `enabled: true`, enforce mode, in-memory state.
@@ -36,6 +46,8 @@ impl ProxyOptions {
                 name: None,
                 session_key: None,
                 log: None,
+                idle_ttl: DEFAULT_IDLE_TTL,
+                max_sessions: DEFAULT_MAX_SESSIONS,
             },
         }
     }
@@ -87,6 +99,22 @@ impl ProxyOptionsBuilder {
     /// Append every decision to this file as JSON Lines.
     pub fn log_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.options.log = Some(path.into());
+        self
+    }
+
+    /// `--listen ADDR -- COMMAND`: a session that has had no request and no open stream for
+    /// this long is ended with its server process (default [`DEFAULT_IDLE_TTL`]; clients
+    /// that never send `DELETE` would otherwise keep one process each forever).
+    pub fn idle_ttl(mut self, ttl: Duration) -> Self {
+        self.options.idle_ttl = ttl;
+        self
+    }
+
+    /// `--listen ADDR -- COMMAND`: at most this many sessions (server processes) at once
+    /// (default [`DEFAULT_MAX_SESSIONS`], at least 1). A new session beyond it ends the
+    /// session idle the longest; when none is idle, it is refused with HTTP 503.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.options.max_sessions = max.max(1);
         self
     }
 

@@ -117,6 +117,11 @@ impl Relay {
         }
     }
 
+    /// The session's name in the guard.
+    pub(crate) fn session(&self) -> &str {
+        &self.session
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

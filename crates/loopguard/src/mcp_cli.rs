@@ -63,9 +63,34 @@ struct ProxyArgs {
     /// Serve streamable HTTP on this address (e.g. 127.0.0.1:8931) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
+    /// With --listen and a COMMAND: end a session (and its server process) after this long
+    /// without a request or an open stream, e.g. 30s, 10m, 1h (a plain number is seconds).
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    idle_ttl: std::time::Duration,
+    /// With --listen and a COMMAND: at most this many sessions (server processes); a new
+    /// one ends the session idle the longest, or is refused with HTTP 503 when none is idle.
+    #[arg(long, value_name = "N", default_value_t = loopguard_mcp::DEFAULT_MAX_SESSIONS as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    max_sessions: u64,
     /// The MCP server command and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+/// `30s`, `10m`, `1h`, `500ms` or a number of seconds.
+fn parse_duration(s: &str) -> std::result::Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 30s, 10m, 1h)"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "ms" => return Ok(std::time::Duration::from_millis(n)),
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// The clients `install` knows.
@@ -136,6 +161,8 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
 
 fn proxy(args: ProxyArgs) -> Result<ExitCode> {
     let mut builder = ProxyOptions::builder()
+        .idle_ttl(args.idle_ttl)
+        .max_sessions(usize::try_from(args.max_sessions).unwrap_or(usize::MAX))
         .store(args.store)
         .mode(match args.mode {
             ModeArg::Enforce => Mode::Enforce,

@@ -203,6 +203,32 @@ impl Connection {
         answer.messages.into_iter().next().expect("initialize result")
     }
 
+    /// A `tools/call` whose answer may be an HTTP error.
+    fn call_raw(&mut self, id: u64, tool: &str) -> Answer {
+        self.post(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":tool,"arguments":{}}}))
+    }
+
+    /// Opens the session's GET stream on a new connection and reads its status; the stream
+    /// stays open as long as the returned connection lives.
+    fn open_get_stream(&self) -> TcpStream {
+        let port = self.writer.peer_addr().expect("peer").port();
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let session = self.session.as_deref().expect("a session");
+        s.write_all(
+            format!("GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\naccept: text/event-stream\r\nmcp-session-id: {session}\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("write");
+        let mut reader = BufReader::new(s.try_clone().expect("clone"));
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("status line");
+        assert!(line.contains(" 200 "), "GET stream: {line}");
+        s
+    }
+
     fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
         let answer = self.post(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":tool,"arguments":arguments}}));
@@ -237,4 +263,93 @@ fn requests_on_one_kept_alive_connection_are_not_held_back_by_nagle() {
         median < Duration::from_millis(25),
         "median {median:?} per call on one kept-alive connection (all: {times:?})"
     );
+}
+
+/// The processes `pid` started (its threads' children).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+                out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn wait_gone(pid: u32, what: &str) {
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what}: server process {pid} still runs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The only server process started since `before`.
+fn new_child(proxy: u32, before: &[u32]) -> u32 {
+    let now: Vec<u32> = children(proxy)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    assert_eq!(now.len(), 1, "one new server process: {now:?}");
+    now[0]
+}
+
+fn assert_json_error(answer: &Answer, status: u16) -> String {
+    assert_eq!(answer.status, status);
+    let m = answer.messages.first().expect("a JSON body");
+    assert_eq!(m["jsonrpc"], "2.0", "{m}");
+    m["error"]["message"]
+        .as_str()
+        .expect("an error message")
+        .to_owned()
+}
+
+#[test]
+fn an_idle_session_is_ended_with_its_server_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (proxy, port) = listener(&["--idle-ttl", "1s"], None, &dir.path().join("calls"));
+    let mut c = Connection::open(port);
+    c.initialize();
+    let server = new_child(proxy.0.id(), &[]);
+    assert_eq!(c.call(1, "counter", json!({}))["result"]["isError"], false);
+    // The client never sends DELETE (the TypeScript SDK's close() does not).
+    wait_gone(server, "after --idle-ttl 1s");
+    let late = c.call_raw(2, "counter");
+    let message = assert_json_error(&late, 404);
+    assert!(message.contains("Mcp-Session-Id"), "{message}");
+}
+
+#[test]
+fn at_the_session_cap_the_oldest_idle_session_goes_and_a_busy_proxy_answers_503() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (proxy, port) = listener(
+        &["--max-sessions", "1", "--idle-ttl", "1h"],
+        None,
+        &dir.path().join("calls"),
+    );
+    let mut a = Connection::open(port);
+    a.initialize();
+    let server_a = new_child(proxy.0.id(), &[]);
+    // A is idle: B's initialize takes its place.
+    let mut b = Connection::open(port);
+    b.initialize();
+    wait_gone(server_a, "the oldest idle session at --max-sessions 1");
+    let server_b = new_child(proxy.0.id(), &[server_a]);
+    assert_json_error(&a.call_raw(1, "counter"), 404);
+    assert_eq!(b.call(1, "counter", json!({}))["result"]["isError"], false);
+    // B holds its GET stream open: it is busy, so C is refused with a JSON-RPC error.
+    let _stream = b.open_get_stream();
+    let mut c = Connection::open(port);
+    let refused = c.post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}));
+    let message = assert_json_error(&refused, 503);
+    assert!(message.contains("--max-sessions"), "{message}");
+    assert!(Path::new(&format!("/proc/{server_b}")).exists(), "B still runs");
 }
