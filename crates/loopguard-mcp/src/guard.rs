@@ -160,36 +160,41 @@ impl GuardLayer {
     }
 }
 
-/// One tracing event per decision, with the fields of OpenClaw's `tool.loop` event.
+/// One tracing event per decision. A warning, block or abort the model is shown (or, in
+/// observe mode, would be shown) is one `WARN`/`ERROR` line, the default of `loopguard mcp`'s
+/// stderr; everything else (allowed calls, warnings the de-duplication kept back, outcomes)
+/// is `INFO`/`DEBUG`, shown with `-v`.
 fn trace_decision(d: &Decision<'_>) {
     let session = d.session.to_string();
-    let run = d.run.as_ref().map(|r| r.to_string());
-    let tool = d.tool.as_ref().map(|t| t.to_string());
-    let call_id = d.call_id.as_ref().map(|c| c.to_string());
-    match &d.finding {
-        Some(f) => tracing::warn!(
+    let tool = d.tool.as_ref().map(|t| t.to_string()).unwrap_or_default();
+    let Some(f) = &d.finding else {
+        tracing::debug!(
             target: "loopguard::mcp",
             session = %session,
-            run = run.as_deref(),
-            call_id = call_id.as_deref(),
-            tool = tool.as_deref(),
-            action = d.action.as_str(),
-            level = f.level.as_str(),
-            detector = f.detector.as_str(),
-            count = f.count,
-            emitted = f.emitted,
-            message = %f.message,
-            "tools/call decision"
-        ),
-        None => tracing::debug!(
+            call_id = d.call_id.as_ref().map(|c| c.to_string()).as_deref(),
+            tool = %tool,
+            decision = d.action.as_str(),
+            "tools/call"
+        );
+        return;
+    };
+    let shown = match d.action {
+        Action::Block | Action::Abort => true,
+        Action::Warn => f.emitted == Some(true),
+        _ => false,
+    };
+    let (action, detector, count) = (d.action.as_str(), f.detector.as_str(), f.count);
+    let message = &f.message;
+    if !shown {
+        tracing::info!(
             target: "loopguard::mcp",
-            session = %session,
-            run = run.as_deref(),
-            call_id = call_id.as_deref(),
-            tool = tool.as_deref(),
-            action = d.action.as_str(),
-            "tools/call decision"
-        ),
+            "{action} (not shown: {}) {tool} in {session} ({detector}, count {count}): {message}",
+            if d.action == Action::Warn { "already warned" } else { "recorded" }
+        );
+    } else if d.action == Action::Warn {
+        tracing::warn!(target: "loopguard::mcp", "{action} {tool} in {session} ({detector}, count {count}): {message}");
+    } else {
+        tracing::error!(target: "loopguard::mcp", "{action} {tool} in {session} ({detector}, count {count}): {message}");
     }
 }
 

@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use crate::guard::GuardLayer;
 use crate::relay::{FromClient, Relay};
 use crate::sse::{self, SseSplitter};
-use crate::{session_and_run, McpError, ProxyOptions};
+use crate::{McpError, Naming, ProxyOptions};
 
 const SESSION_ID: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -66,21 +66,18 @@ fn parse_url(url: &str) -> Result<reqwest::Url, McpError> {
 #[derive(Debug)]
 struct Sessions {
     guard: Arc<GuardLayer>,
-    options: ProxyOptions,
-    name: String,
+    naming: Arc<Naming>,
     by_id: Mutex<HashMap<String, Arc<Relay>>>,
     /// Requests without a session id (the initialize request, stateless servers).
     unsessioned: Arc<Relay>,
 }
 
 impl Sessions {
-    fn new(guard: Arc<GuardLayer>, options: ProxyOptions, name: String) -> Self {
-        let (session, run) = session_and_run(&options, &name, "no-session");
-        let unsessioned = Arc::new(Relay::new(guard.clone(), session, run));
+    fn new(guard: Arc<GuardLayer>, naming: Arc<Naming>) -> Self {
+        let unsessioned = Arc::new(Relay::new(guard.clone(), naming.clone(), "no-session"));
         Sessions {
             guard,
-            options,
-            name,
+            naming,
             by_id: Mutex::new(HashMap::new()),
             unsessioned,
         }
@@ -93,9 +90,9 @@ impl Sessions {
         let mut map = self.by_id.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(id.to_owned())
             .or_insert_with(|| {
-                let (session, run) = session_and_run(&self.options, &self.name, id);
-                tracing::info!(target: "loopguard::mcp", session = %session, "HTTP session");
-                Arc::new(Relay::new(self.guard.clone(), session, run))
+                let relay = Relay::new(self.guard.clone(), self.naming.clone(), id);
+                tracing::info!(target: "loopguard::mcp", session = %relay.session(), "HTTP session");
+                Arc::new(relay)
             })
             .clone()
     }
@@ -286,14 +283,11 @@ pub(crate) async fn run_upstream(
     addr: &str,
 ) -> Result<i32, McpError> {
     let url = parse_url(url)?;
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
+    let naming = Naming::new(&options, url.host_str().unwrap_or("upstream").to_owned());
     let proxy = Arc::new(UpstreamProxy {
         http: http_client()?,
         url,
-        sessions: Sessions::new(guard, options, name),
+        sessions: Sessions::new(guard, naming),
     });
     let app = axum::Router::new()
         .fallback(serve_upstream)
@@ -661,15 +655,15 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
 
 pub(crate) async fn run_command(
     guard: Arc<GuardLayer>,
-    options: ProxyOptions,
+    options: &ProxyOptions,
     addr: &str,
     command: &[OsString],
-    name: String,
+    naming: Arc<Naming>,
 ) -> Result<i32, McpError> {
     let (idle_ttl, max_sessions) = (options.idle_ttl, options.max_sessions);
     let proxy = Arc::new(CommandProxy {
         command: command.to_vec(),
-        sessions: Sessions::new(guard, options, name),
+        sessions: Sessions::new(guard, naming),
         children: Mutex::new(HashMap::new()),
         idle_ttl,
         max_sessions,
@@ -884,13 +878,8 @@ pub(crate) async fn run_bridge(
             .map_err(|e| McpError::Invalid(format!("--header {h:?}: {e}")))?;
         parsed.push((n, v));
     }
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| url.host_str().unwrap_or("upstream").to_owned());
-    let connection = crate::connection_id();
-    let (session, run) = session_and_run(&options, &name, &connection);
-    let relay = Arc::new(Relay::new(guard, session, run));
+    let naming = Naming::new(&options, url.host_str().unwrap_or("upstream").to_owned());
+    let relay = Arc::new(Relay::new(guard, naming, &crate::connection_id()));
     let (out, mut outbox) = mpsc::unbounded_channel::<Vec<u8>>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();

@@ -74,16 +74,53 @@ pub(crate) fn connection_id() -> String {
     )
 }
 
-/// The session and run of a connection (`--session-key` groups connections into one
-/// session and one run, so a loop is seen across reconnections).
-pub(crate) fn session_and_run(
-    options: &ProxyOptions,
-    name: &str,
-    connection: &str,
-) -> (String, String) {
-    match &options.session_key {
-        Some(key) => (key.clone(), key.clone()),
-        None => (format!("mcp:{name}:{connection}"), connection.to_owned()),
+/// How a proxy names its sessions: `--session-key KEY` (one session and run for every
+/// connection), else `mcp:NAME:CONNECTION` where NAME is `--name`, else the server's own name
+/// from its `initialize` answer (`serverInfo.name`) once it is known, else `fallback` (the
+/// command's file name or the upstream's host).
+#[derive(Debug)]
+pub(crate) struct Naming {
+    key: Option<String>,
+    given: Option<String>,
+    fallback: String,
+    learned: std::sync::Mutex<Option<String>>,
+}
+
+impl Naming {
+    pub(crate) fn new(options: &ProxyOptions, fallback: String) -> Arc<Self> {
+        Arc::new(Naming {
+            key: options.session_key.clone(),
+            given: options.name.clone(),
+            fallback,
+            learned: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// `true` when the server's name would change the session names.
+    pub(crate) fn wants_server_name(&self) -> bool {
+        self.key.is_none() && self.given.is_none()
+    }
+
+    /// The server said its name (`serverInfo.name` of an initialize answer).
+    pub(crate) fn learn(&self, server_name: &str) {
+        let name = server_name.trim();
+        if self.wants_server_name() && !name.is_empty() {
+            *self.learned.lock().unwrap_or_else(|p| p.into_inner()) = Some(name.to_owned());
+        }
+    }
+
+    /// The session and run of a connection.
+    pub(crate) fn session_and_run(&self, connection: &str) -> (String, String) {
+        if let Some(key) = &self.key {
+            return (key.clone(), key.clone());
+        }
+        let learned = self.learned.lock().unwrap_or_else(|p| p.into_inner());
+        let name = self
+            .given
+            .as_deref()
+            .or(learned.as_deref())
+            .unwrap_or(&self.fallback);
+        (format!("mcp:{name}:{connection}"), connection.to_owned())
     }
 }
 
@@ -124,14 +161,9 @@ pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, Mc
         return Err(McpError::NoCommand);
     }
     let guard = Arc::new(GuardLayer::new(options)?);
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| name_from_command(command));
-    let connection = connection_id();
-    let (session, run) = session_and_run(options, &name, &connection);
-    tracing::info!(target: "loopguard::mcp", session = %session, "stdio connection");
-    let relay = Relay::new(guard, session, run);
+    let naming = Naming::new(options, name_from_command(command));
+    let relay = Relay::new(guard, naming, &connection_id());
+    tracing::info!(target: "loopguard::mcp", session = %relay.session(), "stdio connection");
     let rt = runtime()?;
     let result = rt.block_on(stdio::run(relay, command));
     // Reading stdin may still block a runtime thread; do not wait for it.
@@ -174,18 +206,9 @@ pub fn run_http_command(
         return Err(McpError::NoCommand);
     }
     let guard = Arc::new(GuardLayer::new(options)?);
-    let name = options
-        .name
-        .clone()
-        .unwrap_or_else(|| name_from_command(command));
+    let naming = Naming::new(options, name_from_command(command));
     let rt = runtime()?;
-    let result = rt.block_on(http::run_command(
-        guard,
-        options.clone(),
-        addr,
-        command,
-        name,
-    ));
+    let result = rt.block_on(http::run_command(guard, options, addr, command, naming));
     rt.shutdown_background();
     result
 }

@@ -9,6 +9,7 @@
 //! (the block result).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::guard::{json_string, Before, CallKey, CallOutcome, GuardLayer};
+use crate::Naming;
 
 /// What a message from the client turns into.
 #[derive(Debug, PartialEq, Eq)]
@@ -59,9 +61,25 @@ struct State {
 #[derive(Debug)]
 pub(crate) struct Relay {
     guard: Arc<GuardLayer>,
-    session: String,
+    naming: Arc<Naming>,
+    connection: String,
+    /// The session's name; it changes once, when the server says its name.
+    session: Mutex<Arc<str>>,
     run: String,
+    /// Still waiting for the server's name (`serverInfo.name`).
+    unnamed: AtomicBool,
     state: Mutex<State>,
+}
+
+#[derive(Deserialize)]
+struct InitializeResult {
+    #[serde(rename = "serverInfo")]
+    server_info: ServerInfo,
+}
+
+#[derive(Deserialize)]
+struct ServerInfo {
+    name: String,
 }
 
 #[derive(Deserialize)]
@@ -108,18 +126,41 @@ fn call_id(id: &RawValue) -> String {
 }
 
 impl Relay {
-    pub(crate) fn new(guard: Arc<GuardLayer>, session: String, run: String) -> Self {
+    /// The relay of one connection (`connection` is its run and the end of its session
+    /// name).
+    pub(crate) fn new(guard: Arc<GuardLayer>, naming: Arc<Naming>, connection: &str) -> Self {
+        let (session, run) = naming.session_and_run(connection);
         Relay {
             guard,
-            session,
+            unnamed: AtomicBool::new(naming.wants_server_name()),
+            naming,
+            connection: connection.to_owned(),
+            session: Mutex::new(session.into()),
             run,
             state: Mutex::new(State::default()),
         }
     }
 
     /// The session's name in the guard.
-    pub(crate) fn session(&self) -> &str {
-        &self.session
+    pub(crate) fn session(&self) -> Arc<str> {
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// An initialize answer names the server: the session is named after it.
+    fn learn_name(&self, result: &RawValue) {
+        if !result.get().contains("\"serverInfo\"") {
+            return;
+        }
+        if let Ok(init) = serde_json::from_str::<InitializeResult>(result.get()) {
+            self.naming.learn(&init.server_info.name);
+            let (session, _) = self.naming.session_and_run(&self.connection);
+            tracing::info!(target: "loopguard::mcp", session = %session, "the server names the session");
+            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = session.into();
+            self.unnamed.store(false, Ordering::Relaxed);
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -228,8 +269,9 @@ impl Relay {
             .arguments
             .map_or_else(|| "{}".to_owned(), |a| a.get().to_owned());
         let call_id = call_id(id);
+        let session = self.session();
         let key = CallKey {
-            session: &self.session,
+            session: &session,
             run: &self.run,
             call_id: &call_id,
             tool: &params.name,
@@ -303,10 +345,16 @@ impl Relay {
         if peek.method.is_some() {
             return None; // a notification or a server-to-client request
         }
+        if self.unnamed.load(Ordering::Relaxed) {
+            if let Some(result) = peek.result {
+                self.learn_name(result);
+            }
+        }
         let id = peek.id?;
         let call = self.state().requests.remove(&id_key(id))??;
+        let session = self.session();
         let key = CallKey {
-            session: &self.session,
+            session: &session,
             run: &self.run,
             call_id: &call.call_id,
             tool: &call.tool,
@@ -421,7 +469,8 @@ mod tests {
 
     fn relay(options: crate::ProxyOptions) -> Relay {
         let guard = Arc::new(GuardLayer::new(&options).expect("guard"));
-        Relay::new(guard, "s".to_owned(), "r".to_owned())
+        let naming = crate::Naming::new(&crate::ProxyOptions::builder().session_key("s").build(), "x".to_owned());
+        Relay::new(guard, naming, "r")
     }
 
     fn call(id: &str, tool: &str) -> Vec<u8> {

@@ -97,8 +97,11 @@ fn main() -> ExitCode {
     // A server or a proxy runs unattended: its warnings (a store outage, a session started
     // afresh, a batch answered by the proxy) go to stderr even without -v. (An MCP client
     // shows a stdio server's stderr in its logs; stdout stays the protocol's.)
+    // `loopguard mcp` writes one line per warning, block or abort shown to the model (its
+    // own); the engine's per-detector lines say the same things again, so they wait for -v.
     let quiet_level = match &cli.command {
-        Command::Serve(_) | Command::Mcp(_) => Some("warn"),
+        Command::Serve(_) => Some("warn"),
+        Command::Mcp(_) => Some("warn,loopguard::detector=off,loopguard::tool_loop=off"),
         _ => None,
     };
     init_logging(

@@ -40,8 +40,8 @@ struct ProxyArgs {
     /// Session state: memory, sqlite:PATH or redis://HOST:PORT/DB.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     store: String,
-    /// The server's name in session names and logs (default: the command's file name or the
-    /// upstream's host).
+    /// The server's name in session names and logs (default: the name the server gives in its
+    /// initialize answer, `serverInfo.name`; else the command's file name or the upstream's host).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
     /// Group every connection under this session (and run), e.g. one per user.

@@ -728,3 +728,50 @@ fn batches_are_guarded_and_a_batch_with_a_blocked_call_never_reaches_the_server(
         "the whole-batch answer is logged: {stderr}"
     );
 }
+
+/// The proxy's stderr in a 25-call loop: one line for the warning shown with call 11 and one
+/// per blocked call (21-25); nothing for the warnings the de-duplication kept back (12-20),
+/// no second line from the engine's own log targets, and the session written one way, named
+/// after the server's `serverInfo.name`.
+#[test]
+fn stderr_has_one_line_per_warning_or_block_shown_and_the_rest_waits_for_v() {
+    let py = python();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |extra: &[&str]| {
+        let out = Command::new(&py)
+            .arg(fixtures().join("client.py"))
+            .arg("loop")
+            .args(stdio_target(&proxied(extra, &server_cmd(&py))))
+            .env("LOOPGUARD_TEST_CALLS", dir.path().join("calls"))
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run client.py");
+        assert!(out.status.success(), "client.py loop failed");
+        assert_loop(&serde_json::from_slice(&out.stdout).expect("client.py prints JSON"));
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.contains("loopguard"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let lines = run(&[]);
+    assert_eq!(lines.len(), 6, "one line per warning or block shown: {lines:#?}");
+    assert!(lines[0].contains("WARN") && lines[0].contains(WARNING), "{}", lines[0]);
+    for l in &lines[1..] {
+        assert!(l.contains("ERROR") && l.contains(BLOCK), "{l}");
+    }
+    for l in &lines {
+        assert!(
+            l.contains(" in mcp:loopguard-test-server:"),
+            "the session is named after serverInfo.name, one way: {l}"
+        );
+        assert!(!l.contains("-/mcp:"), "{l}");
+    }
+    // -v adds the rest: the warnings kept back (calls 12-20) among them.
+    let verbose = run(&["-v"]);
+    let kept_back = verbose.iter().filter(|l| l.contains("not shown")).count();
+    assert_eq!(kept_back, 9, "{verbose:#?}");
+    // --name wins over the server's name.
+    let named = run(&["--name", "files"]);
+    assert!(named.iter().all(|l| l.contains(" in mcp:files:")), "{named:#?}");
+}
