@@ -238,10 +238,7 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
 /// The listener every HTTP transport serves on: accepted connections get `TCP_NODELAY`, so a
 /// streamed answer's small writes are not held back by Nagle's algorithm until the client's
 /// delayed ACK (~40 ms per request on a kept-alive connection).
-type NoDelayListener = axum::serve::TapIo<
-    tokio::net::TcpListener,
-    fn(&mut tokio::net::TcpStream),
->;
+type NoDelayListener = axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)>;
 
 fn no_delay(stream: &mut tokio::net::TcpStream) {
     if let Err(e) = stream.set_nodelay(true) {

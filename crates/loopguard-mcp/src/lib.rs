@@ -37,7 +37,8 @@ pub use options::{ProxyOptions, ProxyOptionsBuilder, DEFAULT_IDLE_TTL, DEFAULT_M
 use guard::GuardLayer;
 use relay::Relay;
 
-/// Why the proxy could not run.
+/// Why the proxy could not run. Each message states its cause once (the I/O error is part of
+/// the message, not a separate `source`, so `{:#}` chains do not repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
     /// No server command after `--`.
@@ -45,16 +46,16 @@ pub enum McpError {
     NoCommand,
     /// The server command could not be started.
     #[error("cannot start the MCP server `{0}`: {1}")]
-    Spawn(String, #[source] std::io::Error),
+    Spawn(String, std::io::Error),
     /// A pipe to the server was not set up.
     #[error("the MCP server's {0} is not piped")]
     Pipe(&'static str),
     /// Waiting for the server failed.
     #[error("cannot wait for the MCP server: {0}")]
-    Wait(#[source] std::io::Error),
+    Wait(std::io::Error),
     /// Another I/O failure, with what was being done.
     #[error("{0}: {1}")]
-    Io(String, #[source] std::io::Error),
+    Io(String, std::io::Error),
     /// An option's value is not usable.
     #[error("{0}")]
     Invalid(String),

@@ -469,7 +469,10 @@ mod tests {
 
     fn relay(options: crate::ProxyOptions) -> Relay {
         let guard = Arc::new(GuardLayer::new(&options).expect("guard"));
-        let naming = crate::Naming::new(&crate::ProxyOptions::builder().session_key("s").build(), "x".to_owned());
+        let naming = crate::Naming::new(
+            &crate::ProxyOptions::builder().session_key("s").build(),
+            "x".to_owned(),
+        );
         Relay::new(guard, naming, "r")
     }
 

@@ -114,7 +114,8 @@ struct InstallArgs {
     /// The config file (default: the client's usual place for this user).
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
-    /// The loopguard command written into the entries (default: this executable).
+    /// The loopguard command written into the entries (default: `loopguard` when the first
+    /// one on PATH is this program, else this executable's absolute path).
     #[arg(long, value_name = "PATH")]
     loopguard: Option<String>,
 }
@@ -145,9 +146,7 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     };
     let exe = match args.loopguard {
         Some(l) => l,
-        None => std::env::current_exe()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "loopguard".to_owned()),
+        None => loopguard_command(),
     };
     let installer = loopguard_mcp::Installer::new(client, &path).loopguard_command(exe);
     let report = if install {
@@ -157,6 +156,34 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     };
     out!("{}", report.render())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command written into client configs: `loopguard` when the first `loopguard` on
+/// `PATH` is this very program (the same file, through any symlinks), so the entry survives
+/// upgrades and reads as a user would write it; else this executable's absolute path (e.g. a
+/// build directory when run through cargo).
+fn loopguard_command() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "loopguard".to_owned();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("loopguard"))
+            .find(|c| c.is_file())
+    });
+    if on_path.is_some_and(|found| same_file(&found, &exe)) {
+        return "loopguard".to_owned();
+    }
+    exe.to_string_lossy().into_owned()
+}
+
+/// `true` when both paths lead to the same file (device and inode, symlinks followed).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 fn proxy(args: ProxyArgs) -> Result<ExitCode> {

@@ -193,14 +193,20 @@ impl Connection {
     }
 
     fn initialize(&mut self) -> Value {
-        let answer = self.post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        let answer = self.post(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-06-18","capabilities":{},
-            "clientInfo":{"name":"raw","version":"1"}}}));
+            "clientInfo":{"name":"raw","version":"1"}}}),
+        );
         assert_eq!(answer.status, 200, "initialize");
         assert!(self.session.is_some(), "a session id comes with initialize");
         let initialized = self.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
         assert_eq!(initialized.status, 202);
-        answer.messages.into_iter().next().expect("initialize result")
+        answer
+            .messages
+            .into_iter()
+            .next()
+            .expect("initialize result")
     }
 
     /// A `tools/call` whose answer may be an HTTP error.
@@ -271,7 +277,10 @@ fn children(pid: u32) -> Vec<u32> {
     if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for t in tasks.flatten() {
             if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
-                out.extend(text.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+                out.extend(
+                    text.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
             }
         }
     }
@@ -351,5 +360,8 @@ fn at_the_session_cap_the_oldest_idle_session_goes_and_a_busy_proxy_answers_503(
         "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}));
     let message = assert_json_error(&refused, 503);
     assert!(message.contains("--max-sessions"), "{message}");
-    assert!(Path::new(&format!("/proc/{server_b}")).exists(), "B still runs");
+    assert!(
+        Path::new(&format!("/proc/{server_b}")).exists(),
+        "B still runs"
+    );
 }

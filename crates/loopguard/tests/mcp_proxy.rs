@@ -755,8 +755,16 @@ fn stderr_has_one_line_per_warning_or_block_shown_and_the_rest_waits_for_v() {
             .collect::<Vec<_>>()
     };
     let lines = run(&[]);
-    assert_eq!(lines.len(), 6, "one line per warning or block shown: {lines:#?}");
-    assert!(lines[0].contains("WARN") && lines[0].contains(WARNING), "{}", lines[0]);
+    assert_eq!(
+        lines.len(),
+        6,
+        "one line per warning or block shown: {lines:#?}"
+    );
+    assert!(
+        lines[0].contains("WARN") && lines[0].contains(WARNING),
+        "{}",
+        lines[0]
+    );
     for l in &lines[1..] {
         assert!(l.contains("ERROR") && l.contains(BLOCK), "{l}");
     }
@@ -773,5 +781,68 @@ fn stderr_has_one_line_per_warning_or_block_shown_and_the_rest_waits_for_v() {
     assert_eq!(kept_back, 9, "{verbose:#?}");
     // --name wins over the server's name.
     let named = run(&["--name", "files"]);
-    assert!(named.iter().all(|l| l.contains(" in mcp:files:")), "{named:#?}");
+    assert!(
+        named.iter().all(|l| l.contains(" in mcp:files:")),
+        "{named:#?}"
+    );
+}
+
+/// `mcp install` writes `loopguard` when the first `loopguard` on PATH is this very program,
+/// else the absolute path of the binary that ran it; a missing config file's error states
+/// its cause once.
+#[test]
+fn install_writes_loopguard_from_path_when_it_is_the_same_program() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("mcp.json");
+    let install = |path_dir: &Path| {
+        std::fs::write(
+            &config,
+            "{\"mcpServers\":{\"files\":{\"command\":\"npx\",\"args\":[\"-y\",\"server\"]}}}\n",
+        )
+        .expect("write");
+        let out = Command::new(loopguard())
+            .args(["mcp", "install", "--client", "cursor", "--config"])
+            .arg(&config)
+            .env(
+                "PATH",
+                std::env::join_paths([path_dir, Path::new("/usr/bin"), Path::new("/bin")])
+                    .expect("PATH"),
+            )
+            .output()
+            .expect("install");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let installed: Value =
+            serde_json::from_str(&std::fs::read_to_string(&config).expect("read")).expect("JSON");
+        installed["mcpServers"]["files"]["command"]
+            .as_str()
+            .expect("command")
+            .to_owned()
+    };
+    let same = dir.path().join("same");
+    std::fs::create_dir(&same).expect("mkdir");
+    std::os::unix::fs::symlink(loopguard(), same.join("loopguard")).expect("symlink");
+    assert_eq!(install(&same), "loopguard", "the same program is on PATH");
+
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    std::fs::write(other.join("loopguard"), "#!/bin/sh\nexit 0\n").expect("write");
+    assert_eq!(
+        install(&other),
+        loopguard(),
+        "another program named loopguard is not ours"
+    );
+
+    let out = Command::new(loopguard())
+        .args(["mcp", "install", "--client", "cursor", "--config"])
+        .arg(dir.path().join("missing.json"))
+        .output()
+        .expect("install");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.json"), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
