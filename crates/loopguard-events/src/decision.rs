@@ -16,7 +16,9 @@ pub enum Action {
     Allow,
     /// call: a loop is forming.
     Warn,
-    /// call: a loop; the call does not run (enforce) or would not have (observe).
+    /// call: a loop; the call does not run (enforce) or would not have (observe). When the
+    /// block also ends the run (the strict profile's `second_critical_abort`), the record
+    /// says `abort` (see [`Decision::decision_str`]).
     Block,
     /// outcome: recorded.
     Recorded,
@@ -93,6 +95,38 @@ pub struct Decision<'e> {
 }
 
 impl Decision<'_> {
+    /// `true` for a call refused because its run is ended: the strict profile's
+    /// `second_critical_abort` (the second critical loop of a run, and every call of the run
+    /// after it). The call is blocked ([`Action::Block`]) and the agent should stop.
+    pub fn ends_run(&self) -> bool {
+        self.action == Action::Block
+            && self
+                .finding
+                .as_ref()
+                .is_some_and(|f| f.detector == Detector::SecondCriticalAbort)
+    }
+
+    /// The record's `decision` word: [`Action::as_str`], except that a block that ends the
+    /// run says `abort` in every front end (replay, `serve`, `mcp`, the hook's log), as the
+    /// post-compaction abort does (decisions.md: one vocabulary for "the run is over").
+    ///
+    /// ```
+    /// use loopguard_events::{Action, Decision, EventKind};
+    /// let d = Decision {
+    ///     line: 1, kind: EventKind::Call, session: "s".into(), run: None, call_id: None,
+    ///     tool: Some("t".into()), engine_tool: None, args: None, result: None,
+    ///     action: Action::Block, finding: None,
+    /// };
+    /// assert_eq!(d.decision_str(), "block");
+    /// ```
+    pub fn decision_str(&self) -> &'static str {
+        if self.ends_run() {
+            Action::Abort.as_str()
+        } else {
+            self.action.as_str()
+        }
+    }
+
     /// Appends the decision as one JSON line (with the trailing newline).
     ///
     /// Field order follows events.md; strings are escaped as `JSON.stringify` does.
@@ -153,7 +187,7 @@ impl Decision<'_> {
             }
         }
         out.extend_from_slice(b",\"decision\":\"");
-        out.extend_from_slice(self.action.as_str().as_bytes());
+        out.extend_from_slice(self.decision_str().as_bytes());
         out.push(b'"');
         if let Some(f) = &self.finding {
             out.extend_from_slice(b",\"detector\":\"");

@@ -611,12 +611,14 @@ impl SessionEntry {
     fn log_row(&self, d: &Decision<'_>, mode: Mode, event: &Event<'_>, now_ms: u64) -> LogRow {
         let lossy = |s: &JsString<'_>| s.to_string_lossy().into_owned();
         let observe = mode == Mode::Observe;
-        let decision = match (d.action, &d.finding) {
-            (Action::Warn, Some(f)) if observe => "would-warn",
-            (Action::Warn, Some(f)) if f.emitted == Some(false) => "warn-quiet",
-            (Action::Block, _) if observe => "would-block",
-            (Action::Abort, _) if observe => "would-abort",
-            (a, _) => a.as_str(),
+        let quiet = d.finding.as_ref().is_some_and(|f| f.emitted == Some(false));
+        let decision = match d.action {
+            Action::Warn if observe => "would-warn",
+            Action::Warn if quiet => "warn-quiet",
+            Action::Block if observe && d.ends_run() => "would-abort",
+            Action::Block if observe => "would-block",
+            Action::Abort if observe => "would-abort",
+            _ => d.decision_str(),
         };
         LogRow {
             seq: self.stats.events,

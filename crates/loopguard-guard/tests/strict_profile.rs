@@ -52,8 +52,8 @@ fn strict_profile_from_the_config_survives_a_sqlite_store() {
             "warn:identical_failure_streak",
             "warn:identical_failure_streak",
             "block:identical_failure_streak",
-            "block:second_critical_abort",
-            "block:second_critical_abort",
+            "abort:second_critical_abort",
+            "abort:second_critical_abort",
         ]
     );
     let info = guard.session(None, "s1").unwrap().unwrap();

@@ -183,7 +183,7 @@ fn trace_decision(d: &Decision<'_>) {
         Action::Warn => f.emitted == Some(true),
         _ => false,
     };
-    let (action, detector, count) = (d.action.as_str(), f.detector.as_str(), f.count);
+    let (action, detector, count) = (d.decision_str(), f.detector.as_str(), f.count);
     let message = &f.message;
     if !shown {
         tracing::info!(

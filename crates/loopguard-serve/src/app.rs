@@ -69,7 +69,7 @@ pub(crate) const ROUTES: [&str; 8] = [
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route(ROUTES[0], post(post_events))
         .route(ROUTES[1], get(get_session).delete(delete_session))
         .route(ROUTES[2], post(post_claude_code))
@@ -80,7 +80,12 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[7], get(openapi))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
-        .with_state(state)
+        .with_state(state);
+    // Around the whole router, so axum's own answers (a 405 with its `Allow`) are complete
+    // when they are rewritten as JSON.
+    Router::new()
+        .fallback_service(routes)
+        .layer(middleware::from_fn(json_errors))
 }
 
 /// Times every request and counts it by route and status.
@@ -96,6 +101,49 @@ async fn track(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .metrics
         .request(route, response.status().as_u16(), start.elapsed());
     response
+}
+
+/// Every error is JSON (the `Error` schema): answers axum writes itself (405 for another
+/// method of a known path, a path parameter it cannot decode) come without a body or as
+/// text, and are rewritten here, keeping their status and headers (`Allow`).
+async fn json_errors(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match body.collect().await {
+        Ok(b) => String::from_utf8_lossy(&b.to_bytes()).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let error = if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allow = parts
+            .headers
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        format!("method not allowed for this path (allowed: {allow}); see GET /openapi.json")
+    } else if text.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase()
+    } else {
+        text
+    };
+    let body = ApiError::new(status, error, None).body();
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
 }
 
 async fn not_found() -> ApiError {
@@ -394,7 +442,7 @@ impl AppState {
     pub(crate) fn record(&self, decision: &Decision<'_>, out: &mut Vec<u8>) {
         let finding = decision.finding.as_ref();
         self.metrics.decision(DecisionLabels {
-            decision: decision.action.as_str(),
+            decision: decision.decision_str(),
             detector: finding.map_or("", |f| f.detector.as_str()),
             level: finding.map_or("", |f| f.level.as_str()),
         });
@@ -467,6 +515,12 @@ async fn post_claude_code(
     let out = state
         .run(move |s| crate::wiring::claude_code(s, tenant.as_deref(), &bytes))
         .await??;
+    // Nothing to say is `{}` (Claude Code reads it as no output): a JSON body, as declared.
+    let out = if out.iter().all(u8::is_ascii_whitespace) {
+        b"{}".to_vec()
+    } else {
+        out
+    };
     Ok(json_response(out, "application/json"))
 }
 

@@ -15,6 +15,30 @@ fn error_response(description: &str) -> Value {
 }
 
 fn build() -> Value {
+    let mut doc = document_without_405();
+    // Every operation answers 405 for another method of its path (with `Allow`).
+    let e405 = error_response("Not a method of this path; `Allow` lists the methods");
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for ops in paths.values_mut().filter_map(Value::as_object_mut) {
+            for op in ops.values_mut() {
+                if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
+                    responses.insert("405".to_owned(), e405.clone());
+                }
+            }
+        }
+    }
+    doc["components"]["schemas"]["Detector"] = json!({
+        "enum": loopguard_core::Detector::ALL
+            .into_iter()
+            .chain(loopguard_core::Detector::EXTRA)
+            .map(|d| d.as_str())
+            .collect::<Vec<_>>(),
+        "description": "OpenClaw's detectors, then the strict profile's"
+    });
+    doc
+}
+
+fn document_without_405() -> Value {
     let e400 = error_response("Malformed request: `error` says what is wrong, `field` names the field (as `loopguard replay` does)");
     let e401 =
         error_response("Missing or unknown bearer token (only when the server runs with --tokens)");
@@ -76,7 +100,7 @@ fn build() -> Value {
                 "summary": "Claude Code's `type: \"http\"` hook: the answer is what `loopguard hook claude-code` prints for the same input",
                 "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The hook input Claude Code sends (session_id, hook_event_name, tool_name, tool_input, tool_use_id, tool_response, ...)" } } } },
                 "responses": {
-                    "200": { "description": "The hook output (empty when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
+                    "200": { "description": "The hook output (`{}` when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
                     "400": e400, "401": e401, "413": e413, "503": e503
                 }
             } },
@@ -129,8 +153,8 @@ fn build() -> Value {
                         "tool": { "type": "string" },
                         "argsHash": { "type": "string" },
                         "resultHash": { "type": ["string", "null"] },
-                        "decision": { "enum": ["allow", "warn", "block", "recorded", "ignored", "abort", "armed"] },
-                        "detector": { "enum": ["generic_repeat", "known_poll_no_progress", "ping_pong", "global_circuit_breaker", "unknown_tool_repeat", "compaction_loop_persisted"] },
+                        "decision": { "enum": ["allow", "warn", "block", "recorded", "ignored", "abort", "armed"], "description": "`abort`: the call is refused and the run is over (the strict profile's second_critical_abort), or the post-compaction guard ended the run (outcome)" },
+                        "detector": { "$ref": "#/components/schemas/Detector" },
                         "level": { "enum": ["warning", "critical"] },
                         "count": { "type": "integer" },
                         "message": { "type": "string", "description": "what to tell the model" },
@@ -150,7 +174,29 @@ fn build() -> Value {
                         "blocks": { "type": "integer" },
                         "aborts": { "type": "integer" },
                         "lastSeen": { "type": "integer", "description": "milliseconds since 1970 (UTC) of the last event" },
-                        "recent": { "type": "array", "items": { "$ref": "#/components/schemas/Decision" } }
+                        "recent": { "type": "array", "items": { "$ref": "#/components/schemas/RecentDecision" } }
+                    }
+                },
+                "RecentDecision": {
+                    "type": "object", "additionalProperties": false,
+                    "description": "One of a session's last decisions, oldest first. The words are those of /v1/events (a warning the de-duplication kept back is `warn` with `emitted: false`); sessions fed by the Claude Code endpoint also log the hook's own words. Fields without a value are left out, except `run` and `callId`.",
+                    "required": ["seq", "ts", "type", "run", "callId", "decision"],
+                    "properties": {
+                        "seq": { "type": "integer", "minimum": 1, "description": "the session's event number" },
+                        "ts": { "type": "integer", "description": "milliseconds since 1970 (UTC)" },
+                        "type": { "type": "string", "description": "call, outcome, compaction, or the hook event (PreToolUse, PostToolUse, ...)" },
+                        "run": { "type": ["string", "null"] },
+                        "callId": { "type": ["string", "null"] },
+                        "tool": { "type": "string" },
+                        "decision": { "anyOf": [
+                            { "enum": ["allow", "warn", "block", "recorded", "ignored", "abort", "armed"] },
+                            { "enum": ["would-warn", "would-block", "would-abort", "new-run", "duplicate", "deny-aborted", "already-armed"], "description": "the Claude Code endpoint's words" },
+                            { "type": "string", "pattern": "^batch: ", "description": "a PostToolBatch: how many outcomes it recorded" }
+                        ] },
+                        "detector": { "$ref": "#/components/schemas/Detector" },
+                        "count": { "type": "integer" },
+                        "message": { "type": "string" },
+                        "emitted": { "type": "boolean", "description": "warn only: whether the warning was shown to the model" }
                     }
                 },
                 "Error": {

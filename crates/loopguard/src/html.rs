@@ -195,6 +195,7 @@ impl Timeline {
         };
         let kind = match d.action {
             Action::Warn => Kind::Warn,
+            Action::Block if d.ends_run() => Kind::Abort,
             Action::Block => Kind::Block,
             Action::Abort => Kind::Abort,
             _ => return,
@@ -205,7 +206,7 @@ impl Timeline {
         s.loops[li].push(|| Mark {
             pos,
             kind,
-            tip: tooltip(d, meta, d.action.as_str()),
+            tip: tooltip(d, meta, d.decision_str()),
         });
     }
 

@@ -514,7 +514,13 @@ fn claude_code_http_hook_denies_from_the_21st_identical_read() {
             .unwrap()
             .write_all(input.as_bytes())
             .unwrap();
-        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+        // The command prints nothing when it has nothing to say; the endpoint answers `{}`.
+        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+        if out.trim().is_empty() {
+            "{}".to_owned()
+        } else {
+            out
+        }
     };
     let mut denied = Vec::new();
     for id in 1..=25 {

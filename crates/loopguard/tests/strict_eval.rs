@@ -291,7 +291,7 @@ fn profile_flag_overrides_the_file_and_names_the_detector() {
     assert_eq!(strict[3], "warn:identical_failure_streak", "{strict:?}");
     assert_eq!(strict[6], "block:identical_failure_streak", "{strict:?}");
     // Enforce mode: the blocked call's outcome is ignored, the retry is the second critical.
-    assert_eq!(strict[7], "block:second_critical_abort", "{strict:?}");
+    assert_eq!(strict[7], "abort:second_critical_abort", "{strict:?}");
 }
 
 /// `config check` validates the `loopguard` block and shows what each agent gets.
