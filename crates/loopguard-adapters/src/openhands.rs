@@ -247,6 +247,9 @@ impl Session {
             .and_then(|x| x.get("metadata"))
             .and_then(|m| m.get("exit_code"))
             .and_then(Value::as_f64)
+            // -1: OpenHands could not read the exit status (no PS1 metadata). Unknown is
+            // not a failure: the output alone is the outcome.
+            .filter(|code| *code != -1.0)
         {
             exec_payload(&text, code)
         } else {

@@ -217,3 +217,42 @@ fn tau_bench_records_are_sessions_named_by_task_and_trial() {
         .unwrap();
     assert_eq!(kinds(&bad.diagnostics), [(1, DiagnosticKind::BadField)]);
 }
+
+/// OpenHands V0 writes `exit_code: -1` when it could not read a command's exit status (no PS1
+/// metadata): unknown is not a failure, so the outcome is the output alone, without an exit
+/// code the strict profile would count as a failure.
+#[test]
+fn openhands_v0_unknown_exit_status_is_not_a_failure() {
+    let mut history = Vec::new();
+    for i in 0..2 {
+        history.push(format!(
+            r#"{{"id":{a},"source":"agent","action":"run","args":{{"command":"ls"}},"tool_call_metadata":{{"function_name":"execute_bash","tool_call_id":"t{i}"}}}}"#,
+            a = 2 * i
+        ));
+        history.push(format!(
+            r#"{{"id":{o},"cause":{a},"observation":"run","content":"a b","extras":{{"metadata":{{"exit_code":{code}}}}}}}"#,
+            o = 2 * i + 1,
+            a = 2 * i,
+            code = if i == 0 { "-1" } else { "2" }
+        ));
+    }
+    let doc = format!(r#"{{"history":[{}]}}"#, history.join(","));
+    let a = OpenHands.adapt(doc.as_bytes(), &ctx("s")).expect("adapted");
+    let outcomes: Vec<_> = a
+        .events
+        .iter()
+        .filter(|e| e.event.kind == EventKind::Outcome)
+        .map(|e| e.event.payload.clone())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            Some(Payload::Result(json(
+                r#"{"content":[{"type":"text","text":"a b"}]}"#
+            ))),
+            Some(Payload::Result(json(
+                r#"{"content":[{"type":"text","text":"a b"}],"details":{"exitCode":2}}"#
+            ))),
+        ]
+    );
+}

@@ -377,7 +377,11 @@ fn an_ended_run_says_abort_in_replay_and_serve_alike() {
         .arg(&file)
         .output()
         .expect("replay");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let replayed: Vec<String> = String::from_utf8(out.stdout)
         .expect("utf-8")
         .lines()
@@ -390,7 +394,10 @@ fn an_ended_run_says_abort_in_replay_and_serve_alike() {
         .map(|e| post_json(&agent, &server.url("/v1/events"), e.as_bytes()).body)
         .collect();
     assert_eq!(replayed, served);
-    let aborts = served.iter().filter(|d| d.contains(r#""decision":"abort""#)).count();
+    let aborts = served
+        .iter()
+        .filter(|d| d.contains(r#""decision":"abort""#))
+        .count();
     assert!(aborts >= 1, "{served:#?}");
     assert!(
         served
