@@ -262,6 +262,10 @@ pub enum PlanNote {
     /// The config given leaves the rolling detectors off, so transcripts get only the
     /// post-compaction guard (as in OpenClaw).
     ConfigLeavesDetectorsOff,
+    /// Event streams replay with the rolling detectors off: without `--config` they get
+    /// OpenClaw's defaults (`enabled: false`), or the config given leaves them off. Only
+    /// the post-compaction guard runs.
+    DetectorsOffForEventStreams,
 }
 
 /// Why a replay cannot start.
@@ -397,6 +401,15 @@ impl Plan {
                 }
                 Some(_) => {}
             }
+        }
+        if sources.iter().any(|s| s.kind() == InputKind::EventStream)
+            && !options
+                .config_for(InputKind::EventStream)
+                .policy_for(None)
+                .resolved
+                .enabled
+        {
+            notes.push(PlanNote::DetectorsOffForEventStreams);
         }
         Ok(Plan {
             sources,

@@ -164,9 +164,26 @@ impl Default for SessionMarks {
 #[derive(Default, Debug)]
 pub struct Timeline {
     sessions: Vec<SessionMarks>,
+    settings: Vec<Setting>,
+}
+
+/// The configuration one kind of input replayed with, as the page shows it.
+#[derive(Clone, Debug)]
+pub struct Setting {
+    /// `event streams` or `transcripts`.
+    pub inputs: &'static str,
+    /// Where the config came from and the thresholds and detectors used.
+    pub text: String,
+    /// Loop detection was off (`enabled` not true): the page says so prominently.
+    pub detection_off: bool,
 }
 
 impl Timeline {
+    /// The configurations to show in the page's header.
+    pub fn set_settings(&mut self, settings: Vec<Setting>) {
+        self.settings = settings;
+    }
+
     /// Adds one decision, placed where the summary put it.
     pub fn observe(&mut self, d: &Decision<'_>, meta: &EventMeta<'_>, at: Observed) {
         if self.sessions.len() <= at.session {
@@ -227,6 +244,19 @@ impl Timeline {
             plural(n_loops as u64, "loop", "loops"),
             esc(mode)
         );
+        for setting in &self.settings {
+            let _ = writeln!(
+                page,
+                "<p class=\"{}\"><b>config for {}:</b> {}</p>",
+                if setting.detection_off {
+                    "failed"
+                } else {
+                    "meta"
+                },
+                setting.inputs,
+                esc(&setting.text)
+            );
+        }
         let failed: Vec<String> = report
             .failures()
             .filter_map(|f| f.failure_message())

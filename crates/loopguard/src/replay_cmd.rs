@@ -297,6 +297,61 @@ impl Observer for Printer {
     }
 }
 
+/// What the page says about the configuration: per kind of input present, where its config
+/// came from, whether loop detection was on, and the thresholds and detectors used.
+fn settings(plan: &Plan, config: Option<&Path>) -> Vec<crate::html::Setting> {
+    use loopguard_replay::InputKind;
+    let mut out = Vec::new();
+    for (kind, label) in [
+        (InputKind::EventStream, "event streams"),
+        (InputKind::Transcript, "transcripts"),
+    ] {
+        let Some(source) = plan.sources.iter().find(|s| s.kind() == kind) else {
+            continue;
+        };
+        let policy = plan.config_for(source).policy_for(None);
+        let r = &policy.resolved;
+        let origin = match (config, kind) {
+            (Some(p), _) => format!("--config {}", p.display()),
+            (None, InputKind::EventStream) => {
+                "no --config: OpenClaw's defaults (enabled: false)".to_string()
+            }
+            (None, _) => "no --config: OpenClaw's defaults with enabled: true".to_string(),
+        };
+        let detectors: Vec<&str> = [
+            (r.generic_repeat, "generic_repeat"),
+            (r.known_poll_no_progress, "known_poll_no_progress"),
+            (r.ping_pong, "ping_pong"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        let text = if r.enabled {
+            format!(
+                "{origin} · profile {} · history {} · warning at {} · critical at {} · unknown tool at {} · global circuit breaker at {} · detectors: {}",
+                policy.extra.profile.as_str(),
+                r.history_size,
+                r.warning_threshold,
+                r.critical_threshold,
+                r.unknown_tool_threshold,
+                r.global_circuit_breaker_threshold,
+                if detectors.is_empty() { "none".to_string() } else { detectors.join(", ") }
+            )
+        } else {
+            format!(
+                "{origin} · loop detection OFF: only the post-compaction guard ran, so repeated calls were not looked for"
+            )
+        };
+        out.push(crate::html::Setting {
+            inputs: label,
+            text,
+            detection_off: !r.enabled,
+        });
+    }
+    out
+}
+
 fn write_stdout(text: &str) -> Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -337,6 +392,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     };
 
     let plan = Plan::new(&args.inputs, options)?;
+    let mut printer_timeline = html.as_ref().map(|_| Timeline::default());
     for s in &plan.skipped {
         errln!("{}: skipped: {}", s.path.display(), s.reason)?;
     }
@@ -349,8 +405,23 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                 "loopguard: {} does not set tools.loopDetection.enabled: true, so transcripts get only the post-compaction guard (as in OpenClaw); leave out --config to replay them with the detectors on",
                 args.config.as_deref().unwrap_or(Path::new("the config")).display()
             ),
+            // A closed stderr must not end the replay before it says how it went (its
+            // status): the note is best effort.
+            PlanNote::DetectorsOffForEventStreams => {
+                let _ = errln!(
+                "loopguard: {}: event streams replay with loop detection off (tools.loopDetection.enabled is not true); only the post-compaction guard runs. Give --config with enabled: true (e.g. examples/openclaw.json5) to find loops",
+                match &args.config {
+                    Some(p) => p.display().to_string(),
+                    None => "no --config given, so OpenClaw's defaults apply".to_string(),
+                }
+                );
+                Ok(())
+            }
             _ => Ok(()),
         }?;
+    }
+    if let Some(t) = printer_timeline.as_mut() {
+        t.set_settings(settings(&plan, args.config.as_deref()));
     }
 
     let mut printer = Printer {
@@ -359,7 +430,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             .json
             .then(|| io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
         buf: Vec::with_capacity(1024),
-        timeline: html.as_ref().map(|_| Timeline::default()),
+        timeline: printer_timeline,
         shown: HashMap::new(),
         said: None,
     };

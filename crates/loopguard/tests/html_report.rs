@@ -289,3 +289,54 @@ fn a_long_session_is_drawn_from_a_bounded_sample() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An event stream without `--config` replays with OpenClaw's default `enabled: false`:
+/// stderr and the page say detection was off; with the Quick start's config the page shows
+/// the config and thresholds used, and finds the example's loops.
+#[test]
+fn the_page_and_stderr_say_which_config_ran_and_when_detection_was_off() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example = root.join("examples/stuck-agent.jsonl");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let page = dir.path().join("r.html");
+    let run = |config: Option<&Path>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+        cmd.args(["replay", "--color", "never", "--html"])
+            .arg(&page);
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let out = cmd.arg(&example).output().expect("replay");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            std::fs::read_to_string(&page).expect("page"),
+        )
+    };
+    let (stderr, html) = run(None);
+    assert!(stderr.contains("loop detection off"), "{stderr}");
+    assert!(
+        html.contains("no --config: OpenClaw&#39;s defaults (enabled: false) · loop detection OFF")
+            || html
+                .contains("no --config: OpenClaw's defaults (enabled: false) · loop detection OFF"),
+        "the page says detection was off"
+    );
+    let (stderr, html) = run(Some(&root.join("examples/openclaw.json5")));
+    assert!(!stderr.contains("loop detection off"), "{stderr}");
+    assert!(
+        html.contains("config for event streams:"),
+        "the page names the config"
+    );
+    assert!(
+        html.contains("profile openclaw · history 30 · warning at 10 · critical at 20"),
+        "the page shows the thresholds"
+    );
+    assert!(
+        html.contains("3 loops found"),
+        "the Quick start's three loops"
+    );
+}
