@@ -121,19 +121,24 @@ pub enum InputError {
         source: std::io::Error,
     },
     /// A directory given by name in which nothing can be replayed.
-    #[error("{}: no transcript files found (looked for *.{}){}", .0.display(), EXTENSIONS.join(", *."), skipped_hint(*.1))]
-    EmptyDirectory(PathBuf, usize),
+    /// Every file it skipped is named, with why.
+    #[error("{}: no transcript files found (looked for *.{}){}", .0.display(), EXTENSIONS.join(", *."), skipped_list(.1))]
+    EmptyDirectory(PathBuf, Vec<Skipped>),
     /// `-` together with other inputs.
     #[error("`-` (standard input) cannot be mixed with other inputs")]
     StdinMixed,
 }
 
-fn skipped_hint(n: usize) -> String {
-    match n {
-        0 => String::new(),
-        1 => "; 1 file skipped".to_string(),
-        n => format!("; {n} files skipped"),
+fn skipped_list(skipped: &[Skipped]) -> String {
+    let mut out = match skipped.len() {
+        0 => return String::new(),
+        1 => "; 1 file skipped:".to_string(),
+        n => format!("; {n} files skipped:"),
+    };
+    for s in skipped {
+        out.push_str(&format!("\n  {}: {}", s.path.display(), s.reason));
     }
+    out
 }
 
 /// The inputs to replay, in order, each once, and what the search passed over.
@@ -182,7 +187,7 @@ pub fn resolve(paths: &[PathBuf]) -> Result<Resolved, InputError> {
             if out.inputs.len() == before {
                 return Err(InputError::EmptyDirectory(
                     p.clone(),
-                    out.skipped.len() - skipped_before,
+                    out.skipped.split_off(skipped_before),
                 ));
             }
             continue;

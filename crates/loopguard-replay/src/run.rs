@@ -287,13 +287,16 @@ impl Plan {
                 Err(Stop::Failed(f)) => file.failure = Some(f),
             }
             // A transcript with content that gave no call (the adapters' `NoCalls` note) was
-            // probably read as the wrong format: an error when lines were not understood or
-            // the format was forced, a note otherwise (a recognised session that made no
-            // tool call).
+            // probably read as the wrong format: an error when lines were not understood,
+            // the format was forced, or it is the only input (its format guessed, a run that
+            // found nothing must not look like a clean one); a note otherwise (among
+            // several inputs, a recognised session that made no tool call).
             if let Some(note) = runner.no_calls.take() {
                 if file.failure.is_none()
                     && file.calls == 0
-                    && (file.skipped_lines > 0 || source.chosen == Chosen::Forced)
+                    && (file.skipped_lines > 0
+                        || source.chosen == Chosen::Forced
+                        || (source.chosen == Chosen::Detected && !runner.several))
                 {
                     file.failure = Some(Failure::NoCalls {
                         skipped_lines: file.skipped_lines,

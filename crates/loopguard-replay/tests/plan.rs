@@ -62,7 +62,13 @@ fn each_input_gets_the_defaults_of_its_kind() {
             ),
         ]
     );
-    assert_eq!(plan.notes, [PlanNote::DetectorsEnabledForTranscripts]);
+    assert_eq!(
+        plan.notes,
+        [
+            PlanNote::DetectorsEnabledForTranscripts,
+            PlanNote::DetectorsOffForEventStreams
+        ]
+    );
     assert!(
         plan.config_for(&plan.sources[1])
             .policy_for(None)

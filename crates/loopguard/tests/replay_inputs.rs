@@ -326,8 +326,9 @@ fn counts_of_one_are_singular() {
     assert!(!report.contains("1 sessions") && !report.contains("1 aborts"));
 }
 
-/// Item 5: a recognised session that simply made no tool call is not an error: it gets a
-/// note, the report and exit status 0. Forcing a format on it, it is an error.
+/// Item 5: among several inputs, a recognised session that simply made no tool call is not
+/// an error: it gets a note, the report and exit status 0. Alone (issue 20: a run that
+/// found nothing must not look clean), or with its format forced, it is an error.
 #[test]
 fn a_recognised_session_without_calls_is_a_note_not_an_error() {
     let dir = scratch("nocalls");
@@ -342,12 +343,27 @@ fn a_recognised_session_without_calls_is_a_note_not_an_error() {
     .collect();
     assert!(lines.len() >= 3);
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
-    let out = loopguard(&["replay", "--color", "never", file.to_str().unwrap()]);
+    let out = loopguard(&[
+        "replay",
+        "--color",
+        "never",
+        file.to_str().unwrap(),
+        CLAUDE_LOOP,
+    ]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("chat.jsonl: note: no tool call found"),
         "{stderr}"
+    );
+    let alone = loopguard(&["replay", "--color", "never", file.to_str().unwrap()]);
+    assert!(!alone.status.success());
+    assert!(
+        text(&alone.stderr).contains(
+            "read as claude-code (recognised from its content): no tool call found in its content"
+        ),
+        "{}",
+        text(&alone.stderr)
     );
     assert!(
         text(&out.stdout).contains("session chat ("),
@@ -364,4 +380,49 @@ fn a_recognised_session_without_calls_is_a_note_not_an_error() {
         text(&forced.stderr)
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 20: a file whose format is guessed and that gives no call at all (a real Anthropic
+/// Managed Agents export did) fails with the note as the error, as a forced format does;
+/// a directory with nothing readable names every file it skipped.
+#[test]
+fn a_guessed_format_without_any_call_fails_and_an_empty_folder_names_its_files() {
+    let dir = scratch("nocall");
+    let msg = dir.join("msg.json");
+    std::fs::write(
+        &msg,
+        r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn"}"#,
+    )
+    .unwrap();
+    let out = loopguard(&["replay", "--color", "never", msg.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: ")
+            && err.contains(
+                "msg.json: read as anthropic (recognised from its content): no tool call found"
+            ),
+        "{err}"
+    );
+    assert!(
+        !text(&out.stdout).contains("0 events"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let empty = dir.join("folder");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "hello").unwrap();
+    std::fs::write(empty.join("README.md"), "# hi").unwrap();
+    let out = loopguard(&["replay", empty.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("2 files skipped"), "{err}");
+    for f in ["notes.txt", "README.md"] {
+        assert!(
+            err.contains(&format!("folder/{f}: not a transcript extension")),
+            "{f}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
