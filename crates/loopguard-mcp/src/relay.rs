@@ -481,6 +481,64 @@ mod tests {
             .into_bytes()
     }
 
+    /// Strict profile: identical failing results are blocked, and the retry (the run's
+    /// second critical) ends the run; the proxy refuses it and its `--log` record says
+    /// `abort`, as replay and serve do.
+    #[test]
+    fn an_ended_run_is_refused_and_logged_as_abort() {
+        let dir = std::env::temp_dir().join(format!("lg-mcp-abort-{}", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let config = loopguard_core::OpenClawConfig::from_json5(
+            r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict"}}"#,
+        )
+        .expect("config")
+        .config;
+        let r = relay(
+            crate::ProxyOptions::builder()
+                .config(config)
+                .log_file(&dir)
+                .build(),
+        );
+        let mut refused = Vec::new();
+        for i in 0..12 {
+            match r.client_message(&call(&i.to_string(), "read")) {
+                FromClient::Forward => {
+                    let answer = format!(
+                        r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"ENOENT"}}],"isError":true}}}}"#
+                    );
+                    let _ = r.server_message(answer.as_bytes());
+                }
+                FromClient::Reply(_) => refused.push(i),
+            }
+        }
+        let log = std::fs::read_to_string(&dir).expect("the --log file");
+        let _ = std::fs::remove_file(&dir);
+        let words: Vec<String> = log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSON record"))
+            .filter(|v| v["type"] == "call")
+            .map(|v| {
+                format!(
+                    "{}:{}",
+                    v["decision"].as_str().unwrap_or(""),
+                    v["detector"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        let ended: Vec<usize> = (0..words.len())
+            .filter(|&i| words[i].ends_with(":second_critical_abort"))
+            .collect();
+        assert!(!ended.is_empty(), "the run is ended: {words:?}");
+        for &i in &ended {
+            assert_eq!(words[i], "abort:second_critical_abort", "{words:?}");
+            assert!(refused.contains(&i), "call {i} is refused: {refused:?}");
+        }
+        assert!(
+            words[..ended[0]].iter().any(|w| w.starts_with("block:")),
+            "a block came first: {words:?}"
+        );
+    }
+
     #[test]
     fn string_and_number_ids_unknown_tool_errors_block_at_the_threshold() {
         let r = relay(crate::ProxyOptions::builder().build());
