@@ -32,9 +32,13 @@ export interface DecisionBase {
   failOpen?: boolean;
 }
 
-/** The decision before a tool call: on 'block' do not run the tool. */
+/**
+ * The decision before a tool call: on 'block' do not run the tool. 'abort' (the strict
+ * profile's second critical loop of a run, `second_critical_abort`): do not run it either,
+ * the run is over.
+ */
 export interface CallDecision extends DecisionBase {
-  action: 'allow' | 'warn' | 'block';
+  action: 'allow' | 'warn' | 'block' | 'abort';
   warningKey?: string;
   pairedTool?: string;
   /** Whether the model should be told (warnings are shown once per bucket of ten). */

@@ -56,7 +56,7 @@ export function register(api) {
     const d = safely(`the check of ${event.toolName}`, () =>
       guard.beforeCall(s.session, event.toolName, event.params ?? {}, { run: s.run, callId: s.callId, agent: s.agent }),
     );
-    if (d?.action === 'block') return { block: true, blockReason: d.message };
+    if (d?.action === 'block' || d?.action === 'abort') return { block: true, blockReason: d.message };
     if (d?.action === 'warn' && d.emitted) logger.warn(`loopguard: ${d.message}`);
     return undefined;
   });

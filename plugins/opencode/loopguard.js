@@ -41,7 +41,7 @@ export function createLoopGuardPlugin(options = {}) {
         const d = safely(`the check of ${input.tool}`, () =>
           guard.beforeCall(input.sessionID, input.tool, output.args ?? {}, { callId: input.callID }),
         );
-        if (d?.action === 'block') throw new Error(d.message);
+        if (d?.action === 'block' || d?.action === 'abort') throw new Error(d.message);
         if (d?.action === 'warn' && d.emitted) warnings.set(input.callID, d.message);
       },
       'tool.execute.after': async (input, output) => {

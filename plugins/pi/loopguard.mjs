@@ -46,7 +46,7 @@ export function createLoopGuardExtension(options = {}) {
       const d = safely(`the check of ${event.toolName}`, () =>
         guard.beforeCall(session, event.toolName, event.input ?? {}, { callId: event.toolCallId }),
       );
-      if (d?.action === 'block') return { block: true, reason: d.message };
+      if (d?.action === 'block' || d?.action === 'abort') return { block: true, reason: d.message };
       if (d?.action === 'warn' && d.emitted) warnings.set(event.toolCallId ?? `${session}:${event.toolName}`, d.message);
       return undefined;
     });

@@ -48,7 +48,7 @@ function protectTools(tools, options) {
           throw new LoopGuardBlockedError('loopguard stopped this run: a tool-call loop survived a context compaction.', null);
         }
         const decision = await before(ctx, name, input, callId);
-        if (decision?.action === 'block') throw new LoopGuardBlockedError(decision.message, decision);
+        if (decision?.action === 'block' || decision?.action === 'abort') throw new LoopGuardBlockedError(decision.message, decision);
         let result;
         try {
           result = await execute.call(tool, input, execOptions);

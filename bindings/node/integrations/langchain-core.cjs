@@ -44,7 +44,7 @@ function build(lc, options) {
       const callId = call.id;
       const ctx = { ...options, session: String(sessionOf(request.runtime)), run, agent };
       const decision = await before(ctx, name, args, callId);
-      if (decision?.action === 'block') {
+      if (decision?.action === 'block' || decision?.action === 'abort') {
         return new lc.ToolMessage({ content: decision.message, tool_call_id: callId ?? '', name, status: 'error' });
       }
       let response;

@@ -30,7 +30,7 @@ function createLoopGuardHooks(options) {
     beforeToolCall: async ({ toolName, input, context }) => {
       if (isStopped(ctx.guard, ctx.session, ctx.run)) return { proceed: false, output: STOPPED };
       const decision = await before(ctx, toolName, input ?? {}, callIdOf(context));
-      if (decision?.action === 'block') return { proceed: false, output: decision.message };
+      if (decision?.action === 'block' || decision?.action === 'abort') return { proceed: false, output: decision.message };
       if (decision && input !== null && typeof input === 'object') decisions.set(input, decision);
       return undefined;
     },

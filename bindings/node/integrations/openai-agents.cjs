@@ -42,7 +42,7 @@ function loopGuardToolGuardrails(options) {
       if (isStopped(ctx.guard, ctx.session, ctx.run)) return raise({ stopped: true });
       const args = parseArgs(toolCall.arguments);
       const decision = await before(ctx, toolCall.name, args, toolCall.callId);
-      if (decision?.action === 'block') return reject(decision.message, decision);
+      if (decision?.action === 'block' || decision?.action === 'abort') return reject(decision.message, decision);
       if (toolCall.callId) pending.set(toolCall.callId, decision);
       return allow();
     },
