@@ -40,11 +40,13 @@ pub enum Format {
     Anthropic,
     /// Wrapped chat logs: records holding a chat message list (tau-bench's `traj`, …).
     ChatLog,
+    /// OpenTelemetry traces: OTLP JSON (`resourceSpans`), flat span dumps, Phoenix spans.
+    Otlp,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 15] = [
+    pub const ALL: [Format; 16] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -60,6 +62,7 @@ impl Format {
         Format::OpenHandsEval,
         Format::Anthropic,
         Format::ChatLog,
+        Format::Otlp,
     ];
 
     /// The name used by `--format`.
@@ -80,6 +83,7 @@ impl Format {
             Format::OpenHandsEval => "openhands-eval",
             Format::Anthropic => "anthropic",
             Format::ChatLog => "chat-log",
+            Format::Otlp => "otlp",
         }
     }
 
@@ -101,6 +105,7 @@ impl Format {
             Format::OpenHandsEval => "OpenHands evaluation output.jsonl (one run per line)",
             Format::Anthropic => "Anthropic Messages (messages, requests, responses)",
             Format::ChatLog => "chat log records (tau-bench traj, messages, history, conversation)",
+            Format::Otlp => "OpenTelemetry traces (OTLP JSON, span dumps, Phoenix span exports)",
         }
     }
 
@@ -189,6 +194,9 @@ fn name_hint(name: &str) -> Option<Format> {
 
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
+    if is_trace_record(v) {
+        return Some(Format::Otlp);
+    }
     let ty = str_field(v, "type");
     if matches!(v.get("history"), Some(Value::Array(_))) && v.get("instance_id").is_some() {
         return Some(Format::OpenHandsEval);
@@ -279,6 +287,19 @@ fn detect_document(text: &str) -> Option<Format> {
         return None;
     }
     let key = |k: &str| text.contains(&format!("\"{k}\""));
+    // OTLP JSON cut short, or several pretty-printed documents back to back.
+    if text.starts_with('{') || text.starts_with('[') {
+        let head = &text[..text.len().min(4096)];
+        let near = |k: &str| head.contains(&format!("\"{k}\""));
+        if near("resourceSpans")
+            || near("resource_spans")
+            || near("scopeSpans")
+            || near("scope_spans")
+            || (near("context") && near("trace_id") && near("span_id"))
+        {
+            return Some(Format::Otlp);
+        }
+    }
     if key("trajectory_format") && text.contains("mini-swe-agent") {
         return Some(Format::MiniSweAgent);
     }
@@ -345,7 +366,33 @@ fn is_anthropic_record(v: &Value<'_>) -> bool {
     matches!(req.get("messages"), Some(Value::Array(ms)) if ms.iter().any(crate::anthropic::has_tool_blocks))
 }
 
+/// An OTLP JSON record (`TracesData`, `ResourceSpans`, `ScopeSpans`) or a flat span
+/// (`name` with a `context` holding `trace_id` and `span_id`).
+fn is_trace_record(v: &Value<'_>) -> bool {
+    let has = |k: &str| v.get(k).is_some();
+    if has("resourceSpans")
+        || has("resource_spans")
+        || ((has("scopeSpans") || has("scope_spans")) && !has("name"))
+    {
+        return true;
+    }
+    if has("spans") && has("scope") {
+        return true;
+    }
+    has("name")
+        && v.get("context")
+            .is_some_and(|c| c.get("trace_id").is_some() && c.get("span_id").is_some())
+}
+
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if is_trace_record(v) {
+        return Some(Format::Otlp);
+    }
+    if let Value::Array(items) = v {
+        if !items.is_empty() && items.iter().all(is_trace_record) {
+            return Some(Format::Otlp);
+        }
+    }
     if is_anthropic_record(v) {
         return Some(Format::Anthropic);
     }

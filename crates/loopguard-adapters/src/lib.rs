@@ -16,6 +16,7 @@
 //! | [`openhands`] | OpenHands V0 `trajectory.json`, evaluation `output.jsonl`, V1 SDK events |
 //! | [`anthropic`] | Anthropic Messages (messages, requests, responses, proxy logs) |
 //! | [`chat_log`] | wrapped chat logs (tau-bench `traj`, `messages`, `history`, `conversation`) |
+//! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
 //! file. Whole-document formats (a single JSON value) implement [`DocumentAdapter`].
@@ -44,9 +45,11 @@ pub mod events;
 pub mod openclaw;
 pub mod openclaw_sqlite;
 pub mod openhands;
+pub mod otlp;
 mod pairing;
 pub mod reader;
 pub mod responses;
+pub mod spans;
 pub mod swe_agent;
 pub mod synthetic;
 
@@ -112,6 +115,10 @@ pub enum DiagnosticKind {
     /// The format was read but the file, although it has content, gave no call: the format
     /// is probably not the right one. Line 0.
     NoCalls,
+    /// A record was used, but something in it is missing or unreadable (a trace span
+    /// without arguments or a result, an id in an unknown encoding): the message says what
+    /// was assumed. A note, not a loss: `--strict` does not stop on it.
+    Partial,
 }
 
 impl DiagnosticKind {

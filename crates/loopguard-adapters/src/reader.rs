@@ -139,6 +139,7 @@ fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
         Format::OpenHands => Box::new(crate::openhands::OpenHands),
         Format::Anthropic => Box::new(crate::anthropic::AnthropicMessages),
         Format::ChatLog => Box::new(crate::chat_log::ChatLog),
+        Format::Otlp => Box::new(crate::otlp::OtlpJson),
         _ => return None,
     })
 }
