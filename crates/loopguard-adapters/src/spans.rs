@@ -267,7 +267,8 @@ pub struct SpanCall {
     pub session: String,
     /// The trace id (the run).
     pub trace_id: String,
-    /// The agent's name (`gen_ai.agent.name` on the span or an ancestor), when known.
+    /// The agent's name (`gen_ai.agent.name`, or Pydantic AI's legacy `agent_name`, on the
+    /// span or an ancestor), when known.
     pub agent: Option<String>,
     /// The resource's `service.name`.
     pub service: Option<String>,
@@ -366,7 +367,7 @@ impl SpanSet {
             } else {
                 format!("{session_prefix}/{key}")
             };
-            let trace_agent = lineage(span, &["gen_ai.agent.name", "agent.name"]);
+            let trace_agent = lineage(span, &["gen_ai.agent.name", "agent_name", "agent.name"]);
             let ctx = Context {
                 session: session.clone(),
                 agent: agent.map(str::to_string).or_else(|| trace_agent.clone()),
