@@ -42,11 +42,21 @@ pub enum Format {
     ChatLog,
     /// OpenTelemetry traces: OTLP JSON (`resourceSpans`), flat span dumps, Phoenix spans.
     Otlp,
+    /// Langfuse observation and trace exports.
+    Langfuse,
+    /// LangSmith run exports.
+    LangSmith,
+    /// ATIF trajectories (Harbor).
+    Atif,
+    /// OpenAI Agents SDK trace exports.
+    OpenAiAgents,
+    /// Claude Managed Agents session events.
+    ManagedAgents,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 16] = [
+    pub const ALL: [Format; 21] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -63,6 +73,11 @@ impl Format {
         Format::Anthropic,
         Format::ChatLog,
         Format::Otlp,
+        Format::Langfuse,
+        Format::LangSmith,
+        Format::Atif,
+        Format::OpenAiAgents,
+        Format::ManagedAgents,
     ];
 
     /// The name used by `--format`.
@@ -84,6 +99,11 @@ impl Format {
             Format::Anthropic => "anthropic",
             Format::ChatLog => "chat-log",
             Format::Otlp => "otlp",
+            Format::Langfuse => "langfuse",
+            Format::LangSmith => "langsmith",
+            Format::Atif => "atif",
+            Format::OpenAiAgents => "openai-agents",
+            Format::ManagedAgents => "managed-agents",
         }
     }
 
@@ -106,6 +126,11 @@ impl Format {
             Format::Anthropic => "Anthropic Messages (messages, requests, responses)",
             Format::ChatLog => "chat log records (tau-bench traj, messages, history, conversation)",
             Format::Otlp => "OpenTelemetry traces (OTLP JSON, span dumps, Phoenix span exports)",
+            Format::Langfuse => "Langfuse observation / trace exports",
+            Format::LangSmith => "LangSmith run exports",
+            Format::Atif => "ATIF trajectories (Harbor)",
+            Format::OpenAiAgents => "OpenAI Agents SDK trace exports",
+            Format::ManagedAgents => "Claude Managed Agents session events",
         }
     }
 
@@ -176,6 +201,14 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
                 .or_else(|| name_hint(name));
         }
     }
+    // Server-sent events of a Managed Agents session stream.
+    if (text.starts_with("event:") || text.starts_with("data:"))
+        && text
+            .lines()
+            .any(|l| l.starts_with("data:") && l.contains("\"agent."))
+    {
+        return Some(Format::ManagedAgents);
+    }
     // A JSON document (pretty-printed, or an array), possibly cut off at the end of `head`.
     detect_document(text.trim_start()).or_else(|| name_hint(name))
 }
@@ -194,8 +227,8 @@ fn name_hint(name: &str) -> Option<Format> {
 
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
-    if is_trace_record(v) {
-        return Some(Format::Otlp);
+    if let Some(f) = export_record(v) {
+        return Some(f);
     }
     let ty = str_field(v, "type");
     if matches!(v.get("history"), Some(Value::Array(_))) && v.get("instance_id").is_some() {
@@ -384,14 +417,44 @@ fn is_trace_record(v: &Value<'_>) -> bool {
             .is_some_and(|c| c.get("trace_id").is_some() && c.get("span_id").is_some())
 }
 
-fn classify_document(v: &Value<'_>) -> Option<Format> {
+/// A record of a trace export format: OTLP, Langfuse, LangSmith, ATIF, OpenAI Agents SDK,
+/// Managed Agents.
+fn export_record(v: &Value<'_>) -> Option<Format> {
     if is_trace_record(v) {
-        return Some(Format::Otlp);
+        Some(Format::Otlp)
+    } else if crate::langfuse::is_observation(v) || crate::langfuse::is_trace(v) {
+        Some(Format::Langfuse)
+    } else if crate::langsmith::is_run(v) {
+        Some(Format::LangSmith)
+    } else if crate::atif::is_trajectory(v) {
+        Some(Format::Atif)
+    } else if crate::openai_agents::is_export(v) {
+        Some(Format::OpenAiAgents)
+    } else if crate::managed_agents::is_event(v) {
+        Some(Format::ManagedAgents)
+    } else {
+        None
     }
-    if let Value::Array(items) = v {
-        if !items.is_empty() && items.iter().all(is_trace_record) {
-            return Some(Format::Otlp);
-        }
+}
+
+/// A trace export document: a record, a list of records, or an API answer holding one.
+fn export_document(v: &Value<'_>) -> Option<Format> {
+    if let Some(f) = export_record(v) {
+        return Some(f);
+    }
+    let items = match v {
+        Value::Array(items) => items.as_slice(),
+        Value::Object(_) => ["data", "runs", "observations", "events", "spans"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(Value::as_array))?,
+        _ => return None,
+    };
+    items.iter().take(50).find_map(export_record)
+}
+
+fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if let Some(f) = export_document(v) {
+        return Some(f);
     }
     if is_anthropic_record(v) {
         return Some(Format::Anthropic);

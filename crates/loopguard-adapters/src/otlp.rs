@@ -88,7 +88,7 @@ pub fn read_value(v: &Value<'_>, line: u64, set: &mut SpanSet) {
 /// The top-level JSON values of `doc` with the line each starts on: JSON Lines, several
 /// pretty-printed values back to back, or one document. Text between values that is not
 /// JSON becomes a part of its own (reported as not JSON by the caller).
-fn split_values(doc: &[u8]) -> Vec<(u64, &[u8])> {
+pub(crate) fn split_values(doc: &[u8]) -> Vec<(u64, &[u8])> {
     let doc = doc.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(doc);
     // JSON Lines (the first line is a whole value): line by line, so a line cut off in
     // the middle of a string costs that line only.
@@ -195,6 +195,13 @@ fn record(v: &Value<'_>, line: u64, set: &mut SpanSet) {
                     || v.get("attributes").is_some())
             {
                 span(v, line, None, set);
+            } else if v.as_object().is_some_and(|o| {
+                !o.is_empty() && o.iter().all(|(_, x)| matches!(x, Value::Array(_)))
+            }) {
+                // Phoenix: named lists of spans (`{"<trace name>": [spans…]}`).
+                for (_, list) in v.as_object().into_iter().flat_map(Object::iter) {
+                    record(list, line, set);
+                }
             } else {
                 set.diagnostics.push(Diagnostic::new(
                     line,

@@ -177,13 +177,15 @@ pub(crate) async fn post_traces(
     let protobuf = match content_type(&headers).as_str() {
         "application/x-protobuf" | "application/protobuf" => true,
         "application/json" | "" => false,
-        other => return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
                 "content type {other:?}: send OTLP as application/x-protobuf or application/json"
             ),
-            Some("content-type"),
-        )),
+                Some("content-type"),
+            ))
+        }
     };
     let raw = read_body(&state, &headers, body).await?;
     let bytes = decompress(&headers, &raw, state.max_body)?;
