@@ -13,10 +13,10 @@ use crate::{Adapted, Context, Diagnostic, DiagnosticKind, SourcedEvent};
 /// number), else the items of the top-level list, or of the list under one of `list_keys`
 /// in the top-level object (API answers: `{"data":[…]}`), numbered from 1; a single object
 /// is record 1.
-pub(crate) fn records(
-    doc: &[u8],
-    list_keys: &[&str],
-) -> Result<(Vec<(u64, Value<'static>)>, Vec<Diagnostic>), Diagnostic> {
+/// Numbered records and the diagnostics of the parts that were not JSON.
+pub(crate) type Records = (Vec<(u64, Value<'static>)>, Vec<Diagnostic>);
+
+pub(crate) fn records(doc: &[u8], list_keys: &[&str]) -> Result<Records, Diagnostic> {
     let mut out = Vec::new();
     let mut diagnostics = Vec::new();
     let parts = crate::otlp::split_values(doc);
