@@ -198,16 +198,12 @@ fn cases() -> Vec<(Format, &'static str, Count)> {
             "transcripts/langfuse/observations-api.json",
             |t| grep(t, r#""type": "TOOL""#),
         ),
-        (
-            Format::LangSmith,
-            "transcripts/langsmith/runs.jsonl",
-            |t| grep(t, r#""run_type": "tool""#),
-        ),
-        (
-            Format::Atif,
-            "transcripts/atif/trajectory.json",
-            |t| grep(t, r#""function_name""#),
-        ),
+        (Format::LangSmith, "transcripts/langsmith/runs.jsonl", |t| {
+            grep(t, r#""run_type": "tool""#)
+        }),
+        (Format::Atif, "transcripts/atif/trajectory.json", |t| {
+            grep(t, r#""function_name""#)
+        }),
         (
             Format::OpenAiAgents,
             "transcripts/openai-agents/batch.json",
