@@ -8,6 +8,8 @@
 //! * `loopguard serve` receives the same spans from the SDK's OTLP/HTTP exporter
 //!   (protobuf, gzip, a bearer token): the loop shows in `/metrics` and the session API.
 //! * OTLP JSON posted out of order, in two batches, and a late span.
+//! * A real OpenAI Agents SDK agent (scripted `Model`, offline) whose trace processor writes
+//!   each trace and span's `export()`: `loopguard replay` reads it as `openai-agents`.
 //!
 //! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
 
@@ -38,7 +40,14 @@ fn python() -> PathBuf {
 
 /// Runs the scripted Pydantic AI agent with `args`; panics with its stderr when it fails.
 fn run_agent(args: &[&str]) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otel/pydantic_ai_loop.py");
+    run_script("pydantic_ai_loop.py", args);
+}
+
+/// Runs `tests/otel/<script>` with the venv's Python; it must report 25 tool calls.
+fn run_script(name: &str, args: &[&str]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/otel")
+        .join(name);
     let out = Command::new(python())
         .arg("-W")
         .arg("ignore")
@@ -109,6 +118,24 @@ fn replay_finds_the_loop_in_files_written_by_the_real_sdk() {
         // Arguments and results were recorded: no note about missing attributes.
         assert!(!text.contains("judged by tool name only"), "{text}");
     }
+}
+
+#[test]
+fn replay_finds_the_loop_in_a_real_openai_agents_sdk_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("agents-trace.jsonl");
+    run_script("openai_agents_loop.py", &[out.to_str().unwrap()]);
+    let text = replay(&out);
+    assert!(text.contains("reading as openai-agents"), "{text}");
+    assert!(
+        text.contains("25 calls, 10 warnings (1 shown to the model), 5 blocks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(count 10)") && text.contains("(count 20)"),
+        "{text}"
+    );
+    assert!(!text.contains("no result"), "{text}");
 }
 
 /// The conversation id Pydantic AI gave the run (the session the calls go to).
