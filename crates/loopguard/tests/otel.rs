@@ -9,7 +9,9 @@
 //!   (protobuf, gzip, a bearer token): the loop shows in `/metrics` and the session API.
 //! * OTLP JSON posted out of order, in two batches, and a late span.
 //! * A real OpenAI Agents SDK agent (scripted `Model`, offline) whose trace processor writes
-//!   each trace and span's `export()`: `loopguard replay` reads it as `openai-agents`.
+//!   each trace and span's `export()`: `loopguard replay` reads it as `openai-agents`; the
+//!   same run instrumented by OpenInference (`openinference-instrumentation-openai-agents`,
+//!   TOOL spans) is read as `otlp`.
 //!
 //! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
 

@@ -6,14 +6,26 @@ tracing hands each trace and span to a processor that writes `export()` one per 
 processor docs/traces/openai-agents.md shows); the SDK's default uploader is replaced, so
 nothing leaves the machine.
 
-Usage: openai_agents_loop.py OUT.jsonl [--calls N]
+With --openinference-otlp-json PATH, OpenInference's instrumentation of the Agents SDK
+(openinference-instrumentation-openai-agents) also records the run as OpenTelemetry spans
+(TOOL spans with `tool.name`, `input.value`, `output.value`), written as OTLP JSON Lines by the
+SDK's own OTLP encoder.
+
+Usage: openai_agents_loop.py OUT.jsonl [--calls N] [--openinference-otlp-json PATH]
 """
 
 import argparse
 import json
 import sys
 
-from agents import Agent, ModelSettings, Runner, function_tool, set_trace_processors
+from agents import (
+    Agent,
+    ModelSettings,
+    Runner,
+    add_trace_processor,
+    function_tool,
+    set_trace_processors,
+)
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.tracing.processor_interface import TracingProcessor
@@ -83,9 +95,36 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--calls", type=int, default=25)
+    p.add_argument("--openinference-otlp-json")
     a = p.parse_args()
     processor = JsonLines(a.out)
     set_trace_processors([processor])
+    provider = None
+    if a.openinference_otlp_json:
+        from google.protobuf.json_format import MessageToJson
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+        class OtlpJsonLines(SpanExporter):
+            def __init__(self, path):
+                self.out = open(path, "w", encoding="utf-8")
+
+            def export(self, spans):
+                self.out.write(MessageToJson(encode_spans(spans), indent=None) + "\n")
+                self.out.flush()
+                return SpanExportResult.SUCCESS
+
+            def shutdown(self):
+                self.out.close()
+
+        provider = TracerProvider(resource=Resource.create({"service.name": "agents-app"}))
+        provider.add_span_processor(SimpleSpanProcessor(OtlpJsonLines(a.openinference_otlp_json)))
+        # The instrumentor sets its own processor: the JSON Lines one is added back after it.
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+        add_trace_processor(processor)
 
     @function_tool
     def read_file(path: str) -> str:
@@ -97,6 +136,8 @@ def main():
                   model_settings=ModelSettings())
     result = Runner.run_sync(agent, "read the config", max_turns=a.calls + 5)
     processor.shutdown()
+    if provider:
+        provider.shutdown()
     print(f"tool calls: {model.n}, output: {result.final_output}", file=sys.stderr)
 
 
