@@ -338,3 +338,69 @@ fn serve_buffers_a_trace_sent_out_of_order_in_batches_and_counts_late_spans() {
         partial.body
     );
 }
+
+/// Through a SQLite store (its calls block: applied on the blocking pool), gzip JSON.
+#[test]
+fn serve_applies_traces_through_a_sqlite_store_with_gzip_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.sqlite3").display());
+    let server = Serve::start(&["--store", &store, "--trace-wait", "200ms"]);
+    let agent = agent();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let spans: Vec<String> = (0..11).map(|i| span_json(trace, i)).collect();
+    let mut gz = gzip(&body(&spans));
+    let a = request(
+        &agent,
+        "POST",
+        &server.url("/v1/traces"),
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        Some(&gz),
+    )
+    .unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{trace}")),
+        None,
+        |a| a.status == 200,
+    )
+    .json();
+    assert_eq!(
+        (s["calls"].clone(), s["warnings"].clone()),
+        (11.into(), 1.into()),
+        "{s}"
+    );
+    // A broken gzip body is a 400 naming the encoding.
+    gz.truncate(10);
+    let bad = request(
+        &agent,
+        "POST",
+        &server.url("/v1/traces"),
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        Some(&gz),
+    )
+    .unwrap();
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("gzip"), "{}", bad.body);
+}
+
+/// Gzip-compresses `data` with the system's `gzip` (a test needs no extra crate for it).
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut child = Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip (coreutils) is needed for this test");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
