@@ -8,7 +8,9 @@
 #     free loopback port);
 #   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests;
 #   - the Codex, Gemini CLI and Qwen Code CLIs from npm in target/agents for the agent hook
-#     end-to-end tests (scripts/setup-agents.sh; pinned versions).
+#     end-to-end tests (scripts/setup-agents.sh; pinned versions);
+#   - the OpenTelemetry Python SDK, its OTLP/HTTP exporter and Pydantic AI in target/otel-venv
+#     for the trace tests (crates/loopguard/tests/otel.rs).
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
 # venv under target/, the frameworks from PyPI, pytest), the npm package's suite
 # (scripts/test-node.sh: the packed tarball in a project under target/, node --test) and the Claude Code plugin through Claude
@@ -34,6 +36,9 @@ bash scripts/setup-mcp.sh
 
 echo "== the agent CLIs for the agent hook end-to-end tests (npm, under target/agents)"
 bash scripts/setup-agents.sh
+
+echo "== the OpenTelemetry SDK and Pydantic AI for the trace tests (venv under target/)"
+bash scripts/setup-otel.sh
 
 echo "== cargo test --workspace"
 cargo test --workspace

@@ -40,11 +40,23 @@ pub enum Format {
     Anthropic,
     /// Wrapped chat logs: records holding a chat message list (tau-bench's `traj`, …).
     ChatLog,
+    /// OpenTelemetry traces: OTLP JSON (`resourceSpans`), flat span dumps, Phoenix spans.
+    Otlp,
+    /// Langfuse observation and trace exports.
+    Langfuse,
+    /// LangSmith run exports.
+    LangSmith,
+    /// ATIF trajectories (Harbor).
+    Atif,
+    /// OpenAI Agents SDK trace exports.
+    OpenAiAgents,
+    /// Claude Managed Agents session events.
+    ManagedAgents,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 15] = [
+    pub const ALL: [Format; 21] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -60,6 +72,12 @@ impl Format {
         Format::OpenHandsEval,
         Format::Anthropic,
         Format::ChatLog,
+        Format::Otlp,
+        Format::Langfuse,
+        Format::LangSmith,
+        Format::Atif,
+        Format::OpenAiAgents,
+        Format::ManagedAgents,
     ];
 
     /// The name used by `--format`.
@@ -80,6 +98,12 @@ impl Format {
             Format::OpenHandsEval => "openhands-eval",
             Format::Anthropic => "anthropic",
             Format::ChatLog => "chat-log",
+            Format::Otlp => "otlp",
+            Format::Langfuse => "langfuse",
+            Format::LangSmith => "langsmith",
+            Format::Atif => "atif",
+            Format::OpenAiAgents => "openai-agents",
+            Format::ManagedAgents => "managed-agents",
         }
     }
 
@@ -101,6 +125,12 @@ impl Format {
             Format::OpenHandsEval => "OpenHands evaluation output.jsonl (one run per line)",
             Format::Anthropic => "Anthropic Messages (messages, requests, responses)",
             Format::ChatLog => "chat log records (tau-bench traj, messages, history, conversation)",
+            Format::Otlp => "OpenTelemetry traces (OTLP JSON, span dumps, Phoenix span exports)",
+            Format::Langfuse => "Langfuse observation / trace exports",
+            Format::LangSmith => "LangSmith run exports",
+            Format::Atif => "ATIF trajectories (Harbor)",
+            Format::OpenAiAgents => "OpenAI Agents SDK trace exports",
+            Format::ManagedAgents => "Claude Managed Agents session events",
         }
     }
 
@@ -171,6 +201,14 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
                 .or_else(|| name_hint(name));
         }
     }
+    // Server-sent events of a Managed Agents session stream.
+    if (text.starts_with("event:") || text.starts_with("data:"))
+        && text
+            .lines()
+            .any(|l| l.starts_with("data:") && l.contains("\"agent."))
+    {
+        return Some(Format::ManagedAgents);
+    }
     // A JSON document (pretty-printed, or an array), possibly cut off at the end of `head`.
     detect_document(text.trim_start()).or_else(|| name_hint(name))
 }
@@ -189,6 +227,9 @@ fn name_hint(name: &str) -> Option<Format> {
 
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
+    if let Some(f) = export_record(v) {
+        return Some(f);
+    }
     let ty = str_field(v, "type");
     if matches!(v.get("history"), Some(Value::Array(_))) && v.get("instance_id").is_some() {
         return Some(Format::OpenHandsEval);
@@ -279,6 +320,19 @@ fn detect_document(text: &str) -> Option<Format> {
         return None;
     }
     let key = |k: &str| text.contains(&format!("\"{k}\""));
+    // OTLP JSON cut short, or several pretty-printed documents back to back.
+    if text.starts_with('{') || text.starts_with('[') {
+        let head = &text[..text.len().min(4096)];
+        let near = |k: &str| head.contains(&format!("\"{k}\""));
+        if near("resourceSpans")
+            || near("resource_spans")
+            || near("scopeSpans")
+            || near("scope_spans")
+            || (near("context") && near("trace_id") && near("span_id"))
+        {
+            return Some(Format::Otlp);
+        }
+    }
     if key("trajectory_format") && text.contains("mini-swe-agent") {
         return Some(Format::MiniSweAgent);
     }
@@ -345,7 +399,63 @@ fn is_anthropic_record(v: &Value<'_>) -> bool {
     matches!(req.get("messages"), Some(Value::Array(ms)) if ms.iter().any(crate::anthropic::has_tool_blocks))
 }
 
+/// An OTLP JSON record (`TracesData`, `ResourceSpans`, `ScopeSpans`) or a flat span
+/// (`name` with a `context` holding `trace_id` and `span_id`).
+fn is_trace_record(v: &Value<'_>) -> bool {
+    let has = |k: &str| v.get(k).is_some();
+    if has("resourceSpans")
+        || has("resource_spans")
+        || ((has("scopeSpans") || has("scope_spans")) && !has("name"))
+    {
+        return true;
+    }
+    if has("spans") && has("scope") {
+        return true;
+    }
+    has("name")
+        && v.get("context")
+            .is_some_and(|c| c.get("trace_id").is_some() && c.get("span_id").is_some())
+}
+
+/// A record of a trace export format: OTLP, Langfuse, LangSmith, ATIF, OpenAI Agents SDK,
+/// Managed Agents.
+fn export_record(v: &Value<'_>) -> Option<Format> {
+    if is_trace_record(v) {
+        Some(Format::Otlp)
+    } else if crate::langfuse::is_observation(v) || crate::langfuse::is_trace(v) {
+        Some(Format::Langfuse)
+    } else if crate::langsmith::is_run(v) {
+        Some(Format::LangSmith)
+    } else if crate::atif::is_trajectory(v) {
+        Some(Format::Atif)
+    } else if crate::openai_agents::is_export(v) {
+        Some(Format::OpenAiAgents)
+    } else if crate::managed_agents::is_event(v) {
+        Some(Format::ManagedAgents)
+    } else {
+        None
+    }
+}
+
+/// A trace export document: a record, a list of records, or an API answer holding one.
+fn export_document(v: &Value<'_>) -> Option<Format> {
+    if let Some(f) = export_record(v) {
+        return Some(f);
+    }
+    let items = match v {
+        Value::Array(items) => items.as_slice(),
+        Value::Object(_) => ["data", "runs", "observations", "events", "spans"]
+            .iter()
+            .find_map(|k| v.get(k).and_then(Value::as_array))?,
+        _ => return None,
+    };
+    items.iter().take(50).find_map(export_record)
+}
+
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if let Some(f) = export_document(v) {
+        return Some(f);
+    }
     if is_anthropic_record(v) {
         return Some(Format::Anthropic);
     }

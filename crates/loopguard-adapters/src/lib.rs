@@ -16,6 +16,12 @@
 //! | [`openhands`] | OpenHands V0 `trajectory.json`, evaluation `output.jsonl`, V1 SDK events |
 //! | [`anthropic`] | Anthropic Messages (messages, requests, responses, proxy logs) |
 //! | [`chat_log`] | wrapped chat logs (tau-bench `traj`, `messages`, `history`, `conversation`) |
+//! | [`langfuse`] | Langfuse observation and trace exports (`TOOL` observations) |
+//! | [`langsmith`] | LangSmith run exports (`run_type: "tool"`, `dotted_order`) |
+//! | [`atif`] | ATIF trajectories (Harbor's Agent Trajectory Interchange Format) |
+//! | [`openai_agents`] | OpenAI Agents SDK trace exports (`function` spans) |
+//! | [`managed_agents`] | Claude Managed Agents session events (`agent.tool_use`, …) |
+//! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
 //! file. Whole-document formats (a single JSON value) implement [`DocumentAdapter`].
@@ -34,6 +40,7 @@
 //!   whether that is fatal (`--strict`) or skipped.
 
 pub mod anthropic;
+pub mod atif;
 pub mod call_stream;
 pub mod chat_completions;
 pub mod chat_log;
@@ -41,12 +48,19 @@ pub mod claude_code;
 pub mod common;
 pub mod detect;
 pub mod events;
+pub mod langfuse;
+pub mod langsmith;
+pub mod managed_agents;
+pub mod openai_agents;
 pub mod openclaw;
 pub mod openclaw_sqlite;
 pub mod openhands;
+pub mod otlp;
 mod pairing;
 pub mod reader;
+mod records;
 pub mod responses;
+pub mod spans;
 pub mod swe_agent;
 pub mod synthetic;
 
@@ -112,6 +126,10 @@ pub enum DiagnosticKind {
     /// The format was read but the file, although it has content, gave no call: the format
     /// is probably not the right one. Line 0.
     NoCalls,
+    /// A record was used, but something in it is missing or unreadable (a trace span
+    /// without arguments or a result, an id in an unknown encoding): the message says what
+    /// was assumed. A note, not a loss: `--strict` does not stop on it.
+    Partial,
 }
 
 impl DiagnosticKind {

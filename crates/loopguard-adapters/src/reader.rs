@@ -139,6 +139,12 @@ fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
         Format::OpenHands => Box::new(crate::openhands::OpenHands),
         Format::Anthropic => Box::new(crate::anthropic::AnthropicMessages),
         Format::ChatLog => Box::new(crate::chat_log::ChatLog),
+        Format::Otlp => Box::new(crate::otlp::OtlpJson),
+        Format::Langfuse => Box::new(crate::langfuse::Langfuse),
+        Format::LangSmith => Box::new(crate::langsmith::LangSmith),
+        Format::Atif => Box::new(crate::atif::Atif),
+        Format::OpenAiAgents => Box::new(crate::openai_agents::OpenAiAgents),
+        Format::ManagedAgents => Box::new(crate::managed_agents::ManagedAgents),
         _ => return None,
     })
 }

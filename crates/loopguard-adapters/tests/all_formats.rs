@@ -188,6 +188,32 @@ fn cases() -> Vec<(Format, &'static str, Count)> {
             "transcripts/chat-log/tau-bench-results.json",
             |t| grep(t, r#""type": "function""#),
         ),
+        (
+            Format::Otlp,
+            "transcripts/otlp/genai-file-exporter.jsonl",
+            |t| grep(t, r#""stringValue":"execute_tool""#),
+        ),
+        (
+            Format::Langfuse,
+            "transcripts/langfuse/observations-api.json",
+            |t| grep(t, r#""type": "TOOL""#),
+        ),
+        (Format::LangSmith, "transcripts/langsmith/runs.jsonl", |t| {
+            grep(t, r#""run_type": "tool""#)
+        }),
+        (Format::Atif, "transcripts/atif/trajectory.json", |t| {
+            grep(t, r#""function_name""#)
+        }),
+        (
+            Format::OpenAiAgents,
+            "transcripts/openai-agents/batch.json",
+            |t| grep(t, r#""type": "function""#),
+        ),
+        (
+            Format::ManagedAgents,
+            "transcripts/managed-agents/events.json",
+            |t| grep(t, r#"tool_use","#),
+        ),
     ]
 }
 

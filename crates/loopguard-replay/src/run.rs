@@ -482,7 +482,7 @@ impl Runner<'_> {
                     DiagnosticKind::Unanswered => file.unanswered += 1,
                     DiagnosticKind::Orphan => file.orphans += 1,
                     DiagnosticKind::NoCalls => no_calls = Some(diag),
-                    DiagnosticKind::JoinedLine => {
+                    DiagnosticKind::JoinedLine | DiagnosticKind::Partial => {
                         self.observer.notice(Notice::Note(source, &diag));
                     }
                     _ => {

@@ -23,6 +23,10 @@ pub(crate) struct AppState {
     pub guard: Arc<Guard>,
     /// The same store with the Claude Code tool profile.
     pub claude_code: Arc<Guard>,
+    /// `POST /v1/traces`: the same store in observe mode (the traced calls already ran).
+    pub traces: Arc<Guard>,
+    /// Spans waiting for their trace to be complete (`POST /v1/traces`).
+    pub traces_buffer: crate::otlp::TraceBuffer,
     pub tokens: Option<Tokens>,
     pub metrics: Metrics,
     /// The store's blocking calls wait for I/O (SQLite's disk, Redis's network): they run
@@ -57,7 +61,7 @@ impl std::fmt::Debug for AppState {
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 8] = [
+pub(crate) const ROUTES: [&str; 9] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -66,6 +70,7 @@ pub(crate) const ROUTES: [&str; 8] = [
     "/readyz",
     "/metrics",
     "/openapi.json",
+    "/v1/traces",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -78,6 +83,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[5], get(readyz))
         .route(ROUTES[6], get(metrics))
         .route(ROUTES[7], get(openapi))
+        .route(ROUTES[8], post(crate::otlp::post_traces))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
@@ -157,7 +163,7 @@ async fn not_found() -> ApiError {
 impl AppState {
     /// The tenant of the request: `None` without `--tokens`; otherwise the bearer token's
     /// tenant, or 401.
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Arc<str>>, ApiError> {
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Arc<str>>, ApiError> {
         let Some(tokens) = &self.tokens else {
             return Ok(None);
         };
@@ -253,7 +259,11 @@ impl AppState {
 const DRAIN_LIMIT: usize = 16 << 20;
 
 /// Reads the body under the size limit (413) and the body timeout (408).
-async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -340,7 +350,7 @@ fn is_ndjson(headers: &HeaderMap) -> Result<bool, ApiError> {
     }
 }
 
-fn json_response(body: impl Into<Body>, content_type: &'static str) -> Response {
+pub(crate) fn json_response(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut r = Response::new(body.into());
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -29,6 +29,7 @@ mod app;
 mod error;
 mod metrics;
 mod openapi;
+mod otlp;
 mod tokens;
 mod wiring;
 
@@ -41,6 +42,7 @@ use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
 pub use error::ApiError;
+pub use otlp::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
 pub use tokens::{Tokens, TokensError};
 
 /// Default `--listen`.
@@ -90,6 +92,7 @@ pub struct ServerBuilder {
     max_body: usize,
     body_timeout: Duration,
     redis_ca: Option<Vec<u8>>,
+    trace_wait: Duration,
 }
 
 impl Default for ServerBuilder {
@@ -103,6 +106,7 @@ impl Default for ServerBuilder {
             max_body: DEFAULT_MAX_BODY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             redis_ca: None,
+            trace_wait: DEFAULT_TRACE_WAIT,
         }
     }
 }
@@ -153,6 +157,13 @@ impl ServerBuilder {
         self
     }
 
+    /// `POST /v1/traces`: how long a trace must be quiet before its spans are applied
+    /// (`--trace-wait`; see [`DEFAULT_TRACE_WAIT`]).
+    pub fn trace_wait(mut self, wait: Duration) -> Self {
+        self.trace_wait = wait;
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
@@ -163,6 +174,8 @@ impl ServerBuilder {
         let state = app::AppState {
             guard: Arc::new(opened.guard),
             claude_code: Arc::new(opened.claude_code),
+            traces: Arc::new(opened.traces),
+            traces_buffer: otlp::TraceBuffer::new(self.trace_wait),
             tokens: self.tokens,
             metrics: metrics::Metrics::new(),
             blocking: opened.blocking,
@@ -216,13 +229,19 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
-        axum::serve(listener, self.router())
+        // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
+        // the server stops.
+        let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
+        let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(|source| ServeError::Io {
                 context: "serving".to_string(),
                 source,
-            })
+            });
+        flusher.abort();
+        otlp::flush(&self.state, true).await;
+        served
     }
 
     /// Binds the address, calls `on_listening` with the bound address (the port is chosen

@@ -19,6 +19,20 @@ pub(crate) struct DecisionLabels {
     pub level: &'static str,
 }
 
+/// Labels of `loopguard_trace_loops_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TraceLoopLabels {
+    detector: &'static str,
+    level: &'static str,
+    service: String,
+    agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpanLabels {
+    kind: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
     route: &'static str,
@@ -48,6 +62,10 @@ pub(crate) struct Metrics {
     store_errors: Counter,
     store_retries: Counter,
     sessions: Gauge,
+    trace_loops: Family<TraceLoopLabels, Counter>,
+    trace_spans: Family<SpanLabels, Counter>,
+    late_spans: Counter,
+    traces_buffered: Gauge,
     /// What `store_retries` last saw from the store's own counter.
     retries_seen: AtomicU64,
     render_lock: Mutex<()>,
@@ -93,7 +111,35 @@ impl Metrics {
             "Sessions held by the store (all tenants), counted when scraped (with Redis, a scan of its keys at most every 30 s)",
             sessions.clone(),
         );
+        let trace_loops = Family::<TraceLoopLabels, Counter>::default();
+        registry.register(
+            "loopguard_trace_loops",
+            "Tool calls from OTLP traces (POST /v1/traces) found in a loop (warned or blocked in observe mode), by detector, level, service (service.name) and agent (gen_ai.agent.name)",
+            trace_loops.clone(),
+        );
+        let trace_spans = Family::<SpanLabels, Counter>::default();
+        registry.register(
+            "loopguard_trace_spans",
+            "Spans received on POST /v1/traces, by kind (tool: a tool execution; other)",
+            trace_spans.clone(),
+        );
+        let late_spans = Counter::default();
+        registry.register(
+            "loopguard_trace_late_spans",
+            "Spans received after their trace was applied (applied after the spans already applied)",
+            late_spans.clone(),
+        );
+        let traces_buffered = Gauge::default();
+        registry.register(
+            "loopguard_traces_buffered",
+            "Traces received on POST /v1/traces waiting for their spans to stop arriving (--trace-wait)",
+            traces_buffered.clone(),
+        );
         Metrics {
+            traces_buffered,
+            trace_loops,
+            trace_spans,
+            late_spans,
             registry,
             decisions,
             latency,
@@ -117,6 +163,45 @@ impl Metrics {
         self.requests
             .get_or_create(&StatusLabels { route, status })
             .inc();
+    }
+
+    /// A trace tool call warned or blocked.
+    pub(crate) fn trace_loop(
+        &self,
+        detector: &'static str,
+        level: &'static str,
+        service: &str,
+        agent: &str,
+    ) {
+        self.trace_loops
+            .get_or_create(&TraceLoopLabels {
+                detector,
+                level,
+                service: service.to_string(),
+                agent: agent.to_string(),
+            })
+            .inc();
+    }
+
+    /// Spans received: `tools` tool executions and `other` spans.
+    pub(crate) fn trace_spans(&self, tools: u64, other: u64) {
+        self.trace_spans
+            .get_or_create(&SpanLabels { kind: "tool" })
+            .inc_by(tools);
+        self.trace_spans
+            .get_or_create(&SpanLabels { kind: "other" })
+            .inc_by(other);
+    }
+
+    /// Traces waiting in the buffer.
+    pub(crate) fn traces_buffered(&self, n: usize) {
+        self.traces_buffered
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Spans that arrived after their trace was applied.
+    pub(crate) fn late_spans(&self, n: u64) {
+        self.late_spans.inc_by(n);
     }
 
     pub(crate) fn store_error(&self) {

@@ -114,6 +114,24 @@ fn document_without_405() -> Value {
                     "400": e400, "401": e401, "404": e404, "413": e413, "503": e503
                 }
             } },
+            "/v1/traces": { "post": {
+                "operationId": "postTraces",
+                "summary": "OTLP/HTTP trace receiver: tool spans become events, applied in observe mode once their trace is quiet",
+                "description": "An OpenTelemetry Collector's otlphttp exporter or an SDK's OTLP/HTTP exporter posts ExportTraceServiceRequest bodies here. Tool spans (GenAI execute_tool, Pydantic AI, OpenInference TOOL, Traceloop tool) are buffered per trace and applied --trace-wait after the trace's last span (at the latest 12 waits after its first); late spans are applied after the spans already applied. Loops show in /metrics (loopguard_trace_loops_total by detector, level, service, agent) and in GET /v1/sessions/{session} (the session is the gen_ai.conversation.id, else the trace id). See docs/traces/live.md.",
+                "requestBody": { "required": true, "content": {
+                    "application/x-protobuf": { "schema": { "type": "string", "format": "binary", "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest; Content-Encoding: gzip accepted" } },
+                    "application/json": { "schema": { "type": "object", "description": "The OTLP/JSON encoding of ExportTraceServiceRequest (resourceSpans); Content-Encoding: gzip accepted" } }
+                } },
+                "responses": {
+                    "200": { "description": "Accepted: an ExportTraceServiceResponse, in the request's encoding; partialSuccess.errorMessage lists what could not be read (JSON only)", "content": {
+                        "application/x-protobuf": { "schema": { "type": "string", "format": "binary" } },
+                        "application/json": { "schema": { "type": "object", "properties": { "partialSuccess": { "type": "object", "properties": { "rejectedSpans": { "type": "string" }, "errorMessage": { "type": "string" } } } } } }
+                    } },
+                    "400": e400, "401": e401, "413": e413,
+                    "408": error_response("The body did not arrive in time"),
+                    "415": error_response("Neither application/x-protobuf nor application/json, or a Content-Encoding other than gzip")
+                }
+            } },
             "/healthz": { "get": { "operationId": "healthz", "summary": "The process is up", "security": [],
                 "responses": { "200": { "description": "Up", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } } } } },
             "/readyz": { "get": { "operationId": "readyz", "summary": "The session store answers", "security": [],

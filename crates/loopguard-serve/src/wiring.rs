@@ -20,6 +20,8 @@ pub(crate) struct Opened {
     pub guard: Guard,
     /// `POST /v1/hooks/claude-code`: the Claude Code tool profile over the same store.
     pub claude_code: Guard,
+    /// `POST /v1/traces`: observe mode (the traced calls already ran).
+    pub traces: Guard,
     pub blocking: bool,
     pub awaitable: bool,
     pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
@@ -64,16 +66,17 @@ pub(crate) fn open(
             Box::new(|| 0),
         )
     };
-    let build = |profile: Profile| {
+    let build_in = |profile: Profile, mode: Mode| {
         let mut b = Guard::builder()
             .profile(profile)
-            .mode(Mode::Enforce)
+            .mode(mode)
             .store(store.clone());
         if let Some(c) = &config {
             b = b.config(c.clone());
         }
         b.build()
     };
+    let build = |profile: Profile| build_in(profile, Mode::Enforce);
     // A shared store counts with a scan of its keys: at most every 30 s, whatever the
     // scrape interval.
     let counter = SessionCounter {
@@ -93,6 +96,7 @@ pub(crate) fn open(
     Ok(Opened {
         guard: build(Profile::Plain),
         claude_code: build(Profile::ClaudeCode),
+        traces: build_in(Profile::Plain, Mode::Observe),
         // The memory store is a short critical section: called directly on the async
         // workers. SQLite and Redis's blocking side wait for I/O: run on tokio's blocking
         // pool. Redis's awaitable side runs on the async workers.

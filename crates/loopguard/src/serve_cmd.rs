@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// Answer 408 to a client that takes longer than this to send its body.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     body_timeout: String,
+    /// `POST /v1/traces` (OTLP/HTTP): how long a trace must be quiet (no new span) before its
+    /// tool spans are applied; a trace is applied at the latest 12 waits after its first span.
+    /// Spans arriving after their trace was applied are applied after it (docs/traces/otlp.md).
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    trace_wait: String,
 }
 
 fn parse_size(text: &str) -> Result<usize> {
@@ -78,6 +83,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .body_timeout(
             loopguard_hook::parse_duration(&args.body_timeout)
                 .map_err(|e| anyhow::anyhow!("--body-timeout {:?}: {e}", args.body_timeout))?,
+        )
+        .trace_wait(
+            loopguard_hook::parse_duration(&args.trace_wait)
+                .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
         );
     if let Some(path) = &args.config {
         builder = builder.config(crate::replay_cmd::load_config_for_run(path)?);

@@ -1,0 +1,475 @@
+//! `POST /v1/traces`: an OTLP/HTTP trace receiver.
+//!
+//! Accepts `ExportTraceServiceRequest` bodies as protobuf (`application/x-protobuf`) or
+//! JSON (`application/json`), optionally gzip-compressed (`Content-Encoding: gzip`), from an
+//! OpenTelemetry Collector's `otlphttp` exporter or an SDK's OTLP/HTTP exporter. Tool spans
+//! (see [`loopguard_adapters::spans`]) become `call` / `outcome` events applied in observe
+//! mode (the calls already ran): loops show in `/metrics` and in the session API.
+//!
+//! Spans of one trace may arrive out of order and in several batches, so spans are buffered
+//! per trace (and tenant): a trace is applied once no span of it arrived for the wait
+//! (`--trace-wait`, default [`DEFAULT_TRACE_WAIT`]), or at the latest [`MAX_HOLD_FACTOR`]
+//! waits after its first span, its tool calls sorted by start time. A span arriving for a
+//! trace already applied is late: it is buffered again and applied, with the other late
+//! spans of that trace, after the spans already applied (counted in
+//! `loopguard_trace_late_spans_total`). When more than [`MAX_BUFFERED_SPANS`] spans wait,
+//! the oldest traces are applied at once. On shutdown every buffered trace is applied.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use loopguard_adapters::spans::{Span, SpanCall, SpanSet};
+use loopguard_core::{JsString, Object, Value};
+use loopguard_events::Action;
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use prost::Message;
+
+use crate::app::{json_response, read_body, AppState};
+use crate::error::ApiError;
+
+/// Default `--trace-wait`: how long a trace must be quiet before its spans are applied.
+pub const DEFAULT_TRACE_WAIT: Duration = Duration::from_secs(5);
+/// A trace is applied at the latest this many waits after its first span arrived, even if
+/// spans keep coming.
+pub const MAX_HOLD_FACTOR: u32 = 12;
+/// At most this many spans wait in the buffer (all tenants); beyond, the oldest traces are
+/// applied at once.
+pub const MAX_BUFFERED_SPANS: usize = 200_000;
+/// Applied traces are remembered this long, to recognise late spans.
+const REMEMBER_APPLIED: Duration = Duration::from_secs(600);
+
+type Key = (Option<Arc<str>>, String);
+
+struct Pending {
+    spans: Vec<Span>,
+    first: Instant,
+    last: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    traces: HashMap<Key, Pending>,
+    spans: usize,
+    applied: HashMap<Key, Instant>,
+}
+
+/// Spans waiting for their trace to be complete.
+pub(crate) struct TraceBuffer {
+    wait: Duration,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for TraceBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceBuffer")
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TraceBuffer {
+    pub(crate) fn new(wait: Duration) -> TraceBuffer {
+        TraceBuffer {
+            wait,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    pub(crate) fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Buffers spans; returns how many were late (their trace was already applied).
+    fn add(&self, tenant: Option<Arc<str>>, spans: Vec<Span>, now: Instant) -> u64 {
+        let mut inner = self.lock();
+        let mut late = 0;
+        for span in spans {
+            let key = (tenant.clone(), span.trace_id.clone());
+            if inner.applied.contains_key(&key) {
+                late += 1;
+            }
+            inner.spans += 1;
+            let p = inner.traces.entry(key).or_insert_with(|| Pending {
+                spans: Vec::new(),
+                first: now,
+                last: now,
+            });
+            p.last = now;
+            p.spans.push(span);
+        }
+        late
+    }
+
+    /// Takes the traces that are ready (quiet for the wait, held for the longest, or the
+    /// oldest when the buffer is over its bound); all of them with `all`.
+    fn take_ready(&self, now: Instant, all: bool) -> Vec<(Option<Arc<str>>, Vec<Span>)> {
+        let mut inner = self.lock();
+        let wait = self.wait;
+        let hold = wait * MAX_HOLD_FACTOR;
+        let mut ready: Vec<Key> = inner
+            .traces
+            .iter()
+            .filter(|(_, p)| {
+                all || now.duration_since(p.last) >= wait || now.duration_since(p.first) >= hold
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        if inner.spans > MAX_BUFFERED_SPANS {
+            let mut by_age: Vec<(Instant, Key)> = inner
+                .traces
+                .iter()
+                .map(|(k, p)| (p.first, k.clone()))
+                .collect();
+            by_age.sort_by_key(|(t, _)| *t);
+            let mut left = inner.spans;
+            for (_, k) in by_age {
+                if left <= MAX_BUFFERED_SPANS / 2 {
+                    break;
+                }
+                if let Some(p) = inner.traces.get(&k) {
+                    left -= p.spans.len();
+                }
+                if !ready.contains(&k) {
+                    ready.push(k);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for k in ready {
+            if let Some(p) = inner.traces.remove(&k) {
+                inner.spans -= p.spans.len();
+                inner.applied.insert(k.clone(), now);
+                out.push((k.0, p.spans));
+            }
+        }
+        inner
+            .applied
+            .retain(|_, t| now.duration_since(*t) < REMEMBER_APPLIED);
+        out
+    }
+
+    /// Traces waiting.
+    pub(crate) fn traces(&self) -> usize {
+        self.lock().traces.len()
+    }
+}
+
+/// `POST /v1/traces`
+pub(crate) async fn post_traces(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let protobuf = match content_type(&headers).as_str() {
+        "application/x-protobuf" | "application/protobuf" => true,
+        "application/json" | "" => false,
+        other => {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                "content type {other:?}: send OTLP as application/x-protobuf or application/json"
+            ),
+                Some("content-type"),
+            ))
+        }
+    };
+    let raw = read_body(&state, &headers, body).await?;
+    let bytes = decompress(&headers, &raw, state.max_body)?;
+    let (spans, problems) = if protobuf {
+        let request = ExportTraceServiceRequest::decode(bytes.as_slice()).map_err(|e| {
+            ApiError::bad_request(
+                format!("the body is not an OTLP ExportTraceServiceRequest (protobuf): {e}"),
+                None,
+            )
+        })?;
+        (spans_of_request(&request), Vec::new())
+    } else {
+        let value = loopguard_core::parse(&bytes).map_err(|e| {
+            ApiError::bad_request(
+                format!("the body is not JSON: {} at byte {}", e.kind, e.offset + 1),
+                None,
+            )
+        })?;
+        let mut set = SpanSet::default();
+        loopguard_adapters::otlp::read_value(&value, 1, &mut set);
+        let problems: Vec<String> = set.diagnostics.iter().map(|d| d.message.clone()).collect();
+        (set.spans, problems)
+    };
+    let tools = spans
+        .iter()
+        .filter(|s| loopguard_adapters::spans::tool_span(s).is_some())
+        .count() as u64;
+    state.metrics.trace_spans(tools, spans.len() as u64 - tools);
+    let late = state.traces_buffer.add(tenant, spans, Instant::now());
+    state.metrics.late_spans(late);
+    state.metrics.traces_buffered(state.traces_buffer.traces());
+    // Applies what became ready meanwhile (the background task does it too).
+    flush(&state, false).await;
+    let message = if problems.is_empty() {
+        String::new()
+    } else {
+        let shown: Vec<_> = problems.iter().take(5).cloned().collect();
+        format!(
+            "{} problems in the request (first: {})",
+            problems.len(),
+            shown.join("; ")
+        )
+    };
+    let response = ExportTraceServiceResponse {
+        partial_success: (!message.is_empty()).then(|| ExportTracePartialSuccess {
+            rejected_spans: 0,
+            error_message: message.clone(),
+        }),
+    };
+    Ok(if protobuf {
+        json_response(response.encode_to_vec(), "application/x-protobuf")
+    } else if message.is_empty() {
+        json_response("{}", "application/json")
+    } else {
+        let mut out = Vec::new();
+        loopguard_core::write_json_value(
+            &mut out,
+            &Value::Object(Object::from_entries(vec![(
+                "partialSuccess".into(),
+                Value::Object(Object::from_entries(vec![
+                    ("rejectedSpans".into(), Value::from("0")),
+                    ("errorMessage".into(), Value::from(message)),
+                ])),
+            )])),
+        );
+        json_response(out, "application/json")
+    })
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The body, gunzipped when `Content-Encoding: gzip` (at most `limit` bytes once
+/// decompressed).
+fn decompress(headers: &HeaderMap, raw: &[u8], limit: usize) -> Result<Vec<u8>, ApiError> {
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match encoding.as_str() {
+        "" | "identity" => Ok(raw.to_vec()),
+        "gzip" => {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(raw)
+                .take(limit as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| {
+                    ApiError::bad_request(
+                        format!("Content-Encoding gzip: the body cannot be decompressed: {e}"),
+                        Some("content-encoding"),
+                    )
+                })?;
+            if out.len() > limit {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the decompressed body is larger than the limit of {limit} bytes (--max-body)"),
+                    None,
+                ));
+            }
+            Ok(out)
+        }
+        other => Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Content-Encoding {other:?}: send gzip or no encoding"),
+            Some("content-encoding"),
+        )),
+    }
+}
+
+/// Applies the traces that are ready (all of them with `all`) in observe mode.
+pub(crate) async fn flush(state: &Arc<AppState>, all: bool) {
+    let ready = state.traces_buffer.take_ready(Instant::now(), all);
+    if ready.is_empty() {
+        return;
+    }
+    for (tenant, spans) in ready {
+        let set = SpanSet {
+            spans,
+            diagnostics: Vec::new(),
+        };
+        let (calls, _notes) = set.calls("", None);
+        apply_calls(state, tenant, calls).await;
+    }
+    state.metrics.traces_buffered(state.traces_buffer.traces());
+}
+
+/// Applies the calls of one trace, in order.
+async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec<SpanCall>) {
+    let apply = move |s: &AppState, tenant: Option<&str>, calls: &[SpanCall]| {
+        let mut seen = Vec::new();
+        for call in calls {
+            for e in &call.events {
+                match s.traces.apply(tenant, &e.event) {
+                    Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
+                    Err(err) => {
+                        tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
+                        s.metrics.store_error();
+                    }
+                }
+            }
+        }
+        seen
+    };
+    let seen = if state.blocking {
+        let me = state.clone();
+        tokio::task::spawn_blocking(move || apply(&me, tenant.as_deref(), &calls))
+            .await
+            .unwrap_or_default()
+    } else {
+        let mut seen = Vec::new();
+        for call in &calls {
+            for e in &call.events {
+                match state.traces.apply_async(tenant.as_deref(), &e.event).await {
+                    Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
+                    Err(err) => {
+                        tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
+                        state.metrics.store_error();
+                    }
+                }
+            }
+        }
+        seen
+    };
+    for ((service, agent), (action, detector, level)) in seen {
+        state.metrics.decision(crate::metrics::DecisionLabels {
+            decision: action.as_str(),
+            detector,
+            level,
+        });
+        if matches!(action, Action::Warn | Action::Block) {
+            state.metrics.trace_loop(detector, level, &service, &agent);
+        }
+    }
+}
+
+fn call_labels(call: &SpanCall) -> (String, String) {
+    (
+        call.service.clone().unwrap_or_default(),
+        call.agent.clone().unwrap_or_default(),
+    )
+}
+
+fn owned_decision(d: &loopguard_events::Decision<'_>) -> (Action, &'static str, &'static str) {
+    let f = d.finding.as_ref();
+    (
+        d.action,
+        f.map_or("", |f| f.detector.as_str()),
+        f.map_or("", |f| f.level.as_str()),
+    )
+}
+
+/// Applies ready traces every quarter of the wait, until the server stops.
+pub(crate) async fn flush_loop(state: Arc<AppState>) {
+    let tick = (state.traces_buffer.wait() / 4).max(Duration::from_millis(50));
+    let mut interval = tokio::time::interval(tick);
+    loop {
+        interval.tick().await;
+        flush(&state, false).await;
+    }
+}
+
+/// The spans of a protobuf request, in the model the adapters read.
+fn spans_of_request(request: &ExportTraceServiceRequest) -> Vec<Span> {
+    let mut out = Vec::new();
+    for rs in &request.resource_spans {
+        let service = rs.resource.as_ref().and_then(|r| {
+            r.attributes
+                .iter()
+                .find(|kv| kv.key == "service.name")
+                .and_then(
+                    |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                        Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+                        _ => None,
+                    },
+                )
+        });
+        for ss in &rs.scope_spans {
+            for s in &ss.spans {
+                let parent = hex(&s.parent_span_id);
+                out.push(Span {
+                    trace_id: hex(&s.trace_id),
+                    span_id: hex(&s.span_id),
+                    parent_id: (!parent.is_empty()).then_some(parent),
+                    name: s.name.clone(),
+                    start_ns: s.start_time_unix_nano,
+                    end_ns: s.end_time_unix_nano,
+                    // STATUS_CODE_ERROR is 2.
+                    status_error: s
+                        .status
+                        .as_ref()
+                        .filter(|st| st.code == 2)
+                        .map(|st| st.message.clone()),
+                    attributes: attributes(&s.attributes),
+                    service: service.clone(),
+                    line: 1,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn attributes(kvs: &[KeyValue]) -> Vec<(String, Value<'static>)> {
+    kvs.iter()
+        .map(|kv| (kv.key.clone(), kv.value.as_ref().map_or(Value::Null, any)))
+        .collect()
+}
+
+fn any(v: &AnyValue) -> Value<'static> {
+    match &v.value {
+        None => Value::Null,
+        Some(any_value::Value::StringValue(s)) => Value::from(s.clone()),
+        Some(any_value::Value::BoolValue(b)) => Value::Bool(*b),
+        Some(any_value::Value::IntValue(i)) => Value::Number(*i as f64),
+        Some(any_value::Value::DoubleValue(d)) => Value::Number(*d),
+        Some(any_value::Value::ArrayValue(a)) => Value::Array(a.values.iter().map(any).collect()),
+        Some(any_value::Value::KvlistValue(kv)) => Value::Object(Object::from_entries(
+            kv.values
+                .iter()
+                .map(|e| {
+                    (
+                        JsString::from(e.key.clone()),
+                        e.value.as_ref().map_or(Value::Null, any),
+                    )
+                })
+                .collect(),
+        )),
+        Some(any_value::Value::BytesValue(b)) => Value::from(hex(b)),
+        #[allow(unreachable_patterns)]
+        Some(_) => Value::Null,
+    }
+}

@@ -1,0 +1,406 @@
+//! Production traces (issue 22) from a real instrumentation: a Pydantic AI agent (from PyPI,
+//! driven offline by its scripted `FunctionModel`) instrumented with the OpenTelemetry
+//! Python SDK, whose model calls the same tool 25 times.
+//!
+//! * `loopguard replay` finds the loop in the files the SDK writes: OTLP JSON encoded by the
+//!   SDK's own OTLP encoder (base64 ids), the `ConsoleSpanExporter`'s pretty-printed spans,
+//!   and Pydantic AI's legacy (version 2) attribute names.
+//! * `loopguard serve` receives the same spans from the SDK's OTLP/HTTP exporter
+//!   (protobuf, gzip, a bearer token): the loop shows in `/metrics` and the session API.
+//! * OTLP JSON posted out of order, in two batches, and a late span.
+//! * A real OpenAI Agents SDK agent (scripted `Model`, offline) whose trace processor writes
+//!   each trace and span's `export()`: `loopguard replay` reads it as `openai-agents`; the
+//!   same run instrumented by OpenInference (`openinference-instrumentation-openai-agents`,
+//!   TOOL spans) is read as `otlp`.
+//!
+//! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
+
+mod serve_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serve_support::*;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> PathBuf {
+    let venv = std::env::var_os("LOOPGUARD_OTEL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/otel-venv"));
+    let py = venv.join("bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup-otel.sh (the OpenTelemetry SDK and Pydantic AI from PyPI)",
+        py.display()
+    );
+    py
+}
+
+/// Runs the scripted Pydantic AI agent with `args`; panics with its stderr when it fails.
+fn run_agent(args: &[&str]) {
+    run_script("pydantic_ai_loop.py", args);
+}
+
+/// Runs `tests/otel/<script>` with the venv's Python; it must report 25 tool calls.
+fn run_script(name: &str, args: &[&str]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/otel")
+        .join(name);
+    let out = Command::new(python())
+        .arg("-W")
+        .arg("ignore")
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{} {args:?} failed:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tool calls: 25"), "{err}");
+}
+
+fn replay(path: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .arg("replay")
+        .arg(path)
+        .output()
+        .expect("run loopguard replay");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Observe mode (transcripts): finding loops is a report, not a failure.
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn replay_finds_the_loop_in_files_written_by_the_real_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("traces.jsonl");
+    let console = dir.path().join("console.json");
+    let legacy = dir.path().join("legacy.jsonl");
+    let (j, c, l) = (
+        json.to_str().unwrap(),
+        console.to_str().unwrap(),
+        legacy.to_str().unwrap(),
+    );
+    run_agent(&["--otlp-json-file", j, "--console-file", c]);
+    run_agent(&["--version", "2", "--otlp-json-file", l]);
+    for path in [&json, &console, &legacy] {
+        let text = replay(path);
+        assert!(
+            text.contains("reading as otlp"),
+            "{}: {text}",
+            path.display()
+        );
+        // 25 identical read_file calls: warned at count 10, blocked at count 20.
+        assert!(
+            text.contains("25 calls, 10 warnings (1 shown to the model), 5 blocks"),
+            "{}: {text}",
+            path.display()
+        );
+        assert!(
+            text.contains("read_file {\"path\":\"/srv/app/config.yaml\"}"),
+            "{text}"
+        );
+        assert!(text.contains("first warning at line"), "{text}");
+        assert!(text.contains("(count 10)"), "{text}");
+        assert!(text.contains("first block at line"), "{text}");
+        assert!(text.contains("(count 20)"), "{text}");
+        // Arguments and results were recorded: no note about missing attributes.
+        assert!(!text.contains("judged by tool name only"), "{text}");
+    }
+}
+
+#[test]
+fn replay_finds_the_loop_in_a_real_openai_agents_sdk_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("agents-trace.jsonl");
+    run_script("openai_agents_loop.py", &[out.to_str().unwrap()]);
+    let text = replay(&out);
+    assert!(text.contains("reading as openai-agents"), "{text}");
+    assert!(
+        text.contains("25 calls, 10 warnings (1 shown to the model), 5 blocks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(count 10)") && text.contains("(count 20)"),
+        "{text}"
+    );
+    assert!(!text.contains("no result"), "{text}");
+}
+
+/// The conversation id Pydantic AI gave the run (the session the calls go to).
+fn conversation_id(otlp_json_lines: &Path) -> String {
+    let text = std::fs::read_to_string(otlp_json_lines).unwrap();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for rs in v["resourceSpans"].as_array().into_iter().flatten() {
+            for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+                for s in ss["spans"].as_array().into_iter().flatten() {
+                    for a in s["attributes"].as_array().into_iter().flatten() {
+                        if a["key"] == "gen_ai.conversation.id" {
+                            return a["value"]["stringValue"].as_str().unwrap().to_string();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    panic!("no gen_ai.conversation.id in {}", otlp_json_lines.display())
+}
+
+/// Polls `url` (with the bearer token) until `done` accepts the answer.
+fn wait_for(
+    agent: &ureq::Agent,
+    url: &str,
+    token: Option<&str>,
+    done: impl Fn(&Answer) -> bool,
+) -> Answer {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = auth
+        .as_deref()
+        .map(|a| vec![("authorization", a)])
+        .unwrap_or_default();
+    let start = Instant::now();
+    loop {
+        let a = request(agent, "GET", url, &headers, None).expect("an answer");
+        if done(&a) {
+            return a;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "GET {url}: still {} {}",
+            a.status,
+            a.body
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme tok-acme\n").unwrap();
+    let server = Serve::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--trace-wait",
+        "300ms",
+    ]);
+    let copy = dir.path().join("sent.jsonl");
+    run_agent(&[
+        "--otlp-http",
+        &server.url("/v1/traces"),
+        "--gzip",
+        "--token",
+        "tok-acme",
+        "--otlp-json-file",
+        copy.to_str().unwrap(),
+    ]);
+    let session = conversation_id(&copy);
+    let agent = agent();
+    let answer = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{session}")),
+        Some("tok-acme"),
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    );
+    let s = answer.json();
+    assert_eq!(s["outcomes"], 25, "{s}");
+    // Observe mode: the calls already ran; warned from count 10, "blocked" from count 20.
+    assert_eq!(s["warnings"], 10, "{s}");
+    assert_eq!(s["blocks"], 5, "{s}");
+    // Another tenant does not see it.
+    let other = request(
+        &agent,
+        "GET",
+        &server.url(&format!("/v1/sessions/{session}")),
+        &[],
+        None,
+    )
+    .unwrap();
+    assert_eq!(other.status, 401);
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("detector=\"generic_repeat\"")
+                && l.contains("level=\"critical\"")
+        })
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(line.contains("service=\"loop-agent\""), "{line}");
+    assert!(line.contains("agent=\"looper\""), "{line}");
+    assert!(line.ends_with(" 5"), "{line}");
+    assert!(
+        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        "{metrics}"
+    );
+}
+
+fn span_json(trace: &str, i: u64) -> String {
+    format!(
+        r#"{{"traceId":"{trace}","spanId":"{:016x}","name":"execute_tool bash","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"bash"}}}},{{"key":"gen_ai.tool.call.arguments","value":{{"stringValue":"{{\"command\":\"make test\"}}"}}}},{{"key":"gen_ai.tool.call.result","value":{{"stringValue":"FAILED"}}}}]}}"#,
+        i + 1,
+        1_700_000_000_000_000_000u64 + i * 1_000_000_000,
+        1_700_000_000_000_000_000u64 + i * 1_000_000_000 + 500,
+    )
+}
+
+fn body(spans: &[String]) -> Vec<u8> {
+    format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"ci-bot"}}}}]}},"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+        spans.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn serve_buffers_a_trace_sent_out_of_order_in_batches_and_counts_late_spans() {
+    let server = Serve::start(&["--trace-wait", "1s"]);
+    let agent = agent();
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let mut spans: Vec<String> = (0..12).map(|i| span_json(trace, i)).collect();
+    spans.reverse();
+    // Two batches, newest spans first.
+    for half in spans.chunks(6) {
+        let a = post_json(&agent, &server.url("/v1/traces"), &body(half));
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.body, "{}");
+    }
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{trace}")),
+        None,
+        |a| a.status == 200,
+    )
+    .json();
+    // All twelve were applied together, in start order: the 11th and 12th warned.
+    assert_eq!(s["calls"], 12, "{s}");
+    assert_eq!(s["warnings"], 2, "{s}");
+    // A late span: applied after the others, and counted.
+    let late = post_json(
+        &agent,
+        &server.url("/v1/traces"),
+        &body(&[span_json(trace, 12)]),
+    );
+    assert_eq!(late.status, 200);
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{trace}")),
+        None,
+        |a| a.json()["calls"] == 13,
+    )
+    .json();
+    assert_eq!(s["warnings"], 3, "{s}");
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    assert!(
+        metrics.contains("loopguard_trace_late_spans_total 1"),
+        "{metrics}"
+    );
+    // Problems are answered, never silent: not JSON, and a wrong content type.
+    let bad = post_json(&agent, &server.url("/v1/traces"), b"{nope");
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("not JSON"), "{}", bad.body);
+    let wrong = request(
+        &agent,
+        "POST",
+        &server.url("/v1/traces"),
+        &[("content-type", "text/plain")],
+        Some(b"x"),
+    )
+    .unwrap();
+    assert_eq!(wrong.status, 415, "{}", wrong.body);
+    // A record that is not a trace is reported back in partialSuccess.
+    let partial = post_json(
+        &agent,
+        &server.url("/v1/traces"),
+        br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","name":"execute_tool x"}]}]}]}"#,
+    );
+    assert_eq!(partial.status, 200);
+    assert!(
+        partial.json()["partialSuccess"]["errorMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("traceId")),
+        "{}",
+        partial.body
+    );
+}
+
+/// Through a SQLite store (its calls block: applied on the blocking pool), gzip JSON.
+#[test]
+fn serve_applies_traces_through_a_sqlite_store_with_gzip_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.sqlite3").display());
+    let server = Serve::start(&["--store", &store, "--trace-wait", "200ms"]);
+    let agent = agent();
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let spans: Vec<String> = (0..11).map(|i| span_json(trace, i)).collect();
+    let mut gz = gzip(&body(&spans));
+    let a = request(
+        &agent,
+        "POST",
+        &server.url("/v1/traces"),
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        Some(&gz),
+    )
+    .unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{trace}")),
+        None,
+        |a| a.status == 200,
+    )
+    .json();
+    assert_eq!(
+        (s["calls"].clone(), s["warnings"].clone()),
+        (11.into(), 1.into()),
+        "{s}"
+    );
+    // A broken gzip body is a 400 naming the encoding.
+    gz.truncate(10);
+    let bad = request(
+        &agent,
+        "POST",
+        &server.url("/v1/traces"),
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+        Some(&gz),
+    )
+    .unwrap();
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(bad.body.contains("gzip"), "{}", bad.body);
+}
+
+/// Gzip-compresses `data` with the system's `gzip` (a test needs no extra crate for it).
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut child = Command::new("gzip")
+        .arg("-c")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip (coreutils) is needed for this test");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
