@@ -449,6 +449,7 @@ impl Session {
             run,
             call.tool.as_wtf8(),
             &args,
+            call.args,
             known_poll,
             extra,
         );
@@ -626,6 +627,10 @@ impl Session {
                     args,
                     result,
                     failure_identity(outcome),
+                    policy.extra.drift().then(|| {
+                        let args = detectors::sketch::args_sketch(tool, call.args);
+                        Box::new(detectors::sketch::sketch(args, outcome, &result))
+                    }),
                     policy.resolved.history_size,
                 );
             }

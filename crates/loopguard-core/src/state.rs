@@ -647,6 +647,7 @@ fn read_ledger(p: &Path, v: &Value<'_>) -> Result<Ledger, StateError> {
             result: ep.key("result").result(f("result")?)?,
             failure,
             epoch: u32_of(&ep.key("epoch"), f("epoch")?)?,
+            sketch: None,
         });
     }
     let runs_path = p.key("runs");

@@ -479,6 +479,7 @@ impl<'b> Reader<'b> {
                     _ => return None,
                 },
                 epoch: self.u32()?,
+                sketch: None,
             });
         }
         let n = usize::try_from(self.uint()?).ok()?;

@@ -45,6 +45,9 @@ pub struct LedgerEntry {
     pub failure: Option<FailureId>,
     /// The run's compaction count when the outcome was recorded.
     pub epoch: u32,
+    /// The normalised call and outcome, for the drift detectors (set only when one of
+    /// them is on; not saved with the session state).
+    pub sketch: Option<Box<super::sketch::Sketch>>,
 }
 
 impl LedgerEntry {
@@ -170,6 +173,7 @@ impl Ledger {
         args: ArgsDigest,
         result: ResultHash,
         failure: Option<FailureId>,
+        sketch: Option<Box<super::sketch::Sketch>>,
         cap: usize,
     ) {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
@@ -180,6 +184,7 @@ impl Ledger {
             result,
             failure,
             epoch,
+            sketch,
         });
         let cap = cap.clamp(1, MAX_ENTRIES);
         while self.entries.len() > cap {
@@ -399,6 +404,7 @@ mod tests {
                 ArgsDigest([0; 32]),
                 h,
                 None,
+                None,
                 30,
             );
             l.note_critical(Some(run.as_bytes()));
@@ -408,7 +414,7 @@ mod tests {
         // A new loop before every compaction: the oldest marks make room.
         for k in 0..(MAX_MARKS * 3) {
             for _ in 0..2 {
-                l.record(None, &name("t"), ArgsDigest([k as u8; 32]), h, None, 30);
+                l.record(None, &name("t"), ArgsDigest([k as u8; 32]), h, None, None, 30);
             }
             l.compaction(None);
         }

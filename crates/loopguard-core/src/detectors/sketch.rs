@@ -1,0 +1,508 @@
+//! Normalised sketches of calls and outcomes for the strict profile's drift detectors
+//! ([`super::near_repeat`], [`super::no_progress_cycle`], [`super::changing_error`]).
+//!
+//! A call's **arguments** are reduced to tokens: object keys in sorted order, then every
+//! string split into words (ASCII letters and non-ASCII bytes), lowercased, with every run
+//! of digits turned into `#`; punctuation, whitespace and quoting are dropped. Fields that
+//! only describe a call ([`BOOKKEEPING_KEYS`]: Cline's `task_progress`, exec's `title`,
+//! descriptions, attempt counters, …) are left out. From the tokens come a **shape** (a
+//! hash of the whole token sequence: two calls with the same shape differ only in case,
+//! spacing, punctuation, quoting, numbers or bookkeeping) and a **token set** (hashes of
+//! every token and every pair of neighbouring tokens) for Jaccard similarity.
+//!
+//! An **outcome** is reduced to a hash of its text lowercased, digits as `#`, whitespace
+//! collapsed, and the nonce of OpenClaw's `<<<EXTERNAL_UNTRUSTED_CONTENT id=…>>>` wrappers
+//! dropped, so that timestamps, durations, pids and attempt numbers do not make two
+//! answers different.
+
+use crate::detectors::known_poll::is_known_poll_call;
+use crate::outcome::{extract_text, format_error, Outcome, ResultHash};
+use crate::value::Value;
+
+/// Argument keys that describe a call without changing what it does (compared with `_`
+/// and `-` removed, case-insensitively).
+pub const BOOKKEEPING_KEYS: [&str; 16] = [
+    "taskprogress",
+    "description",
+    "title",
+    "summary",
+    "explanation",
+    "reason",
+    "reasoning",
+    "thought",
+    "thoughts",
+    "intent",
+    "comment",
+    "attempt",
+    "attemptnumber",
+    "retrycount",
+    "requestid",
+    "timestamp",
+];
+
+/// The most token hashes kept per call.
+const MAX_TOKENS: usize = 256;
+
+/// Flag: the call only prints its own literal text (`echo`, `printf`, `true`, `:`).
+pub const ECHO_ONLY: u8 = 1;
+/// Flag: the call waits on something running (a poll).
+pub const POLL: u8 = 2;
+/// Flag: the outcome carries no text at all (an empty success).
+pub const EMPTY_OUTCOME: u8 = 4;
+
+/// The normalised arguments of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgsSketch {
+    /// Hash of the normalised token sequence.
+    pub shape: u64,
+    /// Sorted, de-duplicated hashes of tokens and token pairs (at most 256).
+    pub tokens: Box<[u32]>,
+    /// [`ECHO_ONLY`] and [`POLL`].
+    pub flags: u8,
+}
+
+/// A call with its outcome, as the ledger keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sketch {
+    /// The arguments.
+    pub args: ArgsSketch,
+    /// Hash of the normalised outcome (failure or not included).
+    pub outcome: u64,
+    /// The argument flags plus [`EMPTY_OUTCOME`].
+    pub flags: u8,
+}
+
+impl Sketch {
+    /// Whether the call only echoed its own text.
+    pub fn echo_only(&self) -> bool {
+        self.flags & ECHO_ONLY != 0
+    }
+    /// Whether the call was a poll.
+    pub fn poll(&self) -> bool {
+        self.flags & POLL != 0
+    }
+    /// Whether the outcome was empty.
+    pub fn empty_outcome(&self) -> bool {
+        self.flags & EMPTY_OUTCOME != 0
+    }
+}
+
+const FNV64: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn is_bookkeeping(key: &[u8]) -> bool {
+    let k: Vec<u8> = key
+        .iter()
+        .filter(|b| !matches!(b, b'_' | b'-'))
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    BOOKKEEPING_KEYS.iter().any(|b| b.as_bytes() == k.as_slice())
+}
+
+struct Tokens {
+    shape: u64,
+    prev: Option<u32>,
+    set: Vec<u32>,
+}
+
+impl Tokens {
+    fn push(&mut self, token: &[u8]) {
+        self.shape = fnv(fnv(self.shape, token), b"\0");
+        let h = fnv(FNV64, token) as u32;
+        if let Some(p) = self.prev {
+            self.set.push(
+                (fnv(fnv(FNV64, &p.to_le_bytes()), &h.to_le_bytes()) as u32) | 1,
+            );
+        }
+        self.set.push(h & !1);
+        self.prev = Some(h);
+    }
+
+    fn text(&mut self, s: &[u8]) {
+        let mut word: Vec<u8> = Vec::new();
+        let mut digits = false;
+        let flush = |word: &mut Vec<u8>, this: &mut Tokens| {
+            if !word.is_empty() {
+                this.push(word);
+                word.clear();
+            }
+        };
+        for &b in s {
+            if b.is_ascii_digit() {
+                if !digits {
+                    flush(&mut word, self);
+                    word.push(b'#');
+                    digits = true;
+                }
+                continue;
+            }
+            if digits {
+                flush(&mut word, self);
+                digits = false;
+            }
+            if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+                word.push(b.to_ascii_lowercase());
+            } else {
+                flush(&mut word, self);
+            }
+        }
+        flush(&mut word, self);
+    }
+
+    fn value(&mut self, v: &Value<'_>) {
+        match v {
+            Value::Null => self.push(b"null"),
+            Value::Bool(b) => self.push(if *b { b"true" } else { b"false" }),
+            Value::Number(_) => self.push(b"#"),
+            Value::String(s) => self.text(s.as_wtf8()),
+            Value::Array(items) => items.iter().for_each(|x| self.value(x)),
+            Value::Object(o) => {
+                let mut pairs: Vec<_> = o
+                    .iter()
+                    .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                    .collect();
+                pairs.sort_by(|a, b| a.0.as_wtf8().cmp(b.0.as_wtf8()));
+                for (k, x) in pairs {
+                    let mut key = b"k:".to_vec();
+                    key.extend(k.as_wtf8().iter().map(u8::to_ascii_lowercase));
+                    self.push(&key);
+                    self.value(x);
+                }
+            }
+        }
+    }
+}
+
+/// The shell command a call runs, when its arguments hold one (`command`, `cmd`,
+/// `script`; a string, or an argv array whose last item is the script).
+fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
+    for key in ["command", "cmd", "script"] {
+        match args.get(key) {
+            Some(Value::String(s)) => return Some(s.as_wtf8()),
+            Some(Value::Array(items)) => {
+                if let Some(Value::String(s)) = items.last() {
+                    return Some(s.as_wtf8());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether a shell command only prints literal text: every statement (split at newlines,
+/// `;`, `&&`, `||`) is `echo`, `printf`, `true` or `:`, with no redirection, pipe or
+/// command substitution. Such a call has no effect beyond its own output, whatever it says.
+///
+/// ```
+/// use loopguard_core::is_echo_only;
+/// assert!(is_echo_only(b"echo 'All checks passed.'"));
+/// assert!(is_echo_only(b"printf 'Final: done\\n' && true"));
+/// assert!(!is_echo_only(b"echo done > status.txt"));
+/// assert!(!is_echo_only(b"echo $(git rev-parse HEAD)"));
+/// assert!(!is_echo_only(b"echo ok && pytest"));
+/// ```
+pub fn is_echo_only(command: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(command);
+    if text.contains(['>', '<', '|', '`']) || text.contains("$(") {
+        return false;
+    }
+    let mut any = false;
+    for stmt in text.split(['\n', ';']).flat_map(|s| s.split("&&")) {
+        let stmt = stmt.trim();
+        if stmt.is_empty() {
+            continue;
+        }
+        any = true;
+        let word = stmt.split_whitespace().next().unwrap_or("");
+        if !matches!(word, "echo" | "printf" | "true" | ":") {
+            return false;
+        }
+    }
+    any
+}
+
+/// Whether a call waits on something already running: OpenClaw's known polls
+/// (`command_status`, `process` poll/log), Claude Code's `BashOutput` / `TaskOutput`,
+/// Codex's `write_stdin` with empty `chars` (also inside a code-mode `exec` script), and
+/// status checks of sub-agents or jobs (a tool whose name ends in `status`).
+///
+/// ```
+/// use loopguard_core::{is_wait_call, Value};
+/// let empty = Value::parse(br#"{"session_id":3,"chars":""}"#)?;
+/// assert!(is_wait_call(b"write_stdin", &empty));
+/// let typing = Value::parse(br#"{"session_id":3,"chars":"y\n"}"#)?;
+/// assert!(!is_wait_call(b"write_stdin", &typing));
+/// assert!(is_wait_call(b"BashOutput", &Value::Null));
+/// # Ok::<(), loopguard_core::ParseError>(())
+/// ```
+pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
+    if is_known_poll_call(tool, args) {
+        return true;
+    }
+    let lower: Vec<u8> = tool.iter().map(u8::to_ascii_lowercase).collect();
+    match lower.as_slice() {
+        b"bashoutput" | b"bash_output" | b"taskoutput" | b"task_output" => return true,
+        b"write_stdin" => {
+            return match args.get("chars") {
+                None | Some(Value::Null) => true,
+                Some(Value::String(s)) => s.as_wtf8().is_empty(),
+                _ => false,
+            }
+        }
+        _ => {}
+    }
+    if lower.ends_with(b"status") {
+        return true;
+    }
+    // Codex code mode: a script calling `write_stdin` with empty `chars` only.
+    if lower == b"exec" {
+        if let Some(code) = ["code", "script", "source"]
+            .iter()
+            .find_map(|k| args.get(k).and_then(Value::as_str))
+        {
+            let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+            let polls = squeezed.contains("write_stdin(");
+            let empty = squeezed.contains("chars:\"\"")
+                || squeezed.contains("chars:''")
+                || squeezed.contains("\"chars\":\"\"")
+                || squeezed.contains("chars=\"\"")
+                || squeezed.contains("chars=''");
+            return polls && empty && !squeezed.contains("chars:\"\\");
+        }
+    }
+    false
+}
+
+/// The sketch of a call's arguments.
+///
+/// ```
+/// use loopguard_core::{args_sketch, Value};
+/// let a = Value::parse(br#"{"command":"grep -n 'Foo'  src/a.py","description":"look"}"#)?;
+/// let b = Value::parse(br#"{"command":"grep -n \"foo\" src/a.py","description":"again"}"#)?;
+/// assert_eq!(args_sketch(b"bash", &a).shape, args_sketch(b"bash", &b).shape);
+/// # Ok::<(), loopguard_core::ParseError>(())
+/// ```
+pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
+    let mut t = Tokens {
+        shape: FNV64,
+        prev: None,
+        set: Vec::new(),
+    };
+    t.value(args);
+    t.set.sort_unstable();
+    t.set.dedup();
+    t.set.truncate(MAX_TOKENS);
+    let mut flags = 0;
+    if shell_command(args).is_some_and(is_echo_only) {
+        flags |= ECHO_ONLY;
+    }
+    if is_wait_call(tool, args) {
+        flags |= POLL;
+    }
+    ArgsSketch {
+        shape: t.shape,
+        tokens: t.set.into_boxed_slice(),
+        flags,
+    }
+}
+
+/// Normalises an outcome text into `out`: lowercase, digit runs as `#`, whitespace
+/// collapsed, untrusted-content nonces dropped.
+fn normalize_outcome(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(lower.len().min(4096));
+    let mut rest = lower.as_str();
+    const NONCE: &str = "external_untrusted_content id=";
+    let mut pending_space = false;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix(NONCE) {
+            out.push_str(NONCE);
+            let end = after
+                .find(|c: char| c == '>' || c.is_whitespace())
+                .unwrap_or(after.len());
+            rest = &after[end..];
+            continue;
+        }
+        let mut chars = rest.chars();
+        let c = chars.next().unwrap_or(' ');
+        let next = chars.as_str();
+        if c.is_whitespace() {
+            pending_space = !out.is_empty();
+        } else {
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            if c.is_ascii_digit() {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        rest = next;
+    }
+    out
+}
+
+/// The sketch of a call with its outcome.
+pub fn sketch(args: ArgsSketch, outcome: Outcome<'_, '_>, result: &ResultHash) -> Sketch {
+    let (text, failed) = match outcome {
+        Outcome::Error(e) => (format_error(e).to_string_lossy().into_owned(), true),
+        Outcome::Result(r) => {
+            let t = extract_text(r).to_string_lossy().into_owned();
+            let t = if t.is_empty() {
+                r.get("details")
+                    .and_then(|d| d.get("aggregated"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            } else {
+                t
+            };
+            (t, result.is_error)
+        }
+        Outcome::Undefined => (String::new(), false),
+    };
+    let norm = normalize_outcome(&text);
+    let mut h = fnv(FNV64, if failed { b"F" } else { b"S" });
+    if norm.is_empty() && !matches!(outcome, Outcome::Undefined) && text.is_empty() {
+        // No text: the exact result decides (structured results).
+        h = fnv(h, &result.digest);
+    }
+    h = fnv(h, norm.as_bytes());
+    let bare = norm
+        .replace("<returncode>#</returncode>", "")
+        .replace("<output>", "")
+        .replace("</output>", "");
+    let mut flags = args.flags;
+    if bare.trim().is_empty() && text.len() < 64 {
+        flags |= EMPTY_OUTCOME;
+    }
+    Sketch {
+        args,
+        outcome: h,
+        flags,
+    }
+}
+
+/// Jaccard similarity of two sorted token sets, in percent.
+pub fn similarity_pct(a: &[u32], b: &[u32]) -> u64 {
+    if a.is_empty() && b.is_empty() {
+        return 100;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0u64);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = (a.len() + b.len()) as u64 - common;
+    common * 100 / union.max(1)
+}
+
+/// A short preview of a call's arguments for messages (the shell command, or the first
+/// string argument), at most 80 characters.
+pub(crate) fn preview(args: &Value<'_>) -> String {
+    let text = shell_command(args)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .or_else(|| match args {
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                .find_map(|(_, v)| v.as_str().map(str::to_string)),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = one_line.chars().take(80).collect();
+    if one_line.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sk(json: &str) -> ArgsSketch {
+        args_sketch(b"bash", &Value::parse(json.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn normalisation_ignores_case_space_punctuation_quotes_numbers_and_bookkeeping() {
+        let a = sk(r#"{"command":"sed -n '10,20p' a.py","task_progress":"- [x] one"}"#);
+        let b = sk(r#"{"command":"SED  -n \"30,45p\" a.py","task_progress":"- [x] two"}"#);
+        assert_eq!(a.shape, b.shape);
+        let c = sk(r#"{"command":"sed -n '10,20p' b.py"}"#);
+        assert_ne!(a.shape, c.shape);
+        assert!(similarity_pct(&a.tokens, &c.tokens) < 100);
+        assert_eq!(similarity_pct(&a.tokens, &b.tokens), 100);
+    }
+
+    #[test]
+    fn key_order_does_not_matter_but_key_names_do() {
+        let a = sk(r#"{"path":"a","limit":3}"#);
+        let b = sk(r#"{"limit":4,"path":"a"}"#);
+        assert_eq!(a.shape, b.shape);
+        let c = sk(r#"{"file":"a","limit":3}"#);
+        assert_ne!(a.shape, c.shape);
+    }
+
+    #[test]
+    fn echo_only_needs_every_statement_to_print_literal_text() {
+        assert!(is_echo_only(b"echo \"Verification complete: all checks passed\""));
+        assert!(is_echo_only(b": ; true\necho done"));
+        assert!(!is_echo_only(b""));
+        assert!(!is_echo_only(b"echo a || rm -rf build"));
+        assert!(!is_echo_only(b"cat README"));
+        assert_eq!(sk(r#"{"command":"echo ok"}"#).flags & ECHO_ONLY, ECHO_ONLY);
+    }
+
+    #[test]
+    fn waits_are_recognised_in_every_format() {
+        let v = |s: &str| Value::parse(s.as_bytes()).unwrap();
+        assert!(is_wait_call(b"process", &v(r#"{"action":"poll","sessionId":"x"}"#)));
+        assert!(is_wait_call(b"TaskOutput", &v("{}")));
+        assert!(is_wait_call(b"write_stdin", &v(r#"{"session_id":1}"#)));
+        assert!(is_wait_call(
+            b"exec",
+            &v(r#"{"code":"await tools.write_stdin({session_id: 4, chars: \"\"})"}"#)
+        ));
+        assert!(!is_wait_call(
+            b"exec",
+            &v(r#"{"code":"await tools.write_stdin({session_id: 4, chars: \"q\"})"}"#)
+        ));
+        assert!(is_wait_call(b"get_subagent_status", &v("{}")));
+        assert!(!is_wait_call(b"exec", &v(r#"{"command":"ls"}"#)));
+    }
+
+    #[test]
+    fn outcomes_ignore_numbers_spacing_and_nonces() {
+        assert_eq!(
+            normalize_outcome("Done in 0.52s\n\n(pid 4411)"),
+            normalize_outcome("done in 1.07s (pid 98)")
+        );
+        assert_eq!(
+            normalize_outcome("<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> hi"),
+            normalize_outcome("<<<EXTERNAL_UNTRUSTED_CONTENT id=ffe01>>> hi")
+        );
+        assert_ne!(normalize_outcome("3 passed"), normalize_outcome("3 failed"));
+    }
+}
