@@ -3,7 +3,8 @@
 //! not fix; OpenHands' StuckDetector stops this shape at the third error).
 //!
 //! The newest outcomes of the run, walked back, must be failures of the proposed call
-//! (the same tool and argument [shape](super::sketch)), in a row, with at least two
+//! (the same tool and the same arguments, exactly: reading page 1 and page 2 are different
+//! calls), in a row, with at least two
 //! different failure identities among them (all identical is
 //! [`super::failure_streak`]'s). The call warns after `warnAt` (strict: 2) such failures
 //! and is blocked after `blockAt` (strict: 3), the fourth attempt.
@@ -12,9 +13,16 @@ use super::ledger::{FailureId, Ledger};
 use super::sketch::ArgsSketch;
 use super::{Detection, Detector};
 use crate::config::ExtraDetector;
+use crate::fingerprint::ArgsDigest;
 use crate::messages;
 
-pub(crate) fn count(ledger: &Ledger, run: Option<&[u8]>, tool: &[u8], args: &ArgsSketch) -> u64 {
+pub(crate) fn count(
+    ledger: &Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    digest: &ArgsDigest,
+    args: &ArgsSketch,
+) -> u64 {
     if args.flags & super::sketch::POLL != 0 {
         return 0;
     }
@@ -22,10 +30,8 @@ pub(crate) fn count(ledger: &Ledger, run: Option<&[u8]>, tool: &[u8], args: &Arg
     let mut first: Option<FailureId> = None;
     let mut differ = false;
     for e in ledger.scoped(run).rev() {
-        let (Some(s), Some(f)) = (e.sketch.as_deref(), e.failure) else {
-            break;
-        };
-        if e.tool.as_wtf8() != tool || s.args.shape != args.shape {
+        let Some(f) = e.failure else { break };
+        if !e.same_call(tool, digest) {
             break;
         }
         match first {
@@ -46,10 +52,11 @@ pub(crate) fn check(
     ledger: &Ledger,
     run: Option<&[u8]>,
     tool: &[u8],
+    digest: &ArgsDigest,
     args: &ArgsSketch,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
-    let n = count(ledger, run, tool, args);
+    let n = count(ledger, run, tool, digest, args);
     let level = super::failure_streak::level(n, cfg)?;
     let (head, tail): (&[u8], &[u8]) = match level {
         super::Level::Critical => (b"CRITICAL: ", b" The call is blocked."),

@@ -133,6 +133,14 @@ impl Ledger {
         l
     }
 
+    /// Sets every entry's sketch, oldest first (for [`crate::state`]; extra items are
+    /// ignored).
+    pub(crate) fn set_sketches(&mut self, sketches: Vec<Option<Box<super::sketch::Sketch>>>) {
+        for (e, s) in self.entries.iter_mut().zip(sketches) {
+            e.sketch = s;
+        }
+    }
+
     /// The outcomes of one run, oldest first.
     pub(crate) fn scoped<'l>(
         &'l self,

@@ -299,7 +299,7 @@ pub(crate) fn detect_extra(
             loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
         }),
         when_enabled(&extra.changing_error, |cfg| {
-            changing_error::check(ledger, run, tool, drift.as_ref()?, cfg)
+            changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
         }),
         when_enabled(&extra.near_repeat, |cfg| {
             near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)

@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn waits_are_recognised_in_every_format() {
-        let v = |s: &str| Value::parse(s.as_bytes()).unwrap();
+        let v = |s: &str| Value::parse(s.as_bytes()).unwrap().into_owned();
         assert!(is_wait_call(b"process", &v(r#"{"action":"poll","sessionId":"x"}"#)));
         assert!(is_wait_call(b"TaskOutput", &v("{}")));
         assert!(is_wait_call(b"write_stdin", &v(r#"{"session_id":1}"#)));
