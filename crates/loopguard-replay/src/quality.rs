@@ -389,16 +389,23 @@ impl Quality {
             );
         }
         let _ = writeln!(out);
+        // A stop before the loop's start stops a run that was still working: it is
+        // counted apart, not as a catch.
         let caught = |stop: &dyn Fn(&RunQuality) -> Option<u64>| {
-            let mut n = 0;
+            let (mut n, mut early) = (0, 0);
             let mut after = Vec::new();
             for (r, l) in &stuck {
                 if let Some(s) = stop(r) {
-                    n += 1;
-                    after.push(s as i64 - l.loop_start.unwrap_or(1) as i64);
+                    let start = l.loop_start.unwrap_or(1);
+                    if s < start {
+                        early += 1;
+                    } else {
+                        n += 1;
+                        after.push(s - start);
+                    }
                 }
             }
-            (n, after.iter().max().copied())
+            (n, early, after.iter().max().copied())
         };
         let false_stops = |stop: &dyn Fn(&RunQuality) -> Option<u64>| -> Vec<String> {
             labelled
@@ -409,9 +416,9 @@ impl Quality {
         };
         let _ = writeln!(
             out,
-            "| rule | stuck runs stopped | latest stop after loop start | healthy or self-recovering runs stopped |"
+            "| rule | stuck runs stopped in their loop | latest stop after loop start | stuck runs stopped before their loop | healthy or self-recovering runs stopped |"
         );
-        let _ = writeln!(out, "|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|");
         let rules: [(String, Box<dyn Fn(&RunQuality) -> Option<u64>>); 3] = [
             (format!("**{profile}**"), Box::new(|r: &RunQuality| r.stopped.map(|s| s.0))),
             (
@@ -424,13 +431,13 @@ impl Quality {
             ),
         ];
         for (name, stop) in &rules {
-            let (n, latest) = caught(stop.as_ref());
+            let (n, early, latest) = caught(stop.as_ref());
             let fs = false_stops(stop.as_ref());
             let _ = writeln!(
                 out,
-                "| {name} | {n} of {} | {} | {} of {fine}{} |",
+                "| {name} | {n} of {} | {} | {early} | {} of {fine}{} |",
                 stuck.len(),
-                latest.map_or("-".to_string(), |l| format!("{l:+}")),
+                latest.map_or("-".to_string(), |l| format!("+{l}")),
                 fs.len(),
                 if fs.is_empty() {
                     String::new()
