@@ -443,16 +443,14 @@ impl Session {
         }
         let run = call.run_key();
         let known_poll = detectors::known_poll::is_known_poll_call(call.tool.as_wtf8(), call.args);
-        let found = detectors::detect_extra(
-            base,
-            &self.ledger,
+        let proposed = detectors::Proposed {
             run,
-            call.tool.as_wtf8(),
-            &args,
-            call.args,
+            tool: call.tool.as_wtf8(),
+            args: &args,
+            params: call.args,
             known_poll,
-            extra,
-        );
+        };
+        let found = detectors::detect_extra(base, &self.ledger, &proposed, extra);
         if !extra.second_critical.enabled {
             return found;
         }
@@ -621,18 +619,19 @@ impl Session {
             .and_then(|r| r.result);
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
-                self.ledger.record(
-                    run,
-                    &call.tool.clone().into_owned(),
+                let tool_name = call.tool.clone().into_owned();
+                let o = crate::detectors::ledger::NewOutcome {
+                    tool: &tool_name,
                     args,
                     result,
-                    failure_identity(outcome),
-                    policy.extra.drift().then(|| {
+                    failure: failure_identity(outcome),
+                    sketch: policy.extra.drift().then(|| {
                         let args = detectors::sketch::args_sketch(tool, call.args);
-                        Box::new(detectors::sketch::sketch(args, outcome, &result))
+                        let echoed = detectors::sketch::argument_numbers(call.args);
+                        Box::new(detectors::sketch::sketch(args, &echoed, outcome, &result))
                     }),
-                    policy.resolved.history_size,
-                );
+                };
+                self.ledger.record(run, o, policy.resolved.history_size);
             }
         }
         let Some(result) = recorded else {

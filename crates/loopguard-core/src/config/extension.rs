@@ -194,8 +194,8 @@ pub const DEFAULT_ARGUMENT_CHURN_BLOCK: u64 = 14;
 /// Strict default of `nearRepeat`: warn after 2 no-progress repeats, block after 4 (the
 /// self-recovering runs of the calibration set repeat at most 3 times in a row).
 pub const DEFAULT_NEAR_REPEAT: (u64, u64) = (2, 4);
-/// Strict default of `nearRepeat.similarity`: 0.7 (70 % of tokens and token pairs shared).
-pub const DEFAULT_NEAR_REPEAT_SIMILARITY: f64 = 0.7;
+/// Strict default of `nearRepeat.similarity`: 0.6 (60 % of the distinct tokens shared).
+pub const DEFAULT_NEAR_REPEAT_SIMILARITY: f64 = 0.6;
 /// Strict default of `noProgressCycle`: warn when a cycle covers 6 calls (at least two
 /// rounds), block at 8 (at least three rounds).
 pub const DEFAULT_CYCLE: (u64, u64) = (6, 8);
@@ -477,7 +477,7 @@ mod tests {
         assert!(strict.error_changing_args.enabled && strict.argument_churn.enabled);
         assert!(strict.loop_across_compactions.enabled && strict.second_critical.enabled);
         assert!(strict.near_repeat.enabled && strict.cycle.enabled && strict.changing_error.enabled);
-        assert_eq!(strict.near_repeat.similarity_pct, 70);
+        assert_eq!(strict.near_repeat.similarity_pct, 60);
         assert_eq!(strict.argument_churn.block_at, DEFAULT_ARGUMENT_CHURN_BLOCK);
     }
 

@@ -56,6 +56,15 @@ impl LedgerEntry {
     }
 }
 
+/// An outcome to record (see [`Ledger::record`]).
+pub(crate) struct NewOutcome<'t> {
+    pub(crate) tool: &'t Name,
+    pub(crate) args: ArgsDigest,
+    pub(crate) result: ResultHash,
+    pub(crate) failure: Option<FailureId>,
+    pub(crate) sketch: Option<Box<super::sketch::Sketch>>,
+}
+
 /// A loop seen repeating before a compaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoopMark {
@@ -174,25 +183,16 @@ impl Ledger {
     }
 
     /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]).
-    pub(crate) fn record(
-        &mut self,
-        run: Option<&[u8]>,
-        tool: &Name,
-        args: ArgsDigest,
-        result: ResultHash,
-        failure: Option<FailureId>,
-        sketch: Option<Box<super::sketch::Sketch>>,
-        cap: usize,
-    ) {
+    pub(crate) fn record(&mut self, run: Option<&[u8]>, o: NewOutcome<'_>, cap: usize) {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
         self.entries.push_back(LedgerEntry {
             run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
-            tool: tool.clone(),
-            args,
-            result,
-            failure,
+            tool: o.tool.clone(),
+            args: o.args,
+            result: o.result,
+            failure: o.failure,
             epoch,
-            sketch,
+            sketch: o.sketch,
         });
         let cap = cap.clamp(1, MAX_ENTRIES);
         while self.entries.len() > cap {
@@ -406,15 +406,15 @@ mod tests {
         };
         for i in 0..(MAX_RUNS * 2) {
             let run = format!("r{i}");
-            l.record(
-                Some(run.as_bytes()),
-                &name("t"),
-                ArgsDigest([0; 32]),
-                h,
-                None,
-                None,
-                30,
-            );
+            let t = name("t");
+            let o = NewOutcome {
+                tool: &t,
+                args: ArgsDigest([0; 32]),
+                result: h,
+                failure: None,
+                sketch: None,
+            };
+            l.record(Some(run.as_bytes()), o, 30);
             l.note_critical(Some(run.as_bytes()));
         }
         assert_eq!(l.entries().len(), 30);
@@ -422,7 +422,15 @@ mod tests {
         // A new loop before every compaction: the oldest marks make room.
         for k in 0..(MAX_MARKS * 3) {
             for _ in 0..2 {
-                l.record(None, &name("t"), ArgsDigest([k as u8; 32]), h, None, None, 30);
+                let t = name("t");
+                let o = NewOutcome {
+                    tool: &t,
+                    args: ArgsDigest([k as u8; 32]),
+                    result: h,
+                    failure: None,
+                    sketch: None,
+                };
+                l.record(None, o, 30);
             }
             l.compaction(None);
         }

@@ -243,6 +243,21 @@ where
     None
 }
 
+/// The call the extra detectors look at.
+#[derive(Clone, Copy)]
+pub(crate) struct Proposed<'a> {
+    /// The normalised run.
+    pub run: Option<&'a [u8]>,
+    /// The tool.
+    pub tool: &'a [u8],
+    /// The argument digest.
+    pub args: &'a ArgsDigest,
+    /// The arguments.
+    pub params: &'a Value<'a>,
+    /// Whether OpenClaw counts it as a poll.
+    pub known_poll: bool,
+}
+
 /// `check`'s finding with `cfg`, when that extra detector is enabled.
 fn when_enabled(
     cfg: &ExtraDetector,
@@ -263,13 +278,16 @@ fn when_enabled(
 pub(crate) fn detect_extra(
     base: Option<Detection>,
     ledger: &ledger::Ledger,
-    run: Option<&[u8]>,
-    tool: &[u8],
-    args: &ArgsDigest,
-    params: &Value<'_>,
-    known_poll: bool,
+    proposed: &Proposed<'_>,
     extra: &ExtraPolicy,
 ) -> Option<Detection> {
+    let Proposed {
+        run,
+        tool,
+        args,
+        params,
+        known_poll,
+    } = *proposed;
     if base.as_ref().is_some_and(|d| d.level == Level::Critical) {
         return base;
     }
@@ -305,7 +323,7 @@ pub(crate) fn detect_extra(
             near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)
         }),
         when_enabled(&extra.cycle, |cfg| {
-            no_progress_cycle::check(ledger, run, tool, drift.as_ref()?, cfg)
+            no_progress_cycle::check(ledger, run, tool, args, drift.as_ref()?, cfg)
         }),
         when_enabled(&extra.argument_churn, |cfg| {
             argument_churn::check(ledger, run, tool, args, cfg)

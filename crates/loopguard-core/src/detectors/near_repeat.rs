@@ -5,10 +5,11 @@
 //! each one that repeats the proposed call *without new information* counts:
 //!
 //! - a call of the same tool whose [normalised arguments](super::sketch) are similar to
-//!   the proposed ones (Jaccard similarity of tokens and token pairs at least
-//!   `similarity`, strict: 0.7), with the same normalised outcome as the newer repeats.
-//!   When that outcome is empty (an edit that prints nothing) similar is not enough: the
-//!   arguments must have the same shape, since two different edits both print nothing;
+//!   the proposed ones or to the newer repeat (Jaccard similarity of their token sets at
+//!   least `similarity`, strict: 0.6; or the same shape), with the same normalised outcome
+//!   as the newer repeats. When that outcome is empty (an edit that prints nothing)
+//!   similar is not enough: the arguments must be identical, since two different edits
+//!   both print nothing;
 //! - when the proposed call is an output-only confirmation (`echo`, `printf`, `true`,
 //!   `:` and nothing else), every earlier confirmation, whatever its wording.
 //!
@@ -46,6 +47,7 @@ pub(crate) fn count(
     let mut n = 0u64;
     let mut echoes = 0u64;
     let mut reference: Option<u64> = None;
+    let mut newer: &[u32] = &args.tokens;
     let mut skipped = 0u32;
     for e in ledger.scoped(run).rev() {
         let Some(s) = e.sketch.as_deref() else { break };
@@ -64,13 +66,16 @@ pub(crate) fn count(
         let alike = !exact_failure
             && e.tool.as_wtf8() == tool
             && if s.empty_outcome() {
-                s.args.shape == args.shape
+                // Two different edits both print nothing: only the same edit again.
+                e.args == *digest
             } else {
                 s.args.shape == args.shape
                     || similarity_pct(&s.args.tokens, &args.tokens) >= similarity
+                    || similarity_pct(&s.args.tokens, newer) >= similarity
             };
         if alike && reference.is_none_or(|r| r == s.outcome) {
             reference = Some(s.outcome);
+            newer = &s.args.tokens;
             n += 1;
             skipped = 0;
             continue;

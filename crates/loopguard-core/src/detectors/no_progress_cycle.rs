@@ -19,6 +19,7 @@ use super::ledger::Ledger;
 use super::sketch::ArgsSketch;
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
+use crate::fingerprint::ArgsDigest;
 use crate::messages;
 
 /// The longest cycle looked for.
@@ -29,20 +30,24 @@ pub(crate) fn cycles(
     ledger: &Ledger,
     run: Option<&[u8]>,
     tool: &[u8],
+    digest: &ArgsDigest,
     args: &ArgsSketch,
 ) -> Vec<(usize, u64)> {
     let mut found = Vec::new();
     if args.flags & super::sketch::POLL != 0 {
         return found;
     }
-    // Newest first: (tool, shape, outcome); index 0 is the proposed call.
-    let mut seq: Vec<(&[u8], u64, Option<u64>)> = vec![(tool, args.shape, None)];
+    // Newest first: (tool, shape, outcome, exact arguments when the outcome is empty);
+    // index 0 is the proposed call.
+    type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);
+    let mut seq: Vec<Item<'_>> = vec![(tool, args.shape, None, Some(digest))];
     for e in ledger.scoped(run).rev().take(64) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
         }
-        seq.push((e.tool.as_wtf8(), s.args.shape, Some(s.outcome)));
+        let exact = s.empty_outcome().then_some(&e.args);
+        seq.push((e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact));
     }
     for p in 2..=MAX_PERIOD {
         if seq.len() < 2 * p {
@@ -59,7 +64,14 @@ pub(crate) fn cycles(
                 (Some(x), Some(y)) => x == y,
                 _ => true,
             };
-            if a.0 != b.0 || a.1 != b.1 || !same_outcome {
+            // An edit that prints nothing is the same step only with the same arguments.
+            let same_args = match (a.3, b.3) {
+                (Some(x), Some(y)) if i > 0 => x == y,
+                (Some(x), Some(y)) => b.2.is_none() || x == y,
+                (None, Some(_)) => false,
+                _ => true,
+            };
+            if a.0 != b.0 || a.1 != b.1 || !same_outcome || !same_args {
                 break;
             }
             i += 1;
@@ -73,6 +85,7 @@ pub(crate) fn check(
     ledger: &Ledger,
     run: Option<&[u8]>,
     tool: &[u8],
+    digest: &ArgsDigest,
     args: &ArgsSketch,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
@@ -86,7 +99,7 @@ pub(crate) fn check(
             None
         }
     };
-    let (level, p, covered) = cycles(ledger, run, tool, args)
+    let (level, p, covered) = cycles(ledger, run, tool, digest, args)
         .into_iter()
         .filter_map(|(p, c)| level_of(p, c).map(|l| (l, p, c)))
         .max_by_key(|(l, _, c)| (*l, *c))?;

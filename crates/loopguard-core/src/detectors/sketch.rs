@@ -8,12 +8,14 @@
 //! descriptions, attempt counters, …) are left out. From the tokens come a **shape** (a
 //! hash of the whole token sequence: two calls with the same shape differ only in case,
 //! spacing, punctuation, quoting, numbers or bookkeeping) and a **token set** (hashes of
-//! every token and every pair of neighbouring tokens) for Jaccard similarity.
+//! the distinct tokens, so word order does not matter) for Jaccard similarity.
 //!
-//! An **outcome** is reduced to a hash of its text lowercased, digits as `#`, whitespace
-//! collapsed, and the nonce of OpenClaw's `<<<EXTERNAL_UNTRUSTED_CONTENT id=…>>>` wrappers
-//! dropped, so that timestamps, durations, pids and attempt numbers do not make two
-//! answers different.
+//! An **outcome** is reduced to a hash of its text lowercased, whitespace collapsed, the
+//! nonce of OpenClaw's `<<<EXTERNAL_UNTRUSTED_CONTENT id=…>>>` wrappers dropped, and the
+//! numbers that change without meaning anything replaced by `#`: decimals (durations),
+//! times of day, and runs of four digits or more (timestamps, pids, ports). Small integers
+//! stay (line numbers, counts, file names such as `file3.txt`): they tell pages, files and
+//! progress apart.
 
 use crate::detectors::known_poll::is_known_poll_call;
 use crate::outcome::{extract_text, format_error, Outcome, ResultHash};
@@ -55,7 +57,7 @@ pub const EMPTY_OUTCOME: u8 = 4;
 pub struct ArgsSketch {
     /// Hash of the normalised token sequence.
     pub shape: u64,
-    /// Sorted, de-duplicated hashes of tokens and token pairs (at most 256).
+    /// Sorted, de-duplicated hashes of the tokens (at most 256).
     pub tokens: Box<[u32]>,
     /// [`ECHO_ONLY`] and [`POLL`].
     pub flags: u8,
@@ -108,21 +110,13 @@ fn is_bookkeeping(key: &[u8]) -> bool {
 
 struct Tokens {
     shape: u64,
-    prev: Option<u32>,
     set: Vec<u32>,
 }
 
 impl Tokens {
     fn push(&mut self, token: &[u8]) {
         self.shape = fnv(fnv(self.shape, token), b"\0");
-        let h = fnv(FNV64, token) as u32;
-        if let Some(p) = self.prev {
-            self.set.push(
-                (fnv(fnv(FNV64, &p.to_le_bytes()), &h.to_le_bytes()) as u32) | 1,
-            );
-        }
-        self.set.push(h & !1);
-        self.prev = Some(h);
+        self.set.push(fnv(FNV64, token) as u32);
     }
 
     fn text(&mut self, s: &[u8]) {
@@ -211,11 +205,43 @@ fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
 /// ```
 pub fn is_echo_only(command: &[u8]) -> bool {
     let text = String::from_utf8_lossy(command);
-    if text.contains(['>', '<', '|', '`']) || text.contains("$(") {
+    // Statements split at newlines, `;`, `&&`, `||` outside quotes; any redirection,
+    // pipe, background job or substitution outside single quotes is an effect.
+    let mut stmts: Vec<String> = vec![String::new()];
+    let (mut single, mut double) = (false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !single && (c == '`' || (c == '$' && chars.peek() == Some(&'('))) {
+            return false;
+        }
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            _ if single || double => {}
+            '>' | '<' => return false,
+            '|' | '&' => {
+                if chars.peek() == Some(&c) {
+                    chars.next();
+                    stmts.push(String::new());
+                    continue;
+                }
+                return false;
+            }
+            '\n' | ';' => {
+                stmts.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = stmts.last_mut() {
+            last.push(c);
+        }
+    }
+    if single || double {
         return false;
     }
     let mut any = false;
-    for stmt in text.split(['\n', ';']).flat_map(|s| s.split("&&")) {
+    for stmt in &stmts {
         let stmt = stmt.trim();
         if stmt.is_empty() {
             continue;
@@ -293,7 +319,6 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
 pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     let mut t = Tokens {
         shape: FNV64,
-        prev: None,
         set: Vec::new(),
     };
     t.value(args);
@@ -314,48 +339,113 @@ pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     }
 }
 
-/// Normalises an outcome text into `out`: lowercase, digit runs as `#`, whitespace
-/// collapsed, untrusted-content nonces dropped.
-fn normalize_outcome(text: &str) -> String {
-    let lower = text.to_lowercase();
-    let mut out = String::with_capacity(lower.len().min(4096));
-    let mut rest = lower.as_str();
+/// The numbers written in a call's arguments (digit runs of strings, integral numbers),
+/// bookkeeping fields left out.
+pub fn argument_numbers(args: &Value<'_>) -> Vec<String> {
+    fn walk(v: &Value<'_>, out: &mut Vec<String>) {
+        match v {
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
+                out.push(format!("{}", *n as i64).trim_start_matches('-').to_string());
+            }
+            Value::String(s) => {
+                let mut cur = String::new();
+                for &b in s.as_wtf8() {
+                    if b.is_ascii_digit() {
+                        cur.push(char::from(b));
+                    } else if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                }
+                if !cur.is_empty() {
+                    out.push(cur);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                .for_each(|(_, x)| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(args, &mut out);
+    out.sort();
+    out.dedup();
+    out.truncate(64);
+    out
+}
+
+/// Normalises an outcome text: lowercase, whitespace collapsed, untrusted-content nonces
+/// dropped; decimals, times, numbers of four digits or more, and numbers the call's own
+/// arguments hold (`echoed`: a message that repeats them back) as `#`.
+fn normalize_outcome(text: &str, echoed: &[String]) -> String {
     const NONCE: &str = "external_untrusted_content id=";
+    let lower = text.to_lowercase();
+    let b = lower.as_bytes();
+    let mut out = String::with_capacity(lower.len().min(4096));
+    let mut i = 0;
     let mut pending_space = false;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix(NONCE) {
+    while i < b.len() {
+        if lower[i..].starts_with(NONCE) {
             out.push_str(NONCE);
-            let end = after
-                .find(|c: char| c == '>' || c.is_whitespace())
-                .unwrap_or(after.len());
-            rest = &after[end..];
+            i += NONCE.len();
+            while i < b.len() && b[i] != b'>' && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
             continue;
         }
-        let mut chars = rest.chars();
-        let c = chars.next().unwrap_or(' ');
-        let next = chars.as_str();
-        if c.is_whitespace() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
             pending_space = !out.is_empty();
-        } else {
-            if pending_space {
-                out.push(' ');
-                pending_space = false;
-            }
-            if c.is_ascii_digit() {
-                if !out.ends_with('#') {
-                    out.push('#');
-                }
-            } else {
-                out.push(c);
-            }
+            i += 1;
+            continue;
         }
-        rest = next;
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        if c.is_ascii_digit() {
+            // A number with its decimal part and time separators.
+            let start = i;
+            let (mut digits, mut dotted) = (0, false);
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || ((b[i] == b'.' || b[i] == b':')
+                        && i + 1 < b.len()
+                        && b[i + 1].is_ascii_digit()))
+            {
+                if b[i].is_ascii_digit() {
+                    digits += 1;
+                } else {
+                    dotted = true;
+                }
+                i += 1;
+            }
+            if dotted || digits >= 4 || echoed.iter().any(|e| e.as_str() == &lower[start..i]) {
+                out.push('#');
+            } else {
+                out.push_str(&lower[start..i]);
+            }
+            continue;
+        }
+        let ch = lower[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
     }
     out
 }
 
 /// The sketch of a call with its outcome.
-pub fn sketch(args: ArgsSketch, outcome: Outcome<'_, '_>, result: &ResultHash) -> Sketch {
+///
+/// `echoed` are the numbers of the call's arguments ([`argument_numbers`]): in the
+/// outcome they count as an echo of the call, not as information.
+pub fn sketch(
+    args: ArgsSketch,
+    echoed: &[String],
+    outcome: Outcome<'_, '_>,
+    result: &ResultHash,
+) -> Sketch {
     let (text, failed) = match outcome {
         Outcome::Error(e) => (format_error(e).to_string_lossy().into_owned(), true),
         Outcome::Result(r) => {
@@ -373,7 +463,7 @@ pub fn sketch(args: ArgsSketch, outcome: Outcome<'_, '_>, result: &ResultHash) -
         }
         Outcome::Undefined => (String::new(), false),
     };
-    let norm = normalize_outcome(&text);
+    let norm = normalize_outcome(&text, echoed);
     let mut h = fnv(FNV64, if failed { b"F" } else { b"S" });
     if norm.is_empty() && !matches!(outcome, Outcome::Undefined) && text.is_empty() {
         // No text: the exact result decides (structured results).
@@ -381,7 +471,7 @@ pub fn sketch(args: ArgsSketch, outcome: Outcome<'_, '_>, result: &ResultHash) -
     }
     h = fnv(h, norm.as_bytes());
     let bare = norm
-        .replace("<returncode>#</returncode>", "")
+        .replace("<returncode>0</returncode>", "")
         .replace("<output>", "")
         .replace("</output>", "");
     let mut flags = args.flags;
@@ -472,6 +562,9 @@ mod tests {
         assert!(!is_echo_only(b""));
         assert!(!is_echo_only(b"echo a || rm -rf build"));
         assert!(!is_echo_only(b"cat README"));
+        assert!(is_echo_only(b"printf 'Final: checks passed; no changes > none\\n'"));
+        assert!(!is_echo_only(b"echo 'unterminated"));
+        assert!(!is_echo_only(b"echo hi & rm x"));
         assert_eq!(sk(r#"{"command":"echo ok"}"#).flags & ECHO_ONLY, ECHO_ONLY);
     }
 
@@ -493,16 +586,37 @@ mod tests {
         assert!(!is_wait_call(b"exec", &v(r#"{"command":"ls"}"#)));
     }
 
+    fn normalize_outcome_(s: &str) -> String {
+        normalize_outcome(s, &[])
+    }
+
+    #[test]
+    fn numbers_the_call_wrote_are_an_echo() {
+        let args = Value::parse(br#"{"path":"a.py","view_range":[10, 20]}"#).unwrap();
+        let echoed = argument_numbers(&args);
+        assert_eq!(echoed, ["10", "20"]);
+        assert_eq!(
+            normalize_outcome("invalid range 10-20", &echoed),
+            normalize_outcome("invalid range 30-45", &["30".into(), "45".into()])
+        );
+    }
+
     #[test]
     fn outcomes_ignore_numbers_spacing_and_nonces() {
         assert_eq!(
-            normalize_outcome("Done in 0.52s\n\n(pid 4411)"),
-            normalize_outcome("done in 1.07s (pid 98)")
+            normalize_outcome_("Done in 0.52s\n\n(pid 4411)"),
+            normalize_outcome_("done in 1.07s (pid 5120)")
         );
         assert_eq!(
-            normalize_outcome("<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> hi"),
-            normalize_outcome("<<<EXTERNAL_UNTRUSTED_CONTENT id=ffe01>>> hi")
+            normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> hi"),
+            normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=ffe01>>> hi")
         );
-        assert_ne!(normalize_outcome("3 passed"), normalize_outcome("3 failed"));
+        assert_ne!(normalize_outcome_("3 passed"), normalize_outcome_("3 failed"));
+        // Small integers tell pages and files apart.
+        assert_ne!(normalize_outcome_("file1.txt"), normalize_outcome_("file2.txt"));
+        assert_eq!(
+            normalize_outcome_("at 12:04:55 pid 48811"),
+            normalize_outcome_("at 12:05:02 pid 48930")
+        );
     }
 }
