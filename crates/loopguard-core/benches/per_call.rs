@@ -82,6 +82,27 @@ fn bench_pair(c: &mut Criterion) {
             },
         );
 
+        // The strict profile (every extra detector, drift sketches included) on the same
+        // calls: issue 19's budget is under 2x the default profile's pair.
+        let strict = Policy::enabled().with_extra(loopguard_core::ExtraPolicy::strict());
+        let mut strict_session = Session::new("bench-strict");
+        for a in args.iter().take(40) {
+            let call = Call::new("read", a).run("run-1");
+            let _ = strict_session.before_call(&strict, &call);
+            let _ = strict_session.after_call(&strict, &call, Outcome::Result(&result));
+        }
+        group.bench_function(BenchmarkId::new("before_after_pair_strict", label), |b| {
+            b.iter(|| {
+                let a = &args[i % ROTATION];
+                i += 1;
+                let call = Call::new("read", a).run("run-1").call_id("call-1");
+                let d = strict_session.before_call(&strict, black_box(&call));
+                let o =
+                    strict_session.after_call(&strict, &call, Outcome::Result(black_box(&result)));
+                black_box((d, o))
+            })
+        });
+
         // Baseline: hashing the result's text alone.
         let raw = text.clone();
         group.bench_function(

@@ -241,7 +241,10 @@ fn near_repeat_never_matches_pagination_changing_polls_or_edits_of_different_fil
         .map(|i| {
             ok(
                 "write",
-                &format!(r#"{{"path":"notes.md","content":"draft {i}: {}"}}"#, "x".repeat(i)),
+                &format!(
+                    r#"{{"path":"notes.md","content":"draft {i}: {}"}}"#,
+                    "x".repeat(i)
+                ),
                 "",
             )
         })
@@ -332,7 +335,11 @@ fn a_cycle_whose_results_change_is_never_blocked() {
     let steps: Vec<Step> = (0..16)
         .map(|i| match i % 2 {
             0 => ok("bash", &sh("make"), &format!("{} errors", 16 - i)),
-            _ => ok("bash", &sh("git diff --stat"), &format!("{i} files changed")),
+            _ => ok(
+                "bash",
+                &sh("git diff --stat"),
+                &format!("{i} files changed"),
+            ),
         })
         .collect();
     assert_eq!(replay(&strict(), &steps).first_block, None);
@@ -415,11 +422,23 @@ fn openhands_repeating_action_observation() {
 #[test]
 fn openhands_repeating_action_error() {
     let same: Vec<Step> = (0..12)
-        .map(|_| fail("execute_bash", &sh("python run.py"), "ModuleNotFoundError: foo"))
+        .map(|_| {
+            fail(
+                "execute_bash",
+                &sh("python run.py"),
+                "ModuleNotFoundError: foo",
+            )
+        })
         .collect();
     assert!(blocked_at(&same).is_some_and(|n| n <= 3 + 8));
     let differing: Vec<Step> = (0..12)
-        .map(|i| fail("execute_bash", &sh("python run.py"), &format!("error kind {}", ["a", "b", "c"][i % 3])))
+        .map(|i| {
+            fail(
+                "execute_bash",
+                &sh("python run.py"),
+                &format!("error kind {}", ["a", "b", "c"][i % 3]),
+            )
+        })
         .collect();
     assert!(blocked_at(&differing).is_some_and(|n| n <= 3 + 8));
 }
@@ -432,7 +451,11 @@ fn openhands_alternating_pattern() {
             if i % 2 == 0 {
                 ok("execute_bash", &sh("cat setup.cfg"), "[metadata]\nname = x")
             } else {
-                ok("str_replace_editor", r#"{"command":"view","path":"/w/setup.py"}"#, "from setuptools import setup")
+                ok(
+                    "str_replace_editor",
+                    r#"{"command":"view","path":"/w/setup.py"}"#,
+                    "from setuptools import setup",
+                )
             }
         })
         .collect();
@@ -464,19 +487,42 @@ fn openhands_not_stuck() {
 #[test]
 fn gemini_cli_consecutive_identical_calls() {
     let steps: Vec<Step> = (0..12)
-        .map(|_| ok("read_file", r#"{"absolute_path":"/p/README.md"}"#, "# Project"))
+        .map(|_| {
+            ok(
+                "read_file",
+                r#"{"absolute_path":"/p/README.md"}"#,
+                "# Project",
+            )
+        })
         .collect();
     assert!(blocked_at(&steps).is_some_and(|n| n <= 5 + 8));
     let different: Vec<Step> = (0..12)
-        .map(|i| ok("read_file", &format!(r#"{{"absolute_path":"/p/src/m{i}.ts"}}"#), &format!("export const {} = true;", WORDS[i % WORDS.len()])))
+        .map(|i| {
+            ok(
+                "read_file",
+                &format!(r#"{{"absolute_path":"/p/src/m{i}.ts"}}"#),
+                &format!("export const {} = true;", WORDS[i % WORDS.len()]),
+            )
+        })
         .collect();
     assert_eq!(blocked_at(&different), None);
     let interleaved: Vec<Step> = (0..12)
         .map(|i| {
             if i % 4 == 3 {
-                ok("replace", &format!(r#"{{"file_path":"/p/a.ts","old_string":"{i}","new_string":"{}"}}"#, i + 1), "ok")
+                ok(
+                    "replace",
+                    &format!(
+                        r#"{{"file_path":"/p/a.ts","old_string":"{i}","new_string":"{}"}}"#,
+                        i + 1
+                    ),
+                    "ok",
+                )
             } else {
-                ok("read_file", r#"{"absolute_path":"/p/a.ts"}"#, &format!("version {}", i / 4))
+                ok(
+                    "read_file",
+                    r#"{"absolute_path":"/p/a.ts"}"#,
+                    &format!("version {}", i / 4),
+                )
             }
         })
         .collect();
@@ -499,7 +545,13 @@ fn roo_code_tool_repetition() {
         .collect();
     assert!(blocked_at(&steps).is_some_and(|n| n <= 4 + 8));
     let scrolling: Vec<Step> = (0..15)
-        .map(|i| ok("browser_action", r#"{"action":"scroll_down"}"#, &format!("viewport at {}px: section {i}", i * 600)))
+        .map(|i| {
+            ok(
+                "browser_action",
+                r#"{"action":"scroll_down"}"#,
+                &format!("viewport at {}px: section {i}", i * 600),
+            )
+        })
         .collect();
     assert_eq!(blocked_at(&scrolling), None);
 }
@@ -518,10 +570,19 @@ fn cline_repetition_ignoring_task_progress() {
         })
         .collect();
     let seen = replay(&strict(), &steps);
-    assert!(seen.first_block.is_some_and(|(n, _)| n <= 5 + 8), "{seen:?}");
+    assert!(
+        seen.first_block.is_some_and(|(n, _)| n <= 5 + 8),
+        "{seen:?}"
+    );
     assert!(seen.first_warn.is_some_and(|(n, _)| n <= 3), "{seen:?}");
     let files: Vec<Step> = (0..10)
-        .map(|i| ok("read_file", &format!(r#"{{"path":"src/f{i}.ts","task_progress":"x"}}"#), &format!("import {{ {} }} from './lib'", WORDS[i % WORDS.len()])))
+        .map(|i| {
+            ok(
+                "read_file",
+                &format!(r#"{{"path":"src/f{i}.ts","task_progress":"x"}}"#),
+                &format!("import {{ {} }} from './lib'", WORDS[i % WORDS.len()]),
+            )
+        })
         .collect();
     assert_eq!(blocked_at(&files), None);
 }

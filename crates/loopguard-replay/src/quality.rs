@@ -377,7 +377,10 @@ impl Quality {
             let start = l.loop_start.unwrap_or(1);
             let name = r.display.rsplit(['/', '\\']).next().unwrap_or(&r.display);
             let (first, after) = match r.stopped {
-                Some((s, d)) => (format!("{s} (`{d}`)"), format!("{:+}", s as i64 - start as i64)),
+                Some((s, d)) => (
+                    format!("{s} (`{d}`)"),
+                    format!("{:+}", s as i64 - start as i64),
+                ),
                 None => ("none".to_string(), "-".to_string()),
             };
             let _ = writeln!(
@@ -411,7 +414,13 @@ impl Quality {
             labelled
                 .iter()
                 .filter(|(r, l)| l.verdict != Verdict::Stuck && stop(r).is_some())
-                .map(|(r, _)| r.display.rsplit(['/', '\\']).next().unwrap_or(&r.display).to_string())
+                .map(|(r, _)| {
+                    r.display
+                        .rsplit(['/', '\\'])
+                        .next()
+                        .unwrap_or(&r.display)
+                        .to_string()
+                })
                 .collect()
         };
         let _ = writeln!(
@@ -420,7 +429,10 @@ impl Quality {
         );
         let _ = writeln!(out, "|---|---|---|---|---|");
         let rules: [(String, Box<dyn Fn(&RunQuality) -> Option<u64>>); 3] = [
-            (format!("**{profile}**"), Box::new(|r: &RunQuality| r.stopped.map(|s| s.0))),
+            (
+                format!("**{profile}**"),
+                Box::new(|r: &RunQuality| r.stopped.map(|s| s.0)),
+            ),
             (
                 format!("peers: {} identical calls in a row", PEER_COUNTERS[0]),
                 Box::new(|r: &RunQuality| r.peer_stop[0]),

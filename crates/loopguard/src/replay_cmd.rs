@@ -421,7 +421,9 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let nothing_read = report.summary.events == 0 && plan.sources.len() <= 1 && failed > 0;
     let modes = modes_text(&plan);
     if let Some(q) = &printer.quality {
-        let profile = args.profile.map_or("configured", |p| Profile::from(p).as_str());
+        let profile = args
+            .profile
+            .map_or("configured", |p| Profile::from(p).as_str());
         let mut text = q.render(profile, labels.as_ref());
         if failed + unread > 0 {
             let n = failed + unread;

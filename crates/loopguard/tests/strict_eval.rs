@@ -147,7 +147,11 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
             )),
         }
         if let (Some((s, _)), Some((d, _))) = (&strict.first_block, &default.first_block) {
-            assert!(s <= d, "{}: strict blocks later ({s}) than openclaw ({d})", c.file);
+            assert!(
+                s <= d,
+                "{}: strict blocks later ({s}) than openclaw ({d})",
+                c.file
+            );
         }
         // The summary reports the same first stop as the decisions.
         if let Some((n, d)) = &strict.first_block {

@@ -476,7 +476,9 @@ mod tests {
         assert!(strict.failure_streak.enabled && strict.outcome_streak.enabled);
         assert!(strict.error_changing_args.enabled && strict.argument_churn.enabled);
         assert!(strict.loop_across_compactions.enabled && strict.second_critical.enabled);
-        assert!(strict.near_repeat.enabled && strict.cycle.enabled && strict.changing_error.enabled);
+        assert!(
+            strict.near_repeat.enabled && strict.cycle.enabled && strict.changing_error.enabled
+        );
         assert_eq!(strict.near_repeat.similarity_pct, 60);
         assert_eq!(strict.argument_churn.block_at, DEFAULT_ARGUMENT_CHURN_BLOCK);
     }

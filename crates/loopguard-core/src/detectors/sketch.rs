@@ -42,6 +42,10 @@ pub const BOOKKEEPING_KEYS: [&str; 16] = [
     "timestamp",
 ];
 
+/// Outcome texts longer than this (bytes) have only their first half of it normalised;
+/// the exact result hash stands for the rest.
+pub const MAX_NORMALISED: usize = 64 * 1024;
+
 /// The most token hashes kept per call.
 const MAX_TOKENS: usize = 256;
 
@@ -105,7 +109,9 @@ fn is_bookkeeping(key: &[u8]) -> bool {
         .filter(|b| !matches!(b, b'_' | b'-'))
         .map(u8::to_ascii_lowercase)
         .collect();
-    BOOKKEEPING_KEYS.iter().any(|b| b.as_bytes() == k.as_slice())
+    BOOKKEEPING_KEYS
+        .iter()
+        .any(|b| b.as_bytes() == k.as_slice())
 }
 
 struct Tokens {
@@ -463,10 +469,22 @@ pub fn sketch(
         }
         Outcome::Undefined => (String::new(), false),
     };
-    let norm = normalize_outcome(&text, echoed);
+    // A long outcome: its head is normalised and the exact result decides the rest, so
+    // the cost stays bounded (the result is hashed anyway) and nothing in the tail is lost.
+    let long = text.len() > MAX_NORMALISED;
+    let head = if long {
+        let mut end = MAX_NORMALISED / 2;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        &text[..end]
+    } else {
+        text.as_str()
+    };
+    let norm = normalize_outcome(head, echoed);
     let mut h = fnv(FNV64, if failed { b"F" } else { b"S" });
-    if norm.is_empty() && !matches!(outcome, Outcome::Undefined) && text.is_empty() {
-        // No text: the exact result decides (structured results).
+    if long || (norm.is_empty() && !matches!(outcome, Outcome::Undefined) && text.is_empty()) {
+        // No text, or more than is normalised: the exact result decides.
         h = fnv(h, &result.digest);
     }
     h = fnv(h, norm.as_bytes());
@@ -557,12 +575,16 @@ mod tests {
 
     #[test]
     fn echo_only_needs_every_statement_to_print_literal_text() {
-        assert!(is_echo_only(b"echo \"Verification complete: all checks passed\""));
+        assert!(is_echo_only(
+            b"echo \"Verification complete: all checks passed\""
+        ));
         assert!(is_echo_only(b": ; true\necho done"));
         assert!(!is_echo_only(b""));
         assert!(!is_echo_only(b"echo a || rm -rf build"));
         assert!(!is_echo_only(b"cat README"));
-        assert!(is_echo_only(b"printf 'Final: checks passed; no changes > none\\n'"));
+        assert!(is_echo_only(
+            b"printf 'Final: checks passed; no changes > none\\n'"
+        ));
         assert!(!is_echo_only(b"echo 'unterminated"));
         assert!(!is_echo_only(b"echo hi & rm x"));
         assert_eq!(sk(r#"{"command":"echo ok"}"#).flags & ECHO_ONLY, ECHO_ONLY);
@@ -571,7 +593,10 @@ mod tests {
     #[test]
     fn waits_are_recognised_in_every_format() {
         let v = |s: &str| Value::parse(s.as_bytes()).unwrap().into_owned();
-        assert!(is_wait_call(b"process", &v(r#"{"action":"poll","sessionId":"x"}"#)));
+        assert!(is_wait_call(
+            b"process",
+            &v(r#"{"action":"poll","sessionId":"x"}"#)
+        ));
         assert!(is_wait_call(b"TaskOutput", &v("{}")));
         assert!(is_wait_call(b"write_stdin", &v(r#"{"session_id":1}"#)));
         assert!(is_wait_call(
@@ -611,9 +636,15 @@ mod tests {
             normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> hi"),
             normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=ffe01>>> hi")
         );
-        assert_ne!(normalize_outcome_("3 passed"), normalize_outcome_("3 failed"));
+        assert_ne!(
+            normalize_outcome_("3 passed"),
+            normalize_outcome_("3 failed")
+        );
         // Small integers tell pages and files apart.
-        assert_ne!(normalize_outcome_("file1.txt"), normalize_outcome_("file2.txt"));
+        assert_ne!(
+            normalize_outcome_("file1.txt"),
+            normalize_outcome_("file2.txt")
+        );
         assert_eq!(
             normalize_outcome_("at 12:04:55 pid 48811"),
             normalize_outcome_("at 12:05:02 pid 48930")
