@@ -28,6 +28,9 @@ use loopguard_events::{Action, Decision, EventKind};
 use crate::plan::Source;
 use crate::summary::EventMeta;
 
+/// Where a rule stops a run (call number), if it does.
+type StopAt = dyn Fn(&RunQuality) -> Option<u64>;
+
 /// The peers' rule: stop at this many consecutive identical calls.
 pub const PEER_COUNTERS: [u64; 2] = [4, 5];
 
@@ -230,12 +233,7 @@ impl Quality {
             }
             _ => {}
         }
-        let key = d
-            .tool
-            .as_ref()
-            .map(|t| t.to_string())
-            .zip(d.args)
-            .map(|(t, a)| (t, a));
+        let key = d.tool.as_ref().map(|t| t.to_string()).zip(d.args);
         if key.is_some() && key == r.last {
             r.same += 1;
         } else {
@@ -428,7 +426,7 @@ impl Quality {
             "| rule | stuck runs stopped in their loop | latest stop after loop start | stuck runs stopped before their loop | healthy or self-recovering runs stopped |"
         );
         let _ = writeln!(out, "|---|---|---|---|---|");
-        let rules: [(String, Box<dyn Fn(&RunQuality) -> Option<u64>>); 3] = [
+        let rules: [(String, Box<StopAt>); 3] = [
             (
                 format!("**{profile}**"),
                 Box::new(|r: &RunQuality| r.stopped.map(|s| s.0)),

@@ -63,7 +63,7 @@ pub struct ArgsSketch {
     pub shape: u64,
     /// Sorted, de-duplicated hashes of the tokens (at most 256).
     pub tokens: Box<[u32]>,
-    /// [`ECHO_ONLY`] and [`POLL`].
+    /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]).
     pub flags: u8,
 }
 
@@ -74,7 +74,7 @@ pub struct Sketch {
     pub args: ArgsSketch,
     /// Hash of the normalised outcome (failure or not included).
     pub outcome: u64,
-    /// The argument flags plus [`EMPTY_OUTCOME`].
+    /// The argument flags plus bit 4: the outcome was empty.
     pub flags: u8,
 }
 
