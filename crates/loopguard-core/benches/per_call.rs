@@ -16,9 +16,18 @@ use sha2::{Digest, Sha256};
 /// Distinct argument sets, rotated so the history stays full but no loop forms.
 const ROTATION: usize = 64;
 
+/// Distinct argument sets. The module names are letters, not numbers: the strict profile
+/// reads `module_1` and `module_2` with identical results as one attempt repeated, and the
+/// benchmark measures calls that do not loop.
 fn args_set() -> Vec<String> {
     (0..ROTATION)
-        .map(|i| format!(r#"{{"path":"/repo/src/module_{i}.rs","limit":200,"offset":0}}"#))
+        .map(|i| {
+            let name: String = [b'a' + (i / 8) as u8, b'a' + (i % 8) as u8]
+                .iter()
+                .map(|&b| char::from(b))
+                .collect();
+            format!(r#"{{"path":"/repo/src/module_{name}.rs","limit":200,"offset":0}}"#)
+        })
         .collect()
 }
 
@@ -102,6 +111,37 @@ fn bench_pair(c: &mut Criterion) {
                 black_box((d, o))
             })
         });
+
+        // For reference: the strict profile without its drift detectors (the rules that
+        // existed before issue 19).
+        let mut no_drift = loopguard_core::ExtraPolicy::strict();
+        no_drift.near_repeat.enabled = false;
+        no_drift.cycle.enabled = false;
+        no_drift.changing_error.enabled = false;
+        let no_drift = Policy::enabled().with_extra(no_drift);
+        let mut nd_session = Session::new("bench-strict-no-drift");
+        for a in args.iter().take(40) {
+            let call = Call::new("read", a).run("run-1");
+            let _ = nd_session.before_call(&no_drift, &call);
+            let _ = nd_session.after_call(&no_drift, &call, Outcome::Result(&result));
+        }
+        group.bench_function(
+            BenchmarkId::new("before_after_pair_strict_no_drift", label),
+            |b| {
+                b.iter(|| {
+                    let a = &args[i % ROTATION];
+                    i += 1;
+                    let call = Call::new("read", a).run("run-1").call_id("call-1");
+                    let d = nd_session.before_call(&no_drift, black_box(&call));
+                    let o = nd_session.after_call(
+                        &no_drift,
+                        &call,
+                        Outcome::Result(black_box(&result)),
+                    );
+                    black_box((d, o))
+                })
+            },
+        );
 
         // Baseline: hashing the result's text alone.
         let raw = text.clone();

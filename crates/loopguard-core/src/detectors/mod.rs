@@ -256,6 +256,8 @@ pub(crate) struct Proposed<'a> {
     pub params: &'a Value<'a>,
     /// Whether OpenClaw counts it as a poll.
     pub known_poll: bool,
+    /// Its drift sketch, when the caller has it.
+    pub sketch: Option<&'a sketch::ArgsSketch>,
 }
 
 /// `check`'s finding with `cfg`, when that extra detector is enabled.
@@ -287,11 +289,17 @@ pub(crate) fn detect_extra(
         args,
         params,
         known_poll,
+        ..
     } = *proposed;
     if base.as_ref().is_some_and(|d| d.level == Level::Critical) {
         return base;
     }
-    let drift = extra.drift().then(|| sketch::args_sketch(tool, params));
+    let drift = match proposed.sketch {
+        Some(s) => Some(std::borrow::Cow::Borrowed(s)),
+        None => extra
+            .drift()
+            .then(|| std::borrow::Cow::Owned(sketch::args_sketch(tool, params))),
+    };
     // Waiting is not looping: the strict profile recognises more polls than OpenClaw.
     let known_poll = known_poll || drift.as_ref().is_some_and(|s| s.flags & sketch::POLL != 0);
     let preview = || sketch::preview(params);

@@ -32,6 +32,7 @@ pub(crate) fn cycles(
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
+    limit: usize,
 ) -> Vec<(usize, u64)> {
     let mut found = Vec::new();
     if args.flags & super::sketch::POLL != 0 {
@@ -41,7 +42,8 @@ pub(crate) fn cycles(
     // index 0 is the proposed call.
     type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);
     let mut seq: Vec<Item<'_>> = vec![(tool, args.shape, None, Some(digest))];
-    for e in ledger.scoped(run).rev().take(64) {
+    // Enough outcomes to reach the block of the longest period, and no more.
+    for e in ledger.scoped(run).rev().take(limit) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
@@ -99,10 +101,19 @@ pub(crate) fn check(
             None
         }
     };
-    let (level, p, covered) = cycles(ledger, run, tool, digest, args)
-        .into_iter()
-        .filter_map(|(p, c)| level_of(p, c).map(|l| (l, p, c)))
-        .max_by_key(|(l, _, c)| (*l, *c))?;
+    let (level, p, covered) = cycles(
+        ledger,
+        run,
+        tool,
+        digest,
+        args,
+        usize::try_from(cfg.block_at.max(cfg.warn_at).max(3 * MAX_PERIOD as u64))
+            .unwrap_or(64)
+            .min(64),
+    )
+    .into_iter()
+    .filter_map(|(p, c)| level_of(p, c).map(|l| (l, p, c)))
+    .max_by_key(|(l, _, c)| (*l, *c))?;
     let (head, tail): (&[u8], &[u8]) = match level {
         Level::Critical => (b"CRITICAL: ", b" This call is blocked."),
         Level::Warning => (b"WARNING: ", b""),

@@ -382,34 +382,87 @@ pub fn argument_numbers(args: &Value<'_>) -> Vec<String> {
     out
 }
 
-/// Normalises an outcome text: lowercase, whitespace collapsed, untrusted-content nonces
-/// dropped; decimals, times, numbers of four digits or more, and numbers the call's own
-/// arguments hold (`echoed`: a message that repeats them back) as `#`.
-fn normalize_outcome(text: &str, echoed: &[String]) -> String {
-    const NONCE: &str = "external_untrusted_content id=";
-    let lower = text.to_lowercase();
-    let b = lower.as_bytes();
-    let mut out = String::with_capacity(lower.len().min(4096));
+/// A fast streaming hash of normalised outcome bytes (8 bytes at a time).
+struct OutHash {
+    h: u64,
+    buf: u64,
+    n: u32,
+    len: usize,
+}
+
+impl OutHash {
+    fn new(seed: u64) -> Self {
+        OutHash {
+            h: seed,
+            buf: 0,
+            n: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf |= u64::from(b) << (8 * self.n);
+        self.n += 1;
+        self.len += 1;
+        if self.n == 8 {
+            self.mix();
+        }
+    }
+
+    #[inline]
+    fn mix(&mut self) {
+        self.h = (self.h ^ self.buf)
+            .rotate_left(5)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.buf = 0;
+        self.n = 0;
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        b.iter().for_each(|&x| self.byte(x));
+    }
+
+    fn finish(mut self) -> u64 {
+        if self.n > 0 {
+            self.mix();
+        }
+        (self.h ^ self.len as u64).wrapping_mul(0xff51_afd7_ed55_8ccd)
+    }
+}
+
+/// Streams an outcome text, normalised, into `sink`: ASCII lowercase, whitespace runs as
+/// one space (none at the ends), untrusted-content nonces dropped; decimals, times,
+/// numbers of four digits or more, and numbers the call's own arguments hold (`echoed`: a
+/// message that repeats them back) as `#`.
+fn normalize_into(text: &[u8], echoed: &[String], mut sink: impl FnMut(u8)) {
+    const NONCE: &[u8] = b"external_untrusted_content id=";
+    let b = text;
     let mut i = 0;
     let mut pending_space = false;
+    let mut wrote = false;
     while i < b.len() {
-        if lower[i..].starts_with(NONCE) {
-            out.push_str(NONCE);
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            pending_space = wrote;
+            i += 1;
+            continue;
+        }
+        if pending_space {
+            sink(b' ');
+            pending_space = false;
+        }
+        wrote = true;
+        if (c == b'e' || c == b'E')
+            && b.len() - i >= NONCE.len()
+            && b[i..i + NONCE.len()].eq_ignore_ascii_case(NONCE)
+        {
+            NONCE.iter().for_each(|&x| sink(x));
             i += NONCE.len();
             while i < b.len() && b[i] != b'>' && !b[i].is_ascii_whitespace() {
                 i += 1;
             }
             continue;
-        }
-        let c = b[i];
-        if c.is_ascii_whitespace() {
-            pending_space = !out.is_empty();
-            i += 1;
-            continue;
-        }
-        if pending_space {
-            out.push(' ');
-            pending_space = false;
         }
         if c.is_ascii_digit() {
             // A number with its decimal part and time separators.
@@ -428,18 +481,24 @@ fn normalize_outcome(text: &str, echoed: &[String]) -> String {
                 }
                 i += 1;
             }
-            if dotted || digits >= 4 || echoed.iter().any(|e| e.as_str() == &lower[start..i]) {
-                out.push('#');
+            let num = &b[start..i];
+            if dotted || digits >= 4 || echoed.iter().any(|e| e.as_bytes() == num) {
+                sink(b'#');
             } else {
-                out.push_str(&lower[start..i]);
+                num.iter().for_each(|&x| sink(x));
             }
             continue;
         }
-        let ch = lower[i..].chars().next().unwrap_or(' ');
-        out.push(ch);
-        i += ch.len_utf8();
+        sink(c.to_ascii_lowercase());
+        i += 1;
     }
-    out
+}
+
+#[cfg(test)]
+fn normalize_outcome(text: &str, echoed: &[String]) -> String {
+    let mut out = Vec::new();
+    normalize_into(text.as_bytes(), echoed, |b| out.push(b));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The sketch of a call with its outcome.
@@ -453,52 +512,56 @@ pub fn sketch(
     result: &ResultHash,
 ) -> Sketch {
     let (text, failed) = match outcome {
-        Outcome::Error(e) => (format_error(e).to_string_lossy().into_owned(), true),
+        Outcome::Error(e) => (format_error(e), true),
         Outcome::Result(r) => {
-            let t = extract_text(r).to_string_lossy().into_owned();
-            let t = if t.is_empty() {
+            let t = extract_text(r);
+            let t = if t.as_wtf8().is_empty() {
                 r.get("details")
                     .and_then(|d| d.get("aggregated"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
+                    .and_then(|v| match v {
+                        Value::String(s) => Some(s.reborrow()),
+                        _ => None,
+                    })
+                    .unwrap_or(t)
             } else {
                 t
             };
             (t, result.is_error)
         }
-        Outcome::Undefined => (String::new(), false),
+        Outcome::Undefined => (crate::value::JsString::from(""), false),
     };
+    let text = text.as_wtf8();
     // A long outcome: its head is normalised and the exact result decides the rest, so
     // the cost stays bounded (the result is hashed anyway) and nothing in the tail is lost.
     let long = text.len() > MAX_NORMALISED;
     let head = if long {
-        let mut end = MAX_NORMALISED / 2;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        &text[..end]
+        &text[..MAX_NORMALISED / 2]
     } else {
-        text.as_str()
+        text
     };
-    let norm = normalize_outcome(head, echoed);
-    let mut h = fnv(FNV64, if failed { b"F" } else { b"S" });
-    if long || (norm.is_empty() && !matches!(outcome, Outcome::Undefined) && text.is_empty()) {
+    let mut h = OutHash::new(if failed { 0x46 } else { 0x53 });
+    if long || (text.is_empty() && !matches!(outcome, Outcome::Undefined)) {
         // No text, or more than is normalised: the exact result decides.
-        h = fnv(h, &result.digest);
+        h.bytes(&result.digest);
     }
-    h = fnv(h, norm.as_bytes());
-    let bare = norm
-        .replace("<returncode>0</returncode>", "")
-        .replace("<output>", "")
-        .replace("</output>", "");
     let mut flags = args.flags;
-    if bare.trim().is_empty() && text.len() < 64 {
-        flags |= EMPTY_OUTCOME;
+    if text.len() < 64 {
+        let mut small = Vec::with_capacity(64);
+        normalize_into(head, echoed, |b| small.push(b));
+        let bare = String::from_utf8_lossy(&small)
+            .replace("<returncode>0</returncode>", "")
+            .replace("<output>", "")
+            .replace("</output>", "");
+        if bare.trim().is_empty() {
+            flags |= EMPTY_OUTCOME;
+        }
+        h.bytes(&small);
+    } else {
+        normalize_into(head, echoed, |b| h.byte(b));
     }
     Sketch {
         args,
-        outcome: h,
+        outcome: h.finish(),
         flags,
     }
 }
