@@ -42,9 +42,13 @@ pub const BOOKKEEPING_KEYS: [&str; 16] = [
     "timestamp",
 ];
 
-/// Outcome texts longer than this (bytes) have only their first half of it normalised;
-/// the exact result hash stands for the rest.
+/// Outcome texts longer than this (bytes) have only their first 2 KiB normalised; the
+/// exact result hash stands for the rest. Up to it, the first and last 2 KiB are
+/// normalised and the middle hashed as it is.
 pub const MAX_NORMALISED: usize = 64 * 1024;
+
+/// Bytes normalised at each end of a longer outcome.
+const NORMALISED_ENDS: usize = 2048;
 
 /// The most token hashes kept per call.
 const MAX_TOKENS: usize = 256;
@@ -169,8 +173,10 @@ impl Tokens {
                     .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
                     .collect();
                 pairs.sort_by(|a, b| a.0.as_wtf8().cmp(b.0.as_wtf8()));
+                let mut key = Vec::with_capacity(16);
                 for (k, x) in pairs {
-                    let mut key = b"k:".to_vec();
+                    key.clear();
+                    key.extend_from_slice(b"k:");
                     key.extend(k.as_wtf8().iter().map(u8::to_ascii_lowercase));
                     self.push(&key);
                     self.value(x);
@@ -279,9 +285,11 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
     if is_known_poll_call(tool, args) {
         return true;
     }
-    let lower: Vec<u8> = tool.iter().map(u8::to_ascii_lowercase).collect();
-    match lower.as_slice() {
-        b"bashoutput" | b"bash_output" | b"taskoutput" | b"task_output" => return true,
+    let is = |name: &[u8]| tool.eq_ignore_ascii_case(name);
+    if is(b"bashoutput") || is(b"bash_output") || is(b"taskoutput") || is(b"task_output") {
+        return true;
+    }
+    match tool {
         b"write_stdin" => {
             return match args.get("chars") {
                 None | Some(Value::Null) => true,
@@ -291,11 +299,11 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
         }
         _ => {}
     }
-    if lower.ends_with(b"status") {
+    if tool.len() >= 6 && tool[tool.len() - 6..].eq_ignore_ascii_case(b"status") {
         return true;
     }
     // Codex code mode: a script calling `write_stdin` with empty `chars` only.
-    if lower == b"exec" {
+    if tool == b"exec" {
         if let Some(code) = ["code", "script", "source"]
             .iter()
             .find_map(|k| args.get(k).and_then(Value::as_str))
@@ -423,6 +431,20 @@ impl OutHash {
         b.iter().for_each(|&x| self.byte(x));
     }
 
+    /// Raw bytes, eight at a time (no normalisation).
+    fn raw(&mut self, b: &[u8]) {
+        if self.n > 0 {
+            self.mix();
+        }
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.buf = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.mix();
+        }
+        self.len += b.len() - chunks.remainder().len();
+        self.bytes(chunks.remainder());
+    }
+
     fn finish(mut self) -> u64 {
         if self.n > 0 {
             self.mix();
@@ -534,11 +556,6 @@ pub fn sketch(
     // A long outcome: its head is normalised and the exact result decides the rest, so
     // the cost stays bounded (the result is hashed anyway) and nothing in the tail is lost.
     let long = text.len() > MAX_NORMALISED;
-    let head = if long {
-        &text[..MAX_NORMALISED / 2]
-    } else {
-        text
-    };
     let mut h = OutHash::new(if failed { 0x46 } else { 0x53 });
     if long || (text.is_empty() && !matches!(outcome, Outcome::Undefined)) {
         // No text, or more than is normalised: the exact result decides.
@@ -547,7 +564,7 @@ pub fn sketch(
     let mut flags = args.flags;
     if text.len() < 64 {
         let mut small = Vec::with_capacity(64);
-        normalize_into(head, echoed, |b| small.push(b));
+        normalize_into(text, echoed, |b| small.push(b));
         let bare = String::from_utf8_lossy(&small)
             .replace("<returncode>0</returncode>", "")
             .replace("<output>", "")
@@ -556,8 +573,26 @@ pub fn sketch(
             flags |= EMPTY_OUTCOME;
         }
         h.bytes(&small);
+    } else if text.len() <= 2 * NORMALISED_ENDS {
+        normalize_into(text, echoed, |b| h.byte(b));
     } else {
-        normalize_into(head, echoed, |b| h.byte(b));
+        // The first and last 2 KiB normalised (where durations, timestamps and summaries
+        // are), the middle hashed as it is: a difference there makes two outcomes differ,
+        // which can only miss a loop, never invent one.
+        let mut head_end = NORMALISED_ENDS;
+        while head_end < text.len() && !text[head_end].is_ascii_whitespace() {
+            head_end += 1;
+        }
+        let mut tail_start = (text.len() - NORMALISED_ENDS).max(head_end);
+        while tail_start < text.len() && !text[tail_start].is_ascii_whitespace() {
+            tail_start += 1;
+        }
+        let middle_end = if long { head_end } else { tail_start };
+        normalize_into(&text[..head_end], echoed, |b| h.byte(b));
+        h.raw(&text[head_end..middle_end]);
+        if !long {
+            normalize_into(&text[tail_start..], echoed, |b| h.byte(b));
+        }
     }
     Sketch {
         args,
@@ -676,6 +711,36 @@ mod tests {
 
     fn normalize_outcome_(s: &str) -> String {
         normalize_outcome(s, &[])
+    }
+
+    #[test]
+    fn long_outcomes_normalise_their_ends_and_keep_their_middle() {
+        let args = args_sketch(b"bash", &Value::Null);
+        let r = ResultHash {
+            is_error: false,
+            digest: [0; 32],
+        };
+        let of = |t: &str| {
+            let v = Value::from(t.to_string());
+            let json = Value::parse(
+                format!(
+                    r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
+                    crate::to_canonical_string(&v)
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+            .into_owned();
+            sketch(args.clone(), &[], Outcome::Result(&json), &r).outcome
+        };
+        let body = "PASSED test_case ok\n".repeat(600);
+        let a = of(&format!("started 10:01:02\n{body}== 12 passed in 3.41s =="));
+        let b = of(&format!("started 10:07:55\n{body}== 12 passed in 2.98s =="));
+        assert_eq!(a, b);
+        // One word changed in the middle, far from both normalised ends.
+        let mid = format!("{}FAILED{}", &body[..6000], &body[6006..]);
+        let c = of(&format!("started 10:01:02\n{mid}== 12 passed in 3.41s =="));
+        assert_ne!(a, c);
     }
 
     #[test]
