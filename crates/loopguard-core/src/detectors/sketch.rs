@@ -289,15 +289,12 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
     if is(b"bashoutput") || is(b"bash_output") || is(b"taskoutput") || is(b"task_output") {
         return true;
     }
-    match tool {
-        b"write_stdin" => {
-            return match args.get("chars") {
-                None | Some(Value::Null) => true,
-                Some(Value::String(s)) => s.as_wtf8().is_empty(),
-                _ => false,
-            }
-        }
-        _ => {}
+    if tool == b"write_stdin" {
+        return match args.get("chars") {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.as_wtf8().is_empty(),
+            _ => false,
+        };
     }
     if tool.len() >= 6 && tool[tool.len() - 6..].eq_ignore_ascii_case(b"status") {
         return true;
