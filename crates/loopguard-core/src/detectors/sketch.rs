@@ -576,14 +576,16 @@ pub fn sketch(
         // The first and last 2 KiB normalised (where durations, timestamps and summaries
         // are), the middle hashed as it is: a difference there makes two outcomes differ,
         // which can only miss a loop, never invent one.
-        let mut head_end = NORMALISED_ENDS;
-        while head_end < text.len() && !text[head_end].is_ascii_whitespace() {
-            head_end += 1;
-        }
-        let mut tail_start = (text.len() - NORMALISED_ENDS).max(head_end);
-        while tail_start < text.len() && !text[tail_start].is_ascii_whitespace() {
-            tail_start += 1;
-        }
+        // Cut at whitespace near the boundaries (at most 64 bytes on), so a number is not
+        // split between a normalised end and the raw middle.
+        let cut = |from: usize| {
+            let limit = (from + 64).min(text.len());
+            (from..limit)
+                .find(|&i| text[i].is_ascii_whitespace())
+                .unwrap_or(limit)
+        };
+        let head_end = cut(NORMALISED_ENDS);
+        let tail_start = cut((text.len() - NORMALISED_ENDS).max(head_end));
         let middle_end = if long { head_end } else { tail_start };
         normalize_into(&text[..head_end], echoed, |b| h.byte(b));
         h.raw(&text[head_end..middle_end]);
