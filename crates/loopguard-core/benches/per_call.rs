@@ -16,15 +16,34 @@ use sha2::{Digest, Sha256};
 /// Distinct argument sets, rotated so the history stays full but no loop forms.
 const ROTATION: usize = 64;
 
+/// Distinct argument sets. The module names are letters, not numbers: the strict profile
+/// reads `module_1` and `module_2` with identical results as one attempt repeated, and the
+/// benchmark measures calls that do not loop.
 fn args_set() -> Vec<String> {
     (0..ROTATION)
-        .map(|i| format!(r#"{{"path":"/repo/src/module_{i}.rs","limit":200,"offset":0}}"#))
+        .map(|i| {
+            let name: String = [b'a' + (i / 8) as u8, b'a' + (i % 8) as u8]
+                .iter()
+                .map(|&b| char::from(b))
+                .collect();
+            format!(r#"{{"path":"/repo/src/module_{name}.rs","limit":200,"offset":0}}"#)
+        })
         .collect()
 }
 
-fn result_text(bytes: usize) -> String {
+/// Distinct results, rotated with the arguments: consecutive calls get different answers,
+/// as reads of different files do (the strict profile counts identical answers to similar
+/// calls as a loop).
+const RESULTS: usize = 8;
+
+fn result_text(bytes: usize, variant: usize) -> String {
     let line = "test result: ok. 42 passed; 0 failed; finished in 0.12s\\n";
     let mut s = String::with_capacity(bytes + line.len());
+    s.push_str(
+        [
+            "alpha ", "bravo ", "charlie ", "delta ", "echo ", "foxtrot ", "golf ", "hotel ",
+        ][variant % RESULTS],
+    );
     while s.len() < bytes {
         s.push_str(line);
     }
@@ -45,14 +64,18 @@ fn bench_pair(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("check");
     for (label, bytes) in [("small", 100usize), ("10KB", 10_000), ("1MB", 1_000_000)] {
-        let text = result_text(bytes);
-        let result = Value::parse(text.as_bytes()).unwrap();
+        let texts: Vec<String> = (0..RESULTS).map(|v| result_text(bytes, v)).collect();
+        let results: Vec<Value<'_>> = texts
+            .iter()
+            .map(|t| Value::parse(t.as_bytes()).unwrap())
+            .collect();
+        let text = &texts[0];
         let mut session = Session::new("bench");
         // Warm up: a full history, as in a long session.
-        for a in args.iter().take(40) {
+        for (k, a) in args.iter().take(40).enumerate() {
             let call = Call::new("read", a).run("run-1");
             let _ = session.before_call(&policy, &call);
-            let _ = session.after_call(&policy, &call, Outcome::Result(&result));
+            let _ = session.after_call(&policy, &call, Outcome::Result(&results[k % RESULTS]));
         }
         let mut i = 0usize;
         group.throughput(Throughput::Elements(1));
@@ -62,7 +85,11 @@ fn bench_pair(c: &mut Criterion) {
                 i += 1;
                 let call = Call::new("read", a).run("run-1").call_id("call-1");
                 let d = session.before_call(&policy, black_box(&call));
-                let o = session.after_call(&policy, &call, Outcome::Result(black_box(&result)));
+                let o = session.after_call(
+                    &policy,
+                    &call,
+                    Outcome::Result(black_box(&results[i % RESULTS])),
+                );
                 black_box((d, o))
             })
         });
@@ -76,7 +103,67 @@ fn bench_pair(c: &mut Criterion) {
                     let call = Call::new("read", a).run("run-1").call_id("call-1");
                     let d = session.before_call(&policy, black_box(&call));
                     let call = call.with_args_digest(d.args);
-                    let o = session.after_call(&policy, &call, Outcome::Result(black_box(&result)));
+                    let o = session.after_call(
+                        &policy,
+                        &call,
+                        Outcome::Result(black_box(&results[i % RESULTS])),
+                    );
+                    black_box((d, o))
+                })
+            },
+        );
+
+        // The strict profile (every extra detector, drift sketches included) on the same
+        // calls: issue 19's budget is under 2x the default profile's pair.
+        let strict = Policy::enabled().with_extra(loopguard_core::ExtraPolicy::strict());
+        let mut strict_session = Session::new("bench-strict");
+        for (k, a) in args.iter().take(40).enumerate() {
+            let call = Call::new("read", a).run("run-1");
+            let _ = strict_session.before_call(&strict, &call);
+            let _ =
+                strict_session.after_call(&strict, &call, Outcome::Result(&results[k % RESULTS]));
+        }
+        group.bench_function(BenchmarkId::new("before_after_pair_strict", label), |b| {
+            b.iter(|| {
+                let a = &args[i % ROTATION];
+                i += 1;
+                let call = Call::new("read", a).run("run-1").call_id("call-1");
+                let d = strict_session.before_call(&strict, black_box(&call));
+                let o = strict_session.after_call(
+                    &strict,
+                    &call,
+                    Outcome::Result(black_box(&results[i % RESULTS])),
+                );
+                black_box((d, o))
+            })
+        });
+
+        // For reference: the strict profile without its drift detectors (the rules that
+        // existed before issue 19).
+        let mut no_drift = loopguard_core::ExtraPolicy::strict();
+        no_drift.near_repeat.enabled = false;
+        no_drift.cycle.enabled = false;
+        no_drift.changing_error.enabled = false;
+        let no_drift = Policy::enabled().with_extra(no_drift);
+        let mut nd_session = Session::new("bench-strict-no-drift");
+        for (k, a) in args.iter().take(40).enumerate() {
+            let call = Call::new("read", a).run("run-1");
+            let _ = nd_session.before_call(&no_drift, &call);
+            let _ = nd_session.after_call(&no_drift, &call, Outcome::Result(&results[k % RESULTS]));
+        }
+        group.bench_function(
+            BenchmarkId::new("before_after_pair_strict_no_drift", label),
+            |b| {
+                b.iter(|| {
+                    let a = &args[i % ROTATION];
+                    i += 1;
+                    let call = Call::new("read", a).run("run-1").call_id("call-1");
+                    let d = nd_session.before_call(&no_drift, black_box(&call));
+                    let o = nd_session.after_call(
+                        &no_drift,
+                        &call,
+                        Outcome::Result(black_box(&results[i % RESULTS])),
+                    );
                     black_box((d, o))
                 })
             },
@@ -84,6 +171,7 @@ fn bench_pair(c: &mut Criterion) {
 
         // Baseline: hashing the result's text alone.
         let raw = text.clone();
+        let _ = &results;
         group.bench_function(
             BenchmarkId::new("baseline_sha256_result_bytes", label),
             |b| b.iter(|| black_box(Sha256::digest(black_box(raw.as_bytes())))),

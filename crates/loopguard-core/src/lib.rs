@@ -134,6 +134,9 @@ pub use detectors::ledger::{
     failure_identity, normalize_failure_text, FailureId, Ledger, LedgerEntry, LoopMark, RunState,
 };
 pub use detectors::no_progress::{streak as no_progress_streak, Streak};
+pub use detectors::sketch::{
+    args_sketch, is_echo_only, is_wait_call, similarity_pct, ArgsSketch, Sketch, BOOKKEEPING_KEYS,
+};
 pub use detectors::{Detection, Detector, Level};
 pub use history::{normalize_run, History, Name, Record, RecordRef};
 pub use warnings::{BUCKET_SIZE, MAX_KEYS as MAX_WARNING_KEYS};
@@ -160,8 +163,10 @@ pub use config::{
 };
 pub use config::{
     ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig, Profile,
-    DEFAULT_ARGUMENT_CHURN, DEFAULT_COMPACTIONS, DEFAULT_ERROR_CHANGING_ARGS,
-    DEFAULT_FAILURE_STREAK, DEFAULT_OUTCOME_STREAK, EXTRA_DETECTOR_KEYS,
+    DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,
+    DEFAULT_COMPACTIONS, DEFAULT_CYCLE, DEFAULT_ERROR_CHANGING_ARGS, DEFAULT_FAILURE_STREAK,
+    DEFAULT_NEAR_REPEAT, DEFAULT_NEAR_REPEAT_SIMILARITY, DEFAULT_OUTCOME_STREAK,
+    EXTRA_DETECTOR_KEYS,
 };
 
 // JSON with JavaScript's semantics, and its canonical and output forms.

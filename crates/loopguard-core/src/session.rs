@@ -252,6 +252,9 @@ pub struct Session {
     /// the map.
     last_run: Option<Box<[u8]>>,
     ledger: Ledger,
+    /// The drift sketch of the last call checked, for its outcome (saves normalising the
+    /// same arguments twice); only with a drift detector on.
+    last_sketch: Option<(ArgsDigest, Box<[u8]>, crate::detectors::sketch::ArgsSketch)>,
 }
 
 // A runtime keeps sessions behind a lock shared by its threads (the guard crate's stores, a
@@ -414,6 +417,7 @@ impl Session {
             run_guards,
             last_run: None,
             ledger: Ledger::default(),
+            last_sketch: None,
         }
     }
 
@@ -422,10 +426,16 @@ impl Session {
     /// `enabled` is not `true` or no rule matches.
     pub fn detect(&self, policy: &Policy, call: &Call<'_>) -> Option<Detection> {
         let args = call.digest();
-        self.detect_with(policy, call, args)
+        self.detect_with(policy, call, args, None)
     }
 
-    fn detect_with(&self, policy: &Policy, call: &Call<'_>, args: ArgsDigest) -> Option<Detection> {
+    fn detect_with(
+        &self,
+        policy: &Policy,
+        call: &Call<'_>,
+        args: ArgsDigest,
+        sketch: Option<&crate::detectors::sketch::ArgsSketch>,
+    ) -> Option<Detection> {
         if !policy.resolved.enabled {
             return None;
         }
@@ -443,15 +453,15 @@ impl Session {
         }
         let run = call.run_key();
         let known_poll = detectors::known_poll::is_known_poll_call(call.tool.as_wtf8(), call.args);
-        let found = detectors::detect_extra(
-            base,
-            &self.ledger,
+        let proposed = detectors::Proposed {
             run,
-            call.tool.as_wtf8(),
-            &args,
+            tool: call.tool.as_wtf8(),
+            args: &args,
+            params: call.args,
             known_poll,
-            extra,
-        );
+            sketch,
+        };
+        let found = detectors::detect_extra(base, &self.ledger, &proposed, extra);
         if !extra.second_critical.enabled {
             return found;
         }
@@ -534,7 +544,19 @@ impl Session {
         self.ensure_guard(policy, call.run_key());
         let args = call.digest();
 
-        let detection = self.detect_with(policy, call, args);
+        let sketch = (policy.resolved.enabled && policy.extra.drift()).then(|| {
+            let tool = call.tool.as_wtf8();
+            match self.last_sketch.take() {
+                Some((d, t, s)) if d == args && *t == *tool => (d, t, s),
+                _ => (
+                    args,
+                    tool.into(),
+                    detectors::sketch::args_sketch(tool, call.args),
+                ),
+            }
+        });
+        let detection = self.detect_with(policy, call, args, sketch.as_ref().map(|s| &s.2));
+        self.last_sketch = sketch;
         let mut ends_run = false;
         if policy.extra.second_critical.enabled {
             if let Some(d) = detection.as_ref().filter(|d| d.level == Level::Critical) {
@@ -620,14 +642,22 @@ impl Session {
             .and_then(|r| r.result);
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
-                self.ledger.record(
-                    run,
-                    &call.tool.clone().into_owned(),
+                let tool_name = call.tool.clone().into_owned();
+                let o = crate::detectors::ledger::NewOutcome {
+                    tool: &tool_name,
                     args,
                     result,
-                    failure_identity(outcome),
-                    policy.resolved.history_size,
-                );
+                    failure: failure_identity(outcome),
+                    sketch: policy.extra.drift().then(|| {
+                        let args = match self.last_sketch.take() {
+                            Some((d, t, s)) if d == args && *t == *tool => s,
+                            _ => detectors::sketch::args_sketch(tool, call.args),
+                        };
+                        let echoed = detectors::sketch::argument_numbers(call.args);
+                        Box::new(detectors::sketch::sketch(args, &echoed, outcome, &result))
+                    }),
+                };
+                self.ledger.record(run, o, policy.resolved.history_size);
             }
         }
         let Some(result) = recorded else {

@@ -570,6 +570,24 @@ fn write_ledger(out: &mut Vec<u8>, l: &Ledger) {
         }
         out.write(b",\"epoch\":");
         canonical::write_number(out, f64::from(e.epoch));
+        if let Some(sk) = &e.sketch {
+            out.write(b",\"sketch\":{\"shape\":");
+            write_str(out, &format!("{:016x}", sk.args.shape));
+            out.write(b",\"outcome\":");
+            write_str(out, &format!("{:016x}", sk.outcome));
+            out.write(b",\"flags\":");
+            canonical::write_number(out, f64::from(sk.flags));
+            out.write(b",\"argsFlags\":");
+            canonical::write_number(out, f64::from(sk.args.flags));
+            out.write(b",\"tokens\":[");
+            for (i, t) in sk.args.tokens.iter().enumerate() {
+                if i > 0 {
+                    out.write(b",");
+                }
+                canonical::write_number(out, f64::from(*t));
+            }
+            out.write(b"]}");
+        }
         out.write(b"}");
     }
     out.write(b"],\"runs\":[");
@@ -617,6 +635,36 @@ fn parse_hex8(s: &str) -> Option<[u8; 8]> {
     Some(out)
 }
 
+/// A drift sketch: `{shape, outcome, flags, argsFlags, tokens}` (hashes as 16 hex digits).
+fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sketch, StateError> {
+    use crate::detectors::sketch::{ArgsSketch, Sketch};
+    let hex64 = |k: &'static str| -> Result<u64, StateError> {
+        p.field(v, k)?
+            .as_str()
+            .filter(|s| s.len() == 16)
+            .and_then(|s| u64::from_str_radix(s, 16).ok())
+            .ok_or_else(|| p.key(k).err("16 lowercase hex digits"))
+    };
+    let byte = |k: &'static str| -> Result<u8, StateError> {
+        u8::try_from(p.key(k).uint(p.field(v, k)?)?).map_err(|_| p.key(k).err("a byte"))
+    };
+    let tp = p.key("tokens");
+    let mut tokens = Vec::new();
+    for (i, t) in tp.array(p.field(v, "tokens")?)?.iter().enumerate() {
+        let ip = tp.index(i);
+        tokens.push(u32::try_from(ip.uint(t)?).map_err(|_| ip.err("an integer below 2^32"))?);
+    }
+    Ok(Sketch {
+        args: ArgsSketch {
+            shape: hex64("shape")?,
+            tokens: tokens.into_boxed_slice(),
+            flags: byte("argsFlags")?,
+        },
+        outcome: hex64("outcome")?,
+        flags: byte("flags")?,
+    })
+}
+
 fn read_ledger(p: &Path, v: &Value<'_>) -> Result<Ledger, StateError> {
     let u32_of = |p: &Path, v: &Value<'_>| -> Result<u32, StateError> {
         u32::try_from(p.uint(v)?).map_err(|_| p.err("an integer below 2^32"))
@@ -647,6 +695,10 @@ fn read_ledger(p: &Path, v: &Value<'_>) -> Result<Ledger, StateError> {
             result: ep.key("result").result(f("result")?)?,
             failure,
             epoch: u32_of(&ep.key("epoch"), f("epoch")?)?,
+            sketch: match e.as_object().and_then(|o| o.get("sketch")) {
+                None | Some(Value::Null) => None,
+                Some(sk) => Some(Box::new(read_sketch(&ep.key("sketch"), sk)?)),
+            },
         });
     }
     let runs_path = p.key("runs");

@@ -91,9 +91,29 @@ impl Session {
         let ledger = self.ledger();
         if ledger.is_empty() {
             w.0.push(0);
-        } else {
+        } else if ledger.entries().iter().all(|e| e.sketch.is_none()) {
             w.0.push(1);
             w.ledger(ledger);
+        } else {
+            // 2: the ledger, then every entry's drift sketch (or none).
+            w.0.push(2);
+            w.ledger(ledger);
+            for e in ledger.entries() {
+                match &e.sketch {
+                    None => w.0.push(0),
+                    Some(sk) => {
+                        w.0.push(1);
+                        w.0.extend_from_slice(&sk.args.shape.to_le_bytes());
+                        w.0.extend_from_slice(&sk.outcome.to_le_bytes());
+                        w.0.push(sk.flags);
+                        w.0.push(sk.args.flags);
+                        w.uint(sk.args.tokens.len() as u64);
+                        for t in sk.args.tokens.iter() {
+                            w.0.extend_from_slice(&t.to_le_bytes());
+                        }
+                    }
+                }
+            }
         }
         w.0
     }
@@ -300,6 +320,15 @@ pub(crate) fn read(
     let ledger = match r.byte() {
         Some(0) => None,
         Some(1) => Some(r.ledger().ok_or_else(|| err("ledger", "a ledger"))?),
+        Some(2) => {
+            let mut l = r.ledger().ok_or_else(|| err("ledger", "a ledger"))?;
+            let sketches = (0..l.entries().len())
+                .map(|_| r.sketch())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| err("ledger", "the ledger's sketches"))?;
+            l.set_sketches(sketches);
+            Some(l)
+        }
         _ => return Err(err("ledger", "a ledger or none")),
     };
     if !r.rest.is_empty() {
@@ -464,6 +493,37 @@ impl<'b> Reader<'b> {
         ))
     }
 
+    fn sketch(&mut self) -> Option<Option<Box<crate::detectors::sketch::Sketch>>> {
+        use crate::detectors::sketch::{ArgsSketch, Sketch};
+        match self.byte()? {
+            0 => Some(None),
+            1 => {
+                let shape = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
+                let outcome = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
+                let flags = self.byte()?;
+                let args_flags = self.byte()?;
+                let n = usize::try_from(self.uint()?).ok()?;
+                if n > 4096 {
+                    return None;
+                }
+                let mut tokens = Vec::with_capacity(n);
+                for _ in 0..n {
+                    tokens.push(u32::from_le_bytes(self.take(4)?.try_into().ok()?));
+                }
+                Some(Some(Box::new(Sketch {
+                    args: ArgsSketch {
+                        shape,
+                        tokens: tokens.into_boxed_slice(),
+                        flags: args_flags,
+                    },
+                    outcome,
+                    flags,
+                })))
+            }
+            _ => None,
+        }
+    }
+
     fn ledger(&mut self) -> Option<Ledger> {
         let n = usize::try_from(self.uint()?).ok()?;
         let mut entries = Vec::with_capacity(n.min(self.rest.len()).min(4096));
@@ -479,6 +539,7 @@ impl<'b> Reader<'b> {
                     _ => return None,
                 },
                 epoch: self.u32()?,
+                sketch: None,
             });
         }
         let n = usize::try_from(self.uint()?).ok()?;

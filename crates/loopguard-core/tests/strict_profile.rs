@@ -214,7 +214,7 @@ fn churn_verdict(p: &Policy, calls: usize, variants: usize) -> Option<(Detector,
 }
 
 #[test]
-fn argument_churn_warns_over_a_full_window_of_few_variants_and_never_blocks() {
+fn argument_churn_warns_over_a_full_window_of_few_variants_and_blocks_at_14() {
     // OpenClaw's ping-pong and generic warnings would answer first; switched off to see the rule alone.
     let p = only_with(
         ",detectors:{pingPong:false,genericRepeat:false}",
@@ -225,7 +225,10 @@ fn argument_churn_warns_over_a_full_window_of_few_variants_and_never_blocks() {
     assert_eq!(churn_verdict(&p, 9, 2), None, "window not full");
     assert_eq!(churn_verdict(&p, 10, 2), Some((c, Level::Warning, 10)));
     assert_eq!(churn_verdict(&p, 11, 3), Some((c, Level::Warning, 10)));
-    assert_eq!(churn_verdict(&p, 40, 3), Some((c, Level::Warning, 10)));
+    assert_eq!(churn_verdict(&p, 13, 3), Some((c, Level::Warning, 10)));
+    // The strict profile blocks a churn that goes on for `blockAt` (14) outcomes.
+    assert_eq!(churn_verdict(&p, 14, 3), Some((c, Level::Critical, 14)));
+    assert_eq!(churn_verdict(&p, 40, 3), Some((c, Level::Critical, 14)));
     assert_eq!(
         churn_verdict(&p, 40, 4),
         None,
@@ -571,15 +574,25 @@ proptest! {
         let p = strict();
         let mut s = Session::new("t");
         let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
-        for (i, (tool, arg, is_error)) in steps.into_iter().enumerate() {
-            let tool = ["read", "exec", "write"][tool as usize];
+        let mut past: Vec<(u8, u8, bool)> = Vec::new();
+        for (i, (tool_i, arg, is_error)) in steps.into_iter().enumerate() {
+            let tool = ["read", "exec", "write"][tool_i as usize];
             let args = v(&format!(r#"{{"a":{arg}}}"#));
             let call = Call::new(tool, &args);
             let d = s.before_call(&p, &call);
             if d.is_block() {
                 let det = d.detection().unwrap().detector;
-                prop_assert!(!Detector::EXTRA.contains(&det), "blocked by {det} at step {i}");
+                // The one exception: the same call failing three times in a row with a
+                // different error each time is a loop (issue 19, OpenHands' third error).
+                let same_failing = past.len() >= 3
+                    && past[past.len() - 3..].iter().all(|&(t, a, e)| t == tool_i && a == arg && e);
+                prop_assert!(
+                    !Detector::EXTRA.contains(&det)
+                        || (det == Detector::ChangingErrorSameCall && same_failing),
+                    "blocked by {det} at step {i}"
+                );
             }
+            past.push((tool_i, arg, is_error));
             let text = format!("result {} {}", words[i % words.len()], words[(i / words.len()) % words.len()]);
             let out = Value::from(text);
             let outcome = if is_error { Outcome::Error(&out) } else { Outcome::Result(&out) };

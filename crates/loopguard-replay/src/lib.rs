@@ -34,6 +34,7 @@
 
 pub mod inputs;
 pub mod plan;
+pub mod quality;
 mod replayer;
 pub mod report;
 pub mod run;

@@ -321,8 +321,10 @@ fn describe_loopguard(
         show(
             &extra.argument_churn,
             &format!(
-                " (window={}, maxVariants={})",
-                extra.argument_churn.window, extra.argument_churn.max_variants
+                " (window={}, maxVariants={}, blockAt={})",
+                extra.argument_churn.window,
+                extra.argument_churn.max_variants,
+                extra.argument_churn.block_at
             )
         ),
         show(
@@ -333,5 +335,20 @@ fn describe_loopguard(
             )
         ),
         show(&extra.second_critical, ""),
+    );
+    let _ = writeln!(
+        out,
+        "    nearRepeat={}, noProgressCycle={}, changingErrorSameCall={}",
+        show(
+            &extra.near_repeat,
+            &format!(
+                " (warnAt={}, blockAt={}, similarity={})",
+                extra.near_repeat.warn_at,
+                extra.near_repeat.block_at,
+                extra.near_repeat.similarity_pct as f64 / 100.0
+            )
+        ),
+        show(&extra.cycle, &at(&extra.cycle)),
+        show(&extra.changing_error, &at(&extra.changing_error)),
     );
 }

@@ -77,6 +77,16 @@ pub struct ReplayArgs {
     /// timeline with one lane per loop.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Print detection quality over the inputs instead of the report: per detector the
+    /// runs warned and stopped, at which call, and the calls and tokens a stop saves,
+    /// beside what a counter of 4 or 5 consecutive identical calls would do.
+    #[arg(long)]
+    summary: bool,
+    /// With `--summary` (implied): a labels file of `file,verdict,loop-start` lines
+    /// (verdict healthy, self-recovering or stuck) to add stuck runs caught, calls after
+    /// the loop's start and healthy runs stopped.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
     /// Colour the report: auto (when writing to a terminal), always, never.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
@@ -191,6 +201,7 @@ struct Printer {
     json: Option<io::BufWriter<io::StdoutLock<'static>>>,
     buf: Vec<u8>,
     timeline: Option<Timeline>,
+    quality: Option<loopguard_replay::quality::Quality>,
     shown: HashMap<String, u64>,
     /// The first message that could not be written (a closed stderr); the next decision
     /// stops the replay with it.
@@ -210,7 +221,7 @@ impl Printer {
 impl Observer for Printer {
     fn decision(
         &mut self,
-        _source: &Source,
+        source: &Source,
         d: &Decision<'_>,
         meta: &EventMeta<'_>,
         at: Observed,
@@ -220,6 +231,9 @@ impl Observer for Printer {
         }
         if let Some(t) = self.timeline.as_mut() {
             t.observe(d, meta, at);
+        }
+        if let Some(q) = self.quality.as_mut() {
+            q.observe(source, d, meta);
         }
         if let Some(out) = self.json.as_mut() {
             self.buf.clear();
@@ -391,6 +405,21 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         None => None,
     };
 
+    let labels = match &args.labels {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Some(
+                loopguard_replay::quality::Labels::parse(&text)
+                    .with_context(|| format!("{}: not a labels file", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let summary = args.summary || labels.is_some();
+    if summary && args.json {
+        bail!("--summary and --json are two different outputs: choose one");
+    }
     let plan = Plan::new(&args.inputs, options)?;
     let mut printer_timeline = html.as_ref().map(|_| Timeline::default());
     for s in &plan.skipped {
@@ -431,6 +460,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             .then(|| io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
         buf: Vec::with_capacity(1024),
         timeline: printer_timeline,
+        quality: summary.then(loopguard_replay::quality::Quality::default),
         shown: HashMap::new(),
         said: None,
     };
@@ -461,7 +491,20 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     // One input that could not be read: its error says it all.
     let nothing_read = report.summary.events == 0 && plan.sources.len() <= 1 && failed > 0;
     let modes = modes_text(&plan);
-    if !args.json && !nothing_read {
+    if let Some(q) = &printer.quality {
+        let profile = args
+            .profile
+            .map_or("configured", |p| Profile::from(p).as_str());
+        let mut text = q.render(profile, labels.as_ref());
+        if failed + unread > 0 {
+            let n = failed + unread;
+            text.push_str(&format!(
+                "\n{n} {} could not be replayed (see above)\n",
+                if n == 1 { "file" } else { "files" }
+            ));
+        }
+        write_stdout(&text)?;
+    } else if !args.json && !nothing_read {
         let mut text = report.summary.render_styled(&modes, style);
         if plan.sources.len() > 1 {
             text.push('\n');

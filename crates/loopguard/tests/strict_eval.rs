@@ -1,13 +1,15 @@
-//! The strict profile's evaluation: real mini-swe-agent transcripts replayed with both
-//! profiles through the real binary (`loopguard replay --format mini-swe-agent --mode
-//! observe --json --profile P`).
+//! The strict profile's evaluation: the 58 real mini-swe-agent transcripts of the
+//! calibration set replayed with both profiles through the real binary.
 //!
-//! Checks what the table of docs/strict-profile.md claims: no block on a healthy or self-recovering run
-//! with either profile, and each stuck run blocked by the strict profile by the call
-//! `tests/fixtures/real-transcripts/verdicts.tsv` states (the loop's 10th call). The table
-//! itself is compared with `tests/fixtures/real-transcripts/evaluation.md`, which docs/strict-profile.md
-//! quotes; `LOOPGUARD_BLESS=1 cargo test -p loopguard --test strict_eval` rewrites it after a
-//! deliberate change.
+//! `tests/fixtures/real-transcripts/labels.csv` gives each run's verdict and, for stuck
+//! runs, the call where the loop starts (as a careful reader judges it). The goals of
+//! issue 19 are checked on decisions read from `--json` replays: every stuck run blocked by
+//! the strict profile within 6 calls of its loop's start, no healthy or self-recovering run
+//! blocked by either profile, and the strict profile never later than OpenClaw's. The
+//! quality table `loopguard replay --summary --labels labels.csv` prints for each profile is
+//! kept in `tests/fixtures/real-transcripts/evaluation.md` (quoted in
+//! `docs/strict-profile.md`); `LOOPGUARD_BLESS=1 cargo test -p loopguard --test
+//! strict_eval` rewrites it after a deliberate change.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,25 +18,26 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real-transcripts")
 }
 
+/// The strict profile must block a stuck run at most this many calls after its loop starts.
+const MAX_CALLS_AFTER_LOOP_START: u64 = 6;
+
 struct Case {
     file: String,
     verdict: String,
     loop_start: Option<u64>,
-    strict_block_by: Option<u64>,
 }
 
 fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(dir().join("verdicts.tsv")).expect("verdicts.tsv");
+    let text = std::fs::read_to_string(dir().join("labels.csv")).expect("labels.csv");
     text.lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty() && !l.starts_with("file,"))
         .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            assert!(f.len() >= 4, "verdicts.tsv: bad line {l:?}");
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f.len(), 3, "labels.csv: bad line {l:?}");
             Case {
                 file: f[0].to_string(),
                 verdict: f[1].to_string(),
                 loop_start: f[2].parse().ok(),
-                strict_block_by: f[3].parse().ok(),
             }
         })
         .collect()
@@ -44,7 +47,6 @@ fn cases() -> Vec<Case> {
 #[derive(Debug)]
 struct Run {
     calls: u64,
-    first_warn: Option<(u64, String)>,
     first_block: Option<(u64, String)>,
 }
 
@@ -70,7 +72,6 @@ fn replay(file: &str, profile: &str) -> Run {
     );
     let mut run = Run {
         calls: 0,
-        first_warn: None,
         first_block: None,
     };
     for line in String::from_utf8(out.stdout).expect("utf-8").lines() {
@@ -79,49 +80,52 @@ fn replay(file: &str, profile: &str) -> Run {
             continue;
         }
         run.calls += 1;
-        let detector = || (run.calls, d["detector"].as_str().unwrap_or("").to_string());
-        match d["decision"].as_str() {
-            Some("warn") if run.first_warn.is_none() => run.first_warn = Some(detector()),
-            Some("block") if run.first_block.is_none() => run.first_block = Some(detector()),
-            _ => {}
+        if d["decision"] == "block" && run.first_block.is_none() {
+            let det = d["detector"].as_str().unwrap_or("").to_string();
+            run.first_block = Some((run.calls, det));
         }
     }
     run
 }
 
-fn cell(x: &Option<(u64, String)>) -> String {
-    match x {
-        Some((n, d)) => format!("{n} (`{d}`)"),
-        None => "none".to_string(),
-    }
+fn summary(profile: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args([
+            "replay",
+            "--format",
+            "mini-swe-agent",
+            "--mode",
+            "observe",
+            "--color",
+            "never",
+            "--profile",
+            profile,
+            "--summary",
+            "--labels",
+        ])
+        .arg(dir().join("labels.csv"))
+        .arg(dir())
+        .output()
+        .expect("run loopguard");
+    assert!(
+        out.status.success(),
+        "summary ({profile}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
 }
 
 #[test]
 fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
-    let mut table = String::from(
-        "| transcript | verdict | calls | openclaw: first warning | openclaw: first block | strict: first warning | strict: first block |\n\
-         |---|---|---|---|---|---|---|\n",
-    );
-    let mut failures = Vec::new();
     let cases = cases();
-    assert!(cases.len() >= 10, "the evaluation set lost its transcripts");
+    assert_eq!(cases.len(), 58, "the calibration set lost its transcripts");
+    assert_eq!(cases.iter().filter(|c| c.verdict == "stuck").count(), 4);
+    let mut failures = Vec::new();
+    let strict_summary = summary("strict");
     for c in &cases {
         let default = replay(&c.file, "openclaw");
         let strict = replay(&c.file, "strict");
         assert_eq!(default.calls, strict.calls, "{}", c.file);
-        let name = c.file.rsplit('/').next().unwrap_or(&c.file);
-        let verdict = match c.loop_start {
-            Some(s) => format!("{} (loop from call {s})", c.verdict),
-            None => c.verdict.clone(),
-        };
-        table.push_str(&format!(
-            "| `{name}` | {verdict} | {} | {} | {} | {} | {} |\n",
-            strict.calls,
-            cell(&default.first_warn),
-            cell(&default.first_block),
-            cell(&strict.first_warn),
-            cell(&strict.first_block),
-        ));
         if c.verdict != "stuck" {
             for (profile, run) in [("openclaw", &default), ("strict", &strict)] {
                 if let Some((n, d)) = &run.first_block {
@@ -133,19 +137,15 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
             }
             continue;
         }
-        match (c.strict_block_by, &strict.first_block) {
-            (Some(by), Some((n, _))) if *n <= by => {}
-            (Some(by), got) => failures.push(format!(
-                "{}: stuck run must be blocked by call {by}, got {got:?}",
-                c.file
+        let start = c.loop_start.expect("a stuck run has a loop start");
+        match &strict.first_block {
+            Some((n, _)) if *n >= start && *n <= start + MAX_CALLS_AFTER_LOOP_START => {}
+            got => failures.push(format!(
+                "{}: stuck from call {start}, must be blocked by call {}, got {got:?}",
+                c.file,
+                start + MAX_CALLS_AFTER_LOOP_START
             )),
-            (None, Some(got)) => failures.push(format!(
-                "{}: verdicts.tsv says the strict profile does not block this run, but it blocks at {got:?}: update verdicts.tsv and docs/strict-profile.md",
-                c.file
-            )),
-            (None, None) => {}
         }
-        // Whatever else, the strict profile never reacts later than OpenClaw's.
         if let (Some((s, _)), Some((d, _))) = (&strict.first_block, &default.first_block) {
             assert!(
                 s <= d,
@@ -153,9 +153,20 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
                 c.file
             );
         }
+        // The summary reports the same first stop as the decisions.
+        if let Some((n, d)) = &strict.first_block {
+            let name = c.file.rsplit('/').next().unwrap();
+            let want = format!("| `{name}` | {} | {start} | {n} (`{d}`) |", strict.calls);
+            assert!(strict_summary.contains(&want), "{want}\n{strict_summary}");
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        strict_summary.contains("| **strict** | 4 of 4 | +6 | 0 | 0 of 54 |"),
+        "{strict_summary}"
+    );
 
+    let table = format!("{strict_summary}\n{}", summary("openclaw"));
     let golden = dir().join("evaluation.md");
     if std::env::var_os("LOOPGUARD_BLESS").is_some() {
         std::fs::write(&golden, &table).expect("write evaluation.md");
@@ -164,6 +175,27 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
     assert_eq!(
         want, table,
         "the evaluation table changed; rerun with LOOPGUARD_BLESS=1 and update docs/strict-profile.md"
+    );
+}
+
+/// A labels file with a mistake is refused, naming the file and the line.
+#[test]
+fn summary_refuses_a_bad_labels_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("labels.csv");
+    std::fs::write(&bad, "file,verdict,loop-start\na.json,stuck,\n").unwrap();
+    let out = loopguard(&[
+        "replay".as_ref(),
+        "--summary".as_ref(),
+        "--labels".as_ref(),
+        bad.as_os_str(),
+        dir().join("labels.csv").as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("labels.csv") && stderr.contains("line 2") && stderr.contains("loop-start"),
+        "{stderr}"
     );
 }
 

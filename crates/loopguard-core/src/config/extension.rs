@@ -67,13 +67,16 @@ impl Profile {
 }
 
 /// The keys of `loopguard.detectors`, in the order the README lists them.
-pub const EXTRA_DETECTOR_KEYS: [&str; 6] = [
+pub const EXTRA_DETECTOR_KEYS: [&str; 9] = [
     "identicalFailureStreak",
     "identicalOutcomeStreak",
     "errorDespiteChangingArgs",
     "argumentChurn",
     "loopAcrossCompactions",
     "secondCriticalAbort",
+    "nearRepeat",
+    "noProgressCycle",
+    "changingErrorSameCall",
 ];
 
 /// One extra detector's block as written: a switch and its numbers (`None` = not set).
@@ -89,6 +92,9 @@ pub struct ExtraDetectorConfig {
     pub window: Option<f64>,
     /// `maxVariants` (argument churn).
     pub max_variants: Option<f64>,
+    /// `similarity` (near repeat: the Jaccard similarity, 0 to 1, at which two calls'
+    /// normalised arguments count as the same attempt).
+    pub similarity: Option<f64>,
 }
 
 impl ExtraDetectorConfig {
@@ -102,6 +108,7 @@ impl ExtraDetectorConfig {
                 block_at: a.block_at.or(g.block_at),
                 window: a.window.or(g.window),
                 max_variants: a.max_variants.or(g.max_variants),
+                similarity: a.similarity.or(g.similarity),
             }),
         }
     }
@@ -132,6 +139,12 @@ pub struct LoopguardConfig {
     pub loop_across_compactions: Option<ExtraDetectorConfig>,
     /// `detectors.secondCriticalAbort`.
     pub second_critical_abort: Option<ExtraDetectorConfig>,
+    /// `detectors.nearRepeat`.
+    pub near_repeat: Option<ExtraDetectorConfig>,
+    /// `detectors.noProgressCycle`.
+    pub no_progress_cycle: Option<ExtraDetectorConfig>,
+    /// `detectors.changingErrorSameCall`.
+    pub changing_error_same_call: Option<ExtraDetectorConfig>,
 }
 
 /// A resolved extra detector: on or off, and its numbers.
@@ -147,6 +160,8 @@ pub struct ExtraDetector {
     pub window: u64,
     /// Distinct argument variants allowed (argument churn).
     pub max_variants: u64,
+    /// Similarity in percent at which two calls are near-identical (near repeat).
+    pub similarity_pct: u64,
 }
 
 impl ExtraDetector {
@@ -157,6 +172,7 @@ impl ExtraDetector {
             block_at,
             window: 0,
             max_variants: 0,
+            similarity_pct: 0,
         }
     }
 }
@@ -172,6 +188,19 @@ pub const DEFAULT_OUTCOME_STREAK: (u64, u64) = (5, 8);
 pub const DEFAULT_ERROR_CHANGING_ARGS: (u64, u64) = (4, 8);
 /// Strict default of `argumentChurn`: a window of 10 outcomes over at most 3 variants.
 pub const DEFAULT_ARGUMENT_CHURN: (u64, u64) = (10, 3);
+/// Strict default of `argumentChurn.blockAt`: the churn is blocked once it has gone on
+/// for 14 outcomes (the warning's window plus four more calls).
+pub const DEFAULT_ARGUMENT_CHURN_BLOCK: u64 = 14;
+/// Strict default of `nearRepeat`: warn after 2 no-progress repeats, block after 4 (the
+/// self-recovering runs of the calibration set repeat at most 3 times in a row).
+pub const DEFAULT_NEAR_REPEAT: (u64, u64) = (2, 4);
+/// Strict default of `nearRepeat.similarity`: 0.6 (60 % of the distinct tokens shared).
+pub const DEFAULT_NEAR_REPEAT_SIMILARITY: f64 = 0.6;
+/// Strict default of `noProgressCycle`: warn when a cycle covers 6 calls (at least two
+/// rounds), block at 8 (at least three rounds).
+pub const DEFAULT_CYCLE: (u64, u64) = (6, 8);
+/// Strict default of `changingErrorSameCall`: warn after 2 failures, block after 3.
+pub const DEFAULT_CHANGING_ERROR: (u64, u64) = (2, 3);
 /// Strict default of `loopAcrossCompactions`: block when the loop resumes after its 2nd
 /// compaction.
 pub const DEFAULT_COMPACTIONS: u64 = 2;
@@ -193,6 +222,12 @@ pub struct ExtraPolicy {
     pub loop_across_compactions: ExtraDetector,
     /// `second_critical_abort`.
     pub second_critical: ExtraDetector,
+    /// `near_repeat_no_progress` (`similarity_pct`).
+    pub near_repeat: ExtraDetector,
+    /// `no_progress_cycle`.
+    pub cycle: ExtraDetector,
+    /// `same_call_changing_error`.
+    pub changing_error: ExtraDetector,
 }
 
 impl Default for ExtraPolicy {
@@ -226,6 +261,13 @@ impl ExtraPolicy {
             || self.argument_churn.enabled
             || self.loop_across_compactions.enabled
             || self.second_critical.enabled
+            || self.drift()
+    }
+
+    /// `true` when a drift detector (near repeat, cycle, changing error) runs: the ledger
+    /// then keeps normalised sketches of calls and outcomes.
+    pub fn drift(&self) -> bool {
+        self.near_repeat.enabled || self.cycle.enabled || self.changing_error.enabled
     }
 
     /// The count at which `detector` (one of [`crate::Detector::EXTRA`]) starts warning;
@@ -238,6 +280,9 @@ impl ExtraPolicy {
             D::IdenticalOutcomeStreak => self.outcome_streak.warn_at,
             D::ErrorDespiteChangingArgs => self.error_changing_args.warn_at,
             D::ArgumentChurn => self.argument_churn.warn_at,
+            D::NearRepeat => self.near_repeat.warn_at,
+            D::NoProgressCycle => self.cycle.warn_at,
+            D::ChangingErrorSameCall => self.changing_error.warn_at,
             _ => return None,
         })
     }
@@ -249,6 +294,7 @@ impl ExtraPolicy {
             || self.error_changing_args.enabled
             || self.argument_churn.enabled
             || self.loop_across_compactions.enabled
+            || self.drift()
     }
 }
 
@@ -300,6 +346,9 @@ impl LoopguardConfig {
             argument_churn: m(&g.argument_churn, &a.argument_churn),
             loop_across_compactions: m(&g.loop_across_compactions, &a.loop_across_compactions),
             second_critical_abort: m(&g.second_critical_abort, &a.second_critical_abort),
+            near_repeat: m(&g.near_repeat, &a.near_repeat),
+            no_progress_cycle: m(&g.no_progress_cycle, &a.no_progress_cycle),
+            changing_error_same_call: m(&g.changing_error_same_call, &a.changing_error_same_call),
         })
     }
 
@@ -326,6 +375,18 @@ impl LoopguardConfig {
         churn.window = count(ac.and_then(|c| c.window), DEFAULT_ARGUMENT_CHURN.0).max(2);
         churn.max_variants = count(ac.and_then(|c| c.max_variants), DEFAULT_ARGUMENT_CHURN.1);
         churn.warn_at = churn.window;
+        churn.block_at = count_or_zero(ac.and_then(|c| c.block_at), DEFAULT_ARGUMENT_CHURN_BLOCK);
+        if churn.block_at > 0 {
+            churn.block_at = churn.block_at.max(churn.window);
+        }
+        let mut near_repeat = thresholds(&self.near_repeat, DEFAULT_NEAR_REPEAT);
+        let sim = self
+            .near_repeat
+            .as_ref()
+            .and_then(|c| c.similarity)
+            .filter(|x| x.is_finite() && *x > 0.0 && *x <= 1.0)
+            .unwrap_or(DEFAULT_NEAR_REPEAT_SIMILARITY);
+        near_repeat.similarity_pct = (sim * 100.0).round() as u64;
         let mut ledger = ExtraDetector::off(
             0,
             count(
@@ -349,6 +410,9 @@ impl LoopguardConfig {
             argument_churn: churn,
             loop_across_compactions: ledger,
             second_critical: second,
+            near_repeat,
+            cycle: thresholds(&self.no_progress_cycle, DEFAULT_CYCLE),
+            changing_error: thresholds(&self.changing_error_same_call, DEFAULT_CHANGING_ERROR),
         }
     }
 
@@ -361,6 +425,9 @@ impl LoopguardConfig {
             "argumentChurn" => &mut self.argument_churn,
             "loopAcrossCompactions" => &mut self.loop_across_compactions,
             "secondCriticalAbort" => &mut self.second_critical_abort,
+            "nearRepeat" => &mut self.near_repeat,
+            "noProgressCycle" => &mut self.no_progress_cycle,
+            "changingErrorSameCall" => &mut self.changing_error_same_call,
             _ => return None,
         })
     }
@@ -369,7 +436,8 @@ impl LoopguardConfig {
 /// The numeric keys each extra detector accepts.
 pub(crate) fn detector_number_keys(key: &str) -> &'static [&'static str] {
     match key {
-        "argumentChurn" => &["window", "maxVariants"],
+        "argumentChurn" => &["window", "maxVariants", "blockAt"],
+        "nearRepeat" => &["warnAt", "blockAt", "similarity"],
         "loopAcrossCompactions" => &["blockAt"],
         "secondCriticalAbort" => &[],
         _ => &["warnAt", "blockAt"],
@@ -382,7 +450,12 @@ pub(crate) fn extra_default(key: &str, field: &str) -> f64 {
         "identicalFailureStreak" => DEFAULT_FAILURE_STREAK,
         "identicalOutcomeStreak" => DEFAULT_OUTCOME_STREAK,
         "errorDespiteChangingArgs" => DEFAULT_ERROR_CHANGING_ARGS,
+        "argumentChurn" if field == "blockAt" => return DEFAULT_ARGUMENT_CHURN_BLOCK as f64,
         "argumentChurn" => DEFAULT_ARGUMENT_CHURN,
+        "nearRepeat" if field == "similarity" => return DEFAULT_NEAR_REPEAT_SIMILARITY,
+        "nearRepeat" => DEFAULT_NEAR_REPEAT,
+        "noProgressCycle" => DEFAULT_CYCLE,
+        "changingErrorSameCall" => DEFAULT_CHANGING_ERROR,
         _ => (0, DEFAULT_COMPACTIONS),
     };
     match field {
@@ -403,6 +476,11 @@ mod tests {
         assert!(strict.failure_streak.enabled && strict.outcome_streak.enabled);
         assert!(strict.error_changing_args.enabled && strict.argument_churn.enabled);
         assert!(strict.loop_across_compactions.enabled && strict.second_critical.enabled);
+        assert!(
+            strict.near_repeat.enabled && strict.cycle.enabled && strict.changing_error.enabled
+        );
+        assert_eq!(strict.near_repeat.similarity_pct, 60);
+        assert_eq!(strict.argument_churn.block_at, DEFAULT_ARGUMENT_CHURN_BLOCK);
     }
 
     #[test]

@@ -734,6 +734,27 @@ impl Cx {
             ..Default::default()
         };
         for &k in numbers {
+            if k == "similarity" {
+                if let Some(e) = node.get(k) {
+                    match &e.value.value {
+                        NodeValue::Number(n) if *n > 0.0 && *n <= 1.0 => cfg.similarity = Some(*n),
+                        other => self.push(
+                            Severity::Error,
+                            DiagnosticKind::WrongType,
+                            &join(path, k),
+                            e.key_pos,
+                            format!(
+                                "expected a number above 0 and at most 1, found {}",
+                                match other {
+                                    NodeValue::Number(n) => n.to_string(),
+                                    other => other.type_name().to_string(),
+                                }
+                            ),
+                        ),
+                    }
+                }
+                continue;
+            }
             // `blockAt: 0` is allowed: it makes a detector warn-only.
             if k == "blockAt" {
                 if let Some(e) = node.get(k) {

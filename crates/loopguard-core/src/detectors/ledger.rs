@@ -45,12 +45,24 @@ pub struct LedgerEntry {
     pub failure: Option<FailureId>,
     /// The run's compaction count when the outcome was recorded.
     pub epoch: u32,
+    /// The normalised call and outcome, for the drift detectors (set only when one of
+    /// them is on; not saved with the session state).
+    pub sketch: Option<Box<super::sketch::Sketch>>,
 }
 
 impl LedgerEntry {
     pub(crate) fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
         self.args == *args && self.tool.as_wtf8() == tool
     }
+}
+
+/// An outcome to record (see [`Ledger::record`]).
+pub(crate) struct NewOutcome<'t> {
+    pub(crate) tool: &'t Name,
+    pub(crate) args: ArgsDigest,
+    pub(crate) result: ResultHash,
+    pub(crate) failure: Option<FailureId>,
+    pub(crate) sketch: Option<Box<super::sketch::Sketch>>,
 }
 
 /// A loop seen repeating before a compaction.
@@ -130,6 +142,14 @@ impl Ledger {
         l
     }
 
+    /// Sets every entry's sketch, oldest first (for [`crate::state`]; extra items are
+    /// ignored).
+    pub(crate) fn set_sketches(&mut self, sketches: Vec<Option<Box<super::sketch::Sketch>>>) {
+        for (e, s) in self.entries.iter_mut().zip(sketches) {
+            e.sketch = s;
+        }
+    }
+
     /// The outcomes of one run, oldest first.
     pub(crate) fn scoped<'l>(
         &'l self,
@@ -163,23 +183,16 @@ impl Ledger {
     }
 
     /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]).
-    pub(crate) fn record(
-        &mut self,
-        run: Option<&[u8]>,
-        tool: &Name,
-        args: ArgsDigest,
-        result: ResultHash,
-        failure: Option<FailureId>,
-        cap: usize,
-    ) {
+    pub(crate) fn record(&mut self, run: Option<&[u8]>, o: NewOutcome<'_>, cap: usize) {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
         self.entries.push_back(LedgerEntry {
             run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
-            tool: tool.clone(),
-            args,
-            result,
-            failure,
+            tool: o.tool.clone(),
+            args: o.args,
+            result: o.result,
+            failure: o.failure,
             epoch,
+            sketch: o.sketch,
         });
         let cap = cap.clamp(1, MAX_ENTRIES);
         while self.entries.len() > cap {
@@ -393,14 +406,15 @@ mod tests {
         };
         for i in 0..(MAX_RUNS * 2) {
             let run = format!("r{i}");
-            l.record(
-                Some(run.as_bytes()),
-                &name("t"),
-                ArgsDigest([0; 32]),
-                h,
-                None,
-                30,
-            );
+            let t = name("t");
+            let o = NewOutcome {
+                tool: &t,
+                args: ArgsDigest([0; 32]),
+                result: h,
+                failure: None,
+                sketch: None,
+            };
+            l.record(Some(run.as_bytes()), o, 30);
             l.note_critical(Some(run.as_bytes()));
         }
         assert_eq!(l.entries().len(), 30);
@@ -408,7 +422,15 @@ mod tests {
         // A new loop before every compaction: the oldest marks make room.
         for k in 0..(MAX_MARKS * 3) {
             for _ in 0..2 {
-                l.record(None, &name("t"), ArgsDigest([k as u8; 32]), h, None, 30);
+                let t = name("t");
+                let o = NewOutcome {
+                    tool: &t,
+                    args: ArgsDigest([k as u8; 32]),
+                    result: h,
+                    failure: None,
+                    sketch: None,
+                };
+                l.record(None, o, 30);
             }
             l.compaction(None);
         }

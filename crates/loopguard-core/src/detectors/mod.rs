@@ -16,9 +16,24 @@
 //! either side wins over a warning (`detect_extra`):
 //! [`failure_streak`], [`outcome_streak`], [`error_changing_args`], [`argument_churn`],
 //! [`loop_across_compactions`], and [`second_critical`], which the session applies to
-//! every critical.
+//! every critical. The drift detectors work over normalised [`sketch`]es of calls and
+//! outcomes kept in the ledger: [`near_repeat`] (near-identical calls, output-only
+//! confirmations), [`no_progress_cycle`] (cycles of 2-4 calls) and [`changing_error`]
+//! (the same call failing differently each time).
+//!
+//! | extra rule | counts | strict warn / block |
+//! |---|---|---|
+//! | [`failure_streak`] | identical failures in a row | 3 / 6 |
+//! | [`outcome_streak`] | identical outcomes in a row | 5 / 8 |
+//! | [`error_changing_args`] | one error for changing arguments | 4 / 8 |
+//! | [`near_repeat`] | near-identical calls with nothing new | 2 / 4 |
+//! | [`no_progress_cycle`] | calls covered by a 2-4 call cycle | 6 / 8 |
+//! | [`changing_error`] | failures of one call, errors differing | 2 / 3 |
+//! | [`argument_churn`] | outcomes cycling over a few variants | 10 / 14 |
+//! | [`loop_across_compactions`] | compactions survived | - / 2 |
 
 pub mod argument_churn;
+pub mod changing_error;
 pub mod error_changing_args;
 pub mod failure_streak;
 pub mod generic_repeat;
@@ -26,10 +41,13 @@ pub mod global_breaker;
 pub mod known_poll;
 pub mod ledger;
 pub mod loop_across_compactions;
+pub mod near_repeat;
 pub mod no_progress;
+pub mod no_progress_cycle;
 pub mod outcome_streak;
 pub mod ping_pong;
 pub mod second_critical;
+pub mod sketch;
 pub mod unknown_tool;
 
 use std::fmt;
@@ -67,6 +85,13 @@ pub enum Detector {
     LoopAcrossCompactions,
     /// Strict profile: a second critical detection in a run ends the run.
     SecondCriticalAbort,
+    /// Strict profile: near-identical calls (or output-only confirmations) with nothing
+    /// new in their outcomes.
+    NearRepeat,
+    /// Strict profile: a cycle of 2-4 calls with unchanged outcomes.
+    NoProgressCycle,
+    /// Strict profile: the same call failing with a different error each time.
+    ChangingErrorSameCall,
 }
 
 impl Detector {
@@ -85,6 +110,9 @@ impl Detector {
             Detector::ArgumentChurn => "argument_churn",
             Detector::LoopAcrossCompactions => "loop_across_compactions",
             Detector::SecondCriticalAbort => "second_critical_abort",
+            Detector::NearRepeat => "near_repeat_no_progress",
+            Detector::NoProgressCycle => "no_progress_cycle",
+            Detector::ChangingErrorSameCall => "same_call_changing_error",
         }
     }
 
@@ -99,13 +127,16 @@ impl Detector {
     ];
 
     /// loopguard's extra detectors (the `strict` profile), in the order of the README's detectors table.
-    pub const EXTRA: [Detector; 6] = [
+    pub const EXTRA: [Detector; 9] = [
         Detector::IdenticalFailureStreak,
         Detector::IdenticalOutcomeStreak,
         Detector::ErrorDespiteChangingArgs,
         Detector::ArgumentChurn,
         Detector::LoopAcrossCompactions,
         Detector::SecondCriticalAbort,
+        Detector::NearRepeat,
+        Detector::NoProgressCycle,
+        Detector::ChangingErrorSameCall,
     ];
 
     /// Parses a name written by [`Detector::as_str`].
@@ -212,6 +243,23 @@ where
     None
 }
 
+/// The call the extra detectors look at.
+#[derive(Clone, Copy)]
+pub(crate) struct Proposed<'a> {
+    /// The normalised run.
+    pub run: Option<&'a [u8]>,
+    /// The tool.
+    pub tool: &'a [u8],
+    /// The argument digest.
+    pub args: &'a ArgsDigest,
+    /// The arguments.
+    pub params: &'a Value<'a>,
+    /// Whether OpenClaw counts it as a poll.
+    pub known_poll: bool,
+    /// Its drift sketch, when the caller has it.
+    pub sketch: Option<&'a sketch::ArgsSketch>,
+}
+
 /// `check`'s finding with `cfg`, when that extra detector is enabled.
 fn when_enabled(
     cfg: &ExtraDetector,
@@ -232,15 +280,29 @@ fn when_enabled(
 pub(crate) fn detect_extra(
     base: Option<Detection>,
     ledger: &ledger::Ledger,
-    run: Option<&[u8]>,
-    tool: &[u8],
-    args: &ArgsDigest,
-    known_poll: bool,
+    proposed: &Proposed<'_>,
     extra: &ExtraPolicy,
 ) -> Option<Detection> {
+    let Proposed {
+        run,
+        tool,
+        args,
+        params,
+        known_poll,
+        ..
+    } = *proposed;
     if base.as_ref().is_some_and(|d| d.level == Level::Critical) {
         return base;
     }
+    let drift = match proposed.sketch {
+        Some(s) => Some(std::borrow::Cow::Borrowed(s)),
+        None => extra
+            .drift()
+            .then(|| std::borrow::Cow::Owned(sketch::args_sketch(tool, params))),
+    };
+    // Waiting is not looping: the strict profile recognises more polls than OpenClaw.
+    let known_poll = known_poll || drift.as_ref().is_some_and(|s| s.flags & sketch::POLL != 0);
+    let preview = || sketch::preview(params);
     let args_hash = args.args_hash(tool);
     let streak = failure_streak::trailing(ledger, run, tool, args);
     let mut found: Vec<Detection> = [
@@ -261,6 +323,15 @@ pub(crate) fn detect_extra(
         }),
         when_enabled(&extra.loop_across_compactions, |cfg| {
             loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
+        }),
+        when_enabled(&extra.changing_error, |cfg| {
+            changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
+        }),
+        when_enabled(&extra.near_repeat, |cfg| {
+            near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)
+        }),
+        when_enabled(&extra.cycle, |cfg| {
+            no_progress_cycle::check(ledger, run, tool, args, drift.as_ref()?, cfg)
         }),
         when_enabled(&extra.argument_churn, |cfg| {
             argument_churn::check(ledger, run, tool, args, cfg)

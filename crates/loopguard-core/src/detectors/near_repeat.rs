@@ -1,0 +1,149 @@
+//! `near_repeat_no_progress` (strict profile): the same thing tried again and again in
+//! slightly different words, with nothing new coming back.
+//!
+//! Walking back over the run's outcomes (the [ledger](super::ledger)) from the newest,
+//! each one that repeats the proposed call *without new information* counts:
+//!
+//! - a call of the same tool whose [normalised arguments](super::sketch) are similar to
+//!   the proposed ones or to the newer repeat (Jaccard similarity of their token sets at
+//!   least `similarity`, strict: 0.6; or the same shape), with the same normalised outcome
+//!   as the newer repeats. When that outcome is empty (an edit that prints nothing)
+//!   similar is not enough: the arguments must be identical, since two different edits
+//!   both print nothing;
+//! - when the proposed call is an output-only confirmation (`echo`, `printf`, `true`,
+//!   `:` and nothing else), every earlier confirmation, whatever its wording.
+//!
+//! The same call failing the same way is left to `identical_failure_streak` (agents do
+//! recover from a few identical malformed turns). Failures of other calls in between (a malformed turn, a failing command) are skipped,
+//! at most four in a row; any other call ends the walk, and so does a poll (waiting is
+//! not looping: a proposed poll is never counted). The proposed call warns after `warnAt`
+//! (strict: 2) such repeats and is blocked after `blockAt` (strict: 4): on the calibration
+//! set, self-recovering agents repeat a check at most 3 times in a row before changing
+//! course.
+
+use super::ledger::Ledger;
+use super::sketch::{similarity_pct, ArgsSketch};
+use super::{Detection, Detector, Level};
+use crate::config::ExtraDetector;
+use crate::fingerprint::ArgsDigest;
+use crate::messages;
+
+/// Failures of other calls skipped in a row before the walk stops.
+const MAX_SKIPPED: u32 = 4;
+
+/// Counts the no-progress repeats of the proposed call at the end of the run.
+pub(crate) fn count(
+    ledger: &Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    digest: &ArgsDigest,
+    args: &ArgsSketch,
+    similarity: u64,
+) -> (u64, bool) {
+    if args.flags & super::sketch::POLL != 0 {
+        return (0, false);
+    }
+    let echo = args.flags & super::sketch::ECHO_ONLY != 0;
+    let mut n = 0u64;
+    let mut echoes = 0u64;
+    let mut reference: Option<u64> = None;
+    let mut newer: &[u32] = &args.tokens;
+    let mut skipped = 0u32;
+    for e in ledger.scoped(run).rev() {
+        let Some(s) = e.sketch.as_deref() else { break };
+        if s.poll() {
+            break;
+        }
+        if echo && s.echo_only() {
+            n += 1;
+            echoes += 1;
+            skipped = 0;
+            continue;
+        }
+        // The same call failing the same way is `identical_failure_streak`'s (with its
+        // own, higher thresholds: agents do recover from a few malformed turns).
+        let exact_failure = e.failure.is_some() && e.same_call(tool, digest);
+        let alike = !exact_failure
+            && e.tool.as_wtf8() == tool
+            && if s.empty_outcome() {
+                // Two different edits both print nothing: only the same edit again.
+                e.args == *digest
+            } else {
+                s.args.shape == args.shape
+                    || similarity_pct(&s.args.tokens, &args.tokens) >= similarity
+                    || similarity_pct(&s.args.tokens, newer) >= similarity
+            };
+        if alike && reference.is_none_or(|r| r == s.outcome) {
+            reference = Some(s.outcome);
+            newer = &s.args.tokens;
+            n += 1;
+            skipped = 0;
+            continue;
+        }
+        if e.failure.is_some() && skipped < MAX_SKIPPED {
+            skipped += 1;
+            continue;
+        }
+        break;
+    }
+    (n, echo && echoes == n && n > 0)
+}
+
+pub(crate) fn check(
+    ledger: &Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    digest: &ArgsDigest,
+    args: &ArgsSketch,
+    preview: &dyn Fn() -> String,
+    cfg: &ExtraDetector,
+) -> Option<Detection> {
+    let (n, echoes) = count(ledger, run, tool, digest, args, cfg.similarity_pct);
+    let level = super::failure_streak::level(n, cfg)?;
+    let shown = preview();
+    let what: &[u8] = if echoes {
+        b" only printed a confirmation, "
+    } else {
+        b" was called with near-identical arguments, "
+    };
+    let advice: &[u8] = if echoes {
+        b"Printing it again changes nothing. The task may already be complete: finish or submit now."
+    } else {
+        b"The results bring nothing new. The task may already be complete: finish or submit; otherwise change the approach instead of repeating it."
+    };
+    let head: &[u8] = match level {
+        Level::Critical => b"CRITICAL: ",
+        Level::Warning => b"WARNING: ",
+    };
+    let tail: &[u8] = match level {
+        Level::Critical => b" This call is blocked.",
+        Level::Warning => b"",
+    };
+    Some(Detection {
+        detector: Detector::NearRepeat,
+        level,
+        count: n,
+        message: messages::key(&[
+            head,
+            tool,
+            what,
+            n.to_string().as_bytes(),
+            b" times in a row (",
+            shown.as_bytes(),
+            b"). ",
+            advice,
+            tail,
+        ]),
+        warning_key: messages::key(&[
+            b"near-repeat:",
+            tool,
+            b":",
+            if echoes {
+                b"echo".as_slice()
+            } else {
+                b"args".as_slice()
+            },
+        ]),
+        paired_tool: None,
+    })
+}

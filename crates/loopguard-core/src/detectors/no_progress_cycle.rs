@@ -1,0 +1,139 @@
+//! `no_progress_cycle` (strict profile): a cycle of two to four calls going round with
+//! unchanged outcomes: two failing spellings of one path in turn, open → search → list,
+//! three URLs fetched in turn, and near-alternations (A, B, A', B' with A' and A of the
+//! same [shape](super::sketch): differing only in case, spacing, punctuation, quoting,
+//! numbers or bookkeeping arguments).
+//!
+//! For each period P from 2 to 4, the proposed call followed back through the run's
+//! outcomes is matched with the call P places earlier (same tool, same shape, and the
+//! same normalised outcome for recorded pairs); the calls covered by the cycle are
+//! counted, the proposed one included. At least two different shapes must be in the
+//! cycle (one repeated call is [`super::near_repeat`]'s). The call warns when the cycle
+//! covers `max(warnAt, 2P)` calls (strict: 6) and is blocked at `max(blockAt, 3P)`
+//! (strict: 8): a two-call ping-pong is stopped at its 8th call, well before OpenClaw's
+//! 20, and a four-call cycle after three rounds. Shape equality rather than similarity:
+//! a healthy write → build → read cycle with slightly different file contents (seen on
+//! the calibration set) is progress.
+
+use super::ledger::Ledger;
+use super::sketch::ArgsSketch;
+use super::{Detection, Detector, Level};
+use crate::config::ExtraDetector;
+use crate::fingerprint::ArgsDigest;
+use crate::messages;
+
+/// The longest cycle looked for.
+pub const MAX_PERIOD: usize = 4;
+
+/// The cycles at the end of the run: (period, calls covered) for each period found.
+pub(crate) fn cycles(
+    ledger: &Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    digest: &ArgsDigest,
+    args: &ArgsSketch,
+    limit: usize,
+) -> Vec<(usize, u64)> {
+    let mut found = Vec::new();
+    if args.flags & super::sketch::POLL != 0 {
+        return found;
+    }
+    // Newest first: (tool, shape, outcome, exact arguments when the outcome is empty);
+    // index 0 is the proposed call.
+    type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);
+    let mut seq: Vec<Item<'_>> = vec![(tool, args.shape, None, Some(digest))];
+    // Enough outcomes to reach the block of the longest period, and no more.
+    for e in ledger.scoped(run).rev().take(limit) {
+        let Some(s) = e.sketch.as_deref() else { break };
+        if s.poll() {
+            break;
+        }
+        let exact = s.empty_outcome().then_some(&e.args);
+        seq.push((e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact));
+    }
+    for p in 2..=MAX_PERIOD {
+        if seq.len() < 2 * p {
+            break;
+        }
+        let first = seq[0].1;
+        if seq[1..p].iter().all(|x| x.1 == first && x.0 == seq[0].0) {
+            continue;
+        }
+        let mut i = 0;
+        while i + p < seq.len() {
+            let (a, b) = (&seq[i], &seq[i + p]);
+            let same_outcome = match (a.2, b.2) {
+                (Some(x), Some(y)) => x == y,
+                _ => true,
+            };
+            // An edit that prints nothing is the same step only with the same arguments.
+            let same_args = match (a.3, b.3) {
+                (Some(x), Some(y)) if i > 0 => x == y,
+                (Some(x), Some(y)) => b.2.is_none() || x == y,
+                (None, Some(_)) => false,
+                _ => true,
+            };
+            if a.0 != b.0 || a.1 != b.1 || !same_outcome || !same_args {
+                break;
+            }
+            i += 1;
+        }
+        found.push((p, (i + p) as u64));
+    }
+    found
+}
+
+pub(crate) fn check(
+    ledger: &Ledger,
+    run: Option<&[u8]>,
+    tool: &[u8],
+    digest: &ArgsDigest,
+    args: &ArgsSketch,
+    cfg: &ExtraDetector,
+) -> Option<Detection> {
+    let level_of = |p: usize, covered: u64| {
+        let p = p as u64;
+        if cfg.block_at > 0 && covered >= cfg.block_at.max(3 * p) {
+            Some(Level::Critical)
+        } else if cfg.warn_at > 0 && covered >= cfg.warn_at.max(2 * p) {
+            Some(Level::Warning)
+        } else {
+            None
+        }
+    };
+    let (level, p, covered) = cycles(
+        ledger,
+        run,
+        tool,
+        digest,
+        args,
+        usize::try_from(cfg.block_at.max(cfg.warn_at).max(3 * MAX_PERIOD as u64))
+            .unwrap_or(64)
+            .min(64),
+    )
+    .into_iter()
+    .filter_map(|(p, c)| level_of(p, c).map(|l| (l, p, c)))
+    .max_by_key(|(l, _, c)| (*l, *c))?;
+    let (head, tail): (&[u8], &[u8]) = match level {
+        Level::Critical => (b"CRITICAL: ", b" This call is blocked."),
+        Level::Warning => (b"WARNING: ", b""),
+    };
+    Some(Detection {
+        detector: Detector::NoProgressCycle,
+        level,
+        count: covered,
+        message: messages::key(&[
+            head,
+            b"Your last ",
+            covered.to_string().as_bytes(),
+            b" calls go round a cycle of ",
+            p.to_string().as_bytes(),
+            b" calls (",
+            tool,
+            b" and the others in turn), each getting the same result as the round before. Going round again will not change it: try something different, or if the task is already complete, finish or submit.",
+            tail,
+        ]),
+        warning_key: messages::key(&[b"cycle:", tool, b":", p.to_string().as_bytes()]),
+        paired_tool: None,
+    })
+}

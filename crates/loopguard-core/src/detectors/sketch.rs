@@ -1,0 +1,780 @@
+//! Normalised sketches of calls and outcomes for the strict profile's drift detectors
+//! ([`super::near_repeat`], [`super::no_progress_cycle`], [`super::changing_error`]).
+//!
+//! A call's **arguments** are reduced to tokens: object keys in sorted order, then every
+//! string split into words (ASCII letters and non-ASCII bytes), lowercased, with every run
+//! of digits turned into `#`; punctuation, whitespace and quoting are dropped. Fields that
+//! only describe a call ([`BOOKKEEPING_KEYS`]: Cline's `task_progress`, exec's `title`,
+//! descriptions, attempt counters, …) are left out. From the tokens come a **shape** (a
+//! hash of the whole token sequence: two calls with the same shape differ only in case,
+//! spacing, punctuation, quoting, numbers or bookkeeping) and a **token set** (hashes of
+//! the distinct tokens, so word order does not matter) for Jaccard similarity.
+//!
+//! An **outcome** is reduced to a hash of its text lowercased, whitespace collapsed, the
+//! nonce of OpenClaw's `<<<EXTERNAL_UNTRUSTED_CONTENT id=…>>>` wrappers dropped, and the
+//! numbers that change without meaning anything replaced by `#`: decimals (durations),
+//! times of day, and runs of four digits or more (timestamps, pids, ports). Small integers
+//! stay (line numbers, counts, file names such as `file3.txt`): they tell pages, files and
+//! progress apart.
+
+use crate::detectors::known_poll::is_known_poll_call;
+use crate::outcome::{extract_text, format_error, Outcome, ResultHash};
+use crate::value::Value;
+
+/// Argument keys that describe a call without changing what it does (compared with `_`
+/// and `-` removed, case-insensitively).
+pub const BOOKKEEPING_KEYS: [&str; 16] = [
+    "taskprogress",
+    "description",
+    "title",
+    "summary",
+    "explanation",
+    "reason",
+    "reasoning",
+    "thought",
+    "thoughts",
+    "intent",
+    "comment",
+    "attempt",
+    "attemptnumber",
+    "retrycount",
+    "requestid",
+    "timestamp",
+];
+
+/// Outcome texts longer than this (bytes) have only their first 2 KiB normalised; the
+/// exact result hash stands for the rest. Up to it, the first and last 2 KiB are
+/// normalised and the middle hashed as it is.
+pub const MAX_NORMALISED: usize = 64 * 1024;
+
+/// Bytes normalised at each end of a longer outcome.
+const NORMALISED_ENDS: usize = 2048;
+
+/// The most token hashes kept per call.
+const MAX_TOKENS: usize = 256;
+
+/// Flag: the call only prints its own literal text (`echo`, `printf`, `true`, `:`).
+pub const ECHO_ONLY: u8 = 1;
+/// Flag: the call waits on something running (a poll).
+pub const POLL: u8 = 2;
+/// Flag: the outcome carries no text at all (an empty success).
+pub const EMPTY_OUTCOME: u8 = 4;
+
+/// The normalised arguments of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgsSketch {
+    /// Hash of the normalised token sequence.
+    pub shape: u64,
+    /// Sorted, de-duplicated hashes of the tokens (at most 256).
+    pub tokens: Box<[u32]>,
+    /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]).
+    pub flags: u8,
+}
+
+/// A call with its outcome, as the ledger keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sketch {
+    /// The arguments.
+    pub args: ArgsSketch,
+    /// Hash of the normalised outcome (failure or not included).
+    pub outcome: u64,
+    /// The argument flags plus bit 4: the outcome was empty.
+    pub flags: u8,
+}
+
+impl Sketch {
+    /// Whether the call only echoed its own text.
+    pub fn echo_only(&self) -> bool {
+        self.flags & ECHO_ONLY != 0
+    }
+    /// Whether the call was a poll.
+    pub fn poll(&self) -> bool {
+        self.flags & POLL != 0
+    }
+    /// Whether the outcome was empty.
+    pub fn empty_outcome(&self) -> bool {
+        self.flags & EMPTY_OUTCOME != 0
+    }
+}
+
+const FNV64: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+fn is_bookkeeping(key: &[u8]) -> bool {
+    let k: Vec<u8> = key
+        .iter()
+        .filter(|b| !matches!(b, b'_' | b'-'))
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    BOOKKEEPING_KEYS
+        .iter()
+        .any(|b| b.as_bytes() == k.as_slice())
+}
+
+struct Tokens {
+    shape: u64,
+    set: Vec<u32>,
+}
+
+impl Tokens {
+    fn push(&mut self, token: &[u8]) {
+        self.shape = fnv(fnv(self.shape, token), b"\0");
+        self.set.push(fnv(FNV64, token) as u32);
+    }
+
+    fn text(&mut self, s: &[u8]) {
+        let mut word: Vec<u8> = Vec::new();
+        let mut digits = false;
+        let flush = |word: &mut Vec<u8>, this: &mut Tokens| {
+            if !word.is_empty() {
+                this.push(word);
+                word.clear();
+            }
+        };
+        for &b in s {
+            if b.is_ascii_digit() {
+                if !digits {
+                    flush(&mut word, self);
+                    word.push(b'#');
+                    digits = true;
+                }
+                continue;
+            }
+            if digits {
+                flush(&mut word, self);
+                digits = false;
+            }
+            if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+                word.push(b.to_ascii_lowercase());
+            } else {
+                flush(&mut word, self);
+            }
+        }
+        flush(&mut word, self);
+    }
+
+    fn value(&mut self, v: &Value<'_>) {
+        match v {
+            Value::Null => self.push(b"null"),
+            Value::Bool(b) => self.push(if *b { b"true" } else { b"false" }),
+            Value::Number(_) => self.push(b"#"),
+            Value::String(s) => self.text(s.as_wtf8()),
+            Value::Array(items) => items.iter().for_each(|x| self.value(x)),
+            Value::Object(o) => {
+                let mut pairs: Vec<_> = o
+                    .iter()
+                    .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                    .collect();
+                pairs.sort_by(|a, b| a.0.as_wtf8().cmp(b.0.as_wtf8()));
+                let mut key = Vec::with_capacity(16);
+                for (k, x) in pairs {
+                    key.clear();
+                    key.extend_from_slice(b"k:");
+                    key.extend(k.as_wtf8().iter().map(u8::to_ascii_lowercase));
+                    self.push(&key);
+                    self.value(x);
+                }
+            }
+        }
+    }
+}
+
+/// The shell command a call runs, when its arguments hold one (`command`, `cmd`,
+/// `script`; a string, or an argv array whose last item is the script).
+fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
+    for key in ["command", "cmd", "script"] {
+        match args.get(key) {
+            Some(Value::String(s)) => return Some(s.as_wtf8()),
+            Some(Value::Array(items)) => {
+                if let Some(Value::String(s)) = items.last() {
+                    return Some(s.as_wtf8());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether a shell command only prints literal text: every statement (split at newlines,
+/// `;`, `&&`, `||`) is `echo`, `printf`, `true` or `:`, with no redirection, pipe or
+/// command substitution. Such a call has no effect beyond its own output, whatever it says.
+///
+/// ```
+/// use loopguard_core::is_echo_only;
+/// assert!(is_echo_only(b"echo 'All checks passed.'"));
+/// assert!(is_echo_only(b"printf 'Final: done\\n' && true"));
+/// assert!(!is_echo_only(b"echo done > status.txt"));
+/// assert!(!is_echo_only(b"echo $(git rev-parse HEAD)"));
+/// assert!(!is_echo_only(b"echo ok && pytest"));
+/// ```
+pub fn is_echo_only(command: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(command);
+    // Statements split at newlines, `;`, `&&`, `||` outside quotes; any redirection,
+    // pipe, background job or substitution outside single quotes is an effect.
+    let mut stmts: Vec<String> = vec![String::new()];
+    let (mut single, mut double) = (false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !single && (c == '`' || (c == '$' && chars.peek() == Some(&'('))) {
+            return false;
+        }
+        match c {
+            '\'' if !double => single = !single,
+            '"' if !single => double = !double,
+            _ if single || double => {}
+            '>' | '<' => return false,
+            '|' | '&' => {
+                if chars.peek() == Some(&c) {
+                    chars.next();
+                    stmts.push(String::new());
+                    continue;
+                }
+                return false;
+            }
+            '\n' | ';' => {
+                stmts.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = stmts.last_mut() {
+            last.push(c);
+        }
+    }
+    if single || double {
+        return false;
+    }
+    let mut any = false;
+    for stmt in &stmts {
+        let stmt = stmt.trim();
+        if stmt.is_empty() {
+            continue;
+        }
+        any = true;
+        let word = stmt.split_whitespace().next().unwrap_or("");
+        if !matches!(word, "echo" | "printf" | "true" | ":") {
+            return false;
+        }
+    }
+    any
+}
+
+/// Whether a call waits on something already running: OpenClaw's known polls
+/// (`command_status`, `process` poll/log), Claude Code's `BashOutput` / `TaskOutput`,
+/// Codex's `write_stdin` with empty `chars` (also inside a code-mode `exec` script), and
+/// status checks of sub-agents or jobs (a tool whose name ends in `status`).
+///
+/// ```
+/// use loopguard_core::{is_wait_call, Value};
+/// let empty = Value::parse(br#"{"session_id":3,"chars":""}"#)?;
+/// assert!(is_wait_call(b"write_stdin", &empty));
+/// let typing = Value::parse(br#"{"session_id":3,"chars":"y\n"}"#)?;
+/// assert!(!is_wait_call(b"write_stdin", &typing));
+/// assert!(is_wait_call(b"BashOutput", &Value::Null));
+/// # Ok::<(), loopguard_core::ParseError>(())
+/// ```
+pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
+    if is_known_poll_call(tool, args) {
+        return true;
+    }
+    let is = |name: &[u8]| tool.eq_ignore_ascii_case(name);
+    if is(b"bashoutput") || is(b"bash_output") || is(b"taskoutput") || is(b"task_output") {
+        return true;
+    }
+    if tool == b"write_stdin" {
+        return match args.get("chars") {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.as_wtf8().is_empty(),
+            _ => false,
+        };
+    }
+    if tool.len() >= 6 && tool[tool.len() - 6..].eq_ignore_ascii_case(b"status") {
+        return true;
+    }
+    // Codex code mode: a script calling `write_stdin` with empty `chars` only.
+    if tool == b"exec" {
+        if let Some(code) = ["code", "script", "source"]
+            .iter()
+            .find_map(|k| args.get(k).and_then(Value::as_str))
+        {
+            let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+            let polls = squeezed.contains("write_stdin(");
+            let empty = squeezed.contains("chars:\"\"")
+                || squeezed.contains("chars:''")
+                || squeezed.contains("\"chars\":\"\"")
+                || squeezed.contains("chars=\"\"")
+                || squeezed.contains("chars=''");
+            return polls && empty && !squeezed.contains("chars:\"\\");
+        }
+    }
+    false
+}
+
+/// The sketch of a call's arguments.
+///
+/// ```
+/// use loopguard_core::{args_sketch, Value};
+/// let a = Value::parse(br#"{"command":"grep -n 'Foo'  src/a.py","description":"look"}"#)?;
+/// let b = Value::parse(br#"{"command":"grep -n \"foo\" src/a.py","description":"again"}"#)?;
+/// assert_eq!(args_sketch(b"bash", &a).shape, args_sketch(b"bash", &b).shape);
+/// # Ok::<(), loopguard_core::ParseError>(())
+/// ```
+pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
+    let mut t = Tokens {
+        shape: FNV64,
+        set: Vec::new(),
+    };
+    t.value(args);
+    t.set.sort_unstable();
+    t.set.dedup();
+    t.set.truncate(MAX_TOKENS);
+    let mut flags = 0;
+    if shell_command(args).is_some_and(is_echo_only) {
+        flags |= ECHO_ONLY;
+    }
+    if is_wait_call(tool, args) {
+        flags |= POLL;
+    }
+    ArgsSketch {
+        shape: t.shape,
+        tokens: t.set.into_boxed_slice(),
+        flags,
+    }
+}
+
+/// The numbers written in a call's arguments (digit runs of strings, integral numbers),
+/// bookkeeping fields left out.
+pub fn argument_numbers(args: &Value<'_>) -> Vec<String> {
+    fn walk(v: &Value<'_>, out: &mut Vec<String>) {
+        match v {
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
+                out.push(format!("{}", *n as i64).trim_start_matches('-').to_string());
+            }
+            Value::String(s) => {
+                let mut cur = String::new();
+                for &b in s.as_wtf8() {
+                    if b.is_ascii_digit() {
+                        cur.push(char::from(b));
+                    } else if !cur.is_empty() {
+                        out.push(std::mem::take(&mut cur));
+                    }
+                }
+                if !cur.is_empty() {
+                    out.push(cur);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                .for_each(|(_, x)| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(args, &mut out);
+    out.sort();
+    out.dedup();
+    out.truncate(64);
+    out
+}
+
+/// A fast streaming hash of normalised outcome bytes (8 bytes at a time).
+struct OutHash {
+    h: u64,
+    buf: u64,
+    n: u32,
+    len: usize,
+}
+
+impl OutHash {
+    fn new(seed: u64) -> Self {
+        OutHash {
+            h: seed,
+            buf: 0,
+            n: 0,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf |= u64::from(b) << (8 * self.n);
+        self.n += 1;
+        self.len += 1;
+        if self.n == 8 {
+            self.mix();
+        }
+    }
+
+    #[inline]
+    fn mix(&mut self) {
+        self.h = (self.h ^ self.buf)
+            .rotate_left(5)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.buf = 0;
+        self.n = 0;
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        b.iter().for_each(|&x| self.byte(x));
+    }
+
+    /// Raw bytes, eight at a time (no normalisation).
+    fn raw(&mut self, b: &[u8]) {
+        if self.n > 0 {
+            self.mix();
+        }
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.buf = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.mix();
+        }
+        self.len += b.len() - chunks.remainder().len();
+        self.bytes(chunks.remainder());
+    }
+
+    fn finish(mut self) -> u64 {
+        if self.n > 0 {
+            self.mix();
+        }
+        (self.h ^ self.len as u64).wrapping_mul(0xff51_afd7_ed55_8ccd)
+    }
+}
+
+/// Streams an outcome text, normalised, into `sink`: ASCII lowercase, whitespace runs as
+/// one space (none at the ends), untrusted-content nonces dropped; decimals, times,
+/// numbers of four digits or more, and numbers the call's own arguments hold (`echoed`: a
+/// message that repeats them back) as `#`.
+fn normalize_into(text: &[u8], echoed: &[String], mut sink: impl FnMut(u8)) {
+    const NONCE: &[u8] = b"external_untrusted_content id=";
+    let b = text;
+    let mut i = 0;
+    let mut pending_space = false;
+    let mut wrote = false;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            pending_space = wrote;
+            i += 1;
+            continue;
+        }
+        if pending_space {
+            sink(b' ');
+            pending_space = false;
+        }
+        wrote = true;
+        if (c == b'e' || c == b'E')
+            && b.len() - i >= NONCE.len()
+            && b[i..i + NONCE.len()].eq_ignore_ascii_case(NONCE)
+        {
+            NONCE.iter().for_each(|&x| sink(x));
+            i += NONCE.len();
+            while i < b.len() && b[i] != b'>' && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            continue;
+        }
+        if c.is_ascii_digit() {
+            // A number with its decimal part and time separators.
+            let start = i;
+            let (mut digits, mut dotted) = (0, false);
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || ((b[i] == b'.' || b[i] == b':')
+                        && i + 1 < b.len()
+                        && b[i + 1].is_ascii_digit()))
+            {
+                if b[i].is_ascii_digit() {
+                    digits += 1;
+                } else {
+                    dotted = true;
+                }
+                i += 1;
+            }
+            let num = &b[start..i];
+            if dotted || digits >= 4 || echoed.iter().any(|e| e.as_bytes() == num) {
+                sink(b'#');
+            } else {
+                num.iter().for_each(|&x| sink(x));
+            }
+            continue;
+        }
+        sink(c.to_ascii_lowercase());
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+fn normalize_outcome(text: &str, echoed: &[String]) -> String {
+    let mut out = Vec::new();
+    normalize_into(text.as_bytes(), echoed, |b| out.push(b));
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The sketch of a call with its outcome.
+///
+/// `echoed` are the numbers of the call's arguments ([`argument_numbers`]): in the
+/// outcome they count as an echo of the call, not as information.
+pub fn sketch(
+    args: ArgsSketch,
+    echoed: &[String],
+    outcome: Outcome<'_, '_>,
+    result: &ResultHash,
+) -> Sketch {
+    let (text, failed) = match outcome {
+        Outcome::Error(e) => (format_error(e), true),
+        Outcome::Result(r) => {
+            let t = extract_text(r);
+            let t = if t.as_wtf8().is_empty() {
+                r.get("details")
+                    .and_then(|d| d.get("aggregated"))
+                    .and_then(|v| match v {
+                        Value::String(s) => Some(s.reborrow()),
+                        _ => None,
+                    })
+                    .unwrap_or(t)
+            } else {
+                t
+            };
+            (t, result.is_error)
+        }
+        Outcome::Undefined => (crate::value::JsString::from(""), false),
+    };
+    let text = text.as_wtf8();
+    // A long outcome: its head is normalised and the exact result decides the rest, so
+    // the cost stays bounded (the result is hashed anyway) and nothing in the tail is lost.
+    let long = text.len() > MAX_NORMALISED;
+    let mut h = OutHash::new(if failed { 0x46 } else { 0x53 });
+    if long || (text.is_empty() && !matches!(outcome, Outcome::Undefined)) {
+        // No text, or more than is normalised: the exact result decides.
+        h.bytes(&result.digest);
+    }
+    let mut flags = args.flags;
+    if text.len() < 64 {
+        let mut small = Vec::with_capacity(64);
+        normalize_into(text, echoed, |b| small.push(b));
+        let bare = String::from_utf8_lossy(&small)
+            .replace("<returncode>0</returncode>", "")
+            .replace("<output>", "")
+            .replace("</output>", "");
+        if bare.trim().is_empty() {
+            flags |= EMPTY_OUTCOME;
+        }
+        h.bytes(&small);
+    } else if text.len() <= 2 * NORMALISED_ENDS {
+        normalize_into(text, echoed, |b| h.byte(b));
+    } else {
+        // The first and last 2 KiB normalised (where durations, timestamps and summaries
+        // are), the middle hashed as it is: a difference there makes two outcomes differ,
+        // which can only miss a loop, never invent one.
+        // Cut at whitespace near the boundaries (at most 64 bytes on), so a number is not
+        // split between a normalised end and the raw middle.
+        let cut = |from: usize| {
+            let limit = (from + 64).min(text.len());
+            (from..limit)
+                .find(|&i| text[i].is_ascii_whitespace())
+                .unwrap_or(limit)
+        };
+        let head_end = cut(NORMALISED_ENDS);
+        let tail_start = cut((text.len() - NORMALISED_ENDS).max(head_end));
+        let middle_end = if long { head_end } else { tail_start };
+        normalize_into(&text[..head_end], echoed, |b| h.byte(b));
+        h.raw(&text[head_end..middle_end]);
+        if !long {
+            normalize_into(&text[tail_start..], echoed, |b| h.byte(b));
+        }
+    }
+    Sketch {
+        args,
+        outcome: h.finish(),
+        flags,
+    }
+}
+
+/// Jaccard similarity of two sorted token sets, in percent.
+pub fn similarity_pct(a: &[u32], b: &[u32]) -> u64 {
+    if a.is_empty() && b.is_empty() {
+        return 100;
+    }
+    let (mut i, mut j, mut common) = (0, 0, 0u64);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = (a.len() + b.len()) as u64 - common;
+    common * 100 / union.max(1)
+}
+
+/// A short preview of a call's arguments for messages (the shell command, or the first
+/// string argument), at most 80 characters.
+pub(crate) fn preview(args: &Value<'_>) -> String {
+    let text = shell_command(args)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .or_else(|| match args {
+            Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                .find_map(|(_, v)| v.as_str().map(str::to_string)),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out: String = one_line.chars().take(80).collect();
+    if one_line.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sk(json: &str) -> ArgsSketch {
+        args_sketch(b"bash", &Value::parse(json.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn normalisation_ignores_case_space_punctuation_quotes_numbers_and_bookkeeping() {
+        let a = sk(r#"{"command":"sed -n '10,20p' a.py","task_progress":"- [x] one"}"#);
+        let b = sk(r#"{"command":"SED  -n \"30,45p\" a.py","task_progress":"- [x] two"}"#);
+        assert_eq!(a.shape, b.shape);
+        let c = sk(r#"{"command":"sed -n '10,20p' b.py"}"#);
+        assert_ne!(a.shape, c.shape);
+        assert!(similarity_pct(&a.tokens, &c.tokens) < 100);
+        assert_eq!(similarity_pct(&a.tokens, &b.tokens), 100);
+    }
+
+    #[test]
+    fn key_order_does_not_matter_but_key_names_do() {
+        let a = sk(r#"{"path":"a","limit":3}"#);
+        let b = sk(r#"{"limit":4,"path":"a"}"#);
+        assert_eq!(a.shape, b.shape);
+        let c = sk(r#"{"file":"a","limit":3}"#);
+        assert_ne!(a.shape, c.shape);
+    }
+
+    #[test]
+    fn echo_only_needs_every_statement_to_print_literal_text() {
+        assert!(is_echo_only(
+            b"echo \"Verification complete: all checks passed\""
+        ));
+        assert!(is_echo_only(b": ; true\necho done"));
+        assert!(!is_echo_only(b""));
+        assert!(!is_echo_only(b"echo a || rm -rf build"));
+        assert!(!is_echo_only(b"cat README"));
+        assert!(is_echo_only(
+            b"printf 'Final: checks passed; no changes > none\\n'"
+        ));
+        assert!(!is_echo_only(b"echo 'unterminated"));
+        assert!(!is_echo_only(b"echo hi & rm x"));
+        assert_eq!(sk(r#"{"command":"echo ok"}"#).flags & ECHO_ONLY, ECHO_ONLY);
+    }
+
+    #[test]
+    fn waits_are_recognised_in_every_format() {
+        let v = |s: &str| Value::parse(s.as_bytes()).unwrap().into_owned();
+        assert!(is_wait_call(
+            b"process",
+            &v(r#"{"action":"poll","sessionId":"x"}"#)
+        ));
+        assert!(is_wait_call(b"TaskOutput", &v("{}")));
+        assert!(is_wait_call(b"write_stdin", &v(r#"{"session_id":1}"#)));
+        assert!(is_wait_call(
+            b"exec",
+            &v(r#"{"code":"await tools.write_stdin({session_id: 4, chars: \"\"})"}"#)
+        ));
+        assert!(!is_wait_call(
+            b"exec",
+            &v(r#"{"code":"await tools.write_stdin({session_id: 4, chars: \"q\"})"}"#)
+        ));
+        assert!(is_wait_call(b"get_subagent_status", &v("{}")));
+        assert!(!is_wait_call(b"exec", &v(r#"{"command":"ls"}"#)));
+    }
+
+    fn normalize_outcome_(s: &str) -> String {
+        normalize_outcome(s, &[])
+    }
+
+    #[test]
+    fn long_outcomes_normalise_their_ends_and_keep_their_middle() {
+        let args = args_sketch(b"bash", &Value::Null);
+        let r = ResultHash {
+            is_error: false,
+            digest: [0; 32],
+        };
+        let of = |t: &str| {
+            let v = Value::from(t.to_string());
+            let json = Value::parse(
+                format!(
+                    r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
+                    crate::to_canonical_string(&v)
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+            .into_owned();
+            sketch(args.clone(), &[], Outcome::Result(&json), &r).outcome
+        };
+        let body = "PASSED test_case ok\n".repeat(600);
+        let a = of(&format!("started 10:01:02\n{body}== 12 passed in 3.41s =="));
+        let b = of(&format!("started 10:07:55\n{body}== 12 passed in 2.98s =="));
+        assert_eq!(a, b);
+        // One word changed in the middle, far from both normalised ends.
+        let mid = format!("{}FAILED{}", &body[..6000], &body[6006..]);
+        let c = of(&format!("started 10:01:02\n{mid}== 12 passed in 3.41s =="));
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn numbers_the_call_wrote_are_an_echo() {
+        let args = Value::parse(br#"{"path":"a.py","view_range":[10, 20]}"#).unwrap();
+        let echoed = argument_numbers(&args);
+        assert_eq!(echoed, ["10", "20"]);
+        assert_eq!(
+            normalize_outcome("invalid range 10-20", &echoed),
+            normalize_outcome("invalid range 30-45", &["30".into(), "45".into()])
+        );
+    }
+
+    #[test]
+    fn outcomes_ignore_numbers_spacing_and_nonces() {
+        assert_eq!(
+            normalize_outcome_("Done in 0.52s\n\n(pid 4411)"),
+            normalize_outcome_("done in 1.07s (pid 5120)")
+        );
+        assert_eq!(
+            normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> hi"),
+            normalize_outcome_("<<<EXTERNAL_UNTRUSTED_CONTENT id=ffe01>>> hi")
+        );
+        assert_ne!(
+            normalize_outcome_("3 passed"),
+            normalize_outcome_("3 failed")
+        );
+        // Small integers tell pages and files apart.
+        assert_ne!(
+            normalize_outcome_("file1.txt"),
+            normalize_outcome_("file2.txt")
+        );
+        assert_eq!(
+            normalize_outcome_("at 12:04:55 pid 48811"),
+            normalize_outcome_("at 12:05:02 pid 48930")
+        );
+    }
+}

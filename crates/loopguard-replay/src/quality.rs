@@ -1,0 +1,461 @@
+//! Detection quality over a corpus (`loopguard replay --summary [--labels FILE]`).
+//!
+//! [`Quality`] watches every call decision of a replay and keeps, per input: the number
+//! of calls, each detector's first warning and first block (1-based among the input's
+//! call decisions), and the tokens of every call when the transcript records them. Beside
+//! loopguard's detectors it runs the simple rule of other agents on the same calls: a
+//! counter of consecutive identical calls (same tool, same argument digest) that stops
+//! the run at 4 or at 5.
+//!
+//! With [`Labels`] (one `file,verdict,loop-start` line per run) it also measures what
+//! matters: stuck runs stopped and how many calls after the loop's start, and healthy or
+//! self-recovering runs stopped (false stops).
+//!
+//! ```
+//! use loopguard_replay::quality::Labels;
+//! let labels = Labels::parse("file,verdict,loop-start\nruns/a.json,stuck,12\nruns/b.json,healthy,\n")?;
+//! assert_eq!(labels.find("/data/runs/a.json").and_then(|l| l.loop_start), Some(12));
+//! assert!(labels.find("c.json").is_none());
+//! # Ok::<(), loopguard_replay::quality::LabelError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write as _};
+
+use loopguard_core::{ArgsDigest, Detector};
+use loopguard_events::{Action, Decision, EventKind};
+
+use crate::plan::Source;
+use crate::summary::EventMeta;
+
+/// Where a rule stops a run (call number), if it does.
+type StopAt = dyn Fn(&RunQuality) -> Option<u64>;
+
+/// The peers' rule: stop at this many consecutive identical calls.
+pub const PEER_COUNTERS: [u64; 2] = [4, 5];
+
+/// A run's verdict in a labels file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No loop.
+    Healthy,
+    /// A short repeat, then the agent moved on.
+    SelfRecovering,
+    /// A loop that never recovered.
+    Stuck,
+}
+
+impl Verdict {
+    /// `healthy`, `self-recovering` or `stuck`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Healthy => "healthy",
+            Verdict::SelfRecovering => "self-recovering",
+            Verdict::Stuck => "stuck",
+        }
+    }
+}
+
+/// One labelled run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    /// The file, as written in the labels file (a path suffix).
+    pub file: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// For a stuck run, the loop's first call (1-based among call decisions).
+    pub loop_start: Option<u64>,
+}
+
+/// A labels file that could not be read: its line and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LabelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for LabelError {}
+
+/// The labels of a corpus: `file,verdict,loop-start` lines (`#` comments, blank lines and
+/// a `file,...` header allowed). `verdict` is `healthy`, `self-recovering` or `stuck`;
+/// `loop-start` is required for stuck runs and empty otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Labels {
+    labels: Vec<Label>,
+}
+
+impl Labels {
+    /// Parses a labels file's text.
+    pub fn parse(text: &str) -> Result<Labels, LabelError> {
+        let mut labels = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            let err = |message: String| LabelError {
+                line: i + 1,
+                message,
+            };
+            if line.is_empty() || line.starts_with('#') || line.starts_with("file,") {
+                continue;
+            }
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            if fields.len() != 3 {
+                return Err(err(format!(
+                    "expected 3 comma-separated fields (file,verdict,loop-start), found {}",
+                    fields.len()
+                )));
+            }
+            let verdict = match fields[1] {
+                "healthy" => Verdict::Healthy,
+                "self-recovering" => Verdict::SelfRecovering,
+                "stuck" => Verdict::Stuck,
+                other => {
+                    return Err(err(format!(
+                        "verdict {other:?}: expected healthy, self-recovering or stuck"
+                    )))
+                }
+            };
+            let loop_start = match (fields[2], verdict) {
+                ("", Verdict::Stuck) => {
+                    return Err(err("a stuck run needs its loop-start call".to_string()))
+                }
+                ("", _) => None,
+                (n, _) => match n.parse::<u64>() {
+                    Ok(n) if n >= 1 => Some(n),
+                    _ => {
+                        return Err(err(format!(
+                            "loop-start {n:?}: expected a call number from 1"
+                        )))
+                    }
+                },
+            };
+            if fields[0].is_empty() {
+                return Err(err("empty file name".to_string()));
+            }
+            labels.push(Label {
+                file: fields[0].to_string(),
+                verdict,
+                loop_start,
+            });
+        }
+        Ok(Labels { labels })
+    }
+
+    /// The label whose file is a path suffix of `display` (whole path components).
+    pub fn find(&self, display: &str) -> Option<&Label> {
+        let display = display.replace('\\', "/");
+        self.labels.iter().find(|l| {
+            display == l.file
+                || display
+                    .strip_suffix(l.file.as_str())
+                    .is_some_and(|rest| rest.ends_with('/'))
+        })
+    }
+
+    /// Every label.
+    pub fn labels(&self) -> &[Label] {
+        &self.labels
+    }
+}
+
+/// What one input did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunQuality {
+    /// The input's name.
+    pub display: String,
+    /// Call decisions.
+    pub calls: u64,
+    /// Tokens of each call (0 when unknown), in order.
+    pub tokens: Vec<u64>,
+    /// Each detector's first warning (call number).
+    pub first_warn: BTreeMap<Detector, u64>,
+    /// Each detector's first block (call number).
+    pub first_block: BTreeMap<Detector, u64>,
+    /// The first warning of any detector, and which.
+    pub warned: Option<(u64, Detector)>,
+    /// The first block of any detector, and which.
+    pub stopped: Option<(u64, Detector)>,
+    /// Where each peer counter ([`PEER_COUNTERS`]) would have stopped the run.
+    pub peer_stop: [Option<u64>; 2],
+    last: Option<(String, ArgsDigest)>,
+    same: u64,
+}
+
+impl RunQuality {
+    /// Calls and tokens a stop at call `at` saves: that call and every later one.
+    pub fn saved(&self, at: u64) -> (u64, u64) {
+        let from = usize::try_from(at.saturating_sub(1)).unwrap_or(usize::MAX);
+        let tokens = self.tokens.iter().skip(from).sum();
+        (self.calls.saturating_sub(at.saturating_sub(1)), tokens)
+    }
+}
+
+/// Collects the decisions of a replay into per-input quality figures.
+#[derive(Clone, Debug, Default)]
+pub struct Quality {
+    runs: Vec<RunQuality>,
+}
+
+impl Quality {
+    /// Counts one decision (only `call` decisions matter).
+    pub fn observe(&mut self, source: &Source, d: &Decision<'_>, meta: &EventMeta<'_>) {
+        if d.kind != EventKind::Call {
+            return;
+        }
+        if self.runs.last().is_none_or(|r| r.display != source.display) {
+            self.runs.push(RunQuality {
+                display: source.display.clone(),
+                ..Default::default()
+            });
+        }
+        let Some(r) = self.runs.last_mut() else {
+            return;
+        };
+        r.calls += 1;
+        let n = r.calls;
+        r.tokens.push(meta.tokens.unwrap_or(0));
+        let detector = d.finding.as_ref().map(|f| f.detector);
+        match (d.action, detector) {
+            (Action::Warn, Some(det)) => {
+                r.first_warn.entry(det).or_insert(n);
+                r.warned.get_or_insert((n, det));
+            }
+            (Action::Block | Action::Abort, Some(det)) => {
+                r.first_block.entry(det).or_insert(n);
+                r.stopped.get_or_insert((n, det));
+            }
+            _ => {}
+        }
+        let key = d.tool.as_ref().map(|t| t.to_string()).zip(d.args);
+        if key.is_some() && key == r.last {
+            r.same += 1;
+        } else {
+            r.same = 1;
+            r.last = key;
+        }
+        for (i, limit) in PEER_COUNTERS.iter().enumerate() {
+            if r.same >= *limit && r.peer_stop[i].is_none() {
+                r.peer_stop[i] = Some(n);
+            }
+        }
+    }
+
+    /// Every input seen, in replay order.
+    pub fn runs(&self) -> &[RunQuality] {
+        &self.runs
+    }
+
+    /// The table for `profile`: per detector, then (with labels) the labelled measures,
+    /// each beside the peers' counters.
+    pub fn render(&self, profile: &str, labels: Option<&Labels>) -> String {
+        let mut out = String::new();
+        let runs = &self.runs;
+        let _ = writeln!(
+            out,
+            "detection quality, profile {profile}: {} runs, {} calls",
+            runs.len(),
+            runs.iter().map(|r| r.calls).sum::<u64>()
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "| rule | runs warned | runs stopped | first stops (call) | calls saved | tokens saved |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        let mut detectors: Vec<Detector> = runs
+            .iter()
+            .flat_map(|r| r.first_warn.keys().chain(r.first_block.keys()).copied())
+            .collect();
+        detectors.sort();
+        detectors.dedup();
+        let row = |out: &mut String, name: &str, warn: Vec<u64>, stop: Vec<(usize, u64)>| {
+            let (calls, tokens) = stop.iter().fold((0, 0), |(c, t), (i, at)| {
+                let (dc, dt) = runs[*i].saved(*at);
+                (c + dc, t + dt)
+            });
+            let mut at: Vec<String> = stop.iter().map(|(_, a)| a.to_string()).collect();
+            if at.len() > 12 {
+                at.truncate(12);
+                at.push("…".to_string());
+            }
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} | {calls} | {tokens} |",
+                warn.len(),
+                stop.len(),
+                if at.is_empty() {
+                    "-".to_string()
+                } else {
+                    at.join(", ")
+                }
+            );
+        };
+        for det in &detectors {
+            let warn = runs
+                .iter()
+                .filter_map(|r| r.first_warn.get(det).copied())
+                .collect();
+            let stop = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.first_block.get(det).map(|a| (i, *a)))
+                .collect();
+            row(&mut out, &format!("`{det}`"), warn, stop);
+        }
+        let warn = runs.iter().filter_map(|r| r.warned.map(|w| w.0)).collect();
+        let stop = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.stopped.map(|s| (i, s.0)))
+            .collect();
+        row(&mut out, &format!("**{profile}** (any rule)"), warn, stop);
+        for (k, limit) in PEER_COUNTERS.iter().enumerate() {
+            let stop = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.peer_stop[k].map(|s| (i, s)))
+                .collect();
+            row(
+                &mut out,
+                &format!("peers: {limit} identical calls in a row"),
+                Vec::new(),
+                stop,
+            );
+        }
+        if let Some(labels) = labels {
+            out.push('\n');
+            out.push_str(&self.render_labelled(profile, labels));
+        }
+        out
+    }
+
+    fn render_labelled(&self, profile: &str, labels: &Labels) -> String {
+        let mut out = String::new();
+        let labelled: Vec<(&RunQuality, &Label)> = self
+            .runs
+            .iter()
+            .filter_map(|r| labels.find(&r.display).map(|l| (r, l)))
+            .collect();
+        let unlabelled = self.runs.len() - labelled.len();
+        let stuck: Vec<_> = labelled
+            .iter()
+            .filter(|(_, l)| l.verdict == Verdict::Stuck)
+            .collect();
+        let fine = labelled.len() - stuck.len();
+        let _ = writeln!(
+            out,
+            "labelled: {} runs ({} stuck, {} healthy or self-recovering){}",
+            labelled.len(),
+            stuck.len(),
+            fine,
+            if unlabelled > 0 {
+                format!(", {unlabelled} without a label (left out below)")
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "| stuck run | calls | loop start | {profile}: first stop | after start | peers 4: stop | peers 5: stop |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let cell = |stop: Option<u64>, start: u64| match stop {
+            Some(s) => format!("{s} ({:+})", s as i64 - start as i64),
+            None => "none".to_string(),
+        };
+        for (r, l) in &stuck {
+            let start = l.loop_start.unwrap_or(1);
+            let name = r.display.rsplit(['/', '\\']).next().unwrap_or(&r.display);
+            let (first, after) = match r.stopped {
+                Some((s, d)) => (
+                    format!("{s} (`{d}`)"),
+                    format!("{:+}", s as i64 - start as i64),
+                ),
+                None => ("none".to_string(), "-".to_string()),
+            };
+            let _ = writeln!(
+                out,
+                "| `{name}` | {} | {start} | {first} | {after} | {} | {} |",
+                r.calls,
+                cell(r.peer_stop[0], start),
+                cell(r.peer_stop[1], start),
+            );
+        }
+        let _ = writeln!(out);
+        // A stop before the loop's start stops a run that was still working: it is
+        // counted apart, not as a catch.
+        let caught = |stop: &dyn Fn(&RunQuality) -> Option<u64>| {
+            let (mut n, mut early) = (0, 0);
+            let mut after = Vec::new();
+            for (r, l) in &stuck {
+                if let Some(s) = stop(r) {
+                    let start = l.loop_start.unwrap_or(1);
+                    if s < start {
+                        early += 1;
+                    } else {
+                        n += 1;
+                        after.push(s - start);
+                    }
+                }
+            }
+            (n, early, after.iter().max().copied())
+        };
+        let false_stops = |stop: &dyn Fn(&RunQuality) -> Option<u64>| -> Vec<String> {
+            labelled
+                .iter()
+                .filter(|(r, l)| l.verdict != Verdict::Stuck && stop(r).is_some())
+                .map(|(r, _)| {
+                    r.display
+                        .rsplit(['/', '\\'])
+                        .next()
+                        .unwrap_or(&r.display)
+                        .to_string()
+                })
+                .collect()
+        };
+        let _ = writeln!(
+            out,
+            "| rule | stuck runs stopped in their loop | latest stop after loop start | stuck runs stopped before their loop | healthy or self-recovering runs stopped |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        let rules: [(String, Box<StopAt>); 3] = [
+            (
+                format!("**{profile}**"),
+                Box::new(|r: &RunQuality| r.stopped.map(|s| s.0)),
+            ),
+            (
+                format!("peers: {} identical calls in a row", PEER_COUNTERS[0]),
+                Box::new(|r: &RunQuality| r.peer_stop[0]),
+            ),
+            (
+                format!("peers: {} identical calls in a row", PEER_COUNTERS[1]),
+                Box::new(|r: &RunQuality| r.peer_stop[1]),
+            ),
+        ];
+        for (name, stop) in &rules {
+            let (n, early, latest) = caught(stop.as_ref());
+            let fs = false_stops(stop.as_ref());
+            let _ = writeln!(
+                out,
+                "| {name} | {n} of {} | {} | {early} | {} of {fine}{} |",
+                stuck.len(),
+                latest.map_or("-".to_string(), |l| format!("+{l}")),
+                fs.len(),
+                if fs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", fs.join(", "))
+                }
+            );
+        }
+        out
+    }
+}
