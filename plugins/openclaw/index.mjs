@@ -23,6 +23,25 @@ export function guardFor(pluginConfig, logger = console) {
   return new Guard({ config: hasConfig ? config : null, store, logger });
 }
 
+/**
+ * A tool result with its undefined-valued object keys left out. OpenClaw's own tools return
+ * such keys (exec's `terminate: undefined`); OpenClaw's serialiser would write a bare
+ * `undefined` token there, which no event can carry, so the plugin records the result as
+ * JSON.stringify sees it. Every outcome is recorded the same way, so identical results still
+ * compare equal. Only plain objects and arrays are copied; other values are left as they are.
+ */
+export function withoutUndefined(value, depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 64) return value;
+  if (Array.isArray(value)) return value.map((v) => withoutUndefined(v, depth + 1));
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  const out = {};
+  for (const [k, v] of Object.entries(value)) {
+    if (v !== undefined) out[k] = withoutUndefined(v, depth + 1);
+  }
+  return out;
+}
+
 function scope(event, ctx) {
   return {
     session: String(ctx?.sessionKey ?? ctx?.sessionId ?? event?.sessionKey ?? 'default'),
@@ -63,7 +82,8 @@ export function register(api) {
 
   api.on('after_tool_call', (event, ctx) => {
     const s = scope(event, ctx);
-    const outcome = event.error !== undefined && event.error !== null ? { error: event.error } : { result: event.result };
+    const outcome =
+      event.error !== undefined && event.error !== null ? { error: event.error } : { result: withoutUndefined(event.result) };
     const o = safely(`recording the outcome of ${event.toolName}`, () =>
       guard.afterCall(s.session, event.toolName, event.params ?? {}, { ...outcome, run: s.run, callId: s.callId, agent: s.agent }),
     );

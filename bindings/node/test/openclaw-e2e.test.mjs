@@ -1,6 +1,6 @@
 // The OpenClaw plugin (plugins/openclaw) loaded by the real OpenClaw from npm (openclaw, run by
 // the Node 24 binary from npm; scripts/setup-node-agents.sh) through `plugins.load.paths`,
-// headless (`openclaw agent exec --config`, an isolated temporary state directory), against a
+// headless (`openclaw agent --local`, config and state in a temporary directory), against a
 // scripted OpenAI-compatible model on 127.0.0.1 (`models.providers`, api openai-completions)
 // asking for the same `exec` call 25 times: the command runs 20 times and the model sees the
 // block from call 21. OpenClaw's plugin API cannot add to a tool result the model sees
@@ -50,6 +50,8 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
       },
     },
     plugins: {
+      // A plugin from a local path has no install record OpenClaw can verify: `allow` lets it load.
+      allow: ['loopguard'],
       load: { paths: [path.resolve('openclaw-plugin')] },
       entries: { loopguard: { enabled: true, config: {} } },
     },
@@ -58,18 +60,27 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
   fs.writeFileSync(configFile, JSON.stringify(config));
   const home = path.join(work, 'home');
   fs.mkdirSync(home);
-  const env = { ...process.env, HOME: home, PATH: `${path.dirname(node24)}:${process.env.PATH}` };
+  const env = {
+    ...process.env,
+    HOME: home,
+    OPENCLAW_CONFIG_PATH: configFile,
+    OPENCLAW_STATE_DIR: path.join(home, '.openclaw'),
+    PATH: `${path.dirname(node24)}:${process.env.PATH}`,
+  };
+  // `agent --local` (the embedded runner): under `agent exec` in 2026.9.6 the plugin registers but
+  // its before_tool_call hook is never called (tried: the command ran all 25 times).
   const out = await runProgram(
     node24,
-    [cli, 'agent', 'exec', '--config', configFile, '--model', 'scripted/scripted', '--cwd', cwd, '--json', 'Run the command.'],
+    [cli, 'agent', '--local', '--agent', 'main', '--model', 'scripted/scripted', '--json', '--message', 'Run the command.'],
     { cwd, env, timeoutMs: 400_000 },
   );
   const seen = toolResultsSeen(model.requests);
   const why = `openclaw exited ${out.code} (${out.signal ?? 'no signal'}); stderr:\n${out.stderr.slice(-4000)}\nstdout:\n${out.stdout.slice(-4000)}`;
   assert.equal(out.code, 0, why);
   assert.equal(seen.length, 25, why);
-  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, 'the command ran 20 times');
+  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, `the command ran 20 times; ${why}`);
   for (const s of seen.slice(0, 20)) assert.doesNotMatch(s, /CRITICAL/);
   for (const s of seen.slice(20)) assert.match(s, /CRITICAL: Called exec with identical arguments/);
   assert.match(out.stdout + out.stderr, /loopguard: WARNING: You have called exec 10 times/, why);
+  assert.doesNotMatch(out.stderr, /loopguard: .* skipped/, `every outcome is recorded; ${why}`);
 });

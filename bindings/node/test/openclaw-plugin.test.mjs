@@ -1,8 +1,8 @@
 // The OpenClaw plugin (plugins/openclaw) driven through the plugin API's shape as OpenClaw's
 // documentation and types describe it (api.on(hook, handler), before_tool_call answering
-// { block, blockReason }, after_tool_call with result/error, after_compaction). It is NOT loaded by
-// the real `openclaw` here: that package needs Node 24.16 or newer and this machine (and CI) has
-// Node 20. The loop below plays OpenClaw's part: a call runs unless a before-hook blocks it.
+// { block, blockReason }, after_tool_call with result/error, after_compaction), with the loop
+// below playing OpenClaw's part (a call runs unless a before-hook blocks it): the configurations
+// and the compaction path. openclaw-e2e.test.mjs loads the plugin in the real OpenClaw.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import plugin from './openclaw-plugin/index.mjs';

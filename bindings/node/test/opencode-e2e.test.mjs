@@ -69,7 +69,7 @@ test('opencode runs the plugin: 25 identical bash calls, 20 run, warning at 11, 
   const why = `opencode exited ${out.code} (${out.signal ?? 'no signal'}); stderr:\n${out.stderr.slice(-4000)}\nstdout:\n${out.stdout.slice(-4000)}`;
   assert.equal(out.code, 0, why);
   assert.equal(seen.length, 25, why);
-  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, 'the command ran 20 times');
+  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, `the command ran 20 times; ${why}`);
   for (const s of seen.slice(0, 10)) assert.doesNotMatch(s, /WARNING|CRITICAL/);
   assert.match(seen[10], /WARNING: You have called bash 10 times/);
   for (const s of seen.slice(11, 20)) assert.doesNotMatch(s, /CRITICAL/);

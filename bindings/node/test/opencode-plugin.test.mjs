@@ -1,8 +1,8 @@
 // The opencode plugin (plugins/opencode/loopguard.js) through the hook signatures of opencode's
 // published plugin types (@opencode-ai/plugin: `tool.execute.before(input, output)` with
 // output.args, `tool.execute.after(input, output)` with output.output, `event({ event })` with
-// session.compacted). Not run inside opencode itself here (its CLI is a platform binary that needs
-// a model provider); the loop below plays opencode's part: a call runs unless the before-hook throws.
+// session.compacted), with the loop below playing opencode's part (a call runs unless the
+// before-hook throws). opencode-e2e.test.mjs runs the same plugin inside the real opencode.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Guard } from 'loopguard';

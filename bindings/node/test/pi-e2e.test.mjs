@@ -49,7 +49,7 @@ test('pi runs the extension: 25 identical bash calls, 20 run, warning at 11, blo
   const why = `pi exited ${out.code} (${out.signal ?? 'no signal'}); stderr:\n${out.stderr}\nstdout:\n${out.stdout}`;
   assert.equal(out.code, 0, why);
   assert.equal(seen.length, 25, why);
-  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, 'the command ran 20 times');
+  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, `the command ran 20 times; ${why}`);
   for (const s of seen.slice(0, 10)) assert.doesNotMatch(s, /WARNING|CRITICAL/);
   assert.match(seen[10], /WARNING: You have called bash 10 times/);
   for (const s of seen.slice(11, 20)) assert.doesNotMatch(s, /CRITICAL/);

@@ -1,8 +1,7 @@
 // The pi extension (plugins/pi/loopguard.mjs) through pi's documented extension events
 // (`tool_call` answering { block, reason }, `tool_result` answering { content }, `session_compact`),
-// with a stand-in `pi` object recording the handlers. Not run inside pi itself here (that needs
-// the pi CLI with a model provider against a scripted server, which was not done); the loop below
-// plays pi's part: a call runs unless tool_call blocks it.
+// with a stand-in `pi` object recording the handlers; the loop below plays pi's part (a call runs
+// unless tool_call blocks it). pi-e2e.test.mjs runs the same extension inside the real pi.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Guard } from 'loopguard';
