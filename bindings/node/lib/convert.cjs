@@ -62,10 +62,52 @@ function plainOnly(key, _value) {
  * @returns {string}
  */
 function toJson(value, root) {
+  // Small plain values (most tool arguments and results) are checked by a scan and written by
+  // JSON.stringify without a replacer, its fastest path; the rest by the replacer, then exactly.
+  if (isPlain(value, 0)) return JSON.stringify(value);
   try {
     return JSON.stringify(value, plainOnly);
   } catch {
     return exactJson(value, root);
+  }
+}
+
+// How deep (and how many values) the scan looks before leaving a value to the replacer path.
+const SCAN_DEPTH = 16;
+let scanBudget = 0;
+
+/**
+ * True when `v` is plain JSON as plainOnly accepts it, small enough to scan (at most SCAN_DEPTH
+ * levels and 512 values): then JSON.stringify(v) writes what JSON.stringify(v, plainOnly) does.
+ */
+function isPlain(v, depth) {
+  if (depth === 0) scanBudget = 512;
+  if (--scanBudget < 0) return false;
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(v);
+    case 'object': {
+      if (v === null) return true;
+      if (depth >= SCAN_DEPTH) return false;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          if (!(i in v) || !isPlain(v[i], depth + 1)) return false;
+        }
+        return true;
+      }
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const k in v) {
+        if (!Object.prototype.hasOwnProperty.call(v, k)) return false;
+        if (!isPlain(v[k], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
@@ -182,24 +224,21 @@ function checkString(v, name) {
   return JSON.stringify(v);
 }
 
-/** The optional string fields of an event, when given (undefined and null mean absent). */
-function optionalFields(fields) {
-  let s = '';
-  for (const [name, v] of fields) {
-    if (v !== undefined && v !== null) s += `,"${name}":${checkString(v, name)}`;
-  }
-  return s;
+/** An optional string field of an event, when given (undefined and null mean absent). */
+function optionalField(name, v) {
+  return v === undefined || v === null ? '' : `,"${name}":${checkString(v, name)}`;
+}
+
+/** The optional `run`, `callId` and `agent` fields (no array built: this runs on every call). */
+function runFields(o, withCallId = true) {
+  return optionalField('run', o.run) + (withCallId ? optionalField('callId', o.callId) : '') + optionalField('agent', o.agent);
 }
 
 /** `{"type":"call",...}`: the event beforeCall applies. */
 function callLine(session, tool, args, opts = {}) {
   return (
     `{"type":"call","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
-    optionalFields([
-      ['run', opts.run],
-      ['callId', opts.callId],
-      ['agent', opts.agent],
-    ]) +
+    runFields(opts) +
     `,"args":${toJson(args, 'args')}}`
   );
 }
@@ -220,11 +259,7 @@ function outcomeLine(session, tool, args, outcome = {}) {
   const value = hasError ? `"error":${errorJson(outcome.error, 'error')}` : `"result":${toJson(outcome.result, 'result')}`;
   return (
     `{"type":"outcome","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
-    optionalFields([
-      ['run', outcome.run],
-      ['callId', outcome.callId],
-      ['agent', outcome.agent],
-    ]) +
+    runFields(outcome) +
     `,"args":${toJson(args, 'args')},${value}}`
   );
 }
@@ -233,10 +268,7 @@ function outcomeLine(session, tool, args, outcome = {}) {
 function compactionLine(session, opts = {}) {
   return (
     `{"type":"compaction","session":${checkString(session, 'session')}` +
-    optionalFields([
-      ['run', opts.run],
-      ['agent', opts.agent],
-    ]) +
+    runFields(opts, false) +
     '}'
   );
 }

@@ -8,7 +8,6 @@ const fs = require('node:fs');
 const { callLine, outcomeLine, compactionLine, eventLine, toJson } = require('./convert.cjs');
 const errors = require('./errors.cjs');
 const { RemoteGuard } = require('./remote.cjs');
-const { toDecision } = require('./decision.cjs');
 
 const { native } = errors;
 let addon;
@@ -71,12 +70,25 @@ class Guard {
     return JSON.parse(native(() => this.#native.apply(line)));
   }
 
+  /** Applies one event line; returns its decision as the API's object (`action` first). */
+  #decide(line) {
+    let json;
+    try {
+      json = this.#native.decide(line);
+    } catch (e) {
+      native(() => {
+        throw e;
+      });
+    }
+    return JSON.parse(json);
+  }
+
   /**
    * The before-tool-call check: on "block" do not run the tool (give the model `message`).
    * @returns {import('../index').CallDecision}
    */
   beforeCall(session, tool, args, opts = {}) {
-    return toDecision(this.#apply(callLine(session, tool, args, opts ?? {})));
+    return this.#decide(callLine(session, tool, args, opts ?? {}));
   }
 
   /**
@@ -86,12 +98,12 @@ class Guard {
   afterCall(session, tool, args, outcome = {}) {
     const line = outcomeLine(session, tool, args, outcome ?? {});
     if (line === null) return undefinedResult(session, tool, outcome);
-    return toDecision(this.#apply(line));
+    return this.#decide(line);
   }
 
   /** A context compaction finished: arms the post-compaction guard of the session and run. */
   onCompaction(session, opts = {}) {
-    return toDecision(this.#apply(compactionLine(session, opts ?? {})));
+    return this.#decide(compactionLine(session, opts ?? {}));
   }
 
   /**
