@@ -419,7 +419,7 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
     if let (HookEvent::PreToolUse(t), Mode::Enforce) = (&payload.event, ctx.mode) {
         if let Some(aborted) = entry.aborted.clone().filter(|a| a.run == run) {
             let row = LogRow {
-                detector: Some("compaction_loop_persisted".into()),
+                detector: Some(aborted_detector(&aborted.message).into()),
                 message: Some(aborted.message.clone()),
                 ..hook_row(name, &run, Some(t), "deny-aborted")
             };
@@ -431,7 +431,16 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
         }
     }
     if let HookEvent::PostToolBatch(calls) = &payload.event {
-        return post_batch(entry, payload, calls, &run, ctx);
+        let reply = post_batch(entry, payload, calls, &run, ctx);
+        if reply.stop.is_none() && ctx.mode == Mode::Enforce {
+            if let Some(aborted) = entry.aborted.as_ref().filter(|a| a.run == run) {
+                // Claude Code ignores `continue: false` on a PreToolUse answer that also
+                // denies the call (it only stops after a call that ran), but honours it
+                // on the PostToolBatch that follows the denied call: the agent stops there.
+                return Reply::stop(name, &aborted.message);
+            }
+        }
+        return reply;
     }
     let compaction = matches!(
         payload.event,
@@ -572,7 +581,14 @@ fn answer(
             if f.detector == loopguard_core::Detector::SecondCriticalAbort {
                 // Strict profile: a second critical loop ended this run (the engine blocks
                 // the rest of it); the agent is stopped as well, until the next prompt.
+                // The run is remembered as aborted: its later calls are denied with the
+                // stop, and the PostToolBatch after this denied call stops the agent
+                // (Claude Code does not stop on a PreToolUse deny, see `apply`).
                 let reason = format!("loopguard stopped the agent ({}): {message}", f.detector);
+                entry.aborted = Some(loopguard_guard::AbortedRun {
+                    run: run.to_string(),
+                    message: reason.clone(),
+                });
                 return Reply {
                     deny: Some(message),
                     notice: Some(notice),
@@ -594,6 +610,15 @@ fn answer(
         }
         _ => Reply::none(name),
     }
+}
+
+/// The detector named in an aborted run's stop message (`loopguard stopped the agent
+/// (DETECTOR): …`), for the log rows of the calls denied after it.
+fn aborted_detector(message: &str) -> &str {
+    message
+        .strip_prefix("loopguard stopped the agent (")
+        .and_then(|rest| rest.split_once(')'))
+        .map_or("compaction_loop_persisted", |(d, _)| d)
 }
 
 /// `true` when this tool event was already applied: a `PreToolUse` whose `tool_use_id` is

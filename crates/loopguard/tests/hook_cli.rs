@@ -1024,6 +1024,42 @@ fn strict_profile_from_the_project_config_denies_then_stops() {
             .contains("second_critical_abort"),
         "{second}"
     );
+    // Claude Code 2.1 goes on after a PreToolUse answer that denies and says
+    // `continue: false` (checked with the real CLI, tests/claude_e2e.rs), then runs the
+    // PostToolBatch hooks with the denial as the call's response (the shape it sends):
+    // that answer stops the agent.
+    let reason = second["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut batch = cc.base("PostToolBatch");
+    batch.insert(
+        "tool_calls".into(),
+        json!([{"tool_name": "Bash", "tool_input": bash("npm test"), "tool_use_id": "f7", "tool_response": reason}]),
+    );
+    let stop = sb.hook(&Value::Object(batch), &[]);
+    let stop = stop.json.as_ref().expect("the batch answer stops the agent");
+    assert_eq!(stop["continue"], false, "{stop}");
+    assert!(
+        stop["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("second_critical_abort"),
+        "{stop}"
+    );
+    // Any further call of the ended run is denied and stops again.
+    let again = sb.hook(&cc.pre("Bash", bash("ls"), "f8"), &[]);
+    assert_eq!(again.specific()["permissionDecision"], "deny", "{again:?}");
+    assert_eq!(again.json.as_ref().unwrap()["continue"], false);
+    let status = sb.status_json(SESSION);
+    let denied = status["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["decision"] == "deny-aborted")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(denied["detector"], "second_critical_abort", "{status}");
     // A new prompt is a new run.
     sb.hook(&cc.prompt("try something else"), &[])
         .assert_untouched();
