@@ -7,7 +7,7 @@
 //! | `PostToolBatch` | records the outcome of each call of the batch that no `PostToolUse` / `PostToolUseFailure` recorded (those run first); recorded ones are left alone | a post-compaction abort, as above |
 //! | `PostCompact`, `SessionStart` with `source: "compact"` | arms the post-compaction guard of the current run, once per compaction (the second of the two finds it armed and untouched, and changes nothing) | nothing |
 //! | `UserPromptSubmit` | starts a new run (`prompt-N`): calls of earlier prompts no longer count | nothing |
-//! | `SessionEnd` | forgets the session ([`Guard::forget`]) | nothing |
+//! | `SessionEnd` | keeps a summary of the session (counts, its last warnings and blocks: [`crate::store::EndedSession`]) in the database and the log, then forgets the session ([`Guard::forget`]) | nothing |
 //! | `PreCompact`, `SubagentStart`, `SubagentStop`, anything else | nothing (the database is not opened). `PreCompact` arms nothing because another hook may still block the compaction | nothing |
 //!
 //! Every stateful event records the payload's `permission_mode` in the session's `meta`
@@ -262,6 +262,22 @@ fn handle(
     };
     let agent = opts.agent.clone().or_else(|| payload.agent_type.clone());
     let store = SqliteStore::open(&path, &opts.store)?;
+    if let HookEvent::SessionEnd(reason) = &payload.event {
+        // What loopguard did (or, observing, would have done) outlives the session: a
+        // bounded summary in the database for `loopguard status`, and a line in the log.
+        use loopguard_guard::Store as _;
+        if let Some(entry) = store.load(&crate::store::key(&payload.session_id))? {
+            let ended = crate::store::EndedSession::of(
+                &payload.session_id,
+                &entry,
+                reason.as_deref(),
+                opts.mode,
+                opts.now(),
+            );
+            crate::store::record_ended(&path, &opts.store, &ended)?;
+            log_line(opts, &ended.log_line());
+        }
+    }
     // The hook is a thin shell over the live-guard layer: the Claude Code tool profile,
     // this database, and the events.md events below make the same decisions as replaying
     // the session's transcript or posting the same events to `loopguard serve`.
@@ -273,7 +289,7 @@ fn handle(
         .log_size(crate::store::EVENTS_KEPT)
         .build();
     let source = config.source.to_string();
-    apply_payload(
+    let reply = apply_payload(
         &guard,
         None,
         &payload,
@@ -281,7 +297,30 @@ fn handle(
         &source,
         opts.now(),
         notes,
-    )
+    )?;
+    if opts.mode == Mode::Observe {
+        // Observe mode shows the model nothing: the log is where would-be decisions are
+        // reviewed (one line each, as they happen; `SessionEnd` adds the summary).
+        for row in reply
+            .logged
+            .iter()
+            .filter(|r| r.decision.starts_with("would-"))
+        {
+            log_line(
+                opts,
+                &format!(
+                    "loopguard: session {}: {} {} ({}, count {}): {}",
+                    payload.session_id,
+                    row.decision,
+                    row.tool.as_deref().unwrap_or("-"),
+                    row.detector.as_deref().unwrap_or("-"),
+                    row.count.unwrap_or(0),
+                    row.message.as_deref().unwrap_or("")
+                ),
+            );
+        }
+    }
+    Ok(reply)
 }
 
 /// Answers one parsed Claude Code hook payload with `guard` (which should use

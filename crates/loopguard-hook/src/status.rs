@@ -377,6 +377,84 @@ pub fn render_list(rows: &[SessionSummary]) -> String {
     out
 }
 
+/// The ended sessions (kept by `SessionEnd`, see [`crate::store::EndedSession`]) as text.
+pub fn render_ended_list(rows: &[crate::store::EndedSession]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "ended sessions (the last {} kept):\n{:<38} {:<8} {:>6} {:>8} {:>6} {:>6} {:<20} reason",
+        crate::store::ENDED_KEPT,
+        "session",
+        "mode",
+        "calls",
+        "warnings",
+        "blocks",
+        "stops",
+        "ended"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<38} {:<8} {:>6} {:>8} {:>6} {:>6} {:<20} {}",
+            r.session_id,
+            r.mode,
+            r.calls,
+            r.warnings,
+            r.blocks,
+            r.aborts,
+            when(r.ended_ms),
+            r.reason.as_deref().unwrap_or("-")
+        );
+    }
+    out
+}
+
+/// One ended session as text: its counts and its last warnings, blocks and stops.
+pub fn render_ended(r: &crate::store::EndedSession) -> String {
+    let would = if r.mode == "observe" { "would-" } else { "" };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "session {} (ended {}: {}; {} mode)",
+        r.session_id,
+        when(r.ended_ms),
+        r.reason.as_deref().unwrap_or("no reason given"),
+        r.mode
+    );
+    let _ = writeln!(
+        out,
+        "  {} events, {} calls checked: {} {would}warnings, {} {would}blocks, {} {would}stops",
+        r.event_count, r.calls, r.warnings, r.blocks, r.aborts
+    );
+    if let Some(c) = &r.cwd {
+        let _ = writeln!(out, "  cwd: {c}");
+    }
+    if let Some(c) = &r.config {
+        let _ = writeln!(out, "  config: {c}");
+    }
+    if r.decisions.is_empty() {
+        let _ = writeln!(out, "  no warning, block or stop");
+    } else {
+        let _ = writeln!(out, "  last warnings, blocks and stops:");
+        for d in &r.decisions {
+            let _ = writeln!(
+                out,
+                "    {:>4} {:<20} {:<12} {:<14} {} {}",
+                d.seq,
+                when(d.ts_ms),
+                d.decision,
+                d.tool.as_deref().unwrap_or("-"),
+                d.detector.as_deref().unwrap_or("-"),
+                d.message.as_deref().unwrap_or("")
+            );
+        }
+    }
+    out
+}
+
 /// One session's status as text.
 pub fn render_session(st: &SessionStatus) -> String {
     let mut out = String::new();

@@ -30,3 +30,265 @@ pub const EVENTS_KEPT: usize = 64;
 pub fn key(session_id: &str) -> String {
     loopguard_guard::session_key(None, session_id)
 }
+
+/// Ended sessions kept in the database for `loopguard status` (the oldest are dropped).
+pub const ENDED_KEPT: usize = 200;
+/// Decisions kept per ended session: its most recent warnings, blocks and stops (would-be
+/// ones in observe mode).
+pub const ENDED_DECISIONS_KEPT: usize = 32;
+
+/// What remains of a session after Claude Code ended it (`SessionEnd`): the live state is
+/// deleted, but what loopguard did (or, with `--observe`, would have done) stays
+/// reviewable, in `loopguard status` and the log.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EndedSession {
+    /// Claude Code's session id.
+    pub session_id: String,
+    /// When the session ended (ms since the epoch).
+    pub ended_ms: u64,
+    /// The `reason` of the `SessionEnd` payload (`prompt_input_exit`, `clear`, …).
+    pub reason: Option<String>,
+    /// `enforce`, or `observe` when the hook only recorded (`--observe`).
+    pub mode: String,
+    /// When the session was first seen.
+    pub created_ms: u64,
+    /// Events applied.
+    pub event_count: u64,
+    /// Tool calls checked.
+    pub calls: u64,
+    /// Warnings (emitted or not; in observe mode, would-be warnings).
+    pub warnings: u64,
+    /// Blocked calls (in observe mode, would-be blocks).
+    pub blocks: u64,
+    /// Runs stopped (post-compaction abort, strict profile's second critical).
+    pub aborts: u64,
+    /// The working directory of the last event.
+    pub cwd: Option<String>,
+    /// Where the config came from.
+    pub config: Option<String>,
+    /// The last `permission_mode` a payload carried.
+    pub permission_mode: Option<String>,
+    /// The last [`ENDED_DECISIONS_KEPT`] warnings, blocks and stops, oldest first.
+    pub decisions: Vec<loopguard_guard::LogRow>,
+}
+
+impl EndedSession {
+    /// The summary of a stored session that ends now.
+    pub fn of(
+        session_id: &str,
+        entry: &loopguard_guard::SessionEntry,
+        reason: Option<&str>,
+        mode: loopguard_core::Mode,
+        now_ms: u64,
+    ) -> EndedSession {
+        let notable = |d: &str| {
+            let d = d.strip_prefix("would-").unwrap_or(d);
+            matches!(
+                d,
+                "warn" | "warn-quiet" | "block" | "abort" | "deny-aborted"
+            )
+        };
+        let mut decisions: Vec<_> = entry
+            .recent
+            .iter()
+            .filter(|r| notable(&r.decision))
+            .cloned()
+            .collect();
+        let skip = decisions.len().saturating_sub(ENDED_DECISIONS_KEPT);
+        decisions.drain(..skip);
+        EndedSession {
+            session_id: session_id.to_string(),
+            ended_ms: now_ms,
+            reason: reason.map(str::to_string),
+            mode: match mode {
+                loopguard_core::Mode::Observe => "observe",
+                _ => "enforce",
+            }
+            .to_string(),
+            created_ms: entry.created_ms,
+            event_count: entry.stats.events,
+            calls: entry.stats.calls,
+            warnings: entry.stats.warnings,
+            blocks: entry.stats.blocks,
+            aborts: entry.stats.aborts,
+            cwd: entry.meta.get("cwd").cloned(),
+            config: entry.meta.get("config").cloned(),
+            permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+            decisions,
+        }
+    }
+
+    /// One line for the log: the counts, and in observe mode what would have happened.
+    pub fn log_line(&self) -> String {
+        let would = if self.mode == "observe" { "would-" } else { "" };
+        let mut line = format!(
+            "loopguard: session {} ended ({}; {} mode): {} calls checked, {} {would}warnings, {} {would}blocks, {} {would}stops",
+            self.session_id,
+            self.reason.as_deref().unwrap_or("no reason given"),
+            self.mode,
+            self.calls,
+            self.warnings,
+            self.blocks,
+            self.aborts,
+        );
+        for d in &self.decisions {
+            let _ = std::fmt::Write::write_fmt(
+                &mut line,
+                format_args!(
+                    "; {} {} ({} {})",
+                    d.decision,
+                    d.tool.as_deref().unwrap_or("-"),
+                    d.detector.as_deref().unwrap_or("-"),
+                    d.count.unwrap_or(0)
+                ),
+            );
+        }
+        line
+    }
+}
+
+/// The ended-session table, beside the live sessions in the same database file, through a
+/// connection of its own (the live store's tables and schema version are untouched):
+/// `ended_sessions` holds one row per ended session, keyed like `sessions`, with the end
+/// time and the [`EndedSession`] as JSON. At most [`ENDED_KEPT`] rows are kept: each
+/// insert deletes the oldest beyond that, in the same immediate transaction.
+const ENDED_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ended_sessions (
+    key TEXT PRIMARY KEY,
+    ended_ms INTEGER NOT NULL,
+    summary TEXT NOT NULL
+)";
+
+fn ended_conn(
+    path: &std::path::Path,
+    opts: &StoreOptions,
+) -> Result<rusqlite::Connection, StoreError> {
+    let err = |e| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
+    conn.busy_timeout(opts.busy_timeout).map_err(err)?;
+    Ok(conn)
+}
+
+/// Records an ended session in the database at `path` (which the live store created),
+/// replacing an earlier record of the same session and dropping the oldest beyond
+/// [`ENDED_KEPT`].
+pub fn record_ended(
+    path: &std::path::Path,
+    opts: &StoreOptions,
+    ended: &EndedSession,
+) -> Result<(), StoreError> {
+    let err = |e| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let mut conn = ended_conn(path, opts)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err)?;
+    tx.execute_batch(ENDED_SCHEMA).map_err(err)?;
+    let summary = serde_json::to_string(ended).unwrap_or_default();
+    tx.execute(
+        "INSERT INTO ended_sessions (key, ended_ms, summary) VALUES (?1, ?2, ?3)
+         ON CONFLICT(key) DO UPDATE SET ended_ms = excluded.ended_ms, summary = excluded.summary",
+        rusqlite::params![
+            key(&ended.session_id),
+            i64::try_from(ended.ended_ms).unwrap_or(i64::MAX),
+            summary
+        ],
+    )
+    .map_err(err)?;
+    tx.execute(
+        "DELETE FROM ended_sessions WHERE key NOT IN
+         (SELECT key FROM ended_sessions ORDER BY ended_ms DESC, key LIMIT ?1)",
+        [i64::try_from(ENDED_KEPT).unwrap_or(i64::MAX)],
+    )
+    .map_err(err)?;
+    tx.commit().map_err(err)
+}
+
+/// The ended sessions recorded in the database at `path`, most recent first (none when the
+/// table does not exist yet). A row that cannot be read is an error naming the session.
+pub fn ended_sessions(
+    path: &std::path::Path,
+    opts: &StoreOptions,
+) -> Result<Vec<EndedSession>, StoreError> {
+    let err = |e| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let conn = ended_conn(path, opts)?;
+    let exists: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ended_sessions')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn
+        .prepare("SELECT key, summary FROM ended_sessions ORDER BY ended_ms DESC, key")
+        .map_err(err)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .map_err(err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(err)?;
+    rows.into_iter()
+        .map(|(k, json)| {
+            serde_json::from_str(&json).map_err(|e| StoreError::Corrupt {
+                key: format!("ended session {k}"),
+                source: loopguard_guard::EntryError::Meta(e),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopguard_guard::Store as _;
+
+    #[test]
+    fn ended_sessions_are_bounded_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite3");
+        let opts = StoreOptions::default();
+        // No table yet: nothing ended.
+        Store::open(&path, &opts)
+            .unwrap()
+            .update(&key("live"), &mut |e| e.run_seq += 1)
+            .unwrap();
+        assert!(ended_sessions(&path, &opts).unwrap().is_empty());
+        let entry = loopguard_guard::SessionEntry::default();
+        for i in 0..(ENDED_KEPT as u64 + 5) {
+            let e = EndedSession::of(
+                &format!("s{i}"),
+                &entry,
+                Some("other"),
+                loopguard_core::Mode::Observe,
+                1_000 + i,
+            );
+            record_ended(&path, &opts, &e).unwrap();
+        }
+        // The same session ending again replaces its record.
+        let again = EndedSession::of("s3", &entry, None, loopguard_core::Mode::Enforce, 9_999);
+        record_ended(&path, &opts, &again).unwrap();
+        let ended = ended_sessions(&path, &opts).unwrap();
+        assert_eq!(ended.len(), ENDED_KEPT);
+        assert_eq!(ended[0], again);
+        assert_eq!(ended[1].session_id, format!("s{}", ENDED_KEPT + 4));
+        assert!(!ended.iter().any(|e| e.session_id == "s5"));
+        // The live store is untouched.
+        let store = Store::open(&path, &opts).unwrap();
+        assert_eq!(store.keys().unwrap(), [key("live")]);
+    }
+}

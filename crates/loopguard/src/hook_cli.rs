@@ -622,13 +622,14 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let log = existing_log(Some(&path), &env);
+    let ended = loopguard_hook::store::ended_sessions(&path, &StoreOptions::default())?;
     let Some(wanted) = args.session else {
         let rows = list_sessions(&store)?;
         let last = log.as_deref().and_then(|l| last_fail_open(l, None));
         if args.json {
             outln!(
                 "{}",
-                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows })
+                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows, "ended": ended })
             )?;
         } else {
             outln!("database: {}", path.display())?;
@@ -637,6 +638,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 front_ends(rows.iter().map(|r| r.session_id.as_str()))
             )?;
             out!("{}", render_list(&rows))?;
+            out!("{}", loopguard_hook::status::render_ended_list(&ended))?;
             match (&log, &last) {
                 (Some(l), Some(line)) => outln!("last fail-open (log {}): {line}", l.display()),
                 (Some(l), None) => outln!("log: {} (no fail-open in it)", l.display()),
@@ -665,7 +667,35 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 .collect();
             match matches.as_slice() {
                 [one] => one.clone(),
-                [] => bail!("no session {wanted} in {}", path.display()),
+                [] => {
+                    // An ended session: what remains of it (SessionEnd keeps a summary).
+                    let found: Vec<_> = ended
+                        .iter()
+                        .filter(|e| e.session_id.starts_with(&wanted))
+                        .collect();
+                    let found = match found.iter().find(|e| e.session_id == wanted) {
+                        Some(exact) => vec![*exact],
+                        None => found,
+                    };
+                    match found.as_slice() {
+                        [one] if args.json => {
+                            let mut v = serde_json::to_value(one)?;
+                            v["ended"] = serde_json::json!(true);
+                            outln!("{v}")?;
+                        }
+                        [one] => out!("{}", loopguard_hook::status::render_ended(one))?,
+                        [] => bail!("no session {wanted} in {}", path.display()),
+                        many => bail!(
+                            "{wanted} matches {} ended sessions: {}",
+                            many.len(),
+                            many.iter()
+                                .map(|e| e.session_id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }
+                    return Ok(ExitCode::SUCCESS);
+                }
                 many => bail!(
                     "{wanted} matches {} sessions: {}",
                     many.len(),

@@ -1038,7 +1038,10 @@ fn strict_profile_from_the_project_config_denies_then_stops() {
         json!([{"tool_name": "Bash", "tool_input": bash("npm test"), "tool_use_id": "f7", "tool_response": reason}]),
     );
     let stop = sb.hook(&Value::Object(batch), &[]);
-    let stop = stop.json.as_ref().expect("the batch answer stops the agent");
+    let stop = stop
+        .json
+        .as_ref()
+        .expect("the batch answer stops the agent");
     assert_eq!(stop["continue"], false, "{stop}");
     assert!(
         stop["stopReason"]
@@ -1065,4 +1068,84 @@ fn strict_profile_from_the_project_config_denies_then_stops() {
         .assert_untouched();
     sb.hook(&cc.pre("Bash", bash("npm test"), "n1"), &[])
         .assert_untouched();
+}
+
+/// Observe mode: nothing reaches Claude Code, and after `SessionEnd` (the end of every
+/// headless run) what would have happened is still there: in `loopguard status` (the
+/// list and the session, text and JSON) and in the log, one line per would-be decision
+/// and a summary. Enforce mode keeps the same record of what it did.
+#[test]
+fn an_ended_session_leaves_a_record_in_status_and_the_log() {
+    for mode in ["observe", "enforce"] {
+        let sb = Sandbox::new();
+        let cc = Claude::new(&sb.project());
+        sb.hook(&cc.prompt("check the service"), &["--mode", mode]);
+        let mut touched = 0;
+        for i in 0..22 {
+            let id = format!("o{i}");
+            let a = sb.hook(
+                &cc.pre("Bash", bash("curl localhost:8080"), &id),
+                &["--mode", mode],
+            );
+            touched += usize::from(a.json.is_some());
+            sb.hook(
+                &cc.post("Bash", bash("curl localhost:8080"), &id, bash_out("503")),
+                &["--mode", mode],
+            );
+        }
+        let mut end = cc.base("SessionEnd");
+        end.insert("reason".into(), json!("other"));
+        sb.hook(&Value::Object(end), &["--mode", mode])
+            .assert_untouched();
+        let would = if mode == "observe" { "would-" } else { "" };
+        if mode == "observe" {
+            assert_eq!(touched, 0, "observe mode answered Claude Code");
+        }
+        // The live session is gone; its record is not.
+        let (list, _) = sb.ok(&["status"]);
+        assert!(
+            list.contains("ended sessions") && list.contains(SESSION),
+            "{list}"
+        );
+        let all: Value = serde_json::from_str(&sb.ok(&["status", "--json"]).0).unwrap();
+        assert_eq!(all["sessions"], json!([]), "{all}");
+        let ended = &all["ended"][0];
+        assert_eq!(ended["sessionId"], SESSION, "{all}");
+        assert_eq!(ended["mode"], mode, "{all}");
+        assert_eq!(ended["reason"], "other", "{all}");
+        assert_eq!(ended["calls"], 22, "{all}");
+        assert!(ended["warnings"].as_u64().unwrap() >= 1, "{all}");
+        assert!(ended["blocks"].as_u64().unwrap() >= 1, "{all}");
+        let decisions: Vec<&str> = ended["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["decision"].as_str().unwrap())
+            .collect();
+        assert!(
+            decisions.contains(&format!("{would}block").as_str()),
+            "{decisions:?}"
+        );
+        let one = sb.status_json(&SESSION[..8]);
+        assert_eq!(one["ended"], true, "{one}");
+        let (text, _) = sb.ok(&["status", SESSION]);
+        assert!(
+            text.contains(&format!("{mode} mode")) && text.contains(&format!("{would}block")),
+            "{text}"
+        );
+        let log = std::fs::read_to_string(sb.path("state/loopguard/loopguard.log"))
+            .unwrap_or_else(|e| panic!("no log: {e}"));
+        assert!(
+            log.contains(&format!(
+                "session {SESSION} ended (other; {mode} mode): 22 calls checked"
+            )),
+            "{log}"
+        );
+        if mode == "observe" {
+            assert!(
+                log.contains(&format!("session {SESSION}: would-block Bash")),
+                "{log}"
+            );
+        }
+    }
 }
