@@ -11,6 +11,12 @@
 //! `agent_type`; `SubagentStart` and `SubagentStop` carry them too. The field names follow
 //! Claude Code's hooks reference (code.claude.com/docs/en/hooks, as of Claude Code 2.1.240).
 //!
+//! VS Code's agent runs the hooks of `.claude/settings.json` too, with `sessionId` and
+//! `hookEventName` (and an ISO `timestamp`) in place of `session_id` and
+//! `hook_event_name` (VS Code's agent hooks reference, "Common input fields",
+//! code.visualstudio.com/docs/agent-customization/hooks): every field is read in both
+//! spellings, so one install protects Claude Code and VS Code.
+//!
 //! Unknown fields are ignored, and an event loopguard does not know is read as
 //! [`HookEvent::Other`] with its envelope read leniently (a field of an unexpected type
 //! is dropped, not an error), so newer Claude Code versions keep working.
@@ -225,9 +231,34 @@ impl<'a> HookPayload<'a> {
 
 struct Fields<'o, 'a>(&'o Object<'a>);
 
+/// The camelCase spelling of a field, as VS Code's agent writes the common fields of the
+/// Claude Code hooks it runs from `.claude/settings.json` (`sessionId`, `hookEventName`,
+/// beside snake_case `transcript_path` and `tool_name`, per VS Code's agent hooks
+/// reference): every field is looked up in both spellings, snake_case first.
+fn camel(k: &str) -> Option<&'static str> {
+    Some(match k {
+        "session_id" => "sessionId",
+        "hook_event_name" => "hookEventName",
+        "transcript_path" => "transcriptPath",
+        "permission_mode" => "permissionMode",
+        "agent_id" => "agentId",
+        "agent_type" => "agentType",
+        "tool_name" => "toolName",
+        "tool_input" => "toolInput",
+        "tool_use_id" => "toolUseId",
+        "tool_response" => "toolResponse",
+        "tool_calls" => "toolCalls",
+        "is_interrupt" => "isInterrupt",
+        "error_message" => "errorMessage",
+        _ => return None,
+    })
+}
+
 impl<'o, 'a> Fields<'o, 'a> {
     fn get(&self, k: &'static str) -> Option<&'o Value<'a>> {
-        self.0.get(k)
+        self.0
+            .get(k)
+            .or_else(|| camel(k).and_then(|c| self.0.get(c)))
     }
 
     fn required(&self, k: &'static str) -> Result<&'o Value<'a>, PayloadError> {
@@ -357,6 +388,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.event, HookEvent::SessionStart(Some("compact".into())));
+    }
+
+    /// VS Code's agent, running the hooks of `.claude/settings.json`: camelCase common
+    /// fields and an ISO timestamp (VS Code's agent hooks reference, "Common input
+    /// fields" and "PreToolUse input"), and the all-camelCase variant.
+    #[test]
+    fn vs_code_payloads_parse() {
+        let pre = br#"{"timestamp":"2026-02-09T10:30:00.000Z","cwd":"/w","sessionId":"vs-1","hookEventName":"PreToolUse","transcript_path":"/t.json","tool_name":"run_in_terminal","tool_input":{"command":"npm test"},"tool_use_id":"tool-123"}"#;
+        let p = HookPayload::parse(pre).unwrap();
+        assert_eq!(p.session_id, "vs-1");
+        assert_eq!(p.transcript_path.as_deref(), Some("/t.json"));
+        match &p.event {
+            HookEvent::PreToolUse(t) => {
+                assert_eq!(t.name.as_str(), Some("run_in_terminal"));
+                assert_eq!(t.id.as_ref().and_then(|i| i.as_str()), Some("tool-123"));
+            }
+            e => panic!("{e:?}"),
+        }
+        let post = br#"{"sessionId":"vs-1","hookEventName":"PostToolUse","toolName":"run_in_terminal","toolInput":{"command":"npm test"},"toolUseId":"tool-123","toolResponse":"1 failing"}"#;
+        let p = HookPayload::parse(post).unwrap();
+        assert!(matches!(
+            p.event,
+            HookEvent::PostToolUse(_, Value::String(_))
+        ));
+        // snake_case wins when both are present; a missing field is named as Claude Code spells it.
+        let both = br#"{"session_id":"a","sessionId":"b","hook_event_name":"Stop"}"#;
+        assert_eq!(HookPayload::parse(both).unwrap().session_id, "a");
+        let e =
+            HookPayload::parse(br#"{"sessionId":"b","hookEventName":"PreToolUse"}"#).unwrap_err();
+        assert_eq!(e.to_string(), "hook payload: field `tool_name` is missing");
     }
 
     #[test]

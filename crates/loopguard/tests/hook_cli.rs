@@ -1149,3 +1149,69 @@ fn an_ended_session_leaves_a_record_in_status_and_the_log() {
         }
     }
 }
+
+/// VS Code's agent runs the hooks of `.claude/settings.json` with camelCase `sessionId`
+/// and `hookEventName` (and an ISO `timestamp`) beside snake_case `tool_name`,
+/// `tool_input`, `tool_use_id` and `tool_response`: the shapes of VS Code's agent hooks
+/// reference ("Common input fields", "PreToolUse input", "PostToolUse input";
+/// code.visualstudio.com/docs/agent-customization/hooks). The same install protects it:
+/// the warning with the 11th identical call, the deny from the 21st.
+#[test]
+fn vs_code_payloads_are_guarded_like_claude_code() {
+    let sb = Sandbox::new();
+    let cwd = sb.project();
+    let common = |event: &str| {
+        json!({
+            "timestamp": "2026-02-09T10:30:00.000Z",
+            "cwd": cwd,
+            "sessionId": "vscode-session-1",
+            "hookEventName": event,
+            "transcript_path": "/home/dev/.vscode/transcripts/vscode-session-1.json",
+        })
+    };
+    let input =
+        json!({"command": "npm test", "explanation": "Run the tests", "isBackground": false});
+    sb.hook(
+        &{
+            let mut p = common("UserPromptSubmit");
+            p["prompt"] = json!("fix the tests");
+            p
+        },
+        &[],
+    )
+    .assert_untouched();
+    let mut answers = Vec::new();
+    for i in 1..=25 {
+        let id = format!("tool-{i}");
+        let mut pre = common("PreToolUse");
+        pre["tool_name"] = json!("run_in_terminal");
+        pre["tool_input"] = input.clone();
+        pre["tool_use_id"] = json!(id);
+        let a = sb.hook(&pre, &[]);
+        assert_eq!(a.code, 0, "{a:?}");
+        assert_eq!(a.stderr, "", "{a:?}");
+        let denied = a.json.is_some() && a.specific()["permissionDecision"] == "deny";
+        answers.push(a.json.clone());
+        if denied {
+            continue;
+        }
+        let mut post = common("PostToolUse");
+        post["tool_name"] = json!("run_in_terminal");
+        post["tool_input"] = input.clone();
+        post["tool_use_id"] = json!(id);
+        post["tool_response"] = json!("1 failing\nError: expected 200, got 503");
+        sb.hook(&post, &[]).assert_untouched();
+    }
+    let first = |pred: &dyn Fn(&Value) -> bool| {
+        answers
+            .iter()
+            .position(|a| a.as_ref().is_some_and(pred))
+            .map(|i| i + 1)
+    };
+    let warned = first(&|j| j["hookSpecificOutput"]["additionalContext"].is_string());
+    let denied = first(&|j| j["hookSpecificOutput"]["permissionDecision"] == "deny");
+    assert_eq!((warned, denied), (Some(11), Some(21)), "{answers:?}");
+    assert!(answers[..10].iter().all(Option::is_none), "{answers:?}");
+    let st = sb.status_json("vscode-session-1");
+    assert_eq!(st["sessionId"], "vscode-session-1", "{st}");
+}
