@@ -10,7 +10,9 @@
 #   - the Codex, Gemini CLI and Qwen Code CLIs from npm in target/agents for the agent hook
 #     end-to-end tests (scripts/setup-agents.sh; pinned versions);
 #   - the OpenTelemetry Python SDK, its OTLP/HTTP exporter and Pydantic AI in target/otel-venv
-#     for the trace tests (crates/loopguard/tests/otel.rs).
+#     for the trace tests (crates/loopguard/tests/otel.rs);
+#   - Claude Code (npm, pinned) in target/claude-code for crates/loopguard/tests/claude_e2e.rs
+#     and the plugin validator (scripts/setup-claude.sh).
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
 # venv under target/, the frameworks from PyPI, pytest), the npm package's suite
 # (scripts/test-node.sh: the packed tarball in a project under target/, node --test) and the Claude Code plugin through Claude
@@ -36,6 +38,8 @@ bash scripts/setup-mcp.sh
 
 echo "== the agent CLIs for the agent hook end-to-end tests (npm, under target/agents)"
 bash scripts/setup-agents.sh
+echo "== Claude Code from npm (pinned, into target/claude-code) for the end-to-end hook test"
+bash scripts/setup-claude.sh >/dev/null
 
 echo "== the OpenTelemetry SDK and Pydantic AI for the trace tests (venv under target/)"
 bash scripts/setup-otel.sh

@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # Checks the Claude Code plugin (plugins/loopguard) and its marketplace entry
 # (.claude-plugin/marketplace.json) with Claude Code itself, from the @anthropic-ai/claude-code
-# npm package installed into a temporary directory with a temporary HOME (nothing global; no
-# login; no network beyond the npm registry): `claude plugin validate --strict` on both, then
+# npm package that scripts/setup-claude.sh installs into target/claude-code (pinned; nothing
+# global), run with a temporary HOME (no login; no network beyond the npm registry): `claude plugin validate --strict` on both, then
 # the marketplace added and the plugin installed as a user would, and its 8 hooks loaded.
 # crates/loopguard/tests/plugin.rs checks the same files against the documented shapes and
 # runs their commands on real payloads; this adds the real validator and installer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version="${CLAUDE_CODE_VERSION:-2.1.197}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@$version" >/dev/null
-claude="$tmp/node_modules/.bin/claude"
+claude="$(bash scripts/setup-claude.sh | tail -n 1)"
 export HOME="$tmp/home"
 mkdir -p "$HOME"
 

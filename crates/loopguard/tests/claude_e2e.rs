@@ -1,0 +1,426 @@
+//! End to end with the real Claude Code CLI (`@anthropic-ai/claude-code` from npm, the
+//! version pinned in scripts/setup-claude.sh, installed into target/claude-code), run
+//! headless (`claude -p … --output-format stream-json`) against a scripted Anthropic
+//! Messages API server on 127.0.0.1 written here, with loopguard's hook installed into a
+//! temporary HOME's `~/.claude/settings.json` by `loopguard hook install`.
+//!
+//! The scripted model asks for the same Bash call over and over (the command appends a
+//! line to a file and prints the same text). With the default profile the command runs
+//! exactly 20 times, the warning reaches the model with tool result 11 and the block from
+//! call 21. With the strict profile the run is ended (`second_critical_abort`) and the CLI
+//! stops: no more requests reach the model.
+//!
+//! What the CLI does, found by running it against this server: a `GET /` first (any
+//! answer will do), then `POST /v1/messages?beta=true` with `stream: true` for every
+//! turn; the answer is Anthropic's SSE stream (`message_start`, `content_block_start`,
+//! `content_block_delta` with `input_json_delta` or `text_delta`, `content_block_stop`,
+//! `message_delta` with the `stop_reason`, `message_stop`). Tool results come back as
+//! `tool_result` blocks in the last user message, hook context beside them. Offline:
+//! `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`, `ANTHROPIC_API_KEY=dummy`, `ANTHROPIC_BASE_URL`
+//! pointing here; `IS_SANDBOX=1` when run as root (for `--dangerously-skip-permissions`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Calls the scripted model asks for before it gives up and ends its turn.
+const MODEL_CALLS: usize = 26;
+/// The most one CLI run may take (the machine is shared and slow; a normal run takes
+/// seconds).
+const RUN_LIMIT: Duration = Duration::from_secs(300);
+
+/// The `claude` program: `$LOOPGUARD_CLAUDE`, else scripts/setup-claude.sh's install.
+fn claude() -> PathBuf {
+    let path = std::env::var_os("LOOPGUARD_CLAUDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/claude-code/node_modules/.bin/claude")
+        });
+    assert!(
+        path.exists(),
+        "Claude Code is not installed at {}: run scripts/setup-claude.sh first (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// One request the scripted server received.
+#[derive(Clone, Debug)]
+struct Seen {
+    /// Tool calls the model had made before this request (tool_use blocks in it).
+    calls_before: usize,
+    /// The last message (the tool result and any hook context), as JSON text.
+    last: String,
+}
+
+/// The scripted Anthropic Messages API server: every streamed request with the Bash tool
+/// is answered with one more identical Bash call, until [`MODEL_CALLS`]; then a final
+/// text. Anything else gets a short text answer.
+struct ModelServer {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl ModelServer {
+    fn start(command: String) -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let log = log.clone();
+                let command = command.clone();
+                std::thread::spawn(move || serve_connection(conn, &log, &command));
+            }
+        });
+        ModelServer { url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// HTTP/1.1 with keep-alive: requests one after another on the connection.
+fn serve_connection(conn: TcpStream, log: &Mutex<Vec<Seen>>, command: &str) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(600)));
+    let mut out = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let (status, kind, payload) = if request_line.starts_with("POST /v1/messages") {
+            let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            answer(&req, log, command)
+        } else {
+            ("404 Not Found", "application/json", b"{}".to_vec())
+        };
+        let head = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\r\n",
+            payload.len()
+        );
+        if out.write_all(head.as_bytes()).is_err() || out.write_all(&payload).is_err() {
+            return;
+        }
+    }
+}
+
+fn answer(
+    req: &Value,
+    log: &Mutex<Vec<Seen>>,
+    command: &str,
+) -> (&'static str, &'static str, Vec<u8>) {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let has_bash = req["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+    let calls_before = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .count();
+    let model = req["model"].as_str().unwrap_or("claude").to_string();
+    if req["stream"] != true {
+        let msg = json!({"id": "msg_plain", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 1, "output_tokens": 1}});
+        return ("200 OK", "application/json", msg.to_string().into_bytes());
+    }
+    if has_bash {
+        log.lock().unwrap().push(Seen {
+            calls_before,
+            last: messages.last().map(Value::to_string).unwrap_or_default(),
+        });
+    }
+    let id = format!("msg_{calls_before}");
+    let mut events = vec![(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+    )];
+    let (block, delta, stop) = if has_bash && calls_before < MODEL_CALLS {
+        let input = json!({"command": command, "description": "Check the service"});
+        (
+            json!({"type": "tool_use", "id": format!("toolu_{:03}", calls_before + 1), "name": "Bash", "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+            "tool_use",
+        )
+    } else {
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": "I give up."}),
+            "end_turn",
+        )
+    };
+    events.push((
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block": block}),
+    ));
+    events.push((
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+    ));
+    events.push((
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": 5}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    let sse: String = events
+        .iter()
+        .map(|(e, d)| format!("event: {e}\ndata: {d}\n\n"))
+        .collect();
+    ("200 OK", "text/event-stream", sse.into_bytes())
+}
+
+/// One headless Claude Code run with loopguard's hook installed.
+struct Run {
+    /// Times the Bash command ran.
+    runs: usize,
+    /// What the model was sent.
+    seen: Vec<Seen>,
+    /// The CLI's stream-json output.
+    stdout: String,
+    /// `loopguard status --json` after the run.
+    status: Value,
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+fn run_claude(config: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let ran = dir.path().join("ran.txt");
+    let state = dir.path().join("state/loopguard.sqlite3");
+    let config_file = dir.path().join("loopguard.json5");
+    std::fs::write(&config_file, config).unwrap();
+    let loopguard = env!("CARGO_BIN_EXE_loopguard");
+    let env = |c: &mut Command| {
+        c.env("HOME", &home)
+            .env("XDG_STATE_HOME", dir.path().join("xdg-state"))
+            .env("XDG_CONFIG_HOME", dir.path().join("xdg-config"))
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("LOOPGUARD_LOG");
+    };
+    let mut install = Command::new(loopguard);
+    env(&mut install);
+    let out = install
+        .args(["hook", "install", "--exe", loopguard, "--state"])
+        .arg(&state)
+        .arg("--config")
+        .arg(&config_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let server = ModelServer::start(format!(
+        "echo ran >> {}; echo service unavailable",
+        ran.display()
+    ));
+    let mut cmd = Command::new(claude());
+    env(&mut cmd);
+    cmd.args([
+        "-p",
+        "Check the service until it is up.",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+    ])
+    .current_dir(&work)
+    .env("ANTHROPIC_BASE_URL", &server.url)
+    .env("ANTHROPIC_API_KEY", "dummy")
+    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    .env_remove("ANTHROPIC_AUTH_TOKEN")
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    if is_root() {
+        cmd.env("IS_SANDBOX", "1");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr_pipe.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "claude did not finish within {RUN_LIMIT:?}; the model was asked {} times",
+                server.seen().len()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = out_thread.join().unwrap();
+    let stderr = err_thread.join().unwrap();
+    assert!(
+        status.success(),
+        "claude failed ({status}): {stderr}\n{stdout}"
+    );
+    let runs = std::fs::read_to_string(&ran)
+        .map(|s| s.lines().count())
+        .unwrap_or(0);
+    let mut st = Command::new(loopguard);
+    env(&mut st);
+    let out = st
+        .args(["status", "--json", "--state"])
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Run {
+        runs,
+        seen: server.seen(),
+        stdout,
+        status: serde_json::from_slice(&out.stdout).unwrap(),
+    }
+}
+
+/// The default profile: the command runs 20 times, the warning comes with tool result 11,
+/// the block from call 21; the model goes on being denied until it gives up.
+#[test]
+fn claude_code_runs_the_command_20_times_warned_at_11_blocked_from_21() {
+    let run = run_claude("{ tools: { loopDetection: { enabled: true } } }");
+    assert_eq!(
+        run.runs, 20,
+        "the command ran {} times\n{}",
+        run.runs, run.stdout
+    );
+    let after = |n: usize| {
+        run.seen
+            .iter()
+            .find(|s| s.calls_before == n)
+            .unwrap_or_else(|| panic!("no request after call {n}: {:?}", run.seen))
+            .last
+            .clone()
+    };
+    for n in 1..=10 {
+        assert!(!after(n).contains("loopguard"), "call {n}: {}", after(n));
+    }
+    let warned = after(11);
+    assert!(
+        warned.contains("loopguard: WARNING") && warned.contains("10 times"),
+        "{warned}"
+    );
+    for n in 12..=20 {
+        assert!(!after(n).contains("CRITICAL"), "call {n}: {}", after(n));
+    }
+    for n in 21..=MODEL_CALLS {
+        let last: Value = serde_json::from_str(&after(n)).unwrap();
+        let result = last["content"]
+            .as_array()
+            .and_then(|c| c.iter().find(|b| b["type"] == "tool_result"))
+            .cloned()
+            .unwrap_or_else(|| panic!("call {n}: no tool result in {last}"));
+        assert_eq!(result["is_error"], true, "call {n}: {result}");
+        assert!(
+            result["content"].to_string().contains("CRITICAL"),
+            "call {n}: {result}"
+        );
+    }
+    // The model gave up by itself: every request reached it.
+    assert_eq!(run.seen.len(), MODEL_CALLS + 1, "{:?}", run.seen);
+    // SessionEnd left the record of the run.
+    let ended = &run.status["ended"][0];
+    assert_eq!(ended["calls"], MODEL_CALLS, "{}", run.status);
+    assert_eq!(ended["blocks"], MODEL_CALLS - 20, "{}", run.status);
+}
+
+/// The strict profile: after the block, the next identical call ends the run
+/// (`second_critical_abort`) and the CLI stops; the model is never asked again.
+#[test]
+fn claude_code_is_stopped_when_the_strict_profile_ends_the_run() {
+    let run = run_claude(
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "strict" } }"#,
+    );
+    assert!(
+        run.seen.len() < MODEL_CALLS,
+        "the agent was not stopped: the model was asked {} times\n{}",
+        run.seen.len(),
+        run.stdout
+    );
+    let blocked = run
+        .seen
+        .iter()
+        .position(|s| s.last.contains("CRITICAL"))
+        .expect("a block");
+    // The block reached the model; its next identical call ended the run, was denied,
+    // and the CLI stopped there: that request was the last one.
+    assert_eq!(run.seen.len(), blocked + 1, "{:?}", run.seen);
+    assert_eq!(
+        run.runs,
+        run.seen[blocked].calls_before - 1,
+        "{:?}",
+        run.seen
+    );
+    let ended = &run.status["ended"][0];
+    assert_eq!(ended["aborts"], 1, "{}", run.status);
+}
