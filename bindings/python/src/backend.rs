@@ -115,20 +115,54 @@ pub(crate) enum BackendFailure {
 }
 
 /// Reads a config as `loopguard replay --config` does: what OpenClaw would reject (unknown
-/// keys, wrong types) is an error; out-of-range numbers fall back with a warning.
+/// keys, wrong types) is an error; out-of-range numbers fall back, and are reported as
+/// warnings (`"file: warning: line L, column C: key.path: message …"`), since the config
+/// runs. A file that is not JSON5 is an error whose one diagnostic says where
+/// (`"file: error: line L, column C: message"`).
 fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>), ConfigFailure> {
-    let loaded =
-        OpenClawConfig::from_json5(text).map_err(|e| (format!("{origin}: {e}"), Vec::new()))?;
+    let loaded = OpenClawConfig::from_json5(text).map_err(|e| {
+        let diagnostic = match &e {
+            loopguard_core::LoadError::Syntax(s) => format!(
+                "{origin}: error: line {}, column {}: {}",
+                s.pos.line, s.pos.col, s.message
+            ),
+            other => format!("{origin}: error: {other}"),
+        };
+        (format!("{origin}: {e}"), vec![diagnostic])
+    })?;
+    let shown = |d: &loopguard_core::Diagnostic| {
+        if d.is_fatal_at_runtime() {
+            format!("{origin}: {d}")
+        } else {
+            format!(
+                "{origin}: warning: line {}, column {}: {}: {}",
+                d.pos.line, d.pos.col, d.path, d.message
+            )
+        }
+    };
+    // A value that only falls back at run time comes with a warning saying so; the
+    // validator's error about the same key is left out (the config runs).
+    let warned: std::collections::BTreeSet<&str> = loaded
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == loopguard_core::Severity::Warning)
+        .map(|d| d.path.as_str())
+        .collect();
     let all: Vec<String> = loaded
         .diagnostics
         .iter()
-        .map(|d| format!("{origin}: {d}"))
+        .filter(|d| {
+            d.is_fatal_at_runtime()
+                || d.severity == loopguard_core::Severity::Warning
+                || !warned.contains(d.path.as_str())
+        })
+        .map(shown)
         .collect();
     let fatal: Vec<String> = loaded
         .diagnostics
         .iter()
         .filter(|d| d.is_fatal_at_runtime())
-        .map(|d| format!("{origin}: {d}"))
+        .map(shown)
         .collect();
     if !fatal.is_empty() {
         return Err((

@@ -91,8 +91,9 @@ impl<'o, 'py> JsonWriter<'o, 'py> {
                 " (convert it to dict, list, str, int, float, bool or None first)"
             };
             return Err(PyTypeError::new_err(format!(
-                "{}: a {type_name} is not a JSON value{hint}",
-                self.path()
+                "{}: {} {type_name} is not a JSON value{hint}",
+                self.path(),
+                article(&type_name)
             )));
         }
         Ok(())
@@ -259,6 +260,14 @@ pub(crate) fn field_str(
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\":");
     write_py_string(out, s)
+}
+
+/// `"an"` before a type name starting with a vowel (`an object`, `an Opaque`), else `"a"`.
+pub(crate) fn article(type_name: &str) -> &'static str {
+    match type_name.chars().next().map(|c| c.to_ascii_lowercase()) {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => "an",
+        _ => "a",
+    }
 }
 
 /// The name of `v`'s type for an error message (`"object"` when Python cannot say).

@@ -150,21 +150,36 @@ fn _call_line(
     Ok(Line(line))
 }
 
-/// `_outcome_line(...) -> bytes`: the event line `after_call` applies: `error` when it is not
-/// None, else `result`.
+/// `_outcome_line(session, tool, args, run=None, call_id=None, agent=None, *, result=…,
+/// error=…) -> bytes`: the event line `after_call` applies: `error` when it is given and not
+/// None, else `result` (None included: a tool that returned None). Neither is an error: an
+/// outcome must say what the tool did.
 #[pyfunction]
-#[pyo3(signature = (session, tool, args, result = None, error = None, run = None, call_id = None, agent = None))]
-#[allow(clippy::too_many_arguments)] // the Python signature
+#[pyo3(signature = (session, tool, args, run = None, call_id = None, agent = None, **outcome))]
 fn _outcome_line(
     session: &Bound<'_, PyAny>,
     tool: &Bound<'_, PyAny>,
     args: &Bound<'_, PyAny>,
-    result: Option<&Bound<'_, PyAny>>,
-    error: Option<&Bound<'_, PyAny>>,
     run: Option<&Bound<'_, PyAny>>,
     call_id: Option<&Bound<'_, PyAny>>,
     agent: Option<&Bound<'_, PyAny>>,
+    outcome: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Line> {
+    let (mut result, mut error) = (None, None);
+    if let Some(kw) = outcome {
+        for (k, v) in kw.iter() {
+            match k.extract::<String>().as_deref() {
+                Ok("result") => result = Some(v),
+                Ok("error") => error = Some(v),
+                _ => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "after_call() got an unexpected keyword argument {}",
+                        k.repr()?
+                    )))
+                }
+            }
+        }
+    }
     let mut line = open_line(
         "outcome",
         session,
@@ -172,16 +187,19 @@ fn _outcome_line(
         [run, call_id, agent],
     )?;
     let error = error.filter(|e| !e.is_none());
-    let result = result.filter(|r| !r.is_none());
     match (result, error) {
-        (Some(_), Some(_)) => {
+        (Some(r), Some(_)) if !r.is_none() => {
             return Err(PyValueError::new_err(
                 "after_call: give either result or error, not both",
             ))
         }
-        (_, Some(e)) => json_field(&mut line, "error", e)?,
-        (Some(r), None) => json_field(&mut line, "result", r)?,
-        (None, None) => line.extend_from_slice(b",\"result\":null"),
+        (_, Some(e)) => json_field(&mut line, "error", &e)?,
+        (Some(r), None) => json_field(&mut line, "result", &r)?,
+        (None, None) => {
+            return Err(PyValueError::new_err(
+                "after_call: give result= (what the tool returned, None included) or error= (what it raised)",
+            ))
+        }
     }
     line.push(b'}');
     Ok(Line(line))
@@ -294,7 +312,8 @@ impl Guard {
 
     /// Records what a tool returned (`result`) or raised (`error`). Returns an
     /// `OutcomeDecision`; on "abort" stop the run.
-    #[pyo3(signature = (session, tool, args, *, result = None, error = None, run = None, call_id = None, agent = None))]
+    /// Exactly one of `result=` (None included) and `error=` (not None) is given.
+    #[pyo3(signature = (session, tool, args, *, run = None, call_id = None, agent = None, **outcome))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn after_call(
         &self,
@@ -302,13 +321,12 @@ impl Guard {
         session: &Bound<'_, PyAny>,
         tool: &Bound<'_, PyAny>,
         args: &Bound<'_, PyAny>,
-        result: Option<&Bound<'_, PyAny>>,
-        error: Option<&Bound<'_, PyAny>>,
         run: Option<&Bound<'_, PyAny>>,
         call_id: Option<&Bound<'_, PyAny>>,
         agent: Option<&Bound<'_, PyAny>>,
+        outcome: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<OutcomeDecision> {
-        let Line(line) = _outcome_line(session, tool, args, result, error, run, call_id, agent)?;
+        let Line(line) = _outcome_line(session, tool, args, run, call_id, agent, outcome)?;
         let owned = self.apply(py, line, |d| decision::OwnedDecision::from(d))?;
         Ok(OutcomeDecision::new(owned))
     }
@@ -345,18 +363,19 @@ impl Guard {
     }
 
     /// What the guard knows about a session (counters of every event applied, the last
-    /// decisions), as a dict; None when it has no such session.
+    /// decisions), as a dict in the shape of `loopguard serve`'s `GET /v1/sessions/{id}`
+    /// (what `Guard.remote(...).session(id)` returns); None when it has no such session.
     fn session<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
         match self.backend.session(session).map_err(to_py_err)? {
-            Some(info) => to_python(py, &info),
+            Some(info) => to_python(py, &session_api(&info)),
             None => Ok(py.None().into_bound(py)),
         }
     }
 
-    /// Every session the guard holds, as dicts.
+    /// Every session the guard holds, as dicts shaped as `session()`'s.
     fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let all = self.backend.sessions().map_err(to_py_err)?;
-        to_python(py, &all)
+        to_python(py, &all.iter().map(session_api).collect::<Vec<_>>())
     }
 
     /// Forgets a session; True when it existed.
@@ -381,6 +400,33 @@ impl Guard {
     fn __repr__(&self) -> String {
         format!("<loopguard.Guard {}>", self.backend.describe())
     }
+}
+
+/// A session as `loopguard serve` describes it (`GET /v1/sessions/{id}`, its `Session`
+/// schema): one shape for the local and the remote guard (tests/test_remote.py compares the
+/// two on the same events against a real server).
+fn session_api(info: &loopguard_guard::SessionInfo) -> serde_json::Value {
+    serde_json::json!({
+        "session": info.session,
+        "calls": info.stats.calls,
+        "outcomes": info.stats.outcomes,
+        "warnings": info.stats.warnings,
+        "blocks": info.stats.blocks,
+        "aborts": info.stats.aborts,
+        "lastSeen": info.last_seen_ms,
+        "recent": info.recent.iter().map(|r| serde_json::json!({
+            "seq": r.seq,
+            "ts": r.ts_ms,
+            "type": r.event,
+            "run": r.run,
+            "tool": r.tool,
+            "callId": r.call_id,
+            "decision": r.decision,
+            "detector": r.detector,
+            "count": r.count,
+            "message": r.message,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// A serialisable value as Python objects (through JSON).
@@ -427,6 +473,14 @@ fn _loopguard(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EventError", py.get_type::<EventError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("StoreError", py.get_type::<StoreError>())?;
+    // Every detector name a decision can carry (OpenClaw's, then the strict profile's): the
+    // one list `loopguard._detectors.Detector` is checked against (tests/test_api.py).
+    let names: Vec<&str> = loopguard_core::Detector::ALL
+        .into_iter()
+        .chain(loopguard_core::Detector::EXTRA)
+        .map(|d| d.as_str())
+        .collect();
+    m.add("DETECTORS", pyo3::types::PyTuple::new(py, names)?)?;
     m.add_function(wrap_pyfunction!(_event_json, m)?)?;
     m.add_function(wrap_pyfunction!(_call_line, m)?)?;
     m.add_function(wrap_pyfunction!(_outcome_line, m)?)?;

@@ -106,8 +106,11 @@ def test_config_errors_are_loopguards_messages(tmp_path: Path, caplog) -> None:
     assert "OpenClaw would reject this config" in str(e.value)
     bad = tmp_path / "bad.json5"
     bad.write_text("{ tools: ")
-    with pytest.raises(loopguard.ConfigError, match=r"bad\.json5: syntax error at line 1"):
+    with pytest.raises(loopguard.ConfigError, match=r"bad\.json5: syntax error at line 1") as syntax:
         loopguard.Guard(config=str(bad))
+    # The syntax error is a diagnostic too, saying where.
+    [diagnostic] = syntax.value.diagnostics
+    assert diagnostic.startswith(f"{bad}: error: line 1, column "), diagnostic
     with pytest.raises(OSError, match=r"cannot read config .*missing\.json5"):
         loopguard.Guard(config=tmp_path / "missing.json5")
     with pytest.raises(TypeError, match="config: expected a path"):
@@ -115,7 +118,48 @@ def test_config_errors_are_loopguards_messages(tmp_path: Path, caplog) -> None:
     # Out-of-range numbers fall back at run time, with a warning on the loopguard logger.
     with caplog.at_level(logging.WARNING, logger="loopguard"):
         loopguard.Guard(config={"tools": {"loopDetection": {"enabled": True, "historySize": -1}}})
-    assert any("historySize" in r.getMessage() for r in caplog.records)
+    [fallback] = [r.getMessage() for r in caplog.records if "historySize" in r.getMessage()]
+    # It runs, so it is a warning, not an error.
+    assert ": warning: line 1, column " in fallback and "error" not in fallback, fallback
+
+
+def test_after_call_needs_a_result_or_an_error() -> None:
+    guard = loopguard.Guard()
+    guard.before_call("s", "t", {})
+    with pytest.raises(ValueError, match=r"give result= .* or error="):
+        guard.after_call("s", "t", {})
+    with pytest.raises(ValueError, match=r"give result= .* or error="):
+        guard.after_call("s", "t", {}, error=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'reslt'"):
+        guard.after_call("s", "t", {}, reslt="x")
+    with pytest.raises(ValueError, match="not both"):
+        guard.after_call("s", "t", {}, result="x", error="boom")
+    # A tool that returned None says so.
+    assert guard.after_call("s", "t", {}, result=None).result_hash is not None
+    assert guard.after_call("s", "t", {}, error="boom").result_hash.startswith("error:")
+    remote = loopguard.Guard.remote("http://127.0.0.1:9")
+    with pytest.raises(ValueError, match=r"give result= .* or error="):
+        remote.after_call("s", "t", {})
+
+
+def test_detector_literals_are_the_engines_list() -> None:
+    import typing
+
+    assert set(typing.get_args(loopguard.Detector)) == set(loopguard.DETECTORS)
+    assert len(loopguard.DETECTORS) == 12
+    assert set(typing.get_args(loopguard.CallDetector)) | set(typing.get_args(loopguard.OutcomeDetector)) == set(
+        loopguard.DETECTORS
+    )
+    # A strict-profile detector reaches Python as one of them.
+    guard = loopguard.Guard(config={"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"profile": "strict"}})
+    seen = set()
+    for i in range(12):
+        d = guard.before_call("s", "exec", {"command": "npm test"}, run="r")
+        seen.add(d.detector)
+        if d.decision != "block":
+            guard.after_call("s", "exec", {"command": "npm test"}, error="Exit code 1: Cannot find module 'jest'", run="r")
+    assert {"identical_failure_streak", "second_critical_abort"} <= seen, seen
+    assert seen - {None} <= set(typing.get_args(loopguard.CallDetector))
 
 
 def test_bad_events_raise_event_error_naming_the_field() -> None:
@@ -162,7 +206,9 @@ def test_sessions_counters_forget_and_a_sqlite_store(tmp_path: Path) -> None:
         a.after_call("s1", "t", {"x": 1}, result="r")
     info = a.session("s1")
     assert info["session"] == "s1"
-    assert (info["stats"]["calls"], info["stats"]["outcomes"]) == (3, 3)
+    # The shape of loopguard serve's GET /v1/sessions/{id} (test_remote.py compares the two).
+    assert (info["calls"], info["outcomes"], info["warnings"], info["blocks"], info["aborts"]) == (3, 3, 0, 0, 0)
+    assert set(info) == {"session", "calls", "outcomes", "warnings", "blocks", "aborts", "lastSeen", "recent"}
     assert [row["decision"] for row in info["recent"]][-2:] == ["allow", "recorded"]
     # A second Guard on the same file (another process would do the same) continues the session.
     b = loopguard.Guard(store=f"sqlite:{path}")

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
@@ -46,6 +47,27 @@ class StandIn:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _session(self, method: str) -> None:
+                if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
+                    return self._answer(401, {"error": "missing or invalid bearer token"})
+                name = urllib.parse.unquote(self.path[len("/v1/sessions/"):])
+                info = guard.session(name)
+                if info is None:
+                    return self._answer(404, {"error": f"no session {name!r}", "field": "session"})
+                if method == "DELETE":
+                    guard.forget(name)
+                    self.send_response(204)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
+                return self._answer(200, info)
+
+            def do_GET(self) -> None:
+                self._session("GET")
+
+            def do_DELETE(self) -> None:
+                self._session("DELETE")
 
             def do_POST(self) -> None:
                 outer.requests += 1
@@ -157,7 +179,9 @@ def test_unreachable_server_fails_open_and_logs(caplog) -> None:
     assert o.decision == "ignored"
     assert r["decision"] == "allow" and r["failOpen"] is True
     assert len(caplog.records) == 3
-    assert "unreachable" in caplog.records[0].getMessage() and "failing open" in caplog.records[0].getMessage()
+    said = [r.getMessage() for r in caplog.records]
+    assert "unreachable" in said[0] and said[0].endswith("failing open: the call is allowed unchecked"), said
+    assert said[1].endswith("failing open: the outcome is not recorded"), said
 
 
 def test_store_down_503_fails_open_then_recovers(caplog) -> None:
@@ -206,3 +230,34 @@ def test_threads_share_one_remote_guard() -> None:
 def test_bad_url() -> None:
     with pytest.raises(ValueError, match="http:// or https://"):
         loopguard.Guard.remote("localhost:7878")
+
+
+def test_remote_guard_has_the_guard_api_and_the_same_session_shape(server_url: str) -> None:
+    remote = loopguard.Guard.remote(server_url)
+    local = loopguard.Guard()
+    assert isinstance(remote, loopguard.GuardAPI) and isinstance(local, loopguard.GuardAPI)
+    for guard in (remote, local):
+        for i in range(12):
+            d = guard.before_call("shape/1", "read", {"path": "a.txt"}, run="r1", call_id=f"c{i}")
+            guard.after_call("shape/1", "read", {"path": "a.txt"}, result="same", run="r1", call_id=f"c{i}")
+        assert d.decision == "warn"
+    there, here = remote.session("shape/1"), local.session("shape/1")
+    assert there is not None and here is not None
+
+    def untimed(info: dict) -> dict:
+        return {**info, "lastSeen": 0, "recent": [{**r, "ts": 0} for r in info["recent"]]}
+
+    # One shape: what loopguard serve answers is what the local guard says, key for key.
+    assert untimed(there) == untimed(here)
+    assert (there["calls"], there["warnings"], there["recent"][-2]["detector"]) == (12, 2, "generic_repeat")
+    assert remote.session("never-seen") is None
+    assert remote.forget("shape/1") is True and remote.forget("shape/1") is False
+    assert remote.session("shape/1") is None
+
+
+def test_remote_session_reads_do_not_fail_open() -> None:
+    remote = loopguard.Guard.remote(f"http://127.0.0.1:{free_port()}", timeout=2)
+    with pytest.raises(loopguard.StoreError, match="unreachable"):
+        remote.session("s")
+    with pytest.raises(loopguard.StoreError, match="unreachable"):
+        remote.forget("s")

@@ -109,9 +109,9 @@ class Opaque:
         ({"items": [1, {"x": b"raw"}]}, 'args["items"][1]["x"]: a bytes is not a JSON value (decode it to str first)'),
         ({"tags": {"a", "b"}}, 'args["tags"]: a set is not a JSON value'),
         ({"price": decimal.Decimal("1.5")}, 'args["price"]: a Decimal is not a JSON value'),
-        ({"obj": Opaque()}, 'args["obj"]: a Opaque is not a JSON value'),
+        ({"obj": Opaque()}, 'args["obj"]: an Opaque is not a JSON value'),
         ({"n": {1: "x"}}, 'args["n"]: key 1 is a int; JSON object keys are str'),
-        ([1, 2, object()], "args[2]: a object is not a JSON value"),
+        ([1, 2, object()], "args[2]: an object is not a JSON value"),
     ],
 )
 def test_other_objects_are_a_type_error_naming_the_path(args, message) -> None:
@@ -180,7 +180,7 @@ def test_threads_sharing_one_guard_lose_no_update() -> None:
     assert errors == []
     d = guard.before_call("shared", "read", args, run="r")
     assert (d.decision, d.detector, d.count) == ("warn", "generic_repeat", 400)
-    stats = guard.session("shared")["stats"]
+    stats = guard.session("shared")
     assert (stats["calls"], stats["outcomes"], stats["warnings"]) == (401, 400, 1)
 
 

@@ -16,7 +16,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._api import GuardAPI
+from ._detectors import CallDetector, Detector, OutcomeDetector
 from ._loopguard import (
+    DETECTORS,
     CallDecision,
     ConfigError,
     EventError,
@@ -27,7 +30,12 @@ from ._loopguard import (
 )
 
 __all__ = [
+    "DETECTORS",
     "CallDecision",
+    "CallDetector",
+    "Detector",
+    "GuardAPI",
+    "OutcomeDetector",
     "ConfigError",
     "EventError",
     "Guard",

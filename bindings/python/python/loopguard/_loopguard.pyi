@@ -1,9 +1,13 @@
 """Type stubs of loopguard's native module (re-exported by ``loopguard``)."""
 
 import os
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union, final
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union, final, overload
+
+from loopguard._detectors import CallDetector, OutcomeDetector
+from loopguard._remote import RemoteGuard
 
 __all__ = [
+    "DETECTORS",
     "CallDecision",
     "ConfigError",
     "EventError",
@@ -23,6 +27,9 @@ __all__ = [
 _JSONValue = Union[None, bool, int, float, str, Sequence[Any], Mapping[str, Any]]
 _Config = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
 
+DETECTORS: Tuple[str, ...]
+"""Every detector name a decision can carry (the engine's list; see ``loopguard._detectors``)."""
+
 class LoopguardError(Exception):
     """Base class of loopguard's own errors."""
 
@@ -33,7 +40,9 @@ class EventError(LoopguardError):
 
 class ConfigError(LoopguardError):
     """An OpenClaw config OpenClaw would reject, or that is not JSON5; ``diagnostics`` lists
-    every problem found (``"file: error: line L, column C: key.path: message"``)."""
+    every problem found (``"file: error: line L, column C: key.path: message"``; for a file
+    that is not JSON5, the one ``"file: error: line L, column C: message"``). Values that only
+    fall back to their defaults are ``"file: warning: …"`` lines, logged, not raised."""
 
     diagnostics: List[str]
 
@@ -49,11 +58,7 @@ class CallDecision:
     @property
     def blocked(self) -> bool: ...
     @property
-    def detector(
-        self,
-    ) -> Optional[
-        Literal["generic_repeat", "known_poll_no_progress", "ping_pong", "unknown_tool_repeat", "global_circuit_breaker"]
-    ]: ...
+    def detector(self) -> Optional[CallDetector]: ...
     @property
     def level(self) -> Optional[Literal["warning", "critical"]]: ...
     @property
@@ -89,7 +94,7 @@ class OutcomeDecision:
     @property
     def aborted(self) -> bool: ...
     @property
-    def detector(self) -> Optional[Literal["compaction_loop_persisted"]]: ...
+    def detector(self) -> Optional[OutcomeDetector]: ...
     @property
     def level(self) -> Optional[Literal["critical"]]: ...
     @property
@@ -133,19 +138,32 @@ class Guard:
         agent: Optional[str] = None,
     ) -> CallDecision:
         """The before-tool-call check; on "block" do not run the tool and give the model ``message``."""
+    @overload
     def after_call(
         self,
         session: str,
         tool: str,
         args: _JSONValue,
         *,
-        result: _JSONValue = None,
-        error: _JSONValue = None,
+        result: _JSONValue,
         run: Optional[str] = None,
         call_id: Optional[str] = None,
         agent: Optional[str] = None,
     ) -> OutcomeDecision:
-        """Records the tool's ``result``, or ``error`` when it is not None; on "abort" stop the run."""
+        """Records what the tool returned (None included); on "abort" stop the run."""
+    @overload
+    def after_call(
+        self,
+        session: str,
+        tool: str,
+        args: _JSONValue,
+        *,
+        error: _JSONValue,
+        run: Optional[str] = None,
+        call_id: Optional[str] = None,
+        agent: Optional[str] = None,
+    ) -> OutcomeDecision:
+        """Records what the tool raised; giving neither ``result`` nor ``error`` is a ValueError."""
     def on_compaction(
         self, session: str, run: Optional[str] = None, *, agent: Optional[str] = None
     ) -> Literal["armed", "ignored"]:
@@ -154,13 +172,16 @@ class Guard:
         """One events.md event (a dict, or one JSON line) in; its decision record out, as
         ``loopguard replay --json`` writes it (without "line")."""
     def session(self, session: str) -> Optional[Dict[str, Any]]:
-        """``{"session", "stats": {"events", "calls", "outcomes", "compactions", "warnings",
-        "blocks", "aborts"}, "created_ms", "last_seen_ms", "history", "recent": [...], ...}``."""
-    def sessions(self) -> List[Dict[str, Any]]: ...
+        """``loopguard serve``'s ``GET /v1/sessions/{id}`` shape: ``{"session", "calls",
+        "outcomes", "warnings", "blocks", "aborts", "lastSeen", "recent": [{"seq", "ts", "type",
+        "run", "tool", "callId", "decision", "detector", "count", "message"}]}``."""
+    def sessions(self) -> List[Dict[str, Any]]:
+        """Every session held, each as ``session()`` describes it (local guards only)."""
     def forget(self, session: str) -> bool: ...
     @staticmethod
-    def remote(url: str, token: Optional[str] = None, *, timeout: float = 5.0) -> "Guard":
-        """The same API answered by ``loopguard serve`` at ``url``; fails open (logged) when unreachable."""
+    def remote(url: str, token: Optional[str] = None, *, timeout: float = 5.0) -> RemoteGuard:
+        """The ``loopguard.GuardAPI`` methods answered by ``loopguard serve`` at ``url``
+        (all of ``Guard``'s but ``sessions()``); decisions fail open (logged) when unreachable."""
 
 def _call_line(
     session: str,
@@ -174,11 +195,10 @@ def _outcome_line(
     session: str,
     tool: str,
     args: _JSONValue,
-    result: _JSONValue = None,
-    error: _JSONValue = None,
     run: Optional[str] = None,
     call_id: Optional[str] = None,
     agent: Optional[str] = None,
+    **outcome: _JSONValue,
 ) -> bytes: ...
 def _compaction_line(session: str, run: Optional[str] = None, agent: Optional[str] = None) -> bytes: ...
 def _event_json(event: Mapping[str, Any]) -> bytes: ...

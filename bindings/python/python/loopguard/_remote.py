@@ -17,11 +17,12 @@ import json
 import logging
 import threading
 import urllib.parse
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from ._loopguard import (
     EventError,
     LoopguardError,
+    StoreError,
     _call_line,
     _compaction_line,
     _decision_from_record,
@@ -31,13 +32,20 @@ from ._loopguard import (
 
 _log = logging.getLogger("loopguard")
 
-# What a call, an outcome and a compaction become when the server is unreachable.
+# What a call, an outcome and a compaction become when the server is unreachable, and how
+# the warning logged then says so.
 _FAIL_OPEN = {"call": "allow", "outcome": "ignored", "compaction": "ignored"}
+_FAIL_OPEN_SAYS = {
+    "call": "the call is allowed unchecked",
+    "outcome": "the outcome is not recorded",
+    "compaction": "the compaction is not recorded",
+}
 
 
 class RemoteGuard:
-    """A client of ``loopguard serve`` with the ``loopguard.Guard`` API. Safe to share between
-    threads (one keep-alive connection per thread)."""
+    """A client of ``loopguard serve`` with the ``loopguard.Guard`` API
+    (``loopguard.GuardAPI``: every method but ``sessions()``, which the server does not
+    offer). Safe to share between threads (one keep-alive connection per thread)."""
 
     def __init__(self, url: str, token: Optional[str] = None, timeout: float = 5.0) -> None:
         parsed = urllib.parse.urlsplit(str(url))
@@ -48,6 +56,7 @@ class RemoteGuard:
         self._host = parsed.hostname
         self._port = parsed.port
         self._path = parsed.path.rstrip("/") + "/v1/events"
+        self._sessions = parsed.path.rstrip("/") + "/v1/sessions/"
         self._timeout = timeout
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if token is not None:
@@ -72,12 +81,15 @@ class RemoteGuard:
             self._local.conn = None
 
     def _post(self, body: bytes) -> tuple[int, bytes]:
+        return self._request("POST", self._path, body)
+
+    def _request(self, method: str, path: str, body: Optional[bytes] = None) -> tuple[int, bytes]:
         # One retry on a fresh connection: a keep-alive connection the server closed fails on
         # first use.
         for attempt in (0, 1):
             conn = self._connection()
             try:
-                conn.request("POST", self._path, body=body, headers=self._headers)
+                conn.request(method, path, body=body, headers=self._headers)
                 response = conn.getresponse()
                 return response.status, response.read()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
@@ -94,7 +106,7 @@ class RemoteGuard:
         try:
             status, payload = self._post(body)
         except (OSError, http.client.HTTPException) as e:
-            _log.warning("loopguard: %s unreachable (%s); failing open: the %s is %s", self.url, e, kind, _FAIL_OPEN[kind])
+            _log.warning("loopguard: %s unreachable (%s); failing open: %s", self.url, e, _FAIL_OPEN_SAYS[kind])
             return None
         if status == 200:
             record: dict[str, Any] = json.loads(payload)
@@ -105,7 +117,7 @@ class RemoteGuard:
             error = {"error": payload.decode("utf-8", "replace")}
         message = error.get("error", f"HTTP {status}") if isinstance(error, dict) else str(error)
         if status == 503 or status >= 500:
-            _log.warning("loopguard: %s answered %s (%s); failing open: the %s is %s", self.url, status, message, kind, _FAIL_OPEN[kind])
+            _log.warning("loopguard: %s answered %s (%s); failing open: %s", self.url, status, message, _FAIL_OPEN_SAYS[kind])
             return None
         if status == 400 or status == 413:
             err = EventError(message)
@@ -121,6 +133,40 @@ class RemoteGuard:
         record["decision"] = _FAIL_OPEN[kind]
         return record
 
+    def _session_request(self, method: str, session: str) -> tuple[int, Any]:
+        """``GET`` or ``DELETE /v1/sessions/{session}``: the status and the JSON answer. Unlike
+        the decisions, reading or forgetting state does not fail open: an unreachable server
+        is a ``StoreError``, as an unreachable store is for the local guard."""
+        path = self._sessions + urllib.parse.quote(str(session), safe="")
+        try:
+            status, payload = self._request(method, path)
+        except (OSError, http.client.HTTPException) as e:
+            raise StoreError(f"{self.url} unreachable ({e})") from e
+        try:
+            answer = json.loads(payload) if payload else None
+        except ValueError:
+            answer = {"error": payload.decode("utf-8", "replace")}
+        if status in (200, 204, 404):
+            return status, answer
+        message = answer.get("error", f"HTTP {status}") if isinstance(answer, dict) else str(answer)
+        if status >= 500:
+            raise StoreError(f"{self.url}: HTTP {status}: {message}")
+        raise LoopguardError(f"{self.url}: HTTP {status}: {message}")
+
+    def session(self, session: str) -> Optional[dict[str, Any]]:
+        """The server's ``GET /v1/sessions/{session}`` (the shape ``Guard.session`` returns);
+        None when the server has no such session."""
+        status, answer = self._session_request("GET", session)
+        if status == 404:
+            return None
+        result: dict[str, Any] = answer
+        return result
+
+    def forget(self, session: str) -> bool:
+        """``DELETE /v1/sessions/{session}``: True when the server had the session."""
+        status, _ = self._session_request("DELETE", session)
+        return status != 404
+
     def before_call(self, session: str, tool: str, args: Any, *, run: Optional[str] = None,
                     call_id: Optional[str] = None, agent: Optional[str] = None) -> Any:
         body = _call_line(session, tool, args, run, call_id, agent)
@@ -129,17 +175,17 @@ class RemoteGuard:
             record = self._fail_open_record("call", {"session": session, "run": run, "callId": call_id, "tool": tool})
         return _decision_from_record(record)
 
-    def after_call(self, session: str, tool: str, args: Any, *, result: Any = None, error: Any = None,
-                   run: Optional[str] = None, call_id: Optional[str] = None, agent: Optional[str] = None) -> Any:
-        body = _outcome_line(session, tool, args, result, error, run, call_id, agent)
+    def after_call(self, session: str, tool: str, args: Any, *, run: Optional[str] = None,
+                   call_id: Optional[str] = None, agent: Optional[str] = None, **outcome: Any) -> Any:
+        body = _outcome_line(session, tool, args, run, call_id, agent, **outcome)
         record = self._apply("outcome", body, {})
         if record is None:
             record = self._fail_open_record("outcome", {"session": session, "run": run, "callId": call_id, "tool": tool})
         return _decision_from_record(record)
 
-    def on_compaction(self, session: str, run: Optional[str] = None, *, agent: Optional[str] = None) -> str:
+    def on_compaction(self, session: str, run: Optional[str] = None, *, agent: Optional[str] = None) -> Literal["armed", "ignored"]:
         record = self._apply("compaction", _compaction_line(session, run, agent), {})
-        return _FAIL_OPEN["compaction"] if record is None else record["decision"]
+        return "ignored" if record is None or record["decision"] != "armed" else "armed"
 
     def event(self, event: Any) -> dict[str, Any]:
         if isinstance(event, (bytes, str)):

@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Optional
 
-from . import CallDecision, Guard
+from . import CallDecision, Guard, GuardAPI
 from ._failopen import guarded
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
@@ -53,8 +53,8 @@ class LoopGuardCallbacks:
         agent: the agent id for per-agent config; default: the ADK agent's name.
     """
 
-    def __init__(self, guard: Optional[Guard] = None, *, agent: Optional[str] = None) -> None:
-        self.guard = guard if guard is not None else Guard()
+    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None) -> None:
+        self.guard: GuardAPI = guard if guard is not None else Guard()
         self.agent = agent
         self._lock = threading.Lock()
         self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()

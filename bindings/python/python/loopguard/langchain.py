@@ -30,7 +30,7 @@ from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import ToolMessage
 from typing_extensions import Annotated, NotRequired
 
-from . import CallDecision, Guard
+from . import CallDecision, Guard, GuardAPI
 from ._failopen import guarded
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
@@ -71,9 +71,9 @@ class LoopGuardMiddleware(AgentMiddleware):
 
     state_schema = LoopGuardState
 
-    def __init__(self, guard: Optional[Guard] = None, *, agent: Optional[str] = None) -> None:
+    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None) -> None:
         super().__init__()
-        self.guard = guard if guard is not None else Guard()
+        self.guard: GuardAPI = guard if guard is not None else Guard()
         self.agent = agent
 
     # A new run for every invocation of the agent.

@@ -44,7 +44,7 @@ from agents.tool_guardrails import (
 )
 from agents.tracing import get_current_trace
 
-from . import CallDecision, Guard
+from . import CallDecision, Guard, GuardAPI
 from ._failopen import guarded
 
 __all__ = ["LoopGuard"]
@@ -77,12 +77,12 @@ class LoopGuard:
 
     def __init__(
         self,
-        guard: Optional[Guard] = None,
+        guard: Optional[GuardAPI] = None,
         *,
         session: Union[str, Callable[[Any], str], None] = None,
         agent: Optional[str] = None,
     ) -> None:
-        self.guard = guard if guard is not None else Guard()
+        self.guard: GuardAPI = guard if guard is not None else Guard()
         self._session = session
         self.agent = agent
         self._lock = threading.Lock()
