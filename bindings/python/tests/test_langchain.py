@@ -169,11 +169,50 @@ def test_a_loop_that_survives_a_compaction_is_reported_on_the_tool_message() -> 
     from conftest import ABORT_PREFIX, CompactedGuard
 
     read, counter = make_tool()
-    agent = create_agent(ScriptedChatModel(calls=3), [read], middleware=[LoopGuardMiddleware(CompactedGuard())])
-    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"recursion_limit": 50})
+    model = ScriptedChatModel(calls=25)
+    agent = create_agent(model, [read], middleware=[LoopGuardMiddleware(CompactedGuard())])
+    result = agent.invoke({"messages": [{"role": "user", "content": "go"}]}, {"recursion_limit": 200})
     messages = tool_messages(result)
     assert [m.status for m in messages] == ["success", "success", "error"]
     assert messages[2].content.startswith("the same content\n\n" + ABORT_PREFIX)
+    # The guard aborted the run: the agent jumped to the end, the model was not asked again.
+    assert model.turns == 3 and isinstance(result["messages"][-1], ToolMessage)
+
+
+STRICT = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"profile": "strict"}}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_the_strict_profile_ending_the_run_ends_the_agent(asynchronous: bool) -> None:
+    # identical_outcome_streak blocks the 9th identical call; the 10th is the second critical
+    # loop of the run (second_critical_abort): the agent goes to the end there.
+    read, counter = make_tool()
+    model = ScriptedChatModel(calls=25)
+    agent = create_agent(model, [read], middleware=[LoopGuardMiddleware(loopguard.Guard(config=STRICT))])
+    request = {"messages": [{"role": "user", "content": "read a.txt"}]}
+    config = {"recursion_limit": 200}
+    result = asyncio.run(agent.ainvoke(request, config)) if asynchronous else agent.invoke(request, config)
+    messages = tool_messages(result)
+    assert counter["runs"] == 8
+    assert model.turns == 10, "the model was asked again after the run was ended"
+    assert [m.status for m in messages[8:]] == ["error", "error"]
+    assert "this run is ended" in messages[9].content
+    assert isinstance(result["messages"][-1], ToolMessage)
+
+
+def test_stop_on_block_ends_the_agent_at_the_first_block() -> None:
+    read, counter = make_tool()
+    model = ScriptedChatModel(calls=25)
+    agent = create_agent(model, [read], middleware=[LoopGuardMiddleware(stop_on_block=True)], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t-stop"}, "recursion_limit": 200}
+    result = agent.invoke({"messages": [{"role": "user", "content": "read a.txt"}]}, config)
+    messages = tool_messages(result)
+    assert (counter["runs"], model.turns, len(messages)) == (20, 21, 21)
+    assert messages[-1].content == BLOCK_MESSAGE_21.format(tool="read")
+    # The next invocation on the thread is a new run: the model is asked again.
+    model.turns, model.calls = 0, 1
+    agent.invoke({"messages": [{"role": "user", "content": "try something else"}]}, config)
+    assert (counter["runs"], model.turns) == (21, 2)
 
 
 def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:

@@ -24,3 +24,18 @@ def guarded(what: str, tool: str, call: Callable[[], T]) -> Optional[T]:
 
 def is_block(decision: Any) -> bool:
     return decision is not None and decision.decision == "block"
+
+
+#: The strict profile's detector that ends a run (after a block, another critical loop).
+ENDS_RUN = "second_critical_abort"
+
+
+def ends_run(decision: Any, stop_on_block: bool) -> bool:
+    """True when a call decision ends the agent's run: a block by ``second_critical_abort``
+    (the engine blocks every further call of the run), or any block with ``stop_on_block``."""
+    return is_block(decision) and (stop_on_block or decision.detector == ENDS_RUN)
+
+
+def aborted(outcome: Any) -> bool:
+    """True when an outcome decision ends the run (the loop survived a compaction)."""
+    return outcome is not None and outcome.decision == "abort"

@@ -10,7 +10,11 @@ Every tool call goes through the guard before it runs (``wrap_tool_call`` /
 * a blocked call does not run: the model gets a ``ToolMessage`` with the block message and
   ``status="error"`` instead;
 * a warning that should be shown (once per bucket of ten) is appended to the tool's message;
-* the outcome (the ``ToolMessage`` content, or its error) is recorded after the tool ran.
+* the outcome (the ``ToolMessage`` content, or its error) is recorded after the tool ran;
+* when the guard ends the run (a loop that survived a context compaction, or the strict
+  profile's ``second_critical_abort``), or at the first block with ``stop_on_block=True``, the
+  agent jumps to the end: the tool's message is the last one, the model is not called again,
+  and the state's ``loopguard_stop`` says why.
 
 The session is the LangGraph thread id (``config["configurable"]["thread_id"]``, ``"default"``
 without one) and each invocation of the agent is a run: calls of earlier invocations on the
@@ -26,12 +30,13 @@ import uuid
 from typing import Any, Awaitable, Callable, Optional, Union
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
-from langchain.agents.middleware.types import PrivateStateAttr
+from langchain.agents.middleware.types import PrivateStateAttr, hook_config
 from langchain_core.messages import ToolMessage
+from langgraph.types import Command
 from typing_extensions import Annotated, NotRequired
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import guarded
+from ._failopen import aborted, ends_run, guarded
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
 
@@ -39,9 +44,11 @@ _log = logging.getLogger("loopguard")
 
 
 class LoopGuardState(AgentState):
-    """The agent state with the id of the current invocation (loopguard's run)."""
+    """The agent state with the id of the current invocation (loopguard's run) and, once the
+    guard ended the run, why."""
 
     loopguard_run: NotRequired[Annotated[str, PrivateStateAttr]]
+    loopguard_stop: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
 
 
 def _content_result(content: Any) -> Any:
@@ -67,21 +74,40 @@ class LoopGuardMiddleware(AgentMiddleware):
         guard: the ``loopguard.Guard`` (or ``Guard.remote(...)``) to use; a fresh ``Guard()``
             (loop detection enabled, OpenClaw's defaults) when omitted.
         agent: the agent id, selecting its ``agents.list[]`` entry of the guard's config.
+        stop_on_block: end the agent's run at the first blocked call (by default a block only
+            answers the call, and the run ends when the guard ends it).
     """
 
     state_schema = LoopGuardState
 
-    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None) -> None:
+    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None, stop_on_block: bool = False) -> None:
         super().__init__()
         self.guard: GuardAPI = guard if guard is not None else Guard()
         self.agent = agent
+        self.stop_on_block = stop_on_block
 
     # A new run for every invocation of the agent.
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
-        return {"loopguard_run": uuid.uuid4().hex}
+        return {"loopguard_run": uuid.uuid4().hex, "loopguard_stop": None}
 
     async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
         return self.before_agent(state, runtime)
+
+    # A run the guard ended goes to the end instead of back to the model.
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+        if isinstance(state, dict) and state.get("loopguard_stop"):
+            return {"jump_to": "end"}
+        return None
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
+        return self.before_model(state, runtime)
+
+    @staticmethod
+    def _stop(message: ToolMessage, reason: str) -> Command[Any]:
+        # The tool's message, and the state that makes `before_model` jump to the end.
+        return Command(update={"messages": [message], "loopguard_stop": reason})
 
     def _scope(self, request: Any) -> tuple[str, Optional[str]]:
         config = getattr(request.runtime, "config", None) or {}
@@ -133,8 +159,9 @@ class LoopGuardMiddleware(AgentMiddleware):
                 session, call["name"], args, run=run, call_id=call.get("id"), agent=self.agent, **kwargs
             ),
         )
-        if outcome is not None and outcome.decision == "abort" and outcome.message:
+        if aborted(outcome) and outcome is not None and outcome.message:
             response = _with_warning(response, outcome.message).model_copy(update={"status": "error"})
+            return self._stop(response, outcome.message)
         elif decision is not None and decision.decision == "warn" and decision.emitted and decision.message:
             response = _with_warning(response, decision.message)
         return response
@@ -156,6 +183,8 @@ class LoopGuardMiddleware(AgentMiddleware):
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
         if decision is not None and decision.decision == "block":
+            if ends_run(decision, self.stop_on_block):
+                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
             return self._blocked(decision, call)
         try:
             response = handler(request)
@@ -171,6 +200,8 @@ class LoopGuardMiddleware(AgentMiddleware):
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
         if decision is not None and decision.decision == "block":
+            if ends_run(decision, self.stop_on_block):
+                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
             return self._blocked(decision, call)
         try:
             response = await handler(request)
