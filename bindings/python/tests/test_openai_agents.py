@@ -89,15 +89,52 @@ def test_one_run_without_trace_is_one_run() -> None:
     assert counter["runs"] == 20
 
 
-def test_a_loop_that_survives_a_compaction_is_reported_to_the_model() -> None:
+def test_a_loop_that_survives_a_compaction_halts_the_run() -> None:
     from conftest import ABORT_PREFIX, CompactedGuard
+
+    from agents.exceptions import ToolOutputGuardrailTripwireTriggered
 
     read, counter = make_tool()
     LoopGuard(CompactedGuard()).protect(read)
-    result = Runner.run_sync(Agent(name="helper", model=scripted(3), tools=[read]), "go", max_turns=20)
-    out = outputs(result)
-    assert out[:2] == ["the same content"] * 2
-    assert out[2].startswith("the same content\n\n" + ABORT_PREFIX)
+    model = scripted(25)
+    # The loop survived a compaction: the run is halted after the third call ran.
+    with pytest.raises(ToolOutputGuardrailTripwireTriggered) as stopped:
+        Runner.run_sync(Agent(name="helper", model=model, tools=[read]), "go", max_turns=100)
+    outcome = stopped.value.output.output_info
+    assert (outcome.decision, outcome.detector) == ("abort", "compaction_loop_persisted")
+    assert outcome.message.startswith(ABORT_PREFIX)
+    assert counter["runs"] == 3
+
+
+STRICT = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"profile": "strict"}}
+
+
+def test_the_strict_profile_ending_the_run_halts_the_runner() -> None:
+    from agents.exceptions import ToolInputGuardrailTripwireTriggered
+
+    read, counter = make_tool()
+    LoopGuard(loopguard.Guard(config=STRICT)).protect(read)
+    # identical_outcome_streak blocks the 9th identical call (the model is told); the 10th is
+    # the second critical loop of the run: the run is halted, that call never runs.
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stopped:
+        asyncio.run(Runner.run(Agent(name="helper", model=scripted(25), tools=[read]), "go", max_turns=100))
+    decision = stopped.value.output.output_info
+    assert (decision.decision, decision.detector) == ("block", "second_critical_abort")
+    assert "this run is ended" in decision.message
+    assert counter["runs"] == 8
+
+
+def test_stop_on_block_halts_the_run_at_the_first_block() -> None:
+    from agents.exceptions import ToolInputGuardrailTripwireTriggered
+
+    read, counter = make_tool()
+    LoopGuard(stop_on_block=True).protect(read)
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stopped:
+        Runner.run_sync(Agent(name="helper", model=scripted(25), tools=[read]), "go", max_turns=100)
+    decision = stopped.value.output.output_info
+    assert (decision.decision, decision.count) == ("block", 20)
+    assert decision.message == BLOCK_MESSAGE_21.format(tool="read")
+    assert counter["runs"] == 20
 
 
 def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:

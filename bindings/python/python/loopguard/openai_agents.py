@@ -14,7 +14,13 @@
   model is told why;
 * ``output_guardrail`` records what the tool returned (the after-call step) and, when the
   call warned and the warning should be shown, hands the model the tool's output with the
-  warning appended (through ``reject_content``, the SDK's way to replace a tool's output).
+  warning appended (through ``reject_content``, the SDK's way to replace a tool's output);
+* when the guard ends the run (the strict profile's ``second_critical_abort``; a loop that
+  survived a context compaction), or at the first block with ``stop_on_block=True``, the
+  guardrail halts the run the SDK's way (``raise_exception``): ``Runner.run`` raises
+  ``ToolInputGuardrailTripwireTriggered`` (a blocked call, which did not run) or
+  ``ToolOutputGuardrailTripwireTriggered`` (the compaction abort, after the call), whose
+  ``.output.output_info`` is loopguard's decision (its ``message`` says why).
 
 The session is ``RunConfig.group_id`` (the SDK's conversation id; ``"default"`` without one),
 or what ``session=`` says; each ``Runner.run`` is a run (its trace id, or, with tracing
@@ -45,7 +51,7 @@ from agents.tool_guardrails import (
 from agents.tracing import get_current_trace
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import guarded
+from ._failopen import aborted, ends_run, guarded
 
 __all__ = ["LoopGuard"]
 
@@ -73,6 +79,8 @@ class LoopGuard:
         guard: the ``loopguard.Guard`` (or ``Guard.remote(...)``); a fresh ``Guard()`` when omitted.
         session: the session id, or a function of the tool's ``ToolContext`` returning it.
         agent: the agent id for per-agent config (``agents.list[]``); default: none.
+        stop_on_block: halt the run at the first blocked call (by default a block only
+            answers the call, and the run is halted when the guard ends it).
     """
 
     def __init__(
@@ -81,10 +89,12 @@ class LoopGuard:
         *,
         session: Union[str, Callable[[Any], str], None] = None,
         agent: Optional[str] = None,
+        stop_on_block: bool = False,
     ) -> None:
         self.guard: GuardAPI = guard if guard is not None else Guard()
         self._session = session
         self.agent = agent
+        self.stop_on_block = stop_on_block
         self._lock = threading.Lock()
         # Decisions of calls that ran, until their output is seen (by tool call id).
         self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()
@@ -148,6 +158,8 @@ class LoopGuard:
         )
         if decision is None:
             return ToolGuardrailFunctionOutput.allow()
+        if ends_run(decision, self.stop_on_block):
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=decision)
         if decision.decision == "block":
             return ToolGuardrailFunctionOutput.reject_content(decision.message or "", output_info=decision)
         with self._lock:
@@ -175,8 +187,8 @@ class LoopGuard:
             ),
         )
         note = None
-        if outcome is not None and outcome.decision == "abort":
-            note = outcome.message
+        if aborted(outcome):
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=outcome)
         elif decision is not None and decision.decision == "warn" and decision.emitted:
             note = decision.message
         if note:
