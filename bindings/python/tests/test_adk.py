@@ -118,7 +118,7 @@ def test_session_is_the_adk_session_and_run_the_invocation() -> None:
     assert all(agent == "helper" for _, _, agent in guard.scopes)
 
 
-def test_a_loop_that_survives_a_compaction_is_reported_in_the_response() -> None:
+def test_a_loop_that_survives_a_compaction_ends_the_invocation() -> None:
     from conftest import ABORT_PREFIX, CompactedGuard
 
     def read(path: str) -> str:
@@ -126,12 +126,58 @@ def test_a_loop_that_survives_a_compaction_is_reported_in_the_response() -> None
         return "the same content"
 
     lg = LoopGuardCallbacks(CompactedGuard())
-    agent = LlmAgent(name="helper", model=ScriptedLlm(calls=3), tools=[read],
+    model = ScriptedLlm(calls=25)
+    agent = LlmAgent(name="helper", model=model, tools=[read],
                      before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
     responses = asyncio.run(run(agent, "compacted"))
     assert responses[:2] == [{"result": "the same content"}] * 2
     assert responses[2]["result"] == "the same content"
     assert responses[2]["loopguard_abort"].startswith(ABORT_PREFIX)
+    # The abort ended the invocation: that response was the last, the model was not asked again.
+    assert (len(responses), model.turns) == (3, 3)
+
+
+STRICT = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"profile": "strict"}}
+
+
+def counted_read():
+    runs = {"n": 0}
+
+    def read(path: str) -> str:
+        """Reads a file."""
+        runs["n"] += 1
+        return "the same content"
+
+    return read, runs
+
+
+def test_the_strict_profile_ending_the_run_ends_the_invocation() -> None:
+    import loopguard
+
+    read, runs = counted_read()
+    lg = LoopGuardCallbacks(loopguard.Guard(config=STRICT))
+    model = ScriptedLlm(calls=25)
+    agent = LlmAgent(name="helper", model=model, tools=[read],
+                     before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
+    responses = asyncio.run(run(agent, "strict"))
+    # identical_outcome_streak blocks the 9th call; the 10th ends the run and the invocation.
+    assert runs["n"] == 8
+    assert (len(responses), model.turns) == (10, 10)
+    assert responses[8]["loopguard"]["detector"] == "identical_outcome_streak"
+    assert responses[9]["loopguard"] == {"decision": "block", "detector": "second_critical_abort", "count": 2, "ended": True}
+    assert "this run is ended" in responses[9]["error"]
+
+
+def test_stop_on_block_ends_the_invocation_at_the_first_block() -> None:
+    read, runs = counted_read()
+    lg = LoopGuardCallbacks(stop_on_block=True)
+    model = ScriptedLlm(calls=25)
+    agent = LlmAgent(name="helper", model=model, tools=[read],
+                     before_tool_callback=lg.before_tool_callback, after_tool_callback=lg.after_tool_callback)
+    responses = asyncio.run(run(agent, "stop-on-block"))
+    assert (runs["n"], len(responses), model.turns) == (20, 21, 21)
+    assert responses[20]["error"] == BLOCK_MESSAGE_21.format(tool="read")
+    assert responses[20]["loopguard"]["ended"] is True
 
 
 def test_an_unreachable_store_fails_open_and_logs(caplog) -> None:

@@ -15,7 +15,12 @@
   warning should be shown, returns the response with ``"loopguard_warning": MESSAGE`` added;
   a loop that survived a compaction adds ``"loopguard_abort": MESSAGE``;
 * ``on_tool_error_callback`` records a tool's exception as the call's error (and lets ADK
-  go on handling it).
+  go on handling it);
+* when the guard ends the run (the strict profile's ``second_critical_abort``; a loop that
+  survived a context compaction), or at the first block with ``stop_on_block=True``, the
+  invocation is ended the ADK way (``end_invocation`` on the invocation context): the tool's
+  response (with ``"loopguard": {..., "ended": true}`` or ``"loopguard_abort"``) is the last
+  event, and the model is not called again.
 
 The session is the ADK session id, each invocation (``invocation_id``) is a run, and the
 agent's name selects its ``agents.list[]`` entry of the config (``agent=`` overrides it).
@@ -30,7 +35,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import guarded
+from ._failopen import aborted, ends_run, guarded
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
 
@@ -51,11 +56,14 @@ class LoopGuardCallbacks:
     Args:
         guard: the ``loopguard.Guard`` (or ``Guard.remote(...)``); a fresh ``Guard()`` when omitted.
         agent: the agent id for per-agent config; default: the ADK agent's name.
+        stop_on_block: end the invocation at the first blocked call (by default a block only
+            answers the call, and the invocation ends when the guard ends the run).
     """
 
-    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None) -> None:
+    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None, stop_on_block: bool = False) -> None:
         self.guard: GuardAPI = guard if guard is not None else Guard()
         self.agent = agent
+        self.stop_on_block = stop_on_block
         self._lock = threading.Lock()
         self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()
 
@@ -76,10 +84,14 @@ class LoopGuardCallbacks:
         if decision is None:
             return None
         if decision.decision == "block":
-            return {
+            blocked: dict[str, Any] = {
                 "error": decision.message,
                 "loopguard": {"decision": "block", "detector": decision.detector, "count": decision.count},
             }
+            if ends_run(decision, self.stop_on_block):
+                _end_invocation(tool_context)
+                blocked["loopguard"]["ended"] = True
+            return blocked
         if call_id is not None:
             with self._lock:
                 self._pending[call_id] = decision
@@ -104,8 +116,9 @@ class LoopGuardCallbacks:
         extra: dict[str, Any] = {}
         if outcome is None:
             return None
-        if outcome.decision == "abort":
+        if aborted(outcome):
             extra["loopguard_abort"] = outcome.message
+            _end_invocation(tool_context)
         elif decision is not None and decision.decision == "warn" and decision.emitted:
             extra["loopguard_warning"] = decision.message
         if not extra:
@@ -124,6 +137,13 @@ class LoopGuardCallbacks:
             lambda: self.guard.after_call(session, tool.name, args, error=str(error), run=run, call_id=call_id, agent=agent),
         )
         return None
+
+
+def _end_invocation(tool_context: Any) -> None:
+    """Ends the ADK invocation after this tool's response: the model is not called again."""
+    invocation = getattr(tool_context, "_invocation_context", None)
+    if invocation is not None:
+        invocation.end_invocation = True
 
 
 _default: Optional[LoopGuardCallbacks] = None
