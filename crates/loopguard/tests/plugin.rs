@@ -514,12 +514,15 @@ fn the_hooks_files_commands_protect_a_session() {
         "{decisions:?}"
     );
 
-    // The session ends: it is forgotten.
+    // The session ends: its live state goes, a record of it stays.
     assert_eq!(
         pl.send(ev("SessionEnd", json!({"reason": "prompt_input_exit"}))),
         [None]
     );
-    assert!(pl.status(session).is_none());
+    let ended = pl.status(session).expect("the ended session's record");
+    assert_eq!(ended["ended"], true, "{ended}");
+    assert_eq!(ended["reason"], "prompt_input_exit", "{ended}");
+    assert_eq!(ended["aborts"], 1, "{ended}");
 
     // Every event the plugin registers was run on a real payload.
     let registered: std::collections::BTreeSet<String> = pl.hooks["hooks"]
