@@ -8,7 +8,8 @@
 //! line to a file and prints the same text). With the default profile the command runs
 //! exactly 20 times, the warning reaches the model with tool result 11 and the block from
 //! call 21. With the strict profile the run is ended (`second_critical_abort`) and the CLI
-//! stops: no more requests reach the model.
+//! stops: no more requests reach the model. In observe mode nothing is denied, and the
+//! record of what would have happened outlives the session.
 //!
 //! What the CLI does, found by running it against this server: a `GET /` first (any
 //! answer will do), then `POST /v1/messages?beta=true` with `stream: true` for every
@@ -230,6 +231,11 @@ fn is_root() -> bool {
 }
 
 fn run_claude(config: &str) -> Run {
+    run_claude_with(config, &[])
+}
+
+/// As [`run_claude`], with extra `loopguard hook install` flags (`--observe`).
+fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");
@@ -254,6 +260,7 @@ fn run_claude(config: &str) -> Run {
         .arg(&state)
         .arg("--config")
         .arg(&config_file)
+        .args(install_flags)
         .output()
         .unwrap();
     assert!(
@@ -423,4 +430,37 @@ fn claude_code_is_stopped_when_the_strict_profile_ends_the_run() {
     );
     let ended = &run.status["ended"][0];
     assert_eq!(ended["aborts"], 1, "{}", run.status);
+}
+
+/// Observe mode (`hook install --observe`): Claude Code is never denied (the command runs
+/// every time the model asks), and after the headless run ends (`SessionEnd`) its record says
+/// what would have happened, in `loopguard status`.
+#[test]
+fn claude_code_in_observe_mode_leaves_a_record_after_the_run() {
+    let run = run_claude_with(
+        "{ tools: { loopDetection: { enabled: true } } }",
+        &["--observe"],
+    );
+    assert_eq!(
+        run.runs, MODEL_CALLS,
+        "observe mode denied a call\n{}",
+        run.stdout
+    );
+    assert!(
+        run.seen.iter().all(|s| !s.last.contains("loopguard")),
+        "observe mode told the model something"
+    );
+    assert_eq!(run.status["sessions"], json!([]), "{}", run.status);
+    let ended = &run.status["ended"][0];
+    assert_eq!(ended["mode"], "observe", "{}", run.status);
+    assert_eq!(ended["calls"], MODEL_CALLS, "{}", run.status);
+    assert_eq!(ended["blocks"], MODEL_CALLS - 20, "{}", run.status);
+    let decisions: Vec<&str> = ended["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["decision"].as_str())
+        .collect();
+    assert!(decisions.contains(&"would-block"), "{decisions:?}");
+    assert!(decisions.contains(&"would-warn"), "{decisions:?}");
 }
