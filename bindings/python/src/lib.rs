@@ -19,6 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use backend::{Backend, BackendError, BackendFailure};
 use convert::{field_str, type_name, JsonWriter};
 use decision::{CallDecision, OutcomeDecision};
+use loopguard_guard::SessionInfo;
 
 pyo3::create_exception!(
     _loopguard,
@@ -367,7 +368,7 @@ impl Guard {
     /// (what `Guard.remote(...).session(id)` returns); None when it has no such session.
     fn session<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
         match self.backend.session(session).map_err(to_py_err)? {
-            Some(info) => to_python(py, &session_api(&info)),
+            Some(info) => to_python(py, &info.api_json()),
             None => Ok(py.None().into_bound(py)),
         }
     }
@@ -375,7 +376,10 @@ impl Guard {
     /// Every session the guard holds, as dicts shaped as `session()`'s.
     fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let all = self.backend.sessions().map_err(to_py_err)?;
-        to_python(py, &all.iter().map(session_api).collect::<Vec<_>>())
+        to_python(
+            py,
+            &all.iter().map(SessionInfo::api_json).collect::<Vec<_>>(),
+        )
     }
 
     /// Forgets a session; True when it existed.
@@ -400,33 +404,6 @@ impl Guard {
     fn __repr__(&self) -> String {
         format!("<loopguard.Guard {}>", self.backend.describe())
     }
-}
-
-/// A session as `loopguard serve` describes it (`GET /v1/sessions/{id}`, its `Session`
-/// schema): one shape for the local and the remote guard (tests/test_remote.py compares the
-/// two on the same events against a real server).
-fn session_api(info: &loopguard_guard::SessionInfo) -> serde_json::Value {
-    serde_json::json!({
-        "session": info.session,
-        "calls": info.stats.calls,
-        "outcomes": info.stats.outcomes,
-        "warnings": info.stats.warnings,
-        "blocks": info.stats.blocks,
-        "aborts": info.stats.aborts,
-        "lastSeen": info.last_seen_ms,
-        "recent": info.recent.iter().map(|r| serde_json::json!({
-            "seq": r.seq,
-            "ts": r.ts_ms,
-            "type": r.event,
-            "run": r.run,
-            "tool": r.tool,
-            "callId": r.call_id,
-            "decision": r.decision,
-            "detector": r.detector,
-            "count": r.count,
-            "message": r.message,
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// A serialisable value as Python objects (through JSON).

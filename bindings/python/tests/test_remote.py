@@ -250,6 +250,10 @@ def test_remote_guard_has_the_guard_api_and_the_same_session_shape(server_url: s
     # One shape: what loopguard serve answers is what the local guard says, key for key.
     assert untimed(there) == untimed(here)
     assert (there["calls"], there["warnings"], there["recent"][-2]["detector"]) == (12, 2, "generic_repeat")
+    # The 12th call's warning was kept back (once per bucket of ten): /v1/events' words.
+    assert (there["recent"][-2]["decision"], there["recent"][-2]["emitted"]) == ("warn", False)
+    assert (there["recent"][-4]["decision"], there["recent"][-4]["emitted"]) == ("warn", True)
+    assert all(v is not None for r in there["recent"] for k, v in r.items() if k not in ("run", "callId"))
     assert remote.session("never-seen") is None
     assert remote.forget("shape/1") is True and remote.forget("shape/1") is False
     assert remote.session("shape/1") is None

@@ -117,6 +117,38 @@ pub struct SessionInfo {
 }
 
 impl SessionInfo {
+    /// The session as the front ends describe it to programs: the body of `loopguard
+    /// serve`'s `GET /v1/sessions/{id}` (its `Session` schema) and what the Python
+    /// package's `Guard.session()` returns, one shape for both. `recent[]` items speak the
+    /// words of `/v1/events`: a warning the de-duplication kept back is `warn` with
+    /// `"emitted": false` (an emitted one `"emitted": true`); fields without a value are
+    /// left out, except `run` and `callId` (`null`, as in a decision record).
+    ///
+    /// ```
+    /// use loopguard_guard::{Guard, Profile};
+    /// use loopguard_events::parse_event;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::builder().profile(Profile::Plain).build();
+    /// guard.apply(None, &parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?)?;
+    /// let info = guard.session(None, "s")?.ok_or("no session")?;
+    /// let json = info.api_json();
+    /// assert_eq!((json["calls"].as_u64(), json["recent"][0]["decision"].as_str()), (Some(1), Some("allow")));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn api_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "session": self.session,
+            "calls": self.stats.calls,
+            "outcomes": self.stats.outcomes,
+            "warnings": self.stats.warnings,
+            "blocks": self.stats.blocks,
+            "aborts": self.stats.aborts,
+            "lastSeen": self.last_seen_ms,
+            "recent": self.recent.iter().map(recent_json).collect::<Vec<_>>(),
+        })
+    }
+
     /// The info of a stored entry.
     pub fn of(key: &str, entry: &SessionEntry) -> SessionInfo {
         let (tenant, session) = split_key(key);
@@ -131,6 +163,38 @@ impl SessionInfo {
             meta: entry.meta.clone(),
         }
     }
+}
+
+/// One `recent[]` item of [`SessionInfo::api_json`].
+fn recent_json(r: &LogRow) -> serde_json::Value {
+    let (decision, emitted) = match r.decision.as_str() {
+        "warn-quiet" => ("warn", Some(false)),
+        "warn" => ("warn", Some(true)),
+        d => (d, None),
+    };
+    let mut item = serde_json::Map::new();
+    item.insert("seq".into(), r.seq.into());
+    item.insert("ts".into(), r.ts_ms.into());
+    item.insert("type".into(), r.event.clone().into());
+    item.insert("run".into(), r.run.clone().into());
+    item.insert("callId".into(), r.call_id.clone().into());
+    if let Some(tool) = &r.tool {
+        item.insert("tool".into(), tool.clone().into());
+    }
+    item.insert("decision".into(), decision.into());
+    if let Some(d) = &r.detector {
+        item.insert("detector".into(), d.clone().into());
+    }
+    if let Some(c) = r.count {
+        item.insert("count".into(), c.into());
+    }
+    if let Some(m) = &r.message {
+        item.insert("message".into(), m.clone().into());
+    }
+    if let Some(e) = emitted {
+        item.insert("emitted".into(), e.into());
+    }
+    serde_json::Value::Object(item)
 }
 
 /// Builds a [`Guard`].

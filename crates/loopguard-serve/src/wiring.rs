@@ -149,53 +149,10 @@ impl SessionCounter {
     }
 }
 
-/// `GET /v1/sessions/{session}`'s body (the `Session` schema of `/openapi.json`).
+/// `GET /v1/sessions/{session}`'s body: the guard's one description of a session
+/// ([`SessionInfo::api_json`], also what the Python package's `Guard.session()` returns).
 pub(crate) fn session_json(info: &SessionInfo) -> String {
-    serde_json::json!({
-        "session": info.session,
-        "calls": info.stats.calls,
-        "outcomes": info.stats.outcomes,
-        "warnings": info.stats.warnings,
-        "blocks": info.stats.blocks,
-        "aborts": info.stats.aborts,
-        "lastSeen": info.last_seen_ms,
-        "recent": info.recent.iter().map(recent_json).collect::<Vec<_>>(),
-    })
-    .to_string()
-}
-
-/// One `recent[]` item (`RecentDecision`): the words of `/v1/events` (a warning kept back by
-/// the de-duplication is `warn` with `emitted: false`, as there); fields without a value are
-/// left out, except `run` and `callId` (`null`, as in a decision record).
-fn recent_json(r: &loopguard_guard::LogRow) -> serde_json::Value {
-    let (decision, emitted) = match r.decision.as_str() {
-        "warn-quiet" => ("warn", Some(false)),
-        "warn" => ("warn", Some(true)),
-        d => (d, None),
-    };
-    let mut item = serde_json::Map::new();
-    item.insert("seq".into(), r.seq.into());
-    item.insert("ts".into(), r.ts_ms.into());
-    item.insert("type".into(), r.event.clone().into());
-    item.insert("run".into(), r.run.clone().into());
-    item.insert("callId".into(), r.call_id.clone().into());
-    if let Some(tool) = &r.tool {
-        item.insert("tool".into(), tool.clone().into());
-    }
-    item.insert("decision".into(), decision.into());
-    if let Some(d) = &r.detector {
-        item.insert("detector".into(), d.clone().into());
-    }
-    if let Some(c) = r.count {
-        item.insert("count".into(), c.into());
-    }
-    if let Some(m) = &r.message {
-        item.insert("message".into(), m.clone().into());
-    }
-    if let Some(e) = emitted {
-        item.insert("emitted".into(), e.into());
-    }
-    serde_json::Value::Object(item)
+    info.api_json().to_string()
 }
 
 /// `POST /v1/hooks/claude-code`: the hook crate's own logic over the server's guard with
