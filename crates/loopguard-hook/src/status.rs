@@ -354,7 +354,7 @@ fn when(ms: u64) -> String {
 /// The session list as text.
 pub fn render_list(rows: &[SessionSummary]) -> String {
     if rows.is_empty() {
-        return "no sessions yet\n".to_string();
+        return "no live sessions\n".to_string();
     }
     let mut out = String::new();
     let _ = writeln!(

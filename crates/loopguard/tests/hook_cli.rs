@@ -1104,7 +1104,9 @@ fn an_ended_session_leaves_a_record_in_status_and_the_log() {
         // The live session is gone; its record is not.
         let (list, _) = sb.ok(&["status"]);
         assert!(
-            list.contains("ended sessions") && list.contains(SESSION),
+            list.contains("no live sessions")
+                && list.contains("ended sessions")
+                && list.contains(SESSION),
             "{list}"
         );
         let all: Value = serde_json::from_str(&sb.ok(&["status", "--json"]).0).unwrap();
