@@ -112,18 +112,21 @@ export interface SessionInfo {
   aborts: number;
   /** Milliseconds since 1970 (UTC) of the last event. */
   lastSeen: number;
-  /** The last decisions, oldest first. */
+  /** The last decisions, oldest first, in the words of `/v1/events` (a warning kept back by
+   * the once-per-ten de-duplication is `warn` with `emitted: false`); fields without a value
+   * are left out, except `run` and `callId`. */
   recent: Array<{
     seq: number;
     ts: number;
     type: 'call' | 'outcome' | 'compaction';
     run: string | null;
-    tool: string | null;
     callId: string | null;
+    tool?: string;
     decision: string;
-    detector: Detector | null;
-    count: number | null;
-    message: string | null;
+    detector?: Detector;
+    count?: number;
+    message?: string;
+    emitted?: boolean;
   }>;
 }
 

@@ -221,29 +221,10 @@ fn action_first(record: Vec<u8>) -> Vec<u8> {
 }
 
 /// A session as `loopguard serve` shows it (`GET /v1/sessions/{id}`), so a local and a
-/// remote guard answer `session()` alike.
+/// remote guard answer `session()` alike: the guard's one description
+/// ([`SessionInfo::api_json`], which the Python package returns too).
 fn session_json(info: &SessionInfo) -> serde_json::Value {
-    serde_json::json!({
-        "session": info.session,
-        "calls": info.stats.calls,
-        "outcomes": info.stats.outcomes,
-        "warnings": info.stats.warnings,
-        "blocks": info.stats.blocks,
-        "aborts": info.stats.aborts,
-        "lastSeen": info.last_seen_ms,
-        "recent": info.recent.iter().map(|r| serde_json::json!({
-            "seq": r.seq,
-            "ts": r.ts_ms,
-            "type": r.event,
-            "run": r.run,
-            "tool": r.tool,
-            "callId": r.call_id,
-            "decision": r.decision,
-            "detector": r.detector,
-            "count": r.count,
-            "message": r.message,
-        })).collect::<Vec<_>>(),
-    })
+    info.api_json()
 }
 
 /// Reads a config as `loopguard replay --config` does: what OpenClaw would reject (unknown
