@@ -38,6 +38,7 @@ bash scripts/setup-mcp.sh
 
 echo "== the agent CLIs for the agent hook end-to-end tests (npm, under target/agents)"
 bash scripts/setup-agents.sh
+
 echo "== Claude Code from npm (pinned, into target/claude-code) for the end-to-end hook test"
 bash scripts/setup-claude.sh >/dev/null
 
