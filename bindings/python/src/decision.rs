@@ -160,10 +160,11 @@ decision_class! {
     CallDecision,
     text [message, args_hash, run, call_id, tool, warning_key, paired_tool],
     repr [detector, level, message] {
-        /// True for "block": the tool must not run.
+        /// True for "block", and for "abort" (a block that also ends the run, as a server
+        /// that words run-ending blocks so records them): the tool must not run.
         #[getter]
         fn blocked(&self) -> bool {
-            self.0.action == "block"
+            self.0.action == "block" || self.0.action == "abort"
         }
         #[getter]
         fn emitted(&self) -> Option<bool> {
@@ -243,14 +244,17 @@ fn known(v: &Bound<'_, PyAny>, names: &[&'static str], field: &str) -> PyResult<
 const ACTIONS: &[&str] = &[
     "allow", "warn", "block", "recorded", "ignored", "abort", "armed",
 ];
-const DETECTORS: &[&str] = &[
-    "generic_repeat",
-    "known_poll_no_progress",
-    "ping_pong",
-    "unknown_tool_repeat",
-    "global_circuit_breaker",
-    "compaction_loop_persisted",
-];
+/// Every detector name (OpenClaw's and the strict profile's), from the engine's own list.
+fn detectors() -> &'static [&'static str] {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        loopguard_core::Detector::ALL
+            .into_iter()
+            .chain(loopguard_core::Detector::EXTRA)
+            .map(|d| d.as_str())
+            .collect()
+    })
+}
 const LEVELS: &[&str] = &["warning", "critical"];
 
 /// Builds a `CallDecision` or `OutcomeDecision` from a decision record dict (what
@@ -278,7 +282,7 @@ pub(crate) fn _decision_from_record<'py>(
         args_hash: text("argsHash")?,
         result_hash: text("resultHash")?.map(|h| String::from_utf8_lossy(&h).into_owned()),
         detector: get("detector")?
-            .map(|v| known(&v, DETECTORS, "detector"))
+            .map(|v| known(&v, detectors(), "detector"))
             .transpose()?,
         level: get("level")?
             .map(|v| known(&v, LEVELS, "level"))

@@ -223,3 +223,31 @@ def test_sessions_counters_forget_and_a_sqlite_store(tmp_path: Path) -> None:
         loopguard.Guard(store="floppy:/x")
     with pytest.raises(ValueError, match="idle_ttl"):
         loopguard.Guard(idle_ttl=0)
+
+
+def test_a_call_record_that_says_abort_is_a_block_that_ends_the_run() -> None:
+    # A server that words a run-ending block "abort" in its decision records (one vocabulary
+    # for "the run is over"): the remote client's CallDecision must still stop the call.
+    from loopguard._loopguard import _decision_from_record
+    from loopguard._failopen import ends_run, is_block
+
+    d = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "abort",
+                               "detector": "second_critical_abort", "level": "critical", "count": 2,
+                               "message": "CRITICAL: … this run is ended."})
+    assert (d.decision, d.blocked) == ("abort", True)
+    assert is_block(d) and ends_run(d, stop_on_block=False)
+    plain = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "block",
+                                   "detector": "generic_repeat", "level": "critical", "count": 20, "message": "x"})
+    assert plain.blocked and not ends_run(plain, stop_on_block=False) and ends_run(plain, stop_on_block=True)
+
+
+def test_remote_records_with_strict_detectors_are_read() -> None:
+    # A strict-profile server's records name its detectors; the remote client reads them all.
+    from loopguard._loopguard import _decision_from_record
+
+    for name in loopguard.DETECTORS:
+        kind = "outcome" if name == "compaction_loop_persisted" else "call"
+        decision = "abort" if kind == "outcome" else "block"
+        d = _decision_from_record({"type": kind, "session": "s", "tool": "t", "decision": decision,
+                                   "detector": name, "level": "critical", "count": 1, "message": "m"})
+        assert d.detector == name

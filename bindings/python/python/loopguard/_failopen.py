@@ -23,7 +23,9 @@ def guarded(what: str, tool: str, call: Callable[[], T]) -> Optional[T]:
 
 
 def is_block(decision: Any) -> bool:
-    return decision is not None and decision.decision == "block"
+    """True when the call must not run: "block", or "abort" (a block that ends the run, as
+    run-ending blocks are worded in decision records)."""
+    return decision is not None and decision.decision in ("block", "abort")
 
 
 #: The strict profile's detector that ends a run (after a block, another critical loop).
@@ -33,7 +35,7 @@ ENDS_RUN = "second_critical_abort"
 def ends_run(decision: Any, stop_on_block: bool) -> bool:
     """True when a call decision ends the agent's run: a block by ``second_critical_abort``
     (the engine blocks every further call of the run), or any block with ``stop_on_block``."""
-    return is_block(decision) and (stop_on_block or decision.detector == ENDS_RUN)
+    return is_block(decision) and (stop_on_block or decision.decision == "abort" or decision.detector == ENDS_RUN)
 
 
 def aborted(outcome: Any) -> bool:

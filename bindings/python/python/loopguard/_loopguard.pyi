@@ -54,9 +54,11 @@ class CallDecision:
     """The decision before a tool call."""
 
     @property
-    def decision(self) -> Literal["allow", "warn", "block"]: ...
+    def decision(self) -> Literal["allow", "warn", "block", "abort"]:
+        """"abort" is a block that also ends the run, as decision records may word it."""
     @property
-    def blocked(self) -> bool: ...
+    def blocked(self) -> bool:
+        """True for "block" and "abort": the tool must not run."""
     @property
     def detector(self) -> Optional[CallDetector]: ...
     @property

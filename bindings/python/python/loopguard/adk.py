@@ -35,7 +35,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded
+from ._failopen import aborted, ends_run, guarded, is_block
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
 
@@ -83,7 +83,7 @@ class LoopGuardCallbacks:
         )
         if decision is None:
             return None
-        if decision.decision == "block":
+        if is_block(decision):
             blocked: dict[str, Any] = {
                 "error": decision.message,
                 "loopguard": {"decision": "block", "detector": decision.detector, "count": decision.count},

@@ -36,7 +36,7 @@ from langgraph.types import Command
 from typing_extensions import Annotated, NotRequired
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded
+from ._failopen import aborted, ends_run, guarded, is_block
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
 
@@ -182,7 +182,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         handler: Callable[[Any], Union[ToolMessage, Any]],
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
-        if decision is not None and decision.decision == "block":
+        if is_block(decision) and decision is not None:
             if ends_run(decision, self.stop_on_block):
                 return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
             return self._blocked(decision, call)
@@ -199,7 +199,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         handler: Callable[[Any], Awaitable[Union[ToolMessage, Any]]],
     ) -> Union[ToolMessage, Any]:
         decision, session, run, args, call = self._before(request)
-        if decision is not None and decision.decision == "block":
+        if is_block(decision) and decision is not None:
             if ends_run(decision, self.stop_on_block):
                 return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
             return self._blocked(decision, call)

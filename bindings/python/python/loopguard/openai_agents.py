@@ -51,7 +51,7 @@ from agents.tool_guardrails import (
 from agents.tracing import get_current_trace
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded
+from ._failopen import aborted, ends_run, guarded, is_block
 
 __all__ = ["LoopGuard"]
 
@@ -160,7 +160,7 @@ class LoopGuard:
             return ToolGuardrailFunctionOutput.allow()
         if ends_run(decision, self.stop_on_block):
             return ToolGuardrailFunctionOutput.raise_exception(output_info=decision)
-        if decision.decision == "block":
+        if is_block(decision):
             return ToolGuardrailFunctionOutput.reject_content(decision.message or "", output_info=decision)
         with self._lock:
             self._pending[ctx.tool_call_id] = decision
