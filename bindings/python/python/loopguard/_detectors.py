@@ -1,6 +1,6 @@
 """The detector names a decision can carry, as ``Literal`` types.
 
-``Detector`` lists every detector: OpenClaw's six, then the strict profile's six (the
+``Detector`` lists every detector: OpenClaw's, then the strict profile's (the
 ``loopguard: { profile: "strict" }`` config block). The native module's ``DETECTORS`` is the
 engine's own list; tests/test_api.py checks that the two are the same.
 """
@@ -24,6 +24,9 @@ CallDetector = Literal[
     "argument_churn",
     "loop_across_compactions",
     "second_critical_abort",
+    "near_repeat_no_progress",
+    "no_progress_cycle",
+    "same_call_changing_error",
 ]
 
 #: What ``OutcomeDecision.detector`` can be: the post-compaction guard.
