@@ -81,9 +81,9 @@ impl ReplayOptions {
 
     /// Event streams: read and parse the lines on a second thread, ahead of the engine
     /// (`true`), or read, parse and apply each line in turn on the caller's thread (`false`,
-    /// the default). The decisions are the same either way; the second thread pays on an
-    /// idle multi-core machine and costs more CPU time in all (each event is copied out of
-    /// its line to cross threads).
+    /// the default). The decisions are the same either way; the second thread can only pay
+    /// when a core is idle, and costs more CPU time in all (each event is copied out of its
+    /// line to cross threads).
     pub fn parse_ahead(mut self, ahead: bool) -> Self {
         self.parse_ahead = ahead;
         self
