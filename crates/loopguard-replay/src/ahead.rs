@@ -204,3 +204,28 @@ fn read_ahead(input: impl BufRead, full: &mpsc::SyncSender<Batch>, empty: &mpsc:
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `read_line` gives what `read_until(b'\n')` gives, whatever the buffer size: lines
+    /// longer than the buffer, `\r\n`, an empty line, a last line without a newline.
+    #[test]
+    fn read_line_matches_read_until_across_buffer_boundaries() {
+        let text = b"{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
+        for capacity in [1, 2, 3, 7, 64] {
+            let mut ours = io::BufReader::with_capacity(capacity, &text[..]);
+            let mut std = io::BufReader::with_capacity(capacity, &text[..]);
+            loop {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let n = read_line(&mut ours, &mut a).unwrap();
+                assert_eq!(n, std.read_until(b'\n', &mut b).unwrap());
+                assert_eq!(a, b, "capacity {capacity}");
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}
