@@ -359,7 +359,10 @@ impl<'a> Parser<'a> {
             match s[end] {
                 b'\\' => end += 2,
                 b'"' => break,
-                _ => end = find_string_special(s, end + 1),
+                _ => {
+                    end =
+                        memchr::memchr2(b'"', b'\\', &s[end + 1..]).map_or(s.len(), |k| end + 1 + k)
+                }
             }
         }
         let mut out = Vec::with_capacity(end.min(s.len()) - start);

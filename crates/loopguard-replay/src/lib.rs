@@ -32,6 +32,7 @@
 //! assert!(String::from_utf8(out).unwrap().contains(r#""decision":"recorded""#));
 //! ```
 
+mod ahead;
 pub mod inputs;
 pub mod plan;
 pub mod quality;

@@ -32,6 +32,8 @@ pub struct ReplayOptions {
     format: Option<Format>,
     strict: bool,
     active_branch: bool,
+    /// Event streams are read and parsed on a second thread.
+    parse_ahead: bool,
 }
 
 impl ReplayOptions {
@@ -75,6 +77,21 @@ impl ReplayOptions {
     pub fn active_branch(mut self, active_branch: bool) -> Self {
         self.active_branch = active_branch;
         self
+    }
+
+    /// Event streams: read and parse the lines on a second thread, ahead of the engine
+    /// (`true`), or read, parse and apply each line in turn on the caller's thread (`false`,
+    /// the default). The decisions are the same either way; the second thread can only pay
+    /// when a core is idle, and costs more CPU time in all (each event is copied out of its
+    /// line to cross threads).
+    pub fn parse_ahead(mut self, ahead: bool) -> Self {
+        self.parse_ahead = ahead;
+        self
+    }
+
+    /// Whether event streams are parsed on a second thread.
+    pub fn is_parse_ahead(&self) -> bool {
+        self.parse_ahead
     }
 
     /// The config given, if any.

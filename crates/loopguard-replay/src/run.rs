@@ -5,10 +5,12 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 
+use crate::ahead::Stopped;
+
 use loopguard_adapters::reader::{self, Flow, Item, ReadError};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format};
 use loopguard_core::{Mode, Value};
-use loopguard_events::{parse_event, Decision, EventKind};
+use loopguard_events::{Decision, EventKind};
 
 use crate::inputs::{Input, Skipped};
 use crate::plan::{read_error_reason, Chosen, InputKind, Plan, Source};
@@ -377,14 +379,22 @@ impl Runner<'_> {
                 plan.options.mode_for(InputKind::EventStream),
             )
         });
+        let ahead = plan.options.is_parse_ahead();
         let result = match (&source.input, plan.take_kept(index)) {
-            (_, Some(pipe)) => self.events_from(pipe.into_reader(), &mut replayer, source, file),
-            (Input::Stdin, None) => {
-                self.events_from(io::stdin().lock(), &mut replayer, source, file)
+            (_, Some(pipe)) => {
+                self.events_from(pipe.into_reader(), ahead, &mut replayer, source, file)
             }
+            (Input::Stdin, None) => self.events_from(
+                BufReader::with_capacity(1 << 20, io::stdin()),
+                ahead,
+                &mut replayer,
+                source,
+                file,
+            ),
             (Input::File(p), None) => match File::open(p) {
                 Ok(f) => self.events_from(
                     BufReader::with_capacity(1 << 20, f),
+                    ahead,
                     &mut replayer,
                     source,
                     file,
@@ -396,42 +406,29 @@ impl Runner<'_> {
         result
     }
 
-    /// The events.md reader: borrowed parsing, one decision per non-blank line.
+    /// The events.md reader: one decision per non-blank line, the lines parsed on a second
+    /// thread unless the options say otherwise ([`crate::ahead`]).
     fn events_from(
         &mut self,
-        mut input: impl BufRead,
+        input: impl BufRead + Send,
+        ahead: bool,
         replayer: &mut Replayer,
         source: &Source,
         file: &mut FileReport,
     ) -> Result<(), Stop> {
-        let mut line = Vec::with_capacity(1 << 12);
-        let mut number = 0u64;
-        loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) => return Ok(()),
-                Ok(_) => {}
-                Err(e) => return Err(Stop::Failed(Failure::Unreadable(e.to_string()))),
-            }
-            number += 1;
-            let mut text = &line[..];
-            if number == 1 {
-                text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-            }
-            // Blank means nothing but (JavaScript) whitespace.
-            if loopguard_core::js_trim(text).is_empty() {
-                continue;
-            }
-            let event = parse_event(text, number).map_err(|e| {
-                Stop::Fatal(RunError::BadEvent {
-                    input: source.display.clone(),
-                    line: e.line,
-                    message: e.message,
-                })
-            })?;
-            let d = replayer.process(&event, number);
-            self.decided(source, file, &d, &event.args, event.timestamp_ms, None)?;
-        }
+        let result = crate::ahead::for_each_event(input, ahead, |number, event| {
+            let d = replayer.process(event, number);
+            self.decided(source, file, &d, &event.args, event.timestamp_ms, None)
+        });
+        result.map_err(|stopped| match stopped {
+            Stopped::Bad(e) => Stop::Fatal(RunError::BadEvent {
+                input: source.display.clone(),
+                line: e.line,
+                message: e.message,
+            }),
+            Stopped::Io(e) => Stop::Failed(Failure::Unreadable(e.to_string())),
+            Stopped::Caller(stop) => stop,
+        })
     }
 
     fn transcript(

@@ -73,6 +73,11 @@ pub struct ReplayArgs {
     /// order.
     #[arg(long)]
     active_branch: bool,
+    /// Event streams: read and parse the lines on a second thread, ahead of the engine
+    /// (the same decisions; it can only pay when a second core is idle, and costs more
+    /// CPU time in all, see docs/benchmarks.md).
+    #[arg(long)]
+    parse_ahead: bool,
     /// Also write a self-contained HTML report: a summary table, then per session a
     /// timeline with one lane per loop.
     #[arg(long, value_name = "FILE")]
@@ -377,7 +382,8 @@ fn write_stdout(text: &str) -> Result<()> {
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut options = ReplayOptions::new()
         .strict(args.strict)
-        .active_branch(args.active_branch);
+        .active_branch(args.active_branch)
+        .parse_ahead(args.parse_ahead);
     if let Some(path) = &args.config {
         options = options.config(load_config_for_run(path)?);
     }

@@ -18,9 +18,11 @@
 //! (process, time, counter), so a session deleted and written again never matches an old
 //! token. Inside one process, updates of the same session take turns (a lock striped by
 //! key), so races, and retries after a short jittered pause, only happen between
-//! replicas. A replica keeps the entry it wrote last (bounded by
-//! [`RedisOptions::cache_entries`]) and tries the compare-and-set from it directly: while
-//! no other replica touched the session, an update is one round trip and no decoding.
+//! replicas. A replica keeps the entry it wrote last and its token (bounded by
+//! [`RedisOptions::cache_entries`], the least recently written dropped first) and sends the
+//! compare-and-set from it directly, as one `EVALSHA`: while no other replica touched the
+//! session, an update is one round trip and no decoding; when one did, the script answers
+//! the current entry and the update is retried from it, so a stale entry is never written.
 //! Durability is Redis's own: an event acknowledged by a primary that fails before
 //! replicating it can be lost.
 //!
@@ -103,8 +105,9 @@ pub struct RedisStore {
     /// runtime of the caller, which then drives it).
     shared: tokio::sync::OnceCell<AsyncCon>,
     retries: AtomicU64,
-    /// Key → (version token, the entry written with it), taken out while an update runs.
-    cache: Mutex<HashMap<String, (Vec<u8>, SessionEntry)>>,
+    /// Key → (version token, the entry written with it), taken out while an update runs;
+    /// the least recently written go first when it is full.
+    cache: Mutex<Recent>,
     writes: AtomicU64,
     cas: redis::Script,
     /// Updates of one key inside this process take turns (striped by key hash), so
@@ -284,7 +287,7 @@ impl RedisStore {
             pool: Mutex::new(Vec::new()),
             shared: tokio::sync::OnceCell::new(),
             retries: AtomicU64::new(0),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Recent::default()),
             writes: AtomicU64::new(0),
             cas: redis::Script::new(CAS),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
@@ -585,7 +588,7 @@ impl RedisStore {
         self.cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(key)
+            .take(key)
             .map(|(token, entry)| Attempt {
                 token,
                 entry,
@@ -594,21 +597,17 @@ impl RedisStore {
     }
 
     fn keep(&self, key: &str, token: Vec<u8>, entry: SessionEntry) {
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() >= self.opts.cache_entries {
-            // Bounded: start over rather than track recency (a miss costs one read).
-            cache.clear();
-        }
-        if self.opts.cache_entries > 0 {
-            cache.insert(key.to_string(), (token, entry));
-        }
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .put(key, token, entry, self.opts.cache_entries);
     }
 
     fn forget_cached(&self, key: &str) {
         self.cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(key);
+            .take(key);
     }
 
     fn contended(&self, key: &str) -> StoreError {
@@ -671,6 +670,39 @@ impl RedisStore {
             clients.push(client(&url, &self.opts).map_err(|e| self.remote(&e))?);
         }
         Ok(clients)
+    }
+}
+
+/// The entries this process wrote last, with their version tokens: a bounded cache that
+/// drops the least recently written eighth when it is full (sessions written often stay,
+/// so sticky load balancing keeps its one round trip per update).
+#[derive(Default)]
+struct Recent {
+    entries: HashMap<String, (Vec<u8>, SessionEntry, u64)>,
+    clock: u64,
+}
+
+impl Recent {
+    /// Takes a session's entry out (an update in progress owns it).
+    fn take(&mut self, key: &str) -> Option<(Vec<u8>, SessionEntry)> {
+        self.entries.remove(key).map(|(t, e, _)| (t, e))
+    }
+
+    /// Keeps what was just written, within `capacity` entries.
+    fn put(&mut self, key: &str, token: Vec<u8>, entry: SessionEntry, capacity: usize) {
+        if capacity == 0 {
+            return;
+        }
+        if self.entries.len() >= capacity && !self.entries.contains_key(key) {
+            // Evicting an eighth at once keeps the cost per write constant on average.
+            let mut ages: Vec<u64> = self.entries.values().map(|(_, _, at)| *at).collect();
+            let drop = (ages.len() / 8).max(1).min(ages.len());
+            let (_, &mut cut, _) = ages.select_nth_unstable(drop - 1);
+            self.entries.retain(|_, (_, _, at)| *at > cut);
+        }
+        self.clock += 1;
+        self.entries
+            .insert(key.to_string(), (token, entry, self.clock));
     }
 }
 
@@ -888,6 +920,28 @@ impl AsyncStore for RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache stays within its bound and drops the sessions written longest ago: a
+    /// session written again and again survives any number of one-off sessions.
+    #[test]
+    fn the_entry_cache_drops_the_least_recently_written() {
+        let mut recent = Recent::default();
+        let entry = SessionEntry::default;
+        for n in 0..1_000 {
+            recent.put("hot", vec![1], entry(), 64);
+            recent.put(&format!("cold-{n}"), vec![2], entry(), 64);
+            assert!(recent.entries.len() <= 64);
+        }
+        assert_eq!(recent.take("hot").map(|(t, _)| t), Some(vec![1]));
+        assert!(
+            recent.take("hot").is_none(),
+            "taken out while an update runs"
+        );
+        assert!(recent.take("cold-999").is_some());
+        assert!(recent.take("cold-0").is_none());
+        recent.put("x", vec![3], entry(), 0);
+        assert!(recent.take("x").is_none(), "a capacity of 0 keeps nothing");
+    }
 
     #[test]
     fn passwords_are_not_shown() {

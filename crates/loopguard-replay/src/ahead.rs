@@ -1,0 +1,231 @@
+//! Parsing an event stream on a second thread, ahead of the engine.
+//!
+//! A reader thread splits the input into lines and parses each into an owned [`Event`],
+//! a batch at a time; the caller's thread takes the batches in order and only applies
+//! them. Batches go back to the reader once applied, so the events are freed (and their
+//! vectors reused) on the thread that made them. At most [`DEPTH`] batches wait in between,
+//! each of at most [`BATCH_EVENTS`] events or about [`BATCH_BYTES`] of input, so memory
+//! stays bounded whatever the input's length.
+//!
+//! The decisions, their order, the first bad line and the error an unreadable input gives
+//! are the same as reading line by line on one thread ([`for_each_event`] has both).
+
+use std::io::{self, BufRead};
+use std::sync::mpsc;
+
+use loopguard_events::{parse_event, Event, EventError};
+
+/// Batches waiting between the reader and the engine.
+pub(crate) const DEPTH: usize = 4;
+/// Events per batch, at most.
+pub(crate) const BATCH_EVENTS: usize = 512;
+/// Input bytes per batch, about (a batch closes once it holds this much).
+pub(crate) const BATCH_BYTES: usize = 256 << 10;
+/// The reader's stack: as deep a value as the engine's thread accepts must parse, copy
+/// and drop there too.
+const READER_STACK: usize = 16 << 20;
+
+/// Events the reader parsed, with their line numbers; the last batch says why the reader
+/// stopped early, if it did.
+struct Batch {
+    events: Vec<(u64, Event<'static>)>,
+    end: Option<Stopped<()>>,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            events: Vec::with_capacity(BATCH_EVENTS),
+            end: None,
+        }
+    }
+}
+
+/// Why [`for_each_event`] stopped before the end of its input.
+#[derive(Debug)]
+pub(crate) enum Stopped<E> {
+    /// A line is not a valid event.
+    Bad(EventError),
+    /// The input could not be read.
+    Io(io::Error),
+    /// The caller's function failed.
+    Caller(E),
+}
+
+/// Calls `each` with every event of an events.md stream, with its 1-based line number, in
+/// order; blank lines are passed over and a byte-order mark before the first line is
+/// ignored. With `ahead`, the lines are read and parsed on a second thread while `each`
+/// runs; without, on this thread. Stops at the first line that is not a valid event, the
+/// first read error or the first error of `each`.
+pub(crate) fn for_each_event<R, E>(
+    input: R,
+    ahead: bool,
+    mut each: impl FnMut(u64, &Event<'_>) -> Result<(), E>,
+) -> Result<(), Stopped<E>>
+where
+    R: BufRead + Send,
+{
+    if !ahead {
+        return read_lines(input, |number, text| {
+            let event = parse_event(text, number).map_err(Stopped::Bad)?;
+            each(number, &event).map_err(Stopped::Caller)
+        });
+    }
+    std::thread::scope(|scope| {
+        let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(DEPTH);
+        let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+        let reader = std::thread::Builder::new()
+            .name("loopguard-parse".into())
+            .stack_size(READER_STACK)
+            .spawn_scoped(scope, move || read_ahead(input, &full_tx, &empty_rx));
+        let reader = reader.map_err(|e| {
+            Stopped::Io(io::Error::other(format!(
+                "cannot start the reader thread: {e}"
+            )))
+        })?;
+        let mut result = Ok(());
+        'batches: for mut batch in full_rx.iter() {
+            for (number, event) in &batch.events {
+                if let Err(e) = each(*number, event) {
+                    result = Err(Stopped::Caller(e));
+                    break 'batches;
+                }
+            }
+            match batch.end.take() {
+                None | Some(Stopped::Caller(())) => {}
+                Some(Stopped::Bad(e)) => {
+                    result = Err(Stopped::Bad(e));
+                    break;
+                }
+                Some(Stopped::Io(e)) => {
+                    result = Err(Stopped::Io(e));
+                    break;
+                }
+            }
+            // Freed and refilled by the reader; a reader that finished no longer wants it.
+            let _ = empty_tx.send(batch);
+        }
+        // Dropping the receiver stops a reader that is still reading.
+        drop(full_rx);
+        drop(empty_tx);
+        if let Err(panic) = reader.join() {
+            std::panic::resume_unwind(panic);
+        }
+        result
+    })
+}
+
+/// Reads `input` line by line, handing `each` every non-blank line (without its BOM).
+fn read_lines<E>(
+    mut input: impl BufRead,
+    mut each: impl FnMut(u64, &[u8]) -> Result<(), Stopped<E>>,
+) -> Result<(), Stopped<E>> {
+    let mut line = Vec::with_capacity(1 << 12);
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        match read_line(&mut input, &mut line) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) => return Err(Stopped::Io(e)),
+        }
+        number += 1;
+        let mut text = &line[..];
+        if number == 1 {
+            text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+        }
+        // Blank means nothing but (JavaScript) whitespace; a line that starts an object
+        // is not.
+        if text.first() != Some(&b'{') && loopguard_core::js_trim(text).is_empty() {
+            continue;
+        }
+        each(number, text)?;
+    }
+}
+
+/// `BufRead::read_until(b'\n')`, finding the newline with `memchr` (many bytes at a time).
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+    let mut read = 0;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let (done, used) = match memchr::memchr(b'\n', buf) {
+            Some(k) => (true, k + 1),
+            None => (buf.is_empty(), buf.len()),
+        };
+        line.extend_from_slice(&buf[..used]);
+        input.consume(used);
+        read += used;
+        if done {
+            return Ok(read);
+        }
+    }
+}
+
+/// The reader thread: fills batches and sends them until the input ends, a line fails or
+/// the engine stops listening.
+fn read_ahead(input: impl BufRead, full: &mpsc::SyncSender<Batch>, empty: &mpsc::Receiver<Batch>) {
+    let mut batch = Batch::new();
+    let mut bytes = 0usize;
+    let result = read_lines(input, |number, text| {
+        match parse_event(text, number) {
+            Ok(event) => batch.events.push((number, event.into_owned())),
+            Err(e) => return Err(Stopped::<()>::Bad(e)),
+        }
+        bytes += text.len();
+        if batch.events.len() >= BATCH_EVENTS || bytes >= BATCH_BYTES {
+            let next = match empty.try_recv() {
+                Ok(mut used) => {
+                    used.events.clear();
+                    used
+                }
+                Err(_) => Batch::new(),
+            };
+            if full.send(std::mem::replace(&mut batch, next)).is_err() {
+                return Err(Stopped::Caller(()));
+            }
+            bytes = 0;
+        }
+        Ok(())
+    });
+    match result {
+        Err(Stopped::Caller(())) => {}
+        Ok(()) => {
+            if !batch.events.is_empty() {
+                let _ = full.send(batch);
+            }
+        }
+        Err(end) => {
+            batch.end = Some(end);
+            let _ = full.send(batch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `read_line` gives what `read_until(b'\n')` gives, whatever the buffer size: lines
+    /// longer than the buffer, `\r\n`, an empty line, a last line without a newline.
+    #[test]
+    fn read_line_matches_read_until_across_buffer_boundaries() {
+        let text = b"{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
+        for capacity in [1, 2, 3, 7, 64] {
+            let mut ours = io::BufReader::with_capacity(capacity, &text[..]);
+            let mut std = io::BufReader::with_capacity(capacity, &text[..]);
+            loop {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let n = read_line(&mut ours, &mut a).unwrap();
+                assert_eq!(n, std.read_until(b'\n', &mut b).unwrap());
+                assert_eq!(a, b, "capacity {capacity}");
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Parsing on a second thread ([`ReplayOptions::parse_ahead`]) changes nothing but the
+//! thread: the same decision bytes, the same summary, the same first bad line and the same
+//! report as reading, parsing and applying each line in turn.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use loopguard_core::OpenClawConfig;
+use loopguard_replay::summary::{EventMeta, Observed};
+use loopguard_replay::synthetic::{write_stream, StreamSpec};
+use loopguard_replay::{Decision, Observer, Plan, ReplayOptions, RunError, Source};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+/// Every decision line, as `loopguard replay --json` writes it.
+#[derive(Default)]
+struct Lines(Vec<u8>);
+
+impl Observer for Lines {
+    fn decision(
+        &mut self,
+        _source: &Source,
+        d: &Decision<'_>,
+        _meta: &EventMeta<'_>,
+        _at: Observed,
+    ) -> io::Result<()> {
+        d.write_json(&mut self.0);
+        Ok(())
+    }
+}
+
+/// What one replay gave: the decision bytes, then the report or the error, as text.
+fn replay(paths: &[PathBuf], config: Option<&Path>, ahead: bool) -> (Vec<u8>, String) {
+    let mut options = ReplayOptions::new().parse_ahead(ahead);
+    if let Some(path) = config {
+        let text = std::fs::read_to_string(path).unwrap();
+        options = options.config(OpenClawConfig::load_for_run(&text).unwrap().config);
+    }
+    let plan = Plan::new(paths, options).unwrap();
+    let mut lines = Lines::default();
+    let end = match plan.run(&mut lines) {
+        Ok(report) => format!(
+            "{:?} {:?} {} loops",
+            report.files,
+            report.summary.events,
+            report
+                .summary
+                .sessions_by_cost()
+                .iter()
+                .map(|s| s.loops.len())
+                .sum::<usize>()
+        ),
+        Err(e) => format!("error: {e}"),
+    };
+    (lines.0, end)
+}
+
+fn same_both_ways(paths: &[PathBuf], config: Option<&Path>) -> Vec<u8> {
+    let one = replay(paths, config, false);
+    let two = replay(paths, config, true);
+    assert_eq!(one.1, two.1, "{paths:?}: reports differ");
+    assert!(
+        one.0 == two.0,
+        "{paths:?}: decision streams differ (one thread: {} bytes, parsed ahead: {} bytes)",
+        one.0.len(),
+        two.0.len()
+    );
+    one.0
+}
+
+/// Every parity case: both paths write exactly the bytes OpenClaw's decisions serialise to.
+#[test]
+fn parity_fixtures_are_byte_identical_both_ways() {
+    let dir = fixtures().join("parity");
+    let mut cases: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".events.jsonl").map(str::to_string)
+        })
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 15, "parity fixtures missing: {cases:?}");
+    for case in cases {
+        let config = dir.join(format!("{case}.config.json"));
+        let events = dir.join(format!("{case}.events.jsonl"));
+        let got = same_both_ways(&[events], Some(&config));
+        let want = std::fs::read(dir.join(format!("{case}.expected.jsonl"))).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "{case}"
+        );
+    }
+}
+
+/// A generated stream long enough for hundreds of batches, with loops (warnings, blocks)
+/// in several interleaved sessions, and one with results larger than a batch's byte budget.
+#[test]
+fn large_generated_streams_are_byte_identical_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = fixtures().join("../../examples/openclaw.json5");
+    for (name, spec) in [
+        (
+            "small.jsonl",
+            StreamSpec {
+                events: 60_000,
+                result_bytes: 100,
+                sessions: 8,
+                seed: 7,
+            },
+        ),
+        (
+            "big.jsonl",
+            StreamSpec {
+                events: 400,
+                result_bytes: 300_000,
+                sessions: 1,
+                seed: 9,
+            },
+        ),
+    ] {
+        let path = dir.path().join(name);
+        write_stream(std::fs::File::create(&path).unwrap(), spec).unwrap();
+        let out = same_both_ways(std::slice::from_ref(&path), Some(&config));
+        assert_eq!(
+            out.iter().filter(|&&b| b == b'\n').count() as u64,
+            spec.events,
+            "{name}"
+        );
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(r#""decision":"block""#),
+            "{name}: no loop found"
+        );
+    }
+}
+
+/// Several files share their sessions in order; a byte-order mark, blank lines and a bad
+/// line stop both paths at the same line with the same decisions before it.
+#[test]
+fn several_files_blank_lines_and_a_bad_line_behave_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = |n: u32| {
+        format!(
+            r#"{{"type":"call","session":"s","tool":"read","args":{{"p":{}}},"ts":{n}}}"#,
+            n % 3
+        )
+    };
+    let mut first = String::from("\u{feff}");
+    for n in 0..2_000 {
+        first.push_str(&call(n));
+        first.push_str(if n % 7 == 0 { "\n \r\n\n" } else { "\n" });
+    }
+    let a = dir.path().join("a.jsonl");
+    std::fs::write(&a, &first).unwrap();
+    let mut second = String::new();
+    for n in 0..1_500 {
+        second.push_str(&call(n));
+        second.push('\n');
+    }
+    second.push_str("{\"type\":\"call\",\"tool\":\n");
+    second.push_str(&call(1));
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&b, &second).unwrap();
+
+    let ok = same_both_ways(std::slice::from_ref(&a), None);
+    assert_eq!(ok.iter().filter(|&&b| b == b'\n').count(), 2_000);
+    let both = same_both_ways(&[a.clone(), b.clone()], None);
+    assert_eq!(both.iter().filter(|&&b| b == b'\n').count(), 3_500);
+    let (_, end) = replay(&[a, b], None, true);
+    assert!(
+        end.starts_with("error: ") && end.contains("b.jsonl:1501:"),
+        "{end}"
+    );
+}
+
+/// An observer error stops both paths after the same decision, and the reader thread
+/// does not outlive the replay.
+#[test]
+fn an_observer_error_stops_the_replay_on_both_paths() {
+    struct FailAt(u64, u64);
+    impl Observer for FailAt {
+        fn decision(
+            &mut self,
+            _source: &Source,
+            _d: &Decision<'_>,
+            _meta: &EventMeta<'_>,
+            _at: Observed,
+        ) -> io::Result<()> {
+            self.0 += 1;
+            if self.0 == self.1 {
+                return Err(io::Error::other("disk full"));
+            }
+            Ok(())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.jsonl");
+    write_stream(
+        std::fs::File::create(&path).unwrap(),
+        StreamSpec {
+            events: 20_000,
+            result_bytes: 50,
+            sessions: 2,
+            seed: 3,
+        },
+    )
+    .unwrap();
+    for ahead in [false, true] {
+        let plan = Plan::new(
+            std::slice::from_ref(&path),
+            ReplayOptions::new().parse_ahead(ahead),
+        )
+        .unwrap();
+        let mut fail = FailAt(0, 5_000);
+        let err = plan.run(&mut fail).unwrap_err();
+        assert!(matches!(err, RunError::Output(_)), "{err}");
+        assert_eq!(fail.0, 5_000, "ahead: {ahead}");
+    }
+}
