@@ -78,6 +78,7 @@ impl Builder {
             event: self.event(EventKind::Call, run, call_id, Some(tool), args, None, ts_ms),
             line,
             tokens,
+            profile: None,
         }
     }
 
@@ -105,6 +106,7 @@ impl Builder {
             ),
             line,
             tokens: None,
+            profile: None,
         }
     }
 
@@ -123,6 +125,7 @@ impl Builder {
             ),
             line,
             tokens: None,
+            profile: None,
         }
     }
 }

@@ -56,6 +56,7 @@ impl LineAdapter for EventsAdapter {
             event,
             line: no,
             tokens: None,
+            profile: None,
         });
         Ok(())
     }

@@ -80,6 +80,11 @@ pub struct SourcedEvent {
     /// Tokens the model spent on the message that made this call, when recorded (split
     /// evenly between the calls of one message). Calls only.
     pub tokens: Option<u64>,
+    /// The tool profile of the agent that made the call, by name (`claude-code`), when the
+    /// source says which agent it was and the format alone does not (trace spans from a
+    /// known agent's telemetry: see [`spans::agent_profile`]). Replay and `serve` hash the
+    /// call with that profile instead of the format's.
+    pub profile: Option<&'static str>,
 }
 
 /// What the events belong to: the session's name and agent.

@@ -22,6 +22,12 @@
 //! Sessions: one per `gen_ai.conversation.id` (or OpenInference `session.id`) found on the
 //! tool span or one of its ancestors in the trace, otherwise one per trace. Calls of a
 //! session are replayed in start-time order; the run is the trace id.
+//!
+//! Agents with a tool profile: when the trace comes from an agent whose tools loopguard
+//! has a profile for ([`agent_profile`]), its calls carry that profile's name
+//! ([`SpanCall::profile`], [`SourcedEvent::profile`]) and their results are kept as the
+//! agent recorded them (JSON text parsed), so replay and `serve` hash them exactly as the
+//! agent's live hook would.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -260,6 +266,46 @@ fn convention_of(span: &Span) -> Option<Convention> {
     None
 }
 
+/// The agents whose telemetry names them, and the tool profile each one's tools get:
+/// `(value, profile)`, compared with `service.name`, `gen_ai.agent.name` and
+/// `gen_ai.system` case-insensitively. Claude Code's telemetry sets
+/// `service.name = claude-code`.
+pub const AGENT_PROFILES: &[(&str, &str)] = &[
+    ("claude-code", "claude-code"),
+    ("claude_code", "claude-code"),
+    ("claude code", "claude-code"),
+];
+
+/// The tool profile (by name) of the agent a tool span came from: from the resource's
+/// `service.name`, else `gen_ai.agent.name` or `gen_ai.system` on the span or an ancestor
+/// (`lineage`), matched against [`AGENT_PROFILES`]. `None` when the source is not a known
+/// agent: its tools are then judged as given.
+///
+/// ```
+/// use loopguard_adapters::spans::{agent_profile, Span};
+/// let span = Span { service: Some("claude-code".into()), ..Span::default() };
+/// assert_eq!(agent_profile(&span, |_| None), Some("claude-code"));
+/// let other = Span { service: Some("my-agent".into()), ..Span::default() };
+/// assert_eq!(agent_profile(&other, |_| None), None);
+/// ```
+pub fn agent_profile(
+    span: &Span,
+    lineage: impl Fn(&[&str]) -> Option<String>,
+) -> Option<&'static str> {
+    let known = |v: &str| {
+        let v = v.trim();
+        AGENT_PROFILES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(v))
+            .map(|(_, p)| *p)
+    };
+    span.service
+        .as_deref()
+        .and_then(known)
+        .or_else(|| lineage(&["gen_ai.agent.name"]).as_deref().and_then(known))
+        .or_else(|| lineage(&["gen_ai.system"]).as_deref().and_then(known))
+}
+
 /// A tool call read from a span, ready to replay or to send to a guard.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SpanCall {
@@ -274,6 +320,8 @@ pub struct SpanCall {
     pub service: Option<String>,
     /// The convention the span follows.
     pub convention: Convention,
+    /// The tool profile of the agent it came from, when known ([`agent_profile`]).
+    pub profile: Option<&'static str>,
     /// The `call` and, when the span recorded a result or an error, the `outcome`.
     pub events: Vec<SourcedEvent>,
 }
@@ -373,6 +421,7 @@ impl SpanSet {
                 agent: agent.map(str::to_string).or_else(|| trace_agent.clone()),
             };
             let b = Builder::new(&ctx);
+            let profile = agent_profile(span, |keys| lineage(span, keys));
             let run = (!span.trace_id.is_empty()).then_some(span.trace_id.as_str());
             let args = match t.args {
                 Some((key, v)) => span_arguments(t, key, v, &mut diagnostics),
@@ -394,6 +443,7 @@ impl SpanSet {
             )];
             let payload = match (&t.error, t.result) {
                 (Some(e), _) => Some(Payload::Error(Value::from(e.clone()))),
+                (None, Some((_, v))) if profile.is_some() => Some(Payload::Result(raw_result(v))),
                 (None, Some((_, v))) => Some(Payload::Result(result_value(v))),
                 (None, None) => {
                     no_result.add(t, t.convention.result_keys());
@@ -411,6 +461,9 @@ impl SpanSet {
                     end_ms,
                 ));
             }
+            for e in &mut events {
+                e.profile = profile;
+            }
             if !sessions.contains_key(&session) {
                 first_seen.push((span.start_ns, span.line, session.clone()));
             }
@@ -420,6 +473,7 @@ impl SpanSet {
                 agent: trace_agent,
                 service: span.service.clone(),
                 convention: t.convention,
+                profile,
                 events,
             });
         }
@@ -522,6 +576,21 @@ fn span_arguments(
         }
     }
     value
+}
+
+/// A result as the agent recorded it, for its tool profile to map: JSON text parsed (an
+/// object or array), anything else as it is.
+fn raw_result(v: &Value<'static>) -> Value<'static> {
+    if let Value::String(s) = v {
+        let text = s.to_string_lossy();
+        let t = text.trim_start();
+        if t.starts_with('{') || t.starts_with('[') {
+            if let Ok(parsed) = Value::parse(text.as_bytes()) {
+                return parsed.into_owned();
+            }
+        }
+    }
+    v.clone()
 }
 
 /// A result in OpenClaw's content shape: text as it is, structured values as their JSON.

@@ -27,8 +27,12 @@ use loopguard_adapters::spans::{tool_span, Convention, Span};
 use loopguard_adapters::{Context, DiagnosticKind, DocumentAdapter, Format};
 use loopguard_core::{Detector, Value};
 use loopguard_events::{EventKind, Payload};
+use loopguard_guard::Profile;
 use loopguard_replay::Action;
-use support::{adapt_fixture, detect_fixture, fixture, json, repeat_decision, replay_observe, s};
+use support::{
+    adapt_fixture, detect_fixture, fixture, json, repeat_decision, replay_observe,
+    replay_observe_by_source, s,
+};
 
 fn ctx(session: &str) -> Context {
     Context {
@@ -310,4 +314,107 @@ fn conventions_and_id_decoding() {
         Some("4bf92f3577b34da6a3ce929d0e0e4736")
     );
     assert_eq!(decode_id_text("4bf92f35", 16), None);
+}
+
+/// Twenty-five `Bash` calls as Claude Code's telemetry would send them: the same command,
+/// a `description` the model rewords each time, and a result whose timing changes.
+/// `resource` is the resource's attributes (JSON), `agent` an extra span attribute.
+fn claude_code_bash_trace(resource: &str, agent: Option<(&str, &str)>) -> String {
+    let mut lines = String::new();
+    for i in 0..25u64 {
+        let args = format!(
+            r#"{{\"command\":\"npm test\",\"description\":\"Run the tests (attempt {})\"}}"#,
+            i + 1
+        );
+        let result = format!(
+            r#"{{\"stdout\":\"1 failing\",\"stderr\":\"\",\"interrupted\":false,\"isImage\":false,\"durationMs\":{},\"timestamp\":\"2026-01-01T00:00:{:02}Z\"}}"#,
+            100 + i * 37,
+            i
+        );
+        let extra = agent
+            .map(|(k, v)| format!(r#",{{"key":"{k}","value":{{"stringValue":"{v}"}}}}"#))
+            .unwrap_or_default();
+        lines.push_str(&format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{resource}]}},"scopeSpans":[{{"spans":[{{"traceId":"5b8efff798038103d269b633813fc60c","spanId":"{:016x}","name":"execute_tool Bash","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"Bash"}}}},{{"key":"gen_ai.tool.call.arguments","value":{{"stringValue":"{args}"}}}},{{"key":"gen_ai.tool.call.result","value":{{"stringValue":"{result}"}}}}{extra}]}}]}}]}}]}}"#,
+            i + 1,
+            1_700_000_000_000_000_000u64 + i * 1_000_000_000,
+            1_700_000_000_000_000_000u64 + i * 1_000_000_000 + 500,
+        ));
+        lines.push('\n');
+    }
+    lines
+}
+
+fn call_actions(
+    decided: &[(u64, EventKind, Action, Option<Detector>)],
+) -> Vec<(Action, Option<Detector>)> {
+    decided
+        .iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .map(|d| (d.2, d.3))
+        .collect()
+}
+
+#[test]
+fn claude_code_traces_replay_with_the_claude_code_profile() {
+    let service = r#"{"key":"service.name","value":{"stringValue":"claude-code"}}"#;
+    let a = OtlpJson
+        .adapt(claude_code_bash_trace(service, None).as_bytes(), &ctx("cc"))
+        .expect("read");
+    assert!(a.events.iter().all(|e| e.profile == Some("claude-code")));
+    // The result reaches the profile as Claude Code recorded it (its `tool_response`
+    // object), not wrapped as text, so stdout, stderr and the exit status count.
+    let first_result = a
+        .events
+        .iter()
+        .find_map(|e| match &e.event.payload {
+            Some(Payload::Result(v)) => Some(v),
+            _ => None,
+        })
+        .expect("a result");
+    assert_eq!(
+        first_result.get("stdout").and_then(Value::as_str),
+        Some("1 failing")
+    );
+    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    assert_eq!(actions.len(), 25);
+    // The description and the timing do not count: the 25 calls are one repeated exec,
+    // warned from the 11th and blocked from the 21st, as Claude Code's hook would.
+    for (i, got) in actions.iter().enumerate() {
+        assert_eq!(
+            got.0,
+            repeat_decision(i + 1).0,
+            "call {}: {actions:?}",
+            i + 1
+        );
+    }
+    assert_eq!(actions[20].0, Action::Block);
+    assert!(actions[..20].iter().all(|a| a.0 != Action::Block));
+
+    // Named by the agent instead of the service: the same.
+    let other = r#"{"key":"service.name","value":{"stringValue":"ci-runner"}}"#;
+    let a = OtlpJson
+        .adapt(
+            claude_code_bash_trace(other, Some(("gen_ai.agent.name", "Claude Code"))).as_bytes(),
+            &ctx("cc"),
+        )
+        .expect("read");
+    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    assert_eq!(actions[20].0, Action::Block, "{actions:?}");
+}
+
+#[test]
+fn the_same_spans_without_the_source_are_judged_as_given() {
+    let other = r#"{"key":"service.name","value":{"stringValue":"ci-runner"}}"#;
+    let a = OtlpJson
+        .adapt(
+            claude_code_bash_trace(other, None).as_bytes(),
+            &ctx("plain"),
+        )
+        .expect("read");
+    assert!(a.events.iter().all(|e| e.profile.is_none()));
+    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    assert_eq!(actions.len(), 25);
+    // Every description differs, so no two calls are the same call: nothing is flagged.
+    assert!(actions.iter().all(|a| a.0 == Action::Allow), "{actions:?}");
 }

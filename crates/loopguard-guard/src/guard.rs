@@ -419,6 +419,56 @@ impl Guard {
         job.done(decision)
     }
 
+    /// [`Guard::apply`] with another tool profile for this event: for front ends whose
+    /// events come from several runtimes, each named by its source (trace spans from
+    /// Claude Code's telemetry get [`Profile::ClaudeCode`]). `None` uses the guard's.
+    pub fn apply_with_profile<'e>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+        profile: Option<Profile>,
+    ) -> Result<Decision<'e>, GuardError> {
+        let applier = self.applier_for(profile);
+        let job = self.job(tenant, event);
+        let mut decision = None;
+        self.store.update(
+            &job.key,
+            &mut self.applying_as(applier, &job, event, &mut decision),
+        )?;
+        job.done(decision)
+    }
+
+    /// [`Guard::apply_async`] with another tool profile for this event (see
+    /// [`Guard::apply_with_profile`]).
+    pub async fn apply_async_with_profile<'e>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+        profile: Option<Profile>,
+    ) -> Result<Decision<'e>, GuardError> {
+        let Some(store) = self.store.as_async() else {
+            return self.apply_with_profile(tenant, event, profile);
+        };
+        let applier = self.applier_for(profile);
+        let job = self.job(tenant, event);
+        let mut decision = None;
+        store
+            .update(
+                &job.key,
+                &mut self.applying_as(applier, &job, event, &mut decision),
+            )
+            .await?;
+        job.done(decision)
+    }
+
+    fn applier_for(&self, profile: Option<Profile>) -> Applier {
+        let mut applier = self.applier;
+        if let Some(p) = profile {
+            applier.profile = p;
+        }
+        applier
+    }
+
     /// The session key, policy and time of one event.
     fn job(&self, tenant: Option<&str>, event: &Event<'_>) -> Job {
         let session = event
@@ -442,6 +492,20 @@ impl Guard {
     where
         'e: 'a,
     {
+        self.applying_as(self.applier, job, event, out)
+    }
+
+    /// [`Guard::applying`] with `applier` instead of the guard's.
+    fn applying_as<'a, 'e>(
+        &'a self,
+        applier: Applier,
+        job: &'a Job,
+        event: &'e Event<'e>,
+        out: &'a mut Option<Decision<'e>>,
+    ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
+    where
+        'e: 'a,
+    {
         move |entry| {
             self.prepare(entry, &job.key);
             if let Some(note) = entry.meta.remove(crate::entry::RESTARTED) {
@@ -449,7 +513,7 @@ impl Guard {
                 // once (the hook, which updates entries itself, reports it its own way).
                 tracing::warn!(target: "loopguard::guard", "{note}");
             }
-            *out = Some(entry.apply(&job.policy, &self.applier, event, 0, job.now));
+            *out = Some(entry.apply(&job.policy, &applier, event, 0, job.now));
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use loopguard_adapters::reader::{self, Detected};
-use loopguard_adapters::Format;
+use loopguard_adapters::{Format, SourcedEvent};
 use loopguard_core::Mode;
 use loopguard_core::{LoopDetectionConfig, OpenClawConfig, Profile as DetectorProfile};
 use loopguard_guard::Profile;
@@ -225,6 +225,31 @@ pub fn profile_for(format: Format) -> Profile {
         Format::ClaudeCode => Profile::ClaudeCode,
         _ => Profile::Plain,
     }
+}
+
+/// The tool profile one event replays with: the profile its source named
+/// ([`SourcedEvent::profile`], set for trace spans from a known agent such as Claude Code),
+/// else `format_profile` (see [`profile_for`]).
+///
+/// ```
+/// use loopguard_replay::plan::profile_of;
+/// use loopguard_adapters::SourcedEvent;
+/// use loopguard_events::parse_event;
+/// use loopguard_guard::Profile;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let event = parse_event(br#"{"type":"call","tool":"Bash"}"#, 1)?.into_owned();
+/// let mut sourced = SourcedEvent { event, line: 1, tokens: None, profile: None };
+/// assert_eq!(profile_of(&sourced, Profile::Plain), Profile::Plain);
+/// sourced.profile = Some("claude-code");
+/// assert_eq!(profile_of(&sourced, Profile::Plain), Profile::ClaudeCode);
+/// # Ok(())
+/// # }
+/// ```
+pub fn profile_of(event: &SourcedEvent, format_profile: Profile) -> Profile {
+    event
+        .profile
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(format_profile)
 }
 
 /// How an input's format was chosen.

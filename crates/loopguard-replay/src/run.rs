@@ -438,8 +438,9 @@ impl Runner<'_> {
         source: &Source,
         file: &mut FileReport,
     ) -> Result<(), Stop> {
-        let mut replayer = Replayer::new(plan.config_for(source), source.mode)
-            .with_profile(crate::plan::profile_for(source.format));
+        let format_profile = crate::plan::profile_for(source.format);
+        let mut replayer =
+            Replayer::new(plan.config_for(source), source.mode).with_profile(format_profile);
         let ctx = Context {
             session: source.session.clone(),
             agent: source.agent.clone(),
@@ -450,6 +451,8 @@ impl Runner<'_> {
         let mut no_calls = None;
         let mut sink = |item: Item| match item {
             Item::Event(sourced) => {
+                // A call from a known agent's telemetry gets that agent's profile.
+                replayer.set_profile(crate::plan::profile_of(&sourced, format_profile));
                 let d = replayer.process(&sourced.event, sourced.line);
                 match self.decided(
                     source,

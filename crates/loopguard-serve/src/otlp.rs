@@ -329,7 +329,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         let mut seen = Vec::new();
         for call in calls {
             for e in &call.events {
-                match s.traces.apply(tenant, &e.event) {
+                match s
+                    .traces
+                    .apply_with_profile(tenant, &e.event, call_profile(call))
+                {
                     Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
                     Err(err) => {
                         tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
@@ -349,7 +352,11 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         let mut seen = Vec::new();
         for call in &calls {
             for e in &call.events {
-                match state.traces.apply_async(tenant.as_deref(), &e.event).await {
+                match state
+                    .traces
+                    .apply_async_with_profile(tenant.as_deref(), &e.event, call_profile(call))
+                    .await
+                {
                     Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
                     Err(err) => {
                         tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
@@ -370,6 +377,12 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
             state.metrics.trace_loop(detector, level, &service, &agent);
         }
     }
+}
+
+/// The tool profile of the agent a call came from (Claude Code's telemetry gets the
+/// `claude-code` profile, as its hook would), `None` for the receiver's own.
+fn call_profile(call: &SpanCall) -> Option<loopguard_guard::Profile> {
+    call.profile.and_then(|p| p.parse().ok())
 }
 
 fn call_labels(call: &SpanCall) -> (String, String) {

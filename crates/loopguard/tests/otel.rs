@@ -404,3 +404,63 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     assert!(out.status.success());
     out.stdout
 }
+
+/// A `Bash` span as Claude Code's telemetry would send it: the same command each time,
+/// a reworded `description`, a result whose timing changes.
+fn claude_code_span_json(trace: &str, i: u64) -> String {
+    format!(
+        r#"{{"traceId":"{trace}","spanId":"{:016x}","name":"execute_tool Bash","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"Bash"}}}},{{"key":"gen_ai.tool.call.arguments","value":{{"stringValue":"{{\"command\":\"npm test\",\"description\":\"Run the tests (try {})\"}}"}}}},{{"key":"gen_ai.tool.call.result","value":{{"stringValue":"{{\"stdout\":\"1 failing\",\"stderr\":\"\",\"interrupted\":false,\"durationMs\":{}}}"}}}}]}}"#,
+        i + 1,
+        1_700_000_000_000_000_000u64 + i * 1_000_000_000,
+        1_700_000_000_000_000_000u64 + i * 1_000_000_000 + 500,
+        i + 1,
+        100 + i * 37,
+    )
+}
+
+fn body_from(service: &str, spans: &[String]) -> Vec<u8> {
+    format!(
+        r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"{service}"}}}}]}},"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+        spans.join(",")
+    )
+    .into_bytes()
+}
+
+/// `/v1/traces` hashes Claude Code's spans with the claude-code profile (as its hook
+/// would), and the same spans from an unknown service as given.
+#[test]
+fn serve_judges_claude_code_traces_with_the_claude_code_profile() {
+    let server = Serve::start(&["--trace-wait", "200ms"]);
+    let agent = agent();
+    let cc = "5b8efff798038103d269b633813fc60c";
+    let plain = "6c9f0008a9149214e37ac744924fd71d";
+    for (service, trace) in [("claude-code", cc), ("ci-bot", plain)] {
+        let spans: Vec<String> = (0..25).map(|i| claude_code_span_json(trace, i)).collect();
+        let a = post_json(
+            &agent,
+            &server.url("/v1/traces"),
+            &body_from(service, &spans),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+    }
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{cc}")),
+        None,
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    )
+    .json();
+    // One repeated exec: warned from the 11th call, "blocked" (observe) from the 21st.
+    assert_eq!(s["warnings"], 10, "{s}");
+    assert_eq!(s["blocks"], 5, "{s}");
+    let s = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{plain}")),
+        None,
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    )
+    .json();
+    // Every description differs: 25 different calls, nothing flagged.
+    assert_eq!(s["warnings"], 0, "{s}");
+    assert_eq!(s["blocks"], 0, "{s}");
+}

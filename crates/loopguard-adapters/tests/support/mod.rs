@@ -124,6 +124,28 @@ pub fn replay_observe_as(
         .collect()
 }
 
+/// [`replay_observe`] as `loopguard replay` does it: each event through the profile its
+/// source named (`SourcedEvent::profile`), else `format_profile`.
+pub fn replay_observe_by_source(
+    events: &[SourcedEvent],
+    format_profile: Profile,
+) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
+    let mut r = replayer(Mode::Observe).with_profile(format_profile);
+    events
+        .iter()
+        .map(|e| {
+            r.set_profile(loopguard_replay::plan::profile_of(e, format_profile));
+            let d = r.process(&e.event, e.line);
+            (
+                e.line,
+                e.event.kind,
+                d.action,
+                d.finding.as_ref().map(|f| f.detector),
+            )
+        })
+        .collect()
+}
+
 /// What the default loop detection decides on the `n`th (1-based) of a run of identical
 /// calls: allowed up to the 10th, warned from the 11th, blocked from the 21st.
 pub fn repeat_decision(n: usize) -> (Action, Option<Detector>) {
