@@ -284,7 +284,8 @@ fn serve_buffers_a_trace_sent_out_of_order_in_batches_and_counts_late_spans() {
         &agent,
         &server.url(&format!("/v1/sessions/{trace}")),
         None,
-        |a| a.status == 200,
+        // The trace's calls are applied one by one: wait for the last, not the first.
+        |a| a.status == 200 && a.json()["calls"] == 12,
     )
     .json();
     // All twelve were applied together, in start order: the 11th and 12th warned.
@@ -365,7 +366,9 @@ fn serve_applies_traces_through_a_sqlite_store_with_gzip_json() {
         &agent,
         &server.url(&format!("/v1/sessions/{trace}")),
         None,
-        |a| a.status == 200,
+        // The trace's calls are applied one by one (each on the blocking pool with SQLite):
+        // wait for the last, not the first.
+        |a| a.status == 200 && a.json()["calls"] == 11,
     )
     .json();
     assert_eq!(
