@@ -12,6 +12,7 @@
 //! | `function_call` (`call_id`, `name`, `arguments` JSON string) | a call; `arguments` parsed leniently |
 //! | `custom_tool_call` (`call_id`, `name`, `input` raw string) | a call with args `{"input": input}` |
 //! | `local_shell_call` (`call_id`, `action{type:"exec",command[],…}`) | a call of tool `local_shell`, args = `action` |
+//! | Codex `write_stdin` with empty `chars`, or a code-mode `exec` whose script only calls `tools.write_stdin({session_id, chars: ""})` | OpenClaw's known poll: tool `process`, args `{action:"poll", sessionId}` |
 //! | `mcp_call` (`id`, `name`, `arguments`, `output`, `error`) | a call and its outcome at once: `error` → error, else `output` → result; neither → unanswered |
 //! | `function_call_output`, `custom_tool_call_output`, `local_shell_call_output` (`call_id`, `output`) | the result, as [`text_result`] of the output text (a string, content parts, or `{content}`); a Codex exec output (below) without its timing |
 //! | any other `<kind>_call` / `<kind>_call_output` with a `call_id` (for example `computer_call`) | a call of tool `<kind>` (args: `arguments`, `action` or `input`) / its result |
@@ -212,6 +213,55 @@ fn strip_timeout(output: &str) -> Option<&str> {
     }
 }
 
+/// A Codex poll of a running command, as OpenClaw's known poll `process`
+/// `{action: "poll", sessionId}`: `write_stdin` with empty `chars`, or a code-mode `exec`
+/// script (`input`) whose only call is `tools.write_stdin({session_id, chars: ""})`. The
+/// hook maps the same calls the same way (`loopguard_agents::profile`), so replay of a
+/// rollout and the live hook agree.
+fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>> {
+    let id = match tool {
+        "write_stdin" => {
+            if !loopguard_core::is_wait_call(b"write_stdin", args) {
+                return None;
+            }
+            args.get("session_id")
+                .cloned()
+                .unwrap_or(Value::Null)
+                .into_owned()
+        }
+        "exec" => {
+            let code = ["input", "code", "script", "source"]
+                .iter()
+                .find_map(|k| args.get(k).and_then(Value::as_str))?
+                .to_string();
+            let probe = Value::Object(Object::from_entries(vec![(
+                "code".to_string().into(),
+                Value::from(code.clone()),
+            )]));
+            if !loopguard_core::is_wait_call(b"exec", &probe) {
+                return None;
+            }
+            let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+            if squeezed.matches("write_stdin(").count() != 1 {
+                return None;
+            }
+            let at = squeezed.find("session_id")? + "session_id".len();
+            let rest = squeezed[at..].trim_start_matches(['"', '\'', ':']);
+            let end = rest.find([',', '}', ')']).unwrap_or(rest.len());
+            let raw = rest[..end].trim_matches(['"', '\'', '`']);
+            match raw.parse::<f64>() {
+                Ok(n) => Value::Number(n),
+                Err(_) => Value::from(raw.to_string()),
+            }
+        }
+        _ => return None,
+    };
+    Some(Value::Object(Object::from_entries(vec![
+        ("action".to_string().into(), Value::from("poll".to_string())),
+        ("sessionId".to_string().into(), id),
+    ])))
+}
+
 fn bad(no: u64, message: impl Into<String>) -> Diagnostic {
     Diagnostic::new(no, DiagnosticKind::BadField, message)
 }
@@ -248,6 +298,10 @@ impl Items {
         ts: u64,
         out: &mut Vec<SourcedEvent>,
     ) {
+        let (tool, args) = match codex_poll(tool, &args) {
+            Some(poll) => ("process", poll),
+            None => (tool, args),
+        };
         let mut call = PendingCall::new(no, &self.runs.current(), key.clone(), tool, args);
         call.ts = ts;
         self.tracker.call(key, call, out);
@@ -545,6 +599,50 @@ mod tests {
 
     fn rollout(lines: &[&str]) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
         crate::feed_lines(&mut CodexRolloutAdapter::new(ctx()), lines)
+    }
+
+    /// Codex polls (plain and from code mode) become OpenClaw's `process` poll, so 25
+    /// unchanged polls are `known_poll_no_progress`, never `generic_repeat`.
+    #[test]
+    fn codex_polls_are_process_polls() {
+        let mut lines = Vec::new();
+        for i in 0..25 {
+            let call = if i % 2 == 0 {
+                format!(
+                    r#"{{"timestamp":"2026-01-02T03:04:09.000Z","type":"response_item","payload":{{"type":"function_call","name":"write_stdin","arguments":"{{\"session_id\":3,\"chars\":\"\"}}","call_id":"c{i}"}}}}"#
+                )
+            } else {
+                format!(
+                    r#"{{"timestamp":"2026-01-02T03:04:09.000Z","type":"response_item","payload":{{"type":"custom_tool_call","name":"exec","input":"const r = await tools.write_stdin({{session_id: 3, chars: \"\"}});\ntext(r);","call_id":"c{i}"}}}}"#
+                )
+            };
+            lines.push(call);
+            lines.push(format!(r#"{{"timestamp":"2026-01-02T03:04:10.000Z","type":"response_item","payload":{{"type":"function_call_output","call_id":"c{i}","output":"building..."}}}}"#));
+        }
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (events, diags) = rollout(&refs);
+        assert!(diags.is_empty(), "{diags:?}");
+        let calls: Vec<_> = events
+            .iter()
+            .filter(|e| e.event.tool.is_some() && e.event.kind == EventKind::Call)
+            .collect();
+        assert_eq!(calls.len(), 25);
+        let want = Value::parse(br#"{"action":"poll","sessionId":3}"#).unwrap();
+        for c in calls {
+            assert_eq!(
+                c.event.tool.as_ref().and_then(|t| t.as_str()),
+                Some("process")
+            );
+            assert_eq!(c.event.args, want);
+        }
+        // Typing something is not a poll.
+        let typing = r#"{"timestamp":"2026-01-02T03:04:09.000Z","type":"response_item","payload":{"type":"function_call","name":"write_stdin","arguments":"{\"session_id\":3,\"chars\":\"y\"}","call_id":"t"}}"#;
+        let (events, _) = rollout(&[typing]);
+        let call = events.iter().find(|e| e.event.kind == EventKind::Call);
+        let tool = call
+            .and_then(|e| e.event.tool.as_ref())
+            .and_then(|t| t.as_str());
+        assert_eq!(tool, Some("write_stdin"));
     }
 
     #[test]

@@ -306,6 +306,41 @@ pub fn uninstall(agent: Agent, path: &Path) -> Result<Change, InstallError> {
     write(path, Some(&old), &new)
 }
 
+/// `true` when `agent`'s settings at `path` (for Cline, the hooks directory) hold
+/// loopguard's hook: what `uninstall` would remove. A missing file holds none.
+///
+/// ```
+/// use loopguard_agents::{install, Agent};
+/// let dir = std::env::temp_dir().join(format!("lg-doc-installed-{}", std::process::id()));
+/// let path = dir.join("hooks.json");
+/// assert!(!install::is_installed(Agent::Codex, &path)?);
+/// install::install(Agent::Codex, &path, "loopguard hook codex")?;
+/// assert!(install::is_installed(Agent::Codex, &path)?);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), install::InstallError>(())
+/// ```
+pub fn is_installed(agent: Agent, path: &Path) -> Result<bool, InstallError> {
+    if agent == Agent::Cline {
+        for (event, _) in events(Agent::Cline) {
+            if let Some(t) = read(&path.join(event))? {
+                if is_loopguard_entry(Agent::Cline, &t) {
+                    return Ok(true);
+                }
+            }
+        }
+        return Ok(false);
+    }
+    let Some(text) = read(path)? else {
+        return Ok(false);
+    };
+    let rest = if agent == Agent::Codex && is_toml(path) {
+        toml_remove(path, &text)?
+    } else {
+        remove_entries(agent, path, &text, backup_text(path).as_deref())?
+    };
+    Ok(rest != text)
+}
+
 fn read(path: &Path) -> Result<Option<String>, InstallError> {
     match std::fs::read(path) {
         Ok(b) => String::from_utf8(b)

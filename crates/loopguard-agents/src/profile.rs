@@ -9,7 +9,7 @@
 //!
 //! | agent | shell tools (command field) | not hashed | polls |
 //! |-------|-----------------------------|------------|-------|
-//! | Codex | `Bash`, `shell`, `local_shell`, `exec_command` (`command`, `cmd`) | `justification`, `yield_time_ms`, `max_output_tokens` | `write_stdin` with empty `chars` (`session_id`) |
+//! | Codex | `Bash`, `shell`, `local_shell`, `exec_command` (`command`, `cmd`) | `justification`, `yield_time_ms`, `max_output_tokens` | `write_stdin` with empty `chars` (`session_id`), also from a code-mode `exec` script calling `tools.write_stdin` |
 //! | Gemini CLI | `run_shell_command` (`command`) | `description` | — |
 //! | Qwen Code | `run_shell_command`, `Bash` (`command`) | `description` | — |
 //! | Copilot | `bash`, `powershell` (`command`) | `description`, `initial_wait` | `read_bash`, `read_powershell`, `write_bash`/`write_powershell` with empty `input` (`sessionId`) |
@@ -171,11 +171,66 @@ pub fn map_tool(agent: Agent, tool: &str, input: &Value) -> (String, Value) {
             return (POLL.to_string(), json!({ "bash_id": id }));
         }
     }
+    // Codex code mode: an `exec` script that only calls `tools.write_stdin` with empty
+    // `chars` polls the running command, like the plain tool call.
+    if agent == Agent::Codex && tool == "exec" {
+        if let Some(id) = code_mode_poll(input) {
+            return (POLL.to_string(), json!({ "bash_id": id }));
+        }
+    }
     // Claude Code's plan tool under Qwen Code's name: hashed by the plan's shape.
     if agent == Agent::Qwen && tool == "todo_write" {
         return ("TodoWrite".to_string(), input.clone());
     }
     (tool.to_string(), input.clone())
+}
+
+/// The session a Codex code-mode `exec` script polls: the script (`code`, `script` or
+/// `source`, or the input itself as a string) calls `write_stdin` with empty `chars` and
+/// writes nothing else. `None` when the script does anything else.
+///
+/// ```
+/// use loopguard_agents::profile::code_mode_poll;
+/// use serde_json::json;
+/// let poll = json!({"code": "const r = await tools.write_stdin({session_id: 12, chars: \"\"});\ntext(r);"});
+/// assert_eq!(code_mode_poll(&poll), Some(json!(12)));
+/// let typing = json!({"code": "await tools.write_stdin({session_id: 12, chars: \"y\\n\"})"});
+/// assert_eq!(code_mode_poll(&typing), None);
+/// ```
+pub fn code_mode_poll(input: &Value) -> Option<Value> {
+    let code = match input {
+        Value::String(s) => s.as_str(),
+        _ => ["code", "script", "source", "input"]
+            .iter()
+            .find_map(|k| input.get(k).and_then(Value::as_str))?,
+    };
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let calls = squeezed.matches("write_stdin(").count();
+    if calls != 1 {
+        return None;
+    }
+    let empty = ["chars:\"\"", "chars:''", "chars:``", "\"chars\":\"\""]
+        .iter()
+        .any(|p| squeezed.contains(p));
+    // Any other `chars:` value writes to the command: not a poll.
+    if !empty || squeezed.matches("chars").count() != 1 {
+        return None;
+    }
+    let at = squeezed
+        .find("session_id:")
+        .map(|i| i + "session_id:".len())
+        .or_else(|| {
+            squeezed
+                .find("\"session_id\":")
+                .map(|i| i + "\"session_id\":".len())
+        })?;
+    let rest = &squeezed[at..];
+    let end = rest.find([',', '}', ')']).unwrap_or(rest.len());
+    let raw = rest[..end].trim_matches(|c| c == '"' || c == '\'' || c == '`');
+    Some(match raw.parse::<i64>() {
+        Ok(n) => json!(n),
+        Err(_) => json!(raw),
+    })
 }
 
 /// What a tool returned, as the guard's Claude Code profile reads it: shell results and

@@ -493,3 +493,41 @@ fn codex_empty_write_stdin_is_a_poll() {
     );
     assert_eq!(name, "write_stdin");
 }
+
+/// Codex code mode: an `exec` script calling `tools.write_stdin` with empty `chars` is the
+/// same poll as the plain call; one that types something is not.
+#[test]
+fn codex_code_mode_write_stdin_is_a_poll() {
+    let script = "const out = await tools.write_stdin({ session_id: 7, chars: \"\" });\ntext(out);";
+    let (name, args) =
+        loopguard_agents::profile::map_tool(Agent::Codex, "exec", &json!({ "code": script }));
+    assert_eq!(name, "BashOutput");
+    assert_eq!(args, json!({"bash_id": 7}));
+    let typing = "await tools.write_stdin({ session_id: 7, chars: \"q\" });";
+    let (name, _) =
+        loopguard_agents::profile::map_tool(Agent::Codex, "exec", &json!({ "code": typing }));
+    assert_eq!(name, "exec");
+}
+
+/// A build polled 25 times from Codex code mode with the same answer is a known poll
+/// without progress (OpenClaw's polling messages), never a generic repeat.
+#[test]
+fn codex_code_mode_polls_without_progress_are_known_polls() {
+    let mut h = Harness::new(Agent::Codex);
+    let script = "const out = await tools.write_stdin({ session_id: 3, chars: \"\" });\ntext(out);";
+    let mut said = String::new();
+    for i in 0..25 {
+        let base = json!({"session_id":"019a-poll","turn_id":"turn-1","cwd":"/nonexistent",
+            "model":"gpt-5","permission_mode":"default","transcript_path":null,
+            "tool_name":"exec","tool_input":{"code": script},"tool_use_id":format!("call_{i}")});
+        let mut pre = base.clone();
+        pre["hook_event_name"] = json!("PreToolUse");
+        said.push_str(&h.send(&pre).stdout);
+        let mut post = base;
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] = json!("Chunk ID: 1\nWall time: 5.0 seconds\nProcess running with session ID 3\nOutput:\nbuilding...\n");
+        said.push_str(&h.send(&post).stdout);
+    }
+    assert!(said.contains("no progress"), "{said}");
+    assert!(said.contains("stuck polling loop"), "{said}");
+}

@@ -588,6 +588,53 @@ fn front_ends<'a>(sessions: impl Iterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
+/// Agents whose hook is installed (in the user's settings under `HOME`, or the current
+/// project's) while no session of theirs is among `sessions`: the hook never ran. For
+/// Codex the usual cause is trust: Codex runs a new hook only once the user reviewed it,
+/// and `codex exec` skips an untrusted one without a word.
+fn never_ran_notes<'a>(env: &Env, sessions: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let seen: std::collections::HashSet<Agent> = sessions
+        .filter_map(|s| s.split_once(':').and_then(|(a, _)| a.parse::<Agent>().ok()))
+        .collect();
+    let cwd = std::env::current_dir().ok();
+    let mut notes = Vec::new();
+    for &agent in loopguard_agents::AGENTS {
+        if seen.contains(&agent) {
+            continue;
+        }
+        let mut paths = Vec::new();
+        if let Ok(p) = agent_install::settings_path(agent, env.home.as_deref(), None) {
+            paths.push(p);
+        }
+        if let Some(d) = &cwd {
+            if let Ok(p) = agent_install::settings_path(agent, None, Some(d)) {
+                if !paths.contains(&p) {
+                    paths.push(p);
+                }
+            }
+        }
+        for p in paths {
+            match agent_install::is_installed(agent, &p) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    notes.push(format!("{agent}: cannot read its hook settings: {e}"));
+                    continue;
+                }
+            }
+            let why = match agent {
+                Agent::Codex => "Codex skips untrusted hooks; run /hooks in Codex to trust it (`codex exec` skips it without a word; `--dangerously-bypass-hook-trust` runs it for one invocation)".to_string(),
+                _ => format!("no {agent} session has used it yet (or its hook command writes to another --state database)"),
+            };
+            notes.push(format!(
+                "{agent}: hook installed in {} but never ran: {why}",
+                p.display()
+            ));
+        }
+    }
+    notes
+}
+
 /// Runs `loopguard status`.
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let env = Env::from_process();
@@ -615,6 +662,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 }
             }
             if !args.json {
+                for n in never_ran_notes(&env, std::iter::empty()) {
+                    outln!("WARNING: {n}")?;
+                }
                 print_config_here(&env)?;
             }
             return Ok(ExitCode::SUCCESS);
@@ -651,6 +701,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 {
                     outln!("WARNING: session {}: {n}", r.session_id)?;
                 }
+            }
+            for n in never_ran_notes(&env, rows.iter().map(|r| r.session_id.as_str())) {
+                outln!("WARNING: {n}")?;
             }
             print_config_here(&env)?;
         }

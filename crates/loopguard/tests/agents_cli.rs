@@ -97,3 +97,81 @@ fn windsurf_blocks_with_exit_status_2_and_cline_always_answers_json() {
     let (out, code) = hook("cline", &state, &home, "garbage");
     assert_eq!((out.as_str(), code), ("{\"cancel\":false}\n", 0));
 }
+
+/// `loopguard status` with `HOME` and the working directory in `home`.
+fn status(state: &std::path::Path, home: &std::path::Path) -> String {
+    let out = loopguard()
+        .args(["status", "--state"])
+        .arg(state)
+        .env("HOME", home)
+        .current_dir(home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn codex_install_says_how_to_trust_the_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = loopguard()
+        .args(["hook", "install", "codex", "--exe", "loopguard"])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("/hooks"), "{said}");
+    assert!(said.contains("codex exec"), "{said}");
+    assert!(said.contains("--dangerously-bypass-hook-trust"), "{said}");
+}
+
+#[test]
+fn status_notices_an_installed_hook_that_never_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let state = dir.path().join("state.sqlite3");
+    // Nothing installed: no warning.
+    let said = status(&state, &home);
+    assert!(!said.contains("never ran"), "{said}");
+    let out = loopguard()
+        .args(["hook", "install", "codex", "--exe", "loopguard"])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let hooks = home.join(".codex/hooks.json");
+    // Installed, no database yet.
+    let said = status(&state, &home);
+    assert!(
+        said.contains(&format!(
+            "codex: hook installed in {} but never ran: Codex skips untrusted hooks; run /hooks in Codex",
+            hooks.display()
+        )),
+        "{said}"
+    );
+    // Another front end's session in the database: Codex's hook still never ran.
+    let gemini = r#"{"session_id":"g1","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"path":"a"},"cwd":"/nonexistent","transcript_path":""}"#;
+    hook("gemini", &state, &home, gemini);
+    let said = status(&state, &home);
+    assert!(said.contains("gemini (1 session)"), "{said}");
+    assert!(said.contains("codex: hook installed in"), "{said}");
+    // Once a Codex session is recorded, the warning is gone.
+    let codex = r#"{"session_id":"c1","turn_id":"t","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"u1","cwd":"/nonexistent","model":"m","transcript_path":null}"#;
+    let (answer, code) = hook("codex", &state, &home, codex);
+    assert_eq!(code, 0, "{answer}");
+    let said = status(&state, &home);
+    assert!(said.contains("codex (1 session)"), "{said}");
+    assert!(!said.contains("never ran"), "{said}");
+}
