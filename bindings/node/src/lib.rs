@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use loopguard_core::{Mode, OpenClawConfig};
-use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
+use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
 use napi::bindgen_prelude::{Error, Result};
 use napi_derive::napi;
 
@@ -76,7 +76,7 @@ impl NativeGuard {
                 format!("idleTtl: expected a positive number of seconds, got {idle_ttl_secs}"),
             ));
         }
-        let profile = Profile::from_str(&profile).map_err(|e| {
+        let profile = ToolProfile::from_str(&profile).map_err(|e| {
             fail(
                 "LOOPGUARD_ARG",
                 format!("profile: {e} (none, openclaw, claude-code or mcp)"),

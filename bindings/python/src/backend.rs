@@ -6,7 +6,7 @@ use std::time::Duration;
 use loopguard_core::Mode;
 use loopguard_core::OpenClawConfig;
 use loopguard_events::parse_event;
-use loopguard_guard::{open_store, Guard, GuardError, Profile, SessionInfo};
+use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
 
 use crate::decision::Applied;
 
@@ -60,7 +60,7 @@ impl Backend {
             .map_err(|e| BackendFailure::Store(format!("{store}: {e}")))?;
         let guard = Guard::builder()
             .config(config)
-            .profile(Profile::Plain)
+            .profile(ToolProfile::Plain)
             .mode(Mode::Enforce)
             .store(store_impl)
             .build();

@@ -37,7 +37,7 @@
 //! * each event carries the line (or record number) it came from, its timestamp when the
 //!   transcript has one, and the tokens the model spent producing the call, when known;
 //! * a line that cannot be used is a [`Diagnostic`] naming the line; the caller decides
-//!   whether that is fatal (`--strict`) or skipped.
+//!   whether that is fatal (`--stop-on-bad-line`) or skipped.
 
 pub mod anthropic;
 pub mod atif;
@@ -133,12 +133,12 @@ pub enum DiagnosticKind {
     NoCalls,
     /// A record was used, but something in it is missing or unreadable (a trace span
     /// without arguments or a result, an id in an unknown encoding): the message says what
-    /// was assumed. A note, not a loss: `--strict` does not stop on it.
+    /// was assumed. A note, not a loss: `--stop-on-bad-line` does not stop on it.
     Partial,
 }
 
 impl DiagnosticKind {
-    /// `true` for problems `--strict` turns into errors (malformed input); unanswered calls
+    /// `true` for problems `--stop-on-bad-line` turns into errors (malformed input); unanswered calls
     /// and orphan results are normal in real transcripts and only reported.
     pub fn is_malformed(self) -> bool {
         matches!(

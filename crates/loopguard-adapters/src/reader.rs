@@ -3,7 +3,7 @@
 //! Line-based formats are read a line at a time (memory does not grow with the file);
 //! document formats are read whole; an SQLite store is read session by session. Problems
 //! with single lines come out as [`Item::Diagnostic`]s: the caller skips them, or stops at
-//! the first malformed one (`--strict`) by returning [`Flow::Stop`].
+//! the first malformed one (`--stop-on-bad-line`) by returning [`Flow::Stop`].
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};

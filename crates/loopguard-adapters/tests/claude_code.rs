@@ -7,7 +7,7 @@ use loopguard_adapters::claude_code::ClaudeCodeAdapter;
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
 use loopguard_core::{Detector, Value};
 use loopguard_events::{EventKind, Payload};
-use loopguard_guard::Profile;
+use loopguard_guard::ToolProfile;
 use loopguard_replay::Action;
 use proptest::prelude::*;
 use support::{cut_at, detect_fixture, fixture, kinds, repeat_decision, s};
@@ -81,7 +81,7 @@ fn loop_of_25_identical_polls_warns_then_blocks() {
         Some(Payload::Result(Value::parse(want.as_bytes()).unwrap()))
     );
 
-    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
+    let decisions = support::replay_observe_as(&events, ToolProfile::ClaudeCode);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
@@ -129,7 +129,7 @@ fn tool_results_that_differ_only_in_duration_are_a_loop() {
             Some(&Value::Number((7 + i * 3) as f64))
         );
     }
-    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
+    let decisions = support::replay_observe_as(&events, ToolProfile::ClaudeCode);
     let calls: Vec<_> = decisions
         .iter()
         .filter(|d| d.1 == EventKind::Call)
@@ -189,7 +189,7 @@ fn healthy_session_pairs_parallel_calls_sidechains_and_errors() {
         events[11].event.payload,
         Some(Payload::Result(Value::from(text)))
     );
-    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
+    let decisions = support::replay_observe_as(&events, ToolProfile::ClaudeCode);
     assert!(decisions
         .iter()
         .all(|d| matches!(d.2, Action::Allow | Action::Recorded)));
@@ -206,7 +206,7 @@ fn a_loop_surviving_compaction_aborts_the_run() {
     assert_eq!(compaction.line, 6);
     assert_eq!(s(&compaction.event.run), "run-1");
     assert_eq!(compaction.event.timestamp_ms, 1788622014250);
-    let decisions = support::replay_observe_as(&events, Profile::ClaudeCode);
+    let decisions = support::replay_observe_as(&events, ToolProfile::ClaudeCode);
     assert_eq!(
         decisions[4],
         (6, EventKind::Compaction, Action::Armed, None)

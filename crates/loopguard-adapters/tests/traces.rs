@@ -27,7 +27,7 @@ use loopguard_adapters::spans::{tool_span, Convention, Span};
 use loopguard_adapters::{Context, DiagnosticKind, DocumentAdapter, Format};
 use loopguard_core::{Detector, Value};
 use loopguard_events::{EventKind, Payload};
-use loopguard_guard::Profile;
+use loopguard_guard::ToolProfile;
 use loopguard_replay::Action;
 use support::{
     adapt_fixture, detect_fixture, fixture, json, repeat_decision, replay_observe,
@@ -229,7 +229,7 @@ fn bad_and_partial_traces_are_reported_never_lost() {
         DiagnosticKind::Partial,
         "2 of 3 tool spans have no result"
     ));
-    // Partial notes are not malformed input: --strict does not stop on them.
+    // Partial notes are not malformed input: --stop-on-bad-line does not stop on them.
     assert!(!DiagnosticKind::Partial.is_malformed());
 }
 
@@ -376,7 +376,7 @@ fn claude_code_traces_replay_with_the_claude_code_profile() {
         first_result.get("stdout").and_then(Value::as_str),
         Some("1 failing")
     );
-    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    let actions = call_actions(&replay_observe_by_source(&a.events, ToolProfile::Plain));
     assert_eq!(actions.len(), 25);
     // The description and the timing do not count: the 25 calls are one repeated exec,
     // warned from the 11th and blocked from the 21st, as Claude Code's hook would.
@@ -399,7 +399,7 @@ fn claude_code_traces_replay_with_the_claude_code_profile() {
             &ctx("cc"),
         )
         .expect("read");
-    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    let actions = call_actions(&replay_observe_by_source(&a.events, ToolProfile::Plain));
     assert_eq!(actions[20].0, Action::Block, "{actions:?}");
 }
 
@@ -413,7 +413,7 @@ fn the_same_spans_without_the_source_are_judged_as_given() {
         )
         .expect("read");
     assert!(a.events.iter().all(|e| e.profile.is_none()));
-    let actions = call_actions(&replay_observe_by_source(&a.events, Profile::Plain));
+    let actions = call_actions(&replay_observe_by_source(&a.events, ToolProfile::Plain));
     assert_eq!(actions.len(), 25);
     // Every description differs, so no two calls are the same call: nothing is flagged.
     assert!(actions.iter().all(|a| a.0 == Action::Allow), "{actions:?}");

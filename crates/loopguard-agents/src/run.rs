@@ -124,7 +124,7 @@ fn handle(
     let store = SqliteStore::open(&path, &opts.store).map_err(HookError::from)?;
     let guard = Guard::builder()
         .config(config.openclaw())
-        .profile(loopguard_guard::Profile::ClaudeCode)
+        .profile(loopguard_guard::ToolProfile::ClaudeCode)
         .mode(opts.mode)
         .store(Arc::new(store))
         .log_size(loopguard_hook::store::EVENTS_KEPT)
@@ -159,9 +159,9 @@ fn now(opts: &HookOptions) -> u64 {
 ///
 /// ```
 /// use loopguard_agents::{answer, Agent};
-/// use loopguard_guard::{Guard, Profile};
+/// use loopguard_guard::{Guard, ToolProfile};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let guard = Guard::builder().profile(Profile::ClaudeCode).build();
+/// let guard = Guard::builder().profile(ToolProfile::ClaudeCode).build();
 /// let pre = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"read_file",
 ///     "tool_input":{"absolute_path":"/a"},"tool_use_id":"t1"}"#;
 /// let reply = answer(Agent::Qwen, &guard, Some("team-a"), pre, "built-in", 0, &mut Vec::new())?;

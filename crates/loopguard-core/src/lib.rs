@@ -25,7 +25,7 @@
 //! * **Detectors**, in a fixed priority order: unknown-tool repeats, the global circuit
 //!   breaker, known polls without progress, ping-pong alternation, generic repeats
 //!   ([`Detector`]). Repetition alone only warns; blocking needs identical outcomes.
-//!   The opt-in `strict` profile (the `loopguard` config block, [`Profile`]) adds
+//!   The opt-in `strict` profile (the `loopguard` config block, [`DetectorProfile`]) adds
 //!   loopguard's own detectors over an outcome ledger: identical failure and outcome
 //!   streaks, one error despite changing arguments, argument churn, loops across
 //!   compactions, and a second critical that ends the run.
@@ -162,7 +162,7 @@ pub use config::{
     DEFAULT_WINDOW_SIZE,
 };
 pub use config::{
-    ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig, Profile,
+    DetectorProfile, ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig,
     DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,
     DEFAULT_COMPACTIONS, DEFAULT_CYCLE, DEFAULT_ERROR_CHANGING_ARGS, DEFAULT_FAILURE_STREAK,
     DEFAULT_NEAR_REPEAT, DEFAULT_NEAR_REPEAT_SIMILARITY, DEFAULT_OUTCOME_STREAK,

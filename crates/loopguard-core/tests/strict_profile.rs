@@ -3,7 +3,7 @@
 
 use loopguard_core::Outcome;
 use loopguard_core::{Call, Detector, Level, Session, Value, Verdict};
-use loopguard_core::{ExtraPolicy, OpenClawConfig, Policy, Profile, Severity};
+use loopguard_core::{DetectorProfile, ExtraPolicy, OpenClawConfig, Policy, Severity};
 use proptest::prelude::*;
 
 fn strict() -> Policy {
@@ -545,7 +545,7 @@ fn per_agent_overrides_and_the_profile_override() {
     assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
     let mut cfg = l.config;
     let ops = cfg.policy_for(Some(" ops ")).extra;
-    assert_eq!(ops.profile, Profile::OpenClaw);
+    assert_eq!(ops.profile, DetectorProfile::OpenClaw);
     assert!(ops.failure_streak.enabled && !ops.outcome_streak.enabled);
     assert_eq!(ops.failure_streak.block_at, 9);
     let tight = cfg.policy_for(Some("tight")).extra;
@@ -554,9 +554,9 @@ fn per_agent_overrides_and_the_profile_override() {
         (2, 9)
     );
     assert!(tight.outcome_streak.enabled);
-    cfg.set_profile(Profile::Strict);
+    cfg.set_profile(DetectorProfile::Strict);
     assert!(cfg.policy_for(Some("ops")).extra.outcome_streak.enabled);
-    cfg.set_profile(Profile::OpenClaw);
+    cfg.set_profile(DetectorProfile::OpenClaw);
     let g = cfg.policy_for(None).extra;
     assert!(!g.failure_streak.enabled && !g.second_critical.enabled);
 }

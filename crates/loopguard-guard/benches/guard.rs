@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use loopguard_core::Outcome;
 use loopguard_core::{Call, Policy, Session, Value};
 use loopguard_events::parse_event;
-use loopguard_guard::{Applier, Guard, Profile, SessionEntry};
+use loopguard_guard::{Applier, Guard, SessionEntry, ToolProfile};
 
 const CALL: &[u8] = br#"{"type":"call","session":"s1","run":"r1","tool":"read","args":{"path":"/src/main.rs","limit":200}}"#;
 const OUTCOME: &[u8] = br#"{"type":"outcome","session":"s1","run":"r1","tool":"read","args":{"path":"/src/main.rs","limit":200},"result":{"content":[{"type":"text","text":"fn main() {}"}]}}"#;
@@ -37,7 +37,7 @@ fn pairs(c: &mut Criterion) {
     });
 
     let mut entry = SessionEntry::new("s1");
-    let applier = Applier::new(Profile::Plain);
+    let applier = Applier::new(ToolProfile::Plain);
     g.bench_function("SessionEntry::apply", |b| {
         b.iter(|| {
             let d = entry.apply(&policy, &applier, &call_ev, 1, 0).action;
@@ -69,7 +69,7 @@ fn pairs(c: &mut Criterion) {
 /// decisions, as a busy session is stored.
 fn busy_entry() -> SessionEntry {
     let policy = Policy::enabled();
-    let applier = Applier::new(Profile::Plain);
+    let applier = Applier::new(ToolProfile::Plain);
     let mut entry = SessionEntry::default();
     for i in 0..40 {
         let call = format!(

@@ -20,20 +20,20 @@ use loopguard_core::{normalize_run, Name};
 use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Value, Verdict};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 
-use crate::profile::{display_message, MappedCall, MappedOutcome, Profile};
+use crate::profile::{display_message, MappedCall, MappedOutcome, ToolProfile};
 
 /// How events are applied: the same for every session of a front end.
 ///
 /// ```
-/// use loopguard_guard::{Applier, Profile};
-/// let a = Applier::new(Profile::ClaudeCode).log_size(0);
-/// assert_eq!(a.profile, Profile::ClaudeCode);
+/// use loopguard_guard::{Applier, ToolProfile};
+/// let a = Applier::new(ToolProfile::ClaudeCode).log_size(0);
+/// assert_eq!(a.profile, ToolProfile::ClaudeCode);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Applier {
     /// The runtime's tool profile.
-    pub profile: Profile,
+    pub profile: ToolProfile,
     /// Enforce (a blocked call does not run) or observe (shadow mode).
     pub mode: Mode,
     /// Decisions kept in [`SessionEntry::recent`] (0: none, as in replay).
@@ -45,7 +45,7 @@ pub struct Applier {
 
 impl Applier {
     /// Enforce mode, the live defaults: 20 recent decisions, 256 pending blocks.
-    pub fn new(profile: Profile) -> Self {
+    pub fn new(profile: ToolProfile) -> Self {
         Applier {
             profile,
             mode: Mode::Enforce,
@@ -242,13 +242,13 @@ pub struct AbortedRun {
 /// Everything loopguard remembers about one session.
 ///
 /// ```
-/// use loopguard_guard::{Applier, Profile, SessionEntry};
+/// use loopguard_guard::{Applier, ToolProfile, SessionEntry};
 /// use loopguard_core::Policy;
 /// use loopguard_events::parse_event;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let mut entry = SessionEntry::new("s1");
-/// let applier = Applier::new(Profile::Plain);
+/// let applier = Applier::new(ToolProfile::Plain);
 /// let policy = Policy::enabled();
 /// let call = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1)?;
 /// let d = entry.apply(&policy, &applier, &call, 1, 0);
@@ -707,7 +707,7 @@ mod tests {
     fn busy_entry() -> SessionEntry {
         // The id is not part of what a store keeps (the guard sets it from the key).
         let mut entry = SessionEntry::default();
-        let applier = Applier::new(Profile::Plain);
+        let applier = Applier::new(ToolProfile::Plain);
         let policy = Policy::enabled();
         for i in 0..40u64 {
             let line = format!(
@@ -753,7 +753,7 @@ mod tests {
     #[test]
     fn the_compact_layout_is_pinned() {
         let mut entry = SessionEntry::default();
-        let applier = Applier::new(Profile::Plain);
+        let applier = Applier::new(ToolProfile::Plain);
         let policy = Policy::enabled();
         let call = parse_event(
             br#"{"type":"call","session":"s","run":"r","callId":"c1","tool":"read","args":{"path":"/a"}}"#,

@@ -11,7 +11,7 @@ use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
 
 use crate::entry::{Applier, LogRow, SessionEntry, Stats};
-use crate::profile::Profile;
+use crate::profile::ToolProfile;
 use crate::store::{now_ms, MemoryOptions, MemoryStore, Store, StoreError};
 
 /// Why the guard could not decide.
@@ -125,10 +125,10 @@ impl SessionInfo {
     /// left out, except `run` and `callId` (`null`, as in a decision record).
     ///
     /// ```
-    /// use loopguard_guard::{Guard, Profile};
+    /// use loopguard_guard::{Guard, ToolProfile};
     /// use loopguard_events::parse_event;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let guard = Guard::builder().profile(Profile::Plain).build();
+    /// let guard = Guard::builder().profile(ToolProfile::Plain).build();
     /// guard.apply(None, &parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?)?;
     /// let info = guard.session(None, "s")?.ok_or("no session")?;
     /// let json = info.api_json();
@@ -200,10 +200,10 @@ fn recent_json(r: &LogRow) -> serde_json::Value {
 /// Builds a [`Guard`].
 ///
 /// ```
-/// use loopguard_guard::{Guard, Profile};
+/// use loopguard_guard::{Guard, ToolProfile};
 /// use loopguard_core::Mode;
-/// let guard = Guard::builder().profile(Profile::Mcp).mode(Mode::Observe).build();
-/// assert_eq!(guard.applier().profile, Profile::Mcp);
+/// let guard = Guard::builder().profile(ToolProfile::Mcp).mode(Mode::Observe).build();
+/// assert_eq!(guard.applier().profile, ToolProfile::Mcp);
 /// ```
 #[derive(Debug)]
 pub struct GuardBuilder {
@@ -221,8 +221,8 @@ impl GuardBuilder {
         self
     }
 
-    /// The runtime's tool profile (default [`Profile::Plain`]).
-    pub fn profile(mut self, profile: Profile) -> Self {
+    /// The runtime's tool profile (default [`ToolProfile::Plain`]).
+    pub fn profile(mut self, profile: ToolProfile) -> Self {
         self.applier.profile = profile;
         self
     }
@@ -329,7 +329,7 @@ impl Guard {
     pub fn builder() -> GuardBuilder {
         GuardBuilder {
             config: None,
-            applier: Applier::new(Profile::Plain),
+            applier: Applier::new(ToolProfile::Plain),
             store: None,
             hashing: Hashing::default(),
         }
@@ -421,12 +421,12 @@ impl Guard {
 
     /// [`Guard::apply`] with another tool profile for this event: for front ends whose
     /// events come from several runtimes, each named by its source (trace spans from
-    /// Claude Code's telemetry get [`Profile::ClaudeCode`]). `None` uses the guard's.
+    /// Claude Code's telemetry get [`ToolProfile::ClaudeCode`]). `None` uses the guard's.
     pub fn apply_with_profile<'e>(
         &self,
         tenant: Option<&str>,
         event: &'e Event<'e>,
-        profile: Option<Profile>,
+        profile: Option<ToolProfile>,
     ) -> Result<Decision<'e>, GuardError> {
         let applier = self.applier_for(profile);
         let job = self.job(tenant, event);
@@ -444,7 +444,7 @@ impl Guard {
         &self,
         tenant: Option<&str>,
         event: &'e Event<'e>,
-        profile: Option<Profile>,
+        profile: Option<ToolProfile>,
     ) -> Result<Decision<'e>, GuardError> {
         let Some(store) = self.store.as_async() else {
             return self.apply_with_profile(tenant, event, profile);
@@ -461,7 +461,7 @@ impl Guard {
         job.done(decision)
     }
 
-    fn applier_for(&self, profile: Option<Profile>) -> Applier {
+    fn applier_for(&self, profile: Option<ToolProfile>) -> Applier {
         let mut applier = self.applier;
         if let Some(p) = profile {
             applier.profile = p;

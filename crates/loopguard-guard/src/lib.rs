@@ -12,7 +12,7 @@
 //!
 //! 1. finds the event's session in its [`Store`] (in memory, SQLite, or Redis with the
 //!    `redis` feature; keys are [`session_key`]s, so tenants never share a session);
-//! 2. maps the runtime's tool onto the engine's shapes with the runtime's [`Profile`]
+//! 2. maps the runtime's tool onto the engine's shapes with the runtime's [`ToolProfile`]
 //!    (Claude Code's `Bash` is hashed as OpenClaw's `exec`, without its free-text
 //!    `description`);
 //! 3. applies the event with [`SessionEntry::apply`]: OpenClaw's detectors through
@@ -26,11 +26,11 @@
 //! front ends.
 //!
 //! ```
-//! use loopguard_guard::{Guard, Profile};
+//! use loopguard_guard::{Guard, ToolProfile};
 //!
 //! # fn main() -> Result<(), loopguard_guard::GuardError> {
 //! // Claude Code's Bash: the description differs on every attempt, the loop does not.
-//! let guard = Guard::builder().profile(Profile::ClaudeCode).build();
+//! let guard = Guard::builder().profile(ToolProfile::ClaudeCode).build();
 //! let mut decisions = Vec::new();
 //! for i in 1..=21 {
 //!     let call = format!(r#"{{"type":"call","session":"s","tool":"Bash","args":{{"command":"npm test","description":"Run the tests (attempt {i})"}}}}"#);
@@ -56,7 +56,7 @@ pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
     SessionInfo,
 };
-pub use profile::{Profile, PROFILES};
+pub use profile::{ToolProfile, TOOL_PROFILES};
 pub use store::{
     is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore, Store,
     StoreError, StoreFuture,

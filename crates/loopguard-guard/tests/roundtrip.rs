@@ -3,7 +3,7 @@
 
 use loopguard_core::{Mode, Policy};
 use loopguard_events::parse_event;
-use loopguard_guard::{Applier, Profile, SessionEntry};
+use loopguard_guard::{Applier, SessionEntry, ToolProfile};
 use proptest::prelude::*;
 
 fn event() -> impl Strategy<Value = String> {
@@ -30,7 +30,7 @@ proptest! {
     #[test]
     fn restoring_between_events_changes_no_decision(
         stream in prop::collection::vec(event(), 1..120),
-        profile in prop::sample::select(vec![Profile::Plain, Profile::ClaudeCode, Profile::Mcp]),
+        profile in prop::sample::select(vec![ToolProfile::Plain, ToolProfile::ClaudeCode, ToolProfile::Mcp]),
         observe in any::<bool>(),
     ) {
         let mode = if observe { Mode::Observe } else { Mode::Enforce };

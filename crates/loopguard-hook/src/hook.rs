@@ -43,13 +43,13 @@ use std::time::Duration;
 
 use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Event, EventKind, Payload};
-use loopguard_guard::{Guard, LogRow, Profile, SessionEntry, SqliteStore, RESTARTED};
+use loopguard_guard::{Guard, LogRow, SessionEntry, SqliteStore, ToolProfile, RESTARTED};
 
 use crate::config::{ConfigError, HookConfig};
 use crate::paths::{log_candidates, Env};
 use crate::payload::{HookEvent, HookPayload, PayloadError, ToolUse};
 use crate::response::Reply;
-use crate::store::{StoreError, StoreOptions};
+use crate::store::{SqliteOptions, StoreError};
 
 /// How the hook runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct HookOptions {
     /// `Enforce` blocks and stops; `Observe` only records what it would have done.
     pub mode: Mode,
     /// Database behaviour (busy timeout, idle-session pruning).
-    pub store: StoreOptions,
+    pub store: SqliteOptions,
     /// Where home, state and config directories are.
     pub env: Env,
     /// The clock (ms since the epoch); `None` reads the system clock.
@@ -78,7 +78,7 @@ impl Default for HookOptions {
             config: None,
             agent: None,
             mode: Mode::Enforce,
-            store: StoreOptions::default(),
+            store: SqliteOptions::default(),
             env: Env::default(),
             now_ms: None,
         }
@@ -283,7 +283,7 @@ fn handle(
     // the session's transcript or posting the same events to `loopguard serve`.
     let guard = Guard::builder()
         .config(config.openclaw())
-        .profile(Profile::ClaudeCode)
+        .profile(ToolProfile::ClaudeCode)
         .mode(opts.mode)
         .store(Arc::new(store))
         .log_size(crate::store::EVENTS_KEPT)
@@ -324,7 +324,7 @@ fn handle(
 }
 
 /// Answers one parsed Claude Code hook payload with `guard` (which should use
-/// [`Profile::ClaudeCode`] and keep a log for `status`): the hook command's work, for any
+/// [`ToolProfile::ClaudeCode`] and keep a log for `status`): the hook command's work, for any
 /// front end that receives Claude Code hook payloads (the `loopguard serve` HTTP hook
 /// endpoint passes its tenant). `config` labels where the config came from (shown by
 /// `status`); `notes` receives lines for the user (a session found unreadable and started
@@ -332,9 +332,9 @@ fn handle(
 ///
 /// ```
 /// use loopguard_hook::{apply_payload, payload::HookPayload};
-/// use loopguard_guard::{Guard, Profile};
+/// use loopguard_guard::{Guard, ToolProfile};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let guard = Guard::builder().profile(Profile::ClaudeCode).build();
+/// let guard = Guard::builder().profile(ToolProfile::ClaudeCode).build();
 /// let pre = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1"}"#;
 /// let reply = apply_payload(&guard, Some("team-a"), &HookPayload::parse(pre)?, None, "built-in", 0, &mut Vec::new())?;
 /// assert_eq!(reply.render(), ""); // allowed, nothing to say
@@ -722,9 +722,9 @@ mod tests {
         /// The decisions logged for session `s`.
         fn logged(&self) -> Vec<LogRow> {
             use loopguard_guard::Store as _;
-            let store = crate::store::Store::open(
+            let store = crate::store::SqliteStore::open(
                 self.opts.state.as_ref().unwrap(),
-                &StoreOptions::default(),
+                &SqliteOptions::default(),
             )
             .unwrap();
             let entry = store.load(&crate::store::key("s")).unwrap().unwrap();
@@ -971,9 +971,11 @@ mod tests {
         h.send(r#"{"session_id":"s","hook_event_name":"UserPromptSubmit","permission_mode":"acceptEdits","prompt":"go"}"#);
         // An event without the field keeps the last one.
         h.pre("Read", "{}", "a");
-        let store =
-            crate::store::Store::open(h.opts.state.as_ref().unwrap(), &StoreOptions::default())
-                .unwrap();
+        let store = crate::store::SqliteStore::open(
+            h.opts.state.as_ref().unwrap(),
+            &SqliteOptions::default(),
+        )
+        .unwrap();
         let entry = store.load(&crate::store::key("s")).unwrap().unwrap();
         assert_eq!(
             entry.meta.get(PERMISSION_MODE).map(String::as_str),
@@ -989,9 +991,11 @@ mod tests {
         h.event("SessionEnd", r#","reason":"clear""#);
         assert!(!h.opts.state.as_ref().unwrap().exists());
         h.pre("Read", "{}", "a");
-        let store =
-            crate::store::Store::open(h.opts.state.as_ref().unwrap(), &StoreOptions::default())
-                .unwrap();
+        let store = crate::store::SqliteStore::open(
+            h.opts.state.as_ref().unwrap(),
+            &SqliteOptions::default(),
+        )
+        .unwrap();
         assert!(store.load(&crate::store::key("s")).unwrap().is_some());
         // A broken config does not keep the session from being forgotten.
         std::fs::write(

@@ -15,11 +15,11 @@
 //! ```
 //! use loopguard_hook::{run_claude_code, HookOptions};
 //! use loopguard_hook::status::session_status;
-//! use loopguard_hook::store::{Store, StoreOptions};
+//! use loopguard_hook::store::{SqliteStore, SqliteOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let opts = HookOptions { state: Some(dir.path().join("db")), ..HookOptions::default() };
 //! run_claude_code(br#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}"#, &opts);
-//! let store = Store::open_existing(&dir.path().join("db"), &StoreOptions::default()).unwrap();
+//! let store = SqliteStore::open_existing(&dir.path().join("db"), &SqliteOptions::default()).unwrap();
 //! let st = session_status(&store, "s1", 20).unwrap().unwrap();
 //! assert_eq!(st.events.len(), 1);
 //! assert_eq!(st.events[0].decision, "allow");
@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use loopguard_guard::{LogRow, SessionEntry, Store as _};
 
-use crate::store::{key, Store, StoreError};
+use crate::store::{key, SqliteStore, StoreError};
 
 /// One session in the list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -59,7 +59,7 @@ pub struct SessionSummary {
 }
 
 /// Every session of the database, most recently updated first.
-pub fn list_sessions(store: &Store) -> Result<Vec<SessionSummary>, StoreError> {
+pub fn list_sessions(store: &SqliteStore) -> Result<Vec<SessionSummary>, StoreError> {
     let mut out = Vec::new();
     for (k, updated_ms) in store.keys_by_update()? {
         let Some(entry) = store.load(&k)? else {
@@ -184,7 +184,7 @@ fn current_run(entry: &SessionEntry) -> String {
 
 /// Builds the status of one session; `None` when the database does not know it.
 pub fn session_status(
-    store: &Store,
+    store: &SqliteStore,
     session_id: &str,
     events: usize,
 ) -> Result<Option<SessionStatus>, StoreError> {
@@ -565,7 +565,7 @@ mod tests {
             }
         }
         send(r#"{"session_id":"s","hook_event_name":"PostCompact","trigger":"manual","compact_summary":"…"}"#.into());
-        let store = Store::open_existing(&db, &Default::default()).unwrap();
+        let store = SqliteStore::open_existing(&db, &Default::default()).unwrap();
         let st = session_status(&store, "s", 50).unwrap().unwrap();
         assert_eq!(st.run, "prompt-1");
         assert_eq!(st.event_count, 10);

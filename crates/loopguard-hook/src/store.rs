@@ -7,11 +7,11 @@
 //! the WAL handling, the schema version and pruning.
 //!
 //! ```
-//! use loopguard_hook::store::{Store, StoreOptions};
+//! use loopguard_hook::store::{SqliteStore, SqliteOptions};
 //! use loopguard_guard::Store as _;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let dir = tempfile::tempdir()?;
-//! let store = Store::open(&dir.path().join("state.sqlite3"), &StoreOptions::default())?;
+//! let store = SqliteStore::open(&dir.path().join("state.sqlite3"), &SqliteOptions::default())?;
 //! store.update(&loopguard_hook::store::key("session-1"), &mut |e| e.run_seq += 1)?;
 //! assert_eq!(store.keys()?.len(), 1);
 //! # Ok(())
@@ -19,8 +19,7 @@
 //! ```
 
 pub use loopguard_guard::{
-    SqliteOptions as StoreOptions, SqliteStore as Store, StoreError, SCHEMA_VERSION,
-    WAL_CHECKPOINT_BYTES,
+    SqliteOptions, SqliteStore, StoreError, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES,
 };
 
 /// Decisions kept per session for `loopguard status`.
@@ -161,7 +160,7 @@ const ENDED_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ended_sessions (
 
 fn ended_conn(
     path: &std::path::Path,
-    opts: &StoreOptions,
+    opts: &SqliteOptions,
 ) -> Result<rusqlite::Connection, StoreError> {
     let err = |e| StoreError::Sqlite {
         path: path.to_path_buf(),
@@ -181,7 +180,7 @@ fn ended_conn(
 /// [`ENDED_KEPT`].
 pub fn record_ended(
     path: &std::path::Path,
-    opts: &StoreOptions,
+    opts: &SqliteOptions,
     ended: &EndedSession,
 ) -> Result<(), StoreError> {
     let err = |e| StoreError::Sqlite {
@@ -217,7 +216,7 @@ pub fn record_ended(
 /// table does not exist yet). A row that cannot be read is an error naming the session.
 pub fn ended_sessions(
     path: &std::path::Path,
-    opts: &StoreOptions,
+    opts: &SqliteOptions,
 ) -> Result<Vec<EndedSession>, StoreError> {
     let err = |e| StoreError::Sqlite {
         path: path.to_path_buf(),
@@ -261,9 +260,9 @@ mod tests {
     fn ended_sessions_are_bounded_newest_first() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db.sqlite3");
-        let opts = StoreOptions::default();
+        let opts = SqliteOptions::default();
         // No table yet: nothing ended.
-        Store::open(&path, &opts)
+        SqliteStore::open(&path, &opts)
             .unwrap()
             .update(&key("live"), &mut |e| e.run_seq += 1)
             .unwrap();
@@ -288,7 +287,7 @@ mod tests {
         assert_eq!(ended[1].session_id, format!("s{}", ENDED_KEPT + 4));
         assert!(!ended.iter().any(|e| e.session_id == "s5"));
         // The live store is untouched.
-        let store = Store::open(&path, &opts).unwrap();
+        let store = SqliteStore::open(&path, &opts).unwrap();
         assert_eq!(store.keys().unwrap(), [key("live")]);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use loopguard_core::Mode;
 use loopguard_events::{parse_event, Action, Decision};
-use loopguard_guard::{open_store, Guard, Profile};
+use loopguard_guard::{open_store, Guard, ToolProfile};
 
 use crate::options::ProxyOptions;
 
@@ -82,7 +82,7 @@ impl GuardLayer {
             .map_err(|e| crate::McpError::Invalid(format!("--store {}: {e}", options.store)))?;
         let guard = Guard::builder()
             .config(options.config.clone())
-            .profile(Profile::Mcp)
+            .profile(ToolProfile::Mcp)
             .mode(options.mode)
             .store(Arc::clone(&store))
             .build();

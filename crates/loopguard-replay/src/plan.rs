@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use loopguard_adapters::reader::{self, Detected};
 use loopguard_adapters::{Format, SourcedEvent};
 use loopguard_core::Mode;
-use loopguard_core::{LoopDetectionConfig, OpenClawConfig, Profile as DetectorProfile};
-use loopguard_guard::Profile;
+use loopguard_core::{DetectorProfile, LoopDetectionConfig, OpenClawConfig};
+use loopguard_guard::ToolProfile;
 
 use crate::inputs::{self, Input, InputError, SkipReason, Skipped};
 
@@ -20,7 +20,7 @@ use crate::inputs::{self, Input, InputError, SkipReason, Skipped};
 /// use loopguard_replay::ReplayOptions;
 /// use loopguard_core::{OpenClawConfig, Mode};
 /// let cfg = OpenClawConfig::from_json5("{tools:{loopDetection:{enabled:true}}}")?.config;
-/// let opts = ReplayOptions::new().config(cfg).mode(Mode::Observe).strict(true);
+/// let opts = ReplayOptions::new().config(cfg).mode(Mode::Observe).stop_on_bad_line(true);
 /// assert_eq!(opts.get_mode(), Some(Mode::Observe));
 /// # Ok(()) }
 /// ```
@@ -30,7 +30,7 @@ pub struct ReplayOptions {
     detectors: Option<DetectorProfile>,
     mode: Option<Mode>,
     format: Option<Format>,
-    strict: bool,
+    stop_on_bad_line: bool,
     active_branch: bool,
     /// Event streams are read and parsed on a second thread.
     parse_ahead: bool,
@@ -68,8 +68,8 @@ impl ReplayOptions {
     }
 
     /// Stop at the first malformed line of a transcript instead of skipping it.
-    pub fn strict(mut self, strict: bool) -> Self {
-        self.strict = strict;
+    pub fn stop_on_bad_line(mut self, stop: bool) -> Self {
+        self.stop_on_bad_line = stop;
         self
     }
 
@@ -110,8 +110,8 @@ impl ReplayOptions {
     }
 
     /// Whether malformed transcript lines stop the replay.
-    pub fn is_strict(&self) -> bool {
-        self.strict
+    pub fn stops_on_bad_line(&self) -> bool {
+        self.stop_on_bad_line
     }
 
     /// Whether OpenClaw transcripts replay their active branch only.
@@ -216,14 +216,14 @@ impl InputKind {
 /// ```
 /// use loopguard_replay::plan::profile_for;
 /// use loopguard_adapters::Format;
-/// use loopguard_guard::Profile;
-/// assert_eq!(profile_for(Format::ClaudeCode), Profile::ClaudeCode);
-/// assert_eq!(profile_for(Format::Events), Profile::Plain);
+/// use loopguard_guard::ToolProfile;
+/// assert_eq!(profile_for(Format::ClaudeCode), ToolProfile::ClaudeCode);
+/// assert_eq!(profile_for(Format::Events), ToolProfile::Plain);
 /// ```
-pub fn profile_for(format: Format) -> Profile {
+pub fn profile_for(format: Format) -> ToolProfile {
     match format {
-        Format::ClaudeCode => Profile::ClaudeCode,
-        _ => Profile::Plain,
+        Format::ClaudeCode => ToolProfile::ClaudeCode,
+        _ => ToolProfile::Plain,
     }
 }
 
@@ -235,17 +235,17 @@ pub fn profile_for(format: Format) -> Profile {
 /// use loopguard_replay::plan::profile_of;
 /// use loopguard_adapters::SourcedEvent;
 /// use loopguard_events::parse_event;
-/// use loopguard_guard::Profile;
+/// use loopguard_guard::ToolProfile;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let event = parse_event(br#"{"type":"call","tool":"Bash"}"#, 1)?.into_owned();
 /// let mut sourced = SourcedEvent { event, line: 1, tokens: None, profile: None };
-/// assert_eq!(profile_of(&sourced, Profile::Plain), Profile::Plain);
+/// assert_eq!(profile_of(&sourced, ToolProfile::Plain), ToolProfile::Plain);
 /// sourced.profile = Some("claude-code");
-/// assert_eq!(profile_of(&sourced, Profile::Plain), Profile::ClaudeCode);
+/// assert_eq!(profile_of(&sourced, ToolProfile::Plain), ToolProfile::ClaudeCode);
 /// # Ok(())
 /// # }
 /// ```
-pub fn profile_of(event: &SourcedEvent, format_profile: Profile) -> Profile {
+pub fn profile_of(event: &SourcedEvent, format_profile: ToolProfile) -> ToolProfile {
     event
         .profile
         .and_then(|p| p.parse().ok())

@@ -6,7 +6,7 @@ use loopguard_core::Hashing;
 use loopguard_core::{normalize_agent_id, OpenClawConfig, Policy};
 use loopguard_core::{JsString, Mode};
 use loopguard_events::{Decision, Event};
-use loopguard_guard::{Applier, Profile, SessionEntry};
+use loopguard_guard::{Applier, SessionEntry, ToolProfile};
 
 /// Blocked calls per session that wait for their outcome events in a replay: recorded
 /// streams do send the (ignored) outcomes of blocked calls, sometimes much later.
@@ -42,12 +42,12 @@ pub struct Replayer {
 }
 
 impl Replayer {
-    /// A replayer with a config and a mode; tools are used as given ([`Profile::Plain`]).
+    /// A replayer with a config and a mode; tools are used as given ([`ToolProfile::Plain`]).
     pub fn new(config: OpenClawConfig, mode: Mode) -> Self {
         let default_policy = config.policy_for(None);
         Replayer {
             config,
-            applier: Applier::new(Profile::Plain)
+            applier: Applier::new(ToolProfile::Plain)
                 .mode(mode)
                 .log_size(0)
                 .pending_blocks(REPLAY_PENDING_BLOCKS),
@@ -65,16 +65,16 @@ impl Replayer {
     }
 
     /// Uses the tool profile of the runtime that wrote the stream (a Claude Code
-    /// transcript: [`Profile::ClaudeCode`]), so the replay finds exactly what that
+    /// transcript: [`ToolProfile::ClaudeCode`]), so the replay finds exactly what that
     /// runtime's live guard would have.
-    pub fn with_profile(mut self, profile: Profile) -> Self {
+    pub fn with_profile(mut self, profile: ToolProfile) -> Self {
         self.applier.profile = profile;
         self
     }
 
     /// Switches the tool profile for the events that follow (each input of a replay keeps
     /// the profile of the runtime that wrote it).
-    pub fn set_profile(&mut self, profile: Profile) {
+    pub fn set_profile(&mut self, profile: ToolProfile) {
         self.applier.profile = profile;
     }
 
@@ -84,7 +84,7 @@ impl Replayer {
     }
 
     /// The tool profile.
-    pub fn profile(&self) -> Profile {
+    pub fn profile(&self) -> ToolProfile {
         self.applier.profile
     }
 

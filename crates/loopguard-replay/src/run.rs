@@ -195,8 +195,8 @@ pub enum RunError {
         /// What is wrong (naming the field).
         message: String,
     },
-    /// `strict` and a malformed transcript line.
-    #[error("{input}:{line}: {message}; stopped here because of --strict")]
+    /// `stop_on_bad_line` and a malformed transcript line.
+    #[error("{input}:{line}: {message}; stopped here because of --stop-on-bad-line")]
     Strict {
         /// The input.
         input: String,
@@ -223,7 +223,7 @@ struct Runner<'o> {
     observer: &'o mut dyn Observer,
     summary: Summary,
     several: bool,
-    strict: bool,
+    stop_on_bad_line: bool,
     /// Event streams share sessions across files (they name their sessions themselves).
     events: Option<Replayer>,
     /// The session whose source was set last.
@@ -236,7 +236,7 @@ impl Plan {
     /// Replays every input, telling `observer` each decision and notice, and returns the
     /// report. An input that cannot be read is recorded in [`RunReport::files`] and the
     /// others are still replayed; a bad event line, a malformed transcript line under
-    /// `strict`, or an observer error stop the run.
+    /// `stop_on_bad_line`, or an observer error stop the run.
     ///
     /// Each input replays with its own mode and config ([`Source::mode`],
     /// [`Plan::config_for`]): event streams share one replayer (their sessions continue
@@ -259,7 +259,7 @@ impl Plan {
             observer,
             summary: Summary::default(),
             several: self.sources.len() > 1,
-            strict: self.options.is_strict(),
+            stop_on_bad_line: self.options.stops_on_bad_line(),
             events: None,
             named: Vec::new(),
             no_calls: None,
@@ -446,7 +446,7 @@ impl Runner<'_> {
             agent: source.agent.clone(),
         };
         let opts = plan.options.read_options();
-        let strict = self.strict;
+        let stop_on_bad_line = self.stop_on_bad_line;
         let mut stop: Option<Stop> = None;
         let mut no_calls = None;
         let mut sink = |item: Item| match item {
@@ -470,7 +470,7 @@ impl Runner<'_> {
                 }
             }
             Item::Diagnostic(diag) => {
-                if strict && diag.kind.is_malformed() {
+                if stop_on_bad_line && diag.kind.is_malformed() {
                     stop = Some(Stop::Fatal(RunError::Strict {
                         input: source.display.clone(),
                         line: diag.line,

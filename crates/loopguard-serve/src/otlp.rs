@@ -381,7 +381,7 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
 
 /// The tool profile of the agent a call came from (Claude Code's telemetry gets the
 /// `claude-code` profile, as its hook would), `None` for the receiver's own.
-fn call_profile(call: &SpanCall) -> Option<loopguard_guard::Profile> {
+fn call_profile(call: &SpanCall) -> Option<loopguard_guard::ToolProfile> {
     call.profile.and_then(|p| p.parse().ok())
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_guard::{
-    is_redis_spec as is_redis, open_store, redact_spec, Guard, Profile, RedisOptions, RedisStore,
-    SessionInfo, Store,
+    is_redis_spec as is_redis, open_store, redact_spec, Guard, RedisOptions, RedisStore,
+    SessionInfo, Store, ToolProfile,
 };
 
 use crate::app::AppState;
@@ -66,7 +66,7 @@ pub(crate) fn open(
             Box::new(|| 0),
         )
     };
-    let build_in = |profile: Profile, mode: Mode| {
+    let build_in = |profile: ToolProfile, mode: Mode| {
         let mut b = Guard::builder()
             .profile(profile)
             .mode(mode)
@@ -76,7 +76,7 @@ pub(crate) fn open(
         }
         b.build()
     };
-    let build = |profile: Profile| build_in(profile, Mode::Enforce);
+    let build = |profile: ToolProfile| build_in(profile, Mode::Enforce);
     // A shared store counts with a scan of its keys: at most every 30 s, whatever the
     // scrape interval.
     let counter = SessionCounter {
@@ -94,9 +94,9 @@ pub(crate) fn open(
         None => "built-in (no config file: enabled with defaults)".to_string(),
     };
     Ok(Opened {
-        guard: build(Profile::Plain),
-        claude_code: build(Profile::ClaudeCode),
-        traces: build_in(Profile::Plain, Mode::Observe),
+        guard: build(ToolProfile::Plain),
+        claude_code: build(ToolProfile::ClaudeCode),
+        traces: build_in(ToolProfile::Plain, Mode::Observe),
         // The memory store is a short critical section: called directly on the async
         // workers. SQLite and Redis's blocking side wait for I/O: run on tokio's blocking
         // pool. Redis's awaitable side runs on the async workers.

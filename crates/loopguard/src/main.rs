@@ -29,14 +29,9 @@ macro_rules! errln {
     }};
 }
 
-mod config_check;
-mod convert_cmd;
-mod hook_cli;
+mod cmd;
 mod html;
-mod mcp_cli;
 mod progress;
-mod replay_cmd;
-mod serve_cmd;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several
 /// times faster than the system allocator.
@@ -62,28 +57,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Replay recorded sessions (event streams or agent transcripts) and explain every loop in them.
-    Replay(replay_cmd::ReplayArgs),
+    Replay(cmd::replay::ReplayArgs),
     /// Write a transcript (any supported format) as loopguard's event stream.
-    Convert(convert_cmd::ConvertArgs),
+    Convert(cmd::convert::ConvertArgs),
     /// Work with OpenClaw config files.
     #[command(subcommand)]
     Config(ConfigCommand),
     /// Live loop protection as an agent hook (Claude Code, Codex, Gemini CLI, Qwen Code,
     /// Copilot, Cursor, Factory, Cline, Windsurf, Kiro).
     #[command(subcommand)]
-    Hook(hook_cli::HookCommand),
+    Hook(cmd::hook::HookCommand),
     /// Show what the hook's state database knows about a session.
-    Status(hook_cli::StatusArgs),
+    Status(cmd::hook::StatusArgs),
     /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
-    Mcp(mcp_cli::McpArgs),
+    Mcp(cmd::mcp::McpArgs),
     /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
-    Serve(serve_cmd::ServeArgs),
+    Serve(cmd::serve::ServeArgs),
 }
 
 #[derive(Subcommand)]
 enum ConfigCommand {
     /// Validate a config file and print the effective loop detection settings per agent.
-    Check(config_check::CheckArgs),
+    Check(cmd::config::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,7 +87,7 @@ fn main() -> ExitCode {
     // pipes and files, `auto` colours only a terminal.
     let color = match &cli.command {
         Command::Replay(args) => args.color,
-        _ => replay_cmd::ColorArg::Auto,
+        _ => cmd::replay::ColorArg::Auto,
     };
     // A server or a proxy runs unattended: its warnings (a store outage, a session started
     // afresh, a batch answered by the proxy) go to stderr even without -v. (An MCP client
@@ -110,13 +105,13 @@ fn main() -> ExitCode {
         color.enabled(io::stderr().is_terminal()),
     );
     let result = match cli.command {
-        Command::Replay(args) => replay_cmd::run(args),
-        Command::Convert(args) => convert_cmd::run(args),
-        Command::Config(ConfigCommand::Check(args)) => config_check::run(args),
-        Command::Hook(cmd) => hook_cli::run(cmd),
-        Command::Status(args) => hook_cli::status(args),
-        Command::Mcp(args) => mcp_cli::run(args),
-        Command::Serve(args) => serve_cmd::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
+        Command::Convert(args) => cmd::convert::run(args),
+        Command::Config(ConfigCommand::Check(args)) => cmd::config::run(args),
+        Command::Hook(cmd) => cmd::hook::run(cmd),
+        Command::Status(args) => cmd::hook::status(args),
+        Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use loopguard_hook::store::{Store, StoreOptions};
+use loopguard_hook::store::{SqliteOptions, SqliteStore};
 use serde_json::{json, Value};
 
 const SESSION: &str = "3f1c9a52-8d0e-4b7a-9a43-0c6f2e1d7b21";
@@ -433,7 +433,7 @@ fn concurrent_hooks_lose_no_update() {
     assert_eq!(st["eventCount"], (WORKERS * CALLS * 2) as u64);
     assert_eq!(st["historyLen"], (WORKERS * CALLS) as u64);
     // Every call has its own record, paired with its outcome.
-    let store = Store::open_existing(&sb.db(), &StoreOptions::default()).unwrap();
+    let store = SqliteStore::open_existing(&sb.db(), &SqliteOptions::default()).unwrap();
     let entry = loopguard_guard::Store::load(&store, &loopguard_hook::store::key(SESSION))
         .unwrap()
         .unwrap();
@@ -466,7 +466,7 @@ fn kill9_helper_holds_a_transaction() {
     };
     // The store's own connection settings (WAL, busy timeout), then a write transaction
     // made by hand so that it can stop between the write and the commit.
-    drop(Store::open(Path::new(&db), &StoreOptions::default()).unwrap());
+    drop(SqliteStore::open(Path::new(&db), &SqliteOptions::default()).unwrap());
     let conn = rusqlite::Connection::open(Path::new(&db)).unwrap();
     conn.execute_batch("BEGIN IMMEDIATE").unwrap();
     // A large write, so SQLite spills pages to the WAL before any commit.
@@ -557,7 +557,7 @@ fn a_process_killed_mid_transaction_loses_nothing_committed() {
         .unwrap()
         .iter()
         .all(|e| e["decision"] != "uncommitted"));
-    let store = Store::open_existing(&sb.db(), &StoreOptions::default()).unwrap();
+    let store = SqliteStore::open_existing(&sb.db(), &SqliteOptions::default()).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
 

@@ -258,7 +258,7 @@ fn verbose_logs_follow_the_color_option() {
     assert!(text(&always.stderr).contains('\u{1b}'));
 }
 
-/// Item 9: skipped lines say "skipped" once; --strict says it stopped.
+/// Item 9: skipped lines say "skipped" once; --stop-on-bad-line says it stopped.
 #[test]
 fn skipped_and_strict_messages_read_well() {
     let out = loopguard(&[
@@ -275,17 +275,17 @@ fn skipped_and_strict_messages_read_well() {
     assert!(!stderr.contains("; skipped"), "{stderr}");
     let strict = loopguard(&[
         "replay",
-        "--strict",
+        "--stop-on-bad-line",
         "tests/fixtures/transcripts/openclaw/truncated.jsonl",
     ]);
     assert!(!strict.status.success());
     let stderr = text(&strict.stderr);
     assert!(
         stderr.contains("truncated.jsonl:6: the last line is cut off")
-            && stderr.contains("; stopped here because of --strict"),
+            && stderr.contains("; stopped here because of --stop-on-bad-line"),
         "{stderr}"
     );
-    assert!(!stderr.contains("--strict stops at"), "{stderr}");
+    assert!(!stderr.contains("--stop-on-bad-line stops at"), "{stderr}");
 }
 
 /// Item 9: an HTML path that cannot be written fails before anything is replayed.

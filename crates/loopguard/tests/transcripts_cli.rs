@@ -299,13 +299,13 @@ fn directory_replay_ends_with_a_table_and_skips_bad_lines() {
 fn strict_mode_stops_at_the_first_malformed_line() {
     let out = loopguard(&[
         "replay",
-        "--strict",
+        "--stop-on-bad-line",
         "tests/fixtures/transcripts/openclaw/truncated.jsonl",
     ]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("truncated.jsonl:6:"), "{stderr}");
-    assert!(stderr.contains("--strict"), "{stderr}");
+    assert!(stderr.contains("--stop-on-bad-line"), "{stderr}");
 }
 
 #[test]

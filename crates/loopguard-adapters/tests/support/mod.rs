@@ -14,7 +14,7 @@ use loopguard_adapters::{
 use loopguard_core::OpenClawConfig;
 use loopguard_core::{Detector, JsString, Mode, Value};
 use loopguard_events::{EventKind, Payload};
-use loopguard_guard::Profile;
+use loopguard_guard::ToolProfile;
 use loopguard_replay::{Action, Replayer};
 use proptest::prelude::*;
 
@@ -101,13 +101,13 @@ fn replayer(mode: Mode) -> Replayer {
 /// Replays events in observe mode with detection on: `(line, kind, decision, detector)`
 /// of each event, the line being the event's own.
 pub fn replay_observe(events: &[SourcedEvent]) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
-    replay_observe_as(events, Profile::Plain)
+    replay_observe_as(events, ToolProfile::Plain)
 }
 
 /// [`replay_observe`] through the tool profile of the runtime that wrote the transcript.
 pub fn replay_observe_as(
     events: &[SourcedEvent],
-    profile: Profile,
+    profile: ToolProfile,
 ) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
     let mut r = replayer(Mode::Observe).with_profile(profile);
     events
@@ -128,7 +128,7 @@ pub fn replay_observe_as(
 /// source named (`SourcedEvent::profile`), else `format_profile`.
 pub fn replay_observe_by_source(
     events: &[SourcedEvent],
-    format_profile: Profile,
+    format_profile: ToolProfile,
 ) -> Vec<(u64, EventKind, Action, Option<Detector>)> {
     let mut r = replayer(Mode::Observe).with_profile(format_profile);
     events

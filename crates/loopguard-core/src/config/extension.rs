@@ -33,7 +33,7 @@ use super::as_positive_int;
 
 /// Which set of detectors runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Profile {
+pub enum DetectorProfile {
     /// OpenClaw's detectors only, byte for byte (the default).
     #[default]
     OpenClaw,
@@ -41,26 +41,26 @@ pub enum Profile {
     Strict,
 }
 
-impl Profile {
+impl DetectorProfile {
     /// `"openclaw"` or `"strict"`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Profile::OpenClaw => "openclaw",
-            Profile::Strict => "strict",
+            DetectorProfile::OpenClaw => "openclaw",
+            DetectorProfile::Strict => "strict",
         }
     }
 
     /// Parses `"openclaw"` / `"strict"`.
     ///
     /// ```
-    /// use loopguard_core::Profile;
-    /// assert_eq!(Profile::parse("strict"), Some(Profile::Strict));
-    /// assert_eq!(Profile::parse("lenient"), None);
+    /// use loopguard_core::DetectorProfile;
+    /// assert_eq!(DetectorProfile::parse("strict"), Some(DetectorProfile::Strict));
+    /// assert_eq!(DetectorProfile::parse("lenient"), None);
     /// ```
-    pub fn parse(s: &str) -> Option<Profile> {
+    pub fn parse(s: &str) -> Option<DetectorProfile> {
         match s {
-            "openclaw" => Some(Profile::OpenClaw),
-            "strict" => Some(Profile::Strict),
+            "openclaw" => Some(DetectorProfile::OpenClaw),
+            "strict" => Some(DetectorProfile::Strict),
             _ => None,
         }
     }
@@ -117,8 +117,8 @@ impl ExtraDetectorConfig {
 /// The `loopguard` block as written.
 ///
 /// ```
-/// use loopguard_core::{LoopguardConfig, Profile};
-/// let cfg = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
+/// use loopguard_core::{LoopguardConfig, DetectorProfile};
+/// let cfg = LoopguardConfig { profile: Some(DetectorProfile::Strict), ..Default::default() };
 /// let extra = cfg.resolve();
 /// assert!(extra.failure_streak.enabled && extra.second_critical.enabled);
 /// assert_eq!((extra.failure_streak.warn_at, extra.failure_streak.block_at), (3, 6));
@@ -126,7 +126,7 @@ impl ExtraDetectorConfig {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LoopguardConfig {
     /// `profile`.
-    pub profile: Option<Profile>,
+    pub profile: Option<DetectorProfile>,
     /// `detectors.identicalFailureStreak`.
     pub identical_failure_streak: Option<ExtraDetectorConfig>,
     /// `detectors.identicalOutcomeStreak`.
@@ -209,7 +209,7 @@ pub const DEFAULT_COMPACTIONS: u64 = 2;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExtraPolicy {
     /// The profile that was chosen.
-    pub profile: Profile,
+    pub profile: DetectorProfile,
     /// `identical_failure_streak`.
     pub failure_streak: ExtraDetector,
     /// `identical_outcome_streak`.
@@ -247,7 +247,7 @@ impl ExtraPolicy {
     /// ```
     pub fn strict() -> Self {
         LoopguardConfig {
-            profile: Some(Profile::Strict),
+            profile: Some(DetectorProfile::Strict),
             ..Default::default()
         }
         .resolve()
@@ -320,11 +320,11 @@ impl LoopguardConfig {
     /// [`super::LoopDetectionConfig::merge`] does for OpenClaw's block).
     ///
     /// ```
-    /// use loopguard_core::{LoopguardConfig, Profile};
-    /// let g = LoopguardConfig { profile: Some(Profile::Strict), ..Default::default() };
+    /// use loopguard_core::{LoopguardConfig, DetectorProfile};
+    /// let g = LoopguardConfig { profile: Some(DetectorProfile::Strict), ..Default::default() };
     /// let a = LoopguardConfig::default();
     /// let m = LoopguardConfig::merge(Some(&g), Some(&a)).unwrap();
-    /// assert_eq!(m.profile, Some(Profile::Strict));
+    /// assert_eq!(m.profile, Some(DetectorProfile::Strict));
     /// ```
     pub fn merge(global: Option<&Self>, agent: Option<&Self>) -> Option<Self> {
         let (g, a) = match (global, agent) {
@@ -359,7 +359,7 @@ impl LoopguardConfig {
         let on = |c: &Option<ExtraDetectorConfig>| {
             c.as_ref()
                 .and_then(|c| c.enabled)
-                .unwrap_or(profile == Profile::Strict)
+                .unwrap_or(profile == DetectorProfile::Strict)
         };
         let thresholds = |c: &Option<ExtraDetectorConfig>, (w, b): (u64, u64)| {
             let mut d = ExtraDetector::off(
@@ -493,7 +493,7 @@ mod tests {
         let r = one.resolve();
         assert!(r.argument_churn.enabled && !r.failure_streak.enabled);
         let mut strict_but = LoopguardConfig {
-            profile: Some(Profile::Strict),
+            profile: Some(DetectorProfile::Strict),
             ..Default::default()
         };
         *strict_but.detector_mut("secondCriticalAbort").unwrap() = Some(ExtraDetectorConfig {
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn numbers_fall_back_and_zero_block_means_never() {
         let cfg = LoopguardConfig {
-            profile: Some(Profile::Strict),
+            profile: Some(DetectorProfile::Strict),
             identical_failure_streak: Some(ExtraDetectorConfig {
                 warn_at: Some(2.5),
                 block_at: Some(0.0),
@@ -523,7 +523,7 @@ mod tests {
     #[test]
     fn agent_blocks_merge_field_by_field() {
         let g = LoopguardConfig {
-            profile: Some(Profile::Strict),
+            profile: Some(DetectorProfile::Strict),
             identical_failure_streak: Some(ExtraDetectorConfig {
                 warn_at: Some(2.0),
                 block_at: Some(9.0),
@@ -545,6 +545,6 @@ mod tests {
             (r.failure_streak.warn_at, r.failure_streak.block_at),
             (2, 4)
         );
-        assert_eq!(r.profile, Profile::Strict);
+        assert_eq!(r.profile, DetectorProfile::Strict);
     }
 }

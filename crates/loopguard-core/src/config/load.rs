@@ -15,8 +15,8 @@ use std::fmt;
 use super::extension::{detector_number_keys, extra_default};
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
-    AgentConfig, DetectorSwitches, ExtraDetectorConfig, LoopDetectionConfig, LoopguardConfig,
-    OpenClawConfig, PostCompactionGuardConfig, Profile, DEFAULT_CRITICAL_THRESHOLD,
+    AgentConfig, DetectorProfile, DetectorSwitches, ExtraDetectorConfig, LoopDetectionConfig,
+    LoopguardConfig, OpenClawConfig, PostCompactionGuardConfig, DEFAULT_CRITICAL_THRESHOLD,
     DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD,
     DEFAULT_WARNING_THRESHOLD, DEFAULT_WINDOW_SIZE, EXTRA_DETECTOR_KEYS,
 };
@@ -655,7 +655,7 @@ impl Cx {
         if let Some(e) = node.get("profile") {
             let p = join(path, "profile");
             match &e.value.value {
-                NodeValue::String(s) => match Profile::parse(s) {
+                NodeValue::String(s) => match DetectorProfile::parse(s) {
                     Some(profile) => cfg.profile = Some(profile),
                     None => {
                         let suggestion = suggest(s, &["openclaw", "strict"]);

@@ -21,7 +21,7 @@ pub mod json5;
 mod load;
 
 pub use extension::{
-    ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig, Profile,
+    DetectorProfile, ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig,
     DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,
     DEFAULT_COMPACTIONS, DEFAULT_CYCLE, DEFAULT_ERROR_CHANGING_ARGS, DEFAULT_FAILURE_STREAK,
     DEFAULT_NEAR_REPEAT, DEFAULT_NEAR_REPEAT_SIMILARITY, DEFAULT_OUTCOME_STREAK,
@@ -451,15 +451,15 @@ impl OpenClawConfig {
     /// per-detector settings still apply). This is `loopguard replay --profile`.
     ///
     /// ```
-    /// use loopguard_core::{OpenClawConfig, Profile};
+    /// use loopguard_core::{OpenClawConfig, DetectorProfile};
     /// let mut cfg = OpenClawConfig::from_json5(
     ///     r#"{loopguard:{profile:"openclaw"},agents:{list:[{id:"a",loopguard:{profile:"openclaw"}}]}}"#,
     /// )?.config;
-    /// cfg.set_profile(Profile::Strict);
+    /// cfg.set_profile(DetectorProfile::Strict);
     /// assert!(cfg.policy_for(Some("a")).extra.failure_streak.enabled);
     /// # Ok::<(), loopguard_core::LoadError>(())
     /// ```
-    pub fn set_profile(&mut self, profile: Profile) {
+    pub fn set_profile(&mut self, profile: DetectorProfile) {
         self.loopguard.get_or_insert_with(Default::default).profile = Some(profile);
         for a in &mut self.agents {
             if let Some(l) = &mut a.loopguard {

@@ -90,23 +90,7 @@ pub fn engine_name(kind: ToolKind) -> Option<&'static str> {
     }
 }
 
-/// A call as the engine sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MappedCall<'a> {
-    /// The engine's tool name.
-    pub tool: JsString<'a>,
-    /// The arguments that are hashed.
-    pub args: Value<'a>,
-}
-
-/// An outcome as the engine sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum MappedOutcome<'a> {
-    /// A returned value.
-    Result(Value<'a>),
-    /// A thrown error (its message).
-    Error(Value<'a>),
-}
+pub use super::{MappedCall, MappedOutcome};
 
 /// Maps a Claude Code tool call (`tool_name`, `tool_input`).
 pub fn map_call<'a>(name: &JsString<'a>, input: &Value<'a>) -> MappedCall<'a> {

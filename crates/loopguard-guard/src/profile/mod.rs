@@ -9,25 +9,25 @@
 //!
 //! | profile | tool names | arguments | outcomes |
 //! |---------|------------|-----------|----------|
-//! | [`Profile::Plain`] (`none`) | as given | as given | as given (events.md) |
-//! | [`Profile::OpenClaw`] | lower-cased; `bash` → `exec`, `apply-patch` → `apply_patch` (decisions.md item 7) | as given | as given |
-//! | [`Profile::ClaudeCode`] | `Bash` → `exec`, `BashOutput`/`TaskOutput`/`AgentOutputTool` → `process` poll, `TodoWrite` → `update_plan` | see [`claude_code`] | `tool_response` mapped, see [`claude_code`] |
-//! | [`Profile::Mcp`] | as given | the call's `arguments` | the `CallToolResult`'s `content`, `structuredContent` and `isError` (not `_meta`) |
+//! | [`ToolProfile::Plain`] (`none`) | as given | as given | as given (events.md) |
+//! | [`ToolProfile::OpenClaw`] | lower-cased; `bash` → `exec`, `apply-patch` → `apply_patch` (decisions.md item 7) | as given | as given |
+//! | [`ToolProfile::ClaudeCode`] | `Bash` → `exec`, `BashOutput`/`TaskOutput`/`AgentOutputTool` → `process` poll, `TodoWrite` → `update_plan` | see [`claude_code`] | `tool_response` mapped, see [`claude_code`] |
+//! | [`ToolProfile::Mcp`] | as given | the call's `arguments` | the `CallToolResult`'s `content`, `structuredContent` and `isError` (not `_meta`) |
 //!
 //! Messages shown to the model name the runtime's tool, not the engine's
 //! ([`display_message`]).
 //!
 //! ```
-//! use loopguard_guard::Profile;
+//! use loopguard_guard::ToolProfile;
 //! use loopguard_core::Value;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let args = Value::parse(br#"{"command":"npm test","description":"Run the tests (attempt 2)"}"#)?;
-//! let mapped = Profile::ClaudeCode.map_call(&"Bash".into(), &args).ok_or("not mapped")?;
+//! let mapped = ToolProfile::ClaudeCode.map_call(&"Bash".into(), &args).ok_or("not mapped")?;
 //! assert_eq!(mapped.tool.as_str(), Some("exec"));
 //! assert!(mapped.args.get("description").is_none()); // the free-text label does not count
-//! assert!(Profile::Plain.map_call(&"Bash".into(), &args).is_none()); // used as given
-//! assert_eq!("claude-code".parse::<Profile>()?, Profile::ClaudeCode);
+//! assert!(ToolProfile::Plain.map_call(&"Bash".into(), &args).is_none()); // used as given
+//! assert_eq!("claude-code".parse::<ToolProfile>()?, ToolProfile::ClaudeCode);
 //! # Ok(())
 //! # }
 //! ```
@@ -42,7 +42,7 @@ use loopguard_core::{JsString, Object, Value};
 /// A runtime's tool profile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Profile {
+pub enum ToolProfile {
     /// Tools, arguments and outcomes as given: the events.md contract and OpenClaw parity.
     #[default]
     Plain,
@@ -55,11 +55,11 @@ pub enum Profile {
 }
 
 /// Every profile, in the order `--profile` lists them.
-pub const PROFILES: &[Profile] = &[
-    Profile::Plain,
-    Profile::OpenClaw,
-    Profile::ClaudeCode,
-    Profile::Mcp,
+pub const TOOL_PROFILES: &[ToolProfile] = &[
+    ToolProfile::Plain,
+    ToolProfile::OpenClaw,
+    ToolProfile::ClaudeCode,
+    ToolProfile::Mcp,
 ];
 
 /// A call as the engine sees it.
@@ -80,14 +80,14 @@ pub enum MappedOutcome<'a> {
     Error(Value<'a>),
 }
 
-impl Profile {
+impl ToolProfile {
     /// The profile's name (`none`, `openclaw`, `claude-code`, `mcp`).
     pub fn as_str(self) -> &'static str {
         match self {
-            Profile::Plain => "none",
-            Profile::OpenClaw => "openclaw",
-            Profile::ClaudeCode => "claude-code",
-            Profile::Mcp => "mcp",
+            ToolProfile::Plain => "none",
+            ToolProfile::OpenClaw => "openclaw",
+            ToolProfile::ClaudeCode => "claude-code",
+            ToolProfile::Mcp => "mcp",
         }
     }
 
@@ -95,21 +95,15 @@ impl Profile {
     /// them as given (no copy is made then).
     pub fn map_call<'a>(self, tool: &JsString<'a>, args: &Value<'a>) -> Option<MappedCall<'a>> {
         match self {
-            Profile::Plain | Profile::Mcp => None,
-            Profile::OpenClaw => {
+            ToolProfile::Plain | ToolProfile::Mcp => None,
+            ToolProfile::OpenClaw => {
                 let name = openclaw_name(tool)?;
                 Some(MappedCall {
                     tool: name,
                     args: args.clone(),
                 })
             }
-            Profile::ClaudeCode => {
-                let m = claude_code::map_call(tool, args);
-                Some(MappedCall {
-                    tool: m.tool,
-                    args: m.args,
-                })
-            }
+            ToolProfile::ClaudeCode => Some(claude_code::map_call(tool, args)),
         }
     }
 
@@ -117,9 +111,9 @@ impl Profile {
     /// when it is used as given.
     pub fn map_result<'a>(self, tool: &JsString<'_>, result: &Value<'a>) -> Option<Value<'a>> {
         match self {
-            Profile::Plain | Profile::OpenClaw => None,
-            Profile::ClaudeCode => Some(claude_code::map_result(tool, result)),
-            Profile::Mcp => Some(mcp_result(result)),
+            ToolProfile::Plain | ToolProfile::OpenClaw => None,
+            ToolProfile::ClaudeCode => Some(claude_code::map_result(tool, result)),
+            ToolProfile::Mcp => Some(mcp_result(result)),
         }
     }
 
@@ -131,18 +125,15 @@ impl Profile {
         error: &Value<'a>,
     ) -> Option<MappedOutcome<'a>> {
         match (self, error) {
-            (Profile::ClaudeCode, Value::String(e)) => {
-                Some(match claude_code::map_failure(tool, e, false) {
-                    claude_code::MappedOutcome::Result(v) => MappedOutcome::Result(v),
-                    claude_code::MappedOutcome::Error(v) => MappedOutcome::Error(v),
-                })
+            (ToolProfile::ClaudeCode, Value::String(e)) => {
+                Some(claude_code::map_failure(tool, e, false))
             }
             _ => None,
         }
     }
 }
 
-impl fmt::Display for Profile {
+impl fmt::Display for ToolProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -153,16 +144,16 @@ impl fmt::Display for Profile {
 #[error("unknown tool profile `{0}` (expected one of: none, openclaw, claude-code, mcp)")]
 pub struct UnknownProfile(pub String);
 
-impl FromStr for Profile {
+impl FromStr for ToolProfile {
     type Err = UnknownProfile;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PROFILES
+        TOOL_PROFILES
             .iter()
             .copied()
             .find(|p| p.as_str() == s)
             .or(match s {
-                "plain" => Some(Profile::Plain),
-                "claude_code" | "claudecode" => Some(Profile::ClaudeCode),
+                "plain" => Some(ToolProfile::Plain),
+                "claude_code" | "claudecode" => Some(ToolProfile::ClaudeCode),
                 _ => None,
             })
             .ok_or_else(|| UnknownProfile(s.to_string()))
@@ -228,21 +219,23 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for p in PROFILES {
-            assert_eq!(p.as_str().parse::<Profile>(), Ok(*p));
+        for p in TOOL_PROFILES {
+            assert_eq!(p.as_str().parse::<ToolProfile>(), Ok(*p));
         }
-        assert!("nope".parse::<Profile>().is_err());
+        assert!("nope".parse::<ToolProfile>().is_err());
     }
 
     #[test]
     fn openclaw_names_are_normalised_once() {
         let args = Value::Null;
-        let m = Profile::OpenClaw
+        let m = ToolProfile::OpenClaw
             .map_call(&"Bash".into(), &args)
             .map(|m| m.tool);
         assert_eq!(m, Some(JsString::from("exec")));
-        assert!(Profile::OpenClaw.map_call(&"exec".into(), &args).is_none());
-        let m = Profile::OpenClaw
+        assert!(ToolProfile::OpenClaw
+            .map_call(&"exec".into(), &args)
+            .is_none());
+        let m = ToolProfile::OpenClaw
             .map_call(&"apply-patch".into(), &args)
             .map(|m| m.tool);
         assert_eq!(m, Some(JsString::from("apply_patch")));
@@ -254,7 +247,7 @@ mod tests {
             br#"{"content":[{"type":"text","text":"x"}],"isError":false,"_meta":{"t":1}}"#,
         )
         .unwrap();
-        let m = Profile::Mcp.map_result(&"t".into(), &r).unwrap();
+        let m = ToolProfile::Mcp.map_result(&"t".into(), &r).unwrap();
         assert!(m.get("_meta").is_none());
         assert!(m.get("isError").is_some());
     }

@@ -89,7 +89,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
         );
     if let Some(path) = &args.config {
-        builder = builder.config(crate::replay_cmd::load_config_for_run(path)?);
+        builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
     }
     if let Some(path) = &args.redis_ca {
         let pem = std::fs::read(path)

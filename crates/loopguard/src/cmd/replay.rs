@@ -4,6 +4,7 @@
 //! summary) is the library's; this module only prints: notices on stderr (under the
 //! progress bar), JSON decisions or the text report on stdout, the HTML page.
 
+use crate::cmd::ModeArg;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
@@ -16,7 +17,7 @@ use clap::ValueEnum;
 use indicatif::ProgressBar;
 use loopguard_adapters::Format;
 use loopguard_core::Mode;
-use loopguard_core::{OpenClawConfig, Profile, RunConfigError};
+use loopguard_core::{DetectorProfile, OpenClawConfig, RunConfigError};
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
     Chosen, Decision, Notice, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,
@@ -68,7 +69,7 @@ pub struct ReplayArgs {
     format: FormatArg,
     /// Stop at the first malformed line of a transcript instead of skipping it.
     #[arg(long)]
-    strict: bool,
+    stop_on_bad_line: bool,
     /// OpenClaw transcripts: replay only the tree's active branch, not every entry in file
     /// order.
     #[arg(long)]
@@ -101,15 +102,6 @@ pub struct ReplayArgs {
     inputs: Vec<PathBuf>,
 }
 
-/// Replay mode.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// Blocked calls do not run.
-    Enforce,
-    /// Report only.
-    Observe,
-}
-
 /// Detector profile.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProfileArg {
@@ -119,11 +111,11 @@ pub enum ProfileArg {
     Strict,
 }
 
-impl From<ProfileArg> for Profile {
-    fn from(p: ProfileArg) -> Profile {
+impl From<ProfileArg> for DetectorProfile {
+    fn from(p: ProfileArg) -> DetectorProfile {
         match p {
-            ProfileArg::Openclaw => Profile::OpenClaw,
-            ProfileArg::Strict => Profile::Strict,
+            ProfileArg::Openclaw => DetectorProfile::OpenClaw,
+            ProfileArg::Strict => DetectorProfile::Strict,
         }
     }
 }
@@ -381,17 +373,14 @@ fn write_stdout(text: &str) -> Result<()> {
 /// Runs `loopguard replay`.
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut options = ReplayOptions::new()
-        .strict(args.strict)
+        .stop_on_bad_line(args.stop_on_bad_line)
         .active_branch(args.active_branch)
         .parse_ahead(args.parse_ahead);
     if let Some(path) = &args.config {
         options = options.config(load_config_for_run(path)?);
     }
     if let Some(m) = args.mode {
-        options = options.mode(match m {
-            ModeArg::Enforce => Mode::Enforce,
-            ModeArg::Observe => Mode::Observe,
-        });
+        options = options.mode(Mode::from(m));
     }
     if let Some(p) = args.profile {
         options = options.detectors(p.into());
@@ -500,7 +489,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     if let Some(q) = &printer.quality {
         let profile = args
             .profile
-            .map_or("configured", |p| Profile::from(p).as_str());
+            .map_or("configured", |p| DetectorProfile::from(p).as_str());
         let mut text = q.render(profile, labels.as_ref());
         if failed + unread > 0 {
             let n = failed + unread;

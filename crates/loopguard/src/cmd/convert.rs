@@ -12,7 +12,7 @@ use loopguard_adapters::{Context, Diagnostic, Format};
 use loopguard_replay::inputs::session_names;
 use loopguard_replay::plan::{format_list, sniff, Sniffed};
 
-use crate::replay_cmd::{format_parser, FormatArg};
+use crate::cmd::replay::{format_parser, FormatArg};
 
 /// Arguments of `loopguard convert`.
 #[derive(clap::Args)]
@@ -22,7 +22,7 @@ pub struct ConvertArgs {
     format: FormatArg,
     /// Stop at the first malformed line instead of skipping it.
     #[arg(long)]
-    strict: bool,
+    stop_on_bad_line: bool,
     /// OpenClaw transcripts: only the tree's active branch.
     #[arg(long)]
     active_branch: bool,
@@ -99,7 +99,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             Flow::Continue
         }
         Item::Diagnostic(d) => {
-            if args.strict && d.kind.is_malformed() {
+            if args.stop_on_bad_line && d.kind.is_malformed() {
                 fatal = Some(d);
                 return Flow::Stop;
             }
@@ -128,7 +128,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             if let Some(d) = fatal {
                 // Failing anyway: a closed stderr must not turn this into a quiet success.
                 let _ = errln!(
-                    "error: {}:{}: {}; stopped here because of --strict",
+                    "error: {}:{}: {}; stopped here because of --stop-on-bad-line",
                     path.display(),
                     d.line,
                     d.message

@@ -5,12 +5,13 @@
 //! crate (Codex, Gemini CLI, Qwen Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro);
 //! this module parses arguments, reads standard input and prints.
 
+use crate::cmd::ModeArg;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 use loopguard_agents::install as agent_install;
 use loopguard_agents::Agent;
 use loopguard_core::Mode;
@@ -20,7 +21,7 @@ use loopguard_hook::paths::{existing_log, project_settings, Env};
 use loopguard_hook::settings::{self, shell_quote, Change};
 use loopguard_hook::status::last_fail_open;
 use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
-use loopguard_hook::store::{Store, StoreError, StoreOptions};
+use loopguard_hook::store::{SqliteOptions, SqliteStore, StoreError};
 use loopguard_hook::{log_line, parse_duration, run_claude_code, HookOptions};
 
 /// `loopguard hook …`
@@ -53,14 +54,6 @@ pub enum HookCommand {
     Install(InstallArgs),
     /// Remove loopguard's hooks from an agent's settings (default: Claude Code's).
     Uninstall(UninstallArgs),
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// Deny looping calls and stop the agent when a loop survives a compaction.
-    Enforce,
-    /// Only record what would have been done (see `loopguard status`).
-    Observe,
 }
 
 /// Options of `loopguard hook claude-code`.
@@ -197,10 +190,7 @@ fn hook_options(args: ClaudeCodeArgs) -> (HookOptions, Vec<String>) {
         state: args.state,
         config: args.config,
         agent: args.agent,
-        mode: match args.mode {
-            ModeArg::Enforce => Mode::Enforce,
-            ModeArg::Observe => Mode::Observe,
-        },
+        mode: Mode::from(args.mode),
         env: Env::from_process(),
         ..HookOptions::default()
     };
@@ -642,7 +632,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         Some(p) => p,
         None => bail!("cannot determine the state directory; use --state PATH"),
     };
-    let store = match Store::open_existing(&path, &StoreOptions::default()) {
+    let store = match SqliteStore::open_existing(&path, &SqliteOptions::default()) {
         Ok(s) => s,
         Err(StoreError::Missing { .. }) => {
             if args.json {
@@ -672,7 +662,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
         Err(e) => return Err(e.into()),
     };
     let log = existing_log(Some(&path), &env);
-    let ended = loopguard_hook::store::ended_sessions(&path, &StoreOptions::default())?;
+    let ended = loopguard_hook::store::ended_sessions(&path, &SqliteOptions::default())?;
     let Some(wanted) = args.session else {
         let rows = list_sessions(&store)?;
         let last = log.as_deref().and_then(|l| last_fail_open(l, None));

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use loopguard_core::Mode;
 use loopguard_mcp::ProxyOptions;
 
-use crate::hook_cli::ModeArg;
-use crate::replay_cmd::load_config_for_run;
+use crate::cmd::replay::load_config_for_run;
+use crate::cmd::ModeArg;
 
 /// `loopguard mcp`
 #[derive(Args)]
@@ -191,10 +191,7 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode> {
         .idle_ttl(args.idle_ttl)
         .max_sessions(usize::try_from(args.max_sessions).unwrap_or(usize::MAX))
         .store(args.store)
-        .mode(match args.mode {
-            ModeArg::Enforce => Mode::Enforce,
-            ModeArg::Observe => Mode::Observe,
-        });
+        .mode(Mode::from(args.mode));
     if let Some(path) = &args.config {
         builder = builder.config(load_config_for_run(path)?);
     }
