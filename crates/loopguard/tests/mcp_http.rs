@@ -3,6 +3,9 @@
 //! (`mcp` from PyPI, installed by scripts/setup-mcp.sh into target/mcp-venv). Without that
 //! venv these tests fail, naming the script.
 
+mod common;
+use common::{mcp_python as python, root};
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -11,30 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn server_py() -> PathBuf {
     root().join("crates/loopguard-mcp/tests/python/server.py")
-}
-
-fn python() -> PathBuf {
-    let venv = std::env::var_os("LOOPGUARD_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/mcp-venv"));
-    let py = venv.join("bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import mcp.server.mcpserver, mcp.client.session"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "the MCP Python SDK is not installed at {}: run scripts/setup-mcp.sh first",
-        venv.display()
-    );
-    py
 }
 
 /// A child process killed when the test ends, however it ends.

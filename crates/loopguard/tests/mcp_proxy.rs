@@ -2,6 +2,9 @@
 //! ClientSession (`mcp` from PyPI, installed by scripts/setup-mcp.sh into target/mcp-venv).
 //! Without that venv these tests fail, naming the script.
 
+mod common;
+use common::{bin as loopguard, mcp_python as python, root};
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,34 +15,8 @@ use serde_json::Value;
 const WARNING: &str = "WARNING: You have called same 10 times with identical arguments. If this is not making progress, stop retrying and report the task as failed.";
 const BLOCK: &str = "CRITICAL: Called same with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops.";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn fixtures() -> PathBuf {
     root().join("crates/loopguard-mcp/tests/python")
-}
-
-fn python() -> PathBuf {
-    let venv = std::env::var_os("LOOPGUARD_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target/mcp-venv"));
-    let py = venv.join("bin/python");
-    let ok = Command::new(&py)
-        .args(["-c", "import mcp.server.mcpserver, mcp.client.session"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "the MCP Python SDK is not installed at {}: run scripts/setup-mcp.sh first",
-        venv.display()
-    );
-    py
-}
-
-fn loopguard() -> &'static str {
-    env!("CARGO_BIN_EXE_loopguard")
 }
 
 fn server_cmd(py: &Path) -> Vec<String> {

@@ -1,12 +1,11 @@
 //! End-to-end tests: the real `loopguard` binary on event files.
 
+mod common;
+use common::fixtures;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
 
 fn loopguard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loopguard"))

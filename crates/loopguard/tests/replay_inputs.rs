@@ -2,15 +2,11 @@
 //! 9): nothing read silently as nothing, every skipped file named, each input replayed
 //! with its own defaults, times from `ts`, and clean messages.
 
+mod common;
+use common::root;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn loopguard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loopguard"))

@@ -11,11 +11,13 @@
 //! `docs/strict-profile.md`); `LOOPGUARD_BLESS=1 cargo test -p loopguard --test
 //! strict_eval` rewrites it after a deliberate change.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/real-transcripts")
+    common::fixtures().join("real-transcripts")
 }
 
 /// The strict profile must block a stuck run at most this many calls after its loop starts.

@@ -4,15 +4,11 @@
 //! of the report, regenerate them with `LOOPGUARD_BLESS=1 cargo test -p loopguard --test
 //! transcripts_cli` and review the diff.
 
+mod common;
+use common::root;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
 
 fn loopguard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_loopguard"))

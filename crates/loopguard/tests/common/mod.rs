@@ -1,0 +1,45 @@
+//! What the binary's integration tests share: where the repository is, the binary cargo built
+//! for them, and the MCP Python SDK some of them drive. Each test file includes it with
+//! `mod common;` and uses the part it needs.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root")
+}
+
+/// The repository's `tests/fixtures`.
+pub fn fixtures() -> PathBuf {
+    root().join("tests/fixtures")
+}
+
+/// The `loopguard` binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_loopguard")
+}
+
+/// The Python of the MCP SDK's venv (`scripts/setup-mcp.sh`, or `LOOPGUARD_MCP_VENV`); fails
+/// the test, naming the set-up script, when the SDK is not there.
+pub fn mcp_python() -> PathBuf {
+    let venv = std::env::var_os("LOOPGUARD_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/mcp-venv"));
+    let py = venv.join("bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import mcp.server.mcpserver, mcp.client.session"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "the MCP Python SDK is not installed at {}: run scripts/setup-mcp.sh first",
+        venv.display()
+    );
+    py
+}
