@@ -4,7 +4,6 @@ mod common;
 use common::fixtures;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn loopguard(args: &[&str]) -> Output {

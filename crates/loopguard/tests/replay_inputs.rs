@@ -5,7 +5,7 @@
 mod common;
 use common::root;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn loopguard(args: &[&str]) -> Output {
