@@ -14,7 +14,7 @@
 use loopguard_core::Value;
 
 use crate::common::arguments;
-use crate::records::{emit, records, result_of, str2, time2, time_key, ToolRecord};
+use crate::records::{emit, id_and_name, records, result_of, str2, time2, time_key, ToolRecord};
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter};
 
 /// Reads Langfuse exports (see the module documentation).
@@ -98,20 +98,7 @@ fn observation(
     if o.get("type").and_then(Value::as_str) != Some("TOOL") {
         return;
     }
-    let id = o.get("id").and_then(Value::as_str).map(str::to_string);
-    let Some(name) = o
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-    else {
-        diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::BadField,
-            format!(
-                "TOOL observation {} has no `name`: skipped",
-                id.as_deref().unwrap_or("(no id)")
-            ),
-        ));
+    let Some((id, name)) = id_and_name(o, line, "TOOL observation", diagnostics) else {
         return;
     };
     let trace = str2(o, "traceId", "trace_id").unwrap_or("no-trace-id");

@@ -14,7 +14,7 @@
 use loopguard_core::Value;
 
 use crate::common::arguments;
-use crate::records::{emit, records, result_of, str2, time2, time_key, ToolRecord};
+use crate::records::{emit, id_and_name, records, result_of, str2, time2, time_key, ToolRecord};
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter};
 
 /// Reads LangSmith run exports (see the module documentation).
@@ -83,20 +83,7 @@ fn run(
     if r.get("run_type").and_then(Value::as_str) != Some("tool") {
         return;
     }
-    let id = r.get("id").and_then(Value::as_str).map(str::to_string);
-    let Some(name) = r
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.is_empty())
-    else {
-        diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::BadField,
-            format!(
-                "tool run {} has no `name`: skipped",
-                id.as_deref().unwrap_or("(no id)")
-            ),
-        ));
+    let Some((id, name)) = id_and_name(r, line, "tool run", diagnostics) else {
         return;
     };
     let dotted = r.get("dotted_order").and_then(Value::as_str);

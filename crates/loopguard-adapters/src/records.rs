@@ -165,6 +165,35 @@ pub(crate) fn emit(mut recs: Vec<ToolRecord>, ctx: &Context, what: &str) -> Adap
     adapted
 }
 
+/// A tool record's `id` and `name`. A record without a name cannot be replayed: it gets a
+/// diagnostic naming it (`what`, e.g. "TOOL observation") and its id, and `None`.
+pub(crate) fn id_and_name<'v>(
+    v: &'v Value<'_>,
+    line: u64,
+    what: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<(Option<String>, &'v str)> {
+    let id = v.get("id").and_then(Value::as_str).map(str::to_string);
+    match v
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(name) => Some((id, name)),
+        None => {
+            diagnostics.push(Diagnostic::new(
+                line,
+                DiagnosticKind::BadField,
+                format!(
+                    "{what} {} has no `name`: skipped",
+                    id.as_deref().unwrap_or("(no id)")
+                ),
+            ));
+            None
+        }
+    }
+}
+
 /// A string field under either name.
 pub(crate) fn str2<'v>(v: &'v Value<'_>, a: &str, b: &str) -> Option<&'v str> {
     v.get(a)
