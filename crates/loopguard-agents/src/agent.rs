@@ -196,6 +196,10 @@ pub enum Kind {
     Compact,
     /// The session ended: its state is forgotten.
     End,
+    /// The agent is about to send tool results back to the model within the same run
+    /// (Qwen Code's empty-prompt `UserPromptSubmit`): nothing is recorded, and a run that
+    /// loopguard ended is stopped here, before the model is asked again.
+    Continuation,
     /// Nothing for loopguard.
     Ignore,
 }
@@ -258,7 +262,7 @@ impl Normalized {
             Kind::Prompt => "UserPromptSubmit",
             Kind::Compact => "PostCompact",
             Kind::End => "SessionEnd",
-            Kind::Ignore => "Notification",
+            Kind::Ignore | Kind::Continuation => "Notification",
         };
         let mut o = Map::new();
         o.insert("session_id".into(), json!(self.session));

@@ -108,10 +108,10 @@ fn handle(
         return Ok(allow(agent));
     }
     let path = opts.state_path().ok_or(HookError::NoStateDir)?;
-    if n.kind == Kind::End && !path.is_file() {
+    if matches!(n.kind, Kind::End | Kind::Continuation) && !path.is_file() {
         return Ok(allow(agent));
     }
-    let config = if n.kind == Kind::End {
+    let config = if matches!(n.kind, Kind::End | Kind::Continuation) {
         HookConfig::builtin()
     } else {
         HookConfig::discover(
@@ -196,7 +196,11 @@ fn answer_with(
     agent_id: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Result<AgentReply, RunError> {
-    let reply = apply(guard, tenant, n, config, now, agent_id, notes)?;
+    let reply = if n.kind == Kind::Continuation {
+        continuation(guard, tenant, n)?
+    } else {
+        apply(guard, tenant, n, config, now, agent_id, notes)?
+    };
     let context = deferred_context(agent, guard, tenant, n, &reply)?;
     let r = render(agent, n, &reply, context);
     Ok(AgentReply {
@@ -223,6 +227,19 @@ fn apply(
     Ok(apply_payload(
         guard, tenant, &payload, agent_id, config, now, notes,
     )?)
+}
+
+/// The agent goes on with its run: when loopguard ended that run, it is stopped now
+/// (`continue: false` with the stop reason); otherwise nothing is said. The session is
+/// only read: nothing is recorded.
+fn continuation(guard: &Guard, tenant: Option<&str>, n: &Normalized) -> Result<Reply, RunError> {
+    let key = loopguard_guard::session_key(tenant, &n.session);
+    let entry = guard.store().load(&key).map_err(HookError::from)?;
+    // A new prompt clears `aborted`, so a recorded abort belongs to the run going on.
+    Ok(match entry.and_then(|e| e.aborted) {
+        Some(aborted) => Reply::stop(&n.event, &aborted.message),
+        None => Reply::none(&n.event),
+    })
 }
 
 /// For agents that cannot add context before a call: a warning decided before the call is

@@ -347,6 +347,56 @@ fn qwen_continuation_turns_are_not_new_prompts() {
     );
 }
 
+/// Qwen Code ends a turn only on `UserPromptSubmit`'s `continue: false`: with the strict
+/// profile, the call that ends the run (`second_critical_abort`) is denied, and the next
+/// empty-prompt `UserPromptSubmit` (Qwen Code sends it before giving the model the results)
+/// stops the agent. Before the abort it is answered with nothing; a real prompt starts a
+/// new run.
+#[test]
+fn qwen_is_stopped_before_the_model_is_asked_again_after_an_abort() {
+    let mut h = Harness::new(Agent::Qwen);
+    let config = h._dir.path().join("strict.json5");
+    std::fs::write(
+        &config,
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "strict" } }"#,
+    )
+    .unwrap();
+    h.opts.config = Some(config);
+    let prompt = |p: &str| {
+        json!({"session_id":"qwen-1","cwd":"/nonexistent","hook_event_name":"UserPromptSubmit",
+        "prompt_id":"qwen-1########0","prompt":p,"permission_mode":"yolo"})
+    };
+    h.send(&prompt("fix the tests"));
+    let mut denials = Vec::new();
+    for i in 1..=8 {
+        let (pre, post) = shell_call(Agent::Qwen, i);
+        match denied(Agent::Qwen, &h.send(&pre), false) {
+            Some(reason) => denials.push((i, reason)),
+            None => {
+                h.send(&post);
+            }
+        }
+        let go_on = out(&h.send(&prompt("")));
+        if i < 8 {
+            assert_eq!(go_on, Value::Null, "call {i}: {go_on}");
+        } else {
+            assert_eq!(go_on["continue"], false, "{go_on}");
+            let reason = go_on["stopReason"].as_str().unwrap_or_default();
+            assert!(reason.contains("second_critical_abort"), "{go_on}");
+        }
+    }
+    assert_eq!(
+        denials.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![7, 8]
+    );
+    h.send(&prompt("try something else"));
+    assert_eq!(
+        out(&h.send(&prompt(""))),
+        Value::Null,
+        "a new prompt is a new run"
+    );
+}
+
 /// Copilot's "VS Code compatible" spelling is answered the Claude Code way.
 #[test]
 fn copilot_vscode_spelling_is_answered_like_claude_code() {

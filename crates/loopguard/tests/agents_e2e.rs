@@ -4,435 +4,568 @@
 //! `loopguard hook install AGENT` into the agent's own settings under a temporary HOME.
 //! Everything runs offline: the agents talk only to the scripted server.
 //!
-//! For each agent: the command runs 20 times; the model is sent loopguard's warning with
-//! the result of call 11, and the block (the detection message instead of a result) from
-//! call 21 on.
+//! For each agent, with the default profile: the command runs 20 times; the model is sent
+//! loopguard's warning with the result of call 11, and the block (the detection message
+//! instead of a result) from call 21 on.
+//!
+//! With the strict profile (`.loopguard.json5` in the project), the same loop is blocked at
+//! the seventh call (six identical failures) and the eighth ends the run
+//! (`second_critical_abort`). What that does depends on what the agent lets a hook do:
+//! - Gemini CLI stops: `BeforeTool` answered with `continue: false` ends its agent loop;
+//!   the model is never asked again and the process exits by itself.
+//! - Qwen Code stops: a `PreToolUse` deny wins over `continue: false` in Qwen Code 0.24,
+//!   so the call is denied; the empty-prompt `UserPromptSubmit` Qwen Code fires before it
+//!   sends the tool results back is answered with `continue: false`, which ends the turn
+//!   before the model is asked again.
+//! - Codex cannot be stopped by a hook in the middle of a turn: 0.171 rejects
+//!   `continue: false` on `PreToolUse` as invalid (and would then run the call), and on
+//!   `PostToolUse` it only replaces the tool's output; no other event fires between tool
+//!   calls. The best it allows is what the test checks: every later call of the aborted run
+//!   is denied with the stop reason, so the command never runs again, and Codex exits when
+//!   the model gives up.
+//!
+//! Each agent has a small wire description ([`Cli`]): where its tool results are in a
+//! request, how the scripted model asks for the call, its settings and command line. The
+//! conversations ([`run_loop`]) and the checks are shared.
 
 mod agent_e2e;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use agent_e2e::{agent_bin, run_with_timeout, runs, ModelServer, Request, Response};
+use agent_e2e::{agent_bin, run_with_timeout, runs, Finished, ModelServer, Request, Response};
 use serde_json::{json, Value};
 
+/// How many calls the scripted model asks for before it gives up.
 const CALLS: usize = 25;
+/// The bound on one agent run (the machine is loaded; a run takes well under a minute).
 const LIMIT: Duration = Duration::from_secs(600);
+/// The project config that selects the strict profile.
+const STRICT: &str =
+    r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "strict" } }"#;
 
 fn loopguard() -> &'static str {
     env!("CARGO_BIN_EXE_loopguard")
 }
 
-fn install(agent: &str, settings: &Path, state: &Path) {
-    let out = Command::new(loopguard())
-        .args(["hook", "install", agent, "--settings"])
-        .arg(settings)
-        .arg("--exe")
-        .arg(loopguard())
-        .arg("--state")
-        .arg(state)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// The agent CLIs driven here, with what the scripted model server needs to know of each.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cli {
+    /// Codex CLI: `[model_providers.x]` with `wire_api = "responses"`; `codex exec --json`.
+    Codex,
+    /// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`, `security.auth.selectedType:
+    /// "gemini-api-key"`, `GEMINI_CLI_TRUST_WORKSPACE=true`, `model.disableLoopDetection:
+    /// true` (its own loop detection would end the session before loopguard is seen).
+    Gemini,
+    /// Qwen Code: `OPENAI_BASE_URL`, `--auth-type openai --approval-mode yolo`. Qwen Code
+    /// stops five identical calls itself, so the model rewords the `description` argument
+    /// on every call (as models do); loopguard's profile does not hash it.
+    Qwen,
 }
 
-/// The text of every request, to find where the warning first reached the model.
-fn first_request_with(requests: &[(usize, String)], needle: &str) -> Option<usize> {
-    requests
-        .iter()
-        .find(|(_, t)| t.contains(needle))
-        .map(|(k, _)| *k)
-}
+impl Cli {
+    /// `loopguard hook AGENT`'s name.
+    fn hook(self) -> &'static str {
+        match self {
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+            Cli::Qwen => "qwen",
+        }
+    }
 
-// ---------------------------------------------------------------------------------------
-// Codex CLI: `[model_providers.x]` with `wire_api = "responses"`; `codex exec --json`.
+    /// The agent's settings directory under HOME.
+    fn settings_dir(self) -> &'static str {
+        match self {
+            Cli::Codex => ".codex",
+            Cli::Gemini => ".gemini",
+            Cli::Qwen => ".qwen",
+        }
+    }
 
-fn codex_outputs(body: &Value) -> Vec<String> {
-    body["input"]
-        .as_array()
-        .map(|items| {
-            items
+    /// How the block message names the shell tool (Codex reports its shell as `Bash`).
+    fn blocked(self) -> &'static str {
+        match self {
+            Cli::Codex => "Called Bash with identical arguments",
+            Cli::Gemini | Cli::Qwen => "Called run_shell_command with identical arguments",
+        }
+    }
+
+    /// The looping command, which appends a line to `counter` each time it runs.
+    fn command(self, counter: &Path) -> String {
+        match self {
+            // Qwen Code 0.24 sometimes reports `Output: (empty)` for a command that exits
+            // at once (its output capture races the exit); the pause keeps every result
+            // the same, so the loop is the same loop each time.
+            Cli::Qwen => format!(
+                "echo run >> {}; echo FAIL; sleep 0.3; exit 1",
+                counter.display()
+            ),
+            _ => format!("echo run >> {}; echo FAIL; exit 1", counter.display()),
+        }
+    }
+
+    /// The tool results a request carries, in order.
+    fn results(self, body: &Value) -> Vec<String> {
+        let items = |key: &str| body[key].as_array().cloned().unwrap_or_default();
+        match self {
+            Cli::Codex => items("input")
                 .iter()
                 .filter(|i| i["type"] == "function_call_output")
                 .map(|i| match &i["output"] {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 })
-                .collect()
-        })
-        .unwrap_or_default()
+                .collect(),
+            Cli::Gemini => items("contents")
+                .iter()
+                .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+                .filter(|p| p.get("functionResponse").is_some())
+                .map(|p| p["functionResponse"].to_string())
+                .collect(),
+            Cli::Qwen => items("messages")
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].to_string())
+                .collect(),
+        }
+    }
+
+    /// `true` for a turn of the conversation (not a side request: Gemini's routing and
+    /// next-speaker checks, Qwen's tool-less requests).
+    fn is_turn(self, req: &Request) -> bool {
+        match self {
+            Cli::Codex => req.path.ends_with("/responses"),
+            Cli::Gemini => req.path.contains(":streamGenerateContent"),
+            Cli::Qwen => req.path.ends_with("/chat/completions") && req.body.get("tools").is_some(),
+        }
+    }
+
+    /// The scripted model: asks for the shell command while fewer than [`CALLS`] results
+    /// came back, then gives up.
+    fn answer(self, req: &Request, command: &str) -> Response {
+        let k = self.results(&req.body).len();
+        let call = (self.is_turn(req) && k < CALLS).then_some(k);
+        match self {
+            Cli::Codex if !req.path.ends_with("/responses") => Response::not_found(),
+            Cli::Codex => codex_sse(&codex_item(call, command), 10),
+            Cli::Gemini => gemini_answer(req, call, command),
+            Cli::Qwen => qwen_answer(req, call, command),
+        }
+    }
+
+    /// Writes the agent's settings (model provider, auth, no telemetry) under `home`.
+    fn configure(self, home: &Path, port: u16) {
+        let dir = home.join(self.settings_dir());
+        std::fs::create_dir_all(&dir).unwrap();
+        let (file, text) = match self {
+            Cli::Codex => ("config.toml", codex_config(port, "")),
+            Cli::Gemini => (
+                "settings.json",
+                "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}},\n  \"model\": {\"disableLoopDetection\": true},\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n".to_string(),
+            ),
+            Cli::Qwen => (
+                "settings.json",
+                "{\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n".to_string(),
+            ),
+        };
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+
+    /// The headless command line against the scripted server on `port`.
+    fn cmd(self, trial: &Trial, port: u16) -> Command {
+        let mut cmd = Command::new(agent_bin(self.hook()));
+        cmd.current_dir(&trial.work).env("HOME", &trial.home);
+        let base = |path: &str| format!("http://127.0.0.1:{port}{path}");
+        match self {
+            Cli::Codex => cmd
+                .env("CODEX_HOME", trial.home.join(".codex"))
+                .env("SCRIPTED_API_KEY", "dummy")
+                .args([
+                    "exec",
+                    "--json",
+                    "--skip-git-repo-check",
+                    "--dangerously-bypass-hook-trust",
+                    "Make the tests pass.",
+                ]),
+            Cli::Gemini => cmd
+                .env("GEMINI_API_KEY", "dummy")
+                .env("GOOGLE_GEMINI_BASE_URL", base(""))
+                .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+                .args([
+                    "--model",
+                    "gemini-2.5-flash",
+                    "--yolo",
+                    "--output-format",
+                    "json",
+                    "-p",
+                    "Make the tests pass.",
+                ]),
+            Cli::Qwen => cmd
+                .env("OPENAI_API_KEY", "dummy")
+                .env("OPENAI_BASE_URL", base("/v1"))
+                .env("OPENAI_MODEL", "scripted")
+                .args([
+                    "--auth-type",
+                    "openai",
+                    "--approval-mode",
+                    "yolo",
+                    "--output-format",
+                    "json",
+                    "-p",
+                    "Make the tests pass.",
+                ]),
+        };
+        cmd
+    }
+}
+
+/// Codex's `config.toml`: the scripted provider, no approvals, no sandbox; `extra` lines
+/// go before the provider table.
+fn codex_config(port: u16, extra: &str) -> String {
+    format!(
+        "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n{extra}\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n"
+    )
+}
+
+/// The output item of a Codex turn: the `k`-th call of `command`, or the final message.
+fn codex_item(call: Option<usize>, command: &str) -> Value {
+    match call {
+        Some(k) => {
+            json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
+                "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
+        }
+        None => json!({"type":"message","id":"msg_1","role":"assistant",
+            "content":[{"type":"output_text","text":"I give up."}]}),
+    }
+}
+
+/// A Responses API stream with one output item, reporting `tokens` of input.
+fn codex_sse(item: &Value, tokens: u64) -> Response {
+    Response::sse(&[
+        (
+            Some("response.created"),
+            json!({"type":"response.created","response":{"id":"resp"}}),
+        ),
+        (
+            Some("response.output_item.done"),
+            json!({"type":"response.output_item.done","output_index":0,"item":item}),
+        ),
+        (
+            Some("response.completed"),
+            json!({"type":"response.completed","response":{"id":"resp",
+            "usage":{"input_tokens":tokens,"output_tokens":1,"total_tokens":tokens + 1}}}),
+        ),
+    ])
+}
+
+fn gemini_answer(req: &Request, call: Option<usize>, command: &str) -> Response {
+    let usage = json!({"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15});
+    let candidate = |part: Value| {
+        json!({"candidates":[{"content":{"role":"model","parts":[part]},"finishReason":"STOP","index":0}],
+            "usageMetadata": usage})
+    };
+    if req.path.contains(":streamGenerateContent") {
+        let part = match call {
+            // The model rewords the description on every call, as models do.
+            Some(k) => {
+                json!({"functionCall":{"name":"run_shell_command","args":{"command": command,
+                "description": format!("Run the test suite (attempt {})", k + 1)}}})
+            }
+            None => json!({"text":"I give up."}),
+        };
+        Response::sse(&[(None, candidate(part))])
+    } else if req.path.contains(":generateContent") {
+        // Side requests (routing, next-speaker checks) ask for JSON.
+        Response::json(&candidate(
+            json!({"text":"{\"next_speaker\":\"user\",\"reasoning\":\"done\"}"}),
+        ))
+    } else if req.path.contains(":countTokens") {
+        Response::json(&json!({"totalTokens": 10}))
+    } else {
+        Response::not_found()
+    }
+}
+
+fn qwen_answer(req: &Request, call: Option<usize>, command: &str) -> Response {
+    if !req.path.ends_with("/chat/completions") {
+        return Response::not_found();
+    }
+    let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
+    let (message, finish) = match call {
+        Some(k) => {
+            let args = json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1), "is_background": false}).to_string();
+            (
+                json!({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":format!("call_{k}"),
+                    "type":"function","function":{"name":"run_shell_command","arguments":args}}]}),
+                "tool_calls",
+            )
+        }
+        // A tool-less side request asks for JSON.
+        None if req.body.get("tools").is_none() => {
+            (json!({"role":"assistant","content":"{}"}), "stop")
+        }
+        None => (json!({"role":"assistant","content":"I give up."}), "stop"),
+    };
+    if req.body["stream"] != true {
+        return Response::json(
+            &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
+            "choices":[{"index":0,"message":message,"finish_reason":finish}],"usage":usage}),
+        );
+    }
+    let chunk = |delta: Value, finish: Value, usage: Option<&Value>| {
+        let mut c = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+            "choices":[{"index":0,"delta":delta,"finish_reason":finish}]});
+        if let Some(u) = usage {
+            c["usage"] = u.clone();
+        }
+        c
+    };
+    let first = chunk(message, Value::Null, None);
+    let last = chunk(json!({}), json!(finish), Some(&usage));
+    Response::sse_raw(format!("data: {first}\n\ndata: {last}\n\ndata: [DONE]\n\n"))
+}
+
+/// One agent run's temporary HOME, project and files.
+struct Trial {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    counter: PathBuf,
+    state: PathBuf,
+}
+
+impl Trial {
+    fn new() -> Trial {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        Trial {
+            counter: dir.path().join("runs.txt"),
+            state: dir.path().join("state.sqlite3"),
+            home,
+            work,
+            _dir: dir,
+        }
+    }
+
+    /// `loopguard hook install AGENT --settings FILE` (FILE under the agent's settings
+    /// directory), with this trial's state database.
+    fn install(&self, cli: Cli, file: &str) {
+        let out = Command::new(loopguard())
+            .args(["hook", "install", cli.hook(), "--settings"])
+            .arg(self.home.join(cli.settings_dir()).join(file))
+            .arg("--exe")
+            .arg(loopguard())
+            .arg("--state")
+            .arg(&self.state)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `loopguard status --json` on this trial's state: its sessions, and those that
+    /// ended with what they saw.
+    fn status(&self) -> String {
+        let out = Command::new(loopguard())
+            .args(["status", "--json", "--events", "40", "--state"])
+            .arg(&self.state)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+/// What a conversation with the scripted model did.
+struct Conversation {
+    /// The tool results of every turn request, in the order the server received them.
+    turns: Vec<Vec<String>>,
+    /// Each turn request's whole body, with how many results it carried.
+    bodies: Vec<(usize, String)>,
+    /// How many times the command ran.
+    runs: usize,
+    finished: Finished,
+    /// The run's HOME, project and state, kept until the checks are done.
+    _trial: Trial,
+}
+
+impl Conversation {
+    /// The most tool results a turn carried (the last turn the model was asked for).
+    fn last(&self) -> &[String] {
+        self.turns
+            .iter()
+            .max_by_key(|t| t.len())
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// The number of results of the first turn request containing `needle`.
+    fn first_turn_with(&self, needle: &str) -> Option<usize> {
+        self.bodies
+            .iter()
+            .find(|(_, b)| b.contains(needle))
+            .map(|(k, _)| *k)
+    }
+
+    /// The end of the agent's output, for failure messages.
+    fn tail(&self) -> String {
+        let tail = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            let mut from = s.len().saturating_sub(2500);
+            while !s.is_char_boundary(from) {
+                from += 1;
+            }
+            s[from..].to_string()
+        };
+        format!(
+            "exit {:?} (killed: {}), {} turns\nstdout: {}\nstderr: {}",
+            self.finished.output.status.code(),
+            self.finished.killed,
+            self.turns.len(),
+            tail(&self.finished.output.stdout),
+            tail(&self.finished.output.stderr)
+        )
+    }
+}
+
+/// Runs `cli` against the looping model with loopguard installed into `settings` (a file
+/// of the agent's settings directory) and, when given, `config` as the project's
+/// `.loopguard.json5`.
+fn run_loop(cli: Cli, settings: &str, config: Option<&str>) -> Conversation {
+    let trial = Trial::new();
+    let command = cli.command(&trial.counter);
+    let server = ModelServer::start(move |req: &Request| cli.answer(req, &command));
+    cli.configure(&trial.home, server.port);
+    if let Some(c) = config {
+        std::fs::write(trial.work.join(".loopguard.json5"), c).unwrap();
+    }
+    trial.install(cli, settings);
+    let finished = run_with_timeout(cli.cmd(&trial, server.port), LIMIT);
+    let requests: Vec<Request> = server
+        .requests()
+        .into_iter()
+        .filter(|r| cli.is_turn(r))
+        .collect();
+    Conversation {
+        turns: requests.iter().map(|r| cli.results(&r.body)).collect(),
+        bodies: requests
+            .iter()
+            .map(|r| (cli.results(&r.body).len(), r.body.to_string()))
+            .collect(),
+        runs: runs(&trial.counter),
+        finished,
+        _trial: trial,
+    }
+}
+
+/// The default profile: the command runs 20 times, the warning reaches the model with
+/// the result of call 11, every call from 21 on is blocked.
+fn assert_warned_then_blocked(cli: Cli, c: &Conversation) {
+    assert!(
+        c.turns.iter().any(|t| t.len() == CALLS),
+        "{cli:?} did not finish the scripted conversation: {}",
+        c.tail()
+    );
+    assert!(!c.finished.killed, "{}", c.tail());
+    assert_eq!(c.runs, 20, "{}", c.tail());
+    assert_eq!(c.first_turn_with("loopguard: WARNING"), Some(11));
+    let last = c.last();
+    for (i, o) in last.iter().enumerate() {
+        let blocked = o.contains(cli.blocked());
+        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    }
+    if cli != Cli::Codex {
+        // Gemini CLI and Qwen Code show hook context only after a call: the warning came
+        // with the result of call 11 (AfterTool / PostToolUseFailure), not before it.
+        assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
+    }
 }
 
 #[test]
 fn codex_loop_is_warned_then_blocked() {
-    codex_loop("hooks.json");
+    assert_warned_then_blocked(Cli::Codex, &run_loop(Cli::Codex, "hooks.json", None));
 }
 
 /// The same, with the hooks installed as `[[hooks.EVENT]]` tables of Codex's config.toml.
 #[test]
 fn codex_loop_is_warned_then_blocked_with_config_toml_hooks() {
-    codex_loop("config.toml");
-}
-
-fn codex_loop(settings: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(home.join(".codex")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let counter = dir.path().join("runs.txt");
-    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
-    let server = ModelServer::start(move |req: &Request| {
-        if !req.path.ends_with("/responses") {
-            return Response::not_found();
-        }
-        let k = codex_outputs(&req.body).len();
-        let item = if k < CALLS {
-            json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
-                "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
-        } else {
-            json!({"type":"message","id":"msg_1","role":"assistant",
-                "content":[{"type":"output_text","text":"I give up."}]})
-        };
-        Response::sse(&[
-            (
-                Some("response.created"),
-                json!({"type":"response.created","response":{"id":format!("resp_{k}")}}),
-            ),
-            (
-                Some("response.output_item.done"),
-                json!({"type":"response.output_item.done","output_index":0,"item":item}),
-            ),
-            (
-                Some("response.completed"),
-                json!({"type":"response.completed","response":{"id":format!("resp_{k}"),
-                "usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}}),
-            ),
-        ])
-    });
-    std::fs::write(
-        home.join(".codex/config.toml"),
-        format!(
-            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
-            server.port
-        ),
-    )
-    .unwrap();
-    let state = dir.path().join("state.sqlite3");
-    install("codex", &home.join(".codex").join(settings), &state);
-    let mut cmd = Command::new(agent_bin("codex"));
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("CODEX_HOME", home.join(".codex"))
-        .env("SCRIPTED_API_KEY", "dummy")
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
-            "Make the tests pass.",
-        ]);
-    let out = run_with_timeout(cmd, LIMIT);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let requests: Vec<(usize, String)> = server
-        .requests()
-        .iter()
-        .filter(|r| r.path.ends_with("/responses"))
-        .map(|r| (codex_outputs(&r.body).len(), r.body.to_string()))
-        .collect();
-    assert!(
-        requests.iter().any(|(k, _)| *k == CALLS),
-        "codex did not finish the scripted conversation: {stdout}\n{stderr}"
-    );
-    assert_eq!(runs(&counter), 20, "{stdout}\n{stderr}");
-    // The warning reaches the model with the result of call 11.
-    assert_eq!(
-        first_request_with(&requests, "loopguard: WARNING"),
-        Some(11),
-        "{stdout}"
-    );
-    let last = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/responses"))
-        .map(|r| codex_outputs(&r.body))
-        .max_by_key(Vec::len)
-        .unwrap();
-    for (i, o) in last.iter().enumerate() {
-        let blocked = o.contains("Called Bash with identical arguments");
-        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Gemini CLI: `GOOGLE_GEMINI_BASE_URL`, `GEMINI_API_KEY`, `security.auth.selectedType:
-// "gemini-api-key"`, `GEMINI_CLI_TRUST_WORKSPACE=true`, `model.disableLoopDetection: true`
-// (Gemini CLI's own loop detection would end the session before loopguard is seen).
-
-fn gemini_responses(body: &Value) -> Vec<String> {
-    body["contents"]
-        .as_array()
-        .map(|contents| {
-            contents
-                .iter()
-                .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
-                .filter(|p| p.get("functionResponse").is_some())
-                .map(|p| p["functionResponse"].to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+    assert_warned_then_blocked(Cli::Codex, &run_loop(Cli::Codex, "config.toml", None));
 }
 
 #[test]
 fn gemini_loop_is_warned_then_blocked() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(home.join(".gemini")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let counter = dir.path().join("runs.txt");
-    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
-    let server = ModelServer::start(move |req: &Request| {
-        let k = gemini_responses(&req.body).len();
-        let text = |t: &str| {
-            json!({"candidates":[{"content":{"role":"model","parts":[{"text":t}]},"finishReason":"STOP","index":0}],
-            "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15}})
-        };
-        if req.path.contains(":streamGenerateContent") {
-            let body = if k < CALLS {
-                // The model rewords the description on every call, as models do.
-                json!({"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"run_shell_command",
-                    "args":{"command": command, "description": format!("Run the test suite (attempt {})", k + 1)}}}]},
-                    "finishReason":"STOP","index":0}],
-                    "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"totalTokenCount":15}})
-            } else {
-                text("I give up.")
-            };
-            Response::sse(&[(None, body)])
-        } else if req.path.contains(":generateContent") {
-            // Side requests (routing, next-speaker checks) ask for JSON.
-            Response::json(&text("{\"next_speaker\":\"user\",\"reasoning\":\"done\"}"))
-        } else if req.path.contains(":countTokens") {
-            Response::json(&json!({"totalTokens": 10}))
-        } else {
-            Response::not_found()
-        }
-    });
-    std::fs::write(
-        home.join(".gemini/settings.json"),
-        "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}},\n  \"model\": {\"disableLoopDetection\": true},\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n",
-    )
-    .unwrap();
-    let state = dir.path().join("state.sqlite3");
-    install("gemini", &home.join(".gemini/settings.json"), &state);
-    let mut cmd = Command::new(agent_bin("gemini"));
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("GEMINI_API_KEY", "dummy")
-        .env(
-            "GOOGLE_GEMINI_BASE_URL",
-            format!("http://127.0.0.1:{}", server.port),
-        )
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .args([
-            "--model",
-            "gemini-2.5-flash",
-            "--yolo",
-            "--output-format",
-            "json",
-            "-p",
-            "Make the tests pass.",
-        ]);
-    let out = run_with_timeout(cmd, LIMIT);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let streams: Vec<Request> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.contains(":streamGenerateContent"))
-        .collect();
-    let requests: Vec<(usize, String)> = streams
-        .iter()
-        .map(|r| (gemini_responses(&r.body).len(), r.body.to_string()))
-        .collect();
-    assert!(
-        requests.iter().any(|(k, _)| *k == CALLS),
-        "gemini did not finish the scripted conversation: {stdout}\n{}",
-        &stderr[stderr.len().saturating_sub(3000)..]
-    );
-    assert_eq!(
-        runs(&counter),
-        20,
-        "{}",
-        &stdout[stdout.len().saturating_sub(2000)..]
-    );
-    assert_eq!(
-        first_request_with(&requests, "loopguard: WARNING"),
-        Some(11)
-    );
-    let last = streams
-        .iter()
-        .map(|r| gemini_responses(&r.body))
-        .max_by_key(Vec::len)
-        .unwrap();
-    for (i, o) in last.iter().enumerate() {
-        let blocked = o.contains("Called run_shell_command with identical arguments");
-        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
-    }
-    // The warning came with the result of call 11, not before it.
-    assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
-}
-
-// ---------------------------------------------------------------------------------------
-// Qwen Code: `OPENAI_BASE_URL`, `--auth-type openai --approval-mode yolo`. Qwen Code stops
-// five identical calls itself, so the model rewords the `description` argument on every
-// call (as models do); loopguard's profile does not hash it.
-
-fn qwen_tool_results(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn qwen_all_text(body: &Value) -> String {
-    body["messages"].to_string()
+    assert_warned_then_blocked(Cli::Gemini, &run_loop(Cli::Gemini, "settings.json", None));
 }
 
 #[test]
 fn qwen_loop_is_warned_then_blocked() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(home.join(".qwen")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let counter = dir.path().join("runs.txt");
-    // Qwen Code 0.24 sometimes reports `Output: (empty)` for a command that exits at once
-    // (its output capture races the exit); the pause keeps every result the same, so the
-    // loop is the same loop each time.
-    let command = format!(
-        "echo run >> {}; echo FAIL; sleep 0.3; exit 1",
-        counter.display()
-    );
-    let server = ModelServer::start(move |req: &Request| {
-        if !req.path.ends_with("/chat/completions") {
-            return Response::not_found();
-        }
-        let k = qwen_tool_results(&req.body).len();
-        let stream = req.body["stream"] == true;
-        let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
-        if k < CALLS && req.body.get("tools").is_some() {
-            let args = json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1), "is_background": false}).to_string();
-            if !stream {
-                return Response::json(
-                    &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
-                    "choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":format!("call_{k}"),"type":"function",
-                    "function":{"name":"run_shell_command","arguments":args}}]},"finish_reason":"tool_calls"}],"usage":usage}),
-                );
-            }
-            let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-                "choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":format!("call_{k}"),"type":"function",
-                "function":{"name":"run_shell_command","arguments":args}}]},"finish_reason":null}]});
-            let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-                "choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":usage});
-            Response::sse_raw(format!(
-                "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
-            ))
-        } else {
-            let text = if req.body.get("tools").is_some() {
-                "I give up."
-            } else {
-                "{}"
-            };
-            if !stream {
-                return Response::json(
-                    &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
-                    "choices":[{"index":0,"message":{"role":"assistant","content":text},"finish_reason":"stop"}],"usage":usage}),
-                );
-            }
-            let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-                "choices":[{"index":0,"delta":{"role":"assistant","content":text},"finish_reason":null}]});
-            let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-                "choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":usage});
-            Response::sse_raw(format!(
-                "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
-            ))
-        }
-    });
-    std::fs::write(
-        home.join(".qwen/settings.json"),
-        "{\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n",
-    )
-    .unwrap();
-    let state = dir.path().join("state.sqlite3");
-    install("qwen", &home.join(".qwen/settings.json"), &state);
-    let mut cmd = Command::new(agent_bin("qwen"));
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("OPENAI_API_KEY", "dummy")
-        .env(
-            "OPENAI_BASE_URL",
-            format!("http://127.0.0.1:{}/v1", server.port),
-        )
-        .env("OPENAI_MODEL", "scripted")
-        .args([
-            "--auth-type",
-            "openai",
-            "--approval-mode",
-            "yolo",
-            "--output-format",
-            "json",
-            "-p",
-            "Make the tests pass.",
-        ]);
-    let out = run_with_timeout(cmd, LIMIT);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let chats: Vec<Request> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/chat/completions") && r.body.get("tools").is_some())
-        .collect();
-    let requests: Vec<(usize, String)> = chats
-        .iter()
-        .map(|r| (qwen_tool_results(&r.body).len(), qwen_all_text(&r.body)))
-        .collect();
+    assert_warned_then_blocked(Cli::Qwen, &run_loop(Cli::Qwen, "settings.json", None));
+}
+
+/// The strict profile: the loop is blocked (the first critical), and the next identical
+/// call ends the run (`second_critical_abort`); the command ran once for each call before
+/// the block, `blocked_at - 1` times. Returns the last turn's results.
+fn assert_strict_run(cli: Cli, c: &Conversation, blocked_at: usize) -> &[String] {
+    assert!(!c.finished.killed, "{cli:?} was killed: {}", c.tail());
+    let last = c.last();
+    let first_block = last.iter().position(|o| o.contains("CRITICAL"));
+    assert_eq!(first_block, Some(blocked_at - 1), "{last:?}\n{}", c.tail());
+    assert_eq!(c.runs, blocked_at - 1, "{}", c.tail());
+    last
+}
+
+/// Gemini CLI ends its agent loop on `BeforeTool`'s `continue: false`. Gemini reports a
+/// failing command as a failure: six identical failures run (`identical_failure_streak`),
+/// call 7 is blocked, call 8 ends the run and stops Gemini before it runs; the turn that
+/// asked for it was the last request: the model is never asked again, and the process
+/// exits by itself.
+#[test]
+fn gemini_is_stopped_when_the_strict_profile_ends_the_run() {
+    let c = run_loop(Cli::Gemini, "settings.json", Some(STRICT));
+    let last = assert_strict_run(Cli::Gemini, &c, 7);
+    assert_eq!(last.len(), 7, "{}", c.tail());
+    assert_eq!(c.turns.len(), 8, "{}", c.tail());
+}
+
+/// Qwen Code: the same loop (six failures, call 7 blocked); call 8 ends the run and is
+/// denied, and the empty-prompt `UserPromptSubmit` Qwen Code fires before sending the
+/// results back is answered with `continue: false`: the model is never asked again, and
+/// the process exits by itself.
+#[test]
+fn qwen_is_stopped_when_the_strict_profile_ends_the_run() {
+    let c = run_loop(Cli::Qwen, "settings.json", Some(STRICT));
+    let last = assert_strict_run(Cli::Qwen, &c, 7);
+    assert_eq!(last.len(), 7, "{}", c.tail());
+    assert_eq!(c.turns.len(), 8, "{}", c.tail());
+}
+
+/// Codex cannot be stopped by a hook in the middle of a turn (see the top of this file).
+/// Its `PostToolUse` gives the output of a failing command without the exit status, so
+/// the loop is four identical calls with identical results (`near_repeat_no_progress`):
+/// call 5 is blocked, call 6 ends the run, and every call after it is denied with the
+/// stop reason; the command never runs again, and Codex exits when the model gives up.
+#[test]
+fn codex_denies_every_later_call_when_the_strict_profile_ends_the_run() {
+    let c = run_loop(Cli::Codex, "hooks.json", Some(STRICT));
+    let last = assert_strict_run(Cli::Codex, &c, 5);
+    assert_eq!(last.len(), CALLS, "{}", c.tail());
     assert!(
-        requests.iter().any(|(k, _)| *k == CALLS),
-        "qwen did not finish the scripted conversation ({} requests): {}\n{}",
-        requests.len(),
-        &stdout[stdout.len().saturating_sub(3000)..],
-        &stderr[stderr.len().saturating_sub(3000)..]
+        last[5].contains("A second critical loop in this run"),
+        "call 6: {}",
+        last[5]
     );
-    assert_eq!(
-        runs(&counter),
-        20,
-        "{}",
-        &stdout[stdout.len().saturating_sub(2000)..]
-    );
-    assert_eq!(
-        first_request_with(&requests, "loopguard: WARNING"),
-        Some(11)
-    );
-    let last = chats
-        .iter()
-        .map(|r| qwen_tool_results(&r.body))
-        .max_by_key(Vec::len)
-        .unwrap();
-    for (i, o) in last.iter().enumerate() {
-        let blocked = o.contains("Called run_shell_command with identical arguments");
-        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    for (i, o) in last.iter().enumerate().skip(6) {
+        assert!(
+            o.contains("loopguard stopped the agent (second_critical_abort)"),
+            "call {}: {o}",
+            i + 1
+        );
     }
 }
 
@@ -446,13 +579,8 @@ fn qwen_loop_is_warned_then_blocked() {
 fn codex_is_stopped_when_a_loop_survives_a_compaction() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(home.join(".codex")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let counter = dir.path().join("runs.txt");
-    let command = format!("echo run >> {}; echo FAIL; exit 1", counter.display());
+    let trial = Trial::new();
+    let command = Cli::Codex.command(&trial.counter);
     let issued = Arc::new(AtomicUsize::new(0));
     let compactions = Arc::new(AtomicUsize::new(0));
     let (issued2, compactions2) = (issued.clone(), compactions.clone());
@@ -464,84 +592,44 @@ fn codex_is_stopped_when_a_loop_survives_a_compaction() {
             .body
             .get("tools")
             .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty));
-        let (item, tokens) = if compaction {
+        if compaction {
             compactions2.fetch_add(1, Ordering::SeqCst);
-            (
-                json!({"type":"message","id":"msg_s","role":"assistant",
-                "content":[{"type":"output_text","text":"Summary: the tests fail; keep running them."}]}),
-                10,
-            )
-        } else {
-            let k = issued2.fetch_add(1, Ordering::SeqCst) + 1;
-            let item = if k <= 12 {
-                json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
-                    "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
-            } else {
-                json!({"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"I give up."}]})
-            };
-            // The answer with the third call reports a context over the compaction limit.
-            (item, if k == 3 { 900_000 } else { 10 })
-        };
-        Response::sse(&[
-            (
-                Some("response.created"),
-                json!({"type":"response.created","response":{"id":"resp"}}),
-            ),
-            (
-                Some("response.output_item.done"),
-                json!({"type":"response.output_item.done","output_index":0,"item":item}),
-            ),
-            (
-                Some("response.completed"),
-                json!({"type":"response.completed","response":{"id":"resp",
-                "usage":{"input_tokens":tokens,"output_tokens":1,"total_tokens":tokens + 1}}}),
-            ),
-        ])
+            let summary = json!({"type":"message","id":"msg_s","role":"assistant",
+                "content":[{"type":"output_text","text":"Summary: the tests fail; keep running them."}]});
+            return codex_sse(&summary, 10);
+        }
+        let k = issued2.fetch_add(1, Ordering::SeqCst) + 1;
+        let item = codex_item((k <= 12).then_some(k), &command);
+        // The answer with the third call reports a context over the compaction limit.
+        codex_sse(&item, if k == 3 { 900_000 } else { 10 })
     });
+    std::fs::create_dir_all(trial.home.join(".codex")).unwrap();
     std::fs::write(
-        home.join(".codex/config.toml"),
-        format!(
-            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\nmodel_auto_compact_token_limit = 5000\nmodel_context_window = 1000000\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
-            server.port
+        trial.home.join(".codex/config.toml"),
+        codex_config(
+            server.port,
+            "model_auto_compact_token_limit = 5000\nmodel_context_window = 1000000\n",
         ),
     )
     .unwrap();
-    let state = dir.path().join("state.sqlite3");
-    install("codex", &home.join(".codex/hooks.json"), &state);
-    let mut cmd = Command::new(agent_bin("codex"));
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("CODEX_HOME", home.join(".codex"))
-        .env("SCRIPTED_API_KEY", "dummy")
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
-            "Make the tests pass.",
-        ]);
-    let out = run_with_timeout(cmd, LIMIT);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    trial.install(Cli::Codex, "hooks.json");
+    let finished = run_with_timeout(Cli::Codex.cmd(&trial, server.port), LIMIT);
+    let stdout = String::from_utf8_lossy(&finished.output.stdout);
     assert_eq!(
         compactions.load(Ordering::SeqCst),
         1,
         "one automatic compaction: {stdout}"
     );
     // Three runs before the compaction, three after it; the third after it stops Codex.
-    let status = Command::new(loopguard())
-        .args(["status", "codex:", "--events", "30", "--state"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    let status = String::from_utf8_lossy(&status.stdout);
-    assert_eq!(runs(&counter), 6, "{status}");
+    let status = trial.status();
+    assert_eq!(runs(&trial.counter), 6, "{status}");
     // Twelve calls asked for, then the final answer: Codex went on asking the model.
     assert_eq!(issued.load(Ordering::SeqCst), 13);
     let last = server
         .requests()
         .into_iter()
         .filter(|r| r.path.ends_with("/responses"))
-        .map(|r| codex_outputs(&r.body))
+        .map(|r| Cli::Codex.results(&r.body))
         .max_by_key(Vec::len)
         .unwrap();
     // After the compaction: three runs, then six calls denied with the stop reason.

@@ -17,6 +17,15 @@
 //! Session: `session_id`. Runs: `UserPromptSubmit` with a non-empty `prompt` (Qwen Code
 //! also sends it, empty, before each turn that carries tool results). Compaction:
 //! `PostCompact`.
+//!
+//! Stopping: Qwen Code 0.24 checks a `PreToolUse` deny before `continue: false`, and on
+//! every tool event it only turns `continue: false` into the call's error; the turn goes
+//! on. What ends the turn is `continue: false` (or `decision: "block"`) on
+//! `UserPromptSubmit`, which it also fires, with an empty prompt, before each model turn
+//! that carries tool results (`GeminiClient.sendMessageStream` in its core package). So
+//! the call that ends a run is denied, and that empty-prompt `UserPromptSubmit`
+//! ([`Kind::Continuation`]) is answered with `continue: false`: the model is not asked
+//! again (checked with the real CLI in crates/loopguard/tests/agents_e2e.rs).
 //! The shell `description` is reworded by the model on every call and is not hashed.
 
 use serde_json::Value;
@@ -28,9 +37,12 @@ pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
     // Qwen Code 0.24 fires `UserPromptSubmit` again before every model turn that carries
     // tool results, with an empty `prompt` (and the same `prompt_id`): that is the same
     // prompt going on, not a new run (seen from the real CLI in
-    // crates/loopguard/tests/agents_e2e.rs).
+    // crates/loopguard/tests/agents_e2e.rs), and the place to stop an aborted run.
     if n.kind == Kind::Prompt && v.get("prompt").and_then(Value::as_str) == Some("") {
-        return Ok(Normalized::ignore(&n.event, &n.session));
+        let mut c = Normalized::ignore(&n.event, &n.session);
+        c.kind = Kind::Continuation;
+        c.claude_shaped = true;
+        return Ok(c);
     }
     Ok(n)
 }

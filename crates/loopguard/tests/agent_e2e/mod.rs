@@ -184,8 +184,16 @@ pub fn agent_bin(name: &str) -> PathBuf {
     p
 }
 
+/// How an agent's process ended.
+pub struct Finished {
+    /// Its exit status and output.
+    pub output: Output,
+    /// `true` when it was still running at the time limit and was killed.
+    pub killed: bool,
+}
+
 /// Runs `cmd` to completion, killing it after `limit`.
-pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
+pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Finished {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -203,20 +211,25 @@ pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
         v
     });
     let start = Instant::now();
+    let mut killed = false;
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         if start.elapsed() > limit {
+            killed = true;
             let _ = child.kill();
             break child.wait().unwrap();
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    Output {
-        status,
-        stdout: o.join().unwrap(),
-        stderr: e.join().unwrap(),
+    Finished {
+        output: Output {
+            status,
+            stdout: o.join().unwrap(),
+            stderr: e.join().unwrap(),
+        },
+        killed,
     }
 }
 
