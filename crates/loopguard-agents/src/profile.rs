@@ -12,7 +12,7 @@
 //! | Codex | `Bash`, `shell`, `local_shell`, `exec_command` (`command`, `cmd`) | `justification`, `yield_time_ms`, `max_output_tokens` | `write_stdin` with empty `chars` (`session_id`), also from a code-mode `exec` script calling `tools.write_stdin` |
 //! | Gemini CLI | `run_shell_command` (`command`) | `description` | — |
 //! | Qwen Code | `run_shell_command`, `Bash` (`command`) | `description` | — |
-//! | Copilot | `bash`, `powershell` (`command`) | `description`, `initial_wait` | `read_bash`, `read_powershell`, `write_bash`/`write_powershell` with empty `input` (`sessionId`) |
+//! | Copilot | `bash`, `powershell` (`command`; results end with a `<shellId: N completed with exit code C>` line, whose id is dropped) | `description`, `initial_wait` | `read_bash`, `read_powershell`, `write_bash`/`write_powershell` with empty `input` (`sessionId`) |
 //! | Cursor | `Shell`, `run_terminal_cmd`, `beforeShellExecution` (`command`) | `explanation` | — |
 //! | Factory Droid | `Execute`, `Bash` (`command`) | `riskLevel`, `riskLevelReason` | — |
 //! | Cline | `execute_command` (`command`) | `requires_approval` | — |
@@ -309,13 +309,16 @@ fn shell_text(response: &Value) -> (String, Option<i64>) {
 }
 
 /// Drops [`VOLATILE_LINES`] and reads an exit code from the text (`Exit Code: N`,
-/// `Exit code: N`, `Process exited with code N`).
+/// `Exit code: N`, `Process exited with code N`, Copilot CLI's `<shellId: N completed
+/// with exit code C>`, which is dropped too: its id changes on every call).
 ///
 /// ```
 /// use loopguard_agents::profile::clean_shell_text;
 /// let (text, code) = clean_shell_text("Chunk ID: 7f3a\nWall time: 0.0123 seconds\nProcess exited with code 1\nOutput:\nFAIL");
 /// assert_eq!(code, Some(1));
 /// assert_eq!(text, "Process exited with code 1\nOutput:\nFAIL");
+/// let copilot = clean_shell_text("FAIL\n<shellId: 22 completed with exit code 1>");
+/// assert_eq!(copilot, ("FAIL".to_string(), Some(1)));
 /// ```
 pub fn clean_shell_text(text: &str) -> (String, Option<i64>) {
     let mut code = None;
@@ -323,6 +326,16 @@ pub fn clean_shell_text(text: &str) -> (String, Option<i64>) {
     for line in text.lines() {
         let t = line.trim_start();
         if VOLATILE_LINES.iter().any(|p| t.starts_with(p)) {
+            continue;
+        }
+        // Copilot CLI ends a shell result with `<shellId: N completed with exit code C>`:
+        // the id changes on every call, the exit code is kept.
+        if let Some(rest) = t.strip_prefix("<shellId:") {
+            if let Some((_, c)) = rest.split_once("exit code") {
+                if let Ok(c) = c.trim().trim_end_matches('>').trim().parse::<i64>() {
+                    code.get_or_insert(c);
+                }
+            }
             continue;
         }
         for prefix in [

@@ -397,6 +397,50 @@ fn qwen_is_stopped_before_the_model_is_asked_again_after_an_abort() {
     );
 }
 
+/// Copilot CLI 1.0.102 as the real CLI sends its camelCase payloads (captured from it in
+/// crates/loopguard/tests/agents_e2e.rs): no event name, `sessionId`, `toolArgs` as an
+/// object, a failing command's result ending with `<shellId: N completed with exit code
+/// 1>` (a new id each call). The loop is denied from call 21; a payload with `prompt` is a
+/// new prompt (a new run), one with `reason` the session's end.
+#[test]
+fn copilot_cli_payloads_as_the_real_cli_sends_them() {
+    let mut h = Harness::new(Agent::Copilot);
+    let base =
+        |i: u64| json!({"sessionId":"cp-1","timestamp":1796136577796u64 + i,"cwd":"/nonexistent"});
+    let mut prompt = base(0);
+    prompt["prompt"] = json!("Make the tests pass.");
+    assert_eq!(out(&h.send(&prompt)), Value::Null);
+    let call = |i: u64| {
+        let mut pre = base(i);
+        pre["toolName"] = json!("bash");
+        pre["toolArgs"] =
+            json!({"command":"npm test","description":format!("Run the test suite (attempt {i})")});
+        let mut post = pre.clone();
+        post["toolResult"] = json!({"resultType":"success",
+            "textResultForLlm":format!("FAIL\n<shellId: {i} completed with exit code 1>")});
+        (pre, post)
+    };
+    let mut first_deny = None;
+    for i in 1..=21 {
+        let (pre, post) = call(i);
+        if denied(Agent::Copilot, &h.send(&pre), false).is_some() {
+            first_deny = Some(i);
+            break;
+        }
+        h.send(&post);
+    }
+    assert_eq!(first_deny, Some(21));
+    prompt["prompt"] = json!("try something else");
+    h.send(&prompt);
+    assert!(
+        denied(Agent::Copilot, &h.send(&call(22).0), false).is_none(),
+        "a new prompt is a new run"
+    );
+    let mut end = base(30);
+    end["reason"] = json!("complete");
+    assert_eq!(out(&h.send(&end)), Value::Null);
+}
+
 /// Copilot's "VS Code compatible" spelling is answered the Claude Code way.
 #[test]
 fn copilot_vscode_spelling_is_answered_like_claude_code() {

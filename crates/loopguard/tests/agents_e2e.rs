@@ -49,6 +49,11 @@ fn loopguard() -> &'static str {
     env!("CARGO_BIN_EXE_loopguard")
 }
 
+/// target/agents, where scripts/setup-agents.sh installs the CLIs.
+fn agents_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/agents")
+}
+
 /// The agent CLIs driven here, with what the scripted model server needs to know of each.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Cli {
@@ -62,6 +67,11 @@ enum Cli {
     /// stops five identical calls itself, so the model rewords the `description` argument
     /// on every call (as models do); loopguard's profile does not hash it.
     Qwen,
+    /// GitHub Copilot CLI with a custom provider (BYOK): `COPILOT_PROVIDER_BASE_URL`,
+    /// `COPILOT_MODEL`, `COPILOT_OFFLINE=true` (no GitHub login, nothing sent to GitHub),
+    /// `-p … --allow-all`. Its package unpacks itself (about 235 MB) into
+    /// `COPILOT_PKG_CACHE_HOME`, shared in target/agents/copilot-cache.
+    Copilot,
 }
 
 impl Cli {
@@ -71,6 +81,7 @@ impl Cli {
             Cli::Codex => "codex",
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
+            Cli::Copilot => "copilot",
         }
     }
 
@@ -80,6 +91,7 @@ impl Cli {
             Cli::Codex => ".codex",
             Cli::Gemini => ".gemini",
             Cli::Qwen => ".qwen",
+            Cli::Copilot => ".copilot",
         }
     }
 
@@ -88,6 +100,7 @@ impl Cli {
         match self {
             Cli::Codex => "Called Bash with identical arguments",
             Cli::Gemini | Cli::Qwen => "Called run_shell_command with identical arguments",
+            Cli::Copilot => "Called bash with identical arguments",
         }
     }
 
@@ -123,7 +136,7 @@ impl Cli {
                 .filter(|p| p.get("functionResponse").is_some())
                 .map(|p| p["functionResponse"].to_string())
                 .collect(),
-            Cli::Qwen => items("messages")
+            Cli::Qwen | Cli::Copilot => items("messages")
                 .iter()
                 .filter(|m| m["role"] == "tool")
                 .map(|m| m["content"].to_string())
@@ -137,7 +150,9 @@ impl Cli {
         match self {
             Cli::Codex => req.path.ends_with("/responses"),
             Cli::Gemini => req.path.contains(":streamGenerateContent"),
-            Cli::Qwen => req.path.ends_with("/chat/completions") && req.body.get("tools").is_some(),
+            Cli::Qwen | Cli::Copilot => {
+                req.path.ends_with("/chat/completions") && req.body.get("tools").is_some()
+            }
         }
     }
 
@@ -150,7 +165,14 @@ impl Cli {
             Cli::Codex if !req.path.ends_with("/responses") => Response::not_found(),
             Cli::Codex => codex_sse(&codex_item(call, command), 10),
             Cli::Gemini => gemini_answer(req, call, command),
-            Cli::Qwen => qwen_answer(req, call, command),
+            Cli::Qwen => {
+                let args = |k: usize| json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1), "is_background": false});
+                chat_answer(req, call.map(|k| (k, "run_shell_command", args(k))))
+            }
+            Cli::Copilot => {
+                let args = |k: usize| json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1)});
+                chat_answer(req, call.map(|k| (k, "bash", args(k))))
+            }
         }
     }
 
@@ -168,6 +190,8 @@ impl Cli {
                 "settings.json",
                 "{\n  \"privacy\": {\"usageStatisticsEnabled\": false}\n}\n".to_string(),
             ),
+            // Copilot CLI takes its provider from the environment.
+            Cli::Copilot => return,
         };
         std::fs::write(dir.join(file), text).unwrap();
     }
@@ -210,6 +234,20 @@ impl Cli {
                     "openai",
                     "--approval-mode",
                     "yolo",
+                    "--output-format",
+                    "json",
+                    "-p",
+                    "Make the tests pass.",
+                ]),
+            Cli::Copilot => cmd
+                .env("COPILOT_PROVIDER_BASE_URL", base("/v1"))
+                .env("COPILOT_PROVIDER_API_KEY", "dummy")
+                .env("COPILOT_MODEL", "scripted")
+                .env("COPILOT_OFFLINE", "true")
+                .env("COPILOT_PKG_CACHE_HOME", agents_dir().join("copilot-cache"))
+                .args([
+                    "--allow-all",
+                    "--no-auto-update",
                     "--output-format",
                     "json",
                     "-p",
@@ -287,21 +325,19 @@ fn gemini_answer(req: &Request, call: Option<usize>, command: &str) -> Response 
     }
 }
 
-fn qwen_answer(req: &Request, call: Option<usize>, command: &str) -> Response {
+/// An OpenAI Chat Completions answer (Qwen Code, Copilot CLI): the `k`-th call of `tool`
+/// with `args`, or the final text (`{}` for a tool-less side request).
+fn chat_answer(req: &Request, call: Option<(usize, &str, Value)>) -> Response {
     if !req.path.ends_with("/chat/completions") {
         return Response::not_found();
     }
     let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
     let (message, finish) = match call {
-        Some(k) => {
-            let args = json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1), "is_background": false}).to_string();
-            (
-                json!({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":format!("call_{k}"),
-                    "type":"function","function":{"name":"run_shell_command","arguments":args}}]}),
-                "tool_calls",
-            )
-        }
-        // A tool-less side request asks for JSON.
+        Some((k, tool, args)) => (
+            json!({"role":"assistant","content":null,"tool_calls":[{"index":0,"id":format!("call_{k}"),
+                "type":"function","function":{"name":tool,"arguments":args.to_string()}}]}),
+            "tool_calls",
+        ),
         None if req.body.get("tools").is_none() => {
             (json!({"role":"assistant","content":"{}"}), "stop")
         }
@@ -480,7 +516,7 @@ fn assert_warned_then_blocked(cli: Cli, c: &Conversation) {
         let blocked = o.contains(cli.blocked());
         assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
     }
-    if cli != Cli::Codex {
+    if matches!(cli, Cli::Gemini | Cli::Qwen) {
         // Gemini CLI and Qwen Code show hook context only after a call: the warning came
         // with the result of call 11 (AfterTool / PostToolUseFailure), not before it.
         assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
@@ -506,6 +542,14 @@ fn gemini_loop_is_warned_then_blocked() {
 #[test]
 fn qwen_loop_is_warned_then_blocked() {
     assert_warned_then_blocked(Cli::Qwen, &run_loop(Cli::Qwen, "settings.json", None));
+}
+
+#[test]
+fn copilot_loop_is_warned_then_blocked() {
+    assert_warned_then_blocked(
+        Cli::Copilot,
+        &run_loop(Cli::Copilot, "hooks/loopguard.json", None),
+    );
 }
 
 /// The strict profile: the loop is blocked (the first critical), and the next identical
@@ -561,6 +605,29 @@ fn codex_denies_every_later_call_when_the_strict_profile_ends_the_run() {
         last[5]
     );
     for (i, o) in last.iter().enumerate().skip(6) {
+        assert!(
+            o.contains("loopguard stopped the agent (second_critical_abort)"),
+            "call {}: {o}",
+            i + 1
+        );
+    }
+}
+
+/// Copilot CLI's hook answers cannot end a turn either (see
+/// crates/loopguard-agents/src/agents/copilot.rs): with the strict profile, every call
+/// after the one that ended the run is denied with the stop reason, the command never
+/// runs again, and Copilot exits when the model gives up.
+#[test]
+fn copilot_denies_every_later_call_when_the_strict_profile_ends_the_run() {
+    let c = run_loop(Cli::Copilot, "hooks/loopguard.json", Some(STRICT));
+    let last = assert_strict_run(Cli::Copilot, &c, 7);
+    assert_eq!(last.len(), CALLS, "{}", c.tail());
+    assert!(
+        last[7].contains("A second critical loop in this run"),
+        "call 8: {}",
+        last[7]
+    );
+    for (i, o) in last.iter().enumerate().skip(8) {
         assert!(
             o.contains("loopguard stopped the agent (second_critical_abort)"),
             "call {}: {o}",

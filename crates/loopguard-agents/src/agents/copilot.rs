@@ -11,11 +11,18 @@
 //!   `tool_input`, `tool_result`/`tool_response`, `session_id` (or `sessionId`): answered
 //!   the Claude Code way (`hookSpecificOutput.permissionDecision`).
 //!
-//! The event name is the payload's `hook_event_name`/`hookEventName` where given, else
-//! what `loopguard hook copilot --event NAME` was registered for (the installer writes
-//! one command per event, since Copilot CLI's camelCase payloads do not name their event);
-//! without either, a payload with `toolResult` is a `postToolUse`, one with `toolName` a
-//! `preToolUse`.
+//! The event name is the payload's `hook_event_name`/`hookEventName` where given. Copilot
+//! CLI's camelCase payloads do not name their event (1.0.102, seen from the real CLI in
+//! crates/loopguard/tests/agents_e2e.rs), so it is read from their fields: `toolResult`
+//! is a `postToolUse`, `toolName` a `preToolUse`, `prompt` a `userPromptSubmitted`,
+//! `reason` a `sessionEnd`. A failing shell command is a `postToolUse` with `resultType:
+//! "success"`; its exit code is in the result's last line.
+//!
+//! Stopping: Copilot CLI's hook answers cannot end a turn (`preToolUse` reads
+//! `permissionDecision`, `modifiedArgs`, `additionalContext`, `suppressOutput`;
+//! `postToolUse` `modifiedResult` and `additionalContext`; only a user prompt can be
+//! refused). After loopguard ends a run, every later call of it is denied with the stop
+//! reason, so nothing runs again, and the agent ends when the model gives up.
 //!
 //! Session: `sessionId` / `session_id`; without one, the working directory. Runs:
 //! `userPromptSubmitted`. Compaction: none reported. Polls: `read_bash`, and `write_bash`
@@ -33,6 +40,10 @@ pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
             "postToolUse".into()
         } else if v.get("toolName").is_some() {
             "preToolUse".into()
+        } else if v.get("prompt").is_some() {
+            "userPromptSubmitted".into()
+        } else if v.get("reason").is_some() {
+            "sessionEnd".into()
         } else {
             "unknown".into()
         }
