@@ -129,9 +129,13 @@ impl Agent {
     /// decided before the call is kept and given with that call's result (Gemini CLI's
     /// `AfterTool` `additionalContext`, Qwen Code's `PostToolUse`/`PostToolUseFailure`
     /// `additionalContext` (Qwen Code 0.24 reads `PreToolUse`'s but never shows it),
+    /// Droid's `PostToolUse` `additionalContext` (Droid 0.225 does not show `PreToolUse`'s),
     /// Cursor's `postToolUse` `additional_context`).
     pub fn defers_warnings(self) -> bool {
-        matches!(self, Agent::Gemini | Agent::Qwen | Agent::Cursor)
+        matches!(
+            self,
+            Agent::Gemini | Agent::Qwen | Agent::Cursor | Agent::Factory
+        )
     }
 }
 

@@ -14,7 +14,7 @@
 //! | Qwen Code | `run_shell_command`, `Bash` (`command`) | `description` | — |
 //! | Copilot | `bash`, `powershell` (`command`; results end with a `<shellId: N completed with exit code C>` line, whose id is dropped) | `description`, `initial_wait` | `read_bash`, `read_powershell`, `write_bash`/`write_powershell` with empty `input` (`sessionId`) |
 //! | Cursor | `Shell`, `run_terminal_cmd`, `beforeShellExecution` (`command`) | `explanation` | — |
-//! | Factory Droid | `Execute`, `Bash` (`command`) | `riskLevel`, `riskLevelReason` | — |
+//! | Factory Droid | `Execute`, `Bash` (`command`) | `riskLevel`, `riskLevelReason`, `summary` | — |
 //! | Cline | `execute_command` (`command`) | `requires_approval` | — |
 //! | Windsurf | `run_command` (`command_line`) | — | — |
 //! | Kiro CLI | `execute_bash`, `shell` (`command`) | `summary` | — |
@@ -105,7 +105,7 @@ fn spec(agent: Agent) -> Spec {
         },
         Agent::Factory => Spec {
             shell: &["Execute", "Bash"],
-            ignored: &["riskLevel", "riskLevelReason", "description"],
+            ignored: &["riskLevel", "riskLevelReason", "description", "summary"],
             polls: &[],
         },
         Agent::Cline => Spec {

@@ -218,8 +218,10 @@ fn warning(agent: Agent, pre: &AgentReply, post: &AgentReply) -> Option<String> 
     let (p, q) = (out(pre), out(post));
     let s = |v: &Value| v.as_str().map(str::to_string);
     match agent {
-        Agent::Codex | Agent::Factory => s(&p["hookSpecificOutput"]["additionalContext"]),
-        Agent::Qwen => s(&q["hookSpecificOutput"]["additionalContext"]),
+        Agent::Codex => s(&p["hookSpecificOutput"]["additionalContext"]),
+        // Droid 0.225 shows PostToolUse's context to the model, not PreToolUse's (seen
+        // from the real CLI in crates/loopguard/tests/agents_e2e.rs).
+        Agent::Qwen | Agent::Factory => s(&q["hookSpecificOutput"]["additionalContext"]),
         Agent::Copilot => s(&p["additionalContext"]),
         Agent::Gemini => s(&q["hookSpecificOutput"]["additionalContext"]),
         Agent::Cursor => s(&q["additional_context"]),

@@ -72,6 +72,11 @@ enum Cli {
     /// `-p … --allow-all`. Its package unpacks itself (about 235 MB) into
     /// `COPILOT_PKG_CACHE_HOME`, shared in target/agents/copilot-cache.
     Copilot,
+    /// Factory's Droid with a custom model (BYOK): `customModels` in
+    /// `~/.factory/settings.json` with `provider: "generic-chat-completion-api"`, `droid exec
+    /// -m custom:scripted --skip-permissions-unsafe`; no Factory login. Its shell tool,
+    /// `Execute`, takes a `summary` the model rewords on every call (not hashed).
+    Factory,
 }
 
 impl Cli {
@@ -82,6 +87,25 @@ impl Cli {
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
             Cli::Copilot => "copilot",
+            Cli::Factory => "factory",
+        }
+    }
+
+    /// The agent's program (scripts/setup-agents.sh installs it).
+    fn program(self) -> PathBuf {
+        match self {
+            // The platform package of @factory/cli: the wrapper's own postinstall would
+            // download the binary from Factory's servers.
+            Cli::Factory => {
+                let p = agents_dir().join("node_modules/@factory/cli-linux-x64/bin/droid");
+                assert!(
+                    p.exists(),
+                    "{} is missing: run scripts/setup-agents.sh (scripts/test.sh does) to install the agent CLIs",
+                    p.display()
+                );
+                p
+            }
+            _ => agent_bin(self.hook()),
         }
     }
 
@@ -92,6 +116,7 @@ impl Cli {
             Cli::Gemini => ".gemini",
             Cli::Qwen => ".qwen",
             Cli::Copilot => ".copilot",
+            Cli::Factory => ".factory",
         }
     }
 
@@ -101,6 +126,7 @@ impl Cli {
             Cli::Codex => "Called Bash with identical arguments",
             Cli::Gemini | Cli::Qwen => "Called run_shell_command with identical arguments",
             Cli::Copilot => "Called bash with identical arguments",
+            Cli::Factory => "Called Execute with identical arguments",
         }
     }
 
@@ -114,6 +140,10 @@ impl Cli {
                 "echo run >> {}; echo FAIL; sleep 0.3; exit 1",
                 counter.display()
             ),
+            // Droid 0.225 fires no hook after a command that fails (`PostToolUse` only
+            // follows a success, and `PostToolUseFailure` never comes), so its loop is a
+            // command that succeeds and prints the same failure every time.
+            Cli::Factory => format!("echo run >> {}; echo FAIL", counter.display()),
             _ => format!("echo run >> {}; echo FAIL; exit 1", counter.display()),
         }
     }
@@ -136,7 +166,7 @@ impl Cli {
                 .filter(|p| p.get("functionResponse").is_some())
                 .map(|p| p["functionResponse"].to_string())
                 .collect(),
-            Cli::Qwen | Cli::Copilot => items("messages")
+            Cli::Qwen | Cli::Copilot | Cli::Factory => items("messages")
                 .iter()
                 .filter(|m| m["role"] == "tool")
                 .map(|m| m["content"].to_string())
@@ -150,7 +180,7 @@ impl Cli {
         match self {
             Cli::Codex => req.path.ends_with("/responses"),
             Cli::Gemini => req.path.contains(":streamGenerateContent"),
-            Cli::Qwen | Cli::Copilot => {
+            Cli::Qwen | Cli::Copilot | Cli::Factory => {
                 req.path.ends_with("/chat/completions") && req.body.get("tools").is_some()
             }
         }
@@ -173,6 +203,10 @@ impl Cli {
                 let args = |k: usize| json!({"command": command, "description": format!("Run the test suite (attempt {})", k + 1)});
                 chat_answer(req, call.map(|k| (k, "bash", args(k))))
             }
+            Cli::Factory => {
+                let args = |k: usize| json!({"command": command, "summary": format!("Run the test suite (attempt {})", k + 1)});
+                chat_answer(req, call.map(|k| (k, "Execute", args(k))))
+            }
         }
     }
 
@@ -192,13 +226,17 @@ impl Cli {
             ),
             // Copilot CLI takes its provider from the environment.
             Cli::Copilot => return,
+            Cli::Factory => (
+                "settings.json",
+                format!("{{\n  \"customModels\": [\n    {{\"model\": \"scripted\", \"displayName\": \"Scripted\", \"baseUrl\": \"http://127.0.0.1:{port}/v1\", \"apiKey\": \"dummy\", \"provider\": \"generic-chat-completion-api\", \"maxOutputTokens\": 1024}}\n  ]\n}}\n"),
+            ),
         };
         std::fs::write(dir.join(file), text).unwrap();
     }
 
     /// The headless command line against the scripted server on `port`.
     fn cmd(self, trial: &Trial, port: u16) -> Command {
-        let mut cmd = Command::new(agent_bin(self.hook()));
+        let mut cmd = Command::new(self.program());
         cmd.current_dir(&trial.work).env("HOME", &trial.home);
         let base = |path: &str| format!("http://127.0.0.1:{port}{path}");
         match self {
@@ -253,6 +291,15 @@ impl Cli {
                     "-p",
                     "Make the tests pass.",
                 ]),
+            Cli::Factory => cmd.args([
+                "exec",
+                "--skip-permissions-unsafe",
+                "-m",
+                "custom:scripted",
+                "-o",
+                "json",
+                "Make the tests pass.",
+            ]),
         };
         cmd
     }
@@ -517,8 +564,10 @@ fn assert_warned_then_blocked(cli: Cli, c: &Conversation) {
         assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
     }
     if matches!(cli, Cli::Gemini | Cli::Qwen) {
-        // Gemini CLI and Qwen Code show hook context only after a call: the warning came
-        // with the result of call 11 (AfterTool / PostToolUseFailure), not before it.
+        // Gemini CLI and Qwen Code show hook context only after a call, in its result: the
+        // warning came with the result of call 11 (AfterTool / PostToolUseFailure), not
+        // before it. (Droid, which also shows it only after the call, adds it as a message
+        // of its own beside the result.)
         assert!(last[10].contains("loopguard: WARNING"), "{}", last[10]);
     }
 }
@@ -550,6 +599,11 @@ fn copilot_loop_is_warned_then_blocked() {
         Cli::Copilot,
         &run_loop(Cli::Copilot, "hooks/loopguard.json", None),
     );
+}
+
+#[test]
+fn factory_loop_is_warned_then_blocked() {
+    assert_warned_then_blocked(Cli::Factory, &run_loop(Cli::Factory, "settings.json", None));
 }
 
 /// The strict profile: the loop is blocked (the first critical), and the next identical
@@ -634,6 +688,18 @@ fn copilot_denies_every_later_call_when_the_strict_profile_ends_the_run() {
             i + 1
         );
     }
+}
+
+/// Droid stops on `continue: false` with a `PreToolUse` deny: its loop (identical
+/// successful calls with identical output, see [`Cli::command`]) is four near-identical
+/// calls (`near_repeat_no_progress`), call 5 is blocked, call 6 ends the run and stops
+/// Droid before it runs: the model is never asked again, and the process exits by itself.
+#[test]
+fn factory_is_stopped_when_the_strict_profile_ends_the_run() {
+    let c = run_loop(Cli::Factory, "settings.json", Some(STRICT));
+    let last = assert_strict_run(Cli::Factory, &c, 5);
+    assert_eq!(last.len(), 5, "{}", c.tail());
+    assert_eq!(c.turns.len(), 6, "{}", c.tail());
 }
 
 /// A loop that survives a compaction ends the run in Codex: three calls, an automatic
