@@ -1,28 +1,33 @@
 //! End to end with the real agent programs from npm (installed by scripts/setup-agents.sh
-//! into target/agents), each driven by a scripted model server on 127.0.0.1 that keeps
-//! asking for the same failing shell command, with loopguard's hook installed by
-//! `loopguard hook install AGENT` into the agent's own settings under a temporary HOME.
-//! Everything runs offline: the agents talk only to the scripted server.
+//! into target/agents): Codex 0.171.0, Gemini CLI 0.61.0, Qwen Code 0.24.4, GitHub Copilot
+//! CLI 1.0.102 and Factory's Droid 0.225.2, each driven by a scripted model server on
+//! 127.0.0.1 that keeps asking for the same failing shell command, with loopguard's hook
+//! installed by `loopguard hook install AGENT` into the agent's own settings under a
+//! temporary HOME. Everything runs offline: the agents talk only to the scripted server
+//! (Copilot CLI and Droid through their custom-provider settings, without an account).
+//! Cursor's CLI and Kiro CLI cannot: each is installed by its vendor's download script and
+//! runs its model on the vendor's service (docs/agents/cursor.md, docs/agents/kiro.md).
 //!
 //! For each agent, with the default profile: the command runs 20 times; the model is sent
 //! loopguard's warning with the result of call 11, and the block (the detection message
 //! instead of a result) from call 21 on.
 //!
-//! With the strict profile (`.loopguard.json5` in the project), the same loop is blocked at
-//! the seventh call (six identical failures) and the eighth ends the run
-//! (`second_critical_abort`). What that does depends on what the agent lets a hook do:
+//! With the strict profile (`.loopguard.json5` in the project), the loop is blocked early
+//! and the next identical call ends the run (`second_critical_abort`). What that does
+//! depends on what the agent lets a hook do:
 //! - Gemini CLI stops: `BeforeTool` answered with `continue: false` ends its agent loop;
 //!   the model is never asked again and the process exits by itself.
+//! - Droid stops the same way, on `PreToolUse`'s `continue: false` beside the deny.
 //! - Qwen Code stops: a `PreToolUse` deny wins over `continue: false` in Qwen Code 0.24,
 //!   so the call is denied; the empty-prompt `UserPromptSubmit` Qwen Code fires before it
 //!   sends the tool results back is answered with `continue: false`, which ends the turn
 //!   before the model is asked again.
-//! - Codex cannot be stopped by a hook in the middle of a turn: 0.171 rejects
-//!   `continue: false` on `PreToolUse` as invalid (and would then run the call), and on
-//!   `PostToolUse` it only replaces the tool's output; no other event fires between tool
-//!   calls. The best it allows is what the test checks: every later call of the aborted run
-//!   is denied with the stop reason, so the command never runs again, and Codex exits when
-//!   the model gives up.
+//! - Codex and Copilot CLI cannot be stopped by a hook in the middle of a turn: Codex 0.171
+//!   rejects `continue: false` on `PreToolUse` as invalid (and would then run the call), on
+//!   `PostToolUse` it only replaces the tool's output, and no other event fires between
+//!   tool calls; Copilot CLI's hook answers have no stop field at all. The best they allow
+//!   is what the tests check: every later call of the ended run is denied with the stop
+//!   reason, so the command never runs again, and the agent exits when the model gives up.
 //!
 //! Each agent has a small wire description ([`Cli`]): where its tool results are in a
 //! request, how the scripted model asks for the call, its settings and command line. The
