@@ -39,7 +39,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use agent_e2e::{agent_bin, run_with_timeout, runs, Finished, ModelServer, Request, Response};
+use agent_e2e::{
+    agent_bin, agent_file, agents_dir, run_with_timeout, runs, Finished, ModelServer, Request,
+    Response,
+};
 use serde_json::{json, Value};
 
 /// How many calls the scripted model asks for before it gives up.
@@ -52,11 +55,6 @@ const STRICT: &str =
 
 fn loopguard() -> &'static str {
     env!("CARGO_BIN_EXE_loopguard")
-}
-
-/// target/agents, where scripts/setup-agents.sh installs the CLIs.
-fn agents_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/agents")
 }
 
 /// The agent CLIs driven here, with what the scripted model server needs to know of each.
@@ -101,15 +99,7 @@ impl Cli {
         match self {
             // The platform package of @factory/cli: the wrapper's own postinstall would
             // download the binary from Factory's servers.
-            Cli::Factory => {
-                let p = agents_dir().join("node_modules/@factory/cli-linux-x64/bin/droid");
-                assert!(
-                    p.exists(),
-                    "{} is missing: run scripts/setup-agents.sh (scripts/test.sh does) to install the agent CLIs",
-                    p.display()
-                );
-                p
-            }
+            Cli::Factory => agent_file("node_modules/@factory/cli-linux-x64/bin/droid"),
             _ => agent_bin(self.hook()),
         }
     }

@@ -172,16 +172,26 @@ fn serve(
     }
 }
 
-/// The agent CLIs scripts/setup-agents.sh installs.
-pub fn agent_bin(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/agents/node_modules/.bin");
-    let p = root.join(name);
+/// target/agents, where scripts/setup-agents.sh installs the agent CLIs.
+pub fn agents_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/agents")
+}
+
+/// A file scripts/setup-agents.sh installs under target/agents; fails the test, naming the
+/// script, when it is missing.
+pub fn agent_file(relative: &str) -> PathBuf {
+    let p = agents_dir().join(relative);
     assert!(
         p.exists(),
         "{} is missing: run scripts/setup-agents.sh (scripts/test.sh does) to install the agent CLIs",
         p.display()
     );
     p
+}
+
+/// An agent CLI's command (`node_modules/.bin/NAME`).
+pub fn agent_bin(name: &str) -> PathBuf {
+    agent_file(&format!("node_modules/.bin/{name}"))
 }
 
 /// How an agent's process ended.
