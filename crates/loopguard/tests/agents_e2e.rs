@@ -697,14 +697,15 @@ fn factory_is_stopped_when_the_strict_profile_ends_the_run() {
     assert_eq!(c.turns.len(), 6, "{}", c.tail());
 }
 
-/// A loop that survives a compaction ends the run in Codex: three calls, an automatic
+/// A loop that survives a compaction ends the run in Codex (which, as with the strict
+/// profile's abort, cannot be stopped mid-turn): three calls, an automatic
 /// compaction (the scripted model reports a context over `model_auto_compact_token_limit`),
 /// and the same failing call three more times: the post-compaction guard answers the third
 /// with `continue: false`. Codex 0.171 does not end its turn on a PostToolUse
 /// `continue: false`, so every later call of the run is denied with the stop reason: the
 /// command runs six times, whatever the model asks.
 #[test]
-fn codex_is_stopped_when_a_loop_survives_a_compaction() {
+fn codex_denies_every_later_call_when_a_loop_survives_a_compaction() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let trial = Trial::new();
