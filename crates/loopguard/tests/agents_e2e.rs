@@ -468,6 +468,9 @@ struct Conversation {
     bodies: Vec<(usize, String)>,
     /// How many times the command ran.
     runs: usize,
+    /// Requests the server received in the second after the agent's process ended (none
+    /// is expected: nothing of the agent is left asking the model).
+    late: usize,
     finished: Finished,
     /// The run's HOME, project and state, kept until the checks are done.
     _trial: Trial,
@@ -525,6 +528,9 @@ fn run_loop(cli: Cli, settings: &str, config: Option<&str>) -> Conversation {
     }
     trial.install(cli, settings);
     let finished = run_with_timeout(cli.cmd(&trial, server.port), LIMIT);
+    let at_exit = server.requests().len();
+    std::thread::sleep(Duration::from_secs(1));
+    let late = server.requests().len() - at_exit;
     let requests: Vec<Request> = server
         .requests()
         .into_iter()
@@ -537,6 +543,7 @@ fn run_loop(cli: Cli, settings: &str, config: Option<&str>) -> Conversation {
             .map(|r| (cli.results(&r.body).len(), r.body.to_string()))
             .collect(),
         runs: runs(&trial.counter),
+        late,
         finished,
         _trial: trial,
     }
@@ -551,6 +558,7 @@ fn assert_warned_then_blocked(cli: Cli, c: &Conversation) {
         c.tail()
     );
     assert!(!c.finished.killed, "{}", c.tail());
+    assert_eq!(c.late, 0, "requests after the agent exited: {}", c.tail());
     assert_eq!(c.runs, 20, "{}", c.tail());
     assert_eq!(c.first_turn_with("loopguard: WARNING"), Some(11));
     let last = c.last();
@@ -606,6 +614,7 @@ fn factory_loop_is_warned_then_blocked() {
 /// the block, `blocked_at - 1` times. Returns the last turn's results.
 fn assert_strict_run(cli: Cli, c: &Conversation, blocked_at: usize) -> &[String] {
     assert!(!c.finished.killed, "{cli:?} was killed: {}", c.tail());
+    assert_eq!(c.late, 0, "requests after the agent exited: {}", c.tail());
     let last = c.last();
     let first_block = last.iter().position(|o| o.contains("CRITICAL"));
     assert_eq!(first_block, Some(blocked_at - 1), "{last:?}\n{}", c.tail());
