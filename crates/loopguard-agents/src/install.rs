@@ -6,7 +6,7 @@
 //! | Codex | `~/.codex/hooks.json` | `.codex/hooks.json` | Claude Code's `hooks` groups (or, with `--settings …/config.toml`, `[[hooks.EVENT]]` tables) | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PostCompact` |
 //! | Gemini CLI | `~/.gemini/settings.json` | `.gemini/settings.json` | JSONC, `hooks` groups | `BeforeTool`, `AfterTool`, `BeforeAgent`, `PreCompress`, `SessionEnd` |
 //! | Qwen Code | `~/.qwen/settings.json` | `.qwen/settings.json` | JSONC, `hooks` groups | `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `UserPromptSubmit`, `PostCompact`, `SessionEnd` |
-//! | Copilot | `~/.copilot/hooks/loopguard.json` | `.github/hooks/loopguard.json` | `{"version":1,"hooks":{…}}`, `bash` commands | `preToolUse`, `postToolUse`, `userPromptSubmitted`, `sessionEnd` |
+//! | Copilot | `~/.copilot/hooks/loopguard.json` | `.github/hooks/loopguard.json` | `{"version":1,"hooks":{…}}`, `bash` commands | `preToolUse`, `postToolUse`, `postToolUseFailure`, `userPromptSubmitted`, `sessionEnd` |
 //! | Cursor | `~/.cursor/hooks.json` | `.cursor/hooks.json` | `{"version":1,"hooks":{…}}` | `preToolUse`, `postToolUse`, `postToolUseFailure`, `beforeSubmitPrompt`, `preCompact` |
 //! | Factory | `~/.factory/settings.json` | `.factory/settings.json` | Claude Code's `hooks` groups | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PreCompact`, `SessionEnd` |
 //! | Cline | `~/Documents/Cline/Rules/Hooks/` | `.clinerules/hooks/` | one executable script per hook | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `TaskStart`, `TaskResume`, `PreCompact`, `TaskComplete`, `TaskCancel` |
@@ -175,6 +175,7 @@ pub fn events(agent: Agent) -> &'static [(&'static str, Option<&'static str>)] {
         Agent::Copilot => &[
             ("preToolUse", None),
             ("postToolUse", None),
+            ("postToolUseFailure", None),
             ("userPromptSubmitted", None),
             ("sessionEnd", None),
         ],

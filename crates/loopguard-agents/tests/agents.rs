@@ -443,6 +443,27 @@ fn copilot_cli_payloads_as_the_real_cli_sends_them() {
     assert_eq!(out(&h.send(&end)), Value::Null);
 }
 
+/// Copilot CLI's `postToolUseFailure` (a tool that failed; `PostToolUseFailureHookInput` in
+/// the package's SDK types: `toolName`, `toolArgs`, `error`, no event name) is read as the
+/// call's failure, not as a new call: the same failing `view` is denied from call 21.
+#[test]
+fn copilot_cli_tool_failures_are_outcomes() {
+    let mut h = Harness::new(Agent::Copilot);
+    let mut first_deny = None;
+    for i in 1..=21u64 {
+        let pre = json!({"sessionId":"cp-2","timestamp":1796136577796u64 + i,"cwd":"/nonexistent",
+            "toolName":"view","toolArgs":{"path":"/nonexistent/src/main.rs"}});
+        if denied(Agent::Copilot, &h.send(&pre), false).is_some() {
+            first_deny = Some(i);
+            break;
+        }
+        let mut failure = pre.clone();
+        failure["error"] = json!("Path does not exist: /nonexistent/src/main.rs");
+        assert_eq!(out(&h.send(&failure)), Value::Null, "call {i}");
+    }
+    assert_eq!(first_deny, Some(21));
+}
+
 /// Copilot's "VS Code compatible" spelling is answered the Claude Code way.
 #[test]
 fn copilot_vscode_spelling_is_answered_like_claude_code() {

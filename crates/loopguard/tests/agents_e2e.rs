@@ -609,6 +609,36 @@ fn factory_loop_is_warned_then_blocked() {
     assert_warned_then_blocked(Cli::Factory, &run_loop(Cli::Factory, "settings.json", None));
 }
 
+/// Copilot CLI reports a tool that failed (here `view` of a missing file) only through
+/// `postToolUseFailure` (its `postToolUse` follows successes): with that event installed,
+/// the failures are outcomes, and the same failing call is denied from call 21.
+#[test]
+fn copilot_failing_tool_loop_is_blocked() {
+    let trial = Trial::new();
+    let path = trial.work.join("missing.rs").display().to_string();
+    let server = ModelServer::start(move |req: &Request| {
+        let k = Cli::Copilot.results(&req.body).len();
+        let call =
+            (Cli::Copilot.is_turn(req) && k < CALLS).then(|| (k, "view", json!({"path": path})));
+        chat_answer(req, call)
+    });
+    trial.install(Cli::Copilot, "hooks/loopguard.json");
+    let finished = run_with_timeout(Cli::Copilot.cmd(&trial, server.port), LIMIT);
+    assert!(!finished.killed, "{:?}", finished.output);
+    let last = server
+        .requests()
+        .iter()
+        .filter(|r| Cli::Copilot.is_turn(r))
+        .map(|r| Cli::Copilot.results(&r.body))
+        .max_by_key(Vec::len)
+        .unwrap_or_default();
+    assert_eq!(last.len(), CALLS, "{last:?}");
+    for (i, o) in last.iter().enumerate() {
+        let blocked = o.contains("Called view with identical arguments");
+        assert_eq!(blocked, i + 1 > 20, "call {}: {o}", i + 1);
+    }
+}
+
 /// The strict profile: the loop is blocked (the first critical), and the next identical
 /// call ends the run (`second_critical_abort`); the command ran once for each call before
 /// the block, `blocked_at - 1` times. Returns the last turn's results.

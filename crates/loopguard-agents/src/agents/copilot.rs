@@ -14,8 +14,9 @@
 //! The event name is the payload's `hook_event_name`/`hookEventName` where given. Copilot
 //! CLI's camelCase payloads do not name their event (1.0.102, seen from the real CLI in
 //! crates/loopguard/tests/agents_e2e.rs), so it is read from their fields: `toolResult`
-//! is a `postToolUse`, `toolName` a `preToolUse`, `prompt` a `userPromptSubmitted`,
-//! `reason` a `sessionEnd`. A failing shell command is a `postToolUse` with `resultType:
+//! is a `postToolUse`, `toolName` with `error` a `postToolUseFailure` (a tool that failed;
+//! `PostToolUseFailureHookInput` in the package's SDK types), `toolName` alone a
+//! `preToolUse`, `prompt` a `userPromptSubmitted`, `reason` a `sessionEnd`. A failing shell command is a `postToolUse` with `resultType:
 //! "success"`; its exit code is in the result's last line.
 //!
 //! Stopping: Copilot CLI's hook answers cannot end a turn (`preToolUse` reads
@@ -38,6 +39,8 @@ pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
     let event = event.unwrap_or_else(|| {
         if v.get("toolResult").is_some() {
             "postToolUse".into()
+        } else if v.get("toolName").is_some() && v.get("error").is_some() {
+            "postToolUseFailure".into()
         } else if v.get("toolName").is_some() {
             "preToolUse".into()
         } else if v.get("prompt").is_some() {
@@ -56,7 +59,7 @@ pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
     let kind = match event.as_str() {
         "preToolUse" | "PreToolUse" => Kind::Pre,
         "postToolUse" | "PostToolUse" => Kind::Post,
-        "PostToolUseFailure" => Kind::Failure,
+        "postToolUseFailure" | "PostToolUseFailure" => Kind::Failure,
         "userPromptSubmitted" | "UserPromptSubmit" => Kind::Prompt,
         "sessionEnd" | "SessionEnd" => Kind::End,
         "PreCompact" | "preCompact" => Kind::Compact,
