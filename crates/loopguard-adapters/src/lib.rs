@@ -63,6 +63,7 @@ pub mod responses;
 pub mod spans;
 pub mod swe_agent;
 pub mod synthetic;
+mod trace_agents;
 
 use std::fmt;
 

@@ -9,7 +9,12 @@
 //!   (`{"scope":…,"spans":[…]}`), as some tools write them;
 //! * flat spans (`{"name":…,"context":{"trace_id":…,"span_id":…},"attributes":{…}}`): the
 //!   Python SDK's `ConsoleSpanExporter` and Arize Phoenix span exports (whose attributes
-//!   are nested objects, read as dotted keys).
+//!   are nested objects, read as dotted keys);
+//! * OTLP JSON logs (`{"resourceLogs":[{"scopeLogs":[{"logRecords":[…]}]}]}`), for the
+//!   agents that record their tool calls as log events rather than spans (Codex's
+//!   `codex.tool_result`): each log record is read as a span named after its `event.name`
+//!   (or `eventName`), ending at its `timeUnixNano` (else `observedTimeUnixNano`, else the
+//!   `event.timestamp` attribute) and starting `duration_ms` earlier.
 //!
 //! Field names may be camelCase (the OTLP/JSON mapping) or snake_case (protobuf field
 //! names); ids hex (OTLP/JSON), base64 (protobuf's generic JSON mapping) or `0x`-prefixed
@@ -178,6 +183,10 @@ fn record(v: &Value<'_>, line: u64, set: &mut SpanSet) {
         Value::Object(_) => {
             if let Some(rs) = field(v, "resourceSpans", "resource_spans") {
                 each(rs, line, set, "resourceSpans", resource_spans);
+            } else if let Some(rl) = field(v, "resourceLogs", "resource_logs") {
+                each(rl, line, set, "resourceLogs", resource_logs);
+            } else if field(v, "scopeLogs", "scope_logs").is_some() {
+                resource_logs(v, line, set);
             } else if field(v, "scopeSpans", "scope_spans").is_some()
                 || field(
                     v,
@@ -206,7 +215,7 @@ fn record(v: &Value<'_>, line: u64, set: &mut SpanSet) {
                 set.diagnostics.push(Diagnostic::new(
                     line,
                     DiagnosticKind::UnknownEntry,
-                    "a JSON object that is neither OTLP (`resourceSpans`, `scopeSpans`) nor a span (`name` with `context` or `traceId`): skipped",
+                    "a JSON object that is neither OTLP (`resourceSpans`, `scopeSpans`, `resourceLogs`) nor a span (`name` with `context` or `traceId`): skipped",
                 ));
             }
         }
@@ -268,6 +277,108 @@ fn resource_spans(rs: &Value<'_>, line: u64, set: &mut SpanSet) {
             "`scopeSpans` is not a list: skipped",
         )),
     }
+}
+
+fn resource_service(r: &Value<'_>, line: u64, set: &mut SpanSet) -> Option<String> {
+    r.get("resource")
+        .and_then(|r| r.get("attributes"))
+        .map(|a| attributes(a, line, &mut set.diagnostics))
+        .and_then(|attrs| {
+            attrs
+                .into_iter()
+                .rev()
+                .find(|(k, _)| k == "service.name")
+                .and_then(|(_, v)| v.as_str().map(str::to_string))
+        })
+}
+
+fn resource_logs(rl: &Value<'_>, line: u64, set: &mut SpanSet) {
+    let service = resource_service(rl, line, set);
+    match field(rl, "scopeLogs", "scope_logs") {
+        Some(Value::Array(scopes)) => {
+            for scope in scopes {
+                match field(scope, "logRecords", "log_records") {
+                    Some(Value::Array(records)) => {
+                        for r in records {
+                            log_record(r, line, service.as_deref(), set);
+                        }
+                    }
+                    None | Some(Value::Null) => {}
+                    Some(_) => set.diagnostics.push(Diagnostic::new(
+                        line,
+                        DiagnosticKind::BadField,
+                        "`logRecords` is not a list: skipped",
+                    )),
+                }
+            }
+        }
+        None | Some(Value::Null) => {}
+        Some(_) => set.diagnostics.push(Diagnostic::new(
+            line,
+            DiagnosticKind::BadField,
+            "`scopeLogs` is not a list: skipped",
+        )),
+    }
+}
+
+/// Reads one OTLP log record as a span (see the module documentation).
+fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet) {
+    if !matches!(r, Value::Object(_)) {
+        set.diagnostics.push(Diagnostic::new(
+            line,
+            DiagnosticKind::BadField,
+            "a log record that is not an object: skipped",
+        ));
+        return;
+    }
+    let mut out = Span {
+        line,
+        service: service.map(str::to_string),
+        ..Span::default()
+    };
+    if let Some(a) = r.get("attributes") {
+        out.attributes = attributes(a, line, &mut set.diagnostics);
+    }
+    out.name = out
+        .attr_str("event.name")
+        .or_else(|| field(r, "eventName", "event_name").and_then(Value::as_str))
+        .unwrap_or("log record")
+        .to_string();
+    let what = format!("log record '{}' at line {line}", out.name);
+    // Logs outside a span carry empty ids: not a problem, the session comes from
+    // `conversation.id` then.
+    if let Some(v) = field(r, "traceId", "trace_id").filter(|v| v.as_str() != Some("")) {
+        out.trace_id = decode_id(v, 16, "traceId", &what, line, &mut set.diagnostics);
+    }
+    if let Some(v) = field(r, "spanId", "span_id").filter(|v| v.as_str() != Some("")) {
+        out.span_id = decode_id(v, 8, "spanId", &what, line, &mut set.diagnostics);
+    }
+    let end = match time_ns(field(r, "timeUnixNano", "time_unix_nano")) {
+        0 => match time_ns(field(r, "observedTimeUnixNano", "observed_time_unix_nano")) {
+            0 => time_ns(out.attr("event.timestamp")),
+            t => t,
+        },
+        t => t,
+    };
+    let duration_ns = out
+        .attr("duration_ms")
+        .and_then(|d| match d {
+            Value::Number(n) => Some(*n),
+            Value::String(s) => s.to_string_lossy().trim().parse::<f64>().ok(),
+            _ => None,
+        })
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .map_or(0, |d| (d * 1_000_000.0) as u64);
+    out.end_ns = end;
+    out.start_ns = end.saturating_sub(duration_ns);
+    if end == 0 && out.name == "codex.tool_result" {
+        set.diagnostics.push(Diagnostic::new(
+            line,
+            DiagnosticKind::Partial,
+            format!("{what}: no readable time; ordered by its place in the input"),
+        ));
+    }
+    set.spans.push(out);
 }
 
 fn scope_spans(ss: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet) {

@@ -218,7 +218,7 @@ fn strip_timeout(output: &str) -> Option<&str> {
 /// script (`input`) whose only call is `tools.write_stdin({session_id, chars: ""})`. The
 /// hook maps the same calls the same way (`loopguard_agents::profile`), so replay of a
 /// rollout and the live hook agree.
-fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>> {
+pub(crate) fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>> {
     let id = match tool {
         "write_stdin" => {
             if !loopguard_core::is_wait_call(b"write_stdin", args) {

@@ -13,21 +13,25 @@
 //! | Pydantic AI / Logfire (instrumentation version 1 and 2) | a span named `running tool` | `gen_ai.tool.name` | `tool_arguments` | `tool_response` |
 //! | OpenInference (Phoenix) | `openinference.span.kind = TOOL` | `tool.name` | `input.value` | `output.value` |
 //! | Traceloop / OpenLLMetry | `traceloop.span.kind = tool` | `traceloop.entity.name` | `traceloop.entity.input` | `traceloop.entity.output` |
+//! | Codex telemetry (OTLP log records, read as spans by [`crate::otlp`]) | `event.name = codex.tool_result` | `tool_name` | `arguments` | `output` (`success = false` is an error for tools other than shells and polls) |
 //!
 //! Older names are read too: `gen_ai.tool.arguments` / `gen_ai.tool.result` (drafts of the
 //! GenAI conventions), and the call id from `gen_ai.tool.call.id`, `tool_call.id` or
 //! `tool.id`. Arguments and results may be JSON text or structured values. A span is an
 //! error when its status is ERROR or it has an `error.type`.
 //!
-//! Sessions: one per `gen_ai.conversation.id` (or OpenInference `session.id`) found on the
-//! tool span or one of its ancestors in the trace, otherwise one per trace. Calls of a
+//! Sessions: one per `gen_ai.conversation.id` (or OpenInference `session.id`, or Codex's
+//! `conversation.id`) found on the tool span or one of its ancestors in the trace,
+//! otherwise one per trace. Calls of a
 //! session are replayed in start-time order; the run is the trace id.
 //!
-//! Agents with a tool profile: when the trace comes from an agent whose tools loopguard
-//! has a profile for ([`agent_profile`]), its calls carry that profile's name
-//! ([`SpanCall::profile`], [`SourcedEvent::profile`]) and their results are kept as the
-//! agent recorded them (JSON text parsed), so replay and `serve` hash them exactly as the
-//! agent's live hook would.
+//! Agents with a tool profile: when the trace comes from a coding agent loopguard knows
+//! ([`TraceAgent`]: Claude Code, Copilot CLI, Codex; see [`agent_of`]), its calls carry
+//! the `claude-code` tool profile ([`SpanCall::profile`], [`SourcedEvent::profile`]):
+//! Copilot's and Codex's shell tools and polls are first mapped onto Claude Code's `Bash`
+//! and `BashOutput` as their live hooks map them (the table is in the `trace_agents`
+//! source), and results are kept as the agent recorded them (JSON text parsed), so replay
+//! and `serve` hash them exactly as the agent's live hook would.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,6 +39,7 @@ use loopguard_core::Value;
 use loopguard_events::Payload;
 
 use crate::common::{parse_arguments, text_result, Builder};
+pub use crate::trace_agents::{TraceAgent, VOLATILE_LINES};
 use crate::{Adapted, Context, Diagnostic, DiagnosticKind, SourcedEvent};
 
 /// One span, whatever format it came from.
@@ -106,6 +111,9 @@ pub enum Convention {
     OpenInference,
     /// Traceloop / OpenLLMetry (`traceloop.span.kind = tool`).
     Traceloop,
+    /// Codex's telemetry: `codex.tool_result` log records (`tool_name`, `call_id`,
+    /// `arguments`, `output`, `success`).
+    Codex,
 }
 
 impl Convention {
@@ -116,6 +124,7 @@ impl Convention {
             Convention::PydanticAi => "Pydantic AI",
             Convention::OpenInference => "OpenInference",
             Convention::Traceloop => "Traceloop",
+            Convention::Codex => "Codex telemetry",
         }
     }
 
@@ -130,6 +139,7 @@ impl Convention {
             Convention::PydanticAi => &["tool_arguments", "gen_ai.tool.call.arguments"],
             Convention::OpenInference => &["input.value"],
             Convention::Traceloop => &["traceloop.entity.input"],
+            Convention::Codex => &["arguments"],
         }
     }
 
@@ -144,6 +154,7 @@ impl Convention {
             Convention::PydanticAi => &["tool_response", "gen_ai.tool.call.result"],
             Convention::OpenInference => &["output.value"],
             Convention::Traceloop => &["traceloop.entity.output"],
+            Convention::Codex => &["output"],
         }
     }
 }
@@ -200,10 +211,11 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
             .attr_str("traceloop.entity.name")
             .map(str::to_string)
             .or_else(|| span.name.strip_suffix(".tool").map(str::to_string)),
+        Convention::Codex => span.attr_str("tool_name").map(str::to_string),
     }
     .filter(|n| !n.is_empty())
     .unwrap_or_else(|| span.name.clone());
-    let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id"]
+    let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id", "call_id"]
         .iter()
         .find_map(|k| span.attr(k).and_then(id_text));
     let pick = |keys: &'static [&'static str]| {
@@ -219,6 +231,7 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
                 .unwrap_or("the span's status is ERROR")
                 .to_string(),
         ),
+        (None, None) if convention == Convention::Codex => codex_failure(span, &tool),
         (None, None) => None,
     };
     Some(ToolSpan {
@@ -232,6 +245,24 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
     })
 }
 
+/// A failed Codex tool (`success` false): the output as the error, except for shells and
+/// polls, whose failures are results with an exit code (as in Codex's rollouts).
+fn codex_failure(span: &Span, tool: &str) -> Option<String> {
+    let failed = match span.attr("success") {
+        Some(Value::Bool(b)) => !b,
+        Some(Value::String(s)) => s.to_string_lossy().eq_ignore_ascii_case("false"),
+        _ => false,
+    };
+    if !failed || crate::trace_agents::is_shell_or_poll(TraceAgent::Codex, tool) {
+        return None;
+    }
+    Some(
+        span.attr_str("output")
+            .unwrap_or("the tool failed (`success` is false)")
+            .to_string(),
+    )
+}
+
 fn id_text(v: &Value<'_>) -> Option<String> {
     match v {
         Value::String(s) if !s.is_empty() => Some(s.to_string_lossy().into_owned()),
@@ -241,6 +272,10 @@ fn id_text(v: &Value<'_>) -> Option<String> {
 }
 
 fn convention_of(span: &Span) -> Option<Convention> {
+    if span.name == "codex.tool_result" || span.attr_str("event.name") == Some("codex.tool_result")
+    {
+        return Some(Convention::Codex);
+    }
     let op = span.attr_str("gen_ai.operation.name");
     if span.name == "running tool"
         || (op == Some("execute_tool")
@@ -266,20 +301,39 @@ fn convention_of(span: &Span) -> Option<Convention> {
     None
 }
 
-/// The agents whose telemetry names them, and the tool profile each one's tools get:
-/// `(value, profile)`, compared with `service.name`, `gen_ai.agent.name` and
-/// `gen_ai.system` case-insensitively. Claude Code's telemetry sets
-/// `service.name = claude-code`.
-pub const AGENT_PROFILES: &[(&str, &str)] = &[
-    ("claude-code", "claude-code"),
-    ("claude_code", "claude-code"),
-    ("claude code", "claude-code"),
-];
-
-/// The tool profile (by name) of the agent a tool span came from: from the resource's
+/// The coding agent a tool span came from, when loopguard knows it: from the resource's
 /// `service.name`, else `gen_ai.agent.name` or `gen_ai.system` on the span or an ancestor
-/// (`lineage`), matched against [`AGENT_PROFILES`]. `None` when the source is not a known
-/// agent: its tools are then judged as given.
+/// (`lineage`), read by [`TraceAgent::from_service`]; a Codex `codex.tool_result` record
+/// is Codex's whatever its service. `None` when the source is not a known agent: its tools
+/// are then judged as given.
+///
+/// ```
+/// use loopguard_adapters::spans::{agent_of, Span, TraceAgent};
+/// let span = Span { service: Some("github-copilot".into()), ..Span::default() };
+/// assert_eq!(agent_of(&span, |_| None), Some(TraceAgent::Copilot));
+/// let other = Span { service: Some("my-agent".into()), ..Span::default() };
+/// assert_eq!(agent_of(&other, |_| None), None);
+/// ```
+pub fn agent_of(span: &Span, lineage: impl Fn(&[&str]) -> Option<String>) -> Option<TraceAgent> {
+    span.service
+        .as_deref()
+        .and_then(TraceAgent::from_service)
+        .or_else(|| {
+            lineage(&["gen_ai.agent.name"])
+                .as_deref()
+                .and_then(TraceAgent::from_service)
+        })
+        .or_else(|| {
+            lineage(&["gen_ai.system"])
+                .as_deref()
+                .and_then(TraceAgent::from_service)
+        })
+        .or_else(|| (convention_of(span) == Some(Convention::Codex)).then_some(TraceAgent::Codex))
+}
+
+/// The tool profile (by name) of the agent a tool span came from: `claude-code` for every
+/// [`TraceAgent`] (Copilot's and Codex's shell tools are mapped onto Claude Code's before
+/// the profile sees them), `None` for other sources.
 ///
 /// ```
 /// use loopguard_adapters::spans::{agent_profile, Span};
@@ -292,18 +346,7 @@ pub fn agent_profile(
     span: &Span,
     lineage: impl Fn(&[&str]) -> Option<String>,
 ) -> Option<&'static str> {
-    let known = |v: &str| {
-        let v = v.trim();
-        AGENT_PROFILES
-            .iter()
-            .find(|(name, _)| name.eq_ignore_ascii_case(v))
-            .map(|(_, p)| *p)
-    };
-    span.service
-        .as_deref()
-        .and_then(known)
-        .or_else(|| lineage(&["gen_ai.agent.name"]).as_deref().and_then(known))
-        .or_else(|| lineage(&["gen_ai.system"]).as_deref().and_then(known))
+    agent_of(span, lineage).map(|_| "claude-code")
 }
 
 /// A tool call read from a span, ready to replay or to send to a guard.
@@ -322,6 +365,8 @@ pub struct SpanCall {
     pub convention: Convention,
     /// The tool profile of the agent it came from, when known ([`agent_profile`]).
     pub profile: Option<&'static str>,
+    /// The coding agent it came from, when known ([`agent_of`]).
+    pub source_agent: Option<TraceAgent>,
     /// The `call` and, when the span recorded a result or an error, the `outcome`.
     pub events: Vec<SourcedEvent>,
 }
@@ -402,14 +447,17 @@ impl SpanSet {
         let mut first_seen: Vec<(u64, u64, String)> = Vec::new();
         for (_, t) in &tools {
             let span = t.span;
-            let key =
-                lineage(span, &["gen_ai.conversation.id", "session.id"]).unwrap_or_else(|| {
-                    if span.trace_id.is_empty() {
-                        "no-trace-id".to_string()
-                    } else {
-                        span.trace_id.clone()
-                    }
-                });
+            let key = lineage(
+                span,
+                &["gen_ai.conversation.id", "session.id", "conversation.id"],
+            )
+            .unwrap_or_else(|| {
+                if span.trace_id.is_empty() {
+                    "no-trace-id".to_string()
+                } else {
+                    span.trace_id.clone()
+                }
+            });
             let session = if session_prefix.is_empty() {
                 key
             } else {
@@ -421,7 +469,8 @@ impl SpanSet {
                 agent: agent.map(str::to_string).or_else(|| trace_agent.clone()),
             };
             let b = Builder::new(&ctx);
-            let profile = agent_profile(span, |keys| lineage(span, keys));
+            let source_agent = agent_of(span, |keys| lineage(span, keys));
+            let profile = source_agent.map(|_| "claude-code");
             let run = (!span.trace_id.is_empty()).then_some(span.trace_id.as_str());
             let args = match t.args {
                 Some((key, v)) => span_arguments(t, key, v, &mut diagnostics),
@@ -430,20 +479,33 @@ impl SpanSet {
                     Value::empty_object()
                 }
             };
+            // Copilot's and Codex's shell tools and polls as Claude Code's (their hooks' mapping).
+            let (tool_name, args) = match source_agent {
+                Some(a) => crate::trace_agents::map_call(a, &t.tool, &args),
+                None => (t.tool.clone(), args),
+            };
+            let tool_name = tool_name.as_str();
             let start_ms = span.start_ns / 1_000_000;
             let end_ms = (span.end_ns / 1_000_000).max(start_ms);
             let mut events = vec![b.call(
                 span.line,
                 run,
                 t.call_id.as_deref(),
-                &t.tool,
+                tool_name,
                 args.clone(),
                 start_ms,
                 None,
             )];
             let payload = match (&t.error, t.result) {
                 (Some(e), _) => Some(Payload::Error(Value::from(e.clone()))),
-                (None, Some((_, v))) if profile.is_some() => Some(Payload::Result(raw_result(v))),
+                (None, Some((_, v))) if source_agent.is_some() => {
+                    let agent = source_agent.unwrap_or(TraceAgent::ClaudeCode);
+                    Some(Payload::Result(crate::trace_agents::map_result(
+                        agent,
+                        tool_name,
+                        &raw_result(v),
+                    )))
+                }
                 (None, Some((_, v))) => Some(Payload::Result(result_value(v))),
                 (None, None) => {
                     no_result.add(t, t.convention.result_keys());
@@ -455,7 +517,7 @@ impl SpanSet {
                     span.line,
                     run,
                     t.call_id.as_deref(),
-                    &t.tool,
+                    tool_name,
                     args,
                     p,
                     end_ms,
@@ -474,6 +536,7 @@ impl SpanSet {
                 service: span.service.clone(),
                 convention: t.convention,
                 profile,
+                source_agent,
                 events,
             });
         }
