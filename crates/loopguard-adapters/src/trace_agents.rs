@@ -64,6 +64,31 @@ impl TraceAgent {
             _ => None,
         }
     }
+
+    /// The tool and arguments the engine sees for one of this agent's calls, under the
+    /// `claude-code` profile: shell tools as `Bash`, polls as `BashOutput`, anything else
+    /// as given (see the module documentation).
+    ///
+    /// ```
+    /// use loopguard_adapters::spans::TraceAgent;
+    /// use loopguard_core::Value;
+    /// let args = Value::parse(br#"{"sessionId":"7","delay":10}"#)?.into_owned();
+    /// let (tool, mapped) = TraceAgent::Copilot.map_call("read_bash", &args);
+    /// assert_eq!(tool, "BashOutput");
+    /// assert_eq!(mapped.get("bash_id").and_then(Value::as_str), Some("7"));
+    /// # Ok::<(), loopguard_core::ParseError>(())
+    /// ```
+    pub fn map_call(self, tool: &str, args: &Value<'static>) -> (String, Value<'static>) {
+        map_call(self, tool, args)
+    }
+
+    /// What one of this agent's results becomes for the `claude-code` profile, given the
+    /// tool name [`TraceAgent::map_call`] returned: shell results and polls as
+    /// `{stdout, stderr, exitCode}` / `{output, exitCode}` without [`VOLATILE_LINES`],
+    /// anything else as given.
+    pub fn map_result(self, mapped_tool: &str, result: &Value<'static>) -> Value<'static> {
+        map_result(self, mapped_tool, result)
+    }
 }
 
 /// Result lines that change on every run and say nothing about progress: dropped before a

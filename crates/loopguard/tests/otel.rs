@@ -467,3 +467,115 @@ fn serve_judges_claude_code_traces_with_the_claude_code_profile() {
     assert_eq!(s["warnings"], 0, "{s}");
     assert_eq!(s["blocks"], 0, "{s}");
 }
+
+/// The trace reader maps Copilot's and Codex's shell tools and polls exactly as their
+/// hooks do (`loopguard_agents::profile`): the two tables are kept equal here.
+#[test]
+fn trace_agents_map_tools_as_the_hooks_do() {
+    use loopguard_adapters::spans::{TraceAgent, VOLATILE_LINES};
+    use loopguard_agents::{profile, Agent};
+    assert_eq!(VOLATILE_LINES, profile::VOLATILE_LINES);
+    let cases: &[(Agent, TraceAgent, &str, &str)] = &[
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "bash",
+            r#"{"command":"npm test","description":"x","initial_wait":30,"mode":"sync","sessionId":"main"}"#,
+        ),
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "powershell",
+            r#"{"command":"dir","description":"x"}"#,
+        ),
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "read_bash",
+            r#"{"sessionId":"7","delay":5}"#,
+        ),
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "write_bash",
+            r#"{"sessionId":"7","input":"","delay":5}"#,
+        ),
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "write_bash",
+            r#"{"sessionId":"7","input":"y\n"}"#,
+        ),
+        (
+            Agent::Copilot,
+            TraceAgent::Copilot,
+            "view",
+            r#"{"path":"/a"}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "exec_command",
+            r#"{"cmd":"ls","workdir":"/r","yield_time_ms":1000,"max_output_tokens":10,"justification":"j"}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "shell",
+            r#"{"command":["bash","-lc","ls"],"timeout_ms":1000}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "write_stdin",
+            r#"{"session_id":3,"chars":""}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "write_stdin",
+            r#"{"session_id":3,"chars":"q"}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "exec",
+            r#"{"code":"const r = await tools.write_stdin({session_id: 12, chars: \"\"});\ntext(r);"}"#,
+        ),
+        (
+            Agent::Codex,
+            TraceAgent::Codex,
+            "apply_patch",
+            r#"{"input":"*** Begin Patch"}"#,
+        ),
+    ];
+    for (hook_agent, trace_agent, tool, args) in cases {
+        let (hook_tool, hook_args) =
+            profile::map_tool(*hook_agent, tool, &serde_json::from_str(args).unwrap());
+        let value = loopguard_core::Value::parse(args.as_bytes())
+            .unwrap()
+            .into_owned();
+        let (trace_tool, trace_args) = trace_agent.map_call(tool, &value);
+        let mut text = Vec::new();
+        loopguard_core::write_json_value(&mut text, &trace_args);
+        let trace_args: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(
+            (hook_tool.as_str(), &hook_args),
+            (trace_tool.as_str(), &trace_args),
+            "{tool} {args}"
+        );
+        // Results: the same fields from the same text.
+        let output =
+            "Chunk ID: 1f\nWall time: 1.5 seconds\nProcess exited with code 2\nOutput:\nFAIL";
+        let hook_result =
+            profile::map_response(*hook_agent, &hook_tool, &serde_json::json!(output));
+        let trace_result = trace_agent.map_result(
+            &trace_tool,
+            &loopguard_core::Value::from(output.to_string()),
+        );
+        let mut text = Vec::new();
+        loopguard_core::write_json_value(&mut text, &trace_result);
+        let trace_result: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        assert_eq!(hook_result, trace_result, "{tool}");
+    }
+}
