@@ -13,6 +13,7 @@
 //! | Pydantic AI / Logfire (instrumentation version 1 and 2) | a span named `running tool` | `gen_ai.tool.name` | `tool_arguments` | `tool_response` |
 //! | OpenInference (Phoenix) | `openinference.span.kind = TOOL` | `tool.name` | `input.value` | `output.value` |
 //! | Traceloop / OpenLLMetry | `traceloop.span.kind = tool` | `traceloop.entity.name` | `traceloop.entity.input` | `traceloop.entity.output` |
+//! | Langfuse (its OpenTelemetry-based SDKs, v3 and later) | `langfuse.observation.type = tool` | the span name | `langfuse.observation.input` | `langfuse.observation.output` (`langfuse.observation.level = ERROR` is an error, with its `status_message`) |
 //! | Codex telemetry (OTLP log records, read as spans by [`crate::otlp`]) | `event.name = codex.tool_result` | `tool_name` | `arguments` | `output` (`success = false` is an error for tools other than shells and polls) |
 //!
 //! Older names are read too: `gen_ai.tool.arguments` / `gen_ai.tool.result` (drafts of the
@@ -111,6 +112,8 @@ pub enum Convention {
     OpenInference,
     /// Traceloop / OpenLLMetry (`traceloop.span.kind = tool`).
     Traceloop,
+    /// Langfuse's OpenTelemetry-based SDKs (`langfuse.observation.type = tool`).
+    Langfuse,
     /// Codex's telemetry: `codex.tool_result` log records (`tool_name`, `call_id`,
     /// `arguments`, `output`, `success`).
     Codex,
@@ -124,6 +127,7 @@ impl Convention {
             Convention::PydanticAi => "Pydantic AI",
             Convention::OpenInference => "OpenInference",
             Convention::Traceloop => "Traceloop",
+            Convention::Langfuse => "Langfuse",
             Convention::Codex => "Codex telemetry",
         }
     }
@@ -139,6 +143,7 @@ impl Convention {
             Convention::PydanticAi => &["tool_arguments", "gen_ai.tool.call.arguments"],
             Convention::OpenInference => &["input.value"],
             Convention::Traceloop => &["traceloop.entity.input"],
+            Convention::Langfuse => &["langfuse.observation.input"],
             Convention::Codex => &["arguments"],
         }
     }
@@ -154,6 +159,7 @@ impl Convention {
             Convention::PydanticAi => &["tool_response", "gen_ai.tool.call.result"],
             Convention::OpenInference => &["output.value"],
             Convention::Traceloop => &["traceloop.entity.output"],
+            Convention::Langfuse => &["langfuse.observation.output"],
             Convention::Codex => &["output"],
         }
     }
@@ -212,6 +218,7 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
             .map(str::to_string)
             .or_else(|| span.name.strip_suffix(".tool").map(str::to_string)),
         Convention::Codex => span.attr_str("tool_name").map(str::to_string),
+        Convention::Langfuse => None,
     }
     .filter(|n| !n.is_empty())
     .unwrap_or_else(|| span.name.clone());
@@ -232,6 +239,18 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
                 .to_string(),
         ),
         (None, None) if convention == Convention::Codex => codex_failure(span, &tool),
+        (None, None)
+            if convention == Convention::Langfuse
+                && span
+                    .attr_str("langfuse.observation.level")
+                    .is_some_and(|l| l.eq_ignore_ascii_case("error")) =>
+        {
+            Some(
+                span.attr_str("langfuse.observation.status_message")
+                    .unwrap_or("the observation's level is ERROR")
+                    .to_string(),
+            )
+        }
         (None, None) => None,
     };
     Some(ToolSpan {
@@ -297,6 +316,12 @@ fn convention_of(span: &Span) -> Option<Convention> {
         .is_some_and(|k| k.eq_ignore_ascii_case("tool"))
     {
         return Some(Convention::Traceloop);
+    }
+    if span
+        .attr_str("langfuse.observation.type")
+        .is_some_and(|k| k.eq_ignore_ascii_case("tool"))
+    {
+        return Some(Convention::Langfuse);
     }
     None
 }
@@ -590,7 +615,7 @@ impl SpanSet {
                 0,
                 DiagnosticKind::Partial,
                 format!(
-                    "{} spans read, none of them a tool execution (looked for GenAI `execute_tool`, Pydantic AI `running tool`, OpenInference TOOL and Traceloop tool spans)",
+                    "{} spans read, none of them a tool execution (looked for GenAI `execute_tool`, Pydantic AI `running tool`, OpenInference TOOL, Traceloop and Langfuse tool spans, and Codex `codex.tool_result` records)",
                     self.spans.len()
                 ),
             ));

@@ -250,6 +250,175 @@ fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
     );
 }
 
+/// The Python of the observability SDKs' venv (`scripts/setup-otel.sh`).
+fn sdks_python() -> PathBuf {
+    let venv = std::env::var_os("LOOPGUARD_OTEL_SDKS_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/otel-sdks-venv"));
+    let py = venv.join("bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: run scripts/setup-otel.sh (Traceloop, LangSmith, Langfuse and Phoenix SDKs from PyPI)",
+        py.display()
+    );
+    py
+}
+
+/// What the real Traceloop, Arize Phoenix (OpenInference), Langfuse and LangSmith SDKs send
+/// for 25 identical tool calls, captured on loopback by `tests/otel/sdk_exports.py`, is
+/// read by `loopguard replay` (by structure: OTLP JSON for the OpenTelemetry-based three,
+/// LangSmith's run shape for LangSmith) and the loop is found.
+#[test]
+fn replay_finds_the_loop_in_what_the_real_observability_sdks_send() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otel/sdk_exports.py");
+    for (kind, format) in [
+        ("traceloop", "otlp"),
+        ("phoenix", "otlp"),
+        ("langfuse", "otlp"),
+        ("langsmith", "langsmith"),
+    ] {
+        let out_file = dir.path().join(format!("{kind}.out"));
+        let out = Command::new(sdks_python())
+            .args(["-W", "ignore"])
+            .arg(&script)
+            .arg(kind)
+            .arg(&out_file)
+            .output()
+            .expect("run python");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && err.contains("tool calls: 25"),
+            "{kind}: {err}"
+        );
+        let text = replay(&out_file);
+        assert!(
+            text.contains(&format!("reading as {format} ")),
+            "{kind}: {text}"
+        );
+        assert!(
+            text.contains("25 calls, 10 warnings (1 shown to the model), 5 blocks"),
+            "{kind}: {text}"
+        );
+        assert!(
+            text.contains("read_file {\"path\":\"/srv/app/config.yaml\"}"),
+            "{kind}: {text}"
+        );
+        assert!(!text.contains("judged by tool name only"), "{kind}: {text}");
+        assert!(!text.contains("have no result"), "{kind}: {text}");
+    }
+}
+
+/// A running Rotel (`rotel` from PyPI: an OpenTelemetry collector) receiving OTLP/HTTP on
+/// `http_port` and exporting OTLP/HTTP (protobuf, gzip) to `export_to`. Killed on drop.
+struct Collector {
+    child: std::process::Child,
+    http_port: u16,
+}
+
+impl Collector {
+    fn start(export_to: &str, token: &str) -> Collector {
+        let out = Command::new(python())
+            .args([
+                "-c",
+                "import os, rotel; print(os.path.join(os.path.dirname(rotel.__file__), 'rotel-agent'))",
+            ])
+            .output()
+            .expect("run python");
+        let bin = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert!(
+            out.status.success() && Path::new(&bin).exists(),
+            "the Rotel collector is missing from the venv: run scripts/setup-otel.sh ({})",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (grpc_port, http_port) = (free_port(), free_port());
+        let child = Command::new(&bin)
+            .arg("start")
+            .args(["--otlp-grpc-endpoint", &format!("127.0.0.1:{grpc_port}")])
+            .args(["--otlp-http-endpoint", &format!("127.0.0.1:{http_port}")])
+            .args(["--exporter", "otlp", "--otlp-exporter-protocol", "http"])
+            .args(["--otlp-exporter-endpoint", export_to])
+            .args([
+                "--otlp-exporter-custom-headers",
+                &format!("authorization=Bearer {token}"),
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start rotel-agent");
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", http_port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "rotel did not listen on {http_port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Collector { child, http_port }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A real collector between the agent and serve: the SDK's OTLP/HTTP exporter sends to
+/// Rotel (an OpenTelemetry collector from PyPI), whose OTLP/HTTP exporter forwards the
+/// batches (protobuf, gzip, with the tenant's token as a header) to `serve`. The
+/// OpenTelemetry Collector itself (`otelcol-contrib`) is not packaged in any registry this
+/// project can install from (see docs/traces/live.md).
+#[test]
+fn serve_receives_traces_through_a_real_collector() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme tok-acme\n").unwrap();
+    let server = Serve::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--trace-wait",
+        "300ms",
+    ]);
+    let collector = Collector::start(&server.url(""), "tok-acme");
+    let copy = dir.path().join("sent.jsonl");
+    run_agent(&[
+        "--otlp-http",
+        &format!("http://127.0.0.1:{}/v1/traces", collector.http_port),
+        "--otlp-json-file",
+        copy.to_str().unwrap(),
+        "--service",
+        "collected-agent",
+    ]);
+    let session = conversation_id(&copy);
+    let agent = agent();
+    let answer = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{session}")),
+        Some("tok-acme"),
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    );
+    let s = answer.json();
+    assert_eq!(
+        (s["warnings"].as_u64(), s["blocks"].as_u64()),
+        (Some(10), Some(5)),
+        "{s}"
+    );
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("service=\"collected-agent\"")
+                && l.contains("level=\"critical\"")
+                && l.ends_with(" 5")),
+        "{metrics}"
+    );
+    drop(collector);
+}
+
 fn span_json(trace: &str, i: u64) -> String {
     format!(
         r#"{{"traceId":"{trace}","spanId":"{:016x}","name":"execute_tool bash","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"bash"}}}},{{"key":"gen_ai.tool.call.arguments","value":{{"stringValue":"{{\"command\":\"make test\"}}"}}}},{{"key":"gen_ai.tool.call.result","value":{{"stringValue":"FAILED"}}}}]}}"#,
