@@ -40,7 +40,8 @@ pub enum Format {
     Anthropic,
     /// Wrapped chat logs: records holding a chat message list (tau-bench's `traj`, …).
     ChatLog,
-    /// OpenTelemetry traces: OTLP JSON (`resourceSpans`), flat span dumps, Phoenix spans.
+    /// OpenTelemetry traces: OTLP JSON (`resourceSpans`; `resourceLogs` for Codex's tool
+    /// events), flat span dumps, Phoenix spans.
     Otlp,
     /// Langfuse observation and trace exports.
     Langfuse,
@@ -328,6 +329,8 @@ fn detect_document(text: &str) -> Option<Format> {
             || near("resource_spans")
             || near("scopeSpans")
             || near("scope_spans")
+            || near("resourceLogs")
+            || near("resource_logs")
             || (near("context") && near("trace_id") && near("span_id"))
         {
             return Some(Format::Otlp);
@@ -399,12 +402,16 @@ fn is_anthropic_record(v: &Value<'_>) -> bool {
     matches!(req.get("messages"), Some(Value::Array(ms)) if ms.iter().any(crate::anthropic::has_tool_blocks))
 }
 
-/// An OTLP JSON record (`TracesData`, `ResourceSpans`, `ScopeSpans`) or a flat span
-/// (`name` with a `context` holding `trace_id` and `span_id`).
+/// An OTLP JSON record (`TracesData`, `ResourceSpans`, `ScopeSpans`, or `LogsData` such as
+/// Codex's tool events) or a flat span (`name` with a `context` holding `trace_id` and
+/// `span_id`).
 fn is_trace_record(v: &Value<'_>) -> bool {
     let has = |k: &str| v.get(k).is_some();
     if has("resourceSpans")
         || has("resource_spans")
+        || has("resourceLogs")
+        || has("resource_logs")
+        || has("scopeLogs")
         || ((has("scopeSpans") || has("scope_spans")) && !has("name"))
     {
         return true;

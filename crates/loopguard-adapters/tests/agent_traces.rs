@@ -224,6 +224,11 @@ fn codex_tool_result_logs_are_judged_as_its_hook_judges_them() {
             false,
         )
     }));
+    // Recognised by structure, like every trace form.
+    assert_eq!(
+        loopguard_adapters::detect("codex-otel.jsonl", &doc),
+        Some(loopguard_adapters::Format::Otlp)
+    );
     let a = OtlpJson.adapt(&doc, &ctx()).expect("read");
     assert!(a.diagnostics.is_empty(), "{:#?}", a.diagnostics);
     // One session: Codex's conversation id.
