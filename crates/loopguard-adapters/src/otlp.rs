@@ -331,34 +331,107 @@ fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet
         ));
         return;
     }
-    let mut out = Span {
-        line,
-        service: service.map(str::to_string),
-        ..Span::default()
-    };
-    if let Some(a) = r.get("attributes") {
-        out.attributes = attributes(a, line, &mut set.diagnostics);
-    }
-    out.name = out
-        .attr_str("event.name")
-        .or_else(|| field(r, "eventName", "event_name").and_then(Value::as_str))
-        .unwrap_or("log record")
-        .to_string();
-    let what = format!("log record '{}' at line {line}", out.name);
+    let attrs = r
+        .get("attributes")
+        .map(|a| attributes(a, line, &mut set.diagnostics))
+        .unwrap_or_default();
+    let event_name = field(r, "eventName", "event_name").and_then(Value::as_str);
+    let name = log_name(&attrs, event_name);
+    let what = format!("log record '{name}' at line {line}");
     // Logs outside a span carry empty ids: not a problem, the session comes from
     // `conversation.id` then.
+    let mut trace_id = String::new();
     if let Some(v) = field(r, "traceId", "trace_id").filter(|v| v.as_str() != Some("")) {
-        out.trace_id = decode_id(v, 16, "traceId", &what, line, &mut set.diagnostics);
+        trace_id = decode_id(v, 16, "traceId", &what, line, &mut set.diagnostics);
     }
+    let mut span_id = String::new();
     if let Some(v) = field(r, "spanId", "span_id").filter(|v| v.as_str() != Some("")) {
-        out.span_id = decode_id(v, 8, "spanId", &what, line, &mut set.diagnostics);
+        span_id = decode_id(v, 8, "spanId", &what, line, &mut set.diagnostics);
     }
-    let end = match time_ns(field(r, "timeUnixNano", "time_unix_nano")) {
-        0 => match time_ns(field(r, "observedTimeUnixNano", "observed_time_unix_nano")) {
-            0 => time_ns(out.attr("event.timestamp")),
-            t => t,
-        },
-        t => t,
+    let out = log_record_span(LogRecord {
+        service: service.map(str::to_string),
+        trace_id,
+        span_id,
+        time_ns: time_ns(field(r, "timeUnixNano", "time_unix_nano")),
+        observed_ns: time_ns(field(r, "observedTimeUnixNano", "observed_time_unix_nano")),
+        event_name,
+        attributes: attrs,
+        line,
+    });
+    if out.end_ns == 0 && out.name == "codex.tool_result" {
+        set.diagnostics.push(Diagnostic::new(
+            line,
+            DiagnosticKind::Partial,
+            format!("{what}: no readable time; ordered by its place in the input"),
+        ));
+    }
+    set.spans.push(out);
+}
+
+fn log_name(attrs: &[(String, Value<'static>)], event_name: Option<&str>) -> String {
+    attrs
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "event.name")
+        .and_then(|(_, v)| v.as_str())
+        .filter(|s| !s.is_empty())
+        .or(event_name.filter(|s| !s.is_empty()))
+        .unwrap_or("log record")
+        .to_string()
+}
+
+/// An OTLP log record, decoded (from JSON here, from protobuf by `loopguard serve`).
+#[derive(Clone, Debug, Default)]
+pub struct LogRecord<'a> {
+    /// The resource's `service.name`.
+    pub service: Option<String>,
+    /// Trace id, lowercase hex (empty when the record is outside a trace).
+    pub trace_id: String,
+    /// Span id, lowercase hex (empty when none).
+    pub span_id: String,
+    /// `timeUnixNano` (0 when unset).
+    pub time_ns: u64,
+    /// `observedTimeUnixNano` (0 when unset).
+    pub observed_ns: u64,
+    /// The record's `eventName` field, when set.
+    pub event_name: Option<&'a str>,
+    /// Attributes, structured values decoded.
+    pub attributes: Vec<(String, Value<'static>)>,
+    /// The input line it was read from.
+    pub line: u64,
+}
+
+/// A log record as a span: named after its `event.name` attribute (or `eventName`), ending at
+/// its time (else its observed time, else its `event.timestamp` attribute) and starting
+/// `duration_ms` earlier. Codex's `codex.tool_result` records are tool calls
+/// ([`crate::spans::Convention::Codex`]).
+///
+/// ```
+/// use loopguard_adapters::otlp::{log_record_span, LogRecord};
+/// use loopguard_core::Value;
+/// let span = log_record_span(LogRecord {
+///     time_ns: 2_000_000_000,
+///     attributes: vec![
+///         ("event.name".into(), Value::from("codex.tool_result")),
+///         ("duration_ms".into(), Value::from("500")),
+///     ],
+///     ..LogRecord::default()
+/// });
+/// assert_eq!((span.name.as_str(), span.start_ns, span.end_ns), ("codex.tool_result", 1_500_000_000, 2_000_000_000));
+/// ```
+pub fn log_record_span(r: LogRecord<'_>) -> Span {
+    let mut out = Span {
+        trace_id: r.trace_id,
+        span_id: r.span_id,
+        line: r.line,
+        service: r.service,
+        name: log_name(&r.attributes, r.event_name),
+        attributes: r.attributes,
+        ..Span::default()
+    };
+    let end = match (r.time_ns, r.observed_ns) {
+        (0, 0) => time_ns(out.attr("event.timestamp")),
+        (0, t) | (t, _) => t,
     };
     let duration_ns = out
         .attr("duration_ms")
@@ -371,14 +444,7 @@ fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet
         .map_or(0, |d| (d * 1_000_000.0) as u64);
     out.end_ns = end;
     out.start_ns = end.saturating_sub(duration_ns);
-    if end == 0 && out.name == "codex.tool_result" {
-        set.diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::Partial,
-            format!("{what}: no readable time; ordered by its place in the input"),
-        ));
-    }
-    set.spans.push(out);
+    out
 }
 
 fn scope_spans(ss: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet) {

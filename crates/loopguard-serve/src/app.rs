@@ -61,7 +61,7 @@ impl std::fmt::Debug for AppState {
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 9] = [
+pub(crate) const ROUTES: [&str; 10] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -71,6 +71,7 @@ pub(crate) const ROUTES: [&str; 9] = [
     "/metrics",
     "/openapi.json",
     "/v1/traces",
+    "/v1/logs",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -84,6 +85,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[6], get(metrics))
         .route(ROUTES[7], get(openapi))
         .route(ROUTES[8], post(crate::otlp::post_traces))
+        .route(ROUTES[9], post(crate::otlp::post_logs))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);

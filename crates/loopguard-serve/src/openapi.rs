@@ -132,6 +132,24 @@ fn document_without_405() -> Value {
                     "415": error_response("Neither application/x-protobuf nor application/json, or a Content-Encoding other than gzip")
                 }
             } },
+            "/v1/logs": { "post": {
+                "operationId": "postLogs",
+                "summary": "OTLP/HTTP log receiver, for agents that record tool calls as log events (Codex's codex.tool_result): each record is read as a span and judged like /v1/traces",
+                "description": "Codex's [otel] exporter (otlp-http, protocol json or binary) posts ExportLogsServiceRequest bodies here. A codex.tool_result record (tool_name, call_id, arguments, output, success, conversation.id) is a tool call judged with Codex's tool profile; other records are ignored. Records outside a trace are buffered per conversation.id. See docs/traces/codex.md.",
+                "requestBody": { "required": true, "content": {
+                    "application/x-protobuf": { "schema": { "type": "string", "format": "binary", "description": "opentelemetry.proto.collector.logs.v1.ExportLogsServiceRequest; Content-Encoding: gzip accepted" } },
+                    "application/json": { "schema": { "type": "object", "description": "The OTLP/JSON encoding of ExportLogsServiceRequest (resourceLogs); Content-Encoding: gzip accepted" } }
+                } },
+                "responses": {
+                    "200": { "description": "Accepted: an ExportLogsServiceResponse, in the request's encoding; partialSuccess.errorMessage lists what could not be read (JSON only)", "content": {
+                        "application/x-protobuf": { "schema": { "type": "string", "format": "binary" } },
+                        "application/json": { "schema": { "type": "object", "properties": { "partialSuccess": { "type": "object", "properties": { "rejectedLogRecords": { "type": "string" }, "errorMessage": { "type": "string" } } } } } }
+                    } },
+                    "400": e400, "401": e401, "413": e413,
+                    "408": error_response("The body did not arrive in time"),
+                    "415": error_response("Neither application/x-protobuf nor application/json, or a Content-Encoding other than gzip")
+                }
+            } },
             "/healthz": { "get": { "operationId": "healthz", "summary": "The process is up", "security": [],
                 "responses": { "200": { "description": "Up", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } } } } },
             "/readyz": { "get": { "operationId": "readyz", "summary": "The session store answers", "security": [],

@@ -1,4 +1,5 @@
-//! `POST /v1/traces`: an OTLP/HTTP trace receiver.
+//! `POST /v1/traces` and `POST /v1/logs`: an OTLP/HTTP receiver of traces and of the log
+//! events some agents record their tool calls as (Codex's `codex.tool_result`).
 //!
 //! Accepts `ExportTraceServiceRequest` bodies as protobuf (`application/x-protobuf`) or
 //! JSON (`application/json`), optionally gzip-compressed (`Content-Encoding: gzip`), from an
@@ -14,6 +15,10 @@
 //! spans of that trace, after the spans already applied (counted in
 //! `loopguard_trace_late_spans_total`). When more than [`MAX_BUFFERED_SPANS`] spans wait,
 //! the oldest traces are applied at once. On shutdown every buffered trace is applied.
+//!
+//! `POST /v1/logs` takes `ExportLogsServiceRequest` bodies the same ways; each log record is
+//! read as a span ([`loopguard_adapters::otlp::log_record_span`]) and buffered with the
+//! others. A record outside any trace (Codex's) is buffered under its `conversation.id`.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -27,6 +32,9 @@ use axum::response::Response;
 use loopguard_adapters::spans::{Span, SpanCall, SpanSet};
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Action;
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -97,7 +105,7 @@ impl TraceBuffer {
         let mut inner = self.lock();
         let mut late = 0;
         for span in spans {
-            let key = (tenant.clone(), span.trace_id.clone());
+            let key = (tenant.clone(), buffer_key(&span));
             if inner.applied.contains_key(&key) {
                 late += 1;
             }
@@ -167,11 +175,48 @@ impl TraceBuffer {
     }
 }
 
+/// The trace a span is buffered with: its trace id, or for a log record outside any trace
+/// its conversation (Codex's `conversation.id`).
+fn buffer_key(span: &Span) -> String {
+    if !span.trace_id.is_empty() {
+        return span.trace_id.clone();
+    }
+    span.attr_str("conversation.id")
+        .or_else(|| span.attr_str("gen_ai.conversation.id"))
+        .map(|c| format!("conversation:{c}"))
+        .unwrap_or_default()
+}
+
+/// What a request carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Traces,
+    Logs,
+}
+
 /// `POST /v1/traces`
 pub(crate) async fn post_traces(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     body: Body,
+) -> Result<Response, ApiError> {
+    receive(state, headers, body, Signal::Traces).await
+}
+
+/// `POST /v1/logs`
+pub(crate) async fn post_logs(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    receive(state, headers, body, Signal::Logs).await
+}
+
+async fn receive(
+    state: Arc<AppState>,
+    headers: HeaderMap,
+    body: Body,
+    signal: Signal,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
     let protobuf = match content_type(&headers).as_str() {
@@ -189,7 +234,15 @@ pub(crate) async fn post_traces(
     };
     let raw = read_body(&state, &headers, body).await?;
     let bytes = decompress(&headers, &raw, state.max_body)?;
-    let (spans, problems) = if protobuf {
+    let (spans, problems) = if protobuf && signal == Signal::Logs {
+        let request = ExportLogsServiceRequest::decode(bytes.as_slice()).map_err(|e| {
+            ApiError::bad_request(
+                format!("the body is not an OTLP ExportLogsServiceRequest (protobuf): {e}"),
+                None,
+            )
+        })?;
+        (spans_of_logs(&request), Vec::new())
+    } else if protobuf {
         let request = ExportTraceServiceRequest::decode(bytes.as_slice()).map_err(|e| {
             ApiError::bad_request(
                 format!("the body is not an OTLP ExportTraceServiceRequest (protobuf): {e}"),
@@ -229,14 +282,28 @@ pub(crate) async fn post_traces(
             shown.join("; ")
         )
     };
-    let response = ExportTraceServiceResponse {
-        partial_success: (!message.is_empty()).then(|| ExportTracePartialSuccess {
-            rejected_spans: 0,
-            error_message: message.clone(),
-        }),
+    let encoded = match signal {
+        Signal::Traces => ExportTraceServiceResponse {
+            partial_success: (!message.is_empty()).then(|| ExportTracePartialSuccess {
+                rejected_spans: 0,
+                error_message: message.clone(),
+            }),
+        }
+        .encode_to_vec(),
+        Signal::Logs => ExportLogsServiceResponse {
+            partial_success: (!message.is_empty()).then(|| ExportLogsPartialSuccess {
+                rejected_log_records: 0,
+                error_message: message.clone(),
+            }),
+        }
+        .encode_to_vec(),
+    };
+    let rejected = match signal {
+        Signal::Traces => "rejectedSpans",
+        Signal::Logs => "rejectedLogRecords",
     };
     Ok(if protobuf {
-        json_response(response.encode_to_vec(), "application/x-protobuf")
+        json_response(encoded, "application/x-protobuf")
     } else if message.is_empty() {
         json_response("{}", "application/json")
     } else {
@@ -246,7 +313,7 @@ pub(crate) async fn post_traces(
             &Value::Object(Object::from_entries(vec![(
                 "partialSuccess".into(),
                 Value::Object(Object::from_entries(vec![
-                    ("rejectedSpans".into(), Value::from("0")),
+                    (rejected.into(), Value::from("0")),
                     ("errorMessage".into(), Value::from(message)),
                 ])),
             )])),
@@ -446,6 +513,41 @@ fn spans_of_request(request: &ExportTraceServiceRequest) -> Vec<Span> {
                     service: service.clone(),
                     line: 1,
                 });
+            }
+        }
+    }
+    out
+}
+
+/// The log records of a protobuf request as spans (see the module documentation).
+fn spans_of_logs(request: &ExportLogsServiceRequest) -> Vec<Span> {
+    let mut out = Vec::new();
+    for rl in &request.resource_logs {
+        let service = rl.resource.as_ref().and_then(|r| {
+            r.attributes
+                .iter()
+                .find(|kv| kv.key == "service.name")
+                .and_then(
+                    |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                        Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+                        _ => None,
+                    },
+                )
+        });
+        for sl in &rl.scope_logs {
+            for r in &sl.log_records {
+                out.push(loopguard_adapters::otlp::log_record_span(
+                    loopguard_adapters::otlp::LogRecord {
+                        service: service.clone(),
+                        trace_id: hex(&r.trace_id),
+                        span_id: hex(&r.span_id),
+                        time_ns: r.time_unix_nano,
+                        observed_ns: r.observed_time_unix_nano,
+                        event_name: Some(r.event_name.as_str()),
+                        attributes: attributes(&r.attributes),
+                        line: 1,
+                    },
+                ));
             }
         }
     }

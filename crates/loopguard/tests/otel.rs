@@ -309,6 +309,93 @@ fn replay_finds_the_loop_in_what_the_real_observability_sdks_send() {
     }
 }
 
+/// Codex's tool events, live: `serve` receives `codex.tool_result` log records on
+/// `/v1/logs` (protobuf and gzip from the Python SDK's OTLP log exporter, and OTLP JSON as
+/// Codex's `protocol = "json"` sends) and judges them with Codex's tool profile: the chunk id
+/// and wall time that change on every run do not hide the repeat.
+#[test]
+fn serve_receives_codex_tool_events_on_v1_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "acme tok-acme\n").unwrap();
+    let server = Serve::start(&[
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--trace-wait",
+        "300ms",
+    ]);
+    let conversation = "0199a7c2-5b1e-7f00-9a3c-1f2e3d4c5b6a";
+    run_script(
+        "codex_logs.py",
+        &[&server.url("/v1/logs"), "tok-acme", conversation],
+    );
+    let agent = agent();
+    let answer = wait_for(
+        &agent,
+        &server.url(&format!("/v1/sessions/{conversation}")),
+        Some("tok-acme"),
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    );
+    let s = answer.json();
+    assert_eq!(
+        (s["warnings"].as_u64(), s["blocks"].as_u64()),
+        (Some(10), Some(5)),
+        "{s}"
+    );
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("service=\"codex_exec\"")
+                && l.contains("level=\"critical\"")),
+        "{metrics}"
+    );
+
+    // OTLP JSON, as Codex's `protocol = "json"` exporter sends it; a body that is neither
+    // is refused with a message naming what was expected.
+    let body = format!(
+        r#"{{"resourceLogs":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"codex_cli_rs"}}}}]}},"scopeLogs":[{{"logRecords":[{{"timeUnixNano":"1790000000000000000","attributes":[{{"key":"event.name","value":{{"stringValue":"codex.tool_result"}}}},{{"key":"tool_name","value":{{"stringValue":"write_stdin"}}}},{{"key":"arguments","value":{{"stringValue":"{{\"session_id\":3,\"chars\":\"\"}}"}}}},{{"key":"output","value":{{"stringValue":"Process running with session ID 3"}}}},{{"key":"conversation.id","value":{{"stringValue":"json-conv"}}}}]}}]}}]}}]}}"#
+    );
+    let auth = [
+        ("authorization", "Bearer tok-acme"),
+        ("content-type", "application/json"),
+    ];
+    let posted = request(
+        &agent,
+        "POST",
+        &server.url("/v1/logs"),
+        &auth,
+        Some(body.as_bytes()),
+    )
+    .unwrap();
+    assert_eq!(posted.status, 200, "{}", posted.body);
+    let answer = wait_for(
+        &agent,
+        &server.url("/v1/sessions/json-conv"),
+        Some("tok-acme"),
+        |a| a.status == 200 && a.json()["calls"] == 1,
+    );
+    assert_eq!(answer.json()["outcomes"], 1, "{}", answer.body);
+    let bad = request(
+        &agent,
+        "POST",
+        &server.url("/v1/logs"),
+        &[
+            ("authorization", "Bearer tok-acme"),
+            ("content-type", "application/x-protobuf"),
+        ],
+        Some(b"not protobuf at all"),
+    )
+    .unwrap();
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body.contains("ExportLogsServiceRequest"),
+        "{}",
+        bad.body
+    );
+}
+
 /// A running Rotel (`rotel` from PyPI: an OpenTelemetry collector) receiving OTLP/HTTP on
 /// `http_port` and exporting OTLP/HTTP (protobuf, gzip) to `export_to`. Killed on drop.
 struct Collector {
