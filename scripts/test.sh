@@ -9,8 +9,9 @@
 #   - the MCP Python SDK in target/mcp-venv for the `loopguard mcp` tests;
 #   - the Codex, Gemini CLI and Qwen Code CLIs from npm in target/agents for the agent hook
 #     end-to-end tests (scripts/setup-agents.sh; pinned versions);
-#   - the OpenTelemetry Python SDK, its OTLP/HTTP exporter and Pydantic AI in target/otel-venv
-#     for the trace tests (crates/loopguard/tests/otel.rs);
+#   - the OpenTelemetry Python SDK, its OTLP/HTTP exporter, Pydantic AI, the OpenAI Agents SDK
+#     and Rotel (a collector) in target/otel-venv, and the Traceloop, LangSmith, Langfuse and
+#     Phoenix SDKs in target/otel-sdks-venv, for the trace tests (crates/loopguard/tests/otel.rs);
 #   - Claude Code (npm, pinned) in target/claude-code for crates/loopguard/tests/claude_e2e.rs
 #     and the plugin validator (scripts/setup-claude.sh).
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
@@ -42,7 +43,7 @@ bash scripts/setup-agents.sh
 echo "== Claude Code from npm (pinned, into target/claude-code) for the end-to-end hook test"
 bash scripts/setup-claude.sh >/dev/null
 
-echo "== the OpenTelemetry SDK and Pydantic AI for the trace tests (venv under target/)"
+echo "== the OpenTelemetry SDK, Pydantic AI, Rotel and the observability SDKs for the trace tests (venvs under target/)"
 bash scripts/setup-otel.sh
 
 echo "== cargo test --workspace"

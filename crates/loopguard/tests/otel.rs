@@ -354,9 +354,7 @@ fn serve_receives_codex_tool_events_on_v1_logs() {
 
     // OTLP JSON, as Codex's `protocol = "json"` exporter sends it; a body that is neither
     // is refused with a message naming what was expected.
-    let body = format!(
-        r#"{{"resourceLogs":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"codex_cli_rs"}}}}]}},"scopeLogs":[{{"logRecords":[{{"timeUnixNano":"1790000000000000000","attributes":[{{"key":"event.name","value":{{"stringValue":"codex.tool_result"}}}},{{"key":"tool_name","value":{{"stringValue":"write_stdin"}}}},{{"key":"arguments","value":{{"stringValue":"{{\"session_id\":3,\"chars\":\"\"}}"}}}},{{"key":"output","value":{{"stringValue":"Process running with session ID 3"}}}},{{"key":"conversation.id","value":{{"stringValue":"json-conv"}}}}]}}]}}]}}]}}"#
-    );
+    let body = r#"{"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"codex_cli_rs"}}]},"scopeLogs":[{"logRecords":[{"timeUnixNano":"1790000000000000000","attributes":[{"key":"event.name","value":{"stringValue":"codex.tool_result"}},{"key":"tool_name","value":{"stringValue":"write_stdin"}},{"key":"arguments","value":{"stringValue":"{\"session_id\":3,\"chars\":\"\"}"}},{"key":"output","value":{"stringValue":"Process running with session ID 3"}},{"key":"conversation.id","value":{"stringValue":"json-conv"}}]}]}]}]}"#;
     let auth = [
         ("authorization", "Bearer tok-acme"),
         ("content-type", "application/json"),
