@@ -19,7 +19,8 @@
 //!   `log_event!` macro in `codex-rs/otel/src/events/shared/log.rs`); the service is
 //!   `codex_cli_rs` or `codex_exec`. Unified exec's output text is `Chunk ID`, `Wall time`,
 //!   `Process exited with code N` or `Process running with session ID N`,
-//!   `Original token count`, then `Output:` and the output.
+//!   `Original token count`, then `Output:` and the output. The real Codex CLI's telemetry is
+//!   received by `serve` in `crates/loopguard/tests/otel.rs`.
 
 #[allow(dead_code)]
 mod support;

@@ -15,6 +15,8 @@
 //!
 //! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
 
+#[allow(dead_code)]
+mod agent_e2e;
 mod serve_support;
 
 use std::path::{Path, PathBuf};
@@ -391,6 +393,118 @@ fn serve_receives_codex_tool_events_on_v1_logs() {
         bad.body.contains("ExportLogsServiceRequest"),
         "{}",
         bad.body
+    );
+}
+
+/// The real Codex CLI (`@openai/codex`, scripts/setup-agents.sh) with its OpenTelemetry log
+/// exporter pointed at `serve`'s `/v1/logs` (`protocol = "json"`), driven offline by a
+/// scripted model that runs the same failing command 25 times, with no hook installed: the
+/// loop is found from Codex's own telemetry (`codex.tool_result`), judged with Codex's tool
+/// profile.
+#[test]
+fn serve_finds_the_loop_in_the_real_codex_telemetry() {
+    use agent_e2e::{agent_bin, run_with_timeout, ModelServer, Request, Response};
+    use serde_json::{json, Value};
+    const CALLS: usize = 25;
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let server = Serve::start(&["--trace-wait", "300ms"]);
+    let outputs = |body: &Value| {
+        body["input"].as_array().map_or(0, |items| {
+            items
+                .iter()
+                .filter(|i| i["type"] == "function_call_output")
+                .count()
+        })
+    };
+    let model = ModelServer::start(move |req: &Request| {
+        if !req.path.ends_with("/responses") {
+            return Response::not_found();
+        }
+        let k = outputs(&req.body);
+        let item = if k < CALLS {
+            json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
+                "name":"exec_command","arguments":json!({"cmd": "echo FAIL; exit 1"}).to_string()})
+        } else {
+            json!({"type":"message","id":"msg_1","role":"assistant",
+                "content":[{"type":"output_text","text":"I give up."}]})
+        };
+        Response::sse(&[
+            (
+                Some("response.created"),
+                json!({"type":"response.created","response":{"id":format!("resp_{k}")}}),
+            ),
+            (
+                Some("response.output_item.done"),
+                json!({"type":"response.output_item.done","output_index":0,"item":item}),
+            ),
+            (
+                Some("response.completed"),
+                json!({"type":"response.completed","response":{"id":format!("resp_{k}"),
+                "usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}}),
+            ),
+        ])
+    });
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        format!(
+            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[otel]\nenvironment = \"test\"\nlog_user_prompt = false\nexporter = {{ otlp-http = {{ endpoint = \"{}\", protocol = \"json\" }} }}\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
+            server.url("/v1/logs"),
+            model.port
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(agent_bin("codex"));
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("SCRIPTED_API_KEY", "dummy")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "Make the tests pass.",
+        ]);
+    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.path.ends_with("/responses") && outputs(&r.body) == CALLS),
+        "codex did not finish the scripted conversation: {stdout}\n{stderr}"
+    );
+    let agent = agent();
+    let start = Instant::now();
+    let metrics = loop {
+        let m = get(&agent, &server.url("/metrics")).body;
+        if m.lines().any(|l| {
+            l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("level=\"critical\"")
+                && l.ends_with(" 5")
+        }) {
+            break m;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no loop from Codex's telemetry:\n{m}\nserve: {}\ncodex: {stderr}",
+            server.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
+        .unwrap_or_default();
+    assert!(line.contains("service=\"codex_exec\""), "{line}");
+    // Every tool call arrived as a tool event: 25 calls, each with its outcome.
+    assert!(
+        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        "{metrics}"
     );
 }
 
