@@ -8,7 +8,8 @@
 //! only), and the calls carry the `claude-code` tool profile, which hashes `Bash` as
 //! OpenClaw's `exec` and `BashOutput` as its known `process` poll. Shell results are read
 //! from the text the agent recorded, without the lines that differ on every run
-//! ([`VOLATILE_LINES`]).
+//! ([`VOLATILE_LINES`], and Copilot's `<shellId: N completed with exit code C>`, whose
+//! exit code is kept).
 //!
 //! | agent | recognised by | shell tools (command field) | not hashed | polls |
 //! |-------|---------------|-----------------------------|------------|-------|
@@ -308,6 +309,16 @@ fn clean_shell_text(text: &str) -> (String, Option<i64>) {
         if VOLATILE_LINES.iter().any(|p| t.starts_with(p)) {
             continue;
         }
+        // Copilot CLI ends a shell result with `<shellId: N completed with exit code C>`:
+        // the id changes on every call, the exit code is kept (as the hook does).
+        if let Some(rest) = t.strip_prefix("<shellId:") {
+            if let Some((_, c)) = rest.split_once("exit code") {
+                if let Ok(c) = c.trim().trim_end_matches('>').trim().parse::<i64>() {
+                    code.get_or_insert(c);
+                }
+            }
+            continue;
+        }
         for prefix in [
             "Exit Code:",
             "Exit code:",
@@ -320,7 +331,7 @@ fn clean_shell_text(text: &str) -> (String, Option<i64>) {
                 }
             }
         }
-        kept.push(line);
+        kept.push(line.to_string());
     }
     (kept.join("\n"), code)
 }

@@ -10,7 +10,9 @@
 //!   `invoke_agent` span carrying `gen_ai.conversation.id`. The tools and their arguments
 //!   are the ones its hooks receive (GitHub's "Copilot CLI hooks reference": `bash` with
 //!   `command`, `description`, `sessionId`, `mode`, `initial_wait`; `read_bash` with
-//!   `sessionId`, `delay`); a finished command's text ends with `<exited with exit code N>`.
+//!   `sessionId`, `delay`); a finished command's text ends with
+//!   `<shellId: N completed with exit code C>`, N new on every call (as the real Copilot CLI
+//!   1.0.102 records it: `crates/loopguard/tests/otel.rs` runs it).
 //! * Codex: `[otel]` in `~/.codex/config.toml` exports log records (not spans) for tool
 //!   calls: `event.name = codex.tool_result` with `tool_name`, `call_id`, `arguments` (the
 //!   JSON text the model sent), `duration_ms`, `success`, `output` (the text the model got)
@@ -103,7 +105,7 @@ fn copilot_bash_run(service: &str) -> Vec<u8> {
             "bash",
             json!({"command": "npm test", "description": format!("Run the tests (try {})", i + 1),
                    "sessionId": "main", "mode": "sync", "initial_wait": 30 + i}),
-            "> app@1.0.0 test\n1 failing\n<exited with exit code 1>",
+            &format!("> app@1.0.0 test\n1 failing\n<shellId: {i} completed with exit code 1>"),
         )
     }))
 }

@@ -508,6 +508,136 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
     );
 }
 
+/// The real GitHub Copilot CLI (`@github/copilot`, scripts/setup-otel.sh), offline with its
+/// own-provider mode (`COPILOT_OFFLINE`, `COPILOT_PROVIDER_BASE_URL`) against a scripted
+/// Chat Completions model that runs the same failing `bash` command 25 times, rewording its
+/// description each time; its OpenTelemetry traces (`COPILOT_OTEL_ENABLED`, content capture
+/// on) go to `serve`. No hook is installed: the loop is found from Copilot's own spans,
+/// judged with Copilot's tool profile (the description does not count).
+#[test]
+fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
+    use agent_e2e::{run_with_timeout, ModelServer, Request, Response};
+    use serde_json::{json, Value};
+    const CALLS: usize = 25;
+    let bin = root().join("target/copilot-cli/node_modules/.bin/copilot");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup-otel.sh (GitHub Copilot CLI from npm)",
+        bin.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let server = Serve::start(&["--trace-wait", "300ms"]);
+    let results = |body: &Value| {
+        body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count())
+    };
+    let model = ModelServer::start(move |req: &Request| {
+        if !req.path.ends_with("/chat/completions") {
+            return Response::not_found();
+        }
+        let k = results(&req.body);
+        let stream = req.body["stream"] == true;
+        let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
+        let has_bash = req.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "bash"));
+        let message = if k < CALLS && has_bash {
+            let args = json!({"command": "echo FAIL; exit 1",
+                "description": format!("Run the test suite (attempt {})", k + 1)})
+            .to_string();
+            json!({"role":"assistant","content":null,"tool_calls":[{"id":format!("call_{k}"),"type":"function",
+                "function":{"name":"bash","arguments":args}}]})
+        } else {
+            json!({"role":"assistant","content":"I give up."})
+        };
+        let finish = if message.get("tool_calls").is_some() {
+            "tool_calls"
+        } else {
+            "stop"
+        };
+        if !stream {
+            return Response::json(
+                &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
+                "choices":[{"index":0,"message":message,"finish_reason":finish}],"usage":usage}),
+            );
+        }
+        let mut delta = message.clone();
+        if let Some(calls) = delta["tool_calls"].as_array_mut() {
+            for (i, c) in calls.iter_mut().enumerate() {
+                c["index"] = json!(i);
+            }
+        }
+        let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+            "choices":[{"index":0,"delta":delta,"finish_reason":null}]});
+        let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
+            "choices":[{"index":0,"delta":{},"finish_reason":finish}],"usage":usage});
+        Response::sse_raw(format!(
+            "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
+        ))
+    });
+    let mut cmd = Command::new(&bin);
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("COPILOT_OFFLINE", "true")
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", model.port),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "dummy")
+        .env("COPILOT_MODEL", "scripted")
+        .env("COPILOT_OTEL_ENABLED", "true")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", server.url(""))
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        .env("COPILOT_OTEL_CAPTURE_CONTENT", "true")
+        .args(["-p", "Make the tests pass.", "--allow-all-tools"]);
+    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let requests = model.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.ends_with("/chat/completions") && results(&r.body) == CALLS),
+        "copilot did not finish the scripted conversation ({} requests; tools {:?}): {stdout}\n{stderr}",
+        requests.len(),
+        requests
+            .last()
+            .map(|r| r.body["tools"].as_array().map(|t| t
+                .iter()
+                .map(|t| t["function"]["name"].to_string())
+                .collect::<Vec<_>>()))
+    );
+    let agent = agent();
+    let start = Instant::now();
+    let metrics = loop {
+        let m = get(&agent, &server.url("/metrics")).body;
+        if m.lines().any(|l| {
+            l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("level=\"critical\"")
+                && l.ends_with(" 5")
+        }) {
+            break m;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no loop from Copilot's telemetry:\n{m}\nserve: {}\ncopilot: {stderr}",
+            server.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
+        .unwrap_or_default();
+    assert!(line.contains("service=\"github-copilot\""), "{line}");
+}
+
 /// A running Rotel (`rotel` from PyPI: an OpenTelemetry collector) receiving OTLP/HTTP on
 /// `http_port` and exporting OTLP/HTTP (protobuf, gzip) to `export_to`. Killed on drop.
 struct Collector {
@@ -933,17 +1063,20 @@ fn trace_agents_map_tools_as_the_hooks_do() {
             "{tool} {args}"
         );
         // Results: the same fields from the same text.
-        let output =
-            "Chunk ID: 1f\nWall time: 1.5 seconds\nProcess exited with code 2\nOutput:\nFAIL";
-        let hook_result =
-            profile::map_response(*hook_agent, &hook_tool, &serde_json::json!(output));
-        let trace_result = trace_agent.map_result(
-            &trace_tool,
-            &loopguard_core::Value::from(output.to_string()),
-        );
-        let mut text = Vec::new();
-        loopguard_core::write_json_value(&mut text, &trace_result);
-        let trace_result: serde_json::Value = serde_json::from_slice(&text).unwrap();
-        assert_eq!(hook_result, trace_result, "{tool}");
+        for output in [
+            "Chunk ID: 1f\nWall time: 1.5 seconds\nProcess exited with code 2\nOutput:\nFAIL",
+            "FAIL\n<shellId: 7 completed with exit code 1>",
+        ] {
+            let hook_result =
+                profile::map_response(*hook_agent, &hook_tool, &serde_json::json!(output));
+            let trace_result = trace_agent.map_result(
+                &trace_tool,
+                &loopguard_core::Value::from(output.to_string()),
+            );
+            let mut text = Vec::new();
+            loopguard_core::write_json_value(&mut text, &trace_result);
+            let trace_result: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            assert_eq!(hook_result, trace_result, "{tool}");
+        }
     }
 }
