@@ -15,7 +15,6 @@
 //!
 //! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
 
-#[allow(dead_code)]
 mod agent_e2e;
 mod serve_support;
 
