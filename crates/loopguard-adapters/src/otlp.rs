@@ -336,7 +336,11 @@ fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet
         .map(|a| attributes(a, line, &mut set.diagnostics))
         .unwrap_or_default();
     let event_name = field(r, "eventName", "event_name").and_then(Value::as_str);
-    let name = log_name(&attrs, event_name);
+    let body = r
+        .get("body")
+        .and_then(|b| b.get("stringValue").or_else(|| b.get("string_value")))
+        .and_then(Value::as_str);
+    let name = log_name(&attrs, event_name, body);
     let what = format!("log record '{name}' at line {line}");
     // Logs outside a span carry empty ids: not a problem, the session comes from
     // `conversation.id` then.
@@ -355,6 +359,7 @@ fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet
         time_ns: time_ns(field(r, "timeUnixNano", "time_unix_nano")),
         observed_ns: time_ns(field(r, "observedTimeUnixNano", "observed_time_unix_nano")),
         event_name,
+        body,
         attributes: attrs,
         line,
     });
@@ -368,16 +373,30 @@ fn log_record(r: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet
     set.spans.push(out);
 }
 
-fn log_name(attrs: &[(String, Value<'static>)], event_name: Option<&str>) -> String {
-    attrs
+/// The record's event name: its `event.name` attribute, else `eventName`; a short name
+/// that the body qualifies (Claude Code: `event.name = tool_result`, body
+/// `claude_code.tool_result`) is the body.
+fn log_name(
+    attrs: &[(String, Value<'static>)],
+    event_name: Option<&str>,
+    body: Option<&str>,
+) -> String {
+    let name = attrs
         .iter()
         .rev()
         .find(|(k, _)| k == "event.name")
         .and_then(|(_, v)| v.as_str())
         .filter(|s| !s.is_empty())
         .or(event_name.filter(|s| !s.is_empty()))
-        .unwrap_or("log record")
-        .to_string()
+        .unwrap_or("log record");
+    match body {
+        Some(b)
+            if !name.contains('.') && b.strip_suffix(name).is_some_and(|p| p.ends_with('.')) =>
+        {
+            b.to_string()
+        }
+        _ => name.to_string(),
+    }
 }
 
 /// An OTLP log record, decoded (from JSON here, from protobuf by `loopguard serve`).
@@ -395,6 +414,8 @@ pub struct LogRecord<'a> {
     pub observed_ns: u64,
     /// The record's `eventName` field, when set.
     pub event_name: Option<&'a str>,
+    /// The record's body, when it is a string.
+    pub body: Option<&'a str>,
     /// Attributes, structured values decoded.
     pub attributes: Vec<(String, Value<'static>)>,
     /// The input line it was read from.
@@ -425,7 +446,7 @@ pub fn log_record_span(r: LogRecord<'_>) -> Span {
         span_id: r.span_id,
         line: r.line,
         service: r.service,
-        name: log_name(&r.attributes, r.event_name),
+        name: log_name(&r.attributes, r.event_name, r.body),
         attributes: r.attributes,
         ..Span::default()
     };

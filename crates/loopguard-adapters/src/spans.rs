@@ -14,6 +14,7 @@
 //! | OpenInference (Phoenix) | `openinference.span.kind = TOOL` | `tool.name` | `input.value` | `output.value` |
 //! | Traceloop / OpenLLMetry | `traceloop.span.kind = tool` | `traceloop.entity.name` | `traceloop.entity.input` | `traceloop.entity.output` |
 //! | Langfuse (its OpenTelemetry-based SDKs, v3 and later) | `langfuse.observation.type = tool` | the span name | `langfuse.observation.input` | `langfuse.observation.output` (`langfuse.observation.level = ERROR` is an error, with its `status_message`) |
+//! | Claude Code's events (OTLP log records) | `claude_code.tool_result` (body; `event.name = tool_result`) | `tool_name` | `tool_input` (with `OTEL_LOG_TOOL_DETAILS=1`; else `tool_parameters`) | none recorded; `success = false` is an error with its `error` |
 //! | Codex telemetry (OTLP log records, read as spans by [`crate::otlp`]) | `event.name = codex.tool_result` | `tool_name` | `arguments` | `output` (`success = false` is an error for tools other than shells and polls) |
 //!
 //! Older names are read too: `gen_ai.tool.arguments` / `gen_ai.tool.result` (drafts of the
@@ -114,6 +115,9 @@ pub enum Convention {
     Traceloop,
     /// Langfuse's OpenTelemetry-based SDKs (`langfuse.observation.type = tool`).
     Langfuse,
+    /// Claude Code's events: `claude_code.tool_result` log records (`tool_name`,
+    /// `tool_use_id`, `tool_input`, `success`, `error`; no output).
+    ClaudeCodeEvent,
     /// Codex's telemetry: `codex.tool_result` log records (`tool_name`, `call_id`,
     /// `arguments`, `output`, `success`).
     Codex,
@@ -128,6 +132,7 @@ impl Convention {
             Convention::OpenInference => "OpenInference",
             Convention::Traceloop => "Traceloop",
             Convention::Langfuse => "Langfuse",
+            Convention::ClaudeCodeEvent => "Claude Code events",
             Convention::Codex => "Codex telemetry",
         }
     }
@@ -144,6 +149,7 @@ impl Convention {
             Convention::OpenInference => &["input.value"],
             Convention::Traceloop => &["traceloop.entity.input"],
             Convention::Langfuse => &["langfuse.observation.input"],
+            Convention::ClaudeCodeEvent => &["tool_input", "tool_parameters"],
             Convention::Codex => &["arguments"],
         }
     }
@@ -160,6 +166,7 @@ impl Convention {
             Convention::OpenInference => &["output.value"],
             Convention::Traceloop => &["traceloop.entity.output"],
             Convention::Langfuse => &["langfuse.observation.output"],
+            Convention::ClaudeCodeEvent => &["tool_output", "tool_result"],
             Convention::Codex => &["output"],
         }
     }
@@ -217,14 +224,22 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
             .attr_str("traceloop.entity.name")
             .map(str::to_string)
             .or_else(|| span.name.strip_suffix(".tool").map(str::to_string)),
-        Convention::Codex => span.attr_str("tool_name").map(str::to_string),
+        Convention::Codex | Convention::ClaudeCodeEvent => {
+            span.attr_str("tool_name").map(str::to_string)
+        }
         Convention::Langfuse => None,
     }
     .filter(|n| !n.is_empty())
     .unwrap_or_else(|| span.name.clone());
-    let call_id = ["gen_ai.tool.call.id", "tool_call.id", "tool.id", "call_id"]
-        .iter()
-        .find_map(|k| span.attr(k).and_then(id_text));
+    let call_id = [
+        "gen_ai.tool.call.id",
+        "tool_call.id",
+        "tool.id",
+        "call_id",
+        "tool_use_id",
+    ]
+    .iter()
+    .find_map(|k| span.attr(k).and_then(id_text));
     let pick = |keys: &'static [&'static str]| {
         keys.iter()
             .find_map(|k| span.attr(k).filter(|v| !v.is_null()).map(|v| (*k, v)))
@@ -239,6 +254,17 @@ pub fn tool_span(span: &Span) -> Option<ToolSpan<'_>> {
                 .to_string(),
         ),
         (None, None) if convention == Convention::Codex => codex_failure(span, &tool),
+        (None, None)
+            if convention == Convention::ClaudeCodeEvent
+                && matches!(span.attr("success"), Some(Value::Bool(false)))
+                    | span.attr_str("success").is_some_and(|v| v == "false") =>
+        {
+            Some(
+                span.attr_str("error")
+                    .unwrap_or("the tool failed (`success` is false)")
+                    .to_string(),
+            )
+        }
         (None, None)
             if convention == Convention::Langfuse
                 && span
@@ -294,6 +320,9 @@ fn convention_of(span: &Span) -> Option<Convention> {
     if span.name == "codex.tool_result" || span.attr_str("event.name") == Some("codex.tool_result")
     {
         return Some(Convention::Codex);
+    }
+    if span.name == "claude_code.tool_result" {
+        return Some(Convention::ClaudeCodeEvent);
     }
     let op = span.attr_str("gen_ai.operation.name");
     if span.name == "running tool"

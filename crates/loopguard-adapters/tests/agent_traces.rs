@@ -378,3 +378,57 @@ fn bad_codex_log_records_are_reported_never_lost() {
     ));
     assert!(has(5, DiagnosticKind::BadField, "not an object"));
 }
+
+/// Claude Code's tool events, as Claude Code 2.1.197 sends them (seen in the real run of
+/// `crates/loopguard/tests/otel.rs`): body `claude_code.tool_result`, `event.name =
+/// tool_result`, `tool_name`, `tool_use_id`, `success`, `error`, `tool_input` (with
+/// `OTEL_LOG_TOOL_DETAILS=1`), under `service.name = claude-code`; no output.
+#[test]
+fn claude_code_tool_events_are_read_with_the_claude_code_profile() {
+    let record = |i: u64, input: Option<&str>| {
+        let mut attrs = vec![
+            attr("event.name", "tool_result"),
+            attr("session.id", "1d4c1412-dc93-438d-ab6c-bd42bfa31661"),
+            attr("tool_name", "Bash"),
+            attr("tool_use_id", &format!("toolu_{i:03}")),
+            attr("success", "false"),
+            attr("duration_ms", "84"),
+            attr("error", "Shell command failed"),
+        ];
+        if let Some(input) = input {
+            attrs.push(attr("tool_input", input));
+        }
+        json!({"resourceLogs": [{"resource": {"attributes": [attr("service.name", "claude-code")]},
+            "scopeLogs": [{"scope": {"name": "com.anthropic.claude_code.events"}, "logRecords": [{
+                "timeUnixNano": (T0 + i * 1_000_000_000).to_string(),
+                "body": {"stringValue": "claude_code.tool_result"},
+                "attributes": attrs,
+                "traceId": "225b4b3fb3c19c4c7015b4d19ab21337", "spanId": format!("{:016x}", i + 1)}]}]}]})
+        .to_string()
+    };
+    let doc = lines((0..25).map(|i| {
+        let input = json!({"command": "echo FAIL; exit 1", "description": format!("attempt {i}")});
+        record(i, Some(&input.to_string()))
+    }));
+    let a = OtlpJson.adapt(&doc, &ctx()).expect("read");
+    assert!(a.events.iter().all(|e| e.profile == Some("claude-code")));
+    assert_eq!(
+        a.events[1].event.payload,
+        Some(Payload::Error(Value::from("Shell command failed")))
+    );
+    let actions = call_actions(&a);
+    assert_eq!(actions.len(), 25);
+    assert_eq!(actions[20].0, Action::Block, "{actions:?}");
+    // Without OTEL_LOG_TOOL_DETAILS there is no input: judged by name, and said so.
+    let a = OtlpJson
+        .adapt(&lines([record(0, None)]), &ctx())
+        .expect("read");
+    assert!(
+        a.diagnostics
+            .iter()
+            .any(|d| d.message.contains("judged by tool name only")
+                && d.message.contains("tool_input")),
+        "{:#?}",
+        a.diagnostics
+    );
+}

@@ -544,6 +544,10 @@ fn spans_of_logs(request: &ExportLogsServiceRequest) -> Vec<Span> {
                         time_ns: r.time_unix_nano,
                         observed_ns: r.observed_time_unix_nano,
                         event_name: Some(r.event_name.as_str()),
+                        body: match r.body.as_ref().and_then(|b| b.value.as_ref()) {
+                            Some(any_value::Value::StringValue(s)) => Some(s.as_str()),
+                            _ => None,
+                        },
                         attributes: attributes(&r.attributes),
                         line: 1,
                     },

@@ -637,6 +637,162 @@ fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
     assert!(line.contains("service=\"github-copilot\""), "{line}");
 }
 
+/// The real Claude Code (`@anthropic-ai/claude-code`, scripts/setup-claude.sh), headless
+/// against a scripted Messages model that runs the same failing `Bash` command 25 times with
+/// a new description each time, exporting its telemetry (`CLAUDE_CODE_ENABLE_TELEMETRY`,
+/// OTLP/HTTP protobuf, tool details on) to `serve` with no hook installed. Its tool calls are
+/// the `claude_code.tool_result` log events (its beta trace spans carry no arguments): judged
+/// with the `claude-code` profile, the description does not count and the loop is blocked.
+#[test]
+fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
+    use agent_e2e::{run_with_timeout, ModelServer, Request, Response};
+    use serde_json::{json, Value};
+    const CALLS: usize = 25;
+    let bin = root().join("target/claude-code/node_modules/.bin/claude");
+    assert!(
+        bin.exists(),
+        "{} is missing: run scripts/setup-claude.sh (Claude Code from npm)",
+        bin.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let server = Serve::start(&["--trace-wait", "300ms"]);
+    let tool_uses = |body: &Value| {
+        body["messages"].as_array().map_or(0, |m| {
+            m.iter()
+                .filter(|m| m["role"] == "assistant")
+                .filter_map(|m| m["content"].as_array())
+                .flatten()
+                .filter(|b| b["type"] == "tool_use")
+                .count()
+        })
+    };
+    let model = ModelServer::start(move |req: &Request| {
+        if !req.path.starts_with("/v1/messages") {
+            return Response::not_found();
+        }
+        let model = req.body["model"].as_str().unwrap_or("claude").to_string();
+        if req.body["stream"] != true {
+            return Response::json(
+                &json!({"id": "msg_plain", "type": "message", "role": "assistant",
+                "model": model, "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+                "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+            );
+        }
+        let k = tool_uses(&req.body);
+        let has_bash = req.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+        let (block, delta, stop) = if has_bash && k < CALLS {
+            let input = json!({"command": "echo FAIL; exit 1",
+                "description": format!("Run the test suite (attempt {})", k + 1)});
+            (
+                json!({"type": "tool_use", "id": format!("toolu_{:03}", k + 1), "name": "Bash", "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                "tool_use",
+            )
+        } else {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": "I give up."}),
+                "end_turn",
+            )
+        };
+        Response::sse(&[
+            (
+                Some("message_start"),
+                json!({"type": "message_start", "message": {"id": format!("msg_{k}"),
+                "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null,
+                "stop_sequence": null, "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ),
+            (
+                Some("content_block_start"),
+                json!({"type": "content_block_start", "index": 0, "content_block": block}),
+            ),
+            (
+                Some("content_block_delta"),
+                json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+            ),
+            (
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                Some("message_delta"),
+                json!({"type": "message_delta", "delta": {"stop_reason": stop,
+                "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+            ),
+            (Some("message_stop"), json!({"type": "message_stop"})),
+        ])
+    });
+    let mut cmd = Command::new(&bin);
+    cmd.current_dir(&work)
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("IS_SANDBOX", "1")
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_ENABLE_TELEMETRY", "1")
+        .env("OTEL_LOGS_EXPORTER", "otlp")
+        .env("OTEL_TRACES_EXPORTER", "none")
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", server.url(""))
+        .env("OTEL_LOG_TOOL_DETAILS", "1")
+        .env("OTEL_LOGS_EXPORT_INTERVAL", "500")
+        .args([
+            "-p",
+            "Make the tests pass.",
+            "--dangerously-skip-permissions",
+            "--output-format",
+            "json",
+        ]);
+    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.path.starts_with("/v1/messages") && tool_uses(&r.body) == CALLS),
+        "claude did not finish the scripted conversation: {stdout}\n{stderr}"
+    );
+    let agent = agent();
+    let start = Instant::now();
+    let metrics = loop {
+        let m = get(&agent, &server.url("/metrics")).body;
+        if m.lines().any(|l| {
+            l.starts_with("loopguard_trace_loops_total{")
+                && l.contains("level=\"critical\"")
+                && l.ends_with(" 5")
+        }) {
+            break m;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no loop from Claude Code's telemetry:\n{m}\nserve: {}\nclaude: {stderr}",
+            server.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
+        .unwrap_or_default();
+    assert!(line.contains("service=\"claude-code\""), "{line}");
+    assert!(
+        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        "{metrics}"
+    );
+}
+
 /// A running Rotel (`rotel` from PyPI: an OpenTelemetry collector) receiving OTLP/HTTP on
 /// `http_port` and exporting OTLP/HTTP (protobuf, gzip) to `export_to`. Killed on drop.
 struct Collector {
