@@ -13,7 +13,18 @@
 //!   same run instrumented by OpenInference (`openinference-instrumentation-openai-agents`,
 //!   TOOL spans) is read as `otlp`.
 //!
-//! Needs the venv of `scripts/setup-otel.sh` (target/otel-venv, or $LOOPGUARD_OTEL_VENV).
+//! * What the real Traceloop, Phoenix (OpenInference), Langfuse and LangSmith SDKs send for a
+//!   looping agent, captured on loopback (`tests/otel/sdk_exports.py`), replayed.
+//! * A real collector (Rotel, from PyPI) between the SDK's exporter and `serve`.
+//! * The real Copilot CLI, Codex CLI and Claude Code, offline against scripted models, sending
+//!   their own telemetry to `serve` (`/v1/traces`, `/v1/logs`) with no hook installed: the loop
+//!   is found with each agent's tool profile. Codex-shaped log events from the Python SDK's
+//!   log exporter (protobuf) and as OTLP JSON.
+//! * The trace reader maps Copilot's and Codex's tools exactly as their hooks do.
+//!
+//! Needs the venvs of `scripts/setup-otel.sh` (target/otel-venv and target/otel-sdks-venv, or
+//! $LOOPGUARD_OTEL_VENV / $LOOPGUARD_OTEL_SDKS_VENV) and the Copilot CLI it installs, Codex
+//! from `scripts/setup-agents.sh` and Claude Code from `scripts/setup-claude.sh`.
 
 mod agent_e2e;
 mod serve_support;
