@@ -10,8 +10,6 @@
 # A second venv holds the observability SDKs whose own output the tests read (their pins
 # conflict with the first venv's OpenTelemetry): Traceloop (traceloop-sdk), LangSmith
 # (langsmith), Langfuse (langfuse) and Arize Phoenix (arize-phoenix-otel, OpenInference).
-# GitHub Copilot CLI (@github/copilot from npm, into target/copilot-cli): the tests run it
-# offline (its own-provider mode against a scripted model) and read its OpenTelemetry spans.
 # Idempotent: a venv holding the pinned versions is kept.
 # Usage: scripts/setup-otel.sh   (venvs at target/otel-venv and target/otel-sdks-venv, or
 #                                 $LOOPGUARD_OTEL_VENV and $LOOPGUARD_OTEL_SDKS_VENV)
@@ -29,19 +27,6 @@ PHOENIX_OTEL_VERSION="${PHOENIX_OTEL_VERSION:-0.17.2}"
 VENV="${LOOPGUARD_OTEL_VENV:-$PWD/target/otel-venv}"
 SDKS_VENV="${LOOPGUARD_OTEL_SDKS_VENV:-$PWD/target/otel-sdks-venv}"
 PY="${PYTHON:-python3}"
-COPILOT_VERSION="${COPILOT_VERSION:-1.0.102}"
-copilot_dir=target/copilot-cli
-if [ "$(cat "$copilot_dir/.version" 2>/dev/null)" = "$COPILOT_VERSION" ] \
-  && [ -x "$copilot_dir/node_modules/.bin/copilot" ]; then
-  echo "GitHub Copilot CLI $COPILOT_VERSION already in $copilot_dir"
-else
-  mkdir -p "$copilot_dir"
-  [ -f "$copilot_dir/package.json" ] || echo '{"private":true}' >"$copilot_dir/package.json"
-  npm install --prefix "$copilot_dir" --no-audit --no-fund --loglevel=error \
-    "@github/copilot@$COPILOT_VERSION" >/dev/null
-  echo "$COPILOT_VERSION" >"$copilot_dir/.version"
-  echo "GitHub Copilot CLI $COPILOT_VERSION installed in $copilot_dir"
-fi
 sdks_check() {
   "$SDKS_VENV/bin/python" - <<PYEOF 2>/dev/null
 import importlib.metadata as m, sys

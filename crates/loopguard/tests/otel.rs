@@ -23,8 +23,8 @@
 //! * The trace reader maps Copilot's and Codex's tools exactly as their hooks do.
 //!
 //! Needs the venvs of `scripts/setup-otel.sh` (target/otel-venv and target/otel-sdks-venv, or
-//! $LOOPGUARD_OTEL_VENV / $LOOPGUARD_OTEL_SDKS_VENV) and the Copilot CLI it installs, Codex
-//! from `scripts/setup-agents.sh` and Claude Code from `scripts/setup-claude.sh`.
+//! $LOOPGUARD_OTEL_VENV / $LOOPGUARD_OTEL_SDKS_VENV), Codex and Copilot CLI from
+//! `scripts/setup-agents.sh` and Claude Code from `scripts/setup-claude.sh`.
 
 mod agent_e2e;
 mod serve_support;
@@ -478,7 +478,7 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
             "--skip-git-repo-check",
             "Make the tests pass.",
         ]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -518,7 +518,7 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
     );
 }
 
-/// The real GitHub Copilot CLI (`@github/copilot`, scripts/setup-otel.sh), offline with its
+/// The real GitHub Copilot CLI (`@github/copilot`, scripts/setup-agents.sh), offline with its
 /// own-provider mode (`COPILOT_OFFLINE`, `COPILOT_PROVIDER_BASE_URL`) against a scripted
 /// Chat Completions model that runs the same failing `bash` command 25 times, rewording its
 /// description each time; its OpenTelemetry traces (`COPILOT_OTEL_ENABLED`, content capture
@@ -526,15 +526,10 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
 /// judged with Copilot's tool profile (the description does not count).
 #[test]
 fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
-    use agent_e2e::{run_with_timeout, ModelServer, Request, Response};
+    use agent_e2e::{agent_bin, agents_dir, run_with_timeout, ModelServer, Request, Response};
     use serde_json::{json, Value};
     const CALLS: usize = 25;
-    let bin = root().join("target/copilot-cli/node_modules/.bin/copilot");
-    assert!(
-        bin.exists(),
-        "{} is missing: run scripts/setup-otel.sh (GitHub Copilot CLI from npm)",
-        bin.display()
-    );
+    let bin = agent_bin("copilot");
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");
@@ -594,6 +589,7 @@ fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
     cmd.current_dir(&work)
         .env("HOME", &home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("COPILOT_PKG_CACHE_HOME", agents_dir().join("copilot-cache"))
         .env("COPILOT_OFFLINE", "true")
         .env(
             "COPILOT_PROVIDER_BASE_URL",
@@ -606,7 +602,7 @@ fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
         .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
         .env("COPILOT_OTEL_CAPTURE_CONTENT", "true")
         .args(["-p", "Make the tests pass.", "--allow-all-tools"]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let requests = model.requests();
@@ -765,7 +761,7 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
             "--output-format",
             "json",
         ]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600));
+    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
