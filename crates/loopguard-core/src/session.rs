@@ -254,7 +254,7 @@ pub struct Session {
     ledger: Ledger,
     /// The drift sketch of the last call checked, for its outcome (saves normalising the
     /// same arguments twice); only with a drift detector on.
-    last_sketch: Option<(ArgsDigest, Box<[u8]>, crate::detectors::sketch::ArgsSketch)>,
+    last_sketch: Option<(ArgsDigest, Vec<u8>, crate::detectors::sketch::ArgsSketch)>,
 }
 
 // A runtime keeps sessions behind a lock shared by its threads (the guard crate's stores, a
@@ -548,11 +548,13 @@ impl Session {
             let tool = call.tool.as_wtf8();
             match self.last_sketch.take() {
                 Some((d, t, s)) if d == args && *t == *tool => (d, t, s),
-                _ => (
-                    args,
-                    tool.into(),
-                    detectors::sketch::args_sketch(tool, call.args),
-                ),
+                last => {
+                    // The tool's buffer is reused from call to call.
+                    let mut t = last.map(|l| l.1).unwrap_or_default();
+                    t.clear();
+                    t.extend_from_slice(tool);
+                    (args, t, detectors::sketch::args_sketch(tool, call.args))
+                }
             }
         });
         let detection = self.detect_with(policy, call, args, sketch.as_ref().map(|s| &s.2));
@@ -642,9 +644,8 @@ impl Session {
             .and_then(|r| r.result);
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
-                let tool_name = call.tool.clone().into_owned();
                 let o = crate::detectors::ledger::NewOutcome {
-                    tool: &tool_name,
+                    tool: call.tool.clone().into_owned(),
                     args,
                     result,
                     failure: failure_identity(outcome),
@@ -653,7 +654,7 @@ impl Session {
                             Some((d, t, s)) if d == args && *t == *tool => s,
                             _ => detectors::sketch::args_sketch(tool, call.args),
                         };
-                        let echoed = detectors::sketch::argument_numbers(call.args);
+                        let echoed = detectors::sketch::Echoed::of(tool, call.args);
                         Box::new(detectors::sketch::sketch(args, &echoed, outcome, &result))
                     }),
                 };

@@ -63,10 +63,10 @@ pub(crate) struct StreakWords {
 }
 
 /// The detection `words` make of streak `s` at `cfg`'s thresholds, if it reaches one.
-pub(crate) fn detection(
+pub(crate) fn detection<'k>(
     s: &Trailing<'_>,
     tool: &[u8],
-    args_hash: &[u8],
+    args_hash: &dyn Fn() -> &'k [u8],
     cfg: &ExtraDetector,
     words: &StreakWords,
 ) -> Option<Detection> {
@@ -82,7 +82,7 @@ pub(crate) fn detection(
         message: messages::key(&[before, tool, between, s.count.to_string().as_bytes(), after]),
         warning_key: messages::key(&[
             words.key,
-            args_hash,
+            args_hash(),
             b":",
             s.last.result.to_string().as_bytes(),
         ]),
@@ -105,10 +105,10 @@ const WORDS: StreakWords = StreakWords {
     ],
 };
 
-pub(crate) fn check(
+pub(crate) fn check<'k>(
     streak: Option<&Trailing<'_>>,
     tool: &[u8],
-    args_hash: &[u8],
+    args_hash: &dyn Fn() -> &'k [u8],
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
     let s = streak?;

@@ -57,8 +57,8 @@ impl LedgerEntry {
 }
 
 /// An outcome to record (see [`Ledger::record`]).
-pub(crate) struct NewOutcome<'t> {
-    pub(crate) tool: &'t Name,
+pub(crate) struct NewOutcome {
+    pub(crate) tool: Name,
     pub(crate) args: ArgsDigest,
     pub(crate) result: ResultHash,
     pub(crate) failure: Option<FailureId>,
@@ -183,11 +183,11 @@ impl Ledger {
     }
 
     /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]).
-    pub(crate) fn record(&mut self, run: Option<&[u8]>, o: NewOutcome<'_>, cap: usize) {
+    pub(crate) fn record(&mut self, run: Option<&[u8]>, o: NewOutcome, cap: usize) {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
         self.entries.push_back(LedgerEntry {
             run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
-            tool: o.tool.clone(),
+            tool: o.tool,
             args: o.args,
             result: o.result,
             failure: o.failure,
@@ -408,7 +408,7 @@ mod tests {
             let run = format!("r{i}");
             let t = name("t");
             let o = NewOutcome {
-                tool: &t,
+                tool: t,
                 args: ArgsDigest([0; 32]),
                 result: h,
                 failure: None,
@@ -424,7 +424,7 @@ mod tests {
             for _ in 0..2 {
                 let t = name("t");
                 let o = NewOutcome {
-                    tool: &t,
+                    tool: t,
                     args: ArgsDigest([k as u8; 32]),
                     result: h,
                     failure: None,

@@ -14,12 +14,12 @@ use crate::config::ExtraDetector;
 use crate::fingerprint::ArgsDigest;
 use crate::messages;
 
-pub(crate) fn check(
+pub(crate) fn check<'k>(
     ledger: &Ledger,
     run: Option<&[u8]>,
     tool: &[u8],
     args: &ArgsDigest,
-    args_hash: &[u8],
+    args_hash: &dyn Fn() -> &'k [u8],
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
     let state = ledger.run(run)?;
@@ -46,7 +46,7 @@ pub(crate) fn check(
             seen.to_string().as_bytes(),
             b" context compactions and resumed after them. Compaction does not break this loop; the call is blocked.",
         ]),
-        warning_key: messages::key(&[b"compaction-ledger:", args_hash]),
+        warning_key: messages::key(&[b"compaction-ledger:", args_hash()]),
         paired_tool: None,
     })
 }

@@ -302,8 +302,10 @@ pub(crate) fn detect_extra(
     };
     // Waiting is not looping: the strict profile recognises more polls than OpenClaw.
     let known_poll = known_poll || drift.as_ref().is_some_and(|s| s.flags & sketch::POLL != 0);
-    let preview = || sketch::preview(params);
-    let args_hash = args.args_hash(tool);
+    let preview = || sketch::preview(tool, params);
+    // `tool:hex` is only needed for a detection's key: made at most once, on demand.
+    let args_hash = std::cell::OnceCell::new();
+    let args_hash = || args_hash.get_or_init(|| args.args_hash(tool)).as_slice();
     let streak = failure_streak::trailing(ledger, run, tool, args);
     let mut found: Vec<Detection> = [
         when_enabled(&extra.failure_streak, |cfg| {

@@ -39,18 +39,28 @@ pub(crate) fn cycles(
         return found;
     }
     // Newest first: (tool, shape, outcome, exact arguments when the outcome is empty);
-    // index 0 is the proposed call.
+    // index 0 is the proposed call. On the stack: at most 64 outcomes are looked at.
     type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);
-    let mut seq: Vec<Item<'_>> = vec![(tool, args.shape, None, Some(digest))];
+    const CAP: usize = 65;
+    let mut buf: [Item<'_>; CAP] = [(&[], 0, None, None); CAP];
+    buf[0] = (tool, args.shape, None, Some(digest));
+    let mut len = 1;
     // Enough outcomes to reach the block of the longest period, and no more.
-    for e in ledger.scoped(run).rev().take(limit) {
+    for e in ledger.scoped(run).rev().take(limit.min(CAP - 1)) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
         }
         let exact = s.empty_outcome().then_some(&e.args);
-        seq.push((e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact));
+        buf[len] = (e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact);
+        len += 1;
+        // No cycle can start: the proposed call repeats none of the calls 2 to 4 back
+        // (tool and shape), so every period covers fewer calls than it takes to warn.
+        if len == MAX_PERIOD + 1 && !buf[2..len].iter().any(|x| x.0 == tool && x.1 == args.shape) {
+            return found;
+        }
     }
+    let seq = &buf[..len];
     for p in 2..=MAX_PERIOD {
         if seq.len() < 2 * p {
             break;

@@ -27,10 +27,10 @@ const WORDS: StreakWords = StreakWords {
     ],
 };
 
-pub(crate) fn check(
+pub(crate) fn check<'k>(
     streak: Option<&Trailing<'_>>,
     tool: &[u8],
-    args_hash: &[u8],
+    args_hash: &dyn Fn() -> &'k [u8],
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
     detection(streak?, tool, args_hash, cfg, &WORDS)

@@ -21,26 +21,118 @@ use crate::detectors::known_poll::is_known_poll_call;
 use crate::outcome::{extract_text, format_error, Outcome, ResultHash};
 use crate::value::Value;
 
-/// Argument keys that describe a call without changing what it does (compared with `_`
-/// and `-` removed, case-insensitively).
-pub const BOOKKEEPING_KEYS: [&str; 16] = [
+/// Argument keys that only describe a call, whatever the tool (compared with `_` and `-`
+/// removed, case-insensitively): Cline's `task_progress` checklist, attempt and retry
+/// counters, request ids. Fields that describe the call only for some tools (a shell
+/// command's `description`, exec's `title`) are in [`tool_bookkeeping_keys`]: for another
+/// tool a `title` or a `description` can be the content itself (an issue's title).
+pub const BOOKKEEPING_KEYS: [&str; 8] = [
     "taskprogress",
-    "description",
-    "title",
-    "summary",
-    "explanation",
-    "reason",
-    "reasoning",
-    "thought",
-    "thoughts",
-    "intent",
-    "comment",
     "attempt",
     "attemptnumber",
+    "attemptcount",
     "retrycount",
+    "retryattempt",
     "requestid",
     "timestamp",
 ];
+
+/// Per tool profile: top-level argument keys that only describe the call for these tools
+/// (compared like [`BOOKKEEPING_KEYS`]; tool names case-insensitively). They come from
+/// the agents' tool schemas: OpenClaw's `exec` `title` (OpenClaw's newest hashing drops
+/// it too), the `description` / `explanation` / `summary` / `justification` that
+/// Claude Code, Gemini CLI, Qwen Code, Copilot, Cursor, Kiro and Codex ask the model to
+/// write beside a shell command or an edit, Cursor's one-line `instructions` of an edit,
+/// Cline's `requires_approval`, Factory Droid's risk level, OpenHands' `security_risk`.
+pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
+    (&["exec"], &["title", "description"]),
+    (
+        &[
+            "bash",
+            "shell",
+            "local_shell",
+            "exec_command",
+            "run_shell_command",
+            "execute_command",
+            "execute_bash",
+            "run_terminal_cmd",
+            "run_command",
+            "powershell",
+            "execute",
+        ],
+        &[
+            "description",
+            "explanation",
+            "summary",
+            "justification",
+            "requiresapproval",
+            "risklevel",
+            "risklevelreason",
+            "securityrisk",
+            "title",
+        ],
+    ),
+    (
+        &[
+            "edit",
+            "multiedit",
+            "write",
+            "edit_file",
+            "write_file",
+            "write_to_file",
+            "replace_in_file",
+            "replace",
+            "create_file",
+            "fs_write",
+            "str_replace_editor",
+            "str_replace_based_edit_tool",
+            "apply_patch",
+            "text_editor",
+        ],
+        &[
+            "description",
+            "explanation",
+            "summary",
+            "instructions",
+            "securityrisk",
+        ],
+    ),
+    (
+        &[
+            "read",
+            "read_file",
+            "fs_read",
+            "list_dir",
+            "list_files",
+            "grep",
+            "grep_search",
+            "search_files",
+            "file_search",
+            "codebase_search",
+            "glob",
+            "delete_file",
+        ],
+        &["explanation", "description", "summary"],
+    ),
+];
+
+/// The top-level keys that only describe a call of `tool` ([`TOOL_BOOKKEEPING`]).
+///
+/// ```
+/// use loopguard_core::tool_bookkeeping_keys;
+/// assert!(tool_bookkeeping_keys(b"Bash").contains(&"description"));
+/// assert!(tool_bookkeeping_keys(b"create_issue").is_empty());
+/// ```
+pub fn tool_bookkeeping_keys(tool: &[u8]) -> &'static [&'static str] {
+    TOOL_BOOKKEEPING
+        .iter()
+        .find(|(tools, _)| {
+            tools
+                .iter()
+                .any(|t| t.as_bytes().eq_ignore_ascii_case(tool))
+        })
+        .map_or(&[], |(_, keys)| keys)
+}
 
 /// Outcome texts longer than this (bytes) have only their first 2 KiB normalised; the
 /// exact result hash stands for the rest. Up to it, the first and last 2 KiB are
@@ -98,29 +190,55 @@ impl Sketch {
 }
 
 const FNV64: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x100_0000_01b3;
 
 fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= u64::from(*b);
-        h = h.wrapping_mul(0x100_0000_01b3);
+        h = h.wrapping_mul(FNV_PRIME);
     }
     h
 }
 
-fn is_bookkeeping(key: &[u8]) -> bool {
-    let k: Vec<u8> = key
-        .iter()
-        .filter(|b| !matches!(b, b'_' | b'-'))
-        .map(u8::to_ascii_lowercase)
-        .collect();
-    BOOKKEEPING_KEYS
-        .iter()
-        .any(|b| b.as_bytes() == k.as_slice())
+/// `key` equals `name` with `_` and `-` removed, ASCII case ignored (no allocation).
+fn key_is(key: &[u8], name: &str) -> bool {
+    let mut it = key.iter().filter(|b| !matches!(b, b'_' | b'-'));
+    let mut want = name.bytes();
+    loop {
+        match (it.next(), want.next()) {
+            (None, None) => return true,
+            (Some(k), Some(w)) if k.to_ascii_lowercase() == w => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Whether `key` only describes the call: a general bookkeeping key anywhere, or one of
+/// the tool's own (`tool_keys`) at the top level.
+fn is_bookkeeping(key: &[u8], tool_keys: &[&str]) -> bool {
+    BOOKKEEPING_KEYS.iter().any(|b| key_is(key, b)) || tool_keys.iter().any(|b| key_is(key, b))
 }
 
 struct Tokens {
     shape: u64,
     set: Vec<u32>,
+}
+
+/// FNV-1a of one token being read, byte by byte: the same values as hashing the whole
+/// token at once, without buffering it.
+struct Word {
+    shape: u64,
+    token: u64,
+    len: usize,
+}
+
+impl Word {
+    #[inline]
+    fn feed(&mut self, b: u8) {
+        self.shape = (self.shape ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        self.token = (self.token ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+        self.len += 1;
+    }
 }
 
 impl Tokens {
@@ -129,57 +247,97 @@ impl Tokens {
         self.set.push(fnv(FNV64, token) as u32);
     }
 
+    #[inline]
+    fn start(&self) -> Word {
+        Word {
+            shape: self.shape,
+            token: FNV64,
+            len: 0,
+        }
+    }
+
+    /// Ends the word `w` (nothing when it is empty): `push` of its bytes.
+    #[inline]
+    fn flush(&mut self, w: &mut Word) {
+        if w.len > 0 {
+            self.shape = fnv(w.shape, b"\0");
+            self.set.push(w.token as u32);
+        }
+        *w = self.start();
+    }
+
     fn text(&mut self, s: &[u8]) {
-        let mut word: Vec<u8> = Vec::new();
+        let mut w = self.start();
         let mut digits = false;
-        let flush = |word: &mut Vec<u8>, this: &mut Tokens| {
-            if !word.is_empty() {
-                this.push(word);
-                word.clear();
-            }
-        };
         for &b in s {
             if b.is_ascii_digit() {
                 if !digits {
-                    flush(&mut word, self);
-                    word.push(b'#');
+                    self.flush(&mut w);
+                    w.feed(b'#');
                     digits = true;
                 }
                 continue;
             }
             if digits {
-                flush(&mut word, self);
+                self.flush(&mut w);
                 digits = false;
             }
             if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
-                word.push(b.to_ascii_lowercase());
+                w.feed(b.to_ascii_lowercase());
             } else {
-                flush(&mut word, self);
+                self.flush(&mut w);
             }
         }
-        flush(&mut word, self);
+        self.flush(&mut w);
     }
 
-    fn value(&mut self, v: &Value<'_>) {
+    fn key(&mut self, k: &[u8]) {
+        let mut w = self.start();
+        w.feed(b'k');
+        w.feed(b':');
+        k.iter().for_each(|&b| w.feed(b.to_ascii_lowercase()));
+        self.flush(&mut w);
+    }
+
+    /// `tool_keys`: the tool's own bookkeeping keys, left out at the top level only.
+    fn value(&mut self, v: &Value<'_>, tool_keys: &[&str]) {
         match v {
             Value::Null => self.push(b"null"),
             Value::Bool(b) => self.push(if *b { b"true" } else { b"false" }),
             Value::Number(_) => self.push(b"#"),
             Value::String(s) => self.text(s.as_wtf8()),
-            Value::Array(items) => items.iter().for_each(|x| self.value(x)),
+            Value::Array(items) => items.iter().for_each(|x| self.value(x, &[])),
             Value::Object(o) => {
-                let mut pairs: Vec<_> = o
-                    .iter()
-                    .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
-                    .collect();
-                pairs.sort_by(|a, b| a.0.as_wtf8().cmp(b.0.as_wtf8()));
-                let mut key = Vec::with_capacity(16);
-                for (k, x) in pairs {
-                    key.clear();
-                    key.extend_from_slice(b"k:");
-                    key.extend(k.as_wtf8().iter().map(u8::to_ascii_lowercase));
-                    self.push(&key);
-                    self.value(x);
+                // Keys in sorted order; small objects (nearly all) sorted on the stack.
+                const SMALL: usize = 16;
+                static NULL: Value<'static> = Value::Null;
+                let mut small: [(&[u8], &Value<'_>); SMALL] = [(&[], &NULL); SMALL];
+                let mut large: Vec<(&[u8], &Value<'_>)> = Vec::new();
+                let mut n = 0;
+                for (k, x) in o.iter() {
+                    let k = k.as_wtf8();
+                    if is_bookkeeping(k, tool_keys) {
+                        continue;
+                    }
+                    if n < SMALL {
+                        small[n] = (k, x);
+                    } else {
+                        if large.is_empty() {
+                            large.extend_from_slice(&small);
+                        }
+                        large.push((k, x));
+                    }
+                    n += 1;
+                }
+                let pairs = if n > SMALL {
+                    &mut large[..]
+                } else {
+                    &mut small[..n]
+                };
+                pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                for (k, x) in pairs.iter() {
+                    self.key(k);
+                    self.value(x, &[]);
                 }
             }
         }
@@ -330,9 +488,9 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
 pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     let mut t = Tokens {
         shape: FNV64,
-        set: Vec::new(),
+        set: Vec::with_capacity(32),
     };
-    t.value(args);
+    t.value(args, tool_bookkeeping_keys(tool));
     t.set.sort_unstable();
     t.set.dedup();
     t.set.truncate(MAX_TOKENS);
@@ -350,41 +508,77 @@ pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     }
 }
 
-/// The numbers written in a call's arguments (digit runs of strings, integral numbers),
-/// bookkeeping fields left out.
-pub fn argument_numbers(args: &Value<'_>) -> Vec<String> {
-    fn walk(v: &Value<'_>, out: &mut Vec<String>) {
-        match v {
-            Value::Number(n) if n.fract() == 0.0 && n.abs() < 1e15 => {
-                out.push(format!("{}", *n as i64).trim_start_matches('-').to_string());
-            }
-            Value::String(s) => {
-                let mut cur = String::new();
-                for &b in s.as_wtf8() {
-                    if b.is_ascii_digit() {
-                        cur.push(char::from(b));
-                    } else if !cur.is_empty() {
-                        out.push(std::mem::take(&mut cur));
+/// The short numbers (one to three digits) written in a call's arguments: digit runs of
+/// strings and integral numbers, bookkeeping fields left out. Only these matter in an
+/// outcome: decimals and numbers of four digits or more are normalised anyway. A bit set
+/// over (digits, value), so `07` and `7` stay apart; no allocation.
+#[derive(Clone)]
+pub(crate) struct Echoed([u64; 63]);
+
+impl Echoed {
+    /// The numbers of a call of `tool` with `args`.
+    pub(crate) fn of(tool: &[u8], args: &Value<'_>) -> Echoed {
+        fn walk(v: &Value<'_>, tool_keys: &[&str], out: &mut Echoed) {
+            match v {
+                Value::Number(n) if n.fract() == 0.0 && n.abs() < 1000.0 => {
+                    let x = n.abs() as u64;
+                    let len = if x >= 100 {
+                        3
+                    } else if x >= 10 {
+                        2
+                    } else {
+                        1
+                    };
+                    out.set(len, x);
+                }
+                Value::String(s) => {
+                    let (mut len, mut x) = (0u64, 0u64);
+                    for &b in s.as_wtf8().iter().chain(std::iter::once(&b' ')) {
+                        if b.is_ascii_digit() {
+                            len += 1;
+                            x = (x * 10 + u64::from(b - b'0')) % 1000;
+                        } else if len > 0 {
+                            if len <= 3 {
+                                out.set(len, x);
+                            }
+                            (len, x) = (0, 0);
+                        }
                     }
                 }
-                if !cur.is_empty() {
-                    out.push(cur);
-                }
+                Value::Array(items) => items.iter().for_each(|x| walk(x, &[], out)),
+                Value::Object(o) => o
+                    .iter()
+                    .filter(|(k, _)| !is_bookkeeping(k.as_wtf8(), tool_keys))
+                    .for_each(|(_, x)| walk(x, &[], out)),
+                _ => {}
             }
-            Value::Array(items) => items.iter().for_each(|x| walk(x, out)),
-            Value::Object(o) => o
-                .iter()
-                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
-                .for_each(|(_, x)| walk(x, out)),
-            _ => {}
         }
+        let mut out = Echoed::none();
+        walk(args, tool_bookkeeping_keys(tool), &mut out);
+        out
     }
-    let mut out = Vec::new();
-    walk(args, &mut out);
-    out.sort();
-    out.dedup();
-    out.truncate(64);
-    out
+
+    /// No numbers.
+    pub(crate) fn none() -> Echoed {
+        Echoed([0; 63])
+    }
+
+    fn set(&mut self, len: u64, x: u64) {
+        let i = (len * 1000 + x) as usize;
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Whether the digit run `num` was written in the arguments.
+    fn has(&self, num: &[u8]) -> bool {
+        if num.is_empty() || num.len() > 3 {
+            return false;
+        }
+        let x = num
+            .iter()
+            .fold(0u64, |x, &b| x * 10 + u64::from(b.wrapping_sub(b'0')));
+        let i = (num.len() as u64 * 1000 + x) as usize;
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
 }
 
 /// A fast streaming hash of normalised outcome bytes (8 bytes at a time).
@@ -454,7 +648,7 @@ impl OutHash {
 /// one space (none at the ends), untrusted-content nonces dropped; decimals, times,
 /// numbers of four digits or more, and numbers the call's own arguments hold (`echoed`: a
 /// message that repeats them back) as `#`.
-fn normalize_into(text: &[u8], echoed: &[String], mut sink: impl FnMut(u8)) {
+fn normalize_into(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
     const NONCE: &[u8] = b"external_untrusted_content id=";
     let b = text;
     let mut i = 0;
@@ -501,7 +695,7 @@ fn normalize_into(text: &[u8], echoed: &[String], mut sink: impl FnMut(u8)) {
                 i += 1;
             }
             let num = &b[start..i];
-            if dotted || digits >= 4 || echoed.iter().any(|e| e.as_bytes() == num) {
+            if dotted || digits >= 4 || echoed.has(num) {
                 sink(b'#');
             } else {
                 num.iter().for_each(|&x| sink(x));
@@ -514,7 +708,7 @@ fn normalize_into(text: &[u8], echoed: &[String], mut sink: impl FnMut(u8)) {
 }
 
 #[cfg(test)]
-fn normalize_outcome(text: &str, echoed: &[String]) -> String {
+fn normalize_outcome(text: &str, echoed: &Echoed) -> String {
     let mut out = Vec::new();
     normalize_into(text.as_bytes(), echoed, |b| out.push(b));
     String::from_utf8_lossy(&out).into_owned()
@@ -522,11 +716,11 @@ fn normalize_outcome(text: &str, echoed: &[String]) -> String {
 
 /// The sketch of a call with its outcome.
 ///
-/// `echoed` are the numbers of the call's arguments ([`argument_numbers`]): in the
+/// `echoed` are the numbers of the call's arguments ([`Echoed::of`]): in the
 /// outcome they count as an echo of the call, not as information.
 pub fn sketch(
     args: ArgsSketch,
-    echoed: &[String],
+    echoed: &Echoed,
     outcome: Outcome<'_, '_>,
     result: &ResultHash,
 ) -> Sketch {
@@ -560,16 +754,31 @@ pub fn sketch(
     }
     let mut flags = args.flags;
     if text.len() < 64 {
-        let mut small = Vec::with_capacity(64);
-        normalize_into(text, echoed, |b| small.push(b));
-        let bare = String::from_utf8_lossy(&small)
-            .replace("<returncode>0</returncode>", "")
-            .replace("<output>", "")
-            .replace("</output>", "");
-        if bare.trim().is_empty() {
+        // Normalising never lengthens a text: it fits on the stack.
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        normalize_into(text, echoed, |b| {
+            if let Some(x) = buf.get_mut(n) {
+                *x = b;
+                n += 1;
+            }
+        });
+        let small = &buf[..n];
+        let empty = if small.contains(&b'<') {
+            // mini-swe-agent's wrapper around an empty output.
+            String::from_utf8_lossy(small)
+                .replace("<returncode>0</returncode>", "")
+                .replace("<output>", "")
+                .replace("</output>", "")
+                .trim()
+                .is_empty()
+        } else {
+            String::from_utf8_lossy(small).trim().is_empty()
+        };
+        if empty {
             flags |= EMPTY_OUTCOME;
         }
-        h.bytes(&small);
+        h.bytes(small);
     } else if text.len() <= 2 * NORMALISED_ENDS {
         normalize_into(text, echoed, |b| h.byte(b));
     } else {
@@ -623,13 +832,13 @@ pub fn similarity_pct(a: &[u32], b: &[u32]) -> u64 {
 
 /// A short preview of a call's arguments for messages (the shell command, or the first
 /// string argument), at most 80 characters.
-pub(crate) fn preview(args: &Value<'_>) -> String {
+pub(crate) fn preview(tool: &[u8], args: &Value<'_>) -> String {
     let text = shell_command(args)
         .map(|c| String::from_utf8_lossy(c).into_owned())
         .or_else(|| match args {
             Value::Object(o) => o
                 .iter()
-                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8()))
+                .filter(|(k, _)| !is_bookkeeping(k.as_wtf8(), tool_bookkeeping_keys(tool)))
                 .find_map(|(_, v)| v.as_str().map(str::to_string)),
             _ => None,
         })
@@ -709,7 +918,7 @@ mod tests {
     }
 
     fn normalize_outcome_(s: &str) -> String {
-        normalize_outcome(s, &[])
+        normalize_outcome(s, &Echoed::none())
     }
 
     #[test]
@@ -730,7 +939,7 @@ mod tests {
             )
             .unwrap()
             .into_owned();
-            sketch(args.clone(), &[], Outcome::Result(&json), &r).outcome
+            sketch(args.clone(), &Echoed::none(), Outcome::Result(&json), &r).outcome
         };
         let body = "PASSED test_case ok\n".repeat(600);
         let a = of(&format!("started 10:01:02\n{body}== 12 passed in 3.41s =="));
@@ -745,11 +954,15 @@ mod tests {
     #[test]
     fn numbers_the_call_wrote_are_an_echo() {
         let args = Value::parse(br#"{"path":"a.py","view_range":[10, 20]}"#).unwrap();
-        let echoed = argument_numbers(&args);
-        assert_eq!(echoed, ["10", "20"]);
+        let echoed = Echoed::of(b"str_replace_editor", &args);
+        assert!(echoed.has(b"10") && echoed.has(b"20") && !echoed.has(b"2"));
+        let other = Value::parse(br#"{"path":"a.py","view_range":"30:45"}"#).unwrap();
         assert_eq!(
             normalize_outcome("invalid range 10-20", &echoed),
-            normalize_outcome("invalid range 30-45", &["30".into(), "45".into()])
+            normalize_outcome(
+                "invalid range 30-45",
+                &Echoed::of(b"str_replace_editor", &other)
+            )
         );
     }
 
