@@ -254,8 +254,17 @@ pub struct Session {
     ledger: Ledger,
     /// The drift sketch of the last call checked, for its outcome (saves normalising the
     /// same arguments twice); only with a drift detector on.
-    last_sketch: Option<(ArgsDigest, Vec<u8>, crate::detectors::sketch::ArgsSketch)>,
+    last_sketch: Option<LastSketch>,
 }
+
+/// The drift sketch of the last call checked: its digest, tool, argument sketch and short
+/// numbers, made once in `before_call` and used again by `after_call`.
+type LastSketch = (
+    ArgsDigest,
+    Vec<u8>,
+    crate::detectors::sketch::ArgsSketch,
+    Box<crate::detectors::sketch::Echoed>,
+);
 
 // A runtime keeps sessions behind a lock shared by its threads (the guard crate's stores, a
 // server's handlers): `Session`, and what it is driven with, must stay `Send + Sync`.
@@ -547,13 +556,18 @@ impl Session {
         let sketch = (policy.resolved.enabled && policy.extra.drift()).then(|| {
             let tool = call.tool.as_wtf8();
             match self.last_sketch.take() {
-                Some((d, t, s)) if d == args && *t == *tool => (d, t, s),
+                Some(last) if last.0 == args && *last.1 == *tool => last,
                 last => {
-                    // The tool's buffer is reused from call to call.
-                    let mut t = last.map(|l| l.1).unwrap_or_default();
+                    // The buffers are reused from call to call.
+                    let (mut t, mut e) = match last {
+                        Some(l) => (l.1, l.3),
+                        None => Default::default(),
+                    };
                     t.clear();
                     t.extend_from_slice(tool);
-                    (args, t, detectors::sketch::args_sketch(tool, call.args))
+                    let (s, numbers) = detectors::sketch::args_sketch_and_numbers(tool, call.args);
+                    *e = numbers;
+                    (args, t, s, e)
                 }
             }
         });
@@ -650,11 +664,10 @@ impl Session {
                     result,
                     failure: failure_identity(outcome),
                     sketch: policy.extra.drift().then(|| {
-                        let args = match self.last_sketch.take() {
-                            Some((d, t, s)) if d == args && *t == *tool => s,
-                            _ => detectors::sketch::args_sketch(tool, call.args),
+                        let (args, echoed) = match self.last_sketch.take() {
+                            Some((d, t, s, e)) if d == args && *t == *tool => (s, *e),
+                            _ => detectors::sketch::args_sketch_and_numbers(tool, call.args),
                         };
-                        let echoed = detectors::sketch::Echoed::of(tool, call.args);
                         Box::new(detectors::sketch::sketch(args, &echoed, outcome, &result))
                     }),
                 };

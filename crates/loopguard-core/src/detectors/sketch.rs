@@ -216,12 +216,23 @@ fn key_is(key: &[u8], name: &str) -> bool {
 /// Whether `key` only describes the call: a general bookkeeping key anywhere, or one of
 /// the tool's own (`tool_keys`) at the top level.
 fn is_bookkeeping(key: &[u8], tool_keys: &[&str]) -> bool {
-    BOOKKEEPING_KEYS.iter().any(|b| key_is(key, b)) || tool_keys.iter().any(|b| key_is(key, b))
+    // Most keys (`path`, `command`, `limit`) are told apart by their first letter.
+    let Some(first) = key
+        .iter()
+        .find(|b| !matches!(b, b'_' | b'-'))
+        .map(u8::to_ascii_lowercase)
+    else {
+        return false;
+    };
+    let maybe = |b: &str| b.as_bytes().first() == Some(&first) && key_is(key, b);
+    BOOKKEEPING_KEYS.iter().any(|b| maybe(b)) || tool_keys.iter().any(|b| maybe(b))
 }
 
 struct Tokens {
     shape: u64,
     set: Vec<u32>,
+    /// The short numbers met on the way (see [`Echoed`]).
+    echoed: Echoed,
 }
 
 /// FNV-1a of one token being read, byte by byte: the same values as hashing the whole
@@ -269,6 +280,7 @@ impl Tokens {
     fn text(&mut self, s: &[u8]) {
         let mut w = self.start();
         let mut digits = false;
+        let (mut dlen, mut dval) = (0u64, 0u64);
         for &b in s {
             if b.is_ascii_digit() {
                 if !digits {
@@ -276,17 +288,26 @@ impl Tokens {
                     w.feed(b'#');
                     digits = true;
                 }
+                dlen += 1;
+                dval = (dval * 10 + u64::from(b - b'0')) % 1000;
                 continue;
             }
             if digits {
                 self.flush(&mut w);
                 digits = false;
+                if dlen <= 3 {
+                    self.echoed.set(dlen, dval);
+                }
+                (dlen, dval) = (0, 0);
             }
             if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
                 w.feed(b.to_ascii_lowercase());
             } else {
                 self.flush(&mut w);
             }
+        }
+        if digits && dlen <= 3 {
+            self.echoed.set(dlen, dval);
         }
         self.flush(&mut w);
     }
@@ -304,7 +325,12 @@ impl Tokens {
         match v {
             Value::Null => self.push(b"null"),
             Value::Bool(b) => self.push(if *b { b"true" } else { b"false" }),
-            Value::Number(_) => self.push(b"#"),
+            Value::Number(n) => {
+                if n.fract() == 0.0 && n.abs() < 1000.0 {
+                    self.echoed.number(n.abs() as u64);
+                }
+                self.push(b"#")
+            }
             Value::String(s) => self.text(s.as_wtf8()),
             Value::Array(items) => items.iter().for_each(|x| self.value(x, &[])),
             Value::Object(o) => {
@@ -486,9 +512,15 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
 /// # Ok::<(), loopguard_core::ParseError>(())
 /// ```
 pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
+    args_sketch_and_numbers(tool, args).0
+}
+
+/// [`args_sketch`] and the call's short numbers ([`args_sketch_and_numbers`]), in one walk.
+pub(crate) fn args_sketch_and_numbers(tool: &[u8], args: &Value<'_>) -> (ArgsSketch, Echoed) {
     let mut t = Tokens {
         shape: FNV64,
         set: Vec::with_capacity(32),
+        echoed: Echoed::none(),
     };
     t.value(args, tool_bookkeeping_keys(tool));
     t.set.sort_unstable();
@@ -501,66 +533,45 @@ pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     if is_wait_call(tool, args) {
         flags |= POLL;
     }
-    ArgsSketch {
-        shape: t.shape,
-        tokens: t.set.into_boxed_slice(),
-        flags,
-    }
+    (
+        ArgsSketch {
+            shape: t.shape,
+            tokens: t.set.into_boxed_slice(),
+            flags,
+        },
+        t.echoed,
+    )
 }
 
 /// The short numbers (one to three digits) written in a call's arguments: digit runs of
 /// strings and integral numbers, bookkeeping fields left out. Only these matter in an
 /// outcome: decimals and numbers of four digits or more are normalised anyway. A bit set
 /// over (digits, value), so `07` and `7` stay apart; no allocation.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct Echoed([u64; 63]);
 
-impl Echoed {
-    /// The numbers of a call of `tool` with `args`.
-    pub(crate) fn of(tool: &[u8], args: &Value<'_>) -> Echoed {
-        fn walk(v: &Value<'_>, tool_keys: &[&str], out: &mut Echoed) {
-            match v {
-                Value::Number(n) if n.fract() == 0.0 && n.abs() < 1000.0 => {
-                    let x = n.abs() as u64;
-                    let len = if x >= 100 {
-                        3
-                    } else if x >= 10 {
-                        2
-                    } else {
-                        1
-                    };
-                    out.set(len, x);
-                }
-                Value::String(s) => {
-                    let (mut len, mut x) = (0u64, 0u64);
-                    for &b in s.as_wtf8().iter().chain(std::iter::once(&b' ')) {
-                        if b.is_ascii_digit() {
-                            len += 1;
-                            x = (x * 10 + u64::from(b - b'0')) % 1000;
-                        } else if len > 0 {
-                            if len <= 3 {
-                                out.set(len, x);
-                            }
-                            (len, x) = (0, 0);
-                        }
-                    }
-                }
-                Value::Array(items) => items.iter().for_each(|x| walk(x, &[], out)),
-                Value::Object(o) => o
-                    .iter()
-                    .filter(|(k, _)| !is_bookkeeping(k.as_wtf8(), tool_keys))
-                    .for_each(|(_, x)| walk(x, &[], out)),
-                _ => {}
-            }
-        }
-        let mut out = Echoed::none();
-        walk(args, tool_bookkeeping_keys(tool), &mut out);
-        out
+impl Default for Echoed {
+    fn default() -> Self {
+        Echoed::none()
     }
+}
 
+impl Echoed {
     /// No numbers.
     pub(crate) fn none() -> Echoed {
         Echoed([0; 63])
+    }
+
+    /// An integral number below 1000, as JavaScript writes it.
+    fn number(&mut self, x: u64) {
+        let len = if x >= 100 {
+            3
+        } else if x >= 10 {
+            2
+        } else {
+            1
+        };
+        self.set(len, x);
     }
 
     fn set(&mut self, len: u64, x: u64) {
@@ -618,8 +629,36 @@ impl OutHash {
         self.n = 0;
     }
 
+    /// The same as `byte` for each of `b`, eight at a time where it can.
     fn bytes(&mut self, b: &[u8]) {
-        b.iter().for_each(|&x| self.byte(x));
+        let mut b = b;
+        while self.n > 0 && !b.is_empty() {
+            self.byte(b[0]);
+            b = &b[1..];
+        }
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            // Little-endian: byte k lands at bits 8k, as `byte` puts it.
+            self.buf = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+            self.len += 8;
+            self.mix();
+        }
+        chunks.remainder().iter().for_each(|&x| self.byte(x));
+    }
+
+    /// `text` normalised ([`normalize_into`]), through a buffer on the stack.
+    fn normalized(&mut self, text: &[u8], echoed: &Echoed) {
+        let mut buf = [0u8; 256];
+        let mut n = 0;
+        normalize_into(text, echoed, |b| {
+            buf[n] = b;
+            n += 1;
+            if n == buf.len() {
+                self.bytes(&buf);
+                n = 0;
+            }
+        });
+        self.bytes(&buf[..n]);
     }
 
     /// Raw bytes, eight at a time (no normalisation).
@@ -716,7 +755,7 @@ fn normalize_outcome(text: &str, echoed: &Echoed) -> String {
 
 /// The sketch of a call with its outcome.
 ///
-/// `echoed` are the numbers of the call's arguments ([`Echoed::of`]): in the
+/// `echoed` are the numbers of the call's arguments ([`args_sketch_and_numbers`]): in the
 /// outcome they count as an echo of the call, not as information.
 pub fn sketch(
     args: ArgsSketch,
@@ -780,7 +819,7 @@ pub fn sketch(
         }
         h.bytes(small);
     } else if text.len() <= 2 * NORMALISED_ENDS {
-        normalize_into(text, echoed, |b| h.byte(b));
+        h.normalized(text, echoed);
     } else {
         // The first and last 2 KiB normalised (where durations, timestamps and summaries
         // are), the middle hashed as it is: a difference there makes two outcomes differ,
@@ -796,10 +835,10 @@ pub fn sketch(
         let head_end = cut(NORMALISED_ENDS);
         let tail_start = cut((text.len() - NORMALISED_ENDS).max(head_end));
         let middle_end = if long { head_end } else { tail_start };
-        normalize_into(&text[..head_end], echoed, |b| h.byte(b));
+        h.normalized(&text[..head_end], echoed);
         h.raw(&text[head_end..middle_end]);
         if !long {
-            normalize_into(&text[tail_start..], echoed, |b| h.byte(b));
+            h.normalized(&text[tail_start..], echoed);
         }
     }
     Sketch {
@@ -952,16 +991,91 @@ mod tests {
     }
 
     #[test]
+    fn hashing_in_words_equals_hashing_byte_by_byte() {
+        let text: Vec<u8> = (0..300u32).map(|i| (i * 7 % 251) as u8).collect();
+        for split in [0, 1, 5, 8, 13, 299] {
+            let mut a = OutHash::new(7);
+            text.iter().for_each(|&b| a.byte(b));
+            let mut b = OutHash::new(7);
+            b.bytes(&text[..split]);
+            b.bytes(&text[split..]);
+            assert_eq!(a.finish(), b.finish(), "split at {split}");
+        }
+        // Through the stack buffer: the same as normalising into a vector first.
+        let long = "Done in 0.52s, PID 4411\n".repeat(40);
+        let mut a = OutHash::new(1);
+        a.bytes(normalize_outcome(&long, &Echoed::none()).as_bytes());
+        let mut b = OutHash::new(1);
+        b.normalized(long.as_bytes(), &Echoed::none());
+        assert_eq!(a.finish(), b.finish());
+    }
+
+    #[test]
+    fn bookkeeping_is_per_tool_and_general() {
+        let edit = |d: &str| {
+            let v = Value::parse(
+                format!(
+                    r#"{{"path":"a.py","old_str":"x = 1","new_str":"x = 2","description":"{d}"}}"#
+                )
+                .as_bytes(),
+            )
+            .unwrap()
+            .into_owned();
+            args_sketch(b"str_replace_editor", &v)
+        };
+        // An edit whose description changes is the same call.
+        assert_eq!(edit("fix the value"), edit("set x to two, second try"));
+        // A tool whose title is the content itself: a different title is a different call.
+        let issue = |t: &str| {
+            let v = Value::parse(format!(r#"{{"repo":"a/b","title":"{t}"}}"#).as_bytes())
+                .unwrap()
+                .into_owned();
+            args_sketch(b"create_issue", &v)
+        };
+        assert_ne!(issue("Crash on start").shape, issue("Login fails").shape);
+        assert!(
+            similarity_pct(
+                &issue("Crash on start").tokens,
+                &issue("Login fails").tokens
+            ) < 100
+        );
+        // exec's title is bookkeeping (OpenClaw's newest hashing drops it too).
+        let exec = |t: &str| {
+            let v = Value::parse(format!(r#"{{"command":"make test","title":"{t}"}}"#).as_bytes())
+                .unwrap()
+                .into_owned();
+            args_sketch(b"exec", &v)
+        };
+        assert_eq!(exec("Run tests"), exec("Run the tests again"));
+        // The general list applies to every tool, at any depth; per-tool keys only at the top.
+        let any = |p: &str, nested: &str| {
+            let v = Value::parse(
+                format!(r#"{{"q":"x","task_progress":"{p}","opts":{{"description":"{nested}"}}}}"#)
+                    .as_bytes(),
+            )
+            .unwrap()
+            .into_owned();
+            args_sketch(b"read_file", &v).shape
+        };
+        assert_eq!(any("- [x] a", "same"), any("- [x] a; - [ ] b", "same"));
+        assert_ne!(any("p", "one thing"), any("p", "another thing"));
+        assert!(is_bookkeeping(b"Task-Progress", &[]));
+        assert!(is_bookkeeping(b"retry_count", &[]));
+        assert!(!is_bookkeeping(b"title", &[]));
+        assert!(is_bookkeeping(b"title", tool_bookkeeping_keys(b"EXEC")));
+    }
+
+    #[test]
     fn numbers_the_call_wrote_are_an_echo() {
         let args = Value::parse(br#"{"path":"a.py","view_range":[10, 20]}"#).unwrap();
-        let echoed = Echoed::of(b"str_replace_editor", &args);
+        let echoed = args_sketch_and_numbers(b"str_replace_editor", &args).1;
         assert!(echoed.has(b"10") && echoed.has(b"20") && !echoed.has(b"2"));
         let other = Value::parse(br#"{"path":"a.py","view_range":"30:45"}"#).unwrap();
         assert_eq!(
             normalize_outcome("invalid range 10-20", &echoed),
             normalize_outcome(
                 "invalid range 30-45",
-                &Echoed::of(b"str_replace_editor", &other)
+                &args_sketch_and_numbers(b"str_replace_editor", &other).1
             )
         );
     }
