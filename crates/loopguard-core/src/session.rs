@@ -621,6 +621,20 @@ impl Session {
                 // the veto result (`veto_result`) as the call's outcome; a loop veto has no
                 // outcome hash (Era C), so that step changes nothing and is skipped here.
                 // The test `veto_outcome_records_nothing` pins the equivalence.
+                // The strict profile (`countVetoes`) counts the blocked call toward its
+                // streak in the outcome ledger; OpenClaw's history is untouched.
+                if policy.resolved.enabled
+                    && policy.extra.count_vetoes
+                    && policy.extra.records_outcomes()
+                {
+                    self.ledger.record_veto(
+                        call.run_key(),
+                        &call.tool.clone().into_owned(),
+                        args,
+                        self.last_sketch.as_ref().map(|l| &l.2),
+                        policy.resolved.history_size,
+                    );
+                }
             }
             _ if policy.records_calls => self.record_call_with(policy, call, args),
             _ => {}

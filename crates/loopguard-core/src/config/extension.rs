@@ -145,6 +145,9 @@ pub struct LoopguardConfig {
     pub no_progress_cycle: Option<ExtraDetectorConfig>,
     /// `detectors.changingErrorSameCall`.
     pub changing_error_same_call: Option<ExtraDetectorConfig>,
+    /// `countVetoes`: whether a blocked call counts toward the streak it was blocked for
+    /// (strict: `true`).
+    pub count_vetoes: Option<bool>,
 }
 
 /// A resolved extra detector: on or off, and its numbers.
@@ -228,6 +231,11 @@ pub struct ExtraPolicy {
     pub cycle: ExtraDetector,
     /// `same_call_changing_error`.
     pub changing_error: ExtraDetector,
+    /// A call blocked in enforce mode counts toward the streak it was blocked for, as if
+    /// it had run and got the same answer again (OpenClaw's newest behaviour): a model
+    /// retrying a blocked call escalates instead of meeting the same block forever.
+    /// Strict: `true`; it needs one of the outcome-ledger detectors on.
+    pub count_vetoes: bool,
 }
 
 impl Default for ExtraPolicy {
@@ -349,6 +357,7 @@ impl LoopguardConfig {
             near_repeat: m(&g.near_repeat, &a.near_repeat),
             no_progress_cycle: m(&g.no_progress_cycle, &a.no_progress_cycle),
             changing_error_same_call: m(&g.changing_error_same_call, &a.changing_error_same_call),
+            count_vetoes: a.count_vetoes.or(g.count_vetoes),
         })
     }
 
@@ -413,6 +422,9 @@ impl LoopguardConfig {
             near_repeat,
             cycle: thresholds(&self.no_progress_cycle, DEFAULT_CYCLE),
             changing_error: thresholds(&self.changing_error_same_call, DEFAULT_CHANGING_ERROR),
+            count_vetoes: self
+                .count_vetoes
+                .unwrap_or(profile == DetectorProfile::Strict),
         }
     }
 

@@ -227,7 +227,7 @@ const BLOCK_KEYS: &[&str] = &[
 ];
 const DETECTOR_KEYS: &[&str] = &["genericRepeat", "knownPollNoProgress", "pingPong"];
 const GUARD_KEYS: &[&str] = &["windowSize"];
-const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors"];
+const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors", "countVetoes"];
 
 /// Keys people have put in this block that are worth a specific explanation.
 fn known_mistake(key: &str) -> Option<&'static str> {
@@ -686,6 +686,7 @@ impl Cx {
                 ),
             }
         }
+        cfg.count_vetoes = self.boolean(node, path, "countVetoes");
         if let Some(d) = node.get("detectors") {
             let p = join(path, "detectors");
             if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {

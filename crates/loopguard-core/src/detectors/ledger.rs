@@ -200,6 +200,64 @@ impl Ledger {
         }
     }
 
+    /// A call blocked in enforce mode (`countVetoes`, strict profile): it never ran, but
+    /// it counts toward the streak it was blocked for, so a model that retries a blocked
+    /// call escalates (OpenClaw's newest rule records the veto too). It is recorded as one
+    /// more repeat of the newest outcome it repeats: of the same call if there is one, else
+    /// of the same tool with the same [shape](super::sketch) of arguments, else of the same
+    /// tool. Its sketch, when the drift detectors keep sketches, is the proposed call's
+    /// with that outcome, flagged [`super::sketch::VETOED`] (cycles look through it). A
+    /// call whose tool has no outcome in the run (a missing tool, a run ended by a second
+    /// critical) has nothing to repeat and is not recorded. Returns whether it was.
+    pub(crate) fn record_veto(
+        &mut self,
+        run: Option<&[u8]>,
+        tool: &Name,
+        args: ArgsDigest,
+        proposed: Option<&super::sketch::ArgsSketch>,
+        cap: usize,
+    ) -> bool {
+        let (mut same_shape, mut same_tool) = (None, None);
+        let mut evidence = None;
+        for e in self.scoped(run).rev() {
+            if e.tool != *tool {
+                continue;
+            }
+            if e.args == args {
+                evidence = Some(e);
+                break;
+            }
+            let shape = e.sketch.as_ref().map(|s| s.args.shape);
+            if same_shape.is_none() && proposed.is_some_and(|p| Some(p.shape) == shape) {
+                same_shape = Some(e);
+            }
+            same_tool = same_tool.or(Some(e));
+        }
+        let Some(e) = evidence.or(same_shape).or(same_tool) else {
+            return false;
+        };
+        let (result, failure) = (e.result, e.failure);
+        let sketch = e.sketch.as_ref().map(|s| {
+            let args = proposed.cloned().unwrap_or_else(|| s.args.clone());
+            Box::new(super::sketch::Sketch {
+                flags: args.flags
+                    | (s.flags & super::sketch::EMPTY_OUTCOME)
+                    | super::sketch::VETOED,
+                args,
+                outcome: s.outcome,
+            })
+        });
+        let o = NewOutcome {
+            tool: tool.clone(),
+            args,
+            result,
+            failure,
+            sketch,
+        };
+        self.record(run, o, cap);
+        true
+    }
+
     /// A compaction finished: the loops repeating since the previous one are marked (a
     /// mark seen before counts one more compaction), and the run's epoch moves on.
     pub(crate) fn compaction(&mut self, run: Option<&[u8]>) {

@@ -45,11 +45,17 @@ pub(crate) fn cycles(
     let mut buf: [Item<'_>; CAP] = [(&[], 0, None, None); CAP];
     buf[0] = (tool, args.shape, None, Some(digest));
     let mut len = 1;
+    // Blocked calls of the cycle (`countVetoes`) are looked through, and counted.
+    let mut vetoed = 0u64;
     // Enough outcomes to reach the block of the longest period, and no more.
     for e in ledger.scoped(run).rev().take(limit.min(CAP - 1)) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
+        }
+        if s.vetoed() {
+            vetoed += 1;
+            continue;
         }
         let exact = s.empty_outcome().then_some(&e.args);
         buf[len] = (e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact);
@@ -88,7 +94,7 @@ pub(crate) fn cycles(
             }
             i += 1;
         }
-        found.push((p, (i + p) as u64));
+        found.push((p, (i + p) as u64 + vetoed));
     }
     found
 }

@@ -151,6 +151,9 @@ pub const ECHO_ONLY: u8 = 1;
 pub const POLL: u8 = 2;
 /// Flag: the outcome carries no text at all (an empty success).
 pub const EMPTY_OUTCOME: u8 = 4;
+/// Flag: the call was blocked and never ran; the ledger counts it as one more repeat of
+/// the outcome it was blocked for (`countVetoes`).
+pub const VETOED: u8 = 8;
 
 /// The normalised arguments of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +189,10 @@ impl Sketch {
     /// Whether the outcome was empty.
     pub fn empty_outcome(&self) -> bool {
         self.flags & EMPTY_OUTCOME != 0
+    }
+    /// Whether the call was blocked, its outcome copied from the one it repeats.
+    pub fn vetoed(&self) -> bool {
+        self.flags & VETOED != 0
     }
 }
 

@@ -351,4 +351,5 @@ fn describe_loopguard(
         show(&extra.cycle, &at(&extra.cycle)),
         show(&extra.changing_error, &at(&extra.changing_error)),
     );
+    let _ = writeln!(out, "    countVetoes={}", extra.count_vetoes);
 }
