@@ -587,6 +587,129 @@ fn cline_repetition_ignoring_task_progress() {
     assert_eq!(blocked_at(&files), None);
 }
 
+// ---- a vetoed call counts toward its streak (strict, enforce mode) ------------------
+
+/// Enforce mode: each step's call is checked and, when allowed, runs with its outcome;
+/// a blocked call does not run. Returns each call's (level, detector, count).
+fn enforce(p: &Policy, steps: &[Step]) -> Vec<Option<(bool, Detector, u64)>> {
+    let mut s = Session::new("t");
+    let mut out = Vec::new();
+    for (tool, args, res, is_err) in steps {
+        let args = v(args);
+        let call = Call::new(*tool, &args).run("r");
+        let d = s.before_call(p, &call);
+        let (ran, seen) = match d.verdict {
+            Verdict::Allow => (true, None),
+            Verdict::Warn { detection, .. } => {
+                (true, Some((false, detection.detector, detection.count)))
+            }
+            Verdict::Block { detection, .. } => {
+                (false, Some((true, detection.detector, detection.count)))
+            }
+        };
+        out.push(seen);
+        if ran {
+            let (r, e) = (text(res), Value::from(res.clone()));
+            let o = if *is_err {
+                Outcome::Error(&e)
+            } else {
+                Outcome::Result(&r)
+            };
+            let _ = s.after_call(p, &call, o);
+        }
+    }
+    out
+}
+
+fn strict_without_second_critical(count_vetoes: bool) -> Policy {
+    let mut extra = ExtraPolicy::strict();
+    extra.second_critical.enabled = false;
+    extra.count_vetoes = count_vetoes;
+    Policy::enabled().with_extra(extra)
+}
+
+#[test]
+fn a_vetoed_call_counts_toward_its_streak() {
+    // Confirmations reworded every time, then the blocked one retried three times.
+    let mut steps: Vec<Step> = (0..5)
+        .map(|i| {
+            ok(
+                "bash",
+                &sh(&format!("echo 'check {} passed'", WORDS[i])),
+                "ok",
+            )
+        })
+        .collect();
+    let retry = steps[4].clone();
+    steps.extend([retry.clone(), retry.clone(), retry]);
+    let counted = enforce(&strict_without_second_critical(true), &steps);
+    let sticky = enforce(&strict_without_second_critical(false), &steps);
+    assert_eq!(
+        counted[4],
+        Some((true, Detector::NearRepeat, 4)),
+        "{counted:?}"
+    );
+    // Each retry of the blocked call counts: the streak grows.
+    let counts: Vec<u64> = counted[4..].iter().map(|d| d.unwrap().2).collect();
+    assert_eq!(counts, [4, 5, 6, 7], "{counted:?}");
+    // Without countVetoes the block is only sticky (OpenClaw's Era C rule).
+    let counts: Vec<u64> = sticky[4..].iter().map(|d| d.unwrap().2).collect();
+    assert_eq!(counts, [4, 4, 4, 4], "{sticky:?}");
+    // With the strict profile as shipped, retrying a blocked call ends the run.
+    let shipped = enforce(&strict(), &steps);
+    assert_eq!(shipped[5].map(|d| d.1), Some(Detector::SecondCriticalAbort));
+}
+
+#[test]
+fn a_vetoed_call_of_a_failing_streak_and_of_a_cycle_still_counts() {
+    // The same call failing the same way: blocked at the 7th, retries count on.
+    let steps: Vec<Step> = (0..9)
+        .map(|_| fail("read", r#"{"path":"/missing.txt"}"#, "ENOENT: no such file"))
+        .collect();
+    let got = enforce(&strict_without_second_critical(true), &steps);
+    let blocks: Vec<(Detector, u64)> = got
+        .iter()
+        .flatten()
+        .filter(|d| d.0)
+        .map(|d| (d.1, d.2))
+        .collect();
+    assert_eq!(
+        blocks.first(),
+        Some(&(Detector::IdenticalFailureStreak, 6)),
+        "{got:?}"
+    );
+    assert!(blocks.windows(2).all(|w| w[1].1 == w[0].1 + 1), "{got:?}");
+    // A ping-pong of two failing spellings: the retried blocked side stays blocked, and
+    // its count grows (the veto is looked through, not a break in the cycle).
+    let mut steps: Vec<Step> = (0..8)
+        .map(|i| {
+            let path = if i % 2 == 0 {
+                "/tmp/out.txt"
+            } else {
+                "/tmp/out .txt"
+            };
+            fail(
+                "read",
+                &format!(r#"{{"path":"{path}"}}"#),
+                "ENOENT: no such file or directory",
+            )
+        })
+        .collect();
+    let last = steps[7].clone();
+    steps.extend([last.clone(), last]);
+    let got = enforce(&strict_without_second_critical(true), &steps);
+    let first = got
+        .iter()
+        .position(|d| d.is_some_and(|d| d.0))
+        .expect("blocked");
+    assert!(first < 8, "{got:?}");
+    let tail: Vec<u64> = got[first..]
+        .iter()
+        .map(|d| d.expect("still blocked").2)
+        .collect();
+    assert!(tail.windows(2).all(|w| w[1] > w[0]), "{got:?}");
+}
+
 // ---- the default profile does not depend on strict-only settings --------------------
 
 fn decisions(p: &Policy, steps: &[(u8, u8, bool)]) -> Vec<String> {
@@ -621,10 +744,11 @@ proptest! {
     fn default_profile_ignores_strict_only_settings(
         steps in proptest::collection::vec((0u8..3, 0u8..3, any::<bool>()), 1..60),
         warn in 1u32..10, block in 1u32..12, sim in 1u32..100, window in 2u32..20,
+        vetoes in any::<bool>(),
     ) {
         let plain = Policy::enabled();
         let text = format!(
-            r#"{{tools:{{loopDetection:{{enabled:true}}}},loopguard:{{profile:"openclaw",detectors:{{
+            r#"{{tools:{{loopDetection:{{enabled:true}}}},loopguard:{{profile:"openclaw",countVetoes:{vetoes},detectors:{{
                 nearRepeat:{{warnAt:{warn},blockAt:{block},similarity:{}}},
                 noProgressCycle:{{warnAt:{warn},blockAt:{block}}},
                 changingErrorSameCall:{{warnAt:{warn},blockAt:{block}}},

@@ -62,7 +62,8 @@ pub(crate) fn count(
         }
         // The same call failing the same way is `identical_failure_streak`'s (with its
         // own, higher thresholds: agents do recover from a few malformed turns).
-        let exact_failure = e.failure.is_some() && e.same_call(tool, digest);
+        // A blocked retry (`countVetoes`) of it counts here, where it was blocked.
+        let exact_failure = e.failure.is_some() && e.same_call(tool, digest) && !s.vetoed();
         let alike = !exact_failure
             && e.tool.as_wtf8() == tool
             && if s.empty_outcome() {
