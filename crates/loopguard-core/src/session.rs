@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 
 use crate::compaction_guard::{CompactionGuard, GuardAbort};
 use crate::config::Policy;
-use crate::detectors::ledger::{failure_identity, Ledger};
+use crate::detectors::ledger::Ledger;
 use crate::detectors::{self, Detection, Detector, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
 use crate::history::{normalize_run, History, Name, RecordRef};
@@ -676,7 +676,7 @@ impl Session {
                     tool: call.tool.clone().into_owned(),
                     args,
                     result,
-                    failure: failure_identity(outcome),
+                    failure: crate::detectors::ledger::call_failure_identity(outcome, tool, &args),
                     sketch: policy.extra.drift().then(|| {
                         let (args, echoed) = match self.last_sketch.take() {
                             Some((d, t, s, e)) if d == args && *t == *tool => (s, *e),

@@ -710,6 +710,40 @@ fn a_vetoed_call_of_a_failing_streak_and_of_a_cycle_still_counts() {
     assert!(tail.windows(2).all(|w| w[1] > w[0]), "{got:?}");
 }
 
+// ---- a failed command's identity ignores timestamps, durations, pids, attempts -------
+
+#[test]
+fn a_tail_of_one_failure_counts_across_changing_arguments_and_timestamps() {
+    // The same connection failure, reported with a new timestamp, attempt number, pid and
+    // duration each time, for commands whose flags keep changing.
+    let steps: Vec<Step> = (0..9)
+        .map(|i| {
+            fail(
+                "exec",
+                &sh(&format!("psql -h localhost --connect-timeout={} -c 'select 1'", i + 2)),
+                &format!(
+                    "[2026-12-01T10:{:02}:{:02}Z] attempt {}: connection refused (pid {}) after {}.{}s",
+                    10 + i,
+                    7 * i % 60,
+                    i + 1,
+                    4000 + 37 * i,
+                    i + 1,
+                    i * 3
+                ),
+            )
+        })
+        .collect();
+    let seen = replay(&strict(), &steps);
+    assert_eq!(
+        seen.first_warn,
+        Some((5, Detector::ErrorDespiteChangingArgs)),
+        "{seen:?}"
+    );
+    assert!(seen.first_block.is_some_and(|(n, _)| n <= 9), "{seen:?}");
+    // The default profile: arguments differ, so nothing.
+    assert_eq!(replay(&Policy::enabled(), &steps), Seen::default());
+}
+
 // ---- the default profile does not depend on strict-only settings --------------------
 
 fn decisions(p: &Policy, steps: &[(u8, u8, bool)]) -> Vec<String> {

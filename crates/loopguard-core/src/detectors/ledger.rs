@@ -339,7 +339,7 @@ pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
             let msg = format_error(e);
             format!("error:{}", normalize_failure_text(&msg.to_string_lossy()))
         }
-        Outcome::Result(r) => result_failure(r)?,
+        Outcome::Result(r) => result_failure(r)?.text,
     };
     let digest = Sha256::digest(text.as_bytes());
     let mut id = [0u8; 8];
@@ -347,7 +347,62 @@ pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
     Some(id)
 }
 
-fn result_failure(r: &Value<'_>) -> Option<String> {
+/// The identity of a failure in a call of `tool` with `args`, for the ledger: the
+/// [`failure_identity`] of a failure whose output says what went wrong, so the same
+/// failure counts across changing arguments (timestamps, clock times, durations, pids and
+/// attempt numbers are blanked by [`normalize_failure_text`]). A failed command whose
+/// output says nothing (empty, only "(Command exited with code N)", or timed out) is
+/// identified with its call: two different commands that both fail silently (a `grep`
+/// that finds nothing) are not one failure (OpenClaw's newest `failureIdentityHash` is
+/// likewise only taken for a terminal failure with output).
+pub(crate) fn call_failure_identity(
+    outcome: Outcome<'_, '_>,
+    tool: &[u8],
+    args: &ArgsDigest,
+) -> Option<FailureId> {
+    let id = failure_identity(outcome)?;
+    let silent = match outcome {
+        Outcome::Result(r) => result_failure(r).is_some_and(|f| f.silent),
+        _ => false,
+    };
+    if !silent {
+        return Some(id);
+    }
+    let mut h = Sha256::new();
+    h.update(b"call:");
+    h.update(id);
+    h.update(tool);
+    h.update(b":");
+    h.update(args.0);
+    let digest = h.finalize();
+    let mut out = [0u8; 8];
+    out.copy_from_slice(&digest[..8]);
+    Some(out)
+}
+
+/// A failed result: its identity text, and whether its output says nothing.
+struct ResultFailure {
+    text: String,
+    silent: bool,
+}
+
+/// Whether a failed command's output says nothing about the failure.
+fn says_nothing(output: &str, timed_out: bool) -> bool {
+    let t = output.trim();
+    if timed_out || t.is_empty() {
+        return true;
+    }
+    // OpenClaw's placeholder for a command without output.
+    t.strip_prefix("(Command exited with code ")
+        .and_then(|rest| rest.strip_suffix(')'))
+        .is_some_and(|n| {
+            n.trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+}
+
+fn result_failure(r: &Value<'_>) -> Option<ResultFailure> {
     if let Some(details) = r.get("details") {
         let status = details.get("status").and_then(Value::as_str);
         let code = details.get("exitCode").and_then(Value::as_f64);
@@ -356,13 +411,18 @@ fn result_failure(r: &Value<'_>) -> Option<String> {
             let output = details
                 .get("aggregated")
                 .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty())
                 .map(str::to_string)
                 .unwrap_or_else(|| extract_text(r).to_string_lossy().into_owned());
-            return Some(format!(
-                "exit:{}:{}",
-                code.map_or_else(|| "?".to_string(), |c| c.to_string()),
-                normalize_failure_text(&output)
-            ));
+            let timed_out = details.get("timedOut").and_then(Value::as_bool) == Some(true);
+            return Some(ResultFailure {
+                text: format!(
+                    "exit:{}:{}",
+                    code.map_or_else(|| "?".to_string(), |c| c.to_string()),
+                    normalize_failure_text(&output)
+                ),
+                silent: says_nothing(&output, timed_out),
+            });
         }
         return None;
     }
@@ -371,7 +431,11 @@ fn result_failure(r: &Value<'_>) -> Option<String> {
     let rest = text.strip_prefix("<returncode>")?;
     let (code, output) = rest.split_once("</returncode>")?;
     let code: i64 = code.trim().parse().ok()?;
-    (code != 0).then(|| format!("exit:{code}:{}", normalize_failure_text(output)))
+    let bare = output.replace("<output>", "").replace("</output>", "");
+    (code != 0).then(|| ResultFailure {
+        text: format!("exit:{code}:{}", normalize_failure_text(output)),
+        silent: says_nothing(&bare, false),
+    })
 }
 
 /// Normalises a failure's text: lowercase, whitespace collapsed, numbers replaced by `#`,
@@ -453,6 +517,89 @@ mod tests {
         )
         .unwrap();
         assert!(failure_identity(Outcome::Result(&failed)).is_some());
+    }
+
+    fn exec_failed(code: i64, aggregated: &str, timed_out: bool) -> Value<'static> {
+        Value::parse(
+            format!(
+                r#"{{"content":[{{"type":"text","text":"(Command exited with code {code})"}}],"details":{{"status":"failed","exitCode":{code},"timedOut":{timed_out},"aggregated":{aggregated:?}}}}}"#
+            )
+            .as_bytes(),
+        )
+        .unwrap()
+        .into_owned()
+    }
+
+    #[test]
+    fn failed_exec_identity_strips_timestamps_durations_pids_and_attempts() {
+        let a = exec_failed(
+            1,
+            "[2026-11-30T09:14:02.113Z] attempt 1/5: connect ECONNREFUSED 127.0.0.1:5432 (pid 4411) after 1.52s",
+            false,
+        );
+        let b = exec_failed(
+            1,
+            "[2026-12-01T17:40:55.902Z] attempt 4/5: connect ECONNREFUSED 127.0.0.1:5432 (pid 9020) after 12.07s",
+            false,
+        );
+        let (x, y) = (ArgsDigest([1; 32]), ArgsDigest([2; 32]));
+        // Different arguments, the same failure: one identity, so the tail counts.
+        let ia = call_failure_identity(Outcome::Result(&a), b"exec", &x);
+        let ib = call_failure_identity(Outcome::Result(&b), b"exec", &y);
+        assert!(ia.is_some());
+        assert_eq!(ia, ib);
+        // Another failure is another identity.
+        let c = exec_failed(1, "permission denied: /etc/shadow", false);
+        assert_ne!(ia, call_failure_identity(Outcome::Result(&c), b"exec", &x));
+        // A mini-swe-agent observation, with a clock time and a duration.
+        let text = |t: &str| {
+            Value::parse(format!(r#"{{"content":[{{"type":"text","text":{t:?}}}]}}"#).as_bytes())
+                .unwrap()
+                .into_owned()
+        };
+        let m1 =
+            text("<returncode>2</returncode><output>12:01:07 retry 2 failed in 340ms</output>");
+        let m2 =
+            text("<returncode>2</returncode><output>12:09:55 retry 7 failed in 1210ms</output>");
+        assert_eq!(
+            call_failure_identity(Outcome::Result(&m1), b"bash", &x),
+            call_failure_identity(Outcome::Result(&m2), b"bash", &y)
+        );
+    }
+
+    #[test]
+    fn a_failure_that_says_nothing_is_identified_with_its_call() {
+        let (x, y) = (ArgsDigest([1; 32]), ArgsDigest([2; 32]));
+        for silent in [
+            exec_failed(1, "", false),
+            exec_failed(1, "(Command exited with code 1)", false),
+            exec_failed(124, "still compiling...", true),
+        ] {
+            let a = call_failure_identity(Outcome::Result(&silent), b"exec", &x);
+            let b = call_failure_identity(Outcome::Result(&silent), b"exec", &y);
+            assert!(a.is_some());
+            // Two different commands failing silently are two failures...
+            assert_ne!(a, b);
+            // ...and the same command failing silently again is the same one.
+            assert_eq!(
+                a,
+                call_failure_identity(Outcome::Result(&silent), b"exec", &x)
+            );
+        }
+        let text = Value::parse(
+            br#"{"content":[{"type":"text","text":"<returncode>1</returncode>\n<output>\n</output>"}]}"#,
+        )
+        .unwrap();
+        assert_ne!(
+            call_failure_identity(Outcome::Result(&text), b"bash", &x),
+            call_failure_identity(Outcome::Result(&text), b"bash", &y)
+        );
+        // A thrown error keeps its own identity across arguments.
+        let e = Value::from("ENOENT: no such file or directory, open '/tmp/a'");
+        assert_eq!(
+            call_failure_identity(Outcome::Error(&e), b"read", &x),
+            call_failure_identity(Outcome::Error(&e), b"read", &y)
+        );
     }
 
     #[test]
