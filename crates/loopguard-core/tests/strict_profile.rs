@@ -575,6 +575,7 @@ proptest! {
         let mut s = Session::new("t");
         let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
         let mut past: Vec<(u8, u8, bool)> = Vec::new();
+        let mut blocked_before = false;
         for (i, (tool_i, arg, is_error)) in steps.into_iter().enumerate() {
             let tool = ["read", "exec", "write"][tool_i as usize];
             let args = v(&format!(r#"{{"a":{arg}}}"#));
@@ -586,11 +587,15 @@ proptest! {
                 // different error each time is a loop (issue 19, OpenHands' third error).
                 let same_failing = past.len() >= 3
                     && past[past.len() - 3..].iter().all(|&(t, a, e)| t == tool_i && a == arg && e);
+                // After that block, the next critical of the run ends it
+                // (`second_critical_abort`), whatever the call.
                 prop_assert!(
                     !Detector::EXTRA.contains(&det)
-                        || (det == Detector::ChangingErrorSameCall && same_failing),
+                        || (det == Detector::ChangingErrorSameCall && same_failing)
+                        || (det == Detector::SecondCriticalAbort && blocked_before),
                     "blocked by {det} at step {i}"
                 );
+                blocked_before = true;
             }
             past.push((tool_i, arg, is_error));
             let text = format!("result {} {}", words[i % words.len()], words[(i / words.len()) % words.len()]);
@@ -622,3 +627,4 @@ proptest! {
         prop_assert_eq!(a.export_state(), b.export_state());
     }
 }
+
