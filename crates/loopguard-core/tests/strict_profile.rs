@@ -627,4 +627,3 @@ proptest! {
         prop_assert_eq!(a.export_state(), b.export_state());
     }
 }
-

@@ -696,6 +696,18 @@ impl OutHash {
 /// message that repeats them back) as `#`.
 fn normalize_into(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
     const NONCE: &[u8] = b"external_untrusted_content id=";
+    /// Bytes written as they are (lowercased): not whitespace, not a digit, and not an
+    /// `e` (which may start a nonce marker).
+    const PLAIN: [bool; 256] = {
+        let mut t = [true; 256];
+        let mut i = 0;
+        while i < 256 {
+            let c = i as u8;
+            t[i] = !(c.is_ascii_whitespace() || c.is_ascii_digit() || c == b'e' || c == b'E');
+            i += 1;
+        }
+        t
+    };
     let b = text;
     let mut i = 0;
     let mut pending_space = false;
@@ -712,8 +724,20 @@ fn normalize_into(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
             pending_space = false;
         }
         wrote = true;
+        if PLAIN[usize::from(c)] {
+            // A run of plain bytes, the common case, in a tight loop.
+            sink(c.to_ascii_lowercase());
+            i += 1;
+            while i < b.len() && PLAIN[usize::from(b[i])] {
+                sink(b[i].to_ascii_lowercase());
+                i += 1;
+            }
+            continue;
+        }
         if (c == b'e' || c == b'E')
             && b.len() - i >= NONCE.len()
+            // Most `e`s start another word: one byte tells.
+            && b[i + 1].eq_ignore_ascii_case(&b'x')
             && b[i..i + NONCE.len()].eq_ignore_ascii_case(NONCE)
         {
             NONCE.iter().for_each(|&x| sink(x));
