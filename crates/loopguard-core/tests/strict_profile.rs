@@ -627,3 +627,26 @@ proptest! {
         prop_assert_eq!(a.export_state(), b.export_state());
     }
 }
+
+/// `loopguard.countVetoes`: on in strict, off in openclaw, a boolean, merged per agent.
+#[test]
+fn count_vetoes_follows_the_profile_and_the_key() {
+    let load = |t: &str| OpenClawConfig::from_json5(t).unwrap();
+    let l = load(r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict"}}"#);
+    assert!(l.config.policy_for(None).extra.count_vetoes);
+    let l = load(r#"{tools:{loopDetection:{enabled:true}}}"#);
+    assert!(!l.config.policy_for(None).extra.count_vetoes);
+    let l = load(
+        r#"{loopguard:{profile:"strict",countVetoes:false},
+            agents:{list:[{id:"a",loopguard:{countVetoes:true}}]}}"#,
+    );
+    assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+    assert!(!l.config.policy_for(None).extra.count_vetoes);
+    assert!(l.config.policy_for(Some("a")).extra.count_vetoes);
+    let l = load(r#"{loopguard:{countVetoes:"yes"}}"#);
+    assert!(
+        l.diagnostics.iter().any(|d| d.path == "loopguard.countVetoes"),
+        "{:?}",
+        l.diagnostics
+    );
+}
