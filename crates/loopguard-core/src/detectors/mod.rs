@@ -307,51 +307,71 @@ pub(crate) fn detect_extra(
     let args_hash = std::cell::OnceCell::new();
     let args_hash = || args_hash.get_or_init(|| args.args_hash(tool)).as_slice();
     let streak = failure_streak::trailing(ledger, run, tool, args);
-    let mut found: Vec<Detection> = [
-        when_enabled(&extra.failure_streak, |cfg| {
-            failure_streak::check(streak.as_ref(), tool, &args_hash, cfg)
-        }),
+    // In order; the first critical wins at once, else OpenClaw's warning, else the first
+    // extra warning. Evaluated lazily: nothing after a critical is looked at.
+    let checks: [&dyn Fn() -> Option<Detection>; 8] = [
+        &|| {
+            when_enabled(&extra.failure_streak, |cfg| {
+                failure_streak::check(streak.as_ref(), tool, &args_hash, cfg)
+            })
+        },
         // A poll waiting for a long job legitimately gets the same answer many times in a
         // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
-        when_enabled(&extra.outcome_streak, |cfg| {
-            if known_poll {
-                None
-            } else {
-                outcome_streak::check(streak.as_ref(), tool, &args_hash, cfg)
-            }
-        }),
-        when_enabled(&extra.error_changing_args, |cfg| {
-            error_changing_args::check(ledger, run, tool, cfg)
-        }),
-        when_enabled(&extra.loop_across_compactions, |cfg| {
-            loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
-        }),
-        when_enabled(&extra.changing_error, |cfg| {
-            changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
-        }),
-        when_enabled(&extra.near_repeat, |cfg| {
-            near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)
-        }),
-        when_enabled(&extra.cycle, |cfg| {
-            no_progress_cycle::check(ledger, run, tool, args, drift.as_ref()?, cfg)
-        }),
-        when_enabled(&extra.argument_churn, |cfg| {
-            argument_churn::check(ledger, run, tool, args, cfg)
-        }),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let critical = found.iter().position(|d| d.level == Level::Critical);
-    if let Some(i) = critical {
-        let d = found.swap_remove(i);
-        report_extra(tool, &d);
-        return Some(d);
+        &|| {
+            when_enabled(&extra.outcome_streak, |cfg| {
+                if known_poll {
+                    None
+                } else {
+                    outcome_streak::check(streak.as_ref(), tool, &args_hash, cfg)
+                }
+            })
+        },
+        &|| {
+            when_enabled(&extra.error_changing_args, |cfg| {
+                error_changing_args::check(ledger, run, tool, cfg)
+            })
+        },
+        &|| {
+            when_enabled(&extra.loop_across_compactions, |cfg| {
+                loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
+            })
+        },
+        &|| {
+            when_enabled(&extra.changing_error, |cfg| {
+                changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
+            })
+        },
+        &|| {
+            when_enabled(&extra.near_repeat, |cfg| {
+                near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)
+            })
+        },
+        &|| {
+            when_enabled(&extra.cycle, |cfg| {
+                no_progress_cycle::check(ledger, run, tool, args, drift.as_ref()?, cfg)
+            })
+        },
+        &|| {
+            when_enabled(&extra.argument_churn, |cfg| {
+                argument_churn::check(ledger, run, tool, args, cfg)
+            })
+        },
+    ];
+    let mut first_warning = None;
+    for check in checks {
+        let Some(d) = check() else { continue };
+        if d.level == Level::Critical {
+            report_extra(tool, &d);
+            return Some(d);
+        }
+        if first_warning.is_none() {
+            first_warning = Some(d);
+        }
     }
     if base.is_some() {
         return base;
     }
-    let d = found.into_iter().next()?;
+    let d = first_warning?;
     report_extra(tool, &d);
     Some(d)
 }
