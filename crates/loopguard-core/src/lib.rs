@@ -135,7 +135,8 @@ pub use detectors::ledger::{
 };
 pub use detectors::no_progress::{streak as no_progress_streak, Streak};
 pub use detectors::sketch::{
-    args_sketch, is_echo_only, is_wait_call, similarity_pct, ArgsSketch, Sketch, BOOKKEEPING_KEYS,
+    args_sketch, is_echo_only, is_wait_call, similarity_pct, tool_bookkeeping_keys, ArgsSketch,
+    Sketch, BOOKKEEPING_KEYS, TOOL_BOOKKEEPING,
 };
 pub use detectors::{Detection, Detector, Level};
 pub use history::{normalize_run, History, Name, Record, RecordRef};

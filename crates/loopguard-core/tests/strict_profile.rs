@@ -645,7 +645,9 @@ fn count_vetoes_follows_the_profile_and_the_key() {
     assert!(l.config.policy_for(Some("a")).extra.count_vetoes);
     let l = load(r#"{loopguard:{countVetoes:"yes"}}"#);
     assert!(
-        l.diagnostics.iter().any(|d| d.path == "loopguard.countVetoes"),
+        l.diagnostics
+            .iter()
+            .any(|d| d.path == "loopguard.countVetoes"),
         "{:?}",
         l.diagnostics
     );
