@@ -623,10 +623,11 @@ impl Session {
                 // The test `veto_outcome_records_nothing` pins the equivalence.
                 // The strict profile (`countVetoes`) counts the blocked call toward its
                 // streak in the outcome ledger; OpenClaw's history is untouched.
-                if policy.resolved.enabled
+                // (Not a match guard: a block that is not counted is still not recorded.)
+                let counted = policy.resolved.enabled
                     && policy.extra.count_vetoes
-                    && policy.extra.records_outcomes()
-                {
+                    && policy.extra.records_outcomes();
+                if counted {
                     self.ledger.record_veto(
                         call.run_key(),
                         &call.tool.clone().into_owned(),
