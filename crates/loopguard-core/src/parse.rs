@@ -369,10 +369,16 @@ impl<'a> Parser<'a> {
         out.extend_from_slice(&s[start..stop]);
         let mut simple = true;
         let mut lone = false;
+        // Every escape so far is the one `JSON.stringify` writes for its character.
+        let mut canonical = true;
         loop {
             match s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
+                    if canonical && !simple && !lone && out.len() >= KEEP_SOURCE {
+                        let source = &s[start..self.i - 1];
+                        return Ok(JsString::from_escaped(out, source));
+                    }
                     return Ok(JsString::from_parts(Cow::Owned(out), simple, lone));
                 }
                 Some(b'\\') => {
@@ -381,14 +387,23 @@ impl<'a> Parser<'a> {
                     let c = match esc {
                         Some(b'"') => b'"',
                         Some(b'\\') => b'\\',
-                        Some(b'/') => b'/',
+                        Some(b'/') => {
+                            canonical = false;
+                            b'/'
+                        }
                         Some(b'b') => 0x08,
                         Some(b'f') => 0x0C,
                         Some(b'n') => b'\n',
                         Some(b'r') => b'\r',
                         Some(b't') => b'\t',
                         Some(b'u') => {
+                            let at = self.i;
                             let u = self.hex4()?;
+                            // `JSON.stringify` writes `\u00xx` (lower case) for control
+                            // characters without a short escape, and nothing else this way.
+                            canonical &= u < 0x20
+                                && !matches!(u, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D)
+                                && s[at..self.i] == crate::canonical::u_escape_hex(u);
                             let cp = if (0xD800..0xDC00).contains(&u)
                                 && s.get(self.i) == Some(&b'\\')
                                 && s.get(self.i + 1) == Some(&b'u')
@@ -457,6 +472,10 @@ impl<'a> Parser<'a> {
         Ok(v)
     }
 }
+
+/// Decoded strings at least this long keep their source form when it is the canonical one
+/// (`Repr::Escaped` in `value.rs`); shorter ones are cheap to escape again.
+const KEEP_SOURCE: usize = 256;
 
 #[inline]
 fn needs_escape_char(c: u8) -> bool {
