@@ -513,10 +513,29 @@ mod tests {
     fn kept_sources_write_what_escaping_writes() {
         let long = "x".repeat(300);
         let pieces = [
-            r#"\n"#, r#"\t"#, r#"\r"#, r#"\b"#, r#"\f"#, r#"\""#, r#"\\"#, r#"\\n"#,
-            r#"\u0001"#, r#"\u001f"#, r#"\u001F"#, r#"\u000b"#, r#"\u000a"#, r#"\/"#,
-            r#"\u0041"#, r#"\ud83d\ude00"#, r#"\ud800"#, " ", "\u{a0}", "\u{3000}", "é",
-            r#"\\\\"#, r#"\\\n"#,
+            r#"\n"#,
+            r#"\t"#,
+            r#"\r"#,
+            r#"\b"#,
+            r#"\f"#,
+            r#"\""#,
+            r#"\\"#,
+            r#"\\n"#,
+            r#"\u0001"#,
+            r#"\u001f"#,
+            r#"\u001F"#,
+            r#"\u000b"#,
+            r#"\u000a"#,
+            r#"\/"#,
+            r#"\u0041"#,
+            r#"\ud83d\ude00"#,
+            r#"\ud800"#,
+            " ",
+            "\u{a0}",
+            "\u{3000}",
+            "é",
+            r#"\\\\"#,
+            r#"\\\n"#,
         ];
         let mut cases = Vec::new();
         for a in pieces {
@@ -548,11 +567,17 @@ mod tests {
         let v = crate::parse(text1.as_bytes()).unwrap();
         let s = v.as_js_str().unwrap();
         assert!(s.escaped_source().is_some());
-        assert_eq!(s.trim().escaped_source(), Some(format!("{long}\\n \\u0001").as_bytes()));
+        assert_eq!(
+            s.trim().escaped_source(),
+            Some(format!("{long}\\n \\u0001").as_bytes())
+        );
         let text2 = format!("\"{long}\\n \\u0001\\t\\n\"");
         let v = crate::parse(text2.as_bytes()).unwrap();
         let s = v.as_js_str().unwrap();
-        assert_eq!(s.trim().escaped_source(), Some(format!("{long}\\n \\u0001").as_bytes()));
+        assert_eq!(
+            s.trim().escaped_source(),
+            Some(format!("{long}\\n \\u0001").as_bytes())
+        );
         let text3 = format!("\"{long}\\/\"");
         let v = crate::parse(text3.as_bytes()).unwrap();
         assert!(v.as_js_str().unwrap().escaped_source().is_none());

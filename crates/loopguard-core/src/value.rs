@@ -246,26 +246,37 @@ pub struct JsString<'a> {
 }
 
 /// Where a string's bytes live. `Shared` lets the history keep one allocation for a tool
-/// name or run id that thousands of records repeat. `Escaped` (and its borrowed part,
-/// `EscapedPart`) keeps a long parsed string's source form next to its decoded bytes when
-/// that form is exactly what `JSON.stringify` writes, so hashing and output copy it instead
-/// of escaping the decoded bytes again (issue 23: a 100 KB result is read fewer times).
+/// name or run id that thousands of records repeat. `Escaped` is a long parsed string
+/// whose source form is exactly what `JSON.stringify` writes: it is kept as that source and
+/// decoded only if its bytes are asked for, so hashing and output copy the source instead of
+/// decoding and escaping again (issue 23: a 100 KB result is read fewer times).
 #[derive(Clone)]
 enum Repr<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Shared(std::sync::Arc<[u8]>),
     Escaped(Box<Escaped<'a>>),
-    /// Bytes `start..end` of an escaped string (a trimmed one).
-    EscapedPart(&'a Escaped<'a>, u32, u32),
 }
 
-/// A decoded string and its escaped source (between the quotes), which is the
-/// `JSON.stringify` form of the decoded bytes.
+/// An escaped source (between the quotes, validated by the parser, every escape the one
+/// `JSON.stringify` writes) and its decoded bytes once asked for.
 #[derive(Clone)]
 pub(crate) struct Escaped<'a> {
-    decoded: Vec<u8>,
+    decoded: std::sync::OnceLock<Vec<u8>>,
     source: &'a [u8],
+}
+
+impl<'a> Escaped<'a> {
+    fn new(source: &'a [u8]) -> Box<Escaped<'a>> {
+        Box::new(Escaped {
+            decoded: std::sync::OnceLock::new(),
+            source,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.decoded.get_or_init(|| unescape_canonical(self.source))
+    }
 }
 
 impl std::ops::Deref for Repr<'_> {
@@ -276,8 +287,7 @@ impl std::ops::Deref for Repr<'_> {
             Repr::Borrowed(b) => b,
             Repr::Owned(v) => v,
             Repr::Shared(a) => a,
-            Repr::Escaped(e) => &e.decoded,
-            Repr::EscapedPart(e, start, end) => &e.decoded[*start as usize..*end as usize],
+            Repr::Escaped(e) => e.bytes(),
         }
     }
 }
@@ -311,25 +321,22 @@ impl<'a> JsString<'a> {
         }
     }
 
-    /// A decoded string (neither simple nor holding lone surrogates) with its escaped
-    /// `source`, which the parser checked to be the `JSON.stringify` form of `decoded`.
-    pub(crate) fn from_escaped(decoded: Vec<u8>, source: &'a [u8]) -> Self {
+    /// A string kept as its escaped `source` (without the quotes), which the parser
+    /// validated and found to be the `JSON.stringify` form of its characters (none of them
+    /// a lone surrogate, at least one escaped); decoded when its bytes are asked for.
+    pub(crate) fn from_escaped(source: &'a [u8]) -> Self {
         JsString {
-            bytes: Repr::Escaped(Box::new(Escaped { decoded, source })),
+            bytes: Repr::Escaped(Escaped::new(source)),
             simple: false,
             lone: false,
         }
     }
 
     /// The `JSON.stringify` form of the string (without its quotes) when it is at hand
-    /// without escaping again: the parsed source of a long escaped string, or of a trimmed
-    /// part of one.
+    /// without escaping: the parsed source of a long escaped string, or of a trimmed one.
     pub(crate) fn escaped_source(&self) -> Option<&[u8]> {
         match &self.bytes {
             Repr::Escaped(e) => Some(e.source),
-            Repr::EscapedPart(e, start, end) => {
-                source_part(e.source, &e.decoded, *start as usize, *end as usize)
-            }
             _ => None,
         }
     }
@@ -372,7 +379,10 @@ impl<'a> JsString<'a> {
 
     /// `true` for `""`.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        match &self.bytes {
+            Repr::Escaped(e) => e.source.is_empty(),
+            other => other.is_empty(),
+        }
     }
 
     /// A copy that owns its bytes.
@@ -381,8 +391,14 @@ impl<'a> JsString<'a> {
             Repr::Borrowed(b) => Repr::Owned(b.to_vec()),
             Repr::Owned(v) => Repr::Owned(v),
             Repr::Shared(a) => Repr::Shared(a),
-            Repr::Escaped(e) => Repr::Owned(e.decoded),
-            part @ Repr::EscapedPart(..) => Repr::Owned(part.to_vec()),
+            Repr::Escaped(e) => {
+                let source = e.source;
+                Repr::Owned(
+                    e.decoded
+                        .into_inner()
+                        .unwrap_or_else(|| unescape_canonical(source)),
+                )
+            }
         };
         JsString {
             bytes,
@@ -406,39 +422,33 @@ impl<'a> JsString<'a> {
 
     /// Borrows this string without copying.
     pub fn reborrow(&self) -> JsString<'_> {
+        let bytes = match &self.bytes {
+            Repr::Escaped(e) => Repr::Escaped(Escaped::new(e.source)),
+            other => Repr::Borrowed(other),
+        };
         JsString {
-            bytes: self.part(0, self.bytes.len()),
+            bytes,
             simple: self.simple,
             lone: self.lone,
         }
     }
 
-    /// JavaScript's `String.prototype.trim`, borrowing from `self`.
+    /// JavaScript's `String.prototype.trim`, borrowing from `self` (a string kept as its
+    /// escaped source is trimmed there, without decoding it).
     pub fn trim(&self) -> JsString<'_> {
+        if let Repr::Escaped(e) = &self.bytes {
+            return JsString {
+                bytes: Repr::Escaped(Escaped::new(trim_source(e.source))),
+                simple: false,
+                lone: false,
+            };
+        }
         let t = crate::text::js_trim(&self.bytes);
-        // `t` is a part of the bytes: where it starts, by address.
-        let start = (t.as_ptr() as usize).saturating_sub(self.bytes.as_ptr() as usize);
         JsString {
-            bytes: self.part(start, start + t.len()),
+            bytes: Repr::Borrowed(t),
             simple: self.simple,
             lone: self.lone && t.len() >= 3,
         }
-    }
-
-    /// Bytes `start..end`, borrowed, keeping an escaped source at hand.
-    fn part(&self, start: usize, end: usize) -> Repr<'_> {
-        fn part<'e>(e: &'e Escaped<'e>, from: usize, to: usize) -> Option<Repr<'e>> {
-            match (u32::try_from(from), u32::try_from(to)) {
-                (Ok(s), Ok(t)) => Some(Repr::EscapedPart(e, s, t)),
-                _ => None,
-            }
-        }
-        let kept = match &self.bytes {
-            Repr::Escaped(e) => part(e, start, end),
-            Repr::EscapedPart(e, s, _) => part(e, *s as usize + start, *s as usize + end),
-            _ => None,
-        };
-        kept.unwrap_or_else(|| Repr::Borrowed(&self.bytes[start..end]))
     }
 }
 
@@ -499,27 +509,73 @@ pub(crate) fn needs_json_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
 }
 
-/// The part of `source` (the `JSON.stringify` form of `decoded`) that writes
-/// `decoded[start..end]`: the escapes and bytes that write `decoded[..start]` are taken off
-/// the front and those that write `decoded[end..]` off the back (a trimmed string loses a
-/// few whitespace characters at either end). `None` when the two do not correspond.
-fn source_part<'s>(source: &'s [u8], decoded: &[u8], start: usize, end: usize) -> Option<&'s [u8]> {
-    let (mut front, mut back) = (0, source.len());
-    for &want in decoded.get(..start)? {
-        let (len, byte) = source_token_at(source, front)?;
-        if byte != want {
-            return None;
+/// Decodes a source the parser validated as canonical (`Repr::Escaped`): its escapes are
+/// the short ones and `\u00xx`.
+fn unescape_canonical(source: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(source.len());
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &source[i..]) {
+        out.extend_from_slice(&source[i..i + k]);
+        i += k;
+        match escape_at(source, i) {
+            Some((len, byte)) => {
+                out.push(byte);
+                i += len;
+            }
+            None => {
+                // Not reached for a validated source; kept as it is rather than lost.
+                out.push(b'\\');
+                i += 1;
+            }
         }
-        front += len;
     }
-    for &want in decoded.get(end..)?.iter().rev() {
-        let (len, byte) = source_token_before(source, back)?;
-        if byte != want {
-            return None;
-        }
-        back = back.checked_sub(len)?;
+    out.extend_from_slice(&source[i..]);
+    out
+}
+
+/// JavaScript's `trim` done on a canonical source: the escapes and characters that write
+/// whitespace are taken off both ends.
+fn trim_source(source: &[u8]) -> &[u8] {
+    let ws = |c: u32| crate::text::is_js_whitespace(c);
+    let mut start = 0;
+    while start < source.len() {
+        let n = match source[start] {
+            b'\\' => match escape_at(source, start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            },
+            _ => {
+                let (c, n) = decode_at(source, start);
+                if !ws(c) {
+                    break;
+                }
+                n
+            }
+        };
+        start += n;
     }
-    source.get(front..back)
+    let mut end = source.len();
+    while end > start {
+        let last = source[end - 1];
+        let n = if last >= 0x80 {
+            let mut i = end - 1;
+            while i > start && (source[i] & 0xC0) == 0x80 && end - i < 4 {
+                i -= 1;
+            }
+            let (c, n) = decode_at(source, i);
+            if i + n != end || !ws(c) {
+                break;
+            }
+            n
+        } else {
+            match source_token_before(&source[start..], end - start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            }
+        };
+        end -= n;
+    }
+    &source[start..end]
 }
 
 /// The byte written by the escape at `source[i]` (`\\` followed by one character, or
@@ -544,20 +600,19 @@ fn escape_at(source: &[u8], i: usize) -> Option<(usize, u8)> {
     Some((2, byte))
 }
 
-/// The first token of `source[i..]`: an escape, or one byte as it is.
-fn source_token_at(source: &[u8], i: usize) -> Option<(usize, u8)> {
-    match *source.get(i)? {
-        b'\\' => escape_at(source, i),
-        b => Some((1, b)),
-    }
-}
-
-/// The last token of `source[..end]`. A backslash starts an escape when an even number of
-/// backslashes come right before it (each pair is an escaped backslash).
+/// The last token of `source[..end]`: an escape, or one byte as it is. A backslash starts
+/// an escape when an even number of backslashes come right before it (each pair is an
+/// escaped backslash).
 fn source_token_before(source: &[u8], end: usize) -> Option<(usize, u8)> {
     let starts_escape = |i: usize| {
         source.get(i) == Some(&b'\\')
-            && source[..i].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0
+            && source[..i]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count()
+                % 2
+                == 0
     };
     for len in [2, 6] {
         if let Some(i) = end.checked_sub(len) {

@@ -783,7 +783,11 @@ mod tests {
         let outcome = br#"{"type":"outcome","session":"s","run":"r","callId":"x","tool":"read","args":{"path":"/same"},"result":"same"}"#;
         for i in 0..40u64 {
             // The last calls' outcomes never come: they stay pending.
-            let lines = if i < 30 { &[&call[..], &outcome[..]][..] } else { &[&call[..]][..] };
+            let lines = if i < 30 {
+                &[&call[..], &outcome[..]][..]
+            } else {
+                &[&call[..]][..]
+            };
             for &line in lines {
                 let e = parse_event(line, i + 1).unwrap();
                 let _ = entry.apply(&policy, &applier, &e, i + 1, 1_796_000_000_000 + i);

@@ -223,7 +223,8 @@ mod tests {
     /// buffer, `\r\n`, an empty line, a last line without a newline.
     #[test]
     fn read_lines_match_read_until_across_buffer_boundaries() {
-        let text = b"\xEF\xBB\xBF{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
+        let text =
+            b"\xEF\xBB\xBF{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
         let mut want = Vec::new();
         let mut std = io::BufReader::new(&text[..]);
         let mut number = 0u64;

@@ -373,12 +373,21 @@ fn a_cached_entry_is_never_written_over_another_replicas_write() {
         }
     }
     let retries: u64 = stores.iter().map(|s| s.retries()).sum();
-    assert!(retries >= 10, "stale cached entries were not refused: {retries} retries");
+    assert!(
+        retries >= 10,
+        "stale cached entries were not refused: {retries} retries"
+    );
     // Replica 1 deletes the session; replica 0 still caches the entry it wrote last.
     assert!(guards[1].forget(None, "turns").unwrap());
     guards[0]
         .apply_line(None, call("turns", 0, 99).as_bytes())
         .unwrap();
-    let info = guards[1].session(None, "turns").unwrap().expect("the session");
-    assert_eq!(info.stats.calls, 1, "the deleted session came back from a cache");
+    let info = guards[1]
+        .session(None, "turns")
+        .unwrap()
+        .expect("the session");
+    assert_eq!(
+        info.stats.calls, 1,
+        "the deleted session came back from a cache"
+    );
 }
