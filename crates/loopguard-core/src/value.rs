@@ -255,7 +255,7 @@ enum Repr<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Shared(std::sync::Arc<[u8]>),
-    Escaped(Box<Escaped<'a>>),
+    Escaped(std::sync::Arc<Escaped<'a>>),
 }
 
 /// An escaped source (between the quotes, validated by the parser, every escape the one
@@ -267,8 +267,8 @@ pub(crate) struct Escaped<'a> {
 }
 
 impl<'a> Escaped<'a> {
-    fn new(source: &'a [u8]) -> Box<Escaped<'a>> {
-        Box::new(Escaped {
+    fn new(source: &'a [u8]) -> std::sync::Arc<Escaped<'a>> {
+        std::sync::Arc::new(Escaped {
             decoded: std::sync::OnceLock::new(),
             source,
         })
@@ -391,14 +391,7 @@ impl<'a> JsString<'a> {
             Repr::Borrowed(b) => Repr::Owned(b.to_vec()),
             Repr::Owned(v) => Repr::Owned(v),
             Repr::Shared(a) => Repr::Shared(a),
-            Repr::Escaped(e) => {
-                let source = e.source;
-                Repr::Owned(
-                    e.decoded
-                        .into_inner()
-                        .unwrap_or_else(|| unescape_canonical(source)),
-                )
-            }
+            Repr::Escaped(e) => Repr::Owned(e.bytes().to_vec()),
         };
         JsString {
             bytes,
