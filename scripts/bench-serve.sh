@@ -3,6 +3,7 @@
 #   GET /healthz (the HTTP floor), POST /v1/events with the memory store, and with Redis
 #   (a redis-server of its own on a free loopback port); then memory per idle session.
 # Usage: scripts/bench-serve.sh [SECONDS] [CONNECTIONS]   (default 10 s, 32 connections)
+# Prints each run's CPU time per request of the server (and of redis-server): where the time goes.
 # Needs wrk and redis-server (apt-get install wrk; scripts/setup-redis.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,13 @@ conns=${2:-32}
 threads=2
 command -v wrk >/dev/null || { echo "bench-serve.sh: wrk is missing (apt-get install wrk)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "bench-serve.sh: redis-server is missing (scripts/setup-redis.sh)" >&2; exit 1; }
-cargo build --release -q -p loopguard
-bin=target/release/loopguard
+# LOOPGUARD_BIN=path: benchmark that binary (another build, to compare) instead of this tree's.
+if [ -n "${LOOPGUARD_BIN:-}" ]; then
+  bin=$LOOPGUARD_BIN
+else
+  cargo build --release -q -p loopguard
+  bin=target/release/loopguard
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -51,9 +57,15 @@ request = function()
 end
 LUA
 
+# CPU time (user + system, in clock ticks) a process has used so far.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+watch_pids="" # "label:pid ..." whose CPU time per request run_wrk reports
+
 run_wrk() { # id label url [script]
   local id=$1; shift
-  local out
+  local out before=() p
+  for p in $watch_pids; do before+=("$(ticks "${p#*:}")"); done
   if [ -n "${3:-}" ]; then
     out=$(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$3" "$2")
   else
@@ -64,7 +76,14 @@ run_wrk() { # id label url [script]
   p50=$(echo "$out" | awk '$1=="50%" {print $2}')
   p99=$(echo "$out" | awk '$1=="99%" {print $2}')
   non2xx=$(echo "$out" | awk '/Non-2xx/ {print $5}')
-  printf '%-34s %12s req/s   p50 %8s   p99 %8s   non-2xx %s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}"
+  local reqs cpu="" i=0
+  reqs=$(echo "$out" | awk '/requests in/ {print $1}')
+  # Where the time goes: CPU microseconds per request of each watched process.
+  for p in $watch_pids; do
+    cpu+=" ${p%%:*} $(( ($(ticks "${p#*:}") - before[i]) * 1000000 / hz / (reqs > 0 ? reqs : 1) )) us"
+    i=$((i + 1))
+  done
+  printf '%-34s %12s req/s   p50 %8s   p99 %8s   non-2xx %s   CPU/request:%s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}" "$cpu"
   echo "$rps" > "$work/rps.$id"
 }
 
@@ -75,12 +94,16 @@ for _ in $(seq 100); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sle
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/ {print $2}') GiB"
 echo "wrk: $threads threads, $conns connections, ${secs}s each; release build"
-start_server --store memory; mem=$addr
-start_server --store "redis://127.0.0.1:$rport/0"; red=$addr
+rpid=${pids[-1]}
+start_server --store memory; mem=$addr; mpid=${pids[-1]}
+start_server --store "redis://127.0.0.1:$rport/0"; red=$addr; spid=${pids[-1]}
+watch_pids="server:$mpid"
 run_wrk health_mem "GET /healthz (memory server)" "http://$mem/healthz"
 run_wrk events_mem "POST /v1/events, memory store" "http://$mem/v1/events" "$work/events.lua"
+watch_pids="server:$spid redis:$rpid"
 run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
 run_wrk events_redis "POST /v1/events, Redis store" "http://$red/v1/events" "$work/events.lua"
+watch_pids=""
 python3 - "$work" <<'PY'
 import sys, glob, os
 w = sys.argv[1]

@@ -265,6 +265,12 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
         out.write(b"\"");
         return;
     }
+    if let Some(source) = s.escaped_source() {
+        out.write(b"\"");
+        out.write(source);
+        out.write(b"\"");
+        return;
+    }
     out.write(b"\"");
     write_escaped_body(
         out,
@@ -296,6 +302,8 @@ pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     if s.is_simple() {
         out.write(s.as_wtf8());
+    } else if let Some(source) = s.escaped_source() {
+        out.write(source);
     } else {
         write_escaped_body(
             out,
@@ -432,15 +440,19 @@ pub(crate) fn write_escaped_body<S: Sink + ?Sized>(
 }
 
 fn write_u_escape<S: Sink + ?Sized>(out: &mut S, c: u32) {
+    let [a, b, c, d] = u_escape_hex(c);
+    out.write(&[b'\\', b'u', a, b, c, d]);
+}
+
+/// The four hex digits of a `\uXXXX` escape, lower case, as `JSON.stringify` writes them.
+pub(crate) fn u_escape_hex(c: u32) -> [u8; 4] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.write(&[
-        b'\\',
-        b'u',
+    [
         HEX[((c >> 12) & 15) as usize],
         HEX[((c >> 8) & 15) as usize],
         HEX[((c >> 4) & 15) as usize],
         HEX[(c & 15) as usize],
-    ]);
+    ]
 }
 
 /// Writes an object whose keys the caller gives in canonical order.
@@ -492,6 +504,84 @@ impl<'o, S: Sink + ?Sized> ObjectWriter<'o, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long string kept with its source (issue 23) writes exactly what escaping its
+    /// decoded bytes writes, whole and trimmed, for every escape `JSON.parse` accepts:
+    /// canonical sources are copied, others (`\/`, `\u0041`, upper-case hex, surrogate
+    /// pairs, lone surrogates) escaped again.
+    #[test]
+    fn kept_sources_write_what_escaping_writes() {
+        let long = "x".repeat(300);
+        let pieces = [
+            r#"\n"#,
+            r#"\t"#,
+            r#"\r"#,
+            r#"\b"#,
+            r#"\f"#,
+            r#"\""#,
+            r#"\\"#,
+            r#"\\n"#,
+            r#"\u0001"#,
+            r#"\u001f"#,
+            r#"\u001F"#,
+            r#"\u000b"#,
+            r#"\u000a"#,
+            r#"\/"#,
+            r#"\u0041"#,
+            r#"\ud83d\ude00"#,
+            r#"\ud800"#,
+            " ",
+            "\u{a0}",
+            "\u{3000}",
+            "é",
+            r#"\\\\"#,
+            r#"\\\n"#,
+        ];
+        let mut cases = Vec::new();
+        for a in pieces {
+            for b in pieces {
+                cases.push(format!("{a}{b}{long}{a}{b}"));
+                cases.push(format!("{a}{long}\\n{b}"));
+                cases.push(format!("{long}{a}"));
+                cases.push(format!("{b}{a}{long}"));
+            }
+        }
+        for text in cases {
+            let json = format!("\"{text}\"");
+            let v = crate::parse(json.as_bytes()).unwrap();
+            let s = v.as_js_str().unwrap();
+            for (label, parsed) in [("whole", s.reborrow()), ("trimmed", s.trim())] {
+                let copy = parsed.clone().into_owned();
+                let (mut hashed, mut want) = (Vec::new(), Vec::new());
+                write_string(&mut hashed, &parsed);
+                write_string(&mut want, &copy);
+                assert_eq!(hashed, want, "{label} {json}");
+                let (mut shown, mut want) = (Vec::new(), Vec::new());
+                write_json_string(&mut shown, &parsed);
+                write_json_string(&mut want, &copy);
+                assert_eq!(shown, want, "{label} {json}");
+            }
+        }
+        // The source is kept where it is canonical, so the shortcut is taken.
+        let text1 = format!("\"{long}\\n \\u0001\"");
+        let v = crate::parse(text1.as_bytes()).unwrap();
+        let s = v.as_js_str().unwrap();
+        assert!(s.escaped_source().is_some());
+        assert_eq!(
+            s.trim().escaped_source(),
+            Some(format!("{long}\\n \\u0001").as_bytes())
+        );
+        let text2 = format!("\"{long}\\n \\u0001\\t\\n\"");
+        let v = crate::parse(text2.as_bytes()).unwrap();
+        let s = v.as_js_str().unwrap();
+        assert_eq!(
+            s.trim().escaped_source(),
+            Some(format!("{long}\\n \\u0001").as_bytes())
+        );
+        let text3 = format!("\"{long}\\/\"");
+        let v = crate::parse(text3.as_bytes()).unwrap();
+        assert!(v.as_js_str().unwrap().escaped_source().is_none());
+    }
     use crate::parse::parse;
     use sha2::{Digest as _, Sha256};
 

@@ -365,6 +365,14 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        // A long string written the way `JSON.stringify` writes it is kept as it is
+        // (validated, not decoded): hashing copies it, and it is decoded only if asked.
+        if end < s.len() && end - start >= KEEP_SOURCE {
+            if let Some(quote) = canonical_end(s, stop) {
+                self.i = quote + 1;
+                return Ok(JsString::from_escaped(&s[start..quote]));
+            }
+        }
         let mut out = Vec::with_capacity(end.min(s.len()) - start);
         out.extend_from_slice(&s[start..stop]);
         let mut simple = true;
@@ -455,6 +463,42 @@ impl<'a> Parser<'a> {
             self.i += 1;
         }
         Ok(v)
+    }
+}
+
+/// Escaped strings at least this long (in source bytes) are kept as their source when it
+/// is the canonical one (`Repr::Escaped` in `value.rs`); shorter ones are decoded at once.
+const KEEP_SOURCE: usize = 256;
+
+/// Where the string whose body continues at `i` ends (its closing quote), when it is valid
+/// and every escape in it is the one `JSON.stringify` writes: `\"`, `\\`, `\b`, `\f`,
+/// `\n`, `\r`, `\t`, or `\u00xx` (lower case) for another control character. `None` for
+/// anything else, which the decoding path then reads (and reports, if it is an error).
+fn canonical_end(s: &[u8], mut i: usize) -> Option<usize> {
+    loop {
+        match *s.get(i)? {
+            b'"' => return Some(i),
+            b'\\' => match *s.get(i + 1)? {
+                b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    let hex = s.get(i + 2..i + 6)?;
+                    let v = u32::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+                    let short = matches!(v, 0x08 | 0x09 | 0x0A | 0x0C | 0x0D);
+                    if v >= 0x20 || short || hex != crate::canonical::u_escape_hex(v) {
+                        return None;
+                    }
+                    i += 6;
+                }
+                _ => return None,
+            },
+            _ => {
+                let (stop, high) = scan_string(s, i);
+                if stop == i || (high && validate_utf8(s, i, stop).is_err()) {
+                    return None;
+                }
+                i = stop;
+            }
+        }
     }
 }
 
@@ -599,6 +643,58 @@ mod tests {
         want.extend_from_slice(&[0xED, 0xB0, 0x80]);
         want.extend_from_slice(" é\n".as_bytes());
         assert_eq!(s.as_wtf8(), &want[..]);
+    }
+
+    /// Long escaped strings (kept as their source when canonical) are rejected exactly
+    /// where short ones are, with the same kind and offset, and decode to the same bytes.
+    #[test]
+    fn long_strings_are_read_like_short_ones() {
+        let long = "y".repeat(KEEP_SOURCE);
+        let bodies = [
+            "a\\nb",
+            "\\t\\u0001",
+            "\\/",
+            "\\u0041",
+            "\\u001F",
+            "\\x",
+            "\\u12",
+            "\u{1}",
+            "\\ud800",
+            "\\\"",
+            "é\\n",
+            "",
+        ];
+        for body in bodies {
+            for text in [
+                format!("\"{body}{long}\\n\""),
+                format!("\"\\n{long}{body}\""),
+            ] {
+                let short = text.replace(&long, "y");
+                let (a, b) = (parse(text.as_bytes()), parse(short.as_bytes()));
+                match (a, b) {
+                    (Ok(Value::String(a)), Ok(Value::String(b))) => {
+                        let b = b.as_wtf8();
+                        let y = b.iter().position(|&c| c == b'y').unwrap();
+                        let want = [&b[..y], long.as_bytes(), &b[y + 1..]].concat();
+                        assert_eq!(a.as_wtf8(), &want[..], "{text}");
+                    }
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.kind, b.kind, "{text}");
+                        let shift = if a.offset > KEEP_SOURCE {
+                            KEEP_SOURCE - 1
+                        } else {
+                            0
+                        };
+                        assert_eq!(a.offset - shift, b.offset, "{text}");
+                    }
+                    (a, b) => panic!("{text}: {a:?} vs {b:?}"),
+                }
+            }
+        }
+        let mut bad = format!("\"{long}\\n").into_bytes();
+        bad.extend_from_slice(&[0xFF, b'"']);
+        assert_eq!(parse(&bad).unwrap_err().kind, ParseErrorKind::InvalidUtf8);
+        assert!(parse(format!("\"{long}\\n").as_bytes()).is_err());
     }
 
     #[test]

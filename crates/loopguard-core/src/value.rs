@@ -246,12 +246,37 @@ pub struct JsString<'a> {
 }
 
 /// Where a string's bytes live. `Shared` lets the history keep one allocation for a tool
-/// name or run id that thousands of records repeat.
+/// name or run id that thousands of records repeat. `Escaped` is a long parsed string
+/// whose source form is exactly what `JSON.stringify` writes: it is kept as that source and
+/// decoded only if its bytes are asked for, so hashing and output copy the source instead of
+/// decoding and escaping again (issue 23: a 100 KB result is read fewer times).
 #[derive(Clone)]
 enum Repr<'a> {
     Borrowed(&'a [u8]),
     Owned(Vec<u8>),
     Shared(std::sync::Arc<[u8]>),
+    Escaped(std::sync::Arc<Escaped<'a>>),
+}
+
+/// An escaped source (between the quotes, validated by the parser, every escape the one
+/// `JSON.stringify` writes) and its decoded bytes once asked for.
+#[derive(Clone)]
+pub(crate) struct Escaped<'a> {
+    decoded: std::sync::OnceLock<Vec<u8>>,
+    source: &'a [u8],
+}
+
+impl<'a> Escaped<'a> {
+    fn new(source: &'a [u8]) -> std::sync::Arc<Escaped<'a>> {
+        std::sync::Arc::new(Escaped {
+            decoded: std::sync::OnceLock::new(),
+            source,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.decoded.get_or_init(|| unescape_canonical(self.source))
+    }
 }
 
 impl std::ops::Deref for Repr<'_> {
@@ -262,6 +287,7 @@ impl std::ops::Deref for Repr<'_> {
             Repr::Borrowed(b) => b,
             Repr::Owned(v) => v,
             Repr::Shared(a) => a,
+            Repr::Escaped(e) => e.bytes(),
         }
     }
 }
@@ -292,6 +318,26 @@ impl<'a> JsString<'a> {
             bytes: bytes.into(),
             simple,
             lone,
+        }
+    }
+
+    /// A string kept as its escaped `source` (without the quotes), which the parser
+    /// validated and found to be the `JSON.stringify` form of its characters (none of them
+    /// a lone surrogate, at least one escaped); decoded when its bytes are asked for.
+    pub(crate) fn from_escaped(source: &'a [u8]) -> Self {
+        JsString {
+            bytes: Repr::Escaped(Escaped::new(source)),
+            simple: false,
+            lone: false,
+        }
+    }
+
+    /// The `JSON.stringify` form of the string (without its quotes) when it is at hand
+    /// without escaping: the parsed source of a long escaped string, or of a trimmed one.
+    pub(crate) fn escaped_source(&self) -> Option<&[u8]> {
+        match &self.bytes {
+            Repr::Escaped(e) => Some(e.source),
+            _ => None,
         }
     }
 
@@ -333,7 +379,10 @@ impl<'a> JsString<'a> {
 
     /// `true` for `""`.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        match &self.bytes {
+            Repr::Escaped(e) => e.source.is_empty(),
+            other => other.is_empty(),
+        }
     }
 
     /// A copy that owns its bytes.
@@ -342,6 +391,7 @@ impl<'a> JsString<'a> {
             Repr::Borrowed(b) => Repr::Owned(b.to_vec()),
             Repr::Owned(v) => Repr::Owned(v),
             Repr::Shared(a) => Repr::Shared(a),
+            Repr::Escaped(e) => Repr::Owned(e.bytes().to_vec()),
         };
         JsString {
             bytes,
@@ -365,15 +415,27 @@ impl<'a> JsString<'a> {
 
     /// Borrows this string without copying.
     pub fn reborrow(&self) -> JsString<'_> {
+        let bytes = match &self.bytes {
+            Repr::Escaped(e) => Repr::Escaped(Escaped::new(e.source)),
+            other => Repr::Borrowed(other),
+        };
         JsString {
-            bytes: Repr::Borrowed(&self.bytes),
+            bytes,
             simple: self.simple,
             lone: self.lone,
         }
     }
 
-    /// JavaScript's `String.prototype.trim`, borrowing from `self`.
+    /// JavaScript's `String.prototype.trim`, borrowing from `self` (a string kept as its
+    /// escaped source is trimmed there, without decoding it).
     pub fn trim(&self) -> JsString<'_> {
+        if let Repr::Escaped(e) = &self.bytes {
+            return JsString {
+                bytes: Repr::Escaped(Escaped::new(trim_source(e.source))),
+                simple: false,
+                lone: false,
+            };
+        }
         let t = crate::text::js_trim(&self.bytes);
         JsString {
             bytes: Repr::Borrowed(t),
@@ -438,6 +500,123 @@ impl From<String> for JsString<'static> {
 #[inline]
 pub(crate) fn needs_json_escape(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Decodes a source the parser validated as canonical (`Repr::Escaped`): its escapes are
+/// the short ones and `\u00xx`.
+fn unescape_canonical(source: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(source.len());
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &source[i..]) {
+        out.extend_from_slice(&source[i..i + k]);
+        i += k;
+        match escape_at(source, i) {
+            Some((len, byte)) => {
+                out.push(byte);
+                i += len;
+            }
+            None => {
+                // Not reached for a validated source; kept as it is rather than lost.
+                out.push(b'\\');
+                i += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&source[i..]);
+    out
+}
+
+/// JavaScript's `trim` done on a canonical source: the escapes and characters that write
+/// whitespace are taken off both ends.
+fn trim_source(source: &[u8]) -> &[u8] {
+    let ws = |c: u32| crate::text::is_js_whitespace(c);
+    let mut start = 0;
+    while start < source.len() {
+        let n = match source[start] {
+            b'\\' => match escape_at(source, start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            },
+            _ => {
+                let (c, n) = decode_at(source, start);
+                if !ws(c) {
+                    break;
+                }
+                n
+            }
+        };
+        start += n;
+    }
+    let mut end = source.len();
+    while end > start {
+        let last = source[end - 1];
+        let n = if last >= 0x80 {
+            let mut i = end - 1;
+            while i > start && (source[i] & 0xC0) == 0x80 && end - i < 4 {
+                i -= 1;
+            }
+            let (c, n) = decode_at(source, i);
+            if i + n != end || !ws(c) {
+                break;
+            }
+            n
+        } else {
+            match source_token_before(&source[start..], end - start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            }
+        };
+        end -= n;
+    }
+    &source[start..end]
+}
+
+/// The byte written by the escape at `source[i]` (`\\` followed by one character, or
+/// `\\u00xx`), with the escape's length.
+fn escape_at(source: &[u8], i: usize) -> Option<(usize, u8)> {
+    let byte = match *source.get(i + 1)? {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'u' => {
+            let hex = source.get(i + 2..i + 6)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            let v = u8::try_from(u32::from_str_radix(text, 16).ok()?).ok()?;
+            return (v < 0x20).then_some((6, v));
+        }
+        _ => return None,
+    };
+    Some((2, byte))
+}
+
+/// The last token of `source[..end]`: an escape, or one byte as it is. A backslash starts
+/// an escape when an even number of backslashes come right before it (each pair is an
+/// escaped backslash).
+fn source_token_before(source: &[u8], end: usize) -> Option<(usize, u8)> {
+    let starts_escape = |i: usize| {
+        source.get(i) == Some(&b'\\')
+            && source[..i]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count()
+                % 2
+                == 0
+    };
+    for len in [2, 6] {
+        if let Some(i) = end.checked_sub(len) {
+            if starts_escape(i) {
+                return escape_at(source, i).filter(|(l, _)| *l == len);
+            }
+        }
+    }
+    let b = *source.get(end.checked_sub(1)?)?;
+    // A lone backslash at the end would belong to an escape cut in half.
+    (b != b'\\').then_some((1, b))
 }
 
 /// Compares two WTF-8 strings by UTF-16 code units, as JavaScript's `<` and `sort` do.

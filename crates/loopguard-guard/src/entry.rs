@@ -298,6 +298,20 @@ pub enum EntryError {
     State(#[from] loopguard_core::StateError),
 }
 
+/// The bookkeeping part of an encoded entry, as [`SessionEntry::encode`] writes it:
+/// borrowed, so writing it copies nothing first (it serialises exactly as [`Header`]).
+#[derive(Serialize)]
+struct HeaderRef<'e> {
+    stats: &'e Stats,
+    created_ms: u64,
+    last_seen_ms: u64,
+    recent: &'e VecDeque<LogRow>,
+    run_seq: u64,
+    aborted: &'e Option<AbortedRun>,
+    meta: &'e BTreeMap<String, String>,
+    blocks: &'e VecDeque<PendingBlock>,
+}
+
 /// The bookkeeping part of an encoded entry.
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -334,7 +348,16 @@ impl SessionEntry {
     /// then the engine state ([`Session::export_state_binary`]). About a third of the JSON
     /// form's size: stores write it on every event.
     pub fn encode(&self) -> Vec<u8> {
-        let header = self.header();
+        let header = HeaderRef {
+            stats: &self.stats,
+            created_ms: self.created_ms,
+            last_seen_ms: self.last_seen_ms,
+            recent: &self.recent,
+            run_seq: self.run_seq,
+            aborted: &self.aborted,
+            meta: &self.meta,
+            blocks: &self.blocks.order,
+        };
         let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[0; 4]);
@@ -382,6 +405,7 @@ impl SessionEntry {
         })
     }
 
+    #[cfg(test)]
     fn header(&self) -> Header {
         Header {
             stats: self.stats,
@@ -745,6 +769,42 @@ mod tests {
             assert!(back.session.export_state() == entry.session.export_state());
             assert!(back.encode() == compact);
         }
+    }
+
+    /// `encode` writes the bookkeeping part from borrowed fields: the same bytes as the
+    /// owned header, pending blocks and an aborted run included.
+    #[test]
+    fn the_borrowed_header_writes_the_owned_bytes() {
+        let mut entry = busy_entry();
+        let applier = Applier::new(ToolProfile::Plain);
+        let policy = Policy::enabled();
+        // The same call answered the same way until it is blocked.
+        let call = br#"{"type":"call","session":"s","run":"r","callId":"x","tool":"read","args":{"path":"/same"}}"#;
+        let outcome = br#"{"type":"outcome","session":"s","run":"r","callId":"x","tool":"read","args":{"path":"/same"},"result":"same"}"#;
+        for i in 0..40u64 {
+            // The last calls' outcomes never come: they stay pending.
+            let lines = if i < 30 {
+                &[&call[..], &outcome[..]][..]
+            } else {
+                &[&call[..]][..]
+            };
+            for &line in lines {
+                let e = parse_event(line, i + 1).unwrap();
+                let _ = entry.apply(&policy, &applier, &e, i + 1, 1_796_000_000_000 + i);
+            }
+        }
+        entry.aborted = Some(AbortedRun {
+            run: "r".into(),
+            message: "stop".into(),
+        });
+        assert!(entry.pending_blocks() > 0);
+        let owned = postcard::to_stdvec(&entry.header()).unwrap();
+        let compact = entry.encode();
+        assert_eq!(&compact[8..8 + owned.len()], &owned[..]);
+        assert_eq!(
+            u32::from_be_bytes(compact[4..8].try_into().unwrap()) as usize,
+            owned.len()
+        );
     }
 
     /// The `LGE2` layout is pinned: stores keep entries for days and replicas of two

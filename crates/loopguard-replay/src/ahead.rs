@@ -116,51 +116,60 @@ where
 }
 
 /// Reads `input` line by line, handing `each` every non-blank line (without its BOM).
+///
+/// A line that lies whole in the reader's buffer is handed over from there, without a copy
+/// (the usual case: the buffer holds many lines); only a line split across two fills is
+/// gathered in a buffer of its own first.
 fn read_lines<E>(
     mut input: impl BufRead,
     mut each: impl FnMut(u64, &[u8]) -> Result<(), Stopped<E>>,
 ) -> Result<(), Stopped<E>> {
-    let mut line = Vec::with_capacity(1 << 12);
+    let mut line = Vec::new();
     let mut number = 0u64;
-    loop {
-        line.clear();
-        match read_line(&mut input, &mut line) {
-            Ok(0) => return Ok(()),
-            Ok(_) => {}
-            Err(e) => return Err(Stopped::Io(e)),
-        }
-        number += 1;
-        let mut text = &line[..];
+    let mut one = |number: u64, text: &[u8]| -> Result<(), Stopped<E>> {
+        let mut text = text;
         if number == 1 {
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
         // Blank means nothing but (JavaScript) whitespace; a line that starts an object
         // is not.
         if text.first() != Some(&b'{') && loopguard_core::js_trim(text).is_empty() {
-            continue;
+            return Ok(());
         }
-        each(number, text)?;
-    }
-}
-
-/// `BufRead::read_until(b'\n')`, finding the newline with `memchr` (many bytes at a time).
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
-    let mut read = 0;
+        each(number, text)
+    };
     loop {
         let buf = match input.fill_buf() {
             Ok(b) => b,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(Stopped::Io(e)),
         };
-        let (done, used) = match memchr::memchr(b'\n', buf) {
-            Some(k) => (true, k + 1),
-            None => (buf.is_empty(), buf.len()),
-        };
-        line.extend_from_slice(&buf[..used]);
-        input.consume(used);
-        read += used;
-        if done {
-            return Ok(read);
+        if buf.is_empty() {
+            // The last line, without a newline.
+            if !line.is_empty() {
+                number += 1;
+                one(number, &line)?;
+            }
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buf) {
+            Some(k) if line.is_empty() => {
+                number += 1;
+                one(number, &buf[..=k])?;
+                input.consume(k + 1);
+            }
+            Some(k) => {
+                line.extend_from_slice(&buf[..=k]);
+                input.consume(k + 1);
+                number += 1;
+                one(number, &line)?;
+                line.clear();
+            }
+            None => {
+                let used = buf.len();
+                line.extend_from_slice(buf);
+                input.consume(used);
+            }
         }
     }
 }
@@ -209,23 +218,39 @@ fn read_ahead(input: impl BufRead, full: &mpsc::SyncSender<Batch>, empty: &mpsc:
 mod tests {
     use super::*;
 
-    /// `read_line` gives what `read_until(b'\n')` gives, whatever the buffer size: lines
-    /// longer than the buffer, `\r\n`, an empty line, a last line without a newline.
+    /// `read_lines` hands over what `read_until(b'\n')` gives (with line numbers, blank
+    /// lines and the BOM passed over), whatever the buffer size: lines longer than the
+    /// buffer, `\r\n`, an empty line, a last line without a newline.
     #[test]
-    fn read_line_matches_read_until_across_buffer_boundaries() {
-        let text = b"{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
-        for capacity in [1, 2, 3, 7, 64] {
-            let mut ours = io::BufReader::with_capacity(capacity, &text[..]);
-            let mut std = io::BufReader::with_capacity(capacity, &text[..]);
-            loop {
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                let n = read_line(&mut ours, &mut a).unwrap();
-                assert_eq!(n, std.read_until(b'\n', &mut b).unwrap());
-                assert_eq!(a, b, "capacity {capacity}");
-                if n == 0 {
-                    break;
-                }
+    fn read_lines_match_read_until_across_buffer_boundaries() {
+        let text =
+            b"\xEF\xBB\xBF{\"a\":1}\r\n\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n \n{\"b\":2}";
+        let mut want = Vec::new();
+        let mut std = io::BufReader::new(&text[..]);
+        let mut number = 0u64;
+        loop {
+            let mut b = Vec::new();
+            if std.read_until(b'\n', &mut b).unwrap() == 0 {
+                break;
             }
+            number += 1;
+            if number == 1 {
+                b.drain(..3);
+            }
+            if b.first() == Some(&b'{') || !loopguard_core::js_trim(&b).is_empty() {
+                want.push((number, b));
+            }
+        }
+        assert_eq!(want.len(), 3);
+        for capacity in [1, 2, 3, 7, 64, 1 << 16] {
+            let mut got = Vec::new();
+            let ours = io::BufReader::with_capacity(capacity, &text[..]);
+            read_lines::<()>(ours, |n, t| {
+                got.push((n, t.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(got, want, "capacity {capacity}");
         }
     }
 }

@@ -344,3 +344,50 @@ fn an_unreadable_entry_is_named_and_started_afresh() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Two replicas (two stores on one Redis, each keeping the entry it wrote last and its
+/// version token) take turns on one session, in an order that leaves each one's cached
+/// entry stale most of the time: every event is applied once, on top of every earlier one
+/// (the stale compare-and-set is refused and retried from the stored entry, never
+/// written). A session deleted by one replica is not brought back by the other's cached
+/// entry: it starts afresh.
+#[test]
+fn a_cached_entry_is_never_written_over_another_replicas_write() {
+    use loopguard_guard::{Guard, RedisOptions, RedisStore};
+    let redis = Redis::start();
+    let store = |_| Arc::new(RedisStore::open(&redis.url(0), RedisOptions::default()).unwrap());
+    let stores: Vec<Arc<RedisStore>> = (0..2).map(store).collect();
+    let guards: Vec<Guard> = stores
+        .iter()
+        .map(|s| Guard::builder().store(s.clone()).build())
+        .collect();
+    // Replica 0 twice, replica 1 once: both hold a stale entry every few events.
+    let order = |n: usize| usize::from(n % 3 == 2);
+    for n in 0..30 {
+        guards[order(n)]
+            .apply_line(None, call("turns", 0, n).as_bytes())
+            .unwrap();
+        for g in &guards {
+            let info = g.session(None, "turns").unwrap().expect("the session");
+            assert_eq!(info.stats.calls, n as u64 + 1, "after event {n}");
+        }
+    }
+    let retries: u64 = stores.iter().map(|s| s.retries()).sum();
+    assert!(
+        retries >= 10,
+        "stale cached entries were not refused: {retries} retries"
+    );
+    // Replica 1 deletes the session; replica 0 still caches the entry it wrote last.
+    assert!(guards[1].forget(None, "turns").unwrap());
+    guards[0]
+        .apply_line(None, call("turns", 0, 99).as_bytes())
+        .unwrap();
+    let info = guards[1]
+        .session(None, "turns")
+        .unwrap()
+        .expect("the session");
+    assert_eq!(
+        info.stats.calls, 1,
+        "the deleted session came back from a cache"
+    );
+}
