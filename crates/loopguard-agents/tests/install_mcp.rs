@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loopguard_mcp::{ChangeKind, Client, Installer};
+use loopguard_agents::install::mcp::{ChangeKind, Client, Installer};
 
 const LOOPGUARD: &str = "/opt/loopguard/bin/loopguard";
 
@@ -31,7 +31,7 @@ fn round_trip(client: Client, name: &str) -> (String, Vec<(String, ChangeKind)>)
     assert!(report.changed(), "{name}: install changed the file");
     let installed = std::fs::read_to_string(&path).expect("read");
     assert_ne!(installed, original);
-    let backup = report.backup.clone().expect("backup");
+    let backup = report.backup().expect("backup").to_path_buf();
     assert_eq!(
         std::fs::read_to_string(&backup).expect("backup"),
         original,
