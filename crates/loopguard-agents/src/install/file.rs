@@ -48,13 +48,13 @@ impl Change {
 /// Why a settings file could not be changed. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    /// Reading or writing failed.
-    #[error("{}: {source}", path.display())]
+    /// Reading or writing failed (the OS error is part of the message, once).
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not the JSON(C) or TOML the program reads, or a field has an
     /// unexpected type.
@@ -71,9 +71,9 @@ pub enum InstallError {
 }
 
 pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
+    move |error| InstallError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 

@@ -316,13 +316,9 @@ impl Installer {
     }
 
     fn read(&self) -> Result<String, InstallError> {
-        file::read(&self.path)?.ok_or_else(|| InstallError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("no {} config here", self.client.as_str()),
-            ),
-        })
+        // A missing config is an error here (install edits the client's entries, it creates
+        // no config): the OS error says so.
+        std::fs::read_to_string(&self.path).map_err(io(&self.path))
     }
 
     fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, InstallError> {
