@@ -33,11 +33,7 @@ impl Harness {
             .profile(ToolProfile::ClaudeCode)
             .log_size(64)
             .build();
-        Harness {
-            guard,
-            agent,
-            n: 0,
-        }
+        Harness { guard, agent, n: 0 }
     }
 
     fn answer(&mut self, bytes: &[u8]) -> Result<AgentReply, loopguard_agents::RunError> {
@@ -89,7 +85,8 @@ fn shell_call(agent: Agent, i: usize) -> (Value, Value) {
             pre["hook_event_name"] = json!("PreToolUse");
             let mut post = base;
             post["hook_event_name"] = json!("PostToolUse");
-            post["tool_response"] = json!({"stdout":"FAIL","stderr":"","interrupted":false,"isImage":false});
+            post["tool_response"] =
+                json!({"stdout":"FAIL","stderr":"","interrupted":false,"isImage":false});
             (pre, post)
         }
         // codex-rs/hooks/schema/generated/{pre,post}-tool-use.command.input.schema.json

@@ -42,9 +42,17 @@ mod claude_code_hook {
         /// The answer to any bytes (an error answers nothing: the hook fails open).
         pub(crate) fn answer(&mut self, bytes: &[u8]) -> String {
             self.n += 1;
-            answer(Agent::ClaudeCode, &self.guard, None, bytes, "test", 1_000_000 + self.n, &mut Vec::new())
-                .map(|r| r.stdout)
-                .unwrap_or_default()
+            answer(
+                Agent::ClaudeCode,
+                &self.guard,
+                None,
+                bytes,
+                "test",
+                1_000_000 + self.n,
+                &mut Vec::new(),
+            )
+            .map(|r| r.stdout)
+            .unwrap_or_default()
         }
 
         fn send(&mut self, json: &str) -> AgentReply {
@@ -85,7 +93,11 @@ mod claude_code_hook {
 
     fn guard(config: Option<&str>, mode: Mode) -> Guard {
         let config = match config {
-            Some(c) => loopguard_core::OpenClawConfig::from_json5(c).unwrap().config,
+            Some(c) => {
+                loopguard_core::OpenClawConfig::from_json5(c)
+                    .unwrap()
+                    .config
+            }
             None => loopguard_guard::enabled_config(),
         };
         Guard::builder()
@@ -377,7 +389,6 @@ mod claude_code_hook {
         );
     }
 
-
     #[test]
     fn permission_mode_is_recorded() {
         let mut h = Harness::new(None);
@@ -386,7 +397,11 @@ mod claude_code_hook {
         h.pre("Read", "{}", "a");
         let mode = h
             .guard
-            .update(None, "s", |e| e.meta.get(loopguard_agents::claude_code::PERMISSION_MODE).cloned())
+            .update(None, "s", |e| {
+                e.meta
+                    .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                    .cloned()
+            })
             .unwrap();
         assert_eq!(mode.as_deref(), Some("acceptEdits"));
     }
@@ -418,7 +433,10 @@ mod claude_code_hook {
         }
         assert!(said[..10].iter().all(String::is_empty), "{said:?}");
         assert!(said[10].contains("additionalContext"), "{said:?}");
-        assert!(said[20].contains("\"permissionDecision\":\"deny\""), "{said:?}");
+        assert!(
+            said[20].contains("\"permissionDecision\":\"deny\""),
+            "{said:?}"
+        );
     }
 
     proptest::proptest! {

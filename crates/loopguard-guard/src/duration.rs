@@ -31,7 +31,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(ms))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -469,7 +469,10 @@ mod tests {
         .unwrap();
         let entry = store.load(&crate::store::key("s")).unwrap().unwrap();
         assert_eq!(
-            entry.meta.get(loopguard_agents::claude_code::PERMISSION_MODE).map(String::as_str),
+            entry
+                .meta
+                .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                .map(String::as_str),
             Some("acceptEdits")
         );
     }
@@ -536,7 +539,6 @@ mod tests {
         assert_eq!(r.stdout, "");
         assert!(r.stderr[0].contains("starting it afresh"), "{:?}", r.stderr);
     }
-
 
     #[test]
     fn every_agent_fails_open_with_its_go_on_answer() {

@@ -150,7 +150,10 @@ pub fn list_sessions(store: &SqliteStore) -> Result<Vec<SessionSummary>, StoreEr
             run,
             updated_ms,
             cwd: entry.meta.get("cwd").cloned(),
-            permission_mode: entry.meta.get(loopguard_agents::claude_code::PERMISSION_MODE).cloned(),
+            permission_mode: entry
+                .meta
+                .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                .cloned(),
             config: entry.meta.get("config").cloned(),
             agent: entry.meta.get("agent").cloned(),
         });
@@ -304,7 +307,7 @@ pub fn session_status(
                 guard: None,
                 events: Vec::new(),
                 state_error: Some(source.to_string()),
-            }))
+            }));
         }
         Err(e) => return Err(e),
     };
@@ -334,7 +337,10 @@ pub fn session_status(
             entry.meta.get("config").map(String::as_str),
             entry.meta.get("agent").map(String::as_str),
         ),
-        permission_mode: entry.meta.get(loopguard_agents::claude_code::PERMISSION_MODE).cloned(),
+        permission_mode: entry
+            .meta
+            .get(loopguard_agents::claude_code::PERMISSION_MODE)
+            .cloned(),
         last_fail_open: None,
         aborted: entry
             .aborted
@@ -370,11 +376,13 @@ pub fn session_status(
     }
     st.repeats
         .sort_by_key(|r| std::cmp::Reverse((r.calls, r.identical_outcomes)));
-    st.guard = session.guard(scope.map(|_| run.as_str())).map(|g| GuardState {
-        armed: g.is_armed(),
-        remaining: g.remaining_attempts(),
-        window_size: g.settings().window_size,
-    });
+    st.guard = session
+        .guard(scope.map(|_| run.as_str()))
+        .map(|g| GuardState {
+            armed: g.is_armed(),
+            remaining: g.remaining_attempts(),
+            window_size: g.settings().window_size,
+        });
     Ok(Some(st))
 }
 

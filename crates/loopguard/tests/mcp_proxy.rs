@@ -464,15 +464,24 @@ fn shared_sqlite_store_and_session_key_see_a_loop_across_connections() {
         .collect();
     fronts.sort();
     assert_eq!(fronts.len(), 2, "{fronts:?}");
-    assert_eq!((fronts[0].0.as_str(), fronts[0].1.as_str()), ("alice", "events"));
-    assert!(fronts[1].0.starts_with("mcp:") && fronts[1].1 == "mcp", "{fronts:?}");
+    assert_eq!(
+        (fronts[0].0.as_str(), fronts[0].1.as_str()),
+        ("alice", "events")
+    );
+    assert!(
+        fronts[1].0.starts_with("mcp:") && fronts[1].1 == "mcp",
+        "{fronts:?}"
+    );
     let text = Command::new(loopguard())
         .args(["status", "--state"])
         .arg(&db)
         .output()
         .expect("status");
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("front ends: events (1 session), mcp (1 session)"), "{text}");
+    assert!(
+        text.contains("front ends: events (1 session), mcp (1 session)"),
+        "{text}"
+    );
     let one = Command::new(loopguard())
         .args(["status", &fronts[1].0, "--state"])
         .arg(&db)

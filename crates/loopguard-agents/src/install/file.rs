@@ -187,7 +187,10 @@ mod tests {
                 backup: Some(backup_path(&link))
             }
         );
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"a\":1}");
         assert_eq!(
             std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,

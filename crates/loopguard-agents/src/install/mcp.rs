@@ -153,7 +153,11 @@ impl Report {
                 let _ = writeln!(out, "  file unchanged");
             }
             (_, Some(b)) => {
-                let _ = writeln!(out, "  the file as it was before loopguard first touched it: {}", b.display());
+                let _ = writeln!(
+                    out,
+                    "  the file as it was before loopguard first touched it: {}",
+                    b.display()
+                );
             }
             (_, None) => {
                 let _ = writeln!(out, "  file written");
@@ -336,11 +340,12 @@ impl Installer {
             allow_unary_plus_numbers: false,
             ..ParseOptions::default()
         };
-        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options)
-            .map_err(|e| InstallError::Invalid {
+        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options).map_err(|e| {
+            InstallError::Invalid {
                 path: self.path.clone(),
                 message: format!("not valid JSON(C): {e}"),
-            })?;
+            }
+        })?;
         match parsed.value {
             Some(v @ Value::Object(_)) => Ok(v),
             _ => Err(InstallError::Invalid {
@@ -353,29 +358,31 @@ impl Installer {
     fn read_record(&self) -> Result<Record, InstallError> {
         let path = self.record_path();
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| InstallError::Invalid {
-                    path: path.clone(),
-                    message: e.to_string(),
-                }),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| InstallError::Invalid {
+                path: path.clone(),
+                message: e.to_string(),
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Record::default()),
             Err(e) => Err(io(&path)(e)),
         }
     }
 
     fn write_record(&self, record: &Record) -> Result<(), InstallError> {
-        let mut text = serde_json::to_string_pretty(record)
-            .map_err(|e| InstallError::Invalid {
-                path: self.record_path(),
-                message: format!("cannot encode the install record: {e}"),
-            })?;
+        let mut text = serde_json::to_string_pretty(record).map_err(|e| InstallError::Invalid {
+            path: self.record_path(),
+            message: format!("cannot encode the install record: {e}"),
+        })?;
         text.push('\n');
         file::write(&self.record_path(), None, &text).map(|_| ())
     }
 
     /// Applies the edits (non-overlapping ranges) with the installers' one backup rule and
     /// atomic write.
-    fn write(&self, text: &str, mut edits: Vec<(usize, usize, String)>) -> Result<Change, InstallError> {
+    fn write(
+        &self,
+        text: &str,
+        mut edits: Vec<(usize, usize, String)>,
+    ) -> Result<Change, InstallError> {
         if edits.is_empty() {
             return Ok(Change::Unchanged);
         }

@@ -391,4 +391,3 @@ fn is_duplicate(entry: &SessionEntry, event: &HookEvent<'_>, tool: &ToolUse<'_>)
         _ => same.any(|r| r.result.is_some()),
     }
 }
-
