@@ -1,8 +1,12 @@
-//! `loopguard hook install AGENT` / `uninstall AGENT`: loopguard's hook in each agent's own
-//! settings, and out again.
+//! The one installer of every settings file loopguard edits: `loopguard hook install AGENT`
+//! / `uninstall AGENT` (loopguard's hook in each agent's own settings, and out again) and
+//! `loopguard mcp install` / `uninstall` ([`mcp`]: the MCP clients' server entries routed
+//! through the proxy). Every target shares one [`Change`], one [`InstallError`], one backup
+//! rule ([`backup_path`]) and one atomic write.
 //!
 //! | agent | user file | project file | format | events registered |
 //! |-------|-----------|--------------|--------|-------------------|
+//! | Claude Code (and VS Code's agent, which runs these hooks) | `~/.claude/settings.json` | `.claude/settings.json` | JSON, `hooks` groups with a `timeout`, edited by [`claude_code`] | `PreToolUse`, `PostToolUse`, `PostToolUseFailure` (matcher `*`), `PostToolBatch`, `UserPromptSubmit`, `PostCompact`, `SessionStart` (matcher `compact`), `SessionEnd` |
 //! | Codex | `~/.codex/hooks.json` | `.codex/hooks.json` | Claude Code's `hooks` groups (or, with `--settings …/config.toml`, `[[hooks.EVENT]]` tables) | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PostCompact` |
 //! | Gemini CLI | `~/.gemini/settings.json` | `.gemini/settings.json` | JSONC, `hooks` groups | `BeforeTool`, `AfterTool`, `BeforeAgent`, `PreCompress`, `SessionEnd` |
 //! | Qwen Code | `~/.qwen/settings.json` | `.qwen/settings.json` | JSONC, `hooks` groups | `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `UserPromptSubmit`, `PostCompact`, `SessionEnd` |
@@ -13,8 +17,12 @@
 //! | Windsurf | `~/.codeium/windsurf/hooks.json` | `.windsurf/hooks.json` | `{"hooks":{…}}` | `pre_run_command`, `post_run_command`, `pre_mcp_tool_use`, `post_mcp_tool_use`, `pre_user_prompt` |
 //! | Kiro CLI | the agent's file (`--settings ~/.kiro/agents/NAME.json`) | | `hooks` of the agent config | `preToolUse`, `postToolUse`, `userPromptSubmit` |
 //!
-//! **The file stays the user's.** The JSON (and JSONC: comments, trailing commas) files are
-//! edited as text: loopguard's entries are inserted at the front of each event's list as
+//! **The file stays the user's.** Every file is edited as text, so every byte loopguard
+//! does not own stays: Claude Code's `settings.json` through [`claude_code`] (plain JSON;
+//! loopguard's handlers are appended in the file's style, and a handler of loopguard sharing
+//! a group with the user's is removed alone), the MCP configs through [`mcp`] (each entry's
+//! text swapped and restored), Codex's `config.toml` through `toml_edit`. The other agents'
+//! JSON (and JSONC: comments, trailing commas) files are edited as text: loopguard's entries are inserted at the front of each event's list as
 //! one line each, a missing event list or `hooks` object is inserted at the front of its
 //! object in the file's own indentation and line endings, and uninstall removes exactly
 //! those bytes again; every other byte (comments, key order, other hooks) is left as it
@@ -23,8 +31,8 @@
 //! Containers loopguard created (`hooks`, an event's list) are removed when they become
 //! empty; those in the file before loopguard first touched it stay, even empty.
 //!
-//! One backup rule, as for Claude Code's settings: before the first write, the file as it
-//! was is copied to `FILE.loopguard-backup`, which is never overwritten. Writes replace the
+//! One backup rule for every file: before the first write, the file as it was is copied to
+//! `FILE.loopguard-backup`, which is never overwritten. Writes replace the
 //! file atomically (a temporary file in the same directory renamed over it, with its
 //! permissions); a symlinked settings file is written through the link, so the link stays
 //! a link. A file loopguard created is deleted again when uninstall leaves nothing else in
