@@ -11,6 +11,10 @@ use crate::profile;
 /// A coding agent whose hooks loopguard speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Agent {
+    /// Anthropic's Claude Code (and VS Code's agent running the hooks of
+    /// `.claude/settings.json`): the protocol the others are mapped onto
+    /// ([`crate::claude_code`]).
+    ClaudeCode,
     /// OpenAI Codex CLI (`@openai/codex`).
     Codex,
     /// Google Gemini CLI (`@google/gemini-cli`).
@@ -33,6 +37,7 @@ pub enum Agent {
 
 /// Every agent, in the order `loopguard hook --help` lists them.
 pub const AGENTS: &[Agent] = &[
+    Agent::ClaudeCode,
     Agent::Codex,
     Agent::Gemini,
     Agent::Qwen,
@@ -48,6 +53,7 @@ impl Agent {
     /// The agent's name as `loopguard hook AGENT` spells it.
     pub fn as_str(self) -> &'static str {
         match self {
+            Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
@@ -80,6 +86,7 @@ impl Agent {
             return Err(AgentError::NotAnObject);
         }
         let mut n = match self {
+            Agent::ClaudeCode => agents::claude_like(&v, &["PostCompact"]),
             Agent::Codex => agents::codex::normalize(&v),
             Agent::Gemini => agents::gemini::normalize(&v),
             Agent::Qwen => agents::qwen::normalize(&v),
@@ -90,7 +97,11 @@ impl Agent {
             Agent::Windsurf => agents::windsurf::normalize(&v),
             Agent::Kiro => agents::kiro::normalize(&v),
         }?;
-        n.session = format!("{}:{}", self.as_str(), n.session);
+        if self != Agent::ClaudeCode {
+            // Claude Code's sessions keep their own ids (as its hook has always stored
+            // them); the others' are `AGENT:ID`.
+            n.session = format!("{}:{}", self.as_str(), n.session);
+        }
         if let Some(t) = &mut n.tool {
             let (name, input) = profile::map_tool(self, &t.agent_name, &t.input);
             t.cc_name = name;
@@ -158,6 +169,7 @@ impl FromStr for Agent {
             .copied()
             .find(|a| a.as_str() == s)
             .or(match s {
+                "claude" => Some(Agent::ClaudeCode),
                 "gemini-cli" => Some(Agent::Gemini),
                 "qwen-code" => Some(Agent::Qwen),
                 "github-copilot" | "vscode" => Some(Agent::Copilot),
@@ -257,7 +269,7 @@ impl Normalized {
         }
     }
 
-    /// The event as a Claude Code hook payload, for [`loopguard_hook::apply_payload`].
+    /// The event as a Claude Code hook payload, for [`crate::claude_code::apply_payload`].
     pub fn to_claude_code(&self) -> Value {
         let name = match self.kind {
             Kind::Pre => "PreToolUse",

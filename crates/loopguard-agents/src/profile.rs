@@ -67,6 +67,12 @@ struct Spec {
 
 fn spec(agent: Agent) -> Spec {
     match agent {
+        // The guard's own Claude Code profile reads Claude Code's tools as they are.
+        Agent::ClaudeCode => Spec {
+            shell: &[],
+            ignored: &[],
+            polls: &[],
+        },
         Agent::Codex => Spec {
             shell: &[
                 "Bash",

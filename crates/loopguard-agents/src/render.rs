@@ -1,6 +1,6 @@
 //! The guard's decision in each agent's answer.
 
-use loopguard_hook::response::Reply;
+use crate::claude_code::Reply;
 use serde_json::{json, Map, Value};
 
 use crate::{Agent, Kind, Normalized};
@@ -82,7 +82,9 @@ pub(crate) fn render(
             }
             out.stdout = line(Value::Object(o));
         }
-        Agent::Codex | Agent::Qwen | Agent::Factory => out.stdout = claude(&n.event),
+        Agent::ClaudeCode | Agent::Codex | Agent::Qwen | Agent::Factory => {
+            out.stdout = claude(&n.event)
+        }
         Agent::Copilot if n.claude_shaped => out.stdout = claude(&n.event),
         Agent::Copilot => {
             let mut o = Map::new();

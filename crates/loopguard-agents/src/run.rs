@@ -1,13 +1,10 @@
-//! One hook invocation: an agent's payload in, the agent's answer out, state saved.
+//! One hook event answered: an agent's payload in, the agent's answer out, the session's
+//! state updated through the guard the front end gives (the CLI hook's SQLite store, a
+//! server's store and tenant, memory in tests).
 
-use std::sync::Arc;
+use loopguard_guard::{Guard, GuardError, LogRow};
 
-use loopguard_guard::{Guard, SqliteStore};
-use loopguard_hook::config::HookConfig;
-use loopguard_hook::payload::HookPayload;
-use loopguard_hook::response::Reply;
-use loopguard_hook::{apply_payload, log_line, HookError, HookOptions};
-
+use crate::claude_code::{apply_payload, HookPayload, PayloadError, Reply};
 use crate::render::render;
 use crate::{Agent, AgentError, Kind, Normalized};
 
@@ -28,134 +25,62 @@ pub struct AgentReply {
     pub exit_code: i32,
     /// The error that made the hook fail open, if any.
     pub error: Option<String>,
+    /// What the event was logged as (a Claude Code `PostToolBatch` logs a row per call it
+    /// fills in): for a server's decision metrics. Not part of the answer.
+    pub logged: Vec<LogRow>,
 }
 
-/// Why an event could not be answered (the hook command fails open on any of these; a
-/// server answers 400 for [`RunError::Agent`] and [`RunError::Payload`], 503 otherwise).
+impl AgentReply {
+    /// The answer that lets the call go on ([`Agent::allow`]), with nothing logged.
+    pub fn allow(agent: Agent) -> AgentReply {
+        let (stdout, exit_code) = agent.allow();
+        AgentReply {
+            stdout,
+            exit_code,
+            ..AgentReply::default()
+        }
+    }
+}
+
+/// Why an event could not be answered (a hook command fails open on any of these; a
+/// server answers 400 for [`RunError::Agent`] and [`RunError::Payload`], and for a
+/// [`GuardError::Event`], 503 otherwise).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// The payload is not one of the agent's.
     #[error(transparent)]
     Agent(#[from] AgentError),
-    /// The config, the store or the guard failed.
+    /// A Claude Code payload could not be read (the error names the field).
     #[error(transparent)]
-    Hook(#[from] HookError),
+    Payload(#[from] PayloadError),
+    /// The guard (its store) failed.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
     /// The event could not be handed to the guard.
     #[error("the event could not be handed to the guard: {0}")]
-    Payload(String),
+    Convert(String),
 }
 
-/// Handles one hook payload of `agent`: reads it ([`Agent::normalize`]), applies it to the
-/// session in the state database with the same live-guard layer and rules as the Claude
-/// Code hook, and answers in the agent's own format. Never fails and never panics: any
-/// error allows the call ([`Agent::allow`]) and is reported on standard error and in the
-/// log file.
-///
-/// ```
-/// use loopguard_agents::{run, Agent};
-/// use loopguard_hook::HookOptions;
-/// let dir = tempfile::tempdir().unwrap();
-/// let opts = HookOptions { state: Some(dir.path().join("db.sqlite3")), ..HookOptions::default() };
-/// let garbage = run(Agent::Cline, b"not json", &opts);
-/// assert_eq!(garbage.stdout, "{\"cancel\":false}\n"); // Cline must always get JSON
-/// assert!(garbage.error.is_some());
-/// ```
-pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
-    let mut notes = Vec::new();
-    match handle(agent, input, opts, &mut notes) {
-        Ok(mut reply) => {
-            for n in &notes {
-                log_line(opts, n);
-            }
-            reply.stderr.splice(0..0, notes);
-            reply
-        }
-        Err(e) => {
-            let line = format!("loopguard: {agent} hook: {e}; the call is allowed (fail-open)");
-            let line = match log_line(opts, &line) {
-                Some(p) => format!("{line}. Log: {}", p.display()),
-                None => line,
-            };
-            notes.push(line);
-            let (stdout, exit_code) = agent.allow();
-            AgentReply {
-                stdout,
-                stderr: notes,
-                exit_code,
-                error: Some(e.to_string()),
-            }
-        }
-    }
-}
-
-fn allow(agent: Agent) -> AgentReply {
-    let (stdout, exit_code) = agent.allow();
-    AgentReply {
-        stdout,
-        exit_code,
-        ..AgentReply::default()
-    }
-}
-
-fn handle(
-    agent: Agent,
-    input: &[u8],
-    opts: &HookOptions,
-    notes: &mut Vec<String>,
-) -> Result<AgentReply, RunError> {
-    let n = agent.normalize(input)?;
-    if n.kind == Kind::Ignore {
-        return Ok(allow(agent));
-    }
-    let path = opts.state_path().ok_or(HookError::NoStateDir)?;
-    if matches!(n.kind, Kind::End | Kind::Continuation) && !path.is_file() {
-        return Ok(allow(agent));
-    }
-    let config = if matches!(n.kind, Kind::End | Kind::Continuation) {
-        HookConfig::builtin()
-    } else {
-        HookConfig::discover(
-            opts.config.as_deref(),
-            n.cwd.as_deref().map(std::path::Path::new),
-            &opts.env,
-        )
-        .map_err(HookError::from)?
-    };
-    let store = SqliteStore::open(&path, &opts.store).map_err(HookError::from)?;
-    let guard = Guard::builder()
-        .config(config.openclaw())
-        .profile(loopguard_guard::ToolProfile::ClaudeCode)
-        .mode(opts.mode)
-        .store(Arc::new(store))
-        .log_size(loopguard_hook::store::EVENTS_KEPT)
-        .build();
-    let source = format!("{} ({agent})", config.source);
-    answer_with(
-        agent,
-        &guard,
-        None,
-        &n,
-        &source,
-        now(opts),
-        opts.agent.as_deref(),
-        notes,
-    )
-}
-
-fn now(opts: &HookOptions) -> u64 {
-    opts.now_ms.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-            .unwrap_or(0)
-    })
+/// Where an event goes and how it is labelled.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Scope<'a> {
+    /// The tenant whose sessions these are (a server's); `None` for a local hook.
+    pub tenant: Option<&'a str>,
+    /// The `agents.list[]` id whose settings apply (`--agent`); for Claude Code, default:
+    /// the payload's `agent_type`.
+    pub agent_id: Option<&'a str>,
+    /// Where the config came from (shown by `loopguard status`).
+    pub config: &'a str,
+    /// The clock, ms since the epoch.
+    pub now: u64,
 }
 
 /// Answers one hook payload of `agent` with `guard` (which should use the Claude Code
-/// profile, as the hook command's does): for front ends that receive agents' hook payloads
-/// themselves, such as `loopguard serve`'s `POST /v1/hooks/{agent}` (Qwen Code's
-/// `type: "http"` hooks), with the tenant's sessions. `config` labels where the config
-/// came from (shown by `loopguard status`); `notes` receives lines for the operator.
+/// profile, as every front end's does): for front ends that receive agents' hook payloads
+/// themselves, such as `loopguard serve`'s `POST /v1/hooks/{agent}` (Claude Code's and
+/// Qwen Code's `type: "http"` hooks), with the tenant's sessions. `config` labels where
+/// the config came from (shown by `loopguard status`); `notes` receives lines for the
+/// operator.
 ///
 /// ```
 /// use loopguard_agents::{answer, Agent};
@@ -166,6 +91,7 @@ fn now(opts: &HookOptions) -> u64 {
 ///     "tool_input":{"absolute_path":"/a"},"tool_use_id":"t1"}"#;
 /// let reply = answer(Agent::Qwen, &guard, Some("team-a"), pre, "built-in", 0, &mut Vec::new())?;
 /// assert_eq!(reply.stdout, ""); // allowed, nothing to say
+/// assert!(answer(Agent::ClaudeCode, &guard, None, b"not json", "built-in", 0, &mut Vec::new()).is_err());
 /// # Ok(())
 /// # }
 /// ```
@@ -178,54 +104,93 @@ pub fn answer(
     now: u64,
     notes: &mut Vec<String>,
 ) -> Result<AgentReply, RunError> {
-    let n = agent.normalize(input)?;
-    if n.kind == Kind::Ignore {
-        return Ok(allow(agent));
-    }
-    answer_with(agent, guard, tenant, &n, config, now, None, notes)
+    let scope = Scope {
+        tenant,
+        agent_id: None,
+        config,
+        now,
+    };
+    answer_in(agent, guard, input, &scope, notes)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn answer_with(
+/// [`answer`] with every label of the event given ([`Scope`]).
+pub fn answer_in(
     agent: Agent,
     guard: &Guard,
-    tenant: Option<&str>,
-    n: &Normalized,
-    config: &str,
-    now: u64,
-    agent_id: Option<&str>,
+    input: &[u8],
+    scope: &Scope<'_>,
     notes: &mut Vec<String>,
 ) -> Result<AgentReply, RunError> {
+    if agent == Agent::ClaudeCode {
+        // Claude Code's payload is read with loopguard's own JSON parser (OpenClaw's hashes
+        // need JavaScript's `JSON.parse` semantics), not through `normalize`.
+        let payload = HookPayload::parse(input)?;
+        let agent_id = scope.agent_id.or(payload.agent_type.as_deref());
+        let reply = apply_payload(
+            guard,
+            scope.tenant,
+            &payload,
+            agent_id,
+            scope.config,
+            scope.now,
+            notes,
+        )?;
+        return Ok(AgentReply {
+            stdout: reply.render(),
+            logged: reply.logged,
+            ..AgentReply::default()
+        });
+    }
+    let n = agent.normalize(input)?;
+    answer_normalized(agent, guard, &n, scope, notes)
+}
+
+/// Answers an event already read with [`Agent::normalize`] (a shell that needs the event's
+/// working directory or kind before it opens its store, as the CLI hook does).
+pub fn answer_normalized(
+    agent: Agent,
+    guard: &Guard,
+    n: &Normalized,
+    scope: &Scope<'_>,
+    notes: &mut Vec<String>,
+) -> Result<AgentReply, RunError> {
+    if n.kind == Kind::Ignore {
+        return Ok(AgentReply::allow(agent));
+    }
     let reply = if n.kind == Kind::Continuation {
-        continuation(guard, tenant, n)?
+        continuation(guard, scope.tenant, n)?
     } else {
-        apply(guard, tenant, n, config, now, agent_id, notes)?
+        apply(guard, n, scope, notes)?
     };
-    let context = deferred_context(agent, guard, tenant, n, &reply)?;
+    let context = deferred_context(agent, guard, scope.tenant, n, &reply)?;
     let r = render(agent, n, &reply, context);
     Ok(AgentReply {
         stdout: r.stdout,
         stderr: r.stderr,
         exit_code: r.exit_code,
         error: None,
+        logged: reply.logged,
     })
 }
 
-/// Applies the event to its session as the Claude Code hook would.
+/// Applies the event to its session as Claude Code's protocol does.
 fn apply(
     guard: &Guard,
-    tenant: Option<&str>,
     n: &Normalized,
-    config: &str,
-    now: u64,
-    agent_id: Option<&str>,
+    scope: &Scope<'_>,
     notes: &mut Vec<String>,
 ) -> Result<Reply, RunError> {
     let cc =
-        serde_json::to_vec(&n.to_claude_code()).map_err(|e| RunError::Payload(e.to_string()))?;
-    let payload = HookPayload::parse(&cc).map_err(|e| RunError::Payload(e.to_string()))?;
+        serde_json::to_vec(&n.to_claude_code()).map_err(|e| RunError::Convert(e.to_string()))?;
+    let payload = HookPayload::parse(&cc).map_err(|e| RunError::Convert(e.to_string()))?;
     Ok(apply_payload(
-        guard, tenant, &payload, agent_id, config, now, notes,
+        guard,
+        scope.tenant,
+        &payload,
+        scope.agent_id,
+        scope.config,
+        scope.now,
+        notes,
     )?)
 }
 
@@ -234,7 +199,7 @@ fn apply(
 /// only read: nothing is recorded.
 fn continuation(guard: &Guard, tenant: Option<&str>, n: &Normalized) -> Result<Reply, RunError> {
     let key = loopguard_guard::session_key(tenant, &n.session);
-    let entry = guard.store().load(&key).map_err(HookError::from)?;
+    let entry = guard.store().load(&key).map_err(GuardError::from)?;
     // A new prompt clears `aborted`, so a recorded abort belongs to the run going on.
     Ok(match entry.and_then(|e| e.aborted) {
         Some(aborted) => Reply::stop(&n.event, &aborted.message),
@@ -257,21 +222,17 @@ fn deferred_context(
     match n.kind {
         Kind::Pre => {
             if let Some(c) = &reply.context {
-                guard
-                    .update(tenant, &n.session, |e| {
-                        e.meta.insert(PENDING_CONTEXT.into(), c.clone());
-                    })
-                    .map_err(HookError::from)?;
+                guard.update(tenant, &n.session, |e| {
+                    e.meta.insert(PENDING_CONTEXT.into(), c.clone());
+                })?;
             }
             Ok(None)
         }
         Kind::Post | Kind::Failure => {
             let mut pending = None;
-            guard
-                .update(tenant, &n.session, |e| {
-                    pending = e.meta.remove(PENDING_CONTEXT)
-                })
-                .map_err(HookError::from)?;
+            guard.update(tenant, &n.session, |e| {
+                pending = e.meta.remove(PENDING_CONTEXT)
+            })?;
             Ok(pending.or_else(|| reply.context.clone()))
         }
         _ => Ok(reply.context.clone()),

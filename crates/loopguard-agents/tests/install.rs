@@ -92,6 +92,19 @@ fn check_round_trip(agent: Agent, dir: &Path, original: &str) {
     assert_eq!(uninstall(agent, &path).unwrap(), Change::Unchanged);
 }
 
+/// Claude Code's `settings.json` (plain JSON: Claude Code reads no comments) through the
+/// same facade.
+#[test]
+fn claude_code_round_trips_keep_every_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    for original in originals(Agent::ClaudeCode) {
+        if original.contains("//") || original.contains(",\n   }") {
+            continue;
+        }
+        check_round_trip(Agent::ClaudeCode, dir.path(), &original);
+    }
+}
+
 #[test]
 fn round_trips_keep_every_byte() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,29 +1,24 @@
 //! # loopguard-hook
 //!
-//! Live tool-call loop protection for [Claude Code](https://code.claude.com): the engine
-//! behind `loopguard hook claude-code`.
+//! The CLI shell of live tool-call loop protection for coding agents: the engine behind
+//! `loopguard hook AGENT` (and the Claude Code plugin, which runs
+//! `loopguard hook claude-code`) and `loopguard status`.
 //!
-//! Claude Code runs hook commands before and after every tool call and around context
-//! compaction, passing one JSON object on standard input. loopguard is such a command: it
-//! keeps one [`loopguard_core::Session`] per Claude Code session in a SQLite database,
-//! applies the event to it with OpenClaw's rules, and answers in the JSON Claude Code
-//! expects: a block denies the call with the detection message as the reason the model
-//! sees, an emitted warning reaches the model as added context, and a loop that survives
-//! a compaction stops the agent.
+//! Claude Code (and every other agent of `loopguard-agents`) runs hook commands before and
+//! after every tool call and around context compaction, passing one JSON object on
+//! standard input. The protocol (what each event does, the answer the agent reads) is
+//! `loopguard-agents`'; this crate is what a command needs around it: one
+//! [`loopguard_core::Session`] per session in a SQLite database shared by the agent's
+//! parallel hook processes, the config that applies, failing open with a line in the log,
+//! and what `loopguard status` shows.
 //!
-//! * [`payload`]: the hook input;
-//! * the Claude Code tool profile lives in the live-guard layer
-//!   ([`loopguard_guard::profile::claude_code`]), shared with replay (`Bash` as
-//!   `exec`, background-shell polling as a `process` poll, …);
-//! * [`hook`]: one invocation, event by event, failing open on any error;
+//! * [`hook`]: one invocation ([`run_claude_code`], [`run_agent`]), failing open on any
+//!   error;
 //! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
-//!   timeout, pruning, schema version);
+//!   timeout, pruning, schema version) and what outlives a session;
 //! * [`config`]: which config file applies;
-//! * [`response`]: the JSON written back;
-//! * [`settings`]: installing the hook into Claude Code's `settings.json`;
 //! * [`status`]: what `loopguard status` shows;
-//! * [`paths`]: where the database, log and config files live;
-//! * [`advice`]: where protection is weaker than the config makes it look.
+//! * [`paths`]: where the database, log and config files live.
 //!
 //! ```
 //! use loopguard_hook::{run_claude_code, HookOptions};
@@ -43,17 +38,10 @@
 //! assert!(answers[10].contains("additionalContext"));
 //! ```
 
-pub mod advice;
 pub mod config;
 pub mod hook;
-mod jsonspan;
 pub mod paths;
-pub mod payload;
-pub mod response;
-pub mod settings;
 pub mod status;
 pub mod store;
 
-pub use hook::{
-    apply_payload, log_line, parse_duration, run_claude_code, HookError, HookOptions, HookReply,
-};
+pub use hook::{log_line, run_agent, run_claude_code, HookError, HookOptions, HookReply};

@@ -79,18 +79,6 @@ impl Env {
             .as_ref()
             .map(|c| c.join("loopguard").join("config.json5"))
     }
-
-    /// `~/.claude/settings.json`.
-    pub fn user_settings(&self) -> Option<PathBuf> {
-        self.home
-            .as_ref()
-            .map(|h| h.join(".claude").join("settings.json"))
-    }
-}
-
-/// `<project>/.claude/settings.json`.
-pub fn project_settings(project: &Path) -> PathBuf {
-    project.join(".claude").join("settings.json")
 }
 
 /// The log file that belongs to a database.

@@ -8,7 +8,7 @@
 //!
 //! **Weaker than it looks**: the config the session's hook last loaded is read again; if
 //! it cannot be read now, every hook call fails open and the status says so, and
-//! otherwise it carries the [`crate::advice`] notes for its policy (detectors off,
+//! otherwise it carries the [`loopguard_guard::advice`] notes for its policy (detectors off,
 //! warnings the model never sees). The last fail-open comes from the log file (see
 //! [`crate::paths::log_candidates`]), whose fail-open lines name the session.
 //!
@@ -30,16 +30,90 @@ use std::fmt::Write as _;
 use loopguard_core::no_progress_streak;
 use serde::Serialize;
 
+use loopguard_agents::Agent;
 use loopguard_guard::{LogRow, SessionEntry, Store as _};
 
 use crate::store::{key, SqliteStore, StoreError};
+
+/// The front end that wrote a stored session: `status` speaks of it, not of Claude Code
+/// for every session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontEnd {
+    /// An agent's hook (`loopguard hook AGENT`, or `loopguard serve`'s
+    /// `POST /v1/hooks/AGENT`): runs are the agent's prompts (`prompt-N`).
+    Hook(Agent),
+    /// The MCP proxy (`loopguard mcp`): sessions `mcp:SERVER:CONNECTION`, a run per
+    /// connection.
+    Mcp,
+    /// Events applied through the guard's API (`loopguard serve`'s `/v1/events`, the Python
+    /// or Node packages, `loopguard mcp --session-key`): runs as the caller named them.
+    Events,
+}
+
+impl FrontEnd {
+    /// The front end of a session, from its key and what the hook protocol records in its
+    /// `meta` (the config it loaded): the agents' hooks key their sessions `AGENT:ID`, the
+    /// MCP proxy `mcp:SERVER:CONNECTION`, and Claude Code's hook keeps Claude Code's ids.
+    ///
+    /// ```
+    /// use loopguard_agents::Agent;
+    /// use loopguard_hook::status::FrontEnd;
+    /// let hook_meta = [("config".to_string(), "built-in".to_string())].into_iter().collect();
+    /// assert_eq!(FrontEnd::of("codex:019a", &Default::default()), FrontEnd::Hook(Agent::Codex));
+    /// assert_eq!(FrontEnd::of("mcp:files:c1", &Default::default()), FrontEnd::Mcp);
+    /// assert_eq!(FrontEnd::of("9f1c-uuid", &hook_meta), FrontEnd::Hook(Agent::ClaudeCode));
+    /// assert_eq!(FrontEnd::of("my-key", &Default::default()), FrontEnd::Events);
+    /// ```
+    pub fn of(session_id: &str, meta: &std::collections::BTreeMap<String, String>) -> FrontEnd {
+        match session_id.split_once(':').map(|(p, _)| p) {
+            Some("mcp") => return FrontEnd::Mcp,
+            Some(p) => {
+                if let Ok(agent) = p.parse::<Agent>() {
+                    if agent != Agent::ClaudeCode {
+                        return FrontEnd::Hook(agent);
+                    }
+                }
+            }
+            None => {}
+        }
+        if meta.contains_key("config") {
+            FrontEnd::Hook(Agent::ClaudeCode)
+        } else {
+            FrontEnd::Events
+        }
+    }
+
+    /// A short name: the agent's (`claude-code`, `codex`, …), `mcp` or `events`.
+    pub fn key(self) -> &'static str {
+        match self {
+            FrontEnd::Hook(a) => a.as_str(),
+            FrontEnd::Mcp => "mcp",
+            FrontEnd::Events => "events",
+        }
+    }
+
+    /// What `status` calls it.
+    pub fn describe(self) -> String {
+        match self {
+            FrontEnd::Hook(Agent::ClaudeCode) => {
+                "Claude Code hook (`loopguard hook claude-code`)".to_string()
+            }
+            FrontEnd::Hook(a) => format!("{a} hook (`loopguard hook {a}`)"),
+            FrontEnd::Mcp => "MCP proxy (`loopguard mcp`): a run per client connection".to_string(),
+            FrontEnd::Events => "guard events (`loopguard serve` /v1/events, the Python or Node package, or `loopguard mcp --session-key`)".to_string(),
+        }
+    }
+}
 
 /// One session in the list.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
-    /// Claude Code's session id.
+    /// The session id (for the agents' hooks `AGENT:ID`, for the MCP proxy
+    /// `mcp:SERVER:CONNECTION`).
     pub session_id: String,
+    /// The front end that wrote it ([`FrontEnd::key`]).
+    pub front_end: &'static str,
     /// Events applied.
     pub event_count: u64,
     /// The current run.
@@ -66,15 +140,20 @@ pub fn list_sessions(store: &SqliteStore) -> Result<Vec<SessionSummary>, StoreEr
             continue;
         };
         let (_, id) = loopguard_guard::split_key(&k);
-        let run = current_run(&entry);
+        let front = FrontEnd::of(id, &entry.meta);
+        let run = current_run(&entry, front);
         out.push(SessionSummary {
             session_id: id.to_string(),
+            front_end: front.key(),
             event_count: entry.stats.events,
             stopped: entry.aborted.as_ref().is_some_and(|a| a.run == run),
             run,
             updated_ms,
             cwd: entry.meta.get("cwd").cloned(),
-            permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+            permission_mode: entry
+                .meta
+                .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                .cloned(),
             config: entry.meta.get("config").cloned(),
             agent: entry.meta.get("agent").cloned(),
         });
@@ -124,8 +203,12 @@ pub struct GuardState {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {
-    /// Claude Code's session id.
+    /// The session id.
     pub session_id: String,
+    /// The front end that wrote it ([`FrontEnd::key`]).
+    pub front_end: &'static str,
+    /// What `status` calls that front end ([`FrontEnd::describe`]).
+    pub front_end_description: String,
     /// The current run.
     pub run: String,
     /// Events applied.
@@ -177,9 +260,20 @@ impl Serialize for EventRow {
     }
 }
 
-/// The current run of a stored session (subagent runs are not listed separately).
-fn current_run(entry: &SessionEntry) -> String {
-    format!("prompt-{}", entry.run_seq)
+/// The current run of a stored session: for a hook, the prompt (subagent runs are not
+/// listed separately); for the other front ends, the run of the last call recorded.
+fn current_run(entry: &SessionEntry, front: FrontEnd) -> String {
+    match front {
+        FrontEnd::Hook(_) => format!("prompt-{}", entry.run_seq),
+        FrontEnd::Mcp | FrontEnd::Events => entry
+            .session
+            .history()
+            .records()
+            .back()
+            .and_then(|r| r.run.as_ref())
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }
 }
 
 /// Builds the status of one session; `None` when the database does not know it.
@@ -193,8 +287,11 @@ pub fn session_status(
         Ok(Some(e)) => e,
         Ok(None) => return Ok(None),
         Err(StoreError::Corrupt { source, .. }) => {
+            let front = FrontEnd::of(session_id, &Default::default());
             return Ok(Some(SessionStatus {
                 session_id: session_id.to_string(),
+                front_end: front.key(),
+                front_end_description: front.describe(),
                 run: String::new(),
                 event_count: 0,
                 created_ms: 0,
@@ -210,11 +307,14 @@ pub fn session_status(
                 guard: None,
                 events: Vec::new(),
                 state_error: Some(source.to_string()),
-            }))
+            }));
         }
         Err(e) => return Err(e),
     };
-    let run = current_run(&entry);
+    let front = FrontEnd::of(session_id, &entry.meta);
+    let run = current_run(&entry, front);
+    // A session without runs (events that named none) is scoped as one.
+    let scope = (!run.is_empty()).then_some(run.as_bytes());
     let skip = entry.recent.len().saturating_sub(events);
     let events = entry
         .recent
@@ -225,6 +325,8 @@ pub fn session_status(
         .collect();
     let mut st = SessionStatus {
         session_id: session_id.to_string(),
+        front_end: front.key(),
+        front_end_description: front.describe(),
         run: run.clone(),
         event_count: entry.stats.events,
         created_ms: entry.created_ms,
@@ -235,7 +337,10 @@ pub fn session_status(
             entry.meta.get("config").map(String::as_str),
             entry.meta.get("agent").map(String::as_str),
         ),
-        permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+        permission_mode: entry
+            .meta
+            .get(loopguard_agents::claude_code::PERMISSION_MODE)
+            .cloned(),
         last_fail_open: None,
         aborted: entry
             .aborted
@@ -252,14 +357,14 @@ pub fn session_status(
     let history = session.history();
     st.history_len = history.len();
     let mut seen: Vec<(String, loopguard_core::ArgsDigest)> = Vec::new();
-    for r in history.scoped(Some(run.as_bytes())) {
+    for r in history.scoped(scope) {
         let tool = r.tool.to_string_lossy().into_owned();
         if !seen.iter().any(|(t, a)| *t == tool && *a == r.args) {
             seen.push((tool, r.args));
         }
     }
     for (tool, args) in seen {
-        let s = no_progress_streak(history.scoped(Some(run.as_bytes())), tool.as_bytes(), &args);
+        let s = no_progress_streak(history.scoped(scope), tool.as_bytes(), &args);
         if s.calls > 1 {
             st.repeats.push(Repeat {
                 args: args.to_string()[..12].to_string(),
@@ -271,11 +376,13 @@ pub fn session_status(
     }
     st.repeats
         .sort_by_key(|r| std::cmp::Reverse((r.calls, r.identical_outcomes)));
-    st.guard = session.guard(Some(&run)).map(|g| GuardState {
-        armed: g.is_armed(),
-        remaining: g.remaining_attempts(),
-        window_size: g.settings().window_size,
-    });
+    st.guard = session
+        .guard(scope.map(|_| run.as_str()))
+        .map(|g| GuardState {
+            armed: g.is_armed(),
+            remaining: g.remaining_attempts(),
+            window_size: g.settings().window_size,
+        });
     Ok(Some(st))
 }
 
@@ -308,7 +415,7 @@ pub fn config_notes(config: Option<&str>, agent: Option<&str>) -> Vec<String> {
         return Vec::new();
     };
     match HookConfig::load(&path, source) {
-        Ok(c) => crate::advice::policy_notes(&c.policy_for(agent)),
+        Ok(c) => loopguard_guard::advice::policy_notes(&c.policy_for(agent)),
         Err(e) => vec![format!(
             "{e}: every hook call fails open (the call is allowed, nothing is checked)"
         )],
@@ -359,15 +466,16 @@ pub fn render_list(rows: &[SessionSummary]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<38} {:>7} {:<10} {:<20} cwd",
-        "session", "events", "run", "updated"
+        "{:<38} {:<12} {:>7} {:<10} {:<20} cwd",
+        "session", "front end", "events", "run", "updated"
     );
     for r in rows {
         let aborted = if r.stopped { " (stopped)" } else { "" };
         let _ = writeln!(
             out,
-            "{:<38} {:>7} {:<10} {:<20} {}{aborted}",
+            "{:<38} {:<12} {:>7} {:<10} {:<20} {}{aborted}",
             r.session_id,
+            r.front_end,
             r.event_count,
             r.run,
             when(r.updated_ms),
@@ -459,6 +567,7 @@ pub fn render_ended(r: &crate::store::EndedSession) -> String {
 pub fn render_session(st: &SessionStatus) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "session {}", st.session_id);
+    let _ = writeln!(out, "  front end: {}", st.front_end_description);
     let _ = writeln!(
         out,
         "  {} events, {} calls in history; current run {}; updated {}",

@@ -113,7 +113,10 @@ impl EndedSession {
             aborts: entry.stats.aborts,
             cwd: entry.meta.get("cwd").cloned(),
             config: entry.meta.get("config").cloned(),
-            permission_mode: entry.meta.get(crate::hook::PERMISSION_MODE).cloned(),
+            permission_mode: entry
+                .meta
+                .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                .cloned(),
             decisions,
         }
     }

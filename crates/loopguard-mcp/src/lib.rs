@@ -21,7 +21,6 @@
 
 mod guard;
 mod http;
-mod install;
 mod options;
 mod relay;
 mod sse;
@@ -31,7 +30,6 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use install::{default_config_path, Change, ChangeKind, Client, Installer, Report};
 pub use options::{ProxyOptions, ProxyOptionsBuilder, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS};
 
 use guard::GuardLayer;

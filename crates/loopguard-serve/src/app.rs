@@ -525,7 +525,14 @@ async fn post_claude_code(
     let tenant = state.authenticate(&headers)?;
     let bytes = read_body(&state, &headers, body).await?;
     let out = state
-        .run(move |s| crate::wiring::claude_code(s, tenant.as_deref(), &bytes))
+        .run(move |s| {
+            crate::wiring::agent_hook(
+                s,
+                loopguard_agents::Agent::ClaudeCode,
+                tenant.as_deref(),
+                &bytes,
+            )
+        })
         .await??;
     // Nothing to say is `{}` (Claude Code reads it as no output): a JSON body, as declared.
     let out = if out.iter().all(u8::is_ascii_whitespace) {
@@ -538,7 +545,8 @@ async fn post_claude_code(
 
 /// `POST /v1/hooks/{agent}`: another coding agent's hook payload (Qwen Code's
 /// `type: "http"` hooks, or a command hook that posts its stdin); the answer is what
-/// `loopguard hook AGENT` prints for the same input.
+/// `loopguard hook AGENT` prints for the same input. Claude Code has its own route above
+/// (the same protocol, with `{}` for nothing to say).
 async fn post_agent_hook(
     State(state): State<Shared>,
     Path(agent): Path<String>,
@@ -551,6 +559,12 @@ async fn post_agent_hook(
     let out = state
         .run(move |s| crate::wiring::agent_hook(s, agent, tenant.as_deref(), &bytes))
         .await??;
+    // `/v1/hooks/claude` answers as `/v1/hooks/claude-code` does.
+    let out = if agent == loopguard_agents::Agent::ClaudeCode && out.is_empty() {
+        b"{}".to_vec()
+    } else {
+        out
+    };
     Ok(json_response(out, "application/json"))
 }
 

@@ -155,64 +155,6 @@ pub(crate) fn session_json(info: &SessionInfo) -> String {
     info.api_json().to_string()
 }
 
-/// `POST /v1/hooks/claude-code`: the hook crate's own logic over the server's guard with
-/// the Claude Code profile, so the answer is what `loopguard hook claude-code` prints.
-pub(crate) fn claude_code(
-    state: &AppState,
-    tenant: Option<&str>,
-    bytes: &[u8],
-) -> Result<Vec<u8>, ApiError> {
-    use loopguard_hook::payload::PayloadError;
-    use loopguard_hook::HookError;
-    let mut notes = Vec::new();
-    let result = loopguard_hook::payload::HookPayload::parse(bytes)
-        .map_err(HookError::from)
-        .and_then(|payload| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-                .unwrap_or(0);
-            loopguard_hook::apply_payload(
-                &state.claude_code,
-                tenant,
-                &payload,
-                payload.agent_type.as_deref(),
-                &state.config_source,
-                now,
-                &mut notes,
-            )
-        })
-        .map(|reply| {
-            for row in &reply.logged {
-                state.metrics.decision(hook_labels(row));
-            }
-            reply.render()
-        });
-    for n in &notes {
-        tracing::warn!(target: "loopguard::serve", "{n}");
-    }
-    match result {
-        Ok(answer) => Ok(answer.into_bytes()),
-        Err(HookError::Payload(e)) => {
-            let field = match &e {
-                PayloadError::Missing(f) | PayloadError::Type { field: f, .. } => Some(*f),
-                _ => None,
-            };
-            Err(ApiError::bad_request(e.to_string(), field))
-        }
-        Err(HookError::Guard(loopguard_guard::GuardError::Event(e))) => {
-            Err(ApiError::bad_request(e.to_string(), e.field))
-        }
-        Err(HookError::Guard(e)) => Err(state.guard_error(e)),
-        Err(e) => {
-            state.metrics.store_error();
-            Err(ApiError::unavailable(format!(
-                "{e}; callers should fail open"
-            )))
-        }
-    }
-}
-
 /// The agent of `POST /v1/hooks/{agent}`: one whose answer is JSON (Windsurf and Kiro block
 /// only through the hook's exit status, which an HTTP answer cannot give).
 pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError> {
@@ -228,22 +170,28 @@ pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError
     }
 }
 
-/// `POST /v1/hooks/{agent}`: the agents crate's logic over the server's Claude Code guard,
-/// so the answer is what `loopguard hook AGENT` prints.
+/// `POST /v1/hooks/{agent}` (and `POST /v1/hooks/claude-code`): the agents layer's protocol
+/// of `agent` over the server's Claude Code guard and the tenant's sessions, so the answer
+/// is what `loopguard hook AGENT` prints for the same input.
 pub(crate) fn agent_hook(
     state: &AppState,
     agent: loopguard_agents::Agent,
     tenant: Option<&str>,
     bytes: &[u8],
 ) -> Result<Vec<u8>, ApiError> {
-    use loopguard_agents::RunError;
-    use loopguard_hook::HookError;
+    use loopguard_agents::claude_code::PayloadError;
+    use loopguard_agents::{Agent, AgentError, RunError};
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0);
     let mut notes = Vec::new();
-    let config = format!("{} ({agent})", state.config_source);
+    // Claude Code's sessions are labelled with the server's config source alone, as they
+    // always were; the other agents' name the agent.
+    let config = match agent {
+        Agent::ClaudeCode => state.config_source.clone(),
+        _ => format!("{} ({agent})", state.config_source),
+    };
     let result = loopguard_agents::answer(
         agent,
         &state.claude_code,
@@ -257,19 +205,31 @@ pub(crate) fn agent_hook(
         tracing::warn!(target: "loopguard::serve", "{n}");
     }
     match result {
-        Ok(reply) => Ok(reply.stdout.into_bytes()),
-        Err(RunError::Agent(e)) => Err(ApiError::bad_request(e.to_string(), None)),
-        Err(RunError::Payload(e)) => Err(ApiError::bad_request(e, None)),
-        Err(RunError::Hook(HookError::Guard(loopguard_guard::GuardError::Event(e)))) => {
+        Ok(reply) => {
+            for row in &reply.logged {
+                state.metrics.decision(hook_labels(row));
+            }
+            Ok(reply.stdout.into_bytes())
+        }
+        Err(RunError::Agent(e)) => {
+            let field = match &e {
+                AgentError::Field(f, _) => Some(*f),
+                _ => None,
+            };
+            Err(ApiError::bad_request(e.to_string(), field))
+        }
+        Err(RunError::Payload(e)) => {
+            let field = match &e {
+                PayloadError::Missing(f) | PayloadError::Type { field: f, .. } => Some(*f),
+                _ => None,
+            };
+            Err(ApiError::bad_request(e.to_string(), field))
+        }
+        Err(RunError::Convert(e)) => Err(ApiError::bad_request(e, None)),
+        Err(RunError::Guard(loopguard_guard::GuardError::Event(e))) => {
             Err(ApiError::bad_request(e.to_string(), e.field))
         }
-        Err(RunError::Hook(HookError::Guard(e))) => Err(state.guard_error(e)),
-        Err(e) => {
-            state.metrics.store_error();
-            Err(ApiError::unavailable(format!(
-                "{e}; callers should fail open"
-            )))
-        }
+        Err(RunError::Guard(e)) => Err(state.guard_error(e)),
     }
 }
 

@@ -425,6 +425,16 @@ fn shared_sqlite_store_and_session_key_see_a_loop_across_connections() {
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(text.contains("session alice"), "{text}");
     assert!(text.contains("block        generic_repeat (20)"), "{text}");
+    // It speaks of the front end that wrote the session, not of a Claude Code run, and
+    // finds the repeats of the run the proxy named (the session key).
+    assert!(text.contains("front end: guard events"), "{text}");
+    assert!(!text.contains("Claude Code"), "{text}");
+    assert!(text.contains("current run alice"), "{text}");
+    assert!(
+        text.contains("repeated calls in this run (engine tool names):")
+            && text.contains(" calls, "),
+        "{text}"
+    );
     // Without the key, each connection is its own session.
     let alone = client_n(
         &py,
@@ -433,6 +443,53 @@ fn shared_sqlite_store_and_session_key_see_a_loop_across_connections() {
         &calls,
     );
     assert!(alone.iter().all(|c| c["isError"] == false));
+    // The list names each session's front end: the proxy's own session is `mcp`.
+    let list = Command::new(loopguard())
+        .args(["status", "--json", "--state"])
+        .arg(&db)
+        .output()
+        .expect("status");
+    assert!(list.status.success());
+    let v: Value = serde_json::from_slice(&list.stdout).expect("status JSON");
+    let mut fronts: Vec<(String, String)> = v["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .map(|s| {
+            (
+                s["sessionId"].as_str().unwrap_or("").to_string(),
+                s["frontEnd"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    fronts.sort();
+    assert_eq!(fronts.len(), 2, "{fronts:?}");
+    assert_eq!(
+        (fronts[0].0.as_str(), fronts[0].1.as_str()),
+        ("alice", "events")
+    );
+    assert!(
+        fronts[1].0.starts_with("mcp:") && fronts[1].1 == "mcp",
+        "{fronts:?}"
+    );
+    let text = Command::new(loopguard())
+        .args(["status", "--state"])
+        .arg(&db)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("front ends: events (1 session), mcp (1 session)"),
+        "{text}"
+    );
+    let one = Command::new(loopguard())
+        .args(["status", &fronts[1].0, "--state"])
+        .arg(&db)
+        .output()
+        .expect("status");
+    let one = String::from_utf8_lossy(&one.stdout);
+    assert!(one.contains("front end: MCP proxy"), "{one}");
+    assert!(!one.contains("Claude Code"), "{one}");
 }
 
 fn client_n(py: &Path, n: usize, target: &[String], calls: &Path) -> Vec<Value> {

@@ -259,7 +259,9 @@ fn hooks_file_has_the_documented_shape_and_matches_install() {
     // The plugin registers exactly what `loopguard hook install` does.
     assert_eq!(
         top["hooks"],
-        loopguard_hook::settings::hooks_object(loopguard_hook::settings::PATH_COMMAND)
+        loopguard_agents::install::claude_code::hooks_object(
+            loopguard_agents::install::claude_code::PATH_COMMAND
+        )
     );
 }
 

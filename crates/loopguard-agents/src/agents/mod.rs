@@ -1,6 +1,7 @@
 //! One module per agent: its payload read into a [`Normalized`](crate::Normalized) event,
 //! and the guard's decision written back in its answer (see [`crate::render`]).
 
+pub mod claude_code;
 pub(crate) mod cline;
 pub(crate) mod codex;
 pub(crate) mod copilot;

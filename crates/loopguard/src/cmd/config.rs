@@ -71,7 +71,7 @@ pub fn run(args: CheckArgs) -> Result<ExitCode> {
     // Where protection is weaker than it looks (detectors off, warnings the model never
     // sees): warnings, so --strict makes them errors.
     let mut weak = |title: &str, agent: Option<&str>| {
-        for note in loopguard_hook::advice::policy_notes(&cfg.policy_for(agent)) {
+        for note in loopguard_guard::advice::policy_notes(&cfg.policy_for(agent)) {
             if args.strict {
                 errors += 1;
                 printed = std::mem::replace(&mut printed, Ok(()))

@@ -1,9 +1,11 @@
 //! `loopguard hook …` and `loopguard status`: live loop protection for Claude Code and the
 //! other coding agents.
 //!
-//! The work is done by the `loopguard-hook` crate (Claude Code) and the `loopguard-agents`
-//! crate (Codex, Gemini CLI, Qwen Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro);
-//! this module parses arguments, reads standard input and prints.
+//! The protocols are the `loopguard-agents` crate's (Claude Code, Codex, Gemini CLI, Qwen
+//! Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro), and so is the one installer of
+//! their settings; the `loopguard-hook` crate is the shell around them (the SQLite store,
+//! config discovery, fail-open, the log, `status`). This module parses arguments, reads
+//! standard input and prints.
 
 use crate::cmd::ModeArg;
 use std::io::{Read, Write};
@@ -12,17 +14,17 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use loopguard_agents::install as agent_install;
-use loopguard_agents::Agent;
+use loopguard_agents::install::{self as agent_install, shell_quote, Change};
+use loopguard_agents::{Agent, AgentReply};
 use loopguard_core::Mode;
-use loopguard_hook::advice::policy_notes;
+use loopguard_guard::advice::policy_notes;
+use loopguard_guard::parse_duration;
 use loopguard_hook::config::{ConfigSource, HookConfig};
-use loopguard_hook::paths::{existing_log, project_settings, Env};
-use loopguard_hook::settings::{self, shell_quote, Change};
+use loopguard_hook::paths::{existing_log, Env};
 use loopguard_hook::status::last_fail_open;
 use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
 use loopguard_hook::store::{SqliteOptions, SqliteStore, StoreError};
-use loopguard_hook::{log_line, parse_duration, run_claude_code, HookOptions};
+use loopguard_hook::{log_line, run_agent, HookOptions};
 
 /// `loopguard hook …`
 #[derive(Subcommand)]
@@ -162,7 +164,7 @@ pub struct StatusArgs {
 /// Runs a `loopguard hook …` command.
 pub fn run(cmd: HookCommand) -> Result<ExitCode> {
     match cmd {
-        HookCommand::ClaudeCode(args) => Ok(claude_code(args)),
+        HookCommand::ClaudeCode(args) => Ok(agent_hook(Agent::ClaudeCode, args)),
         HookCommand::Codex(args) => Ok(agent_hook(Agent::Codex, args)),
         HookCommand::Gemini(args) => Ok(agent_hook(Agent::Gemini, args)),
         HookCommand::Qwen(args) => Ok(agent_hook(Agent::Qwen, args)),
@@ -172,14 +174,8 @@ pub fn run(cmd: HookCommand) -> Result<ExitCode> {
         HookCommand::Cline(args) => Ok(agent_hook(Agent::Cline, args)),
         HookCommand::Windsurf(args) => Ok(agent_hook(Agent::Windsurf, args)),
         HookCommand::Kiro(args) => Ok(agent_hook(Agent::Kiro, args)),
-        HookCommand::Install(args) => match args.agent_name.as_str() {
-            "claude-code" | "claude" => install(args),
-            name => agent_install(name.parse()?, args),
-        },
-        HookCommand::Uninstall(args) => match args.agent_name.as_str() {
-            "claude-code" | "claude" => uninstall(args),
-            name => agent_uninstall(name.parse()?, args),
-        },
+        HookCommand::Install(args) => install(args.agent_name.parse()?, args),
+        HookCommand::Uninstall(args) => uninstall(args.agent_name.parse()?, args),
     }
 }
 
@@ -212,9 +208,9 @@ fn hook_options(args: ClaudeCodeArgs) -> (HookOptions, Vec<String>) {
     (opts, problems)
 }
 
-/// `loopguard hook AGENT` for the agents of `loopguard-agents`: one event on stdin, the
-/// agent's answer on stdout and in the exit status; any error fails open with the answer
-/// the agent reads as "go on".
+/// `loopguard hook AGENT` (Claude Code included): one event on stdin, the agent's answer on
+/// stdout and in the exit status; any error fails open with the answer the agent reads as
+/// "go on".
 fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
     let (opts, problems) = hook_options(args);
     let mut input = Vec::new();
@@ -230,22 +226,24 @@ fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
         Err(e) => {
             let line = format!("loopguard: cannot read the hook payload from stdin: {e}; the call is allowed (fail-open)");
             log_line(&opts, &line);
-            loopguard_agents::AgentReply {
+            AgentReply {
                 stdout: allow,
                 stderr: vec![line],
                 exit_code: allow_code,
                 error: Some(e.to_string()),
+                ..AgentReply::default()
             }
         }
-        Ok(_) => std::panic::catch_unwind(|| loopguard_agents::run(agent, &input, &opts))
+        Ok(_) => std::panic::catch_unwind(|| run_agent(agent, &input, &opts))
             .unwrap_or_else(|_| {
                 let line = "loopguard: internal error (panic) while handling the hook; the call is allowed (fail-open)".to_string();
                 log_line(&opts, &line);
-                loopguard_agents::AgentReply {
+                AgentReply {
                     stdout: allow,
                     stderr: vec![line],
                     exit_code: allow_code,
                     error: Some("panic".into()),
+                    ..AgentReply::default()
                 }
             }),
     };
@@ -258,76 +256,40 @@ fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
     ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(0))
 }
 
-fn claude_code(args: ClaudeCodeArgs) -> ExitCode {
-    let (opts, problems) = hook_options(args);
-    let mut input = Vec::new();
-    let read = std::io::stdin().lock().read_to_end(&mut input);
-    let mut stderr = std::io::stderr().lock();
-    for p in problems {
-        let line = format!("loopguard: hook command line: {p}");
-        log_line(&opts, &line);
-        let _ = writeln!(stderr, "{line}");
-    }
-    if let Err(e) = read {
-        let line = format!("loopguard: cannot read the hook payload from stdin: {e}; the call is allowed (fail-open)");
-        log_line(&opts, &line);
-        let _ = writeln!(stderr, "{line}");
-        return ExitCode::SUCCESS;
-    }
-    // The library does not panic; should it ever, the agent must still not be blocked.
-    let reply = std::panic::catch_unwind(|| run_claude_code(&input, &opts));
-    match reply {
-        Ok(reply) => {
-            for line in &reply.stderr {
-                let _ = writeln!(stderr, "{line}");
-            }
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(reply.stdout.as_bytes());
-            let _ = stdout.flush();
+/// The settings file `install` / `uninstall` edit for `agent`, and the project directory
+/// with `--project`.
+fn settings_path(
+    agent: Agent,
+    target: &TargetArgs,
+    env: &Env,
+) -> Result<(PathBuf, Option<PathBuf>)> {
+    let project = match (target.project, &target.project_dir) {
+        (false, _) => None,
+        (true, Some(d)) => Some(d.clone()),
+        (true, None) => {
+            Some(std::env::current_dir().context("cannot determine the current directory")?)
         }
-        Err(_) => {
-            let line = "loopguard: internal error (panic) while handling the hook; the call is allowed (fail-open)";
-            log_line(&opts, line);
-            let _ = writeln!(stderr, "{line}");
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-fn settings_path(target: &TargetArgs, env: &Env) -> Result<PathBuf> {
+    };
     if let Some(p) = &target.settings {
-        return Ok(p.clone());
+        return Ok((p.clone(), project));
     }
-    if target.project {
-        let dir = match &target.project_dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir().context("cannot determine the current directory")?,
-        };
-        return Ok(project_settings(&dir));
-    }
-    env.user_settings()
-        .context("cannot determine the home directory; use --settings FILE")
+    let path = agent_install::settings_path(agent, env.home.as_deref(), project.as_deref())
+        .context("use --settings FILE")?;
+    Ok((path, project))
 }
 
-fn describe(change: &Change, path: &Path, what: &str) -> String {
-    match change {
-        Change::Unchanged => format!("{} already {what}; nothing changed", path.display()),
-        Change::Written { backup: Some(b) } => format!(
-            "{what} in {}, edited in place (the file as it was before loopguard first touched it: {})",
-            path.display(),
-            b.display()
-        ),
-        Change::Written { backup: None } => format!("{what} in {} (new file)", path.display()),
-        Change::Removed => format!(
-            "{what}: {} is empty now and loopguard had created it, so it was deleted",
-            path.display()
-        ),
+/// How `install` / `uninstall` name the agent.
+fn display_name(agent: Agent) -> &'static str {
+    match agent {
+        Agent::ClaudeCode => "Claude Code",
+        other => other.as_str(),
     }
 }
 
-/// A path given to `install`, as the hook command names it. For the project's settings a
-/// path inside the project becomes `"${CLAUDE_PROJECT_DIR}"/…`, so the command works
-/// wherever the project is cloned; a path outside it is named as it is, with a warning.
+/// A path given to `install`, as the hook command names it. For Claude Code's project
+/// settings a path inside the project becomes `"${CLAUDE_PROJECT_DIR}"/…`, so the command
+/// works wherever the project is cloned; a path outside it is named as it is, with a
+/// warning.
 fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
     let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let Some(project) = project else {
@@ -352,16 +314,11 @@ fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
     }
 }
 
-fn install(args: InstallArgs) -> Result<ExitCode> {
+/// `loopguard hook install AGENT`: one installer for every agent's settings
+/// (`loopguard_agents::install`).
+fn install(agent: Agent, args: InstallArgs) -> Result<ExitCode> {
     let env = Env::from_process();
-    let path = settings_path(&args.target, &env)?;
-    let project = match (&args.target.project, &args.target.project_dir) {
-        (false, _) => None,
-        (true, Some(d)) => Some(d.clone()),
-        (true, None) => {
-            Some(std::env::current_dir().context("cannot determine the current directory")?)
-        }
-    };
+    let (path, project) = settings_path(agent, &args.target, &env)?;
     // A config the hook could not load would make every call fail open: refuse it now.
     let config = match &args.config {
         Some(c) => Some(
@@ -372,7 +329,7 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
     };
     let exe = match (&args.exe, &project) {
         (Some(e), _) => shell_quote(&e.to_string_lossy()),
-        // The project's settings are shared: `loopguard` through PATH works everywhere.
+        // A project's settings are shared: `loopguard` through PATH works everywhere.
         (None, Some(_)) => "loopguard".to_string(),
         (None, None) => shell_quote(
             &std::env::current_exe()
@@ -380,14 +337,14 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
                 .to_string_lossy(),
         ),
     };
-    let mut words = vec![exe, "hook".to_string(), "claude-code".to_string()];
-    if let Some(s) = &args.state {
-        words.push("--state".into());
-        words.push(path_word(s, project.as_deref(), "--state"));
-    }
-    if let Some(c) = &args.config {
-        words.push("--config".into());
-        words.push(path_word(c, project.as_deref(), "--config"));
+    // Only Claude Code sets `CLAUDE_PROJECT_DIR` for its hook commands.
+    let in_project = project.as_deref().filter(|_| agent == Agent::ClaudeCode);
+    let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];
+    for (flag, p) in [("--state", &args.state), ("--config", &args.config)] {
+        if let Some(p) = p {
+            words.push(flag.into());
+            words.push(path_word(p, in_project, flag));
+        }
     }
     if let Some(a) = &args.agent {
         words.push("--agent".into());
@@ -398,12 +355,13 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
         words.push("observe".into());
     }
     let command = words.join(" ");
-    let change = settings::install(&path, &command)?;
-    outln!(
-        "{}",
-        describe(&change, &path, "loopguard's Claude Code hooks installed")
-    )?;
+    let change = agent_install::install(agent, &path, &command)?;
+    let what = format!("loopguard's {} hooks installed", display_name(agent));
+    outln!("{}", change.describe(&path, &what))?;
     outln!("hook command: {command}")?;
+    if agent == Agent::Codex {
+        outln!("note: Codex runs a new hook only once you trust it: start `codex` and review it in /hooks. `codex exec` skips untrusted hooks without a word (`--dangerously-bypass-hook-trust` runs them for one invocation).")?;
+    }
     // Say where protection is weaker than it looks: the config the hook will load.
     let config = match config {
         Some(c) => Ok(c),
@@ -423,111 +381,16 @@ fn install(args: InstallArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn agent_settings_path(agent: Agent, target: &TargetArgs, env: &Env) -> Result<PathBuf> {
-    if let Some(p) = &target.settings {
-        return Ok(p.clone());
-    }
-    let project = match (target.project, &target.project_dir) {
-        (false, _) => None,
-        (true, Some(d)) => Some(d.clone()),
-        (true, None) => {
-            Some(std::env::current_dir().context("cannot determine the current directory")?)
-        }
-    };
-    Ok(agent_install::settings_path(
-        agent,
-        env.home.as_deref(),
-        project.as_deref(),
-    )?)
-}
-
-fn describe_agent(change: &agent_install::Change, path: &Path, what: &str) -> String {
-    use agent_install::Change as C;
-    match change {
-        C::Unchanged => format!("{} already {what}; nothing changed", path.display()),
-        C::Written { backup: Some(b) } => format!(
-            "{what} in {}, edited in place (the file as it was before loopguard first touched it: {})",
-            path.display(),
-            b.display()
-        ),
-        C::Written { backup: None } => format!("{what} in {}", path.display()),
-        C::Removed => format!(
-            "{what}: loopguard had created {}, so it was deleted",
-            path.display()
-        ),
-    }
-}
-
-fn agent_install(agent: Agent, args: InstallArgs) -> Result<ExitCode> {
+/// `loopguard hook uninstall AGENT`.
+fn uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
     let env = Env::from_process();
-    let path = agent_settings_path(agent, &args.target, &env)?;
-    if let Some(c) = &args.config {
-        HookConfig::load(c, ConfigSource::Flag(c.clone()))
-            .map_err(|e| anyhow::anyhow!("--config: {e}; nothing was installed"))?;
-    }
-    let exe = match (&args.exe, args.target.project) {
-        (Some(e), _) => shell_quote(&e.to_string_lossy()),
-        // A project's settings are shared: `loopguard` through PATH works everywhere.
-        (None, true) => "loopguard".to_string(),
-        (None, false) => shell_quote(
-            &std::env::current_exe()
-                .context("cannot find the loopguard executable; use --exe PATH")?
-                .to_string_lossy(),
-        ),
-    };
-    let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];
-    for (flag, p) in [("--state", &args.state), ("--config", &args.config)] {
-        if let Some(p) = p {
-            words.push(flag.into());
-            words.push(path_word(p, None, flag));
-        }
-    }
-    if let Some(a) = &args.agent {
-        words.push("--agent".into());
-        words.push(shell_quote(a));
-    }
-    if args.observe {
-        words.push("--mode".into());
-        words.push("observe".into());
-    }
-    let command = words.join(" ");
-    let change = agent_install::install(agent, &path, &command)?;
-    outln!(
-        "{}",
-        describe_agent(
-            &change,
-            &path,
-            &format!("loopguard's {agent} hooks installed")
-        )
-    )?;
-    outln!("hook command: {command}")?;
-    if agent == Agent::Codex {
-        outln!("note: Codex runs a new hook only once you trust it: start `codex` and review it in /hooks. `codex exec` skips untrusted hooks without a word (`--dangerously-bypass-hook-trust` runs them for one invocation).")?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn agent_uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let path = agent_settings_path(agent, &args.target, &env)?;
+    let (path, _) = settings_path(agent, &args.target, &env)?;
     let change = agent_install::uninstall(agent, &path)?;
     let what = match change {
-        agent_install::Change::Unchanged => "has no loopguard hooks".to_string(),
-        _ => format!("loopguard's {agent} hooks removed"),
+        Change::Unchanged => "has no loopguard hooks".to_string(),
+        _ => format!("loopguard's {} hooks removed", display_name(agent)),
     };
-    outln!("{}", describe_agent(&change, &path, &what))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let path = settings_path(&args.target, &env)?;
-    let change = settings::uninstall(&path)?;
-    let what = match change {
-        Change::Unchanged => "has no loopguard hooks",
-        Change::Written { .. } | Change::Removed => "loopguard's Claude Code hooks removed",
-    };
-    outln!("{}", describe(&change, &path, what))?;
+    outln!("{}", change.describe(&path, &what))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -549,23 +412,10 @@ fn print_config_here(env: &Env) -> std::io::Result<()> {
     }
 }
 
-/// The front end that wrote a session: the agents' hooks key their sessions `AGENT:ID`;
-/// the others are Claude Code's hook (or its `loopguard serve` endpoint).
-fn front_end(session: &str) -> String {
-    match session.split_once(':').map(|(a, _)| a.parse::<Agent>()) {
-        Some(Ok(agent)) => format!("{agent} hook (`loopguard hook {agent}`)"),
-        _ => "Claude Code hook (`loopguard hook claude-code`)".to_string(),
-    }
-}
-
 /// How many sessions each front end has in the database.
-fn front_ends<'a>(sessions: impl Iterator<Item = &'a str>) -> String {
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for s in sessions {
-        let name = match s.split_once(':').map(|(a, _)| a.parse::<Agent>()) {
-            Some(Ok(agent)) => agent.to_string(),
-            _ => "claude-code".to_string(),
-        };
+fn front_ends<'a>(front_ends: impl Iterator<Item = &'a str>) -> String {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for name in front_ends {
         *counts.entry(name).or_default() += 1;
     }
     if counts.is_empty() {
@@ -582,14 +432,15 @@ fn front_ends<'a>(sessions: impl Iterator<Item = &'a str>) -> String {
 /// project's) while no session of theirs is among `sessions`: the hook never ran. For
 /// Codex the usual cause is trust: Codex runs a new hook only once the user reviewed it,
 /// and `codex exec` skips an untrusted one without a word.
-fn never_ran_notes<'a>(env: &Env, sessions: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let seen: std::collections::HashSet<Agent> = sessions
-        .filter_map(|s| s.split_once(':').and_then(|(a, _)| a.parse::<Agent>().ok()))
-        .collect();
+fn never_ran_notes<'a>(env: &Env, front_ends: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let seen: std::collections::HashSet<Agent> =
+        front_ends.filter_map(|f| f.parse::<Agent>().ok()).collect();
     let cwd = std::env::current_dir().ok();
     let mut notes = Vec::new();
     for &agent in loopguard_agents::AGENTS {
-        if seen.contains(&agent) {
+        // Claude Code runs every hook it finds (no trust step), and the plugin installs it
+        // without a settings file: nothing to notice there.
+        if seen.contains(&agent) || agent == Agent::ClaudeCode {
             continue;
         }
         let mut paths = Vec::new();
@@ -675,7 +526,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
             outln!("database: {}", path.display())?;
             outln!(
                 "front ends: {}",
-                front_ends(rows.iter().map(|r| r.session_id.as_str()))
+                front_ends(rows.iter().map(|r| r.front_end))
             )?;
             out!("{}", render_list(&rows))?;
             out!("{}", loopguard_hook::status::render_ended_list(&ended))?;
@@ -692,7 +543,7 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                     outln!("WARNING: session {}: {n}", r.session_id)?;
                 }
             }
-            for n in never_ran_notes(&env, rows.iter().map(|r| r.session_id.as_str())) {
+            for n in never_ran_notes(&env, rows.iter().map(|r| r.front_end)) {
                 outln!("WARNING: {n}")?;
             }
             print_config_here(&env)?;
@@ -754,7 +605,6 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string(&st)?)?;
     } else {
-        outln!("front end: {}", front_end(&id))?;
         out!("{}", render_session(&st))?;
     }
     Ok(ExitCode::SUCCESS)

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
+use loopguard_agents::install::mcp as mcp_install;
 use loopguard_core::Mode;
 use loopguard_mcp::ProxyOptions;
 
@@ -65,7 +66,7 @@ struct ProxyArgs {
     listen: Option<String>,
     /// With --listen and a COMMAND: end a session (and its server process) after this long
     /// without a request or an open stream, e.g. 30s, 10m, 1h (a plain number is seconds).
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = loopguard_guard::parse_duration)]
     idle_ttl: std::time::Duration,
     /// With --listen and a COMMAND: at most this many sessions (server processes); a new
     /// one ends the session idle the longest, or is refused with HTTP 503 when none is idle.
@@ -74,23 +75,6 @@ struct ProxyArgs {
     /// The MCP server command and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
-}
-
-/// `30s`, `10m`, `1h`, `500ms` or a number of seconds.
-fn parse_duration(s: &str) -> std::result::Result<std::time::Duration, String> {
-    let t = s.trim();
-    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 30s, 10m, 1h)"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "ms" => return Ok(std::time::Duration::from_millis(n)),
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// The clients `install` knows.
@@ -120,12 +104,12 @@ struct InstallArgs {
     loopguard: Option<String>,
 }
 
-fn client(c: ClientArg) -> loopguard_mcp::Client {
+fn client(c: ClientArg) -> mcp_install::Client {
     match c {
-        ClientArg::ClaudeDesktop => loopguard_mcp::Client::ClaudeDesktop,
-        ClientArg::ClaudeCode => loopguard_mcp::Client::ClaudeCode,
-        ClientArg::Cursor => loopguard_mcp::Client::Cursor,
-        ClientArg::Vscode => loopguard_mcp::Client::VsCode,
+        ClientArg::ClaudeDesktop => mcp_install::Client::ClaudeDesktop,
+        ClientArg::ClaudeCode => mcp_install::Client::ClaudeCode,
+        ClientArg::Cursor => mcp_install::Client::Cursor,
+        ClientArg::Vscode => mcp_install::Client::VsCode,
     }
 }
 
@@ -142,13 +126,13 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     let client = client(args.client);
     let path = match args.config {
         Some(p) => p,
-        None => loopguard_mcp::default_config_path(client)?,
+        None => mcp_install::default_config_path(client)?,
     };
     let exe = match args.loopguard {
         Some(l) => l,
         None => loopguard_command(),
     };
-    let installer = loopguard_mcp::Installer::new(client, &path).loopguard_command(exe);
+    let installer = mcp_install::Installer::new(client, &path).loopguard_command(exe);
     let report = if install {
         installer.install()?
     } else {

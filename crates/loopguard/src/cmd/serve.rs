@@ -76,16 +76,16 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .listen(args.listen)
         .store(args.store)
         .idle_ttl(
-            loopguard_hook::parse_duration(&args.idle_ttl)
+            loopguard_guard::parse_duration(&args.idle_ttl)
                 .map_err(|e| anyhow::anyhow!("--idle-ttl {:?}: {e}", args.idle_ttl))?,
         )
         .max_body(parse_size(&args.max_body)?)
         .body_timeout(
-            loopguard_hook::parse_duration(&args.body_timeout)
+            loopguard_guard::parse_duration(&args.body_timeout)
                 .map_err(|e| anyhow::anyhow!("--body-timeout {:?}: {e}", args.body_timeout))?,
         )
         .trace_wait(
-            loopguard_hook::parse_duration(&args.trace_wait)
+            loopguard_guard::parse_duration(&args.trace_wait)
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
         );
     if let Some(path) = &args.config {

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use loopguard_core::OpenClawConfig;
-//! use loopguard_hook::advice::policy_notes;
+//! use loopguard_guard::advice::policy_notes;
 //! let loaded = OpenClawConfig::from_json5("{ tools: { loopDetection: { enabled: true, warningThreshold: 3, criticalThreshold: 5 } } }")?;
 //! let notes = policy_notes(&loaded.config.policy_for(None));
 //! assert_eq!(notes.len(), 1);

@@ -15,7 +15,7 @@
 //! would skip the user's permission prompts).
 //!
 //! ```
-//! use loopguard_hook::response::Reply;
+//! use loopguard_agents::claude_code::Reply;
 //! let r = Reply::deny("PreToolUse", "CRITICAL: Called Bash with identical arguments …", "loopguard blocked Bash");
 //! let json: serde_json::Value = serde_json::from_str(&r.render()).unwrap();
 //! assert_eq!(json["hookSpecificOutput"]["permissionDecision"], "deny");

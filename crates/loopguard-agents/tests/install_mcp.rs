@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use loopguard_mcp::{ChangeKind, Client, Installer};
+use loopguard_agents::install::mcp::{ChangeKind, Client, Installer};
 
 const LOOPGUARD: &str = "/opt/loopguard/bin/loopguard";
 
@@ -31,7 +31,7 @@ fn round_trip(client: Client, name: &str) -> (String, Vec<(String, ChangeKind)>)
     assert!(report.changed(), "{name}: install changed the file");
     let installed = std::fs::read_to_string(&path).expect("read");
     assert_ne!(installed, original);
-    let backup = report.backup.clone().expect("backup");
+    let backup = report.backup().expect("backup").to_path_buf();
     assert_eq!(
         std::fs::read_to_string(&backup).expect("backup"),
         original,
@@ -224,4 +224,46 @@ fn bad_files_are_errors_naming_the_file() {
         std::fs::read_to_string(&path).expect("read"),
         "{ \"mcpServers\": { \"x\": "
     );
+}
+
+/// The installers' shared rules hold for MCP configs too: a symlinked config stays a link (the
+/// file it points to is edited, with its permissions), and the backup holds the file as it was
+/// before loopguard first touched it, whatever was written since.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_config_stays_a_link_and_the_first_backup_stays() {
+    use loopguard_agents::install::backup_path;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (real, original) = copy(dir.path(), "vscode-mcp.json");
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let link = dir.path().join("mcp-link.json");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let installer = Installer::new(Client::VsCode, &link).loopguard_command(LOOPGUARD);
+    let report = installer.install().expect("install");
+    assert_eq!(report.backup(), Some(backup_path(&link).as_path()));
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    let installed = std::fs::read_to_string(&real).expect("read");
+    assert!(installed.contains(LOOPGUARD));
+    assert_eq!(
+        std::fs::metadata(&real).expect("meta").permissions().mode() & 0o777,
+        0o600
+    );
+    // Uninstall, install again: the backup is still the file before the first install.
+    installer.uninstall().expect("uninstall");
+    assert_eq!(std::fs::read_to_string(&real).expect("read"), original);
+    installer.install().expect("install again");
+    installer.uninstall().expect("uninstall again");
+    assert_eq!(
+        std::fs::read_to_string(backup_path(&link)).expect("backup"),
+        original
+    );
+    assert_eq!(std::fs::read_to_string(&real).expect("read"), original);
+    assert!(std::fs::symlink_metadata(&link)
+        .expect("link")
+        .file_type()
+        .is_symlink());
 }

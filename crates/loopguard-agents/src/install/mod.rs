@@ -1,8 +1,12 @@
-//! `loopguard hook install AGENT` / `uninstall AGENT`: loopguard's hook in each agent's own
-//! settings, and out again.
+//! The one installer of every settings file loopguard edits: `loopguard hook install AGENT`
+//! / `uninstall AGENT` (loopguard's hook in each agent's own settings, and out again) and
+//! `loopguard mcp install` / `uninstall` ([`mcp`]: the MCP clients' server entries routed
+//! through the proxy). Every target shares one [`Change`], one [`InstallError`], one backup
+//! rule ([`backup_path`]) and one atomic write.
 //!
 //! | agent | user file | project file | format | events registered |
 //! |-------|-----------|--------------|--------|-------------------|
+//! | Claude Code (and VS Code's agent, which runs these hooks) | `~/.claude/settings.json` | `.claude/settings.json` | JSON, `hooks` groups with a `timeout`, edited by [`claude_code`] | `PreToolUse`, `PostToolUse`, `PostToolUseFailure` (matcher `*`), `PostToolBatch`, `UserPromptSubmit`, `PostCompact`, `SessionStart` (matcher `compact`), `SessionEnd` |
 //! | Codex | `~/.codex/hooks.json` | `.codex/hooks.json` | Claude Code's `hooks` groups (or, with `--settings …/config.toml`, `[[hooks.EVENT]]` tables) | `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `PostCompact` |
 //! | Gemini CLI | `~/.gemini/settings.json` | `.gemini/settings.json` | JSONC, `hooks` groups | `BeforeTool`, `AfterTool`, `BeforeAgent`, `PreCompress`, `SessionEnd` |
 //! | Qwen Code | `~/.qwen/settings.json` | `.qwen/settings.json` | JSONC, `hooks` groups | `PreToolUse`, `PostToolUse`, `PostToolUseFailure`, `UserPromptSubmit`, `PostCompact`, `SessionEnd` |
@@ -13,8 +17,12 @@
 //! | Windsurf | `~/.codeium/windsurf/hooks.json` | `.windsurf/hooks.json` | `{"hooks":{…}}` | `pre_run_command`, `post_run_command`, `pre_mcp_tool_use`, `post_mcp_tool_use`, `pre_user_prompt` |
 //! | Kiro CLI | the agent's file (`--settings ~/.kiro/agents/NAME.json`) | | `hooks` of the agent config | `preToolUse`, `postToolUse`, `userPromptSubmit` |
 //!
-//! **The file stays the user's.** The JSON (and JSONC: comments, trailing commas) files are
-//! edited as text: loopguard's entries are inserted at the front of each event's list as
+//! **The file stays the user's.** Every file is edited as text, so every byte loopguard
+//! does not own stays: Claude Code's `settings.json` through [`claude_code`] (plain JSON;
+//! loopguard's handlers are appended in the file's style, and a handler of loopguard sharing
+//! a group with the user's is removed alone), the MCP configs through [`mcp`] (each entry's
+//! text swapped and restored), Codex's `config.toml` through `toml_edit`. The other agents'
+//! JSON (and JSONC: comments, trailing commas) files are edited as text: loopguard's entries are inserted at the front of each event's list as
 //! one line each, a missing event list or `hooks` object is inserted at the front of its
 //! object in the file's own indentation and line endings, and uninstall removes exactly
 //! those bytes again; every other byte (comments, key order, other hooks) is left as it
@@ -23,8 +31,8 @@
 //! Containers loopguard created (`hooks`, an event's list) are removed when they become
 //! empty; those in the file before loopguard first touched it stay, even empty.
 //!
-//! One backup rule, as for Claude Code's settings: before the first write, the file as it
-//! was is copied to `FILE.loopguard-backup`, which is never overwritten. Writes replace the
+//! One backup rule for every file: before the first write, the file as it was is copied to
+//! `FILE.loopguard-backup`, which is never overwritten. Writes replace the
 //! file atomically (a temporary file in the same directory renamed over it, with its
 //! permissions); a symlinked settings file is written through the link, so the link stays
 //! a link. A file loopguard created is deleted again when uninstall leaves nothing else in
@@ -47,6 +55,11 @@
 //! # }
 //! ```
 
+pub mod claude_code;
+mod file;
+mod jsonspan;
+pub mod mcp;
+
 use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast::{Object, ObjectProp, Value as Ast};
@@ -55,52 +68,8 @@ use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
 use serde_json::{json, Value};
 
 use crate::Agent;
-
-/// What a change did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// The file already said what it should; nothing was written.
-    Unchanged,
-    /// The file was written; `backup` holds it as it was before loopguard first touched
-    /// it (none for a file loopguard created).
-    Written {
-        /// `FILE.loopguard-backup`, if there is one.
-        backup: Option<PathBuf>,
-    },
-    /// The file (or, for Cline, the hook scripts) loopguard had created were deleted.
-    Removed,
-}
-
-/// Why a settings file could not be changed. Nothing was written.
-#[derive(Debug, thiserror::Error)]
-pub enum InstallError {
-    /// Reading or writing failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The file is not the JSON(C) the agent reads, or a field has an unexpected type.
-    #[error("{path}: {message}; nothing was changed")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong, and where.
-        message: String,
-    },
-    /// There is no default settings file for this agent and scope.
-    #[error("{0}")]
-    NoDefault(String),
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
+pub use file::{backup_path, shell_quote, Change, InstallError};
+use file::{io, read, write};
 
 /// The settings file (for Cline, the hooks directory) of `agent`: the user's under `home`,
 /// or the project's under `project`.
@@ -120,6 +89,7 @@ pub fn settings_path(
     project: Option<&Path>,
 ) -> Result<PathBuf, InstallError> {
     let (user, proj): (&str, Option<&str>) = match agent {
+        Agent::ClaudeCode => (".claude/settings.json", Some(".claude/settings.json")),
         Agent::Codex => (".codex/hooks.json", Some(".codex/hooks.json")),
         Agent::Gemini => (".gemini/settings.json", Some(".gemini/settings.json")),
         Agent::Qwen => (".qwen/settings.json", Some(".qwen/settings.json")),
@@ -151,6 +121,7 @@ pub fn settings_path(
 /// occurrence).
 pub fn events(agent: Agent) -> &'static [(&'static str, Option<&'static str>)] {
     match agent {
+        Agent::ClaudeCode => claude_code::EVENTS,
         Agent::Codex => &[
             ("PreToolUse", Some("*")),
             ("PostToolUse", Some("*")),
@@ -229,6 +200,7 @@ pub fn events(agent: Agent) -> &'static [(&'static str, Option<&'static str>)] {
 /// ```
 pub fn entry(agent: Agent, matcher: Option<&str>, command: &str) -> Value {
     match agent {
+        Agent::ClaudeCode => claude_code::group(command, matcher),
         Agent::Copilot => json!({"type": "command", "bash": command, "timeoutSec": 10}),
         Agent::Cursor => json!({ "command": command }),
         Agent::Windsurf => json!({"command": command, "show_output": true}),
@@ -251,17 +223,13 @@ pub fn is_loopguard_entry(agent: Agent, text: &str) -> bool {
     text.contains("loopguard") && text.contains(&format!("hook {}", agent.as_str()))
 }
 
-/// Where the file is kept as it was before loopguard first touched it.
-pub fn backup_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".loopguard-backup");
-    path.with_file_name(name)
-}
-
 /// Adds loopguard's hook, running `command`, to `agent`'s settings at `path` (for Cline,
 /// the hooks directory). Installing again with the same command changes nothing; with
 /// another, the entries are replaced.
 pub fn install(agent: Agent, path: &Path, command: &str) -> Result<Change, InstallError> {
+    if agent == Agent::ClaudeCode {
+        return claude_code::install(path, command);
+    }
     if agent == Agent::Cline {
         return cline_install(path, command);
     }
@@ -285,6 +253,9 @@ pub fn install(agent: Agent, path: &Path, command: &str) -> Result<Change, Insta
 
 /// Removes loopguard's hook from `agent`'s settings at `path`.
 pub fn uninstall(agent: Agent, path: &Path) -> Result<Change, InstallError> {
+    if agent == Agent::ClaudeCode {
+        return claude_code::uninstall(path);
+    }
     if agent == Agent::Cline {
         return cline_uninstall(path);
     }
@@ -301,8 +272,7 @@ pub fn uninstall(agent: Agent, path: &Path) -> Result<Change, InstallError> {
     }
     let created = !backup_path(path).exists();
     if created && is_empty_doc(path, &new)? {
-        std::fs::remove_file(path).map_err(io(path))?;
-        return Ok(Change::Removed);
+        return file::remove(path);
     }
     write(path, Some(&old), &new)
 }
@@ -321,6 +291,9 @@ pub fn uninstall(agent: Agent, path: &Path) -> Result<Change, InstallError> {
 /// # Ok::<(), install::InstallError>(())
 /// ```
 pub fn is_installed(agent: Agent, path: &Path) -> Result<bool, InstallError> {
+    if agent == Agent::ClaudeCode {
+        return claude_code::is_installed(path);
+    }
     if agent == Agent::Cline {
         for (event, _) in events(Agent::Cline) {
             if let Some(t) = read(&path.join(event))? {
@@ -340,19 +313,6 @@ pub fn is_installed(agent: Agent, path: &Path) -> Result<bool, InstallError> {
         remove_entries(agent, path, &text, backup_text(path).as_deref())?
     };
     Ok(rest != text)
-}
-
-fn read(path: &Path) -> Result<Option<String>, InstallError> {
-    match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b)
-            .map(Some)
-            .map_err(|_| InstallError::Invalid {
-                path: path.to_path_buf(),
-                message: "not UTF-8 text".into(),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io(path)(e)),
-    }
 }
 
 fn backup_text(path: &Path) -> Option<String> {
@@ -687,39 +647,6 @@ fn is_empty_doc(path: &Path, text: &str) -> Result<bool, InstallError> {
     })
 }
 
-/// Writes `text` over `path`: first `old` to the backup file if there is none yet, then a
-/// temporary file renamed over the target (through a symlink, so the link stays).
-fn write(path: &Path, old: Option<&str>, text: &str) -> Result<Change, InstallError> {
-    let target = match std::fs::canonicalize(path) {
-        Ok(t) => t,
-        Err(_) => path.to_path_buf(),
-    };
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-    }
-    let backup_file = backup_path(path);
-    let mut backup = None;
-    if let Some(old) = old {
-        if !backup_file.exists() {
-            std::fs::write(&backup_file, old).map_err(io(&backup_file))?;
-        }
-        backup = Some(backup_file);
-    }
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let mut name = target.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".loopguard-tmp-{}", std::process::id()));
-    let tmp = dir.join(name);
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
-    if let Ok(meta) = std::fs::metadata(&target) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    if let Err(e) = std::fs::rename(&tmp, &target) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(&target)(e));
-    }
-    Ok(Change::Written { backup })
-}
-
 fn cline_script(command: &str) -> String {
     format!("#!/bin/sh\n# loopguard: tool-call loop protection (loopguard hook uninstall cline removes this file)\nexec {command}\n")
 }
@@ -872,8 +799,7 @@ fn toml_uninstall(path: &Path) -> Result<Change, InstallError> {
         return Ok(Change::Unchanged);
     }
     if !backup_path(path).exists() && new.trim().is_empty() {
-        std::fs::remove_file(path).map_err(io(path))?;
-        return Ok(Change::Removed);
+        return file::remove(path);
     }
     write(path, Some(&old), &new)
 }

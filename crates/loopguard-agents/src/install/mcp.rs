@@ -5,7 +5,8 @@
 //! trailing commas are fine), and each entry's value is replaced in place; every other byte
 //! of the file stays. The text each entry had, and the text it was given, are kept next to
 //! the config (`<config>.loopguard-mcp.json`), so `uninstall` puts back exactly what was
-//! there, entry by entry, and leaves alone an entry edited since.
+//! there, entry by entry, and leaves alone an entry edited since. The file is written with
+//! the installers' one backup rule and atomic write ([`super::backup_path`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,7 +17,7 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::McpError;
+use super::file::{self, io, Change, InstallError};
 
 /// An MCP client whose config `install` can edit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,19 +56,19 @@ impl Client {
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let path = loopguard_mcp::default_config_path(loopguard_mcp::Client::Cursor)?;
+/// let path = loopguard_agents::install::mcp::default_config_path(loopguard_agents::install::mcp::Client::Cursor)?;
 /// assert!(path.ends_with(".cursor/mcp.json"));
 /// # Ok(()) }
 /// ```
-pub fn default_config_path(client: Client) -> Result<PathBuf, McpError> {
+pub fn default_config_path(client: Client) -> Result<PathBuf, InstallError> {
     let home = || {
         dirs::home_dir().ok_or_else(|| {
-            McpError::Invalid("cannot find the home directory; give --config".into())
+            InstallError::NoDefault("cannot find the home directory; give --config".into())
         })
     };
     let config = || {
         dirs::config_dir().ok_or_else(|| {
-            McpError::Invalid("cannot find the config directory; give --config".into())
+            InstallError::NoDefault("cannot find the config directory; give --config".into())
         })
     };
     Ok(match client {
@@ -95,9 +96,9 @@ pub enum ChangeKind {
     Skipped(String),
 }
 
-/// One line of the report.
+/// One line of the report: what happened to one server entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub struct EntryChange {
     /// The entry's path in the file, e.g. `mcpServers.files`.
     pub entry: String,
     /// What happened.
@@ -109,16 +110,24 @@ pub struct Change {
 pub struct Report {
     /// The config file.
     pub path: PathBuf,
-    /// The copy of the file before this change (none when nothing changed).
-    pub backup: Option<PathBuf>,
+    /// What happened to the file.
+    pub change: Change,
     /// Per entry.
-    pub changes: Vec<Change>,
+    pub changes: Vec<EntryChange>,
 }
 
 impl Report {
     /// `true` when the file was rewritten.
     pub fn changed(&self) -> bool {
-        self.backup.is_some()
+        self.change != Change::Unchanged
+    }
+
+    /// The file as it was before loopguard first touched it, if it was kept.
+    pub fn backup(&self) -> Option<&Path> {
+        match &self.change {
+            Change::Written { backup } => backup.as_deref(),
+            _ => None,
+        }
     }
 
     /// The report as text, one line per entry.
@@ -139,12 +148,19 @@ impl Report {
             };
             let _ = writeln!(out, "  {}: {what}", c.entry);
         }
-        match &self.backup {
-            Some(b) => {
-                let _ = writeln!(out, "  previous file kept as {}", b.display());
-            }
-            None => {
+        match (&self.change, self.backup()) {
+            (Change::Unchanged, _) => {
                 let _ = writeln!(out, "  file unchanged");
+            }
+            (_, Some(b)) => {
+                let _ = writeln!(
+                    out,
+                    "  the file as it was before loopguard first touched it: {}",
+                    b.display()
+                );
+            }
+            (_, None) => {
+                let _ = writeln!(out, "  file written");
             }
         }
         out
@@ -155,7 +171,7 @@ impl Report {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use loopguard_mcp::{Client, Installer};
+/// use loopguard_agents::install::mcp::{Client, Installer};
 /// let report = Installer::new(Client::VsCode, ".vscode/mcp.json").install()?;
 /// print!("{}", report.render());
 /// # Ok(()) }
@@ -209,12 +225,8 @@ impl Installer {
         sibling(&self.path, ".loopguard-mcp.json")
     }
 
-    fn backup_path(&self) -> PathBuf {
-        sibling(&self.path, ".loopguard.bak")
-    }
-
     /// Rewrites every server entry to go through loopguard. Running it twice changes nothing.
-    pub fn install(&self) -> Result<Report, McpError> {
+    pub fn install(&self) -> Result<Report, InstallError> {
         let text = self.read()?;
         let root = self.parse(&text)?;
         let mut record = self.read_record()?;
@@ -237,25 +249,25 @@ impl Installer {
                 Ok(None) => ChangeKind::AlreadyInstalled,
                 Err(why) => ChangeKind::Skipped(why),
             };
-            changes.push(Change {
+            changes.push(EntryChange {
                 entry: entry.key,
                 kind,
             });
         }
-        let backup = self.write(&text, edits)?;
-        if backup.is_some() {
+        let change = self.write(&text, edits)?;
+        if change != Change::Unchanged {
             record.version = 1;
             self.write_record(&record)?;
         }
         Ok(Report {
             path: self.path.clone(),
-            backup,
+            change,
             changes,
         })
     }
 
     /// Gives each entry `install` changed the exact text it had, unless it was edited since.
-    pub fn uninstall(&self) -> Result<Report, McpError> {
+    pub fn uninstall(&self) -> Result<Report, InstallError> {
         let text = self.read()?;
         let root = self.parse(&text)?;
         let mut record = self.read_record()?;
@@ -265,7 +277,7 @@ impl Installer {
             let current = &text[entry.start..entry.end];
             let Some(saved) = record.entries.get(&entry.key) else {
                 if self.is_wrapped(entry.value) {
-                    changes.push(Change {
+                    changes.push(EntryChange {
                         entry: entry.key,
                         kind: ChangeKind::Skipped(format!(
                             "goes through loopguard but {} has no record of it",
@@ -282,12 +294,12 @@ impl Installer {
                 ChangeKind::EditedSinceInstall
             };
             record.entries.remove(&entry.key);
-            changes.push(Change {
+            changes.push(EntryChange {
                 entry: entry.key,
                 kind,
             });
         }
-        let backup = self.write(&text, edits)?;
+        let change = self.write(&text, edits)?;
         // Entries removed from the file since install have nothing left to restore.
         let keys: Vec<String> = self.entries(&root).into_iter().map(|e| e.key).collect();
         record.entries.retain(|k, _| keys.contains(k));
@@ -295,37 +307,25 @@ impl Installer {
             match std::fs::remove_file(self.record_path()) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(McpError::Io(
-                        format!("cannot remove {}", self.record_path().display()),
-                        e,
-                    ))
-                }
+                Err(e) => return Err(io(&self.record_path())(e)),
             }
         } else {
             self.write_record(&record)?;
         }
         Ok(Report {
             path: self.path.clone(),
-            backup,
+            change,
             changes,
         })
     }
 
-    fn read(&self) -> Result<String, McpError> {
-        std::fs::read_to_string(&self.path).map_err(|e| {
-            McpError::Io(
-                format!(
-                    "cannot read {} config {}",
-                    self.client.as_str(),
-                    self.path.display()
-                ),
-                e,
-            )
-        })
+    fn read(&self) -> Result<String, InstallError> {
+        // A missing config is an error here (install edits the client's entries, it creates
+        // no config): the OS error says so.
+        std::fs::read_to_string(&self.path).map_err(io(&self.path))
     }
 
-    fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, McpError> {
+    fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, InstallError> {
         let collect = CollectOptions {
             comments: CommentCollectionStrategy::Off,
             tokens: false,
@@ -340,43 +340,51 @@ impl Installer {
             allow_unary_plus_numbers: false,
             ..ParseOptions::default()
         };
-        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options)
-            .map_err(|e| McpError::Invalid(format!("{}: {e}", self.path.display())))?;
+        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options).map_err(|e| {
+            InstallError::Invalid {
+                path: self.path.clone(),
+                message: format!("not valid JSON(C): {e}"),
+            }
+        })?;
         match parsed.value {
             Some(v @ Value::Object(_)) => Ok(v),
-            _ => Err(McpError::Invalid(format!(
-                "{}: not a JSON object",
-                self.path.display()
-            ))),
+            _ => Err(InstallError::Invalid {
+                path: self.path.clone(),
+                message: "not a JSON object".into(),
+            }),
         }
     }
 
-    fn read_record(&self) -> Result<Record, McpError> {
+    fn read_record(&self) -> Result<Record, InstallError> {
         let path = self.record_path();
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| McpError::Invalid(format!("{}: {e}", path.display()))),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| InstallError::Invalid {
+                path: path.clone(),
+                message: e.to_string(),
+            }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Record::default()),
-            Err(e) => Err(McpError::Io(format!("cannot read {}", path.display()), e)),
+            Err(e) => Err(io(&path)(e)),
         }
     }
 
-    fn write_record(&self, record: &Record) -> Result<(), McpError> {
-        let mut text = serde_json::to_string_pretty(record)
-            .map_err(|e| McpError::Invalid(format!("cannot encode the install record: {e}")))?;
+    fn write_record(&self, record: &Record) -> Result<(), InstallError> {
+        let mut text = serde_json::to_string_pretty(record).map_err(|e| InstallError::Invalid {
+            path: self.record_path(),
+            message: format!("cannot encode the install record: {e}"),
+        })?;
         text.push('\n');
-        write_atomic(&self.record_path(), text.as_bytes())
+        file::write(&self.record_path(), None, &text).map(|_| ())
     }
 
-    /// Applies the edits (non-overlapping ranges); returns the backup's path when the file
-    /// changed.
+    /// Applies the edits (non-overlapping ranges) with the installers' one backup rule and
+    /// atomic write.
     fn write(
         &self,
         text: &str,
         mut edits: Vec<(usize, usize, String)>,
-    ) -> Result<Option<PathBuf>, McpError> {
+    ) -> Result<Change, InstallError> {
         if edits.is_empty() {
-            return Ok(None);
+            return Ok(Change::Unchanged);
         }
         edits.sort_by_key(|e| std::cmp::Reverse(e.0));
         let mut out = text.to_owned();
@@ -384,14 +392,9 @@ impl Installer {
             out.replace_range(start..end, &replacement);
         }
         if out == text {
-            return Ok(None);
+            return Ok(Change::Unchanged);
         }
-        let backup = self.backup_path();
-        std::fs::copy(&self.path, &backup).map_err(|e| {
-            McpError::Io(format!("cannot write the backup {}", backup.display()), e)
-        })?;
-        write_atomic(&self.path, out.as_bytes())?;
-        Ok(Some(backup))
+        file::write(&self.path, Some(text), &out)
     }
 
     /// The server entries: `mcpServers` / `servers` at the top, and for Claude Code the
@@ -617,17 +620,4 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
         .unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
-}
-
-/// Writes through a temporary file in the same directory and renames it over `path`,
-/// keeping the file's permissions.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), McpError> {
-    let tmp = sibling(path, ".loopguard.tmp");
-    std::fs::write(&tmp, bytes)
-        .map_err(|e| McpError::Io(format!("cannot write {}", tmp.display()), e))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, path)
-        .map_err(|e| McpError::Io(format!("cannot replace {}", path.display()), e))
 }

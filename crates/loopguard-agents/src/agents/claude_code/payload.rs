@@ -28,7 +28,7 @@
 //! Errors name the field.
 //!
 //! ```
-//! use loopguard_hook::payload::{HookEvent, HookPayload};
+//! use loopguard_agents::claude_code::{HookEvent, HookPayload};
 //! let p = HookPayload::parse(br#"{"session_id":"abc","hook_event_name":"PreToolUse",
 //!     "tool_name":"Bash","tool_input":{"command":"make"},"tool_use_id":"toolu_1"}"#).unwrap();
 //! assert_eq!(p.session_id, "abc");
@@ -122,6 +122,25 @@ impl HookEvent<'_> {
             HookEvent::SubagentStart => "SubagentStart",
             HookEvent::SubagentStop => "SubagentStop",
             HookEvent::Other(n) => n,
+        }
+    }
+
+    /// `true` for the events that change a session's state; the others are answered
+    /// without touching the store (`PreCompact` arms nothing: another hook may still block
+    /// the compaction, and `PostCompact` follows it).
+    ///
+    /// ```
+    /// use loopguard_agents::claude_code::HookEvent;
+    /// assert!(HookEvent::UserPromptSubmit.is_stateful());
+    /// assert!(!HookEvent::PreCompact.is_stateful());
+    /// assert!(HookEvent::SessionStart(Some("compact".into())).is_stateful());
+    /// ```
+    pub fn is_stateful(&self) -> bool {
+        match self {
+            HookEvent::SessionStart(source) => source.as_deref() == Some("compact"),
+            HookEvent::PreCompact => false,
+            HookEvent::SubagentStart | HookEvent::SubagentStop | HookEvent::Other(_) => false,
+            _ => true,
         }
     }
 

@@ -29,7 +29,8 @@
 //! symlinked settings file is written through the link).
 //!
 //! ```
-//! use loopguard_hook::settings::{install, uninstall, Change};
+//! use loopguard_agents::install::claude_code::{install, uninstall};
+//! use loopguard_agents::install::Change;
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("settings.json");
 //! let original = "{\n    \"model\": \"opus\",\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify\"}]}]\n    }\n}\n";
@@ -43,11 +44,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::jsonspan::{Doc, Edit, Node};
+use super::file::{self, backup_path, Change, InstallError};
+use super::jsonspan::{Doc, Edit, Node};
 
 /// The events and matchers loopguard registers (the same list as the plugin's
 /// `hooks/hooks.json`).
@@ -69,46 +71,10 @@ pub const HOOK_TIMEOUT_S: u64 = 10;
 /// what the plugin's `hooks/hooks.json` runs, so it works on every machine.
 pub const PATH_COMMAND: &str = "loopguard hook claude-code";
 
-/// What a change did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Change {
-    /// The file already said what it should; nothing was written.
-    Unchanged,
-    /// The file was written. `backup` is the file holding it as it was before loopguard
-    /// first touched it (`None` when loopguard created the file).
-    Written {
-        /// `settings.json.loopguard-backup`, if there is one.
-        backup: Option<PathBuf>,
-    },
-    /// Uninstall left empty a settings file loopguard had created; it was deleted.
-    Removed,
-}
-
-/// Why a settings file could not be changed.
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    /// Reading or writing failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not a JSON object (left untouched).
-    #[error("{} is not valid settings JSON ({message}); fix it by hand, it was left untouched", path.display())]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-}
-
 /// `true` for a command that runs loopguard's Claude Code hook.
 ///
 /// ```
-/// use loopguard_hook::settings::is_loopguard_command;
+/// use loopguard_agents::install::claude_code::is_loopguard_command;
 /// assert!(is_loopguard_command("'/opt/my tools/loopguard' hook claude-code --state /x"));
 /// assert!(is_loopguard_command("loopguard hook claude-code"));
 /// assert!(!is_loopguard_command("prettier --write"));
@@ -117,42 +83,10 @@ pub fn is_loopguard_command(cmd: &str) -> bool {
     cmd.contains("loopguard") && cmd.contains("hook claude-code")
 }
 
-/// Quotes a word for the shell that Claude Code runs hook commands with.
-///
-/// ```
-/// use loopguard_hook::settings::shell_quote;
-/// assert_eq!(shell_quote("/usr/bin/loopguard"), "/usr/bin/loopguard");
-/// assert_eq!(shell_quote("/opt/my tools/it's"), r"'/opt/my tools/it'\''s'");
-/// ```
-pub fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=,@%".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// Where the file is kept as it was before loopguard first touched it.
-///
-/// ```
-/// use loopguard_hook::settings::backup_path;
-/// use std::path::Path;
-/// assert_eq!(backup_path(Path::new("/h/.claude/settings.json")), Path::new("/h/.claude/settings.json.loopguard-backup"));
-/// ```
-pub fn backup_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".loopguard-backup");
-    path.with_file_name(name)
-}
-
 /// One handler as loopguard writes it.
 ///
 /// ```
-/// use loopguard_hook::settings::{handler, HOOK_TIMEOUT_S};
+/// use loopguard_agents::install::claude_code::{handler, HOOK_TIMEOUT_S};
 /// let h = handler("loopguard hook claude-code");
 /// assert_eq!(h["type"], "command");
 /// assert_eq!(h["timeout"], HOOK_TIMEOUT_S);
@@ -166,7 +100,7 @@ pub fn handler(command: &str) -> Value {
 /// with [`PATH_COMMAND`].
 ///
 /// ```
-/// use loopguard_hook::settings::hooks_object;
+/// use loopguard_agents::install::claude_code::hooks_object;
 /// let h = hooks_object("loopguard hook claude-code");
 /// assert_eq!(h["PreToolUse"][0]["matcher"], "*");
 /// assert_eq!(h["PostCompact"][0]["hooks"][0]["command"], "loopguard hook claude-code");
@@ -179,7 +113,8 @@ pub fn hooks_object(command: &str) -> Value {
     Value::Object(hooks)
 }
 
-fn group(command: &str, matcher: Option<&str>) -> Value {
+/// One group of an event's list: `matcher` (if any) and loopguard's handler.
+pub(crate) fn group(command: &str, matcher: Option<&str>) -> Value {
     let mut g = serde_json::Map::new();
     if let Some(m) = matcher {
         g.insert("matcher".into(), json!(m));
@@ -189,18 +124,9 @@ fn group(command: &str, matcher: Option<&str>) -> Value {
 }
 
 /// The file's text (`None`: missing) and its parsed document (`{}` for an empty file).
-fn read(path: &Path) -> Result<(Option<String>, Doc), SettingsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(SettingsError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            })
-        }
-    };
-    let invalid = |message: String| SettingsError::Invalid {
+fn read(path: &Path) -> Result<(Option<String>, Doc), InstallError> {
+    let text = file::read(path)?;
+    let invalid = |message: String| InstallError::Invalid {
         path: path.to_path_buf(),
         message,
     };
@@ -248,8 +174,8 @@ fn next_removal(
     keep: Option<&Value>,
     before: Option<&Value>,
     path: &Path,
-) -> Result<Option<Edit>, SettingsError> {
-    let invalid = |message: String| SettingsError::Invalid {
+) -> Result<Option<Edit>, InstallError> {
+    let invalid = |message: String| InstallError::Invalid {
         path: path.to_path_buf(),
         message,
     };
@@ -356,7 +282,7 @@ fn next_addition(doc: &Doc, want: &Value, command: &str) -> Option<Edit> {
 
 /// Edits until nothing is left to do. Each step removes or adds one thing, so the loop
 /// ends; the bound only guards against a bug.
-fn edit(path: &Path, mut doc: Doc, command: Option<&str>) -> Result<(Doc, bool), SettingsError> {
+fn edit(path: &Path, mut doc: Doc, command: Option<&str>) -> Result<(Doc, bool), InstallError> {
     let before = original(path);
     let want = command.map(handler);
     for round in 0..10_000 {
@@ -370,46 +296,14 @@ fn edit(path: &Path, mut doc: Doc, command: Option<&str>) -> Result<(Doc, bool),
         let Some(step) = step else {
             return Ok((doc, round > 0));
         };
-        doc = doc.apply(&step).map_err(|message| SettingsError::Invalid {
+        doc = doc.apply(&step).map_err(|message| InstallError::Invalid {
             path: path.to_path_buf(),
             message: format!("internal edit error: {message}"),
         })?;
     }
-    Err(SettingsError::Invalid {
+    Err(InstallError::Invalid {
         path: path.to_path_buf(),
         message: "internal edit error: the edits did not converge".into(),
-    })
-}
-
-/// Writes `text` over `path`: first `backup` to the backup file if there is none yet,
-/// then a temporary file renamed over the target (through a symlink), with the
-/// original's permissions.
-fn write(path: &Path, backup: Option<&str>, text: &str) -> Result<Change, SettingsError> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e| SettingsError::Io { path: p, source: e }
-    };
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-    }
-    let backup_file = backup_path(path);
-    if let Some(old) = backup {
-        if !backup_file.exists() {
-            std::fs::write(&backup_file, old).map_err(io(&backup_file))?;
-        }
-    }
-    let tmp = target.with_file_name(format!(
-        ".{}.loopguard-tmp",
-        target.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
-    if let Ok(meta) = std::fs::metadata(&target) {
-        std::fs::set_permissions(&tmp, meta.permissions()).map_err(io(&tmp))?;
-    }
-    std::fs::rename(&tmp, &target).map_err(io(&target))?;
-    Ok(Change::Written {
-        backup: backup_file.exists().then_some(backup_file),
     })
 }
 
@@ -430,7 +324,7 @@ fn created_by_loopguard(path: &Path, text: &str) -> bool {
 
 /// Adds loopguard's hooks with `command` to the settings file at `path` (created if
 /// missing). See the module documentation.
-pub fn install(path: &Path, command: &str) -> Result<Change, SettingsError> {
+pub fn install(path: &Path, command: &str) -> Result<Change, InstallError> {
     let (old, doc) = read(path)?;
     let (doc, changed) = edit(path, doc, Some(command))?;
     if !changed {
@@ -439,12 +333,12 @@ pub fn install(path: &Path, command: &str) -> Result<Change, SettingsError> {
     let backup = old
         .as_deref()
         .filter(|old| !created_by_loopguard(path, old));
-    write(path, backup, &doc.text)
+    file::write(path, backup, &doc.text)
 }
 
 /// Removes loopguard's hooks from the settings file at `path`. A missing file, or one
 /// without loopguard's hooks, is left alone.
-pub fn uninstall(path: &Path) -> Result<Change, SettingsError> {
+pub fn uninstall(path: &Path) -> Result<Change, InstallError> {
     let (old, doc) = read(path)?;
     let Some(old) = old else {
         return Ok(Change::Unchanged);
@@ -456,25 +350,21 @@ pub fn uninstall(path: &Path) -> Result<Change, SettingsError> {
     }
     if doc.root.members().is_some_and(<[_]>::is_empty) {
         if created {
-            std::fs::remove_file(path).map_err(|e| SettingsError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            })?;
-            return Ok(Change::Removed);
+            return file::remove(path);
         }
         // The file was empty before loopguard first touched it: empty again.
         if let Ok(b) = std::fs::read_to_string(backup_path(path)) {
             if b.trim().is_empty() {
-                return write(path, None, &b);
+                return file::write(path, None, &b);
             }
         }
     }
     let backup = (!created).then_some(old.as_str());
-    write(path, backup, &doc.text)
+    file::write(path, backup, &doc.text)
 }
 
 /// `true` when the settings file registers loopguard for every event it needs.
-pub fn is_installed(path: &Path) -> Result<bool, SettingsError> {
+pub fn is_installed(path: &Path) -> Result<bool, InstallError> {
     let (_, doc) = read(path)?;
     let Some((_, hooks)) = doc.root.member("hooks") else {
         return Ok(false);
@@ -694,7 +584,7 @@ mod tests {
         ] {
             std::fs::write(&path, bad).unwrap();
             assert!(
-                matches!(install(&path, CMD), Err(SettingsError::Invalid { .. })),
+                matches!(install(&path, CMD), Err(InstallError::Invalid { .. })),
                 "{bad}"
             );
             assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
