@@ -170,9 +170,15 @@ class Guard {
     return this.#native.share();
   }
 
-  /** The guard behind a handle from `guard.share()` (in another thread of this process). */
-  static attach(handle) {
-    if (!Number.isInteger(handle)) throw new TypeError('Guard.attach: expected the number guard.share() returned');
+  /**
+   * The guard behind a handle from `guard.share()` (in another thread of this process): the
+   * same local guard, or, for a remote guard's handle, a remote guard on the same server.
+   */
+  static attach(handle, options = {}) {
+    if (handle !== null && typeof handle === 'object' && typeof handle.remote === 'string') {
+      return new RemoteGuard(handle.remote, { token: handle.token ?? undefined, timeout: handle.timeout, ...options });
+    }
+    if (!Number.isInteger(handle)) throw new TypeError('Guard.attach: expected what guard.share() returned');
     return new Guard({ [attachKey]: handle });
   }
 

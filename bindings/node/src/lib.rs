@@ -7,6 +7,13 @@
 //! `loopguard replay --json` writes, without `line`). Everything crossing the boundary is text,
 //! so identical events get identical decisions in every front end.
 //!
+//! `beforeCall` and `afterCall` take a shorter road, measured by `scripts/bench-node.sh`: they
+//! call the plain function [`decide`] on the engine handle [`NativeGuard::engine`] (a class
+//! method pays for unwrapping and borrow tracking on every call), and the two decisions nearly
+//! every event gets come back as a tag letter and the digests' hex (see `compact`), which
+//! JavaScript builds into the object with the strings it already holds, instead of a record
+//! to `JSON.parse`.
+//!
 //! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
 //! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
 //! `LOOPGUARD_STORE` (the store cannot be reached), `LOOPGUARD_ARG` (a bad option); the
@@ -125,7 +132,7 @@ impl NativeGuard {
     }
 
     /// Applies one events.md line and returns its decision as the JavaScript API shows it, in
-    /// the shortest form that says it (see [`compact`]): the common decisions (a call allowed,
+    /// the shortest form that says it (see `compact`): the common decisions (a call allowed,
     /// an outcome recorded) as a tag letter and the digests' hex, from which JavaScript builds
     /// the object with the strings it already holds; any other as the record's JSON with
     /// `decision` renamed `action` and moved first.
