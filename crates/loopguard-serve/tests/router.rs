@@ -188,7 +188,9 @@ async fn tokens_are_required_and_tenants_do_not_share_sessions() {
     }
     let (status, _) = send(
         &router,
-        Request::get("/v1/sessions").body(Body::empty()).expect("req"),
+        Request::get("/v1/sessions")
+            .body(Body::empty())
+            .expect("req"),
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
