@@ -31,8 +31,14 @@ if [ "$version" != "$crate_version" ]; then
 fi
 
 start=$(date +%s)
-cargo build --release -q -p loopguard-node
+# napi-rs's macros write the addon's type definitions while the crate compiles; when the crate is
+# up to date (no file yet), it is compiled again so they are written.
+typedefs=$PWD/target/napi-typedef
+mkdir -p "$typedefs"
+[ -s "$typedefs/loopguard-node" ] || touch "$pkg/src/lib.rs"
+NAPI_TYPE_DEF_TMP_FOLDER=$typedefs cargo build --release -q -p loopguard-node
 cp target/release/libloopguard_node.so "$pkg/loopguard.$platform.node"
+node "$pkg/scripts/native-dts.mjs" "$typedefs/loopguard-node" "$pkg/native.d.ts"
 echo "   addon built in $(( $(date +%s) - start )) s" >&2
 
 mkdir -p target/npm

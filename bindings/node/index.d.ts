@@ -142,8 +142,19 @@ export declare class Guard {
   forget(id: string): boolean;
   /** A handle for `Guard.attach` in a worker thread of this process. */
   share(): number;
+  /** The guard behind a handle from `share()`: this process's guard, or a remote guard on the
+   * same server for a `RemoteGuard`'s handle. */
   static attach(handle: number): Guard;
+  static attach(handle: RemoteHandle, options?: RemoteOptions): RemoteGuard;
   static remote(url: string | URL, options?: RemoteOptions): RemoteGuard;
+}
+
+/** What `RemoteGuard.share()` returns: plain data, for `Guard.attach` in a worker thread. */
+export interface RemoteHandle {
+  remote: string;
+  token: string | null;
+  /** Seconds. */
+  timeout: number;
 }
 
 /** Options of `Guard.remote`. */
@@ -162,8 +173,14 @@ export declare class RemoteGuard {
   afterCall(session: string, tool: string, args: JsonLike, outcome: Outcome): Promise<OutcomeDecision>;
   onCompaction(session: string, options?: { run?: string | null; agent?: string | null }): Promise<CompactionDecision>;
   event(event: Record<string, unknown> | string): Promise<DecisionRecord>;
+  /** null when the server has no such session, or cannot be reached (logged). */
   session(id: string): Promise<SessionInfo | null>;
+  /** The caller's sessions (`GET /v1/sessions`); [] when the server cannot be reached (logged). */
+  sessions(): Promise<SessionInfo[]>;
+  /** false when the session did not exist, or the server cannot be reached (logged). */
   forget(id: string): Promise<boolean>;
+  /** A handle for `Guard.attach` in a worker thread: the same server and options. */
+  share(): RemoteHandle;
 }
 
 /** Base class of loopguard's own errors. */

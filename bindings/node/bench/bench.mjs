@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 import { Guard } from 'loopguard';
 
 const quick = process.argv.includes('--quick');
-const N = quick ? 2_000 : 50_000;
-const ROUNDS = quick ? 2 : 5;
+const N = quick ? 2_000 : 20_000;
+const ROUNDS = quick ? 3 : 9;
 
 function sortedJson(v) {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
@@ -47,12 +47,27 @@ function guarded() {
   return Number(process.hrtime.bigint() - start) / N;
 }
 
-const best = (f) => Math.min(...Array.from({ length: ROUNDS }, f));
+// Rounds alternate between the two so both see the same load; each round is timed by the
+// process's CPU time (user + system, which time spent waiting for a core does not inflate) and
+// by the wall clock. The ratio is of the medians, and also per round pair.
+const timed = (f) => {
+  const cpu0 = process.cpuUsage();
+  const wall = f();
+  const cpu = process.cpuUsage(cpu0);
+  return { cpu: ((cpu.user + cpu.system) * 1000) / N, wall };
+};
 baseline();
 guarded(); // warm up both
-const base = best(baseline);
-const pair = best(guarded);
-console.log(`node ${process.version}, ${N} calls x ${ROUNDS} rounds (best round)`);
-console.log(`pure-JS sorted JSON + sha256 of args and result: ${(base / 1000).toFixed(2)} us/call`);
-console.log(`Guard beforeCall + afterCall:                    ${(pair / 1000).toFixed(2)} us/call`);
-console.log(`ratio guard / baseline: ${(pair / base).toFixed(2)}`);
+const rounds = [];
+for (let r = 0; r < ROUNDS; r++) rounds.push({ base: timed(baseline), pair: timed(guarded) });
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const us = (ns) => (ns / 1000).toFixed(2);
+const med = (k, t) => median(rounds.map((r) => r[k][t]));
+console.log(`node ${process.version}, ${N} calls x ${ROUNDS} rounds, interleaved; medians (CPU time / wall clock)`);
+console.log(`pure-JS sorted JSON + sha256 of args and result: ${us(med('base', 'cpu'))} / ${us(med('base', 'wall'))} us/call`);
+console.log(`Guard beforeCall + afterCall:                    ${us(med('pair', 'cpu'))} / ${us(med('pair', 'wall'))} us/call`);
+const perRound = rounds.map((r) => (r.pair.cpu / r.base.cpu).toFixed(2)).join(' ');
+console.log(`ratio guard / baseline: ${(med('pair', 'cpu') / med('base', 'cpu')).toFixed(2)} (CPU), ${(med('pair', 'wall') / med('base', 'wall')).toFixed(2)} (wall); per round (CPU): ${perRound}`);

@@ -217,9 +217,19 @@ function errorJson(error, root) {
   return toJson(error, root);
 }
 
+// The last session and tool ids written, and their JSON: an agent calls the guard with the
+// same few ids over and over, and comparing a string is cheaper than escaping it again.
+const lastIds = { session: ['', '""'], tool: ['', '""'] };
+
 function checkString(v, name) {
   if (typeof v !== 'string') {
     throw new TypeError(`${name}: expected a string, got ${v === null ? 'null' : typeof v}`);
+  }
+  const last = lastIds[name];
+  if (last !== undefined) {
+    if (last[0] === v) return last[1];
+    last[0] = v;
+    return (last[1] = JSON.stringify(v));
   }
   return JSON.stringify(v);
 }

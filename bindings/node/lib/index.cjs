@@ -16,6 +16,8 @@ const loadAddon = () => (addon ??= require('./native.cjs'));
 /** The guard: sessions, OpenClaw's detectors, and one decision per event. */
 class Guard {
   #native;
+  /** The addon's engine handle for `decide` (a function call, cheaper than a method's). */
+  #engine;
 
   /**
    * @param {object} [options]
@@ -34,6 +36,7 @@ class Guard {
     }
     if (options[attachKey] !== undefined) {
       this.#native = native(() => loadAddon().NativeGuard.attach(options[attachKey]));
+      this.#engine = this.#native.engine();
       return;
     }
     const { config = null, store = 'memory', profile = 'none', mode = 'enforce', idleTtl = 86400 } = options;
@@ -62,6 +65,7 @@ class Guard {
     }
     if (typeof idleTtl !== 'number') throw new TypeError(`idleTtl: expected a number of seconds`);
     this.#native = native(() => new (loadAddon().NativeGuard)(text, origin, store, profile, mode, idleTtl));
+    this.#engine = this.#native.engine();
     for (const w of this.#native.diagnostics()) logger.warn(`loopguard: ${w}`);
   }
 
@@ -70,17 +74,41 @@ class Guard {
     return JSON.parse(native(() => this.#native.apply(line)));
   }
 
-  /** Applies one event line; returns its decision as the API's object (`action` first). */
-  #decide(line) {
-    let json;
+  /**
+   * Applies one event line; returns its decision as the API's object. The addon answers the
+   * common decisions in a short form (src/lib.rs, `compact`): a tag letter and the digests'
+   * hex, from which the object is built here with the strings the caller gave (the record
+   * echoes them unchanged); any other decision comes as the record's JSON, `action` first.
+   */
+  #decide(line, session, tool, o) {
+    let r;
     try {
-      json = this.#native.decide(line);
+      r = addon.decide(this.#engine, line);
     } catch (e) {
       native(() => {
         throw e;
       });
     }
-    return JSON.parse(json);
+    switch (r.charCodeAt(0)) {
+      case 97: // a: a call allowed
+        return {
+          action: 'allow',
+          type: 'call',
+          session,
+          run: o.run ?? null,
+          callId: o.callId ?? null,
+          tool,
+          argsHash: `${tool}:${r.slice(1)}`,
+        };
+      case 114: // r: an outcome recorded
+        return recorded(session, tool, o, r, r.slice(65));
+      case 101: // e: an outcome recorded, an error's hash
+        return recorded(session, tool, o, r, `error:${r.slice(65)}`);
+      case 110: // n: an outcome recorded, no result hash
+        return recorded(session, tool, o, r, null);
+      default:
+        return JSON.parse(r);
+    }
   }
 
   /**
@@ -88,7 +116,8 @@ class Guard {
    * @returns {import('../index').CallDecision}
    */
   beforeCall(session, tool, args, opts = {}) {
-    return this.#decide(callLine(session, tool, args, opts ?? {}));
+    const o = opts ?? {};
+    return this.#decide(callLine(session, tool, args, o), session, tool, o);
   }
 
   /**
@@ -96,14 +125,15 @@ class Guard {
    * @returns {import('../index').OutcomeDecision}
    */
   afterCall(session, tool, args, outcome = {}) {
-    const line = outcomeLine(session, tool, args, outcome ?? {});
-    if (line === null) return undefinedResult(session, tool, outcome);
-    return this.#decide(line);
+    const o = outcome ?? {};
+    const line = outcomeLine(session, tool, args, o);
+    if (line === null) return undefinedResult(session, tool, o);
+    return this.#decide(line, session, tool, o);
   }
 
   /** A context compaction finished: arms the post-compaction guard of the session and run. */
   onCompaction(session, opts = {}) {
-    return this.#decide(compactionLine(session, opts ?? {}));
+    return this.#decide(compactionLine(session, opts ?? {}), session, null, opts ?? {});
   }
 
   /**
@@ -140,9 +170,15 @@ class Guard {
     return this.#native.share();
   }
 
-  /** The guard behind a handle from `guard.share()` (in another thread of this process). */
-  static attach(handle) {
-    if (!Number.isInteger(handle)) throw new TypeError('Guard.attach: expected the number guard.share() returned');
+  /**
+   * The guard behind a handle from `guard.share()` (in another thread of this process): the
+   * same local guard, or, for a remote guard's handle, a remote guard on the same server.
+   */
+  static attach(handle, options = {}) {
+    if (handle !== null && typeof handle === 'object' && typeof handle.remote === 'string') {
+      return new RemoteGuard(handle.remote, { token: handle.token ?? undefined, timeout: handle.timeout, ...options });
+    }
+    if (!Number.isInteger(handle)) throw new TypeError('Guard.attach: expected what guard.share() returned');
     return new Guard({ [attachKey]: handle });
   }
 
@@ -156,6 +192,20 @@ class Guard {
 }
 
 const attachKey = Symbol('loopguard.attach');
+
+/** An outcome recorded, in the record's key order (`r` is the addon's short answer). */
+function recorded(session, tool, o, r, resultHash) {
+  return {
+    action: 'recorded',
+    type: 'outcome',
+    session,
+    run: o.run ?? null,
+    callId: o.callId ?? null,
+    tool,
+    argsHash: `${tool}:${r.slice(1, 65)}`,
+    resultHash,
+  };
+}
 
 /** A tool returned undefined and threw nothing: OpenClaw records nothing, nor does loopguard. */
 function undefinedResult(session, tool, outcome) {

@@ -18,6 +18,7 @@ class RemoteGuard {
   #headers;
   #timeout;
   #logger;
+  #token;
 
   /**
    * @param {string|URL} url the server, e.g. http://127.0.0.1:7878
@@ -38,7 +39,10 @@ class RemoteGuard {
     this.url = String(url).replace(/\/+$/, '');
     this.#base = this.url;
     this.#headers = { 'content-type': 'application/json', accept: 'application/json' };
-    if (token !== undefined && token !== null) this.#headers.authorization = `Bearer ${token}`;
+    if (token !== undefined && token !== null) {
+      this.#token = String(token);
+      this.#headers.authorization = `Bearer ${token}`;
+    }
     this.#timeout = timeout * 1000;
     this.#logger = logger;
   }
@@ -116,26 +120,68 @@ class RemoteGuard {
     return record ?? { ...failOpen(kind, echo), failOpen: true };
   }
 
-  /** The server's view of a session, or null when it has none (or cannot be reached). */
-  async session(id) {
+  /**
+   * A read or a forget that fails open: the server's reply, or null after a logged warning
+   * when it cannot be reached or answers 5xx.
+   */
+  async #query(method, path, what, fallback) {
     let reply;
     try {
-      reply = await this.#request('GET', `/v1/sessions/${encodeURIComponent(id)}`);
+      reply = await this.#request(method, path);
     } catch (e) {
-      this.#logger.warn(`loopguard: ${this.url} unreachable (${e.cause?.message ?? e.message})`);
+      this.#logger.warn(
+        `loopguard: ${this.url} unreachable (${e.cause?.code ?? e.name}: ${e.cause?.message ?? e.message}); failing open: ${what} is ${fallback}`,
+      );
       return null;
     }
+    if (reply.status >= 500) {
+      this.#logger.warn(`loopguard: ${this.url} answered ${reply.status} (${parseError(reply).error}); failing open: ${what} is ${fallback}`);
+      return null;
+    }
+    return reply;
+  }
+
+  /** The server's view of a session, or null when it has none (or cannot be reached). */
+  async session(id) {
+    if (typeof id !== 'string') throw new TypeError('session: expected a string');
+    const reply = await this.#query('GET', `/v1/sessions/${encodeURIComponent(id)}`, `session(${JSON.stringify(id)})`, 'null');
+    if (reply === null || reply.status === 404) return null;
     if (reply.status === 200) return JSON.parse(reply.text);
-    if (reply.status === 404) return null;
     throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${parseError(reply).error}`);
   }
 
-  /** Forgets a session on the server; true when it existed. */
-  async forget(id) {
-    const reply = await this.#request('DELETE', `/v1/sessions/${encodeURIComponent(id)}`);
-    if (reply.status === 204 || reply.status === 200) return true;
-    if (reply.status === 404) return false;
+  /**
+   * Every session the server holds for this caller (its tenant's, with a token), as
+   * `session()` shows each; [] when the server cannot be reached (or is a loopguard serve
+   * without `GET /v1/sessions`, which is logged too).
+   */
+  async sessions() {
+    const reply = await this.#query('GET', '/v1/sessions', 'sessions()', '[]');
+    if (reply === null) return [];
+    if (reply.status === 200) return JSON.parse(reply.text);
+    if (reply.status === 404 || reply.status === 405) {
+      this.#logger.warn(`loopguard: ${this.url} does not list sessions (HTTP ${reply.status}: a loopguard serve older than GET /v1/sessions); sessions() is []`);
+      return [];
+    }
     throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${parseError(reply).error}`);
+  }
+
+  /** Forgets a session on the server; true when it existed (false when it cannot be reached). */
+  async forget(id) {
+    if (typeof id !== 'string') throw new TypeError('forget: expected a string');
+    const reply = await this.#query('DELETE', `/v1/sessions/${encodeURIComponent(id)}`, `forget(${JSON.stringify(id)})`, 'false');
+    if (reply === null || reply.status === 404) return false;
+    if (reply.status === 204 || reply.status === 200) return true;
+    throw new LoopguardError(`${this.url}: HTTP ${reply.status}: ${parseError(reply).error}`);
+  }
+
+  /**
+   * What a worker thread passes to `Guard.attach` to talk to the same server with the same
+   * options (a plain object: it crosses `postMessage`). The logger stays behind: the worker's
+   * guard logs to its console unless `Guard.attach(handle, { logger })` says otherwise.
+   */
+  share() {
+    return { remote: this.url, token: this.#token ?? null, timeout: this.#timeout / 1000 };
   }
 }
 

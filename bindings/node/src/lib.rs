@@ -7,6 +7,13 @@
 //! `loopguard replay --json` writes, without `line`). Everything crossing the boundary is text,
 //! so identical events get identical decisions in every front end.
 //!
+//! `beforeCall` and `afterCall` take a shorter road, measured by `scripts/bench-node.sh`: they
+//! call the plain function [`decide`] on the engine handle [`NativeGuard::engine`] (a class
+//! method pays for unwrapping and borrow tracking on every call), and the two decisions nearly
+//! every event gets come back as a tag letter and the digests' hex (see `compact`), which
+//! JavaScript builds into the object with the strings it already holds, instead of a record
+//! to `JSON.parse`.
+//!
 //! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
 //! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
 //! `LOOPGUARD_STORE` (the store cannot be reached), `LOOPGUARD_ARG` (a bad option); the
@@ -18,9 +25,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use loopguard_core::{Mode, OpenClawConfig};
+use loopguard_core::{hex_bytes, Mode, OpenClawConfig};
+use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
-use napi::bindgen_prelude::{Error, Result};
+use napi::bindgen_prelude::{Error, External, Result};
 use napi_derive::napi;
 
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
@@ -123,13 +131,21 @@ impl NativeGuard {
         Ok(json_text(record))
     }
 
-    /// Applies one events.md line and returns its decision as the JavaScript API shows it: the
-    /// record with `decision` renamed `action` and moved first, as JSON (one `JSON.parse` away
-    /// from the object `beforeCall`/`afterCall` return, with no copying in JavaScript).
+    /// Applies one events.md line and returns its decision as the JavaScript API shows it, in
+    /// the shortest form that says it (see `compact`): the common decisions (a call allowed,
+    /// an outcome recorded) as a tag letter and the digests' hex, from which JavaScript builds
+    /// the object with the strings it already holds; any other as the record's JSON with
+    /// `decision` renamed `action` and moved first.
     #[napi]
     pub fn decide(&self, line: String) -> Result<String, String> {
-        let record = self.record(&line)?;
-        Ok(json_text(action_first(record)))
+        decide_line(&self.backend, line.as_bytes())
+    }
+
+    /// The engine as an external value for [`decide`], which JavaScript calls on every event:
+    /// a plain function call reaches it without the checks a class method goes through.
+    #[napi]
+    pub fn engine(&self) -> External<Engine> {
+        External::new(Engine(self.backend.clone()))
     }
 
     fn record(&self, line: &str) -> Result<Vec<u8>, String> {
@@ -188,6 +204,62 @@ impl NativeGuard {
                 )
             })
     }
+}
+
+/// The engine of a [`NativeGuard`], held by JavaScript as an external value
+/// ([`NativeGuard::engine`]) and passed to [`decide`].
+pub struct Engine(Arc<Backend>);
+
+/// [`NativeGuard::decide`] on the engine from [`NativeGuard::engine`]: the same answer, at the
+/// cost of a function call.
+#[napi]
+pub fn decide(engine: &External<Engine>, line: String) -> Result<String, String> {
+    decide_line(&engine.0, line.as_bytes())
+}
+
+fn decide_line(backend: &Backend, line: &[u8]) -> Result<String, String> {
+    let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
+    let d = backend.guard.apply(None, &event).map_err(guard_error)?;
+    if let Some(short) = compact(&d) {
+        return Ok(short);
+    }
+    let mut record = Vec::with_capacity(256);
+    d.write_record(&mut record);
+    Ok(json_text(action_first(record)))
+}
+
+/// The short answer of [`NativeGuard::decide`] for the two decisions nearly every event gets,
+/// when the record holds nothing JavaScript does not already know but the digests (no tool
+/// renamed by a profile, no finding):
+///
+/// - `a` + the arguments' hex: a call allowed (`argsHash` is `tool:hex`);
+/// - `r` + the arguments' hex + the result's hex: an outcome recorded;
+/// - `e` + the same: an outcome recorded with an error's hash (`error:hex`);
+/// - `n` + the arguments' hex: an outcome recorded with no result hash.
+///
+/// Anything else (`None`) is answered with the record's JSON, which starts with `{`.
+fn compact(d: &Decision<'_>) -> Option<String> {
+    if d.engine_tool.is_some() || d.finding.is_some() {
+        return None;
+    }
+    let args = d.args.as_ref()?;
+    let mut out = Vec::with_capacity(129);
+    let mut push = |tag: u8, digests: &[&[u8; 32]]| {
+        out.push(tag);
+        for digest in digests {
+            out.extend_from_slice(&hex_bytes(digest));
+        }
+    };
+    match (d.kind, d.action, &d.result) {
+        (EventKind::Call, Action::Allow, _) => push(b'a', &[&args.0]),
+        (EventKind::Outcome, Action::Recorded, Some(h)) => {
+            push(if h.is_error { b'e' } else { b'r' }, &[&args.0, &h.digest]);
+        }
+        (EventKind::Outcome, Action::Recorded, None) => push(b'n', &[&args.0]),
+        _ => return None,
+    }
+    // A tag letter and hex digits: ASCII.
+    String::from_utf8(out).ok()
 }
 
 /// The record's bytes as text, without the trailing newline (the engine writes UTF-8).

@@ -51,6 +51,23 @@ for (const [spec, dts, same] of [
   });
 }
 
+test('native.d.ts, generated from the addon by napi-rs, declares exactly what the addon exports', () => {
+  const addon = require(path.join(root, 'loopguard.linux-x64-gnu.node'));
+  const { names, methods } = declared('native.d.ts');
+  names.delete('ExternalObject'); // the declaration of napi-rs's external values, not an export
+  const exported = Object.keys(addon).filter((k) => typeof addon[k] === 'function');
+  assert.deepEqual([...names].sort(), exported.sort());
+  assert.ok(names.has('NativeGuard') && names.has('decide'), [...names].join(', '));
+  assert.deepEqual([...methods.NativeGuard].sort(), [...actualMethods(addon.NativeGuard)].sort());
+  // What the JavaScript half calls on the addon is declared there.
+  const lib = ['index.cjs', 'remote.cjs'].map((f) => fs.readFileSync(path.join(root, 'lib', f), 'utf8')).join('\n');
+  const used = new Set([...lib.matchAll(/#native\.(\w+)\(/g)].map((m) => m[1]));
+  for (const m of [...lib.matchAll(/NativeGuard\.(\w+)\(/g)]) used.add(`static ${m[1]}`);
+  assert.ok(used.size >= 5, [...used].join(', '));
+  for (const m of used) assert.ok(methods.NativeGuard.has(m), `lib/ calls NativeGuard ${m}, which native.d.ts declares`);
+  for (const m of [...lib.matchAll(/addon\.(\w+)\(/g)]) assert.ok(names.has(m[1]), `lib/ calls addon.${m[1]}`);
+});
+
 test('the default export is the CommonJS module', () => {
   assert.equal(esm.default, require('loopguard'));
 });

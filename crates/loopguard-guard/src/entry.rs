@@ -510,8 +510,11 @@ impl SessionEntry {
             }
         }
         if applier.log_size > 0 {
-            let row = self.log_row(&decision, applier.mode, event, now_ms);
-            self.log(row, applier.log_size);
+            // The oldest row's strings are reused when the log is full: a live guard logs
+            // every event, and this keeps the steady state free of allocations.
+            let mut row = self.take_oldest_row(applier.log_size).unwrap_or_default();
+            self.fill_log_row(&mut row, &decision, applier.mode, event, now_ms);
+            self.recent.push_back(row);
         }
         decision
     }
@@ -632,8 +635,24 @@ impl SessionEntry {
         }
     }
 
-    fn log_row(&self, d: &Decision<'_>, mode: Mode, event: &Event<'_>, now_ms: u64) -> LogRow {
-        let lossy = |s: &JsString<'_>| s.to_string_lossy().into_owned();
+    /// Removes the rows beyond `keep - 1` (room for one more), returning the last removed.
+    fn take_oldest_row(&mut self, keep: usize) -> Option<LogRow> {
+        let mut oldest = None;
+        while self.recent.len() >= keep {
+            oldest = self.recent.pop_front();
+        }
+        oldest
+    }
+
+    /// Writes the log row of `d` into `row`, reusing its strings.
+    fn fill_log_row(
+        &self,
+        row: &mut LogRow,
+        d: &Decision<'_>,
+        mode: Mode,
+        event: &Event<'_>,
+        now_ms: u64,
+    ) {
         let observe = mode == Mode::Observe;
         let quiet = d.finding.as_ref().is_some_and(|f| f.emitted == Some(false));
         let decision = match d.action {
@@ -644,22 +663,52 @@ impl SessionEntry {
             Action::Abort if observe => "would-abort",
             _ => d.decision_str(),
         };
-        LogRow {
-            seq: self.stats.events,
-            ts_ms: if event.timestamp_ms > 0 {
-                event.timestamp_ms
-            } else {
-                now_ms
-            },
-            event: event.kind.as_str().to_string(),
-            run: d.run.as_ref().map(lossy),
-            tool: d.tool.as_ref().map(lossy),
-            call_id: d.call_id.as_ref().map(lossy),
-            decision: decision.to_string(),
-            detector: d.finding.as_ref().map(|f| f.detector.as_str().to_string()),
-            count: d.finding.as_ref().map(|f| f.count),
-            message: d.finding.as_ref().map(|f| lossy(&f.message)),
+        row.seq = self.stats.events;
+        row.ts_ms = if event.timestamp_ms > 0 {
+            event.timestamp_ms
+        } else {
+            now_ms
+        };
+        set_text(&mut row.event, event.kind.as_str());
+        set_js(&mut row.run, d.run.as_ref());
+        set_js(&mut row.tool, d.tool.as_ref());
+        set_js(&mut row.call_id, d.call_id.as_ref());
+        set_text(&mut row.decision, decision);
+        match &d.finding {
+            Some(f) => {
+                set_opt(&mut row.detector, Some(f.detector.as_str()));
+                row.count = Some(f.count);
+                set_js(&mut row.message, Some(&f.message));
+            }
+            None => {
+                row.detector = None;
+                row.count = None;
+                row.message = None;
+            }
         }
+    }
+}
+
+/// `slot = text`, keeping the allocation of `slot`.
+fn set_text(slot: &mut String, text: &str) {
+    slot.clear();
+    slot.push_str(text);
+}
+
+/// `slot = text.map(to_string)`, keeping the allocation of `slot` when there is one.
+fn set_opt(slot: &mut Option<String>, text: Option<&str>) {
+    match (slot.as_mut(), text) {
+        (Some(s), Some(t)) => set_text(s, t),
+        (None, Some(t)) => *slot = Some(t.to_string()),
+        (_, None) => *slot = None,
+    }
+}
+
+/// [`set_opt`] of a JavaScript string (lone surrogates become U+FFFD, as the log always did).
+fn set_js(slot: &mut Option<String>, text: Option<&JsString<'_>>) {
+    match text {
+        Some(t) => set_opt(slot, Some(&t.to_string_lossy())),
+        None => *slot = None,
     }
 }
 

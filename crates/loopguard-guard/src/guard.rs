@@ -59,7 +59,14 @@ pub fn session_key(tenant: Option<&str>, session: &str) -> String {
 pub fn session_key_wtf8(tenant: Option<&str>, session: &[u8]) -> String {
     let tenant = tenant.unwrap_or("-");
     match std::str::from_utf8(session) {
-        Ok(text) if !text.starts_with(ESCAPED) => format!("{tenant}/{text}"),
+        Ok(text) if !text.starts_with(ESCAPED) => {
+            // Built by hand: this runs on every event (format! costs more than the copy).
+            let mut key = String::with_capacity(tenant.len() + 1 + text.len());
+            key.push_str(tenant);
+            key.push('/');
+            key.push_str(text);
+            key
+        }
         _ => {
             let mut key = format!("{tenant}/{ESCAPED}");
             // The prefix's own bytes are escaped too, so an id that starts with it stays

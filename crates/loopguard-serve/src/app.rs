@@ -61,7 +61,7 @@ impl std::fmt::Debug for AppState {
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 10] = [
+pub(crate) const ROUTES: [&str; 11] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -72,6 +72,7 @@ pub(crate) const ROUTES: [&str; 10] = [
     "/openapi.json",
     "/v1/traces",
     "/v1/logs",
+    "/v1/sessions",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -86,6 +87,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[7], get(openapi))
         .route(ROUTES[8], post(crate::otlp::post_traces))
         .route(ROUTES[9], post(crate::otlp::post_logs))
+        .route(ROUTES[10], get(list_sessions))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
@@ -460,6 +462,36 @@ impl AppState {
         });
         decision.write_record(out);
     }
+}
+
+/// `GET /v1/sessions`: the caller's sessions (its tenant's, with tokens), each as
+/// `GET /v1/sessions/{session}` shows it, most recently used first where the store knows. The
+/// store is listed on the blocking pool: with Redis it is a key scan.
+async fn list_sessions(
+    State(state): State<Shared>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let tenant = state.authenticate(&headers)?;
+    let me = state.clone();
+    let all = tokio::task::spawn_blocking(move || me.guard.sessions())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal error: {e}"),
+                None,
+            )
+        })?
+        .map_err(|e| state.guard_error(e))?;
+    let list: Vec<serde_json::Value> = all
+        .iter()
+        .filter(|info| info.tenant.as_deref() == tenant.as_deref())
+        .map(loopguard_guard::SessionInfo::api_json)
+        .collect();
+    Ok(json_response(
+        serde_json::Value::Array(list).to_string(),
+        "application/json",
+    ))
 }
 
 /// `GET /v1/sessions/{session}`

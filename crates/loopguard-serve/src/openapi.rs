@@ -77,6 +77,16 @@ fn document_without_405() -> Value {
                     "503": e503
                 }
             } },
+            "/v1/sessions": { "get": {
+                "operationId": "listSessions",
+                "summary": "Every session of the caller (its tenant's, with tokens), most recently used first where the store knows; a key scan with Redis",
+                "responses": {
+                    "200": { "description": "The sessions", "content": { "application/json": { "schema": { "type": "array", "items": { "$ref": "#/components/schemas/Session" } } } } },
+                    "401": e401,
+                    "500": error_response("A session's stored entry cannot be read (damaged, or written by a newer loopguard); DELETE it to start over"),
+                    "503": e503
+                }
+            } },
             "/v1/sessions/{session}": {
                 "parameters": [ { "name": "session", "in": "path", "required": true, "schema": { "type": "string" }, "description": "The session id (percent-encode `/`)" } ],
                 "get": {

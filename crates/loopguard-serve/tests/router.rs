@@ -163,6 +163,37 @@ async fn tokens_are_required_and_tenants_do_not_share_sessions() {
         StatusCode::NOT_FOUND,
         "another tenant's session is not visible: {text}"
     );
+
+    // GET /v1/sessions lists the caller's sessions only.
+    let other = CALL.replace("\"s1\"", "\"s2\"");
+    let (status, text) = send(&router, post_event(&other, Some("tok-g"))).await;
+    assert_eq!(status, StatusCode::OK, "{text}");
+    let list = |token: &str| {
+        Request::get("/v1/sessions")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Body::empty())
+            .expect("a request")
+    };
+    for (token, session, calls) in [("tok-a", "s1", 3), ("tok-g", "s2", 1)] {
+        let (status, text) = send(&router, list(token)).await;
+        assert_eq!(status, StatusCode::OK, "{text}");
+        let all = json(&text);
+        let all = all.as_array().expect("an array");
+        assert_eq!(all.len(), 1, "{token}: {text}");
+        assert_eq!(
+            (all[0]["session"].as_str(), all[0]["calls"].as_u64()),
+            (Some(session), Some(calls)),
+            "{text}"
+        );
+    }
+    let (status, _) = send(
+        &router,
+        Request::get("/v1/sessions")
+            .body(Body::empty())
+            .expect("req"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,6 +225,7 @@ async fn health_readiness_and_the_openapi_document() {
     );
     for route in [
         "/v1/events",
+        "/v1/sessions",
         "/v1/sessions/{session}",
         "/healthz",
         "/readyz",

@@ -139,6 +139,21 @@ fn exercise(doc: &Doc, server: &Serve, profile: &str) -> Vec<Value> {
         &session,
         &what("GET /v1/sessions/s1"),
     );
+    let list = get(&agent, &server.url("/v1/sessions"));
+    assert_eq!(list.status, 200, "{}", list.body);
+    doc.check("/v1/sessions", "GET", &list, &what("GET /v1/sessions"));
+    let listed = list.json();
+    let listed: Vec<&str> = listed
+        .as_array()
+        .expect("an array")
+        .iter()
+        .filter_map(|s| s["session"].as_str())
+        .collect();
+    assert!(
+        listed.contains(&"s1") && listed.contains(&"s2"),
+        "{}",
+        list.body
+    );
     let recent = session.json()["recent"].clone();
     // One vocabulary: a warning kept back is `warn` with `emitted: false`, as in /v1/events.
     assert!(!session.body.contains("warn-quiet"), "{}", session.body);
@@ -302,6 +317,7 @@ fn every_answer_of_both_profiles_matches_the_openapi_document() {
         ),
         ("GET", "/v1/sessions/x", "/v1/sessions/{session}", None),
         ("DELETE", "/v1/sessions/x", "/v1/sessions/{session}", None),
+        ("GET", "/v1/sessions", "/v1/sessions", None),
         (
             "POST",
             "/v1/hooks/claude-code",

@@ -140,26 +140,32 @@ impl MemoryStore {
         let now = now_ms();
         let mut inner = lock(&self.inner);
         let ttl = u64::try_from(self.opts.idle_ttl.as_millis()).unwrap_or(u64::MAX);
-        if let Some(slot) = inner.slots.get(key) {
-            if now.saturating_sub(slot.touched_ms) > ttl {
-                inner.remove(key);
+        // The common case, a live session, in one lookup.
+        let Inner { slots, lru, clock } = &mut *inner;
+        if let Some(slot) = slots.get_mut(key) {
+            if now.saturating_sub(slot.touched_ms) <= ttl {
+                *clock += 1;
+                lru.remove(&slot.used);
+                slot.used = *clock;
+                slot.touched_ms = now;
+                lru.insert(*clock, slot.key.clone());
+                return Some(slot.entry.clone());
             }
+            inner.remove(key);
         }
-        if !inner.slots.contains_key(key) {
-            if !create {
-                return None;
-            }
-            inner.evict(&self.opts, now, 1);
-            inner.slots.insert(
-                key.to_string(),
-                Slot {
-                    key: Arc::from(key),
-                    entry: Arc::new(Mutex::new(SessionEntry::default())),
-                    used: 0,
-                    touched_ms: now,
-                },
-            );
+        if !create {
+            return None;
         }
+        inner.evict(&self.opts, now, 1);
+        inner.slots.insert(
+            key.to_string(),
+            Slot {
+                key: Arc::from(key),
+                entry: Arc::new(Mutex::new(SessionEntry::default())),
+                used: 0,
+                touched_ms: now,
+            },
+        );
         inner.touch(key, now);
         inner.slots.get(key).map(|s| s.entry.clone())
     }
