@@ -4,47 +4,18 @@
 //! venv these tests fail, naming the script.
 
 mod common;
-use common::{mcp_python as python, root};
+use common::{free_port, mcp_python as python, root, wait_for_port, Running};
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 fn server_py() -> PathBuf {
     root().join("crates/loopguard-mcp/tests/python/server.py")
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-fn wait_for_port(port: u16) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "nothing listens on 127.0.0.1:{port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Starts `loopguard mcp --listen 127.0.0.1:PORT EXTRA -- python server.py`; stderr goes to

@@ -3,11 +3,10 @@
 //! Without that venv these tests fail, naming the script.
 
 mod common;
-use common::{bin as loopguard, mcp_python as python, root};
+use common::{bin as loopguard, free_port, mcp_python as python, root, wait_for_port, Running};
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -252,35 +251,6 @@ fn server_crash_mid_call_is_an_error_and_the_proxy_exits_nonzero() {
         &[],
     );
     assert_eq!(sdk["outcome"], "error");
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-fn wait_for_port(port: u16) {
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "nothing listens on 127.0.0.1:{port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn http_server(py: &Path, calls: &Path) -> (Running, String) {

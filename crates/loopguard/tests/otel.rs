@@ -200,6 +200,40 @@ fn wait_for(
     }
 }
 
+/// Waits for tenant `tok-acme`'s `session` to count 25 calls, checks it was warned 10 times
+/// and blocked 5 times, and that `/metrics` counts a critical trace loop of `service` (five
+/// of them when `five`).
+fn assert_session_looped(
+    agent: &ureq::Agent,
+    server: &Serve,
+    session: &str,
+    service: &str,
+    five: bool,
+) {
+    let answer = wait_for(
+        agent,
+        &server.url(&format!("/v1/sessions/{session}")),
+        Some("tok-acme"),
+        |a| a.status == 200 && a.json()["calls"] == 25,
+    );
+    let s = answer.json();
+    assert_eq!(
+        (s["warnings"].as_u64(), s["blocks"].as_u64()),
+        (Some(10), Some(5)),
+        "{s}"
+    );
+    let metrics = get(agent, &server.url("/metrics")).body;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("loopguard_trace_loops_total{")
+                && l.contains(&format!("service=\"{service}\""))
+                && l.contains("level=\"critical\"")
+                && (!five || l.ends_with(" 5"))),
+        "{metrics}"
+    );
+}
+
 #[test]
 fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
     let dir = tempfile::tempdir().unwrap();
@@ -342,27 +376,7 @@ fn serve_receives_codex_tool_events_on_v1_logs() {
         &[&server.url("/v1/logs"), "tok-acme", conversation],
     );
     let agent = agent();
-    let answer = wait_for(
-        &agent,
-        &server.url(&format!("/v1/sessions/{conversation}")),
-        Some("tok-acme"),
-        |a| a.status == 200 && a.json()["calls"] == 25,
-    );
-    let s = answer.json();
-    assert_eq!(
-        (s["warnings"].as_u64(), s["blocks"].as_u64()),
-        (Some(10), Some(5)),
-        "{s}"
-    );
-    let metrics = get(&agent, &server.url("/metrics")).body;
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("loopguard_trace_loops_total{")
-                && l.contains("service=\"codex_exec\"")
-                && l.contains("level=\"critical\"")),
-        "{metrics}"
-    );
+    assert_session_looped(&agent, &server, conversation, "codex_exec", false);
 
     // OTLP JSON, as Codex's `protocol = "json"` exporter sends it; a body that is neither
     // is refused with a message naming what was expected.
@@ -406,88 +420,10 @@ fn serve_receives_codex_tool_events_on_v1_logs() {
     );
 }
 
-/// The real Codex CLI (`@openai/codex`, scripts/setup-agents.sh) with its OpenTelemetry log
-/// exporter pointed at `serve`'s `/v1/logs` (`protocol = "json"`), driven offline by a
-/// scripted model that runs the same failing command 25 times, with no hook installed: the
-/// loop is found from Codex's own telemetry (`codex.tool_result`), judged with Codex's tool
-/// profile.
-#[test]
-fn serve_finds_the_loop_in_the_real_codex_telemetry() {
-    use agent_e2e::{agent_bin, run_with_timeout, ModelServer, Request, Response};
-    use serde_json::{json, Value};
-    const CALLS: usize = 25;
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(home.join(".codex")).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let server = Serve::start(&["--trace-wait", "300ms"]);
-    let outputs = |body: &Value| {
-        body["input"].as_array().map_or(0, |items| {
-            items
-                .iter()
-                .filter(|i| i["type"] == "function_call_output")
-                .count()
-        })
-    };
-    let model = ModelServer::start(move |req: &Request| {
-        if !req.path.ends_with("/responses") {
-            return Response::not_found();
-        }
-        let k = outputs(&req.body);
-        let item = if k < CALLS {
-            json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
-                "name":"exec_command","arguments":json!({"cmd": "echo FAIL; exit 1"}).to_string()})
-        } else {
-            json!({"type":"message","id":"msg_1","role":"assistant",
-                "content":[{"type":"output_text","text":"I give up."}]})
-        };
-        Response::sse(&[
-            (
-                Some("response.created"),
-                json!({"type":"response.created","response":{"id":format!("resp_{k}")}}),
-            ),
-            (
-                Some("response.output_item.done"),
-                json!({"type":"response.output_item.done","output_index":0,"item":item}),
-            ),
-            (
-                Some("response.completed"),
-                json!({"type":"response.completed","response":{"id":format!("resp_{k}"),
-                "usage":{"input_tokens":10,"output_tokens":5,"total_tokens":15}}}),
-            ),
-        ])
-    });
-    std::fs::write(
-        home.join(".codex/config.toml"),
-        format!(
-            "model = \"scripted\"\nmodel_provider = \"scripted\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[otel]\nenvironment = \"test\"\nlog_user_prompt = false\nexporter = {{ otlp-http = {{ endpoint = \"{}\", protocol = \"json\" }} }}\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"SCRIPTED_API_KEY\"\n",
-            server.url("/v1/logs"),
-            model.port
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(agent_bin("codex"));
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("CODEX_HOME", home.join(".codex"))
-        .env("SCRIPTED_API_KEY", "dummy")
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "Make the tests pass.",
-        ]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        model
-            .requests()
-            .iter()
-            .any(|r| r.path.ends_with("/responses") && outputs(&r.body) == CALLS),
-        "codex did not finish the scripted conversation: {stdout}\n{stderr}"
-    );
+/// Waits (60 s at the most) until `serve`'s `/metrics` counts a critical trace loop of five
+/// blocks, and returns the metrics and the critical line; `who` and `stderr` name the agent in
+/// the failure message.
+fn wait_for_critical_loop(server: &Serve, who: &str, stderr: &str) -> (String, String) {
     let agent = agent();
     let start = Instant::now();
     let metrics = loop {
@@ -501,7 +437,7 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "no loop from Codex's telemetry:\n{m}\nserve: {}\ncodex: {stderr}",
+            "no loop from {who}'s telemetry:\n{m}\nserve: {}\n{who}: {stderr}",
             server.stderr.lock().unwrap()
         );
         std::thread::sleep(Duration::from_millis(200));
@@ -509,7 +445,75 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
     let line = metrics
         .lines()
         .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .to_string();
+    (metrics, line)
+}
+
+/// Runs the agent's `cmd` (10 minutes at the most) and checks that the scripted `model`
+/// received the request `finished` accepts (the end of the scripted conversation); returns
+/// the agent's stderr, for later failure messages.
+fn run_to_the_end(
+    cmd: Command,
+    model: &agent_e2e::ModelServer,
+    who: &str,
+    finished: impl Fn(&agent_e2e::Request) -> bool,
+) -> String {
+    let out = agent_e2e::run_with_timeout(cmd, Duration::from_secs(600)).output;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let requests = model.requests();
+    let tools = |r: &agent_e2e::Request| -> Vec<String> {
+        let names = r.body["tools"].as_array().cloned().unwrap_or_default();
+        names
+            .iter()
+            .map(|t| {
+                t["function"]["name"]
+                    .as_str()
+                    .or(t["name"].as_str())
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .collect()
+    };
+    assert!(
+        requests.iter().any(&finished),
+        "{who} did not finish the scripted conversation ({} requests; tools {:?}): {stdout}\n{stderr}",
+        requests.len(),
+        requests.last().map(tools)
+    );
+    stderr
+}
+
+/// The looping command of the telemetry tests (no hook installed, nothing counts its runs).
+const FAILING: &str = "echo FAIL; exit 1";
+
+/// The real Codex CLI (`@openai/codex`, scripts/setup-agents.sh) with its OpenTelemetry log
+/// exporter pointed at `serve`'s `/v1/logs` (`protocol = "json"`), driven offline by a
+/// scripted model that runs the same failing command 25 times, with no hook installed: the
+/// loop is found from Codex's own telemetry (`codex.tool_result`), judged with Codex's tool
+/// profile.
+#[test]
+fn serve_finds_the_loop_in_the_real_codex_telemetry() {
+    use agent_e2e::{codex_config, Cli, ModelServer, Request, Trial, CALLS};
+    let trial = Trial::new();
+    let server = Serve::start(&["--trace-wait", "300ms"]);
+    let model = ModelServer::start(|req: &Request| Cli::Codex.answer(req, FAILING));
+    std::fs::create_dir_all(trial.home.join(".codex")).unwrap();
+    let otel = format!(
+        "\n[otel]\nenvironment = \"test\"\nlog_user_prompt = false\nexporter = {{ otlp-http = {{ endpoint = \"{}\", protocol = \"json\" }} }}\n",
+        server.url("/v1/logs")
+    );
+    std::fs::write(
+        trial.home.join(".codex/config.toml"),
+        codex_config(model.port, &otel),
+    )
+    .unwrap();
+    let cmd = Cli::Codex.cmd(&trial, model.port);
+    let stderr = run_to_the_end(cmd, &model, "codex", |r| {
+        Cli::Codex.is_turn(r) && Cli::Codex.results(&r.body).len() == CALLS
+    });
+    let (metrics, line) = wait_for_critical_loop(&server, "Codex", &stderr);
     assert!(line.contains("service=\"codex_exec\""), "{line}");
     // Every tool call arrived as a tool event: 25 calls, each with its outcome.
     assert!(
@@ -526,121 +530,20 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
 /// judged with Copilot's tool profile (the description does not count).
 #[test]
 fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
-    use agent_e2e::{agent_bin, agents_dir, run_with_timeout, ModelServer, Request, Response};
-    use serde_json::{json, Value};
-    const CALLS: usize = 25;
-    let bin = agent_bin("copilot");
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
+    use agent_e2e::{Cli, ModelServer, Request, Trial, CALLS};
+    let trial = Trial::new();
     let server = Serve::start(&["--trace-wait", "300ms"]);
-    let results = |body: &Value| {
-        body["messages"]
-            .as_array()
-            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count())
-    };
-    let model = ModelServer::start(move |req: &Request| {
-        if !req.path.ends_with("/chat/completions") {
-            return Response::not_found();
-        }
-        let k = results(&req.body);
-        let stream = req.body["stream"] == true;
-        let usage = json!({"prompt_tokens":10,"completion_tokens":5,"total_tokens":15});
-        let has_bash = req.body["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "bash"));
-        let message = if k < CALLS && has_bash {
-            let args = json!({"command": "echo FAIL; exit 1",
-                "description": format!("Run the test suite (attempt {})", k + 1)})
-            .to_string();
-            json!({"role":"assistant","content":null,"tool_calls":[{"id":format!("call_{k}"),"type":"function",
-                "function":{"name":"bash","arguments":args}}]})
-        } else {
-            json!({"role":"assistant","content":"I give up."})
-        };
-        let finish = if message.get("tool_calls").is_some() {
-            "tool_calls"
-        } else {
-            "stop"
-        };
-        if !stream {
-            return Response::json(
-                &json!({"id":"c","object":"chat.completion","created":1,"model":"scripted",
-                "choices":[{"index":0,"message":message,"finish_reason":finish}],"usage":usage}),
-            );
-        }
-        let mut delta = message.clone();
-        if let Some(calls) = delta["tool_calls"].as_array_mut() {
-            for (i, c) in calls.iter_mut().enumerate() {
-                c["index"] = json!(i);
-            }
-        }
-        let chunk1 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-            "choices":[{"index":0,"delta":delta,"finish_reason":null}]});
-        let chunk2 = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"scripted",
-            "choices":[{"index":0,"delta":{},"finish_reason":finish}],"usage":usage});
-        Response::sse_raw(format!(
-            "data: {chunk1}\n\ndata: {chunk2}\n\ndata: [DONE]\n\n"
-        ))
-    });
-    let mut cmd = Command::new(&bin);
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("COPILOT_PKG_CACHE_HOME", agents_dir().join("copilot-cache"))
-        .env("COPILOT_OFFLINE", "true")
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("http://127.0.0.1:{}/v1", model.port),
-        )
-        .env("COPILOT_PROVIDER_API_KEY", "dummy")
-        .env("COPILOT_MODEL", "scripted")
+    let model = ModelServer::start(|req: &Request| Cli::Copilot.answer(req, FAILING));
+    let mut cmd = Cli::Copilot.cmd(&trial, model.port);
+    cmd.env("XDG_CONFIG_HOME", trial.home.join(".config"))
         .env("COPILOT_OTEL_ENABLED", "true")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", server.url(""))
         .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-        .env("COPILOT_OTEL_CAPTURE_CONTENT", "true")
-        .args(["-p", "Make the tests pass.", "--allow-all-tools"]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let requests = model.requests();
-    assert!(
-        requests
-            .iter()
-            .any(|r| r.path.ends_with("/chat/completions") && results(&r.body) == CALLS),
-        "copilot did not finish the scripted conversation ({} requests; tools {:?}): {stdout}\n{stderr}",
-        requests.len(),
-        requests
-            .last()
-            .map(|r| r.body["tools"].as_array().map(|t| t
-                .iter()
-                .map(|t| t["function"]["name"].to_string())
-                .collect::<Vec<_>>()))
-    );
-    let agent = agent();
-    let start = Instant::now();
-    let metrics = loop {
-        let m = get(&agent, &server.url("/metrics")).body;
-        if m.lines().any(|l| {
-            l.starts_with("loopguard_trace_loops_total{")
-                && l.contains("level=\"critical\"")
-                && l.ends_with(" 5")
-        }) {
-            break m;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no loop from Copilot's telemetry:\n{m}\nserve: {}\ncopilot: {stderr}",
-            server.stderr.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let line = metrics
-        .lines()
-        .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
-        .unwrap_or_default();
+        .env("COPILOT_OTEL_CAPTURE_CONTENT", "true");
+    let stderr = run_to_the_end(cmd, &model, "copilot", |r| {
+        Cli::Copilot.is_turn(r) && Cli::Copilot.results(&r.body).len() == CALLS
+    });
+    let (_, line) = wait_for_critical_loop(&server, "Copilot", &stderr);
     assert!(line.contains("service=\"github-copilot\""), "{line}");
 }
 
@@ -652,20 +555,15 @@ fn serve_finds_the_loop_in_the_real_copilot_cli_telemetry() {
 /// with the `claude-code` profile, the description does not count and the loop is blocked.
 #[test]
 fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
-    use agent_e2e::{run_with_timeout, ModelServer, Request, Response};
+    use agent_e2e::{ModelServer, Request, Response, Trial, CALLS};
     use serde_json::{json, Value};
-    const CALLS: usize = 25;
     let bin = root().join("target/claude-code/node_modules/.bin/claude");
     assert!(
         bin.exists(),
         "{} is missing: run scripts/setup-claude.sh (Claude Code from npm)",
         bin.display()
     );
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
+    let trial = Trial::new();
     let server = Serve::start(&["--trace-wait", "300ms"]);
     let tool_uses = |body: &Value| {
         body["messages"].as_array().map_or(0, |m| {
@@ -694,7 +592,7 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
         let (block, delta, stop) = if has_bash && k < CALLS {
-            let input = json!({"command": "echo FAIL; exit 1",
+            let input = json!({"command": FAILING,
                 "description": format!("Run the test suite (attempt {})", k + 1)});
             (
                 json!({"type": "tool_use", "id": format!("toolu_{:03}", k + 1), "name": "Bash", "input": {}}),
@@ -736,9 +634,9 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
         ])
     });
     let mut cmd = Command::new(&bin);
-    cmd.current_dir(&work)
-        .env("HOME", &home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
+    cmd.current_dir(&trial.work)
+        .env("HOME", &trial.home)
+        .env("XDG_CONFIG_HOME", trial.home.join(".config"))
         .env("IS_SANDBOX", "1")
         .env("ANTHROPIC_API_KEY", "dummy")
         .env(
@@ -761,38 +659,10 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
             "--output-format",
             "json",
         ]);
-    let out = run_with_timeout(cmd, Duration::from_secs(600)).output;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        model
-            .requests()
-            .iter()
-            .any(|r| r.path.starts_with("/v1/messages") && tool_uses(&r.body) == CALLS),
-        "claude did not finish the scripted conversation: {stdout}\n{stderr}"
-    );
-    let agent = agent();
-    let start = Instant::now();
-    let metrics = loop {
-        let m = get(&agent, &server.url("/metrics")).body;
-        if m.lines().any(|l| {
-            l.starts_with("loopguard_trace_loops_total{")
-                && l.contains("level=\"critical\"")
-                && l.ends_with(" 5")
-        }) {
-            break m;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no loop from Claude Code's telemetry:\n{m}\nserve: {}\nclaude: {stderr}",
-            server.stderr.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let line = metrics
-        .lines()
-        .find(|l| l.starts_with("loopguard_trace_loops_total{") && l.contains("critical"))
-        .unwrap_or_default();
+    let stderr = run_to_the_end(cmd, &model, "claude", |r| {
+        r.path.starts_with("/v1/messages") && tool_uses(&r.body) == CALLS
+    });
+    let (metrics, line) = wait_for_critical_loop(&server, "Claude Code", &stderr);
     assert!(line.contains("service=\"claude-code\""), "{line}");
     assert!(
         metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
@@ -884,29 +754,7 @@ fn serve_receives_traces_through_a_real_collector() {
         "collected-agent",
     ]);
     let session = conversation_id(&copy);
-    let agent = agent();
-    let answer = wait_for(
-        &agent,
-        &server.url(&format!("/v1/sessions/{session}")),
-        Some("tok-acme"),
-        |a| a.status == 200 && a.json()["calls"] == 25,
-    );
-    let s = answer.json();
-    assert_eq!(
-        (s["warnings"].as_u64(), s["blocks"].as_u64()),
-        (Some(10), Some(5)),
-        "{s}"
-    );
-    let metrics = get(&agent, &server.url("/metrics")).body;
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("loopguard_trace_loops_total{")
-                && l.contains("service=\"collected-agent\"")
-                && l.contains("level=\"critical\"")
-                && l.ends_with(" 5")),
-        "{metrics}"
-    );
+    assert_session_looped(&agent(), &server, &session, "collected-agent", true);
     drop(collector);
 }
 

@@ -1,10 +1,13 @@
 //! What the binary's integration tests share: where the repository is, the binary cargo built
-//! for them, and the MCP Python SDK some of them drive. Each test file includes it with
+//! for them, the MCP Python SDK some of them drive, and the child-process and port helpers of
+//! the MCP proxy tests. Each test file includes it with
 //! `mod common;` and uses the part it needs.
 #![allow(dead_code)]
 
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
 /// The repository's root.
 pub fn root() -> PathBuf {
@@ -42,4 +45,35 @@ pub fn mcp_python() -> PathBuf {
         venv.display()
     );
     py
+}
+
+/// A child process killed when the test ends, however it ends.
+pub struct Running(pub Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Waits (20 s at the most) until something listens on 127.0.0.1:`port`.
+pub fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nothing listens on 127.0.0.1:{port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
