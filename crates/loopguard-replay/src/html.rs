@@ -1,5 +1,5 @@
-//! `--html`: a self-contained report page (printing only; what it shows is the library's
-//! [`RunReport`]).
+//! The HTML report (`loopguard replay --html`): a self-contained page of a [`RunReport`],
+//! next to the text report ([`Summary::render`](crate::Summary::render)).
 //!
 //! At the top, a table across sessions, most expensive loops first. Then per session (in
 //! the same order) a timeline whose x axis counts the session's calls, labelled with the
@@ -18,10 +18,13 @@
 
 use std::fmt::Write as _;
 
+use std::path::Path;
+
 use loopguard_events::EventKind;
-use loopguard_replay::report::{duration, plural, thousands, time_span, utc};
-use loopguard_replay::summary::{args_preview, EventMeta, Loop, Observed, SessionSummary};
-use loopguard_replay::{Action, Decision, RunReport};
+
+use crate::report::{duration, plural, thousands, time_span, utc};
+use crate::summary::{args_preview, EventMeta, Loop, Observed, SessionSummary};
+use crate::{Action, Decision, InputKind, Plan, RunReport};
 
 /// Marks kept per loop lane. Past the cap a lane keeps an even sample (every second mark,
 /// then every fourth, …), so the page stays small and every part of a long loop stays
@@ -302,6 +305,61 @@ impl Timeline {
 }
 
 /// The tooltip of a mark: line, time, tool, arguments, decision, detector, count, message.
+/// What the page says about the configuration: per kind of input present, where its config
+/// came from (`config`: the file given with `--config`, if any), whether loop detection was
+/// on, and the thresholds and detectors used.
+pub fn settings(plan: &Plan, config: Option<&Path>) -> Vec<Setting> {
+    let mut out = Vec::new();
+    for (kind, label) in [
+        (InputKind::EventStream, "event streams"),
+        (InputKind::Transcript, "transcripts"),
+    ] {
+        let Some(source) = plan.sources.iter().find(|s| s.kind() == kind) else {
+            continue;
+        };
+        let policy = plan.config_for(source).policy_for(None);
+        let r = &policy.resolved;
+        let origin = match (config, kind) {
+            (Some(p), _) => format!("--config {}", p.display()),
+            (None, InputKind::EventStream) => {
+                "no --config: OpenClaw's defaults (enabled: false)".to_string()
+            }
+            (None, _) => "no --config: OpenClaw's defaults with enabled: true".to_string(),
+        };
+        let detectors: Vec<&str> = [
+            (r.generic_repeat, "generic_repeat"),
+            (r.known_poll_no_progress, "known_poll_no_progress"),
+            (r.ping_pong, "ping_pong"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        let text = if r.enabled {
+            format!(
+                "{origin} · profile {} · history {} · warning at {} · critical at {} · unknown tool at {} · global circuit breaker at {} · detectors: {}",
+                policy.extra.profile.as_str(),
+                r.history_size,
+                r.warning_threshold,
+                r.critical_threshold,
+                r.unknown_tool_threshold,
+                r.global_circuit_breaker_threshold,
+                if detectors.is_empty() { "none".to_string() } else { detectors.join(", ") }
+            )
+        } else {
+            format!(
+                "{origin} · loop detection OFF: only the post-compaction guard ran, so repeated calls were not looked for"
+            )
+        };
+        out.push(Setting {
+            inputs: label,
+            text,
+            detection_off: !r.enabled,
+        });
+    }
+    out
+}
+
 fn tooltip(d: &Decision<'_>, meta: &EventMeta<'_>, what: &str) -> String {
     let mut t = format!("line {}", d.line);
     if let Some(ts) = meta.ts_ms {
@@ -324,7 +382,7 @@ fn tooltip(d: &Decision<'_>, meta: &EventMeta<'_>, what: &str) -> String {
     t
 }
 
-fn render_table(page: &mut String, summary: &loopguard_replay::Summary, order: &[usize]) {
+fn render_table(page: &mut String, summary: &crate::Summary, order: &[usize]) {
     page.push_str(
         "<section class=\"overview\"><h2>Sessions, most expensive loops first</h2><div class=\"scroll\"><table class=\"summary\"><thead><tr><th>session</th><th>calls</th><th>loops</th><th>warnings</th><th>blocks</th><th>aborts</th><th>calls in loops</th><th>time in loops</th><th>tokens in loops</th><th>duration</th></tr></thead><tbody>\n",
     );

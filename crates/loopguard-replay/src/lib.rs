@@ -7,8 +7,9 @@
 //! * events and decisions are [`loopguard_events`]' (the events.md contract);
 //! * [`Replayer`]: sessions, per-agent config, enforce/observe mode, and matching the
 //!   outcomes of blocked calls;
-//! * [`summary`]: what a replay found (sessions, loops, their cost), and [`report`] its
-//!   text rendering;
+//! * [`summary`]: what a replay found (sessions, loops, their cost), rendered as text
+//!   ([`Summary::render`], [`Summary::render_table`]) or as a self-contained HTML page
+//!   ([`html`]);
 //! * replay as a library, for any front end: [`inputs`] resolves files, directories, globs
 //!   and `-` (naming every file it passes over), [`Plan`] decides each input's format, mode,
 //!   config and session name, and [`Plan::run`] replays them all into one [`Summary`],
@@ -33,11 +34,12 @@
 //! ```
 
 mod ahead;
+pub mod html;
 pub mod inputs;
 pub mod plan;
 pub mod quality;
 mod replayer;
-pub mod report;
+mod report;
 pub mod run;
 pub mod summary;
 pub mod synthetic;

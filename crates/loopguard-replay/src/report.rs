@@ -235,7 +235,7 @@ fn render_loop(out: &mut String, n: usize, l: &Loop, p: Paint) {
 
 /// `from 2026-09-05 15:26:58Z to 2026-09-05 15:40:02Z (13m 04s)` when the input records
 /// times (a transcript's timestamps, an event stream's `ts`).
-pub fn time_span(s: &SessionSummary) -> Option<String> {
+pub(crate) fn time_span(s: &SessionSummary) -> Option<String> {
     let (first, last) = (s.first_ts_ms?, s.last_ts_ms?);
     Some(format!(
         "from {} to {} ({})",
@@ -254,7 +254,7 @@ fn at(ts_ms: Option<u64>) -> String {
 }
 
 /// `YYYY-MM-DD HH:MM:SSZ` for milliseconds since the epoch.
-pub fn utc(ms: u64) -> String {
+pub(crate) fn utc(ms: u64) -> String {
     let secs = (ms / 1000) as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
@@ -282,7 +282,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// `1h 02m`, `3m 07s`, `12.4s`.
-pub fn duration(ms: u64) -> String {
+pub(crate) fn duration(ms: u64) -> String {
     let s = ms / 1000;
     if s >= 3600 {
         format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
@@ -294,7 +294,7 @@ pub fn duration(ms: u64) -> String {
 }
 
 /// `23,400`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -307,7 +307,7 @@ pub fn thousands(n: u64) -> String {
 }
 
 /// `one` for 1, else `many`.
-pub fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+pub(crate) fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
     if n == 1 {
         one
     } else {

@@ -210,8 +210,6 @@ pub enum RunError {
     Output(io::Error),
 }
 
-pub use crate::summary::args_preview;
-
 /// Why one input stopped.
 enum Stop {
     Fatal(RunError),

@@ -160,22 +160,14 @@ pub struct EventMeta<'a> {
     pub ts_ms: Option<u64>,
     /// Tokens the model spent making this call.
     pub tokens: Option<u64>,
-    /// The call's arguments; the summary keeps a short rendering ([`args_preview`]) of
+    /// The call's arguments; the summary keeps a short rendering ([`Loop::args_preview`]) of
     /// those of each loop's first decision, rendered only then.
     pub args: Option<&'a Value<'a>>,
 }
 
 /// The arguments of a call, shortened for the report (at most 60 characters of their
 /// canonical JSON).
-///
-/// ```
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use loopguard_core::Value;
-/// let args = Value::parse(br#"{"path":"/a"}"#)?;
-/// assert_eq!(loopguard_replay::summary::args_preview(&args), r#"{"path":"/a"}"#);
-/// # Ok(()) }
-/// ```
-pub fn args_preview(args: &Value<'_>) -> String {
+pub(crate) fn args_preview(args: &Value<'_>) -> String {
     const MAX: usize = 60;
     let text = loopguard_core::to_canonical_string(args);
     if text.chars().count() <= MAX {
@@ -400,5 +392,21 @@ impl Summary {
         self.sessions
             .iter()
             .flat_map(|s| s.loops.iter().map(move |l| (s, l)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_preview_is_canonical_and_cut_at_sixty_characters() {
+        let short = Value::parse(br#"{"path":"/a"}"#).unwrap();
+        assert_eq!(args_preview(&short), r#"{"path":"/a"}"#);
+        let text = format!(r#"{{"path":"{}"}}"#, "é".repeat(100));
+        let long = Value::parse(text.as_bytes()).unwrap();
+        let preview = args_preview(&long);
+        assert_eq!(preview.chars().count(), 60);
+        assert!(preview.ends_with('…'));
     }
 }

@@ -30,7 +30,6 @@ macro_rules! errln {
 }
 
 mod cmd;
-mod html;
 mod progress;
 
 /// Replay allocates and frees small JSON values at a high rate; mimalloc does that several

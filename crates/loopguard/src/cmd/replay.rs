@@ -18,12 +18,12 @@ use indicatif::ProgressBar;
 use loopguard_adapters::Format;
 use loopguard_core::Mode;
 use loopguard_core::{DetectorProfile, OpenClawConfig, RunConfigError};
+use loopguard_replay::html::Timeline;
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
     Chosen, Decision, Notice, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,
 };
 
-use crate::html::Timeline;
 use crate::progress;
 
 /// A `--format` value: `auto` or one of the library's formats.
@@ -308,61 +308,6 @@ impl Observer for Printer {
     }
 }
 
-/// What the page says about the configuration: per kind of input present, where its config
-/// came from, whether loop detection was on, and the thresholds and detectors used.
-fn settings(plan: &Plan, config: Option<&Path>) -> Vec<crate::html::Setting> {
-    use loopguard_replay::InputKind;
-    let mut out = Vec::new();
-    for (kind, label) in [
-        (InputKind::EventStream, "event streams"),
-        (InputKind::Transcript, "transcripts"),
-    ] {
-        let Some(source) = plan.sources.iter().find(|s| s.kind() == kind) else {
-            continue;
-        };
-        let policy = plan.config_for(source).policy_for(None);
-        let r = &policy.resolved;
-        let origin = match (config, kind) {
-            (Some(p), _) => format!("--config {}", p.display()),
-            (None, InputKind::EventStream) => {
-                "no --config: OpenClaw's defaults (enabled: false)".to_string()
-            }
-            (None, _) => "no --config: OpenClaw's defaults with enabled: true".to_string(),
-        };
-        let detectors: Vec<&str> = [
-            (r.generic_repeat, "generic_repeat"),
-            (r.known_poll_no_progress, "known_poll_no_progress"),
-            (r.ping_pong, "ping_pong"),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, n)| *n)
-        .collect();
-        let text = if r.enabled {
-            format!(
-                "{origin} · profile {} · history {} · warning at {} · critical at {} · unknown tool at {} · global circuit breaker at {} · detectors: {}",
-                policy.extra.profile.as_str(),
-                r.history_size,
-                r.warning_threshold,
-                r.critical_threshold,
-                r.unknown_tool_threshold,
-                r.global_circuit_breaker_threshold,
-                if detectors.is_empty() { "none".to_string() } else { detectors.join(", ") }
-            )
-        } else {
-            format!(
-                "{origin} · loop detection OFF: only the post-compaction guard ran, so repeated calls were not looked for"
-            )
-        };
-        out.push(crate::html::Setting {
-            inputs: label,
-            text,
-            detection_off: !r.enabled,
-        });
-    }
-    out
-}
-
 fn write_stdout(text: &str) -> Result<()> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -445,7 +390,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         }?;
     }
     if let Some(t) = printer_timeline.as_mut() {
-        t.set_settings(settings(&plan, args.config.as_deref()));
+        t.set_settings(loopguard_replay::html::settings(
+            &plan,
+            args.config.as_deref(),
+        ));
     }
 
     let mut printer = Printer {
