@@ -391,7 +391,7 @@ pub(crate) fn write_escaped_body<S: Sink + ?Sized>(
     let mut run = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let stop = crate::parse::find_string_special(bytes, i);
+        let stop = crate::text::find_string_special(bytes, i);
         let stop = if lone {
             match bytes[i..stop].iter().position(|&b| b == 0xED) {
                 Some(p) => i + p,

@@ -11,7 +11,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::value::{push_wtf8, JsString, Object, Value};
+use crate::text::{push_wtf8, scan_string};
+use crate::value::{JsString, Object, Value};
 
 /// The deepest nesting of arrays and objects the parser accepts.
 ///
@@ -67,6 +68,13 @@ impl fmt::Display for ParseErrorKind {
             ParseErrorKind::TooDeep => write!(f, "nesting deeper than {MAX_DEPTH} levels"),
             ParseErrorKind::ExpectedObject => f.write_str("expected a JSON object"),
         }
+    }
+}
+
+impl<'a> Value<'a> {
+    /// Parses one JSON text with `JSON.parse` semantics. See [`parse()`](crate::parse()).
+    pub fn parse(input: &'a [u8]) -> Result<Value<'a>, ParseError> {
+        parse(input)
     }
 }
 
@@ -428,7 +436,7 @@ impl<'a> Parser<'a> {
                             return Err(self.err(ParseErrorKind::InvalidEscape));
                         }
                     };
-                    if needs_escape_char(c) {
+                    if crate::text::needs_json_escape(c) {
                         simple = false;
                     }
                     out.push(c);
@@ -502,19 +510,6 @@ fn canonical_end(s: &[u8], mut i: usize) -> Option<usize> {
     }
 }
 
-#[inline]
-fn needs_escape_char(c: u8) -> bool {
-    crate::value::needs_json_escape(c)
-}
-
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-#[inline]
-fn has_zero_byte(w: u64) -> u64 {
-    w.wrapping_sub(LO) & !w & HI
-}
-
 /// Input is UTF-8 by contract; only string contents can hold non-ASCII bytes (anywhere else
 /// they are a syntax error), so only strings that contain such bytes are validated.
 fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> {
@@ -526,93 +521,9 @@ fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> 
         })
 }
 
-/// Eight bytes as one little-endian word.
-#[inline]
-fn load_word(chunk: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(chunk);
-    u64::from_le_bytes(word)
-}
-
-/// Flags (high bit of each byte) the bytes of `w` that are `"`, `\` or control characters;
-/// the lowest flagged byte is always a real match.
-#[inline]
-fn special_bytes(w: u64) -> u64 {
-    has_zero_byte(w ^ (LO * u64::from(b'"')))
-        | has_zero_byte(w ^ (LO * u64::from(b'\\')))
-        | (w.wrapping_sub(LO * 0x20) & !w & HI)
-}
-
-/// [`find_string_special`], also telling whether a byte at or above 0x80 was passed.
-#[inline]
-fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
-    let mut high = 0u64;
-    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
-    for chunk in &mut chunks {
-        let w = load_word(chunk);
-        let t = special_bytes(w);
-        if t != 0 {
-            let stop = i + (t.trailing_zeros() / 8) as usize;
-            let before = s[i..stop].iter().any(|&b| b >= 0x80);
-            return (stop, high != 0 || before);
-        }
-        high |= w & HI;
-        i += 8;
-    }
-    while i < s.len() {
-        let b = s[i];
-        if needs_escape_char(b) {
-            break;
-        }
-        high |= u64::from(b & 0x80);
-        i += 1;
-    }
-    (i.min(s.len()), high != 0)
-}
-
-/// Index of the first `"`, `\` or control character at or after `i` (or `s.len()`).
-///
-/// Eight bytes at a time: the lowest flagged byte of each test is always a real match.
-#[inline]
-pub(crate) fn find_string_special(s: &[u8], mut i: usize) -> usize {
-    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
-    for chunk in &mut chunks {
-        let w = load_word(chunk);
-        let t = special_bytes(w);
-        if t != 0 {
-            return i + (t.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < s.len() {
-        if needs_escape_char(s[i]) {
-            return i;
-        }
-        i += 1;
-    }
-    s.len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_specials_at_every_position() {
-        for len in 0..20 {
-            for pos in 0..=len {
-                for special in [b'"', b'\\', 0x00, 0x1F] {
-                    let mut s = vec![b'a'; len];
-                    s.extend_from_slice("é€".as_bytes());
-                    if pos < len {
-                        s[pos] = special;
-                    }
-                    let want = if pos < len { pos } else { s.len() };
-                    assert_eq!(find_string_special(&s, 0), want);
-                }
-            }
-        }
-    }
 
     #[test]
     fn parses_numbers_like_javascript() {

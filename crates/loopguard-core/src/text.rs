@@ -1,11 +1,12 @@
-//! JavaScript's notion of whitespace, which `str::trim` does not share.
+//! Text at the byte level, the bottom of the JSON layer (it imports nothing of the crate):
+//! WTF-8 code points ([`decode_at`], [`push_wtf8`]), the bytes JSON strings escape
+//! ([`needs_json_escape`], [`find_string_special`]), and JavaScript's notion of
+//! whitespace, which `str::trim` does not share.
 //!
 //! ECMAScript whitespace is TAB, VT, FF, SP, NBSP, ZWNBSP (U+FEFF), every `Zs` character,
 //! and the line terminators LF, CR, U+2028, U+2029. Rust's `char::is_whitespace` also
 //! accepts U+0085 and rejects U+FEFF; OpenClaw trims result text, so the difference
 //! changes hashes.
-
-use crate::value::decode_at;
 
 /// `true` for the code points JavaScript's `trim` and `\s` treat as whitespace.
 pub fn is_js_whitespace(c: u32) -> bool {
@@ -64,9 +65,279 @@ pub(crate) fn js_whitespace_at(s: &[u8], i: usize) -> Option<usize> {
     is_js_whitespace(c).then_some(n)
 }
 
+/// Bytes that `JSON.stringify` never writes as they are.
+#[inline]
+pub(crate) fn needs_json_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+/// Decodes a source the parser validated as canonical (`Repr::Escaped`): its escapes are
+/// the short ones and `\u00xx`.
+pub(crate) fn unescape_canonical(source: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(source.len());
+    let mut i = 0;
+    while let Some(k) = memchr::memchr(b'\\', &source[i..]) {
+        out.extend_from_slice(&source[i..i + k]);
+        i += k;
+        match escape_at(source, i) {
+            Some((len, byte)) => {
+                out.push(byte);
+                i += len;
+            }
+            None => {
+                // Not reached for a validated source; kept as it is rather than lost.
+                out.push(b'\\');
+                i += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&source[i..]);
+    out
+}
+
+/// JavaScript's `trim` done on a canonical source: the escapes and characters that write
+/// whitespace are taken off both ends.
+pub(crate) fn trim_source(source: &[u8]) -> &[u8] {
+    let ws = |c: u32| crate::text::is_js_whitespace(c);
+    let mut start = 0;
+    while start < source.len() {
+        let n = match source[start] {
+            b'\\' => match escape_at(source, start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            },
+            _ => {
+                let (c, n) = decode_at(source, start);
+                if !ws(c) {
+                    break;
+                }
+                n
+            }
+        };
+        start += n;
+    }
+    let mut end = source.len();
+    while end > start {
+        let last = source[end - 1];
+        let n = if last >= 0x80 {
+            let mut i = end - 1;
+            while i > start && (source[i] & 0xC0) == 0x80 && end - i < 4 {
+                i -= 1;
+            }
+            let (c, n) = decode_at(source, i);
+            if i + n != end || !ws(c) {
+                break;
+            }
+            n
+        } else {
+            match source_token_before(&source[start..], end - start) {
+                Some((len, byte)) if ws(u32::from(byte)) => len,
+                _ => break,
+            }
+        };
+        end -= n;
+    }
+    &source[start..end]
+}
+
+/// The byte written by the escape at `source[i]` (`\\` followed by one character, or
+/// `\\u00xx`), with the escape's length.
+fn escape_at(source: &[u8], i: usize) -> Option<(usize, u8)> {
+    let byte = match *source.get(i + 1)? {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'u' => {
+            let hex = source.get(i + 2..i + 6)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            let v = u8::try_from(u32::from_str_radix(text, 16).ok()?).ok()?;
+            return (v < 0x20).then_some((6, v));
+        }
+        _ => return None,
+    };
+    Some((2, byte))
+}
+
+/// The last token of `source[..end]`: an escape, or one byte as it is. A backslash starts
+/// an escape when an even number of backslashes come right before it (each pair is an
+/// escaped backslash).
+fn source_token_before(source: &[u8], end: usize) -> Option<(usize, u8)> {
+    let starts_escape = |i: usize| {
+        source.get(i) == Some(&b'\\')
+            && source[..i]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count()
+                % 2
+                == 0
+    };
+    for len in [2, 6] {
+        if let Some(i) = end.checked_sub(len) {
+            if starts_escape(i) {
+                return escape_at(source, i).filter(|(l, _)| *l == len);
+            }
+        }
+    }
+    let b = *source.get(end.checked_sub(1)?)?;
+    // A lone backslash at the end would belong to an escape cut in half.
+    (b != b'\\').then_some((1, b))
+}
+
+/// Decodes the code point starting at `i` (WTF-8 allows surrogate code points).
+/// Malformed bytes decode as themselves, one at a time, so this never fails.
+pub(crate) fn decode_at(s: &[u8], i: usize) -> (u32, usize) {
+    let b0 = s[i] as u32;
+    let cont = |k: usize| -> Option<u32> {
+        s.get(i + k)
+            .filter(|&&b| b & 0xC0 == 0x80)
+            .map(|&b| (b & 0x3F) as u32)
+    };
+    if b0 < 0x80 {
+        (b0, 1)
+    } else if b0 & 0xE0 == 0xC0 {
+        match cont(1) {
+            Some(c1) => (((b0 & 0x1F) << 6) | c1, 2),
+            None => (b0, 1),
+        }
+    } else if b0 & 0xF0 == 0xE0 {
+        match (cont(1), cont(2)) {
+            (Some(c1), Some(c2)) => (((b0 & 0x0F) << 12) | (c1 << 6) | c2, 3),
+            _ => (b0, 1),
+        }
+    } else if b0 & 0xF8 == 0xF0 {
+        match (cont(1), cont(2), cont(3)) {
+            (Some(c1), Some(c2), Some(c3)) => {
+                (((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3, 4)
+            }
+            _ => (b0, 1),
+        }
+    } else {
+        (b0, 1)
+    }
+}
+
+/// Appends the WTF-8 encoding of a code point or lone surrogate.
+pub(crate) fn push_wtf8(out: &mut Vec<u8>, c: u32) {
+    if c < 0x80 {
+        out.push(c as u8);
+    } else if c < 0x800 {
+        out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+    } else if c < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (c >> 12) as u8,
+            0x80 | ((c >> 6) & 0x3F) as u8,
+            0x80 | (c & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (c >> 18) as u8,
+            0x80 | ((c >> 12) & 0x3F) as u8,
+            0x80 | ((c >> 6) & 0x3F) as u8,
+            0x80 | (c & 0x3F) as u8,
+        ]);
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+#[inline]
+fn has_zero_byte(w: u64) -> u64 {
+    w.wrapping_sub(LO) & !w & HI
+}
+
+/// Eight bytes as one little-endian word.
+#[inline]
+fn load_word(chunk: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    u64::from_le_bytes(word)
+}
+
+/// Flags (high bit of each byte) the bytes of `w` that are `"`, `\` or control characters;
+/// the lowest flagged byte is always a real match.
+#[inline]
+fn special_bytes(w: u64) -> u64 {
+    has_zero_byte(w ^ (LO * u64::from(b'"')))
+        | has_zero_byte(w ^ (LO * u64::from(b'\\')))
+        | (w.wrapping_sub(LO * 0x20) & !w & HI)
+}
+
+/// [`find_string_special`], also telling whether a byte at or above 0x80 was passed.
+#[inline]
+pub(crate) fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
+    let mut high = 0u64;
+    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
+    for chunk in &mut chunks {
+        let w = load_word(chunk);
+        let t = special_bytes(w);
+        if t != 0 {
+            let stop = i + (t.trailing_zeros() / 8) as usize;
+            let before = s[i..stop].iter().any(|&b| b >= 0x80);
+            return (stop, high != 0 || before);
+        }
+        high |= w & HI;
+        i += 8;
+    }
+    while i < s.len() {
+        let b = s[i];
+        if needs_json_escape(b) {
+            break;
+        }
+        high |= u64::from(b & 0x80);
+        i += 1;
+    }
+    (i.min(s.len()), high != 0)
+}
+
+/// Index of the first `"`, `\` or control character at or after `i` (or `s.len()`).
+///
+/// Eight bytes at a time: the lowest flagged byte of each test is always a real match.
+#[inline]
+pub(crate) fn find_string_special(s: &[u8], mut i: usize) -> usize {
+    let mut chunks = s[i.min(s.len())..].chunks_exact(8);
+    for chunk in &mut chunks {
+        let w = load_word(chunk);
+        let t = special_bytes(w);
+        if t != 0 {
+            return i + (t.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < s.len() {
+        if needs_json_escape(s[i]) {
+            return i;
+        }
+        i += 1;
+    }
+    s.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_specials_at_every_position() {
+        for len in 0..20 {
+            for pos in 0..=len {
+                for special in [b'"', b'\\', 0x00, 0x1F] {
+                    let mut s = vec![b'a'; len];
+                    s.extend_from_slice("é€".as_bytes());
+                    if pos < len {
+                        s[pos] = special;
+                    }
+                    let want = if pos < len { pos } else { s.len() };
+                    assert_eq!(find_string_special(&s, 0), want);
+                }
+            }
+        }
+    }
 
     #[test]
     fn trims_like_javascript() {

@@ -18,6 +18,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 
+use crate::text::{decode_at, needs_json_escape, trim_source, unescape_canonical};
+
 /// A parsed JSON value, borrowing its strings from the input where it can.
 ///
 /// ```
@@ -44,11 +46,6 @@ pub enum Value<'a> {
 }
 
 impl<'a> Value<'a> {
-    /// Parses one JSON text with `JSON.parse` semantics. See [`crate::parse()`].
-    pub fn parse(input: &'a [u8]) -> Result<Value<'a>, crate::parse::ParseError> {
-        crate::parse::parse(input)
-    }
-
     /// Looks up `key` when `self` is an object.
     pub fn get(&self, key: &str) -> Option<&Value<'a>> {
         match self {
@@ -496,129 +493,6 @@ impl From<String> for JsString<'static> {
     }
 }
 
-/// Bytes that `JSON.stringify` never writes as they are.
-#[inline]
-pub(crate) fn needs_json_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// Decodes a source the parser validated as canonical (`Repr::Escaped`): its escapes are
-/// the short ones and `\u00xx`.
-fn unescape_canonical(source: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(source.len());
-    let mut i = 0;
-    while let Some(k) = memchr::memchr(b'\\', &source[i..]) {
-        out.extend_from_slice(&source[i..i + k]);
-        i += k;
-        match escape_at(source, i) {
-            Some((len, byte)) => {
-                out.push(byte);
-                i += len;
-            }
-            None => {
-                // Not reached for a validated source; kept as it is rather than lost.
-                out.push(b'\\');
-                i += 1;
-            }
-        }
-    }
-    out.extend_from_slice(&source[i..]);
-    out
-}
-
-/// JavaScript's `trim` done on a canonical source: the escapes and characters that write
-/// whitespace are taken off both ends.
-fn trim_source(source: &[u8]) -> &[u8] {
-    let ws = |c: u32| crate::text::is_js_whitespace(c);
-    let mut start = 0;
-    while start < source.len() {
-        let n = match source[start] {
-            b'\\' => match escape_at(source, start) {
-                Some((len, byte)) if ws(u32::from(byte)) => len,
-                _ => break,
-            },
-            _ => {
-                let (c, n) = decode_at(source, start);
-                if !ws(c) {
-                    break;
-                }
-                n
-            }
-        };
-        start += n;
-    }
-    let mut end = source.len();
-    while end > start {
-        let last = source[end - 1];
-        let n = if last >= 0x80 {
-            let mut i = end - 1;
-            while i > start && (source[i] & 0xC0) == 0x80 && end - i < 4 {
-                i -= 1;
-            }
-            let (c, n) = decode_at(source, i);
-            if i + n != end || !ws(c) {
-                break;
-            }
-            n
-        } else {
-            match source_token_before(&source[start..], end - start) {
-                Some((len, byte)) if ws(u32::from(byte)) => len,
-                _ => break,
-            }
-        };
-        end -= n;
-    }
-    &source[start..end]
-}
-
-/// The byte written by the escape at `source[i]` (`\\` followed by one character, or
-/// `\\u00xx`), with the escape's length.
-fn escape_at(source: &[u8], i: usize) -> Option<(usize, u8)> {
-    let byte = match *source.get(i + 1)? {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'b' => 0x08,
-        b'f' => 0x0C,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        b'u' => {
-            let hex = source.get(i + 2..i + 6)?;
-            let text = std::str::from_utf8(hex).ok()?;
-            let v = u8::try_from(u32::from_str_radix(text, 16).ok()?).ok()?;
-            return (v < 0x20).then_some((6, v));
-        }
-        _ => return None,
-    };
-    Some((2, byte))
-}
-
-/// The last token of `source[..end]`: an escape, or one byte as it is. A backslash starts
-/// an escape when an even number of backslashes come right before it (each pair is an
-/// escaped backslash).
-fn source_token_before(source: &[u8], end: usize) -> Option<(usize, u8)> {
-    let starts_escape = |i: usize| {
-        source.get(i) == Some(&b'\\')
-            && source[..i]
-                .iter()
-                .rev()
-                .take_while(|&&b| b == b'\\')
-                .count()
-                % 2
-                == 0
-    };
-    for len in [2, 6] {
-        if let Some(i) = end.checked_sub(len) {
-            if starts_escape(i) {
-                return escape_at(source, i).filter(|(l, _)| *l == len);
-            }
-        }
-    }
-    let b = *source.get(end.checked_sub(1)?)?;
-    // A lone backslash at the end would belong to an escape cut in half.
-    (b != b'\\').then_some((1, b))
-}
-
 /// Compares two WTF-8 strings by UTF-16 code units, as JavaScript's `<` and `sort` do.
 ///
 /// Byte order equals code-point order, which differs from UTF-16 order only where both
@@ -652,39 +526,6 @@ fn utf16_units(c: u32) -> impl Iterator<Item = u16> {
     std::iter::once(first).chain(second)
 }
 
-/// Decodes the code point starting at `i` (WTF-8 allows surrogate code points).
-/// Malformed bytes decode as themselves, one at a time, so this never fails.
-pub(crate) fn decode_at(s: &[u8], i: usize) -> (u32, usize) {
-    let b0 = s[i] as u32;
-    let cont = |k: usize| -> Option<u32> {
-        s.get(i + k)
-            .filter(|&&b| b & 0xC0 == 0x80)
-            .map(|&b| (b & 0x3F) as u32)
-    };
-    if b0 < 0x80 {
-        (b0, 1)
-    } else if b0 & 0xE0 == 0xC0 {
-        match cont(1) {
-            Some(c1) => (((b0 & 0x1F) << 6) | c1, 2),
-            None => (b0, 1),
-        }
-    } else if b0 & 0xF0 == 0xE0 {
-        match (cont(1), cont(2)) {
-            (Some(c1), Some(c2)) => (((b0 & 0x0F) << 12) | (c1 << 6) | c2, 3),
-            _ => (b0, 1),
-        }
-    } else if b0 & 0xF8 == 0xF0 {
-        match (cont(1), cont(2), cont(3)) {
-            (Some(c1), Some(c2), Some(c3)) => {
-                (((b0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3, 4)
-            }
-            _ => (b0, 1),
-        }
-    } else {
-        (b0, 1)
-    }
-}
-
 /// Iterates the code points of WTF-8 bytes.
 pub(crate) struct CodePoints<'s> {
     s: &'s [u8],
@@ -709,31 +550,10 @@ impl Iterator for CodePoints<'_> {
     }
 }
 
-/// Appends the WTF-8 encoding of a code point or lone surrogate.
-pub(crate) fn push_wtf8(out: &mut Vec<u8>, c: u32) {
-    if c < 0x80 {
-        out.push(c as u8);
-    } else if c < 0x800 {
-        out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
-    } else if c < 0x10000 {
-        out.extend_from_slice(&[
-            0xE0 | (c >> 12) as u8,
-            0x80 | ((c >> 6) & 0x3F) as u8,
-            0x80 | (c & 0x3F) as u8,
-        ]);
-    } else {
-        out.extend_from_slice(&[
-            0xF0 | (c >> 18) as u8,
-            0x80 | ((c >> 12) & 0x3F) as u8,
-            0x80 | ((c >> 6) & 0x3F) as u8,
-            0x80 | (c & 0x3F) as u8,
-        ]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::push_wtf8;
 
     fn wtf8(units: &[u16]) -> Vec<u8> {
         let mut out = Vec::new();
