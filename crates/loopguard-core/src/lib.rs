@@ -111,6 +111,7 @@ mod history;
 mod messages;
 mod outcome;
 mod parse;
+mod restore;
 #[cfg(feature = "serde")]
 mod serde;
 mod session;
@@ -121,11 +122,12 @@ mod value;
 mod warnings;
 
 // The engine: one session per agent session, driven call by call.
+pub use restore::Restore;
 pub use session::{
     veto_result, Call, CallDecision, CompactionDecision, Mode, OutcomeDecision, Session, Verdict,
     MAX_RUN_GUARDS,
 };
-pub use state::{Restore, StateError, STATE_FORMAT, STATE_VERSION, STATE_VERSION_MIN};
+pub use state::{StateError, STATE_FORMAT, STATE_VERSION, STATE_VERSION_MIN};
 
 // What a decision says and what a session holds.
 pub use compaction_guard::{CompactionGuard, GuardAbort, GuardVerdict};

@@ -9,8 +9,8 @@
 //! and the same mode.
 //!
 //! [`Session::export_state_binary`] writes the same content in a compact binary form (about
-//! a third of the size, for stores that write a session on every event); the importer
-//! reads both.
+//! a third of the size, for stores that write a session on every event; `state_binary`,
+//! which builds on this module); [`Session::restore`] (`restore`) reads both.
 //!
 //! The format is JSON written with the crate's own serialiser and read with its own parser
 //! (no serde): an object with `format`, `version` ([`STATE_VERSION`]), `id`, `mode`,
@@ -155,179 +155,96 @@ impl Session {
         out.write(b"}");
         out
     }
-
-    /// Rebuilds a session from [`Session::export_state`]'s bytes; `id` labels it (the
-    /// saved id is only informative). The outcome-hashing settings are the defaults: a
-    /// runtime with its own (a custom [`crate::outcome::SendClassifier`]) restores with
-    /// [`Session::restore`] and [`Restore::hashing`].
-    pub fn import_state(bytes: &[u8], id: impl Into<String>) -> Result<Session, StateError> {
-        Session::restore(bytes).id(id).build()
-    }
-
-    /// Starts restoring a session from [`Session::export_state`]'s (or
-    /// [`Session::export_state_binary`]'s) bytes, with the settings
-    /// that are not part of a snapshot (see [`Restore`]).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use loopguard_core::{Mode, Session};
-    /// use loopguard_core::{Hashing, SendClassifier};
-    /// use loopguard_core::Object;
-    ///
-    /// /// Every tool whose name starts with `send_` is a channel send.
-    /// struct SendPrefix;
-    /// impl SendClassifier for SendPrefix {
-    ///     fn is_channel_send(&self, tool: &[u8], _args: &Object<'_>) -> bool {
-    ///         tool.starts_with(b"send_")
-    ///     }
-    /// }
-    ///
-    /// let hashing = Hashing { sends: Arc::new(SendPrefix) };
-    /// let saved = Session::new("s").with_hashing(hashing.clone()).export_state();
-    /// let session = Session::restore(&saved)
-    ///     .id("agent:main:main")
-    ///     .hashing(hashing)
-    ///     .mode(Mode::Observe)
-    ///     .build()?;
-    /// assert_eq!(session.id(), "agent:main:main");
-    /// assert_eq!(session.mode(), Mode::Observe);
-    /// # Ok::<(), loopguard_core::StateError>(())
-    /// ```
-    pub fn restore(bytes: &[u8]) -> Restore<'_> {
-        Restore {
-            bytes,
-            id: None,
-            mode: None,
-            hashing: Hashing::default(),
-        }
-    }
 }
 
-/// A session being restored from a snapshot ([`Session::restore`]).
-///
-/// A snapshot holds what the session remembers; the outcome-hashing settings are code, not
-/// state, so a runtime that replaced them gives them again here (else the defaults apply).
-/// The id and mode default to the saved ones.
-#[derive(Debug)]
-#[must_use = "call `build` to get the session"]
-pub struct Restore<'b> {
-    bytes: &'b [u8],
+/// Reads a JSON snapshot (see [`crate::restore`] for both forms).
+pub(crate) fn read(
+    bytes: &[u8],
     id: Option<String>,
     mode: Option<Mode>,
     hashing: Hashing,
-}
+) -> Result<Session, StateError> {
+    let v = crate::parse::parse(bytes)?;
+    let root = Path::root();
+    let obj = |k: &'static str| root.field(&v, k);
+    match obj("format")?.as_js_str() {
+        Some(f) if f.as_wtf8() == STATE_FORMAT.as_bytes() => {}
+        _ => return Err(root.key("format").err("\"loopguard-session-state\"")),
+    }
+    let version = obj("version")?;
+    let known = (STATE_VERSION_MIN..=STATE_VERSION).map(f64::from);
+    if !version
+        .as_f64()
+        .is_some_and(|v| known.clone().any(|k| k == v))
+    {
+        let mut found = Vec::new();
+        canonical::write_json_value(&mut found, version);
+        return Err(StateError::Version {
+            found: String::from_utf8_lossy(&found).into_owned(),
+        });
+    }
+    let saved_mode = match obj("mode")?.as_str() {
+        Some("enforce") => Mode::Enforce,
+        Some("observe") => Mode::Observe,
+        _ => return Err(root.key("mode").err("\"enforce\" or \"observe\"")),
+    };
+    let id = match id {
+        Some(id) => id,
+        None => root
+            .key("id")
+            .name(obj("id")?)?
+            .to_string_lossy()
+            .into_owned(),
+    };
 
-impl Restore<'_> {
-    /// Labels the restored session (default: the id saved in the snapshot).
-    pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
+    let history_path = root.key("history");
+    let mut records = Vec::new();
+    for (i, r) in history_path.array(obj("history")?)?.iter().enumerate() {
+        records.push(read_record(&history_path.index(i), r)?);
     }
 
-    /// Sets enforce or observe mode (default: the saved mode).
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.mode = Some(mode);
-        self
+    let warnings_path = root.key("warnings");
+    let mut buckets = Vec::new();
+    for (i, w) in warnings_path.array(obj("warnings")?)?.iter().enumerate() {
+        let p = warnings_path.index(i);
+        match w.as_array() {
+            Some([Value::String(key), bucket]) => {
+                let bucket = p.index(1).uint(bucket)?;
+                buckets.push((Box::<[u8]>::from(key.as_wtf8()), bucket));
+            }
+            _ => return Err(p.err("a [key, bucket] pair")),
+        }
     }
 
-    /// Sets the outcome-hashing settings (default: [`Hashing::default`]).
-    pub fn hashing(mut self, hashing: Hashing) -> Self {
-        self.hashing = hashing;
-        self
-    }
-
-    /// Reads the snapshot.
-    ///
-    /// # Errors
-    ///
-    /// [`StateError`] when the bytes are not a snapshot this version reads, naming the
-    /// field that is wrong.
-    pub fn build(self) -> Result<Session, StateError> {
-        if self.bytes.starts_with(crate::state_binary::MAGIC) {
-            return crate::state_binary::read(self.bytes, self.id, self.mode, self.hashing);
-        }
-        let v = crate::parse::parse(self.bytes)?;
-        let root = Path::root();
-        let obj = |k: &'static str| root.field(&v, k);
-        match obj("format")?.as_js_str() {
-            Some(f) if f.as_wtf8() == STATE_FORMAT.as_bytes() => {}
-            _ => return Err(root.key("format").err("\"loopguard-session-state\"")),
-        }
-        let version = obj("version")?;
-        let known = (STATE_VERSION_MIN..=STATE_VERSION).map(f64::from);
-        if !version
-            .as_f64()
-            .is_some_and(|v| known.clone().any(|k| k == v))
-        {
-            let mut found = Vec::new();
-            canonical::write_json_value(&mut found, version);
-            return Err(StateError::Version {
-                found: String::from_utf8_lossy(&found).into_owned(),
-            });
-        }
-        let saved_mode = match obj("mode")?.as_str() {
-            Some("enforce") => Mode::Enforce,
-            Some("observe") => Mode::Observe,
-            _ => return Err(root.key("mode").err("\"enforce\" or \"observe\"")),
-        };
-        let id = match self.id {
-            Some(id) => id,
-            None => root
-                .key("id")
-                .name(obj("id")?)?
-                .to_string_lossy()
-                .into_owned(),
-        };
-
-        let history_path = root.key("history");
-        let mut records = Vec::new();
-        for (i, r) in history_path.array(obj("history")?)?.iter().enumerate() {
-            records.push(read_record(&history_path.index(i), r)?);
-        }
-
-        let warnings_path = root.key("warnings");
-        let mut buckets = Vec::new();
-        for (i, w) in warnings_path.array(obj("warnings")?)?.iter().enumerate() {
-            let p = warnings_path.index(i);
-            match w.as_array() {
-                Some([Value::String(key), bucket]) => {
-                    let bucket = p.index(1).uint(bucket)?;
-                    buckets.push((Box::<[u8]>::from(key.as_wtf8()), bucket));
-                }
-                _ => return Err(p.err("a [key, bucket] pair")),
+    let guards_path = root.key("guards");
+    let mut unscoped_guard = None;
+    let mut run_guards = IndexMap::new();
+    for (i, g) in guards_path.array(obj("guards")?)?.iter().enumerate() {
+        let p = guards_path.index(i);
+        let (run, guard) = read_guard(&p, g)?;
+        match run {
+            None => unscoped_guard = Some(guard),
+            Some(r) => {
+                // A repeated run keeps its last guard, in its last position.
+                run_guards.shift_remove(&r);
+                run_guards.insert(r, guard);
             }
         }
-
-        let guards_path = root.key("guards");
-        let mut unscoped_guard = None;
-        let mut run_guards = IndexMap::new();
-        for (i, g) in guards_path.array(obj("guards")?)?.iter().enumerate() {
-            let p = guards_path.index(i);
-            let (run, guard) = read_guard(&p, g)?;
-            match run {
-                None => unscoped_guard = Some(guard),
-                Some(r) => {
-                    // A repeated run keeps its last guard, in its last position.
-                    run_guards.shift_remove(&r);
-                    run_guards.insert(r, guard);
-                }
-            }
-        }
-
-        let mut session = Session::from_parts(
-            id,
-            self.mode.unwrap_or(saved_mode),
-            self.hashing,
-            History::from_records(records),
-            WarningBuckets::from_entries(buckets),
-            unscoped_guard,
-            run_guards,
-        );
-        if let Some(ledger) = v.as_object().and_then(|o| o.get("ledger")) {
-            session.set_ledger(read_ledger(&root.key("ledger"), ledger)?);
-        }
-        Ok(session)
     }
+
+    let mut session = Session::from_parts(
+        id,
+        mode.unwrap_or(saved_mode),
+        hashing,
+        History::from_records(records),
+        WarningBuckets::from_entries(buckets),
+        unscoped_guard,
+        run_guards,
+    );
+    if let Some(ledger) = v.as_object().and_then(|o| o.get("ledger")) {
+        session.set_ledger(read_ledger(&root.key("ledger"), ledger)?);
+    }
+    Ok(session)
 }
 
 fn write_str(out: &mut Vec<u8>, s: &str) {
