@@ -1,5 +1,7 @@
 //! Error answers: `{"error": "...", "field": "..."}` with the HTTP status that says who is
-//! at fault.
+//! at fault ([`ApiError`]); why the server did not start ([`ServeError`]).
+
+use std::net::SocketAddr;
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -64,4 +66,28 @@ impl IntoResponse for ApiError {
         }
         r
     }
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `--listen` on a non-loopback address without `--tokens`.
+    #[error("refusing to listen on {0} without --tokens: anyone who can reach it could read and reset every session (use a loopback address, or give --tokens FILE)")]
+    OpenWithoutTokens(SocketAddr),
+    /// The store could not be opened.
+    #[error("--store {spec}: {message}")]
+    Store {
+        /// The `--store` value.
+        spec: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Binding or serving failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
 }

@@ -30,7 +30,9 @@ mod error;
 mod metrics;
 mod openapi;
 mod otlp;
+mod state;
 mod tokens;
+mod trace_buffer;
 mod wiring;
 
 use std::future::Future;
@@ -41,9 +43,9 @@ use std::time::Duration;
 use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
-pub use error::ApiError;
-pub use otlp::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
+pub use error::{ApiError, ServeError};
 pub use tokens::{Tokens, TokensError};
+pub use trace_buffer::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
 
 /// Default `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
@@ -56,30 +58,6 @@ const BLOCKING_THREADS: usize = 8;
 
 /// How long a client may take to send its body before it is answered 408.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Why the server did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// `--listen` on a non-loopback address without `--tokens`.
-    #[error("refusing to listen on {0} without --tokens: anyone who can reach it could read and reset every session (use a loopback address, or give --tokens FILE)")]
-    OpenWithoutTokens(SocketAddr),
-    /// The store could not be opened.
-    #[error("--store {spec}: {message}")]
-    Store {
-        /// The `--store` value.
-        spec: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// Binding or serving failed.
-    #[error("{context}: {source}")]
-    Io {
-        /// What was being done.
-        context: String,
-        /// The error.
-        source: std::io::Error,
-    },
-}
 
 /// Configures a [`Server`].
 #[derive(Debug)]
@@ -171,11 +149,11 @@ impl ServerBuilder {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
-        let state = app::AppState {
+        let state = state::AppState {
             guard: Arc::new(opened.guard),
             claude_code: Arc::new(opened.claude_code),
             traces: Arc::new(opened.traces),
-            traces_buffer: otlp::TraceBuffer::new(self.trace_wait),
+            traces_buffer: trace_buffer::TraceBuffer::new(self.trace_wait),
             tokens: self.tokens,
             metrics: metrics::Metrics::new(),
             blocking: opened.blocking,
@@ -199,7 +177,7 @@ impl ServerBuilder {
 pub struct Server {
     listen: SocketAddr,
     store: String,
-    state: Arc<app::AppState>,
+    state: Arc<state::AppState>,
 }
 
 impl Server {

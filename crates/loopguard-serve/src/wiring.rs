@@ -10,9 +10,8 @@ use loopguard_guard::{
     SessionInfo, Store, ToolProfile,
 };
 
-use crate::app::AppState;
-use crate::error::ApiError;
-use crate::ServeError;
+use crate::error::{ApiError, ServeError};
+use crate::state::AppState;
 
 /// The guards over the store `--store` names, and what the metrics read from it.
 pub(crate) struct Opened {
