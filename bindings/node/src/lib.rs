@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use loopguard_core::{hex_bytes, Mode, OpenClawConfig};
+use loopguard_core::{hashing::hex_bytes, Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
 use napi::bindgen_prelude::{Error, External, Result};

@@ -18,9 +18,9 @@
 
 use std::fmt::Write as _;
 
+use loopguard_core::json::MAX_DEPTH;
 use loopguard_core::JsString;
-use loopguard_core::MAX_JSON_DEPTH as MAX_DEPTH;
-use loopguard_core::{js_number, write_json_string};
+use loopguard_core::{json::js_number, json::write_json_string};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};

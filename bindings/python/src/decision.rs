@@ -40,7 +40,7 @@ impl From<Applied<'_>> for OwnedDecision {
             _ => None,
         };
         let result_hash = d.result.as_ref().map(|h| {
-            let hex = loopguard_core::hex(&h.digest);
+            let hex = loopguard_core::hashing::hex(&h.digest);
             if h.is_error {
                 format!("error:{hex}")
             } else {

@@ -202,7 +202,7 @@ impl DocumentAdapter for AnthropicMessages {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
         let mut state = State::new(ctx);
         let mut adapted = Adapted::default();
-        match loopguard_core::parse(doc) {
+        match loopguard_core::json::parse(doc) {
             Ok(v) => {
                 // A top-level array is one conversation: its index is the line.
                 match &v {
@@ -225,7 +225,7 @@ impl DocumentAdapter for AnthropicMessages {
                         continue;
                     }
                     let no = i as u64 + 1;
-                    match loopguard_core::parse(line) {
+                    match loopguard_core::json::parse(line) {
                         Ok(v) => {
                             any = true;
                             if let Err(d) = state.record(no, &v, &mut adapted.events) {

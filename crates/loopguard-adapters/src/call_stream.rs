@@ -36,7 +36,7 @@
 
 use std::collections::HashMap;
 
-use loopguard_core::{parse_object_entries, ParseErrorKind};
+use loopguard_core::{json::parse_object_entries, json::ParseErrorKind};
 use loopguard_core::{JsString, Value};
 use loopguard_events::Payload;
 

@@ -144,7 +144,7 @@ pub struct ChatCompletions;
 
 impl DocumentAdapter for ChatCompletions {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = match loopguard_core::parse(doc) {
+        let value = match loopguard_core::json::parse(doc) {
             Ok(v) => v,
             Err(e) => {
                 if looks_like_json_lines(doc) {
@@ -187,7 +187,7 @@ fn looks_like_json_lines(doc: &[u8]) -> bool {
     doc.split(|b| *b == b'\n')
         .map(<[u8]>::trim_ascii)
         .find(|l| !l.is_empty())
-        .is_some_and(|l| matches!(loopguard_core::parse(l), Ok(Value::Object(_))))
+        .is_some_and(|l| matches!(loopguard_core::json::parse(l), Ok(Value::Object(_))))
 }
 
 /// Reads a JSON Lines document with [`ChatCompletionsLines`].

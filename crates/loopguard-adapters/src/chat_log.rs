@@ -66,7 +66,7 @@ pub struct ChatLog;
 
 impl DocumentAdapter for ChatLog {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
         let records: Vec<&Value<'_>> = match &value {
             Value::Array(items) => items.iter().collect(),
             Value::Object(_) => vec![&value],

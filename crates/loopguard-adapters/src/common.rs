@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use loopguard_core::{parse_json5, Json5Value};
+use loopguard_core::{json5::parse as parse_json5, json5::NodeValue as Json5Value};
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::{Event, EventKind, Payload};
 
@@ -262,14 +262,14 @@ pub fn parse_arguments(text: &str) -> Value<'static> {
     if t.is_empty() {
         return Value::Object(Object::default());
     }
-    if let Ok(v) = loopguard_core::parse(t.as_bytes()) {
+    if let Ok(v) = loopguard_core::json::parse(t.as_bytes()) {
         return v.into_owned();
     }
     if let Ok(node) = parse_json5(t) {
         return node_to_value(&node.value);
     }
     if let Some(inner) = strip_code_fence(t) {
-        if let Ok(v) = loopguard_core::parse(inner.as_bytes()) {
+        if let Ok(v) = loopguard_core::json::parse(inner.as_bytes()) {
             return v.into_owned();
         }
     }
@@ -343,7 +343,7 @@ pub fn str_field<'v>(v: &'v Value<'_>, key: &str) -> Option<&'v str> {
 /// Parses one JSONL line into a value, or a `NotJson` diagnostic. (The driver turns it
 /// into `Truncated` when it is the file's last line and has no newline.)
 pub fn parse_line(no: u64, text: &[u8]) -> Result<Value<'_>, crate::Diagnostic> {
-    loopguard_core::parse(text).map_err(|e| {
+    loopguard_core::json::parse(text).map_err(|e| {
         crate::Diagnostic::new(
             no,
             crate::DiagnosticKind::NotJson,
@@ -494,7 +494,7 @@ impl Runs {
 }
 
 /// A `NotJson` diagnostic for a whole document, naming the text line of the error.
-pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::ParseError) -> Diagnostic {
+pub(crate) fn document_error(doc: &[u8], e: &loopguard_core::json::ParseError) -> Diagnostic {
     let end = e.offset.min(doc.len());
     let line = 1 + doc[..end].iter().filter(|b| **b == b'\n').count() as u64;
     Diagnostic::new(
@@ -533,5 +533,5 @@ pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
 
 /// Writes `v` as JSON.
 pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
-    loopguard_core::write_json_value(out, v);
+    loopguard_core::json::write_json_value(out, v);
 }

@@ -183,11 +183,11 @@ pub fn detect(name: &str, head: &[u8]) -> Option<Format> {
     // JSON Lines: when the first line is a complete object, the records decide; what the
     // values say (an argument named "trajectory", say) never does.
     if let Some(first) = lines.clone().next() {
-        if let Ok(v @ Value::Object(_)) = loopguard_core::parse(first.as_bytes()) {
+        if let Ok(v @ Value::Object(_)) = loopguard_core::json::parse(first.as_bytes()) {
             let votes: Vec<Format> = lines
                 .by_ref()
                 .take(20)
-                .filter_map(|l| loopguard_core::parse(l.as_bytes()).ok())
+                .filter_map(|l| loopguard_core::json::parse(l.as_bytes()).ok())
                 .filter_map(|v| detect_line(&v))
                 .collect();
             // Bare messages: one with Messages API blocks makes the file Anthropic's.
@@ -312,7 +312,7 @@ fn detect_document(text: &str) -> Option<Format> {
     }
     // A pretty-printed or single-object document: parse what we have if it is complete;
     // otherwise look for telling keys near the start.
-    let whole = loopguard_core::parse(text.trim_end().as_bytes()).ok();
+    let whole = loopguard_core::json::parse(text.trim_end().as_bytes()).ok();
     if let Some(v) = &whole {
         if let Some(f) = classify_document(v) {
             return Some(f);

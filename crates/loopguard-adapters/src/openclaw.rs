@@ -81,7 +81,7 @@ const IGNORED_ENTRY_TYPES: &[&str] = &[
 /// assert_eq!(normalize_tool_name("Read"), "read");
 /// ```
 pub fn normalize_tool_name(name: &str) -> String {
-    let trimmed = std::str::from_utf8(loopguard_core::js_trim(name.as_bytes()))
+    let trimmed = std::str::from_utf8(loopguard_core::json::js_trim(name.as_bytes()))
         .unwrap_or(name)
         .to_lowercase();
     match trimmed.as_str() {
@@ -118,7 +118,7 @@ pub fn active_branch_ids(mut reader: impl BufRead) -> std::io::Result<HashSet<St
         if reader.read_until(b'\n', &mut buf)? == 0 {
             break;
         }
-        let Ok(v) = loopguard_core::parse(strip_bom(&buf)) else {
+        let Ok(v) = loopguard_core::json::parse(strip_bom(&buf)) else {
             continue;
         };
         if str_field(&v, "type") == Some("session") {
@@ -495,7 +495,7 @@ impl LineAdapter for OpenClawAdapter {
 /// A short JSON rendering of a value for messages.
 fn crate_json(v: &Value<'_>) -> String {
     let mut out = Vec::new();
-    loopguard_core::write_json_value(&mut out, v);
+    loopguard_core::json::write_json_value(&mut out, v);
     let s = String::from_utf8_lossy(&out).into_owned();
     if s.len() > 40 {
         format!("{}…", s.chars().take(40).collect::<String>())

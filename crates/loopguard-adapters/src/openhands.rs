@@ -386,7 +386,7 @@ pub struct OpenHands;
 
 impl DocumentAdapter for OpenHands {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
         let events = match &value {
             Value::Array(items) => items.as_slice(),
             Value::Object(_) => match value.get("history").or_else(|| value.get("events")) {

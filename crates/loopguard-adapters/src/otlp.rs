@@ -61,7 +61,7 @@ pub fn read_spans(doc: &[u8]) -> Result<SpanSet, Diagnostic> {
     let mut set = SpanSet::default();
     let mut values = 0;
     for (line, part) in split_values(doc) {
-        match loopguard_core::parse(part) {
+        match loopguard_core::json::parse(part) {
             Ok(v) => {
                 values += 1;
                 record(&v, line, &mut set);
@@ -100,7 +100,7 @@ pub(crate) fn split_values(doc: &[u8]) -> Vec<(u64, &[u8])> {
     let mut lines = doc.split(|b| *b == b'\n').enumerate();
     if lines
         .find(|(_, l)| !l.trim_ascii().is_empty())
-        .is_some_and(|(_, l)| loopguard_core::parse(l.trim_ascii()).is_ok())
+        .is_some_and(|(_, l)| loopguard_core::json::parse(l.trim_ascii()).is_ok())
     {
         return doc
             .split(|b| *b == b'\n')

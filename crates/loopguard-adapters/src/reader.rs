@@ -437,7 +437,7 @@ fn first_line_is_a_value(head: &[u8]) -> bool {
     head.split(|b| *b == b'\n')
         .map(<[u8]>::trim_ascii)
         .find(|l| !l.is_empty())
-        .is_some_and(|l| loopguard_core::parse(l).is_ok())
+        .is_some_and(|l| loopguard_core::json::parse(l).is_ok())
 }
 
 /// Reads a line-based format from any reader (standard input, say).
@@ -596,7 +596,12 @@ fn split_values(text: &[u8]) -> Option<Vec<&[u8]>> {
             _ => {}
         }
     }
-    if depth != 0 || parts.len() < 2 || parts.iter().any(|p| loopguard_core::parse(p).is_err()) {
+    if depth != 0
+        || parts.len() < 2
+        || parts
+            .iter()
+            .any(|p| loopguard_core::json::parse(p).is_err())
+    {
         return None;
     }
     Some(parts)

@@ -29,7 +29,7 @@ pub(crate) fn records(doc: &[u8], list_keys: &[&str]) -> Result<Records, Diagnos
     }
     let mut values = Vec::new();
     for (line, part) in &parts {
-        match loopguard_core::parse(part) {
+        match loopguard_core::json::parse(part) {
             Ok(v) => values.push((*line, v.into_owned())),
             Err(e) => diagnostics.push(Diagnostic::new(
                 *line,

@@ -152,7 +152,7 @@ fn structured_exec(text: &str) -> Option<(String, ExecDetails)> {
     if !t.starts_with('{') || !t.contains("\"metadata\"") {
         return None;
     }
-    let v = loopguard_core::parse(t.as_bytes()).ok()?;
+    let v = loopguard_core::json::parse(t.as_bytes()).ok()?;
     let output = v.get("output")?.as_js_str()?.to_string_lossy().into_owned();
     let metadata = v.get("metadata")?.as_object()?;
     let exit_code = metadata.get("exit_code")?.as_f64()?;
@@ -221,7 +221,7 @@ fn strip_timeout(output: &str) -> Option<&str> {
 pub(crate) fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>> {
     let id = match tool {
         "write_stdin" => {
-            if !loopguard_core::is_wait_call(b"write_stdin", args) {
+            if !loopguard_core::detection::is_wait_call(b"write_stdin", args) {
                 return None;
             }
             args.get("session_id")
@@ -238,7 +238,7 @@ pub(crate) fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>>
                 "code".to_string().into(),
                 Value::from(code.clone()),
             )]));
-            if !loopguard_core::is_wait_call(b"exec", &probe) {
+            if !loopguard_core::detection::is_wait_call(b"exec", &probe) {
                 return None;
             }
             let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
@@ -457,7 +457,7 @@ pub struct Responses;
 
 impl DocumentAdapter for Responses {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
         let mut lists: Vec<&[Value<'_>]> = Vec::new();
         let mut leading_prompt = false;
         match &value {

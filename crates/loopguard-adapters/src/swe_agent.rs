@@ -173,7 +173,7 @@ impl SweAgent {
 
 impl DocumentAdapter for SweAgent {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
         if value.as_object().is_none() {
             return Err(bad(1, "a .traj file must be a JSON object"));
         }
@@ -407,7 +407,7 @@ impl MiniState {
 
 impl DocumentAdapter for MiniSweAgent {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::parse(doc).map_err(|e| document_error(doc, &e))?;
+        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
         let messages = match &value {
             Value::Array(items) => items.as_slice(),
             Value::Object(_) => match value.get("messages") {

@@ -77,7 +77,7 @@ impl TraceAgent {
     /// let (tool, mapped) = TraceAgent::Copilot.map_call("read_bash", &args);
     /// assert_eq!(tool, "BashOutput");
     /// assert_eq!(mapped.get("bash_id").and_then(Value::as_str), Some("7"));
-    /// # Ok::<(), loopguard_core::ParseError>(())
+    /// # Ok::<(), loopguard_core::json::ParseError>(())
     /// ```
     pub fn map_call(self, tool: &str, args: &Value<'static>) -> (String, Value<'static>) {
         map_call(self, tool, args)

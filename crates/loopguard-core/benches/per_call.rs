@@ -8,7 +8,7 @@
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use loopguard_core::to_canonical_string;
+use loopguard_core::json::to_canonical_string;
 use loopguard_core::Outcome;
 use loopguard_core::{Call, Policy, Session, Value};
 use sha2::{Digest, Sha256};
@@ -195,7 +195,7 @@ fn bench_pair(c: &mut Criterion) {
     group.bench_function("args_hash_only", |b| {
         b.iter(|| {
             i += 1;
-            black_box(loopguard_core::args_digest(
+            black_box(loopguard_core::hashing::args_digest(
                 "read",
                 black_box(&args[i % ROTATION]),
             ))

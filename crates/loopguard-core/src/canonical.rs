@@ -112,8 +112,8 @@ impl Sink for Digest {
 /// Lowercase hex of a digest.
 ///
 /// ```
-/// let d = loopguard_core::digest_value(&loopguard_core::Value::from("x"));
-/// assert_eq!(loopguard_core::hex(&d).len(), 64);
+/// let d = loopguard_core::hashing::digest_value(&loopguard_core::Value::from("x"));
+/// assert_eq!(loopguard_core::hashing::hex(&d).len(), 64);
 /// ```
 pub fn hex(d: &[u8; 32]) -> String {
     let mut s = String::with_capacity(64);
@@ -138,7 +138,7 @@ pub fn digest_value(v: &Value<'_>) -> [u8; 32] {
 /// The canonical bytes of `v` (`stableStringify`), for inspection and tests.
 ///
 /// ```
-/// use loopguard_core::{to_canonical_string, Value};
+/// use loopguard_core::{json::to_canonical_string, Value};
 /// let v = Value::parse(br#"{"b":{"d":4,"c":3},"a":1,"n":-0,"e":1e21}"#)?;
 /// assert_eq!(to_canonical_string(&v), r#"{"a":1,"b":{"c":3,"d":4},"e":1e+21,"n":0}"#);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -214,8 +214,8 @@ pub fn write_number<S: Sink + ?Sized>(out: &mut S, n: f64) {
 ///
 /// ```
 /// let mut buf = ryu_js::Buffer::new();
-/// assert_eq!(loopguard_core::js_number(1e21, &mut buf), "1e+21");
-/// assert_eq!(loopguard_core::js_number(-0.0, &mut buf), "0");
+/// assert_eq!(loopguard_core::json::js_number(1e21, &mut buf), "1e+21");
+/// assert_eq!(loopguard_core::json::js_number(-0.0, &mut buf), "0");
 /// ```
 pub fn js_number(n: f64, buf: &mut ryu_js::Buffer) -> &str {
     if n == 0.0 {
@@ -251,7 +251,7 @@ fn write_small_integer<S: Sink + ?Sized>(out: &mut S, n: f64) -> bool {
 /// JavaScript's `String(n)` as an owned string.
 ///
 /// ```
-/// assert_eq!(loopguard_core::format_js_number(2.5e-7), "2.5e-7");
+/// assert_eq!(loopguard_core::json::format_js_number(2.5e-7), "2.5e-7");
 /// ```
 pub fn format_js_number(n: f64) -> String {
     js_number(n, &mut ryu_js::Buffer::new()).to_string()
@@ -285,7 +285,7 @@ pub fn write_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 /// become `\udxxx` escapes instead of being dropped. For output, not for hashing.
 ///
 /// ```
-/// use loopguard_core::{write_json_string, parse};
+/// use loopguard_core::{json::write_json_string, json::parse};
 /// let v = parse(br#""a\ud800\n""#)?;
 /// let mut out = Vec::new();
 /// write_json_string(&mut out, v.as_js_str().ok_or("not a string")?);
@@ -331,7 +331,7 @@ pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
 /// `JSON.parse` reads back as `Infinity`).
 ///
 /// ```
-/// use loopguard_core::{write_json_value, parse};
+/// use loopguard_core::{json::write_json_value, json::parse};
 /// let v = parse(br#"{"b":"\ud800","a":1e400}"#)?;
 /// let mut out = Vec::new();
 /// write_json_value(&mut out, &v);
@@ -548,7 +548,7 @@ mod tests {
         }
         for text in cases {
             let json = format!("\"{text}\"");
-            let v = crate::parse(json.as_bytes()).unwrap();
+            let v = crate::parse::parse(json.as_bytes()).unwrap();
             let s = v.as_js_str().unwrap();
             for (label, parsed) in [("whole", s.reborrow()), ("trimmed", s.trim())] {
                 let copy = parsed.clone().into_owned();
@@ -564,7 +564,7 @@ mod tests {
         }
         // The source is kept where it is canonical, so the shortcut is taken.
         let text1 = format!("\"{long}\\n \\u0001\"");
-        let v = crate::parse(text1.as_bytes()).unwrap();
+        let v = crate::parse::parse(text1.as_bytes()).unwrap();
         let s = v.as_js_str().unwrap();
         assert!(s.escaped_source().is_some());
         assert_eq!(
@@ -572,14 +572,14 @@ mod tests {
             Some(format!("{long}\\n \\u0001").as_bytes())
         );
         let text2 = format!("\"{long}\\n \\u0001\\t\\n\"");
-        let v = crate::parse(text2.as_bytes()).unwrap();
+        let v = crate::parse::parse(text2.as_bytes()).unwrap();
         let s = v.as_js_str().unwrap();
         assert_eq!(
             s.trim().escaped_source(),
             Some(format!("{long}\\n \\u0001").as_bytes())
         );
         let text3 = format!("\"{long}\\/\"");
-        let v = crate::parse(text3.as_bytes()).unwrap();
+        let v = crate::parse::parse(text3.as_bytes()).unwrap();
         assert!(v.as_js_str().unwrap().escaped_source().is_none());
     }
     use crate::parse::parse;

@@ -22,8 +22,8 @@ use crate::outcome::ResultHash;
 /// ```
 /// use loopguard_core::CompactionGuard;
 /// use loopguard_core::GuardSettings;
-/// use loopguard_core::ArgsDigest;
-/// use loopguard_core::ResultHash;
+/// use loopguard_core::hashing::ArgsDigest;
+/// use loopguard_core::hashing::ResultHash;
 /// let mut g = CompactionGuard::new(GuardSettings { enabled: true, window_size: 3 });
 /// g.arm();
 /// let r = ResultHash { is_error: false, digest: [1; 32] };

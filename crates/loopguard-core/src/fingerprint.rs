@@ -21,7 +21,7 @@ impl ArgsDigest {
     /// (tool names can hold lone surrogates). The one place the string is put together.
     ///
     /// ```
-    /// use loopguard_core::ArgsDigest;
+    /// use loopguard_core::hashing::ArgsDigest;
     /// let h = ArgsDigest([0xab; 32]).args_hash(b"read");
     /// assert_eq!(&h[..7], b"read:ab");
     /// assert_eq!(h.len(), 5 + 64);
@@ -50,7 +50,7 @@ impl fmt::Display for ArgsDigest {
 /// Hashes a tool's parameters as OpenClaw's `hashToolCall` does (without the tool prefix).
 ///
 /// ```
-/// use loopguard_core::{args_digest, Value};
+/// use loopguard_core::{hashing::args_digest, Value};
 /// let a = Value::parse(br#"{"a":1,"b":2}"#)?;
 /// let b = Value::parse(br#"{"b":2,"a":1}"#)?;
 /// assert_eq!(args_digest("read", &a), args_digest("read", &b));
@@ -76,7 +76,7 @@ pub fn args_digest_wtf8(tool: &[u8], params: &Value<'_>) -> ArgsDigest {
 /// The full `argsHash` string, `"<tool>:<64 hex>"`.
 ///
 /// ```
-/// use loopguard_core::{args_hash, Value};
+/// use loopguard_core::{hashing::args_hash, Value};
 /// let h = args_hash("tool", &Value::Null);
 /// assert!(h.starts_with("tool:") && h.len() == 5 + 64);
 /// ```

@@ -2,7 +2,18 @@
 //!
 //! The tool-call loop detector of [OpenClaw](https://github.com/openclaw/openclaw)
 //! (`tools.loopDetection`), as a small, pure Rust library: no I/O, no async, no global state.
-//! Everything it offers is at the crate root.
+//!
+//! The engine is at the crate root: [`Session`], [`Call`], [`Outcome`], the decisions
+//! ([`Verdict`], [`Detection`], [`GuardAbort`]), [`Value`] (JSON as JavaScript holds it) and
+//! the config ([`OpenClawConfig`], [`Policy`]). The plumbing it is built on is grouped in
+//! four modules, for front ends that need the same semantics:
+//!
+//! * [`json`]: `JSON.parse` and `JSON.stringify` as JavaScript does them, the canonical
+//!   form, `trim`;
+//! * [`json5`]: the config files' JSON5 reader, with positions;
+//! * [`hashing`]: the argument and outcome fingerprints, digests and their hex form;
+//! * [`detection`]: what the detectors look at (the history, the poll and wait rules, the
+//!   ledger of the strict profile).
 //!
 //! ## The model
 //!
@@ -12,14 +23,14 @@
 //!
 //! **call → fingerprint → history → detectors → decision.**
 //!
-//! * **Fingerprints.** The arguments are hashed canonically ([`args_hash`], `argsHash`),
+//! * **Fingerprints.** The arguments are hashed canonically ([`hashing::args_hash`], `argsHash`),
 //!   byte-compatible with OpenClaw: keys sorted by UTF-16 code units, JavaScript number
 //!   formatting, lone surrogates dropped. Results are hashed the same way
-//!   ([`hash_outcome`]), without their volatile fields (an exec's pid and duration, a
+//!   ([`hashing::hash_outcome`]), without their volatile fields (an exec's pid and duration, a
 //!   message's fresh id; which tools are message sends is a [`SendClassifier`]), because a
 //!   loop is the same call getting the same answer. [`Value`] holds JSON as JavaScript's
 //!   `JSON.parse` does.
-//! * **History.** A session keeps its last `historySize` calls ([`History`]); detection
+//! * **History.** A session keeps its last `historySize` calls ([`detection::History`]); detection
 //!   only looks at the calls of the current run, so a new run (a heartbeat, a cron job)
 //!   starts clean.
 //! * **Detectors**, in a fixed priority order: unknown-tool repeats, the global circuit
@@ -129,33 +140,19 @@ pub use session::{
 };
 pub use state::{StateError, STATE_FORMAT, STATE_VERSION, STATE_VERSION_MIN};
 
-// What a decision says and what a session holds.
+// What a decision says.
 pub use compaction_guard::{CompactionGuard, GuardAbort, GuardVerdict};
-pub use detectors::known_poll::is_known_poll_call;
-pub use detectors::ledger::{
-    failure_identity, normalize_failure_text, FailureId, Ledger, LedgerEntry, LoopMark, RunState,
-};
-pub use detectors::no_progress::{streak as no_progress_streak, Streak};
-pub use detectors::sketch::{
-    args_sketch, is_echo_only, is_wait_call, similarity_pct, tool_bookkeeping_keys, ArgsSketch,
-    Sketch, BOOKKEEPING_KEYS, TOOL_BOOKKEEPING,
-};
 pub use detectors::{Detection, Detector, Level};
-pub use history::{normalize_run, History, Name, Record, RecordRef};
+pub use history::{normalize_run, Name};
 pub use warnings::{BUCKET_SIZE, MAX_KEYS as MAX_WARNING_KEYS};
 
-// Hashing calls and outcomes as OpenClaw does.
-pub use fingerprint::{args_digest, args_digest_wtf8, args_hash, ArgsDigest};
-pub use outcome::{
-    hash_outcome, DefaultSendClassifier, Hashing, Outcome, OutcomeHash, ResultHash, SendClassifier,
-    CHANNEL_TOOLS,
-};
+// What a call returned, and how outcomes are hashed.
+pub use outcome::{DefaultSendClassifier, Hashing, Outcome, SendClassifier, CHANNEL_TOOLS};
 
-// `tools.loopDetection`: reading, checking and resolving the config.
-pub use config::json5::{
-    parse as parse_json5, Entry as Json5Entry, Node as Json5Node, NodeValue as Json5Value, Pos,
-    SyntaxError,
-};
+// JSON values as JavaScript holds them: the input of every call.
+pub use value::{JsString, Object, Value};
+
+// `tools.loopDetection` and the `loopguard` block: reading, checking and resolving the config.
 pub use config::{
     as_positive_int, normalize_agent_id, unknown_tool_guard_threshold, AgentConfig,
     DetectorSwitches, Diagnostic, DiagnosticKind, GuardSettings, LoadError, Loaded,
@@ -172,13 +169,90 @@ pub use config::{
     EXTRA_DETECTOR_KEYS,
 };
 
-// JSON with JavaScript's semantics, and its canonical and output forms.
-pub use canonical::{
-    digest_value, format_js_number, hex, hex_bytes, js_number, to_canonical_string,
-    write_json_string, write_json_string_body, write_json_value, Sink,
-};
-pub use parse::{
-    parse, parse_object_entries, ParseError, ParseErrorKind, MAX_DEPTH as MAX_JSON_DEPTH,
-};
-pub use text::js_trim;
-pub use value::{JsString, Object, Value};
+pub mod json {
+    //! The JSON layer, with JavaScript's semantics: [`parse`] as `JSON.parse` reads (into a
+    //! [`Value`](crate::Value)), the writers as `JSON.stringify` writes (string escapes,
+    //! number formatting), the canonical form the hashes are taken of, and JavaScript's
+    //! `trim`.
+    //!
+    //! ```
+    //! use loopguard_core::json;
+    //!
+    //! // Numbers and escapes as JavaScript reads and writes them; object keys in UTF-16 order.
+    //! let v = json::parse(br#"{"b":1e21,"a":"\u00e9"}"#)?;
+    //! assert_eq!(json::to_canonical_string(&v), r#"{"a":"é","b":1e+21}"#);
+    //! let mut out = Vec::new();
+    //! json::write_json_value(&mut out, &v);
+    //! assert_eq!(String::from_utf8(out)?, r#"{"a":"é","b":1e+21}"#);
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use crate::canonical::{
+        format_js_number, js_number, to_canonical_string, write_json_string,
+        write_json_string_body, write_json_value, Sink,
+    };
+    pub use crate::parse::{parse, parse_object_entries, ParseError, ParseErrorKind, MAX_DEPTH};
+    pub use crate::text::js_trim;
+}
+
+pub mod json5 {
+    //! The JSON5 reader of config files, keeping every value's position for diagnostics
+    //! ([`OpenClawConfig::from_json5`](crate::OpenClawConfig::from_json5) is built on it).
+    //!
+    //! ```
+    //! use loopguard_core::json5;
+    //!
+    //! let doc = json5::parse("{ tools: { loopDetection: { enabled: true, } } }")?;
+    //! let tools = doc.get("tools").ok_or("no tools")?;
+    //! assert_eq!(tools.key_pos.line, 1);
+    //! assert!(tools.value.get("loopDetection").is_some());
+    //! # Ok::<(), Box<dyn std::error::Error>>(())
+    //! ```
+    pub use crate::config::json5::{parse, Entry, Node, NodeValue, Pos, SyntaxError};
+}
+
+pub mod hashing {
+    //! Fingerprints as OpenClaw takes them: the canonical hash of a call's arguments
+    //! ([`args_hash`], `argsHash`; [`ArgsDigest`] as bytes) and of its outcome
+    //! ([`hash_outcome`], without volatile fields), SHA-256 of any [`Value`](crate::Value)'s
+    //! canonical form ([`digest_value`]), and their hex form.
+    //!
+    //! ```
+    //! use loopguard_core::{hashing, Value};
+    //!
+    //! let args = Value::parse(br#"{"path":"/a","n":1}"#)?;
+    //! let same = Value::parse(br#"{"n":1.0,"path":"/a"}"#)?;
+    //! assert_eq!(hashing::args_hash("read", &args), hashing::args_hash("read", &same));
+    //! assert_eq!(hashing::hex(&hashing::digest_value(&args)).len(), 64);
+    //! # Ok::<(), loopguard_core::json::ParseError>(())
+    //! ```
+    pub use crate::canonical::{digest_value, hex, hex_bytes};
+    pub use crate::fingerprint::{args_digest, args_digest_wtf8, args_hash, ArgsDigest};
+    pub use crate::outcome::{hash_outcome, OutcomeHash, ResultHash};
+}
+
+pub mod detection {
+    //! What the detectors look at, for front ends that explain a decision or classify a call
+    //! as the engine does: the history a session keeps ([`History`], [`Record`]), the
+    //! known-poll and wait-call rules, the no-progress streak, the argument sketches of
+    //! `near_repeat`, and the outcome ledger of the strict profile.
+    //!
+    //! ```
+    //! use loopguard_core::{detection, Value};
+    //!
+    //! let poll = Value::parse(br#"{"action":"poll","sessionId":"s1"}"#)?;
+    //! assert!(detection::is_known_poll_call(b"process", &poll));
+    //! assert!(!detection::is_known_poll_call(b"read", &poll));
+    //! # Ok::<(), loopguard_core::json::ParseError>(())
+    //! ```
+    pub use crate::detectors::known_poll::is_known_poll_call;
+    pub use crate::detectors::ledger::{
+        failure_identity, normalize_failure_text, FailureId, Ledger, LedgerEntry, LoopMark,
+        RunState,
+    };
+    pub use crate::detectors::no_progress::{streak as no_progress_streak, Streak};
+    pub use crate::detectors::sketch::{
+        args_sketch, is_echo_only, is_wait_call, similarity_pct, tool_bookkeeping_keys, ArgsSketch,
+        Sketch, BOOKKEEPING_KEYS, TOOL_BOOKKEEPING,
+    };
+    pub use crate::history::{History, Record, RecordRef};
+}

@@ -169,7 +169,7 @@ const VOLATILE_SEND_KEYS: &[&str] = &[
 /// Hashes an outcome as OpenClaw's `hashToolOutcome` does.
 ///
 /// ```
-/// use loopguard_core::{hash_outcome, Hashing, Outcome};
+/// use loopguard_core::{hashing::hash_outcome, Hashing, Outcome};
 /// use loopguard_core::Value;
 /// let args = Value::parse(br#"{"command":"make"}"#)?;
 /// let a = Value::parse(br#"{"details":{"status":"completed","exitCode":0,"aggregated":"ok","durationMs":12,"pid":1}}"#)?;

@@ -72,7 +72,7 @@ impl fmt::Display for ParseErrorKind {
 }
 
 impl<'a> Value<'a> {
-    /// Parses one JSON text with `JSON.parse` semantics. See [`parse()`](crate::parse()).
+    /// Parses one JSON text with `JSON.parse` semantics. See [`parse()`].
     pub fn parse(input: &'a [u8]) -> Result<Value<'a>, ParseError> {
         parse(input)
     }
@@ -81,7 +81,7 @@ impl<'a> Value<'a> {
 /// Parses exactly one JSON value surrounded by optional whitespace.
 ///
 /// ```
-/// use loopguard_core::{parse, Value};
+/// use loopguard_core::{json::parse, Value};
 /// assert_eq!(parse(b" 9007199254740993 ")?, Value::Number(9007199254740992.0));
 /// assert_eq!(parse(b"1e400")?, Value::Number(f64::INFINITY));
 /// let lone = parse(br#""\ud800""#)?;
@@ -106,7 +106,7 @@ pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
 /// Event envelopes are read this way: their fields are picked out, not hashed.
 ///
 /// ```
-/// use loopguard_core::parse_object_entries;
+/// use loopguard_core::json::parse_object_entries;
 /// let mut keys = Vec::new();
 /// parse_object_entries(br#"{"type":"call","tool":"read"}"#, |k, _| keys.push(k.to_string()))?;
 /// assert_eq!(keys, ["type", "tool"]);

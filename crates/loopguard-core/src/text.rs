@@ -29,7 +29,7 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// JavaScript's `String.prototype.trim` on WTF-8 bytes.
 ///
 /// ```
-/// use loopguard_core::js_trim;
+/// use loopguard_core::json::js_trim;
 /// assert_eq!(js_trim("\u{FEFF} a \u{85}".as_bytes()), "a \u{85}".as_bytes());
 /// ```
 pub fn js_trim(s: &[u8]) -> &[u8] {

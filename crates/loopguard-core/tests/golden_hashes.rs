@@ -4,9 +4,9 @@
 //! `tests/fixtures/parity`, see its README), not by loopguard, so these tests pin
 //! byte-compatibility rather than loopguard's current behaviour.
 
-use loopguard_core::args_hash;
+use loopguard_core::hashing::args_hash;
 use loopguard_core::Value;
-use loopguard_core::{hash_outcome, Hashing, Outcome};
+use loopguard_core::{hashing::hash_outcome, Hashing, Outcome};
 
 fn args(tool: &str, json: &str) -> String {
     args_hash(tool, &Value::parse(json.as_bytes()).unwrap())

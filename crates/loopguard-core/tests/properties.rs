@@ -1,8 +1,8 @@
 //! Property tests: invariants of hashing and detection, and parsers that never panic.
 
-use loopguard_core::args_hash;
+use loopguard_core::hashing::args_hash;
 use loopguard_core::Outcome;
-use loopguard_core::{parse, Call, Session, Value, Verdict};
+use loopguard_core::{json::parse, Call, Session, Value, Verdict};
 use loopguard_core::{LoopDetectionConfig, OpenClawConfig, Policy};
 use proptest::prelude::*;
 
@@ -103,7 +103,7 @@ proptest! {
     #[test]
     fn array_order_always_changes_a_hash(items in prop::collection::vec(tree(), 2..6), i in 0usize..6, j in 0usize..6) {
         let (i, j) = (i % items.len(), j % items.len());
-        let canon = |t: &Tree| loopguard_core::to_canonical_string(&parse(text(t, 0).as_bytes()).unwrap());
+        let canon = |t: &Tree| loopguard_core::json::to_canonical_string(&parse(text(t, 0).as_bytes()).unwrap());
         prop_assume!(canon(&items[i]) != canon(&items[j]));
         let mut swapped = items.clone();
         swapped.swap(i, j);
@@ -113,8 +113,8 @@ proptest! {
     /// Canonical output is a fixed point: parsing it again gives the same bytes.
     #[test]
     fn canonical_form_is_stable(t in tree()) {
-        let once = loopguard_core::to_canonical_string(&parse(text(&t, 0).as_bytes()).unwrap());
-        let twice = loopguard_core::to_canonical_string(&parse(once.as_bytes()).unwrap());
+        let once = loopguard_core::json::to_canonical_string(&parse(text(&t, 0).as_bytes()).unwrap());
+        let twice = loopguard_core::json::to_canonical_string(&parse(once.as_bytes()).unwrap());
         prop_assert_eq!(once, twice);
     }
 
@@ -188,7 +188,7 @@ proptest! {
     #[test]
     fn json_parser_never_panics_on_json_like_text(s in r#"[\[\]{}",:0-9eE+\-.a-z\\u ]{0,80}"#) {
         if let Ok(v) = parse(s.as_bytes()) {
-            let _ = loopguard_core::to_canonical_string(&v);
+            let _ = loopguard_core::json::to_canonical_string(&v);
         }
     }
 

@@ -15,9 +15,9 @@
 
 use loopguard_core::veto_result;
 use loopguard_core::CompactionGuard;
-use loopguard_core::{args_digest, args_hash};
-use loopguard_core::{digest_value, to_canonical_string};
-use loopguard_core::{hash_outcome, Hashing, Outcome, ResultHash};
+use loopguard_core::{hashing::args_digest, hashing::args_hash};
+use loopguard_core::{hashing::digest_value, json::to_canonical_string};
+use loopguard_core::{hashing::hash_outcome, hashing::ResultHash, Hashing, Outcome};
 use loopguard_core::{
     unknown_tool_guard_threshold, DetectorSwitches, DiagnosticKind, GuardSettings,
     PostCompactionGuardConfig, Severity,

@@ -1,10 +1,10 @@
 //! One decision per event, and its JSON line (events.md, "Output: decisions").
 
-use loopguard_core::ArgsDigest;
+use loopguard_core::hashing::ArgsDigest;
+use loopguard_core::hashing::ResultHash;
 use loopguard_core::JsString;
 use loopguard_core::Name;
-use loopguard_core::ResultHash;
-use loopguard_core::{hex_bytes, write_json_string, write_json_string_body};
+use loopguard_core::{hashing::hex_bytes, json::write_json_string, json::write_json_string_body};
 use loopguard_core::{Detector, Level};
 
 use crate::EventKind;

@@ -1,6 +1,6 @@
 //! One line of the event stream (events.md, format v1).
 
-use loopguard_core::{parse_object_entries, ParseError, ParseErrorKind};
+use loopguard_core::{json::parse_object_entries, json::ParseError, json::ParseErrorKind};
 use loopguard_core::{JsString, Value};
 
 /// What happened.
@@ -89,7 +89,7 @@ impl Event<'_> {
     /// assert_eq!(parse_event(out.trim_ascii_end(), 1).unwrap(), e);
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        use loopguard_core::{write_json_string, write_json_value};
+        use loopguard_core::{json::write_json_string, json::write_json_value};
         out.extend_from_slice(b"{\"type\":\"");
         out.extend_from_slice(self.kind.as_str().as_bytes());
         out.push(b'"');
@@ -215,7 +215,7 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
     });
     if let Err(e) = parsed {
         if e.kind == ParseErrorKind::ExpectedObject {
-            return Err(match loopguard_core::parse(line_bytes) {
+            return Err(match loopguard_core::json::parse(line_bytes) {
                 Ok(value) => err(
                     line,
                     None,

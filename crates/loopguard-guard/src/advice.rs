@@ -34,7 +34,7 @@ pub fn policy_notes(policy: &Policy) -> Vec<String> {
         return notes;
     }
     let bucket = BUCKET_SIZE as f64;
-    let num = loopguard_core::format_js_number;
+    let num = loopguard_core::json::format_js_number;
     if r.warning_threshold < bucket {
         let mut note = format!(
             "warningThreshold {}: warnings at counts below {BUCKET_SIZE} are never shown to the model (OpenClaw shows one per bucket of ten: at 10, 20, 30, …)",

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use loopguard_core::args_digest_wtf8;
+use loopguard_core::hashing::args_digest_wtf8;
 use loopguard_core::Outcome;
 use loopguard_core::{normalize_run, Name};
 use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Value, Verdict};

@@ -27,7 +27,7 @@
 
 use std::fmt::Write as _;
 
-use loopguard_core::no_progress_streak;
+use loopguard_core::detection::no_progress_streak;
 use serde::Serialize;
 
 use loopguard_agents::Agent;
@@ -356,7 +356,7 @@ pub fn session_status(
     let session = &entry.session;
     let history = session.history();
     st.history_len = history.len();
-    let mut seen: Vec<(String, loopguard_core::ArgsDigest)> = Vec::new();
+    let mut seen: Vec<(String, loopguard_core::hashing::ArgsDigest)> = Vec::new();
     for r in history.scoped(scope) {
         let tool = r.tool.to_string_lossy().into_owned();
         if !seen.iter().any(|(t, a)| *t == tool && *a == r.args) {

@@ -133,7 +133,7 @@ fn read_lines<E>(
         }
         // Blank means nothing but (JavaScript) whitespace; a line that starts an object
         // is not.
-        if text.first() != Some(&b'{') && loopguard_core::js_trim(text).is_empty() {
+        if text.first() != Some(&b'{') && loopguard_core::json::js_trim(text).is_empty() {
             return Ok(());
         }
         each(number, text)
@@ -237,7 +237,7 @@ mod tests {
             if number == 1 {
                 b.drain(..3);
             }
-            if b.first() == Some(&b'{') || !loopguard_core::js_trim(&b).is_empty() {
+            if b.first() == Some(&b'{') || !loopguard_core::json::js_trim(&b).is_empty() {
                 want.push((number, b));
             }
         }

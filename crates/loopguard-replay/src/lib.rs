@@ -100,7 +100,7 @@ pub fn replay<R: BufRead, W: Write>(
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
         // Blank means nothing but (JavaScript) whitespace.
-        if loopguard_core::js_trim(text).is_empty() {
+        if loopguard_core::json::js_trim(text).is_empty() {
             continue;
         }
         let event = match parse_event(text, number) {

@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
-use loopguard_core::{ArgsDigest, Detector};
+use loopguard_core::{hashing::ArgsDigest, Detector};
 use loopguard_events::{Action, Decision, EventKind};
 
 use crate::plan::Source;

@@ -169,7 +169,7 @@ pub struct EventMeta<'a> {
 /// canonical JSON).
 pub(crate) fn args_preview(args: &Value<'_>) -> String {
     const MAX: usize = 60;
-    let text = loopguard_core::to_canonical_string(args);
+    let text = loopguard_core::json::to_canonical_string(args);
     if text.chars().count() <= MAX {
         text
     } else {

@@ -107,7 +107,7 @@ async fn receive(
         })?;
         (spans_of_request(&request), Vec::new())
     } else {
-        let value = loopguard_core::parse(&bytes).map_err(|e| {
+        let value = loopguard_core::json::parse(&bytes).map_err(|e| {
             ApiError::bad_request(
                 format!("the body is not JSON: {} at byte {}", e.kind, e.offset + 1),
                 None,
@@ -164,7 +164,7 @@ async fn receive(
         json_response("{}", "application/json")
     } else {
         let mut out = Vec::new();
-        loopguard_core::write_json_value(
+        loopguard_core::json::write_json_value(
             &mut out,
             &Value::Object(Object::from_entries(vec![(
                 "partialSuccess".into(),

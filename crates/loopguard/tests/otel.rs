@@ -1065,7 +1065,7 @@ fn trace_agents_map_tools_as_the_hooks_do() {
             .into_owned();
         let (trace_tool, trace_args) = trace_agent.map_call(tool, &value);
         let mut text = Vec::new();
-        loopguard_core::write_json_value(&mut text, &trace_args);
+        loopguard_core::json::write_json_value(&mut text, &trace_args);
         let trace_args: serde_json::Value = serde_json::from_slice(&text).unwrap();
         assert_eq!(
             (hook_tool.as_str(), &hook_args),
@@ -1084,7 +1084,7 @@ fn trace_agents_map_tools_as_the_hooks_do() {
                 &loopguard_core::Value::from(output.to_string()),
             );
             let mut text = Vec::new();
-            loopguard_core::write_json_value(&mut text, &trace_result);
+            loopguard_core::json::write_json_value(&mut text, &trace_result);
             let trace_result: serde_json::Value = serde_json::from_slice(&text).unwrap();
             assert_eq!(hook_result, trace_result, "{tool}");
         }

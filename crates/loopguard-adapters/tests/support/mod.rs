@@ -225,7 +225,7 @@ pub fn json(text: &str) -> Value<'static> {
 /// `s` as a JSON string literal.
 pub fn quote(s: &str) -> String {
     let mut out = Vec::new();
-    loopguard_core::write_json_string(&mut out, &s.into());
+    loopguard_core::json::write_json_string(&mut out, &s.into());
     String::from_utf8(out).unwrap()
 }
 

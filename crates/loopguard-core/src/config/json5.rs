@@ -100,11 +100,11 @@ const MAX_DEPTH: usize = 256;
 /// Parses a JSON5 document.
 ///
 /// ```
-/// use loopguard_core::{parse_json5, Json5Value};
-/// let doc = parse_json5("{\n  // comment\n  tools: { loopDetection: { enabled: true, } },\n}")?;
+/// use loopguard_core::json5::{self, NodeValue};
+/// let doc = json5::parse("{\n  // comment\n  tools: { loopDetection: { enabled: true, } },\n}")?;
 /// let tools = doc.get("tools").ok_or("no tools")?;
 /// assert_eq!(tools.key_pos.line, 3);
-/// assert!(matches!(tools.value.value, Json5Value::Object(_)));
+/// assert!(matches!(tools.value.value, NodeValue::Object(_)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse(text: &str) -> Result<Node, SyntaxError> {

@@ -14,7 +14,7 @@ use crate::value::Value;
 /// OpenClaw's `isKnownPollToolCall`.
 ///
 /// ```
-/// use loopguard_core::{is_known_poll_call, Value};
+/// use loopguard_core::{detection::is_known_poll_call, Value};
 /// let poll = Value::parse(br#"{"action":"poll","sessionId":"s"}"#)?;
 /// assert!(is_known_poll_call(b"process", &poll));
 /// assert!(is_known_poll_call(b"command_status", &Value::Null));

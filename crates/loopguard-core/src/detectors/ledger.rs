@@ -322,7 +322,7 @@ impl Ledger {
 /// different file is the same failure.
 ///
 /// ```
-/// use loopguard_core::failure_identity;
+/// use loopguard_core::detection::failure_identity;
 /// use loopguard_core::Outcome;
 /// use loopguard_core::Value;
 /// let a = Value::from("ENOENT: no such file or directory, open '/tmp/a.txt'");
@@ -330,7 +330,7 @@ impl Ledger {
 /// assert_eq!(failure_identity(Outcome::Error(&a)), failure_identity(Outcome::Error(&b)));
 /// let ok = Value::parse(br#"{"details":{"status":"completed","exitCode":0}}"#)?;
 /// assert_eq!(failure_identity(Outcome::Result(&ok)), None);
-/// # Ok::<(), loopguard_core::ParseError>(())
+/// # Ok::<(), loopguard_core::json::ParseError>(())
 /// ```
 pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
     let text = match outcome {
@@ -443,7 +443,7 @@ fn result_failure(r: &Value<'_>) -> Option<ResultFailure> {
 /// at most 2,000 characters kept.
 ///
 /// ```
-/// use loopguard_core::normalize_failure_text;
+/// use loopguard_core::detection::normalize_failure_text;
 /// assert_eq!(
 ///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'a.py'"),
 ///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'src/b.py'"),

@@ -119,7 +119,7 @@ pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
 /// The top-level keys that only describe a call of `tool` ([`TOOL_BOOKKEEPING`]).
 ///
 /// ```
-/// use loopguard_core::tool_bookkeeping_keys;
+/// use loopguard_core::detection::tool_bookkeeping_keys;
 /// assert!(tool_bookkeeping_keys(b"Bash").contains(&"description"));
 /// assert!(tool_bookkeeping_keys(b"create_issue").is_empty());
 /// ```
@@ -399,7 +399,7 @@ fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
 /// command substitution. Such a call has no effect beyond its own output, whatever it says.
 ///
 /// ```
-/// use loopguard_core::is_echo_only;
+/// use loopguard_core::detection::is_echo_only;
 /// assert!(is_echo_only(b"echo 'All checks passed.'"));
 /// assert!(is_echo_only(b"printf 'Final: done\\n' && true"));
 /// assert!(!is_echo_only(b"echo done > status.txt"));
@@ -464,13 +464,13 @@ pub fn is_echo_only(command: &[u8]) -> bool {
 /// status checks of sub-agents or jobs (a tool whose name ends in `status`).
 ///
 /// ```
-/// use loopguard_core::{is_wait_call, Value};
+/// use loopguard_core::{detection::is_wait_call, Value};
 /// let empty = Value::parse(br#"{"session_id":3,"chars":""}"#)?;
 /// assert!(is_wait_call(b"write_stdin", &empty));
 /// let typing = Value::parse(br#"{"session_id":3,"chars":"y\n"}"#)?;
 /// assert!(!is_wait_call(b"write_stdin", &typing));
 /// assert!(is_wait_call(b"BashOutput", &Value::Null));
-/// # Ok::<(), loopguard_core::ParseError>(())
+/// # Ok::<(), loopguard_core::json::ParseError>(())
 /// ```
 pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
     if is_known_poll_call(tool, args) {
@@ -512,11 +512,11 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
 /// The sketch of a call's arguments.
 ///
 /// ```
-/// use loopguard_core::{args_sketch, Value};
+/// use loopguard_core::{detection::args_sketch, Value};
 /// let a = Value::parse(br#"{"command":"grep -n 'Foo'  src/a.py","description":"look"}"#)?;
 /// let b = Value::parse(br#"{"command":"grep -n \"foo\" src/a.py","description":"again"}"#)?;
 /// assert_eq!(args_sketch(b"bash", &a).shape, args_sketch(b"bash", &b).shape);
-/// # Ok::<(), loopguard_core::ParseError>(())
+/// # Ok::<(), loopguard_core::json::ParseError>(())
 /// ```
 pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     args_sketch_and_numbers(tool, args).0
@@ -1003,7 +1003,7 @@ mod tests {
             let json = Value::parse(
                 format!(
                     r#"{{"content":[{{"type":"text","text":{}}}]}}"#,
-                    crate::to_canonical_string(&v)
+                    crate::canonical::to_canonical_string(&v)
                 )
                 .as_bytes(),
             )

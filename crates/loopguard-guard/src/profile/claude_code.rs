@@ -28,7 +28,7 @@
 //! assert_eq!(result.get("details").and_then(|d| d.get("status")).and_then(Value::as_str), Some("completed"));
 //! ```
 
-use loopguard_core::write_json_string_body;
+use loopguard_core::json::write_json_string_body;
 use loopguard_core::{JsString, Object, Value};
 
 /// How a Claude Code tool is presented to the engine.
@@ -204,7 +204,7 @@ fn join<'a>(a: Option<&JsString<'a>>, b: Option<&JsString<'a>>) -> JsString<'a> 
                 json.extend_from_slice(b"\\n");
                 write_json_string_body(&mut json, y);
                 json.push(b'"');
-                match loopguard_core::parse(&json) {
+                match loopguard_core::json::parse(&json) {
                     Ok(Value::String(s)) => s.into_owned(),
                     _ => {
                         JsString::from(format!("{}\n{}", x.to_string_lossy(), y.to_string_lossy()))
@@ -369,7 +369,7 @@ fn generic_result<'a>(response: &Value<'a>) -> Value<'a> {
 mod tests {
     use super::*;
     use crate::profile::display_message;
-    use loopguard_core::{hash_outcome, Hashing, Outcome};
+    use loopguard_core::{hashing::hash_outcome, Hashing, Outcome};
 
     fn v(s: &str) -> Value<'static> {
         Value::parse(s.as_bytes()).unwrap().into_owned()
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn background_polls_are_known_polls() {
-        use loopguard_core::is_known_poll_call;
+        use loopguard_core::detection::is_known_poll_call;
         for (tool, input) in [
             ("BashOutput", r#"{"bash_id":"b1"}"#),
             (
@@ -541,7 +541,9 @@ mod tests {
                 r#"{"todos":[{"content":"Fix the bug","status":"completed","activeForm":"Fixing"}]}"#,
             ),
         );
-        let h = |m: &MappedCall<'_>| loopguard_core::args_digest_wtf8(m.tool.as_wtf8(), &m.args);
+        let h = |m: &MappedCall<'_>| {
+            loopguard_core::hashing::args_digest_wtf8(m.tool.as_wtf8(), &m.args)
+        };
         assert_eq!(a.tool.as_str(), Some("update_plan"));
         assert_eq!(h(&a), h(&b));
         assert_ne!(h(&a), h(&c));

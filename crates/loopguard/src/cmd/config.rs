@@ -140,7 +140,7 @@ fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&
         .unwrap_or_default();
     let merged = policy.block.clone().unwrap_or_default();
     let _ = writeln!(out, "{title}");
-    let num = loopguard_core::format_js_number;
+    let num = loopguard_core::json::format_js_number;
     let src_num = |f: fn(&LoopDetectionConfig) -> Option<f64>| {
         source(f(&own).map(|_| true), f(&global).map(|_| true))
     };

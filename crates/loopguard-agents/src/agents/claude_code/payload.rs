@@ -40,7 +40,7 @@
 //! assert_eq!(e.to_string(), "hook payload: field `tool_name` is missing");
 //! ```
 
-use loopguard_core::{JsString, Object, ParseError, Value};
+use loopguard_core::{json::ParseError, JsString, Object, Value};
 
 /// Why a payload was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -178,7 +178,7 @@ pub struct HookPayload<'a> {
 impl<'a> HookPayload<'a> {
     /// Parses a payload. Never panics, whatever the bytes.
     pub fn parse(input: &'a [u8]) -> Result<HookPayload<'a>, PayloadError> {
-        let Value::Object(obj) = loopguard_core::parse(input)? else {
+        let Value::Object(obj) = loopguard_core::json::parse(input)? else {
             return Err(PayloadError::NotAnObject);
         };
         let f = Fields(&obj);
