@@ -13,6 +13,14 @@
 use crate::value::{JsString, Object, Value};
 
 /// Where canonical bytes go.
+///
+/// ```
+/// use loopguard_core::{json, JsString};
+/// let mut out: Vec<u8> = Vec::new();
+/// json::write_json_string(&mut out, &JsString::from("tab\there"));
+/// assert_eq!(out, br#""tab\there""#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Sink {
     /// Appends bytes.
     fn write(&mut self, bytes: &[u8]);

@@ -13,6 +13,15 @@ use crate::value::Value;
 ///
 /// Two `argsHash` strings are equal exactly when their tool names and digests are, because
 /// the digest has a fixed length.
+///
+/// ```
+/// use loopguard_core::{hashing, Value};
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let digest = hashing::args_digest("read", &args);
+/// assert_eq!(hashing::args_hash("read", &args), format!("read:{}", hashing::hex(&digest.0)));
+/// assert_eq!(hashing::args_digest_wtf8(b"read", &args), digest);
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ArgsDigest(pub [u8; 32]);
 

@@ -21,6 +21,18 @@ use crate::text::js_whitespace_at;
 use crate::value::{JsString, Object, Value};
 
 /// A recorded outcome hash: 64 hex digits, or `error:` and 64 hex digits.
+///
+/// ```
+/// use loopguard_core::{hashing, Hashing, Outcome, Value};
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let out = Value::from("same");
+/// let a = hashing::hash_outcome(b"read", &args, Outcome::Result(&out), &Hashing::default());
+/// let b = hashing::hash_outcome(b"read", &args, Outcome::Result(&out), &Hashing::default());
+/// let hash = a.result_hash.ok_or("no hash")?;
+/// assert!(!hash.is_error);
+/// assert_eq!(Some(hash), b.result_hash);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ResultHash {
     /// `true` for hashes of thrown errors (`error:` prefix).
@@ -45,6 +57,17 @@ impl fmt::Debug for ResultHash {
 }
 
 /// What a tool call produced.
+///
+/// ```
+/// use loopguard_core::{hashing, Hashing, Outcome, Value};
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let thrown = Value::from("ENOENT: no such file");
+/// let h = hashing::hash_outcome(b"read", &args, Outcome::Error(&thrown), &Hashing::default());
+/// assert!(h.result_hash.ok_or("no hash")?.is_error);
+/// let none = hashing::hash_outcome(b"read", &args, Outcome::Undefined, &Hashing::default());
+/// assert!(none.result_hash.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Outcome<'v, 'a> {
     /// The tool returned this value.
@@ -56,6 +79,15 @@ pub enum Outcome<'v, 'a> {
 }
 
 /// The hash of an outcome and, for errors, the missing tool it names.
+///
+/// ```
+/// use loopguard_core::{hashing, Hashing, Outcome, Value};
+/// let args = Value::parse(br#"{"command":"foo"}"#)?;
+/// let thrown = Value::from("Tool Foo not found");
+/// let h = hashing::hash_outcome(b"foo", &args, Outcome::Error(&thrown), &Hashing::default());
+/// assert_eq!(h.unknown_tool.as_deref(), Some("foo"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutcomeHash {
     /// `None` when OpenClaw records nothing (an `undefined` result or a loop veto).
@@ -69,6 +101,19 @@ pub struct OutcomeHash {
 /// OpenClaw asks its channel plugins (`isMessagingToolSendAction`); loopguard's default,
 /// [`DefaultSendClassifier`], follows decisions.md item 6. An embedding runtime that knows
 /// its own channels can supply another.
+///
+/// ```
+/// use loopguard_core::{Object, SendClassifier};
+/// /// Every tool whose name starts with `notify_` is a channel send.
+/// struct Notify;
+/// impl SendClassifier for Notify {
+///     fn is_channel_send(&self, tool: &[u8], _args: &Object<'_>) -> bool {
+///         tool.starts_with(b"notify_")
+///     }
+/// }
+/// assert!(Notify.is_channel_send(b"notify_team", &Object::default()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait SendClassifier: Send + Sync {
     /// `true` when `tool` called with `args` delivers a message.
     fn is_channel_send(&self, tool: &[u8], args: &Object<'_>) -> bool;
@@ -111,6 +156,15 @@ impl SendClassifier for DefaultSendClassifier {
 }
 
 /// Settings of outcome hashing that an embedding runtime may change.
+///
+/// ```
+/// use std::sync::Arc;
+/// use loopguard_core::{DefaultSendClassifier, Hashing, Session};
+/// let hashing = Hashing { sends: Arc::new(DefaultSendClassifier) };
+/// let session = Session::new("s").with_hashing(hashing);
+/// assert_eq!(session.id(), "s");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Hashing {
     /// Decides which non-`message` tools are channel sends.

@@ -22,6 +22,15 @@ use crate::value::{JsString, Object, Value};
 pub const MAX_DEPTH: usize = 2048;
 
 /// Why a JSON text was rejected, and where.
+///
+/// ```
+/// use loopguard_core::json::{self, ParseErrorKind};
+/// let Err(e) = json::parse(br#"{"a":}"#) else {
+///     return Err("parsed".into());
+/// };
+/// assert_eq!((e.kind, e.offset), (ParseErrorKind::UnexpectedChar('}'), 5));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{kind} at byte {offset}")]
 pub struct ParseError {

@@ -60,6 +60,14 @@ impl Session {
 /// A snapshot holds what the session remembers; the outcome-hashing settings are code, not
 /// state, so a runtime that replaced them gives them again here (else the defaults apply).
 /// The id and mode default to the saved ones.
+///
+/// ```
+/// use loopguard_core::{Mode, Session};
+/// let saved = Session::new("agent:a").export_state_binary();
+/// let restored = Session::restore(&saved).mode(Mode::Observe).build()?;
+/// assert_eq!((restored.id(), restored.mode()), ("agent:a", Mode::Observe));
+/// # Ok::<(), loopguard_core::StateError>(())
+/// ```
 #[derive(Debug)]
 #[must_use = "call `build` to get the session"]
 pub struct Restore<'b> {

@@ -44,6 +44,13 @@ use crate::warnings::WarningBuckets;
 pub const MAX_RUN_GUARDS: usize = 64;
 
 /// Whether blocks are enforced.
+///
+/// ```
+/// use loopguard_core::{Mode, Session};
+/// let saved = Session::new("s").with_mode(Mode::Observe).export_state();
+/// assert_eq!(Session::import_state(&saved, "s")?.mode(), Mode::Observe);
+/// # Ok::<(), loopguard_core::StateError>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// A blocked call does not run (OpenClaw's behaviour).
@@ -140,6 +147,15 @@ impl<'a> Call<'a> {
 }
 
 /// What to do with a call.
+///
+/// ```
+/// use loopguard_core::{Call, Policy, Session, Value, Verdict};
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let decision = session.before_call(&Policy::enabled(), &Call::new("read", &args));
+/// assert_eq!(decision.verdict, Verdict::Allow);
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// No loop.
@@ -164,6 +180,16 @@ pub enum Verdict {
 }
 
 /// The answer of [`Session::before_call`].
+///
+/// ```
+/// use loopguard_core::{hashing, Call, Policy, Session, Value};
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let decision = session.before_call(&Policy::enabled(), &Call::new("read", &args));
+/// assert!(!decision.is_block() && decision.detection().is_none());
+/// assert_eq!(decision.args, hashing::args_digest("read", &args));
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[must_use = "a blocked call must not run: check the verdict"]
 pub struct CallDecision {
@@ -193,6 +219,18 @@ impl CallDecision {
 }
 
 /// The answer of [`Session::after_call`].
+///
+/// ```
+/// use loopguard_core::{Call, Outcome, Policy, Session, Value};
+/// let policy = Policy::enabled();
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let call = Call::new("read", &args);
+/// let _ = session.before_call(&policy, &call);
+/// let recorded = session.after_call(&policy, &call, Outcome::Result(&Value::from("text")));
+/// assert!(recorded.result.is_some() && recorded.abort.is_none());
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[must_use = "an abort (a loop that survived a compaction) must stop the run: check `abort`"]
 pub struct OutcomeDecision {
@@ -206,6 +244,13 @@ pub struct OutcomeDecision {
 }
 
 /// The answer of [`Session::on_compaction`].
+///
+/// ```
+/// use loopguard_core::{Policy, Session};
+/// let mut session = Session::new("s");
+/// assert!(session.on_compaction(&Policy::enabled(), None).armed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "`armed` says whether the post-compaction guard watches this run"]
 pub struct CompactionDecision {

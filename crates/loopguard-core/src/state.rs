@@ -69,6 +69,15 @@ pub const STATE_VERSION_MIN: u32 = 2;
 pub const STATE_FORMAT: &str = "loopguard-session-state";
 
 /// Why a snapshot could not be read.
+///
+/// ```
+/// use loopguard_core::{Session, StateError};
+/// let Err(e) = Session::import_state(br#"{"format":"something else"}"#, "s") else {
+///     return Err("accepted".into());
+/// };
+/// assert!(matches!(e, StateError::Field { .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StateError {

@@ -63,6 +63,17 @@ pub enum DiagnosticKind {
 }
 
 /// One problem found in a config file.
+///
+/// ```
+/// use loopguard_core::{OpenClawConfig, Severity};
+/// let loaded = OpenClawConfig::load_for_run(
+///     "{ tools: { loopDetection: { enabled: true, historySize: 0 } } }",
+/// )?;
+/// let d = loaded.diagnostics.first().ok_or("no diagnostic")?;
+/// assert_eq!(d.severity, Severity::Warning);
+/// assert!(d.path.ends_with("historySize"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     /// Error or warning.

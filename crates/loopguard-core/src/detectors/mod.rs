@@ -58,6 +58,24 @@ use crate::history::{Name, Record};
 use crate::value::Value;
 
 /// Which detector fired.
+///
+/// ```
+/// use loopguard_core::{Call, Detector, Level, Outcome, Policy, Session, Value};
+/// let policy = Policy::enabled();
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let same = Value::from("same");
+/// for _ in 0..10 {
+///     let call = Call::new("read", &args);
+///     let _ = session.before_call(&policy, &call);
+///     let _ = session.after_call(&policy, &call, Outcome::Result(&same));
+/// }
+/// let decision = session.before_call(&policy, &Call::new("read", &args));
+/// let detection = decision.detection().ok_or("no detection")?;
+/// assert_eq!((detection.detector, detection.level), (Detector::GenericRepeat, Level::Warning));
+/// assert_eq!(detection.detector.as_str(), "generic_repeat");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Detector {
