@@ -159,6 +159,17 @@ impl From<String> for Value<'static> {
 }
 
 /// An object: entries sorted by key in UTF-16 code-unit order, keys unique.
+///
+/// ```
+/// use loopguard_core::Value;
+/// let v = Value::parse(br#"{"b":1,"a":2,"b":3}"#)?;
+/// let o = v.as_object().ok_or("not an object")?;
+/// // `JSON.parse` keeps the last duplicate; keys iterate in UTF-16 order.
+/// assert_eq!(o.get("b").and_then(Value::as_f64), Some(3.0));
+/// let keys: Vec<_> = o.iter().map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+/// assert_eq!(keys, ["a", "b"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Object<'a> {
     entries: Vec<(JsString<'a>, Value<'a>)>,
@@ -235,6 +246,16 @@ impl<'a> Object<'a> {
 /// `simple` records that the bytes are valid UTF-8 and contain nothing `JSON.stringify`
 /// escapes, so the canonical form is the bytes between two quotes; the serialiser uses it to
 /// skip scanning long strings. `lone` records that the string holds lone surrogates.
+///
+/// ```
+/// use loopguard_core::Value;
+/// let v = Value::parse(br#"" \ud800 x ""#)?;
+/// let s = v.as_js_str().ok_or("not a string")?;
+/// assert!(s.has_lone_surrogates());
+/// assert_eq!(s.as_str(), None); // not valid UTF-8: WTF-8 bytes
+/// assert_eq!(s.trim().as_wtf8(), b"\xed\xa0\x80 x");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct JsString<'a> {
     bytes: Repr<'a>,

@@ -32,6 +32,17 @@
 use super::as_positive_int;
 
 /// Which set of detectors runs.
+///
+/// ```
+/// use loopguard_core::{DetectorProfile, OpenClawConfig};
+/// let loaded = OpenClawConfig::load_for_run(
+///     r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "strict" } }"#,
+/// )?;
+/// let policy = loaded.config.policy_for(None);
+/// assert_eq!(policy.extra.profile, DetectorProfile::Strict);
+/// assert_eq!(DetectorProfile::Strict.as_str(), "strict");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DetectorProfile {
     /// OpenClaw's detectors only, byte for byte (the default).
@@ -209,6 +220,14 @@ pub const DEFAULT_CHANGING_ERROR: (u64, u64) = (2, 3);
 pub const DEFAULT_COMPACTIONS: u64 = 2;
 
 /// The resolved extra detectors; part of [`super::Policy`] (`policy.extra`).
+///
+/// ```
+/// use loopguard_core::{DetectorProfile, ExtraPolicy, Policy};
+/// let policy = Policy::enabled().with_extra(ExtraPolicy::strict());
+/// assert_eq!(policy.extra.profile, DetectorProfile::Strict);
+/// assert!(policy.extra.failure_streak.enabled);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExtraPolicy {
     /// The profile that was chosen.

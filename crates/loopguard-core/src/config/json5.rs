@@ -24,6 +24,15 @@ impl fmt::Display for Pos {
 }
 
 /// A value with the position where it starts.
+///
+/// ```
+/// use loopguard_core::json5::{self, NodeValue};
+/// let doc = json5::parse("{ n: 0x10, s: 'single' }")?;
+/// let n = doc.get("n").ok_or("no n")?;
+/// assert_eq!(n.value.value, NodeValue::Number(16.0));
+/// assert_eq!(n.value.value.type_name(), "a number");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
     /// The value.
@@ -85,6 +94,15 @@ impl Node {
 }
 
 /// A JSON5 syntax error.
+///
+/// ```
+/// use loopguard_core::json5;
+/// let Err(e) = json5::parse("{ a: }") else {
+///     return Err("parsed".into());
+/// };
+/// assert_eq!((e.pos.line, e.pos.col), (1, 6));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{pos}: {message}")]
 pub struct SyntaxError {

@@ -111,6 +111,14 @@ impl fmt::Display for Diagnostic {
 }
 
 /// A config that was read, with everything worth telling about it.
+///
+/// ```
+/// use loopguard_core::OpenClawConfig;
+/// let loaded = OpenClawConfig::load_for_run("{ tools: { loopDetection: { enabled: true } } }")?;
+/// assert!(loaded.diagnostics.is_empty());
+/// assert!(loaded.config.policy_for(None).resolved.enabled);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Loaded {
     /// The usable config (invalid values dropped, so they fall back to defaults).
@@ -129,6 +137,15 @@ impl Loaded {
 }
 
 /// A config that could not be read at all.
+///
+/// ```
+/// use loopguard_core::{LoadError, OpenClawConfig, RunConfigError};
+/// let Err(e) = OpenClawConfig::load_for_run("[1, 2]") else {
+///     return Err("accepted".into());
+/// };
+/// assert!(matches!(e, RunConfigError::Load(LoadError::NotAnObject { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
@@ -146,6 +163,15 @@ pub enum LoadError {
 }
 
 /// Why a config cannot run the engine ([`OpenClawConfig::load_for_run`]).
+///
+/// ```
+/// use loopguard_core::{OpenClawConfig, RunConfigError};
+/// let Err(e) = OpenClawConfig::load_for_run("{ tools: { loopDetection: { enabeld: true } } }") else {
+///     return Err("accepted".into());
+/// };
+/// assert!(matches!(e, RunConfigError::Rejected(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunConfigError {

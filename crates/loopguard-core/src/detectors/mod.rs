@@ -180,6 +180,13 @@ impl fmt::Display for Detector {
 }
 
 /// How serious a detection is.
+///
+/// ```
+/// use loopguard_core::Level;
+/// assert_eq!(Level::Warning.as_str(), "warning");
+/// assert_eq!(Level::Critical.as_str(), "critical");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Level {
