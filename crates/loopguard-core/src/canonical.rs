@@ -137,6 +137,14 @@ pub fn push_hex(out: &mut String, d: &[u8; 32]) {
 }
 
 /// The SHA-256 of the canonical form of `v`.
+///
+/// ```
+/// use loopguard_core::{hashing, Value};
+/// let a = Value::parse(br#"{"x":1,"y":[true]}"#)?;
+/// let b = Value::parse(br#"{ "y": [true], "x": 1.0 }"#)?;
+/// assert_eq!(hashing::digest_value(&a), hashing::digest_value(&b));
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 pub fn digest_value(v: &Value<'_>) -> [u8; 32] {
     let mut d = Digest::default();
     write_value(&mut d, v);
@@ -307,6 +315,15 @@ pub fn write_json_string<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 }
 
 /// [`write_json_string`] without the quotes, to build longer strings (`"tool:hex"`).
+///
+/// ```
+/// use loopguard_core::{json, JsString};
+/// let mut out = b"\"tool:".to_vec();
+/// json::write_json_string_body(&mut out, &JsString::from("say \"hi\""));
+/// out.push(b'"');
+/// assert_eq!(out, br#""tool:say \"hi\"""#);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
     if s.is_simple() {
         out.write(s.as_wtf8());
@@ -323,6 +340,13 @@ pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 }
 
 /// The lowercase hex digits of a digest, without allocating.
+///
+/// ```
+/// use loopguard_core::{hashing, Value};
+/// let d = hashing::digest_value(&Value::from("x"));
+/// assert_eq!(&hashing::hex_bytes(&d)[..], hashing::hex(&d).as_bytes());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = [0u8; 64];

@@ -63,6 +63,24 @@ pub struct GuardVerdict {
 }
 
 /// The abort verdict (OpenClaw's `PostCompactionLoopPersistedError`).
+///
+/// ```
+/// use loopguard_core::{Call, Outcome, Policy, Session, Value};
+/// let policy = Policy::enabled();
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let same = Value::from("same");
+/// let _ = session.on_compaction(&policy, None);
+/// let mut abort = None;
+/// for _ in 0..3 {
+///     let call = Call::new("read", &args);
+///     let _ = session.before_call(&policy, &call);
+///     abort = abort.or(session.after_call(&policy, &call, Outcome::Result(&same)).abort);
+/// }
+/// let abort = abort.ok_or("no abort")?;
+/// assert_eq!((abort.count, abort.tool.to_string()), (3, "read".to_string()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct GuardAbort {
     /// Identical triples seen since the compaction, this one included.

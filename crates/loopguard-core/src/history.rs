@@ -87,6 +87,15 @@ pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
 }
 
 /// The rolling history of one session.
+///
+/// ```
+/// use loopguard_core::{Call, Policy, Session, Value};
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let _ = session.before_call(&Policy::enabled(), &Call::new("read", &args));
+/// assert_eq!(session.history().len(), 1);
+/// # Ok::<(), loopguard_core::json::ParseError>(())
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct History {
     records: VecDeque<Record>,

@@ -105,6 +105,17 @@ pub fn as_positive_int(v: Option<f64>, fallback: f64) -> f64 {
 }
 
 /// The resolved numbers and switches the detectors use.
+///
+/// ```
+/// use loopguard_core::OpenClawConfig;
+/// let loaded = OpenClawConfig::load_for_run(
+///     "{ tools: { loopDetection: { enabled: true, warningThreshold: 5 } } }",
+/// )?;
+/// let resolved = loaded.config.policy_for(None).resolved;
+/// assert_eq!(resolved.warning_threshold, 5.0);
+/// assert!(resolved.critical_threshold > resolved.warning_threshold);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedConfig {
     /// `enabled === true`.

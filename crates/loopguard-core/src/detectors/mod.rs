@@ -213,6 +213,24 @@ impl fmt::Display for Level {
 }
 
 /// A loop found in the history.
+///
+/// ```
+/// use loopguard_core::{Call, Outcome, Policy, Session, Value};
+/// let policy = Policy::enabled();
+/// let mut session = Session::new("s");
+/// let args = Value::parse(br#"{"path":"/a"}"#)?;
+/// let same = Value::from("same");
+/// for _ in 0..10 {
+///     let call = Call::new("read", &args);
+///     let _ = session.before_call(&policy, &call);
+///     let _ = session.after_call(&policy, &call, Outcome::Result(&same));
+/// }
+/// let decision = session.before_call(&policy, &Call::new("read", &args));
+/// let detection = decision.detection().ok_or("no detection")?;
+/// assert!(detection.count >= 10 && detection.paired_tool.is_none());
+/// assert!(!detection.message.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Detection {
     /// Which detector.
