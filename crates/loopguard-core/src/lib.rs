@@ -233,8 +233,8 @@ pub mod hashing {
 pub mod detection {
     //! What the detectors look at, for front ends that explain a decision or classify a call
     //! as the engine does: the history a session keeps ([`History`], [`Record`]), the
-    //! known-poll and wait-call rules, the no-progress streak, the argument sketches of
-    //! `near_repeat`, and the outcome ledger of the strict profile.
+    //! known-poll and wait-call rules, the no-progress streak, and the similarity measure of
+    //! `near_repeat`.
     //!
     //! ```
     //! use loopguard_core::{detection, Value};
@@ -245,14 +245,10 @@ pub mod detection {
     //! # Ok::<(), loopguard_core::json::ParseError>(())
     //! ```
     pub use crate::detectors::known_poll::is_known_poll_call;
-    pub use crate::detectors::ledger::{
-        failure_identity, normalize_failure_text, FailureId, Ledger, LedgerEntry, LoopMark,
-        RunState,
-    };
-    pub use crate::detectors::no_progress::{streak as no_progress_streak, Streak};
-    pub use crate::detectors::sketch::{
-        args_sketch, is_echo_only, is_wait_call, similarity_pct, tool_bookkeeping_keys, ArgsSketch,
-        Sketch, BOOKKEEPING_KEYS, TOOL_BOOKKEEPING,
-    };
-    pub use crate::history::{History, Record, RecordRef};
+    pub use crate::detectors::no_progress::streak as no_progress_streak;
+    pub use crate::detectors::sketch::{is_wait_call, similarity_pct};
+    pub use crate::history::{History, Record};
+    // The strict profile's ledger, argument sketches and bookkeeping lists (`Ledger`,
+    // `args_sketch`, `failure_identity`, `BOOKKEEPING_KEYS`, …) stay private to the crate:
+    // no front end uses them, which leaves room to change how the strict detectors work.
 }

@@ -320,18 +320,6 @@ impl Ledger {
 /// (mini-swe-agent's observation). The identity is the error text, or the exit code and
 /// the output, [normalised](normalize_failure_text) so that the same error about a
 /// different file is the same failure.
-///
-/// ```
-/// use loopguard_core::detection::failure_identity;
-/// use loopguard_core::Outcome;
-/// use loopguard_core::Value;
-/// let a = Value::from("ENOENT: no such file or directory, open '/tmp/a.txt'");
-/// let b = Value::from("ENOENT: no such file or directory, open '/tmp/b/c.txt'");
-/// assert_eq!(failure_identity(Outcome::Error(&a)), failure_identity(Outcome::Error(&b)));
-/// let ok = Value::parse(br#"{"details":{"status":"completed","exitCode":0}}"#)?;
-/// assert_eq!(failure_identity(Outcome::Result(&ok)), None);
-/// # Ok::<(), loopguard_core::json::ParseError>(())
-/// ```
 pub fn failure_identity(outcome: Outcome<'_, '_>) -> Option<FailureId> {
     let text = match outcome {
         Outcome::Undefined => return None,
@@ -441,15 +429,6 @@ fn result_failure(r: &Value<'_>) -> Option<ResultFailure> {
 /// Normalises a failure's text: lowercase, whitespace collapsed, numbers replaced by `#`,
 /// quoted strings and path-like words (with `/`, `\` or a dotted file name) by `<v>`, and
 /// at most 2,000 characters kept.
-///
-/// ```
-/// use loopguard_core::detection::normalize_failure_text;
-/// assert_eq!(
-///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'a.py'"),
-///     normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'src/b.py'"),
-/// );
-/// assert_ne!(normalize_failure_text("permission denied"), normalize_failure_text("not found"));
-/// ```
 pub fn normalize_failure_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(2000));
     for word in text.split_whitespace() {
@@ -494,6 +473,34 @@ pub fn normalize_failure_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Outcome, Value};
+
+    #[test]
+    /// The example that documented `failure_identity` before it became crate-private.
+    fn example_failure_identity() -> Result<(), crate::json::ParseError> {
+        let a = Value::from("ENOENT: no such file or directory, open '/tmp/a.txt'");
+        let b = Value::from("ENOENT: no such file or directory, open '/tmp/b/c.txt'");
+        assert_eq!(
+            failure_identity(Outcome::Error(&a)),
+            failure_identity(Outcome::Error(&b))
+        );
+        let ok = Value::parse(br#"{"details":{"status":"completed","exitCode":0}}"#)?;
+        assert_eq!(failure_identity(Outcome::Result(&ok)), None);
+        Ok(())
+    }
+
+    #[test]
+    /// The example that documented `normalize_failure_text` before it became crate-private.
+    fn example_normalize_failure_text() {
+        assert_eq!(
+            normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'a.py'"),
+            normalize_failure_text("FileNotFoundError: [Errno 2] No such file: 'src/b.py'"),
+        );
+        assert_ne!(
+            normalize_failure_text("permission denied"),
+            normalize_failure_text("not found")
+        );
+    }
 
     fn name(s: &str) -> Name {
         crate::history::name_from_vec(s.as_bytes().to_vec())

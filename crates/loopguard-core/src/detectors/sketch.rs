@@ -117,12 +117,6 @@ pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
 ];
 
 /// The top-level keys that only describe a call of `tool` ([`TOOL_BOOKKEEPING`]).
-///
-/// ```
-/// use loopguard_core::detection::tool_bookkeeping_keys;
-/// assert!(tool_bookkeeping_keys(b"Bash").contains(&"description"));
-/// assert!(tool_bookkeeping_keys(b"create_issue").is_empty());
-/// ```
 pub fn tool_bookkeeping_keys(tool: &[u8]) -> &'static [&'static str] {
     TOOL_BOOKKEEPING
         .iter()
@@ -397,15 +391,6 @@ fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
 /// Whether a shell command only prints literal text: every statement (split at newlines,
 /// `;`, `&&`, `||`) is `echo`, `printf`, `true` or `:`, with no redirection, pipe or
 /// command substitution. Such a call has no effect beyond its own output, whatever it says.
-///
-/// ```
-/// use loopguard_core::detection::is_echo_only;
-/// assert!(is_echo_only(b"echo 'All checks passed.'"));
-/// assert!(is_echo_only(b"printf 'Final: done\\n' && true"));
-/// assert!(!is_echo_only(b"echo done > status.txt"));
-/// assert!(!is_echo_only(b"echo $(git rev-parse HEAD)"));
-/// assert!(!is_echo_only(b"echo ok && pytest"));
-/// ```
 pub fn is_echo_only(command: &[u8]) -> bool {
     let text = String::from_utf8_lossy(command);
     // Statements split at newlines, `;`, `&&`, `||` outside quotes; any redirection,
@@ -510,14 +495,6 @@ pub fn is_wait_call(tool: &[u8], args: &Value<'_>) -> bool {
 }
 
 /// The sketch of a call's arguments.
-///
-/// ```
-/// use loopguard_core::{detection::args_sketch, Value};
-/// let a = Value::parse(br#"{"command":"grep -n 'Foo'  src/a.py","description":"look"}"#)?;
-/// let b = Value::parse(br#"{"command":"grep -n \"foo\" src/a.py","description":"again"}"#)?;
-/// assert_eq!(args_sketch(b"bash", &a).shape, args_sketch(b"bash", &b).shape);
-/// # Ok::<(), loopguard_core::json::ParseError>(())
-/// ```
 pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
     args_sketch_and_numbers(tool, args).0
 }
@@ -924,6 +901,36 @@ pub(crate) fn preview(tool: &[u8], args: &Value<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Outcome, Value};
+
+    #[test]
+    /// The example that documented `tool_bookkeeping_keys` before it became crate-private.
+    fn example_tool_bookkeeping_keys() {
+        assert!(tool_bookkeeping_keys(b"Bash").contains(&"description"));
+        assert!(tool_bookkeeping_keys(b"create_issue").is_empty());
+    }
+
+    #[test]
+    /// The example that documented `is_echo_only` before it became crate-private.
+    fn example_is_echo_only() {
+        assert!(is_echo_only(b"echo 'All checks passed.'"));
+        assert!(is_echo_only(b"printf 'Final: done\\n' && true"));
+        assert!(!is_echo_only(b"echo done > status.txt"));
+        assert!(!is_echo_only(b"echo $(git rev-parse HEAD)"));
+        assert!(!is_echo_only(b"echo ok && pytest"));
+    }
+
+    #[test]
+    /// The example that documented `args_sketch` before it became crate-private.
+    fn example_args_sketch() -> Result<(), crate::json::ParseError> {
+        let a = Value::parse(br#"{"command":"grep -n 'Foo'  src/a.py","description":"look"}"#)?;
+        let b = Value::parse(br#"{"command":"grep -n \"foo\" src/a.py","description":"again"}"#)?;
+        assert_eq!(
+            args_sketch(b"bash", &a).shape,
+            args_sketch(b"bash", &b).shape
+        );
+        Ok(())
+    }
 
     fn sk(json: &str) -> ArgsSketch {
         args_sketch(b"bash", &Value::parse(json.as_bytes()).unwrap())
