@@ -92,23 +92,9 @@ impl TraceAgent {
     }
 }
 
-/// Result lines that change on every run and say nothing about progress: dropped before a
-/// shell result is hashed (Gemini CLI's process group and background pids; Codex's chunk
-/// id, wall time and token count, and the session id of a command still running). The
-/// same list as `loopguard_agents::profile::VOLATILE_LINES`.
-pub const VOLATILE_LINES: &[&str] = &[
-    "Process Group PGID:",
-    "Background PIDs:",
-    "Chunk ID:",
-    "Wall time:",
-    "Original token count:",
-    "Process running with session ID",
-];
-
-/// The Claude Code name shell tools are given.
-const SHELL: &str = "Bash";
-/// The Claude Code name polls of a running command are given.
-const POLL: &str = "BashOutput";
+/// The lines dropped from a shell result: the agents' hooks and their traces share one list.
+pub use loopguard_guard::profile::shell::VOLATILE_LINES;
+use loopguard_guard::profile::shell::{clean_shell_text, POLL, SHELL};
 
 /// (tool, id field, field that must be empty for the call to be a poll)
 type Poll = (&'static str, &'static str, Option<&'static str>);
@@ -297,43 +283,6 @@ fn shell_text(result: &Value<'_>) -> (String, Option<i64>) {
         }
     }
     (text, code)
-}
-
-/// Drops [`VOLATILE_LINES`] and reads an exit code from the text (`Exit Code: N`,
-/// `Exit code: N`, `Process exited with code N`).
-fn clean_shell_text(text: &str) -> (String, Option<i64>) {
-    let mut code = None;
-    let mut kept = Vec::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if VOLATILE_LINES.iter().any(|p| t.starts_with(p)) {
-            continue;
-        }
-        // Copilot CLI ends a shell result with `<shellId: N completed with exit code C>`:
-        // the id changes on every call, the exit code is kept (as the hook does).
-        if let Some(rest) = t.strip_prefix("<shellId:") {
-            if let Some((_, c)) = rest.split_once("exit code") {
-                if let Ok(c) = c.trim().trim_end_matches('>').trim().parse::<i64>() {
-                    code.get_or_insert(c);
-                }
-            }
-            continue;
-        }
-        for prefix in [
-            "Exit Code:",
-            "Exit code:",
-            "Process exited with code",
-            "exit code",
-        ] {
-            if let Some(rest) = t.strip_prefix(prefix) {
-                if let Ok(c) = rest.trim().trim_end_matches('.').parse::<i64>() {
-                    code.get_or_insert(c);
-                }
-            }
-        }
-        kept.push(line.to_string());
-    }
-    (kept.join("\n"), code)
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@
 //! ```
 
 pub mod claude_code;
+pub mod shell;
 
 use std::fmt;
 use std::str::FromStr;
