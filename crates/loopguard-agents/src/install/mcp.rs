@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 
 use jsonc_parser::ast::{Object, ObjectProp, Value};
 use jsonc_parser::common::Ranged;
-use jsonc_parser::{CollectOptions, CommentCollectionStrategy, ParseOptions};
 use serde::{Deserialize, Serialize};
 
 use super::file::{self, io, Change, InstallError};
@@ -326,27 +325,7 @@ impl Installer {
     }
 
     fn parse<'a>(&self, text: &'a str) -> Result<Value<'a>, InstallError> {
-        let collect = CollectOptions {
-            comments: CommentCollectionStrategy::Off,
-            tokens: false,
-        };
-        let options = ParseOptions {
-            allow_comments: true,
-            allow_trailing_commas: true,
-            allow_loose_object_property_names: false,
-            allow_missing_commas: false,
-            allow_single_quoted_strings: false,
-            allow_hexadecimal_numbers: false,
-            allow_unary_plus_numbers: false,
-            ..ParseOptions::default()
-        };
-        let parsed = jsonc_parser::parse_to_ast(text, &collect, &options).map_err(|e| {
-            InstallError::Invalid {
-                path: self.path.clone(),
-                message: format!("not valid JSON(C): {e}"),
-            }
-        })?;
-        match parsed.value {
+        match super::parse_jsonc(&self.path, text)? {
             Some(v @ Value::Object(_)) => Ok(v),
             _ => Err(InstallError::Invalid {
                 path: self.path.clone(),

@@ -323,6 +323,19 @@ fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<Object<'a>>, InstallEr
     if text.trim().is_empty() {
         return Ok(None);
     }
+    match parse_jsonc(path, text)? {
+        Some(Ast::Object(o)) => Ok(Some(o)),
+        None => Ok(None),
+        Some(_) => Err(InstallError::Invalid {
+            path: path.to_path_buf(),
+            message: "the top level is not a JSON object".into(),
+        }),
+    }
+}
+
+/// Parses a settings file as the editors and agents read theirs: JSON with comments and
+/// trailing commas, nothing looser. The error names the file.
+pub(crate) fn parse_jsonc<'a>(path: &Path, text: &'a str) -> Result<Option<Ast<'a>>, InstallError> {
     let collect = CollectOptions {
         comments: CommentCollectionStrategy::Off,
         tokens: false,
@@ -343,14 +356,7 @@ fn parse<'a>(path: &Path, text: &'a str) -> Result<Option<Object<'a>>, InstallEr
             message: format!("not valid JSON(C): {e}"),
         }
     })?;
-    match parsed.value {
-        Some(Ast::Object(o)) => Ok(Some(o)),
-        None => Ok(None),
-        Some(_) => Err(InstallError::Invalid {
-            path: path.to_path_buf(),
-            message: "the top level is not a JSON object".into(),
-        }),
-    }
+    Ok(parsed.value)
 }
 
 fn prop<'o, 'a>(o: &'o Object<'a>, name: &str) -> Option<&'o ObjectProp<'a>> {
