@@ -182,9 +182,13 @@ fn record(v: &Value<'_>, line: u64, set: &mut SpanSet) {
         }
         Value::Object(_) => {
             if let Some(rs) = field(v, "resourceSpans", "resource_spans") {
-                each(rs, line, set, "resourceSpans", resource_spans);
+                each(Some(rs), line, set, "resourceSpans", |v, set| {
+                    resource_spans(v, line, set)
+                });
             } else if let Some(rl) = field(v, "resourceLogs", "resource_logs") {
-                each(rl, line, set, "resourceLogs", resource_logs);
+                each(Some(rl), line, set, "resourceLogs", |v, set| {
+                    resource_logs(v, line, set)
+                });
             } else if field(v, "scopeLogs", "scope_logs").is_some() {
                 resource_logs(v, line, set);
             } else if field(v, "scopeSpans", "scope_spans").is_some()
@@ -227,17 +231,19 @@ fn record(v: &Value<'_>, line: u64, set: &mut SpanSet) {
     }
 }
 
-fn each(
-    list: &Value<'_>,
+/// Calls `f` for each item of a list field; a missing or null field is an empty list, and
+/// anything else is reported (naming the field) and skipped.
+fn each<'a>(
+    list: Option<&Value<'a>>,
     line: u64,
     set: &mut SpanSet,
     what: &str,
-    f: fn(&Value<'_>, u64, &mut SpanSet),
+    mut f: impl FnMut(&Value<'a>, &mut SpanSet),
 ) {
     match list {
-        Value::Array(items) => items.iter().for_each(|i| f(i, line, set)),
-        Value::Null => {}
-        _ => set.diagnostics.push(Diagnostic::new(
+        Some(Value::Array(items)) => items.iter().for_each(|i| f(i, set)),
+        None | Some(Value::Null) => {}
+        Some(_) => set.diagnostics.push(Diagnostic::new(
             line,
             DiagnosticKind::BadField,
             format!("`{what}` is not a list: skipped"),
@@ -246,17 +252,7 @@ fn each(
 }
 
 fn resource_spans(rs: &Value<'_>, line: u64, set: &mut SpanSet) {
-    let service = rs
-        .get("resource")
-        .and_then(|r| r.get("attributes"))
-        .map(|a| attributes(a, line, &mut set.diagnostics))
-        .and_then(|attrs| {
-            attrs
-                .into_iter()
-                .rev()
-                .find(|(k, _)| k == "service.name")
-                .and_then(|(_, v)| v.as_str().map(str::to_string))
-        });
+    let service = resource_service(rs, line, set);
     let scopes = field(rs, "scopeSpans", "scope_spans").or_else(|| {
         field(
             rs,
@@ -264,19 +260,15 @@ fn resource_spans(rs: &Value<'_>, line: u64, set: &mut SpanSet) {
             "instrumentation_library_spans",
         )
     });
-    match scopes {
-        Some(Value::Array(items)) => {
-            for s in items {
-                scope_spans(s, line, service.as_deref(), set);
-            }
-        }
-        None | Some(Value::Null) => {}
-        Some(_) => set.diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::BadField,
-            "`scopeSpans` is not a list: skipped",
-        )),
-    }
+    each(scopes, line, set, "scopeSpans", |ss, set| {
+        scope_spans(ss, line, service.as_deref(), set)
+    });
+}
+
+fn scope_spans(ss: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet) {
+    each(ss.get("spans"), line, set, "spans", |s, set| {
+        span(s, line, service, set)
+    });
 }
 
 fn resource_service(r: &Value<'_>, line: u64, set: &mut SpanSet) -> Option<String> {
@@ -294,31 +286,21 @@ fn resource_service(r: &Value<'_>, line: u64, set: &mut SpanSet) -> Option<Strin
 
 fn resource_logs(rl: &Value<'_>, line: u64, set: &mut SpanSet) {
     let service = resource_service(rl, line, set);
-    match field(rl, "scopeLogs", "scope_logs") {
-        Some(Value::Array(scopes)) => {
-            for scope in scopes {
-                match field(scope, "logRecords", "log_records") {
-                    Some(Value::Array(records)) => {
-                        for r in records {
-                            log_record(r, line, service.as_deref(), set);
-                        }
-                    }
-                    None | Some(Value::Null) => {}
-                    Some(_) => set.diagnostics.push(Diagnostic::new(
-                        line,
-                        DiagnosticKind::BadField,
-                        "`logRecords` is not a list: skipped",
-                    )),
-                }
-            }
-        }
-        None | Some(Value::Null) => {}
-        Some(_) => set.diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::BadField,
-            "`scopeLogs` is not a list: skipped",
-        )),
-    }
+    each(
+        field(rl, "scopeLogs", "scope_logs"),
+        line,
+        set,
+        "scopeLogs",
+        |scope, set| {
+            each(
+                field(scope, "logRecords", "log_records"),
+                line,
+                set,
+                "logRecords",
+                |r, set| log_record(r, line, service.as_deref(), set),
+            )
+        },
+    );
 }
 
 /// Reads one OTLP log record as a span (see the module documentation).
@@ -466,22 +448,6 @@ pub fn log_record_span(r: LogRecord<'_>) -> Span {
     out.end_ns = end;
     out.start_ns = end.saturating_sub(duration_ns);
     out
-}
-
-fn scope_spans(ss: &Value<'_>, line: u64, service: Option<&str>, set: &mut SpanSet) {
-    match ss.get("spans") {
-        Some(Value::Array(items)) => {
-            for s in items {
-                span(s, line, service, set);
-            }
-        }
-        None | Some(Value::Null) => {}
-        Some(_) => set.diagnostics.push(Diagnostic::new(
-            line,
-            DiagnosticKind::BadField,
-            "`spans` is not a list: skipped",
-        )),
-    }
 }
 
 /// Reads one span (OTLP or flat) into `set`.

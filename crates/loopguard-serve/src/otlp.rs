@@ -38,6 +38,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use crate::error::ApiError;
@@ -334,21 +335,25 @@ pub(crate) async fn flush_loop(state: Arc<AppState>) {
     }
 }
 
+/// The `service.name` attribute of a resource, when it is a string.
+fn service_name(resource: Option<&Resource>) -> Option<String> {
+    resource?
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "service.name")
+        .and_then(
+            |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::StringValue(s)) => Some(s.clone()),
+                _ => None,
+            },
+        )
+}
+
 /// The spans of a protobuf request, in the model the adapters read.
 fn spans_of_request(request: &ExportTraceServiceRequest) -> Vec<Span> {
     let mut out = Vec::new();
     for rs in &request.resource_spans {
-        let service = rs.resource.as_ref().and_then(|r| {
-            r.attributes
-                .iter()
-                .find(|kv| kv.key == "service.name")
-                .and_then(
-                    |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                        Some(any_value::Value::StringValue(s)) => Some(s.clone()),
-                        _ => None,
-                    },
-                )
-        });
+        let service = service_name(rs.resource.as_ref());
         for ss in &rs.scope_spans {
             for s in &ss.spans {
                 let parent = hex(&s.parent_span_id);
@@ -379,17 +384,7 @@ fn spans_of_request(request: &ExportTraceServiceRequest) -> Vec<Span> {
 fn spans_of_logs(request: &ExportLogsServiceRequest) -> Vec<Span> {
     let mut out = Vec::new();
     for rl in &request.resource_logs {
-        let service = rl.resource.as_ref().and_then(|r| {
-            r.attributes
-                .iter()
-                .find(|kv| kv.key == "service.name")
-                .and_then(
-                    |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                        Some(any_value::Value::StringValue(s)) => Some(s.clone()),
-                        _ => None,
-                    },
-                )
-        });
+        let service = service_name(rl.resource.as_ref());
         for sl in &rl.scope_logs {
             for r in &sl.log_records {
                 out.push(loopguard_adapters::otlp::log_record_span(
