@@ -153,8 +153,9 @@ async fn post_events(
     body: Body,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
-    let ndjson = is_ndjson(&headers)?;
+    // Read before the content type is judged, for the reason given in `post_agent_hook`.
     let bytes = read_body(&state, &headers, body).await?;
+    let ndjson = is_ndjson(&headers)?;
     let mut out = if state.awaits() {
         apply_events(&state, tenant.as_deref(), &bytes, ndjson).await?
     } else {
@@ -358,8 +359,11 @@ async fn post_agent_hook(
     body: Body,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
-    let agent = crate::wiring::hook_agent(&agent)?;
+    // The body is read before the agent is judged: an answer sent with the body unread
+    // makes hyper close the connection, and a keep-alive client that already reused it
+    // sees an unexpected EOF on its next request (CI caught exactly that).
     let bytes = read_body(&state, &headers, body).await?;
+    let agent = crate::wiring::hook_agent(&agent)?;
     let out = state
         .run(move |s| crate::wiring::agent_hook(s, agent, tenant.as_deref(), &bytes))
         .await??;

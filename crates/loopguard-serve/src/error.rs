@@ -64,6 +64,18 @@ impl IntoResponse for ApiError {
                 header::HeaderValue::from_static("Bearer realm=\"loopguard\""),
             );
         }
+        // These two are answered before the body is read. hyper then closes the connection;
+        // saying so keeps a keep-alive client from sending its next request down a socket
+        // that is about to close (it would see an unexpected EOF).
+        if matches!(
+            self.status,
+            StatusCode::UNAUTHORIZED | StatusCode::PAYLOAD_TOO_LARGE
+        ) {
+            r.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+        }
         r
     }
 }
