@@ -38,4 +38,14 @@ cargo clippy -p loopguard-guard --no-default-features --locked -- -D warnings
 
 echo "== cargo package --workspace (crates.io crates)"
 # The language bindings are published to PyPI and npm, not crates.io (`publish = false`).
+# Packaged crates are verified as registry crates, and cargo treats a registry crate as
+# immutable: it never unpacks one again over an earlier unpacking of the same name and version
+# (under $CARGO_HOME/registry/src/-HASH/, named after the temporary registry's path) and never
+# rebuilds it for a changed source. A second run on the same machine would verify our crates
+# against the sources and the builds of the first. Start from nothing: remove those unpackings
+# of our own crates (and only those), the packaging directory, and our crates' fingerprints
+# (cargo then rebuilds them, as the verification would anyway).
+rm -rf "${CARGO_TARGET_DIR:-target}/package" "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/loopguard*
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/loopguard*-[0-9]* \
+       "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/-*/loopguard*-[0-9]*
 cargo package --workspace --exclude loopguard-python --exclude loopguard-node --locked --allow-dirty
