@@ -33,7 +33,7 @@ proj=target/node-test
 rm -rf "$proj"
 mkdir -p "$proj"
 cp bindings/node/test/package.json "$proj/"
-cp bindings/node/test/*.mjs "$proj/"
+cp bindings/node/test/*.mjs bindings/node/test/*.ts "$proj/"
 # The OpenClaw, opencode and pi plugins, beside the tests (they import `loopguard` from the project).
 mkdir -p "$proj/openclaw-plugin"
 cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/openclaw/package.json "$proj/openclaw-plugin/"

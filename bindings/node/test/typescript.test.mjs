@@ -1,0 +1,67 @@
+// The declarations the package ships type-check a small consumer program (consumer.ts) with the
+// TypeScript compiler pinned in package.json, under --strict, resolving `loopguard` and its
+// subpaths through the package's `exports` as a user's project does. consumer.ts also holds
+// misuses marked @ts-expect-error: tsc fails if the declarations accept one of them.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+test('the shipped declarations type-check a consumer program (tsc --strict)', () => {
+  let tsc;
+  try {
+    tsc = require.resolve('typescript/bin/tsc');
+  } catch {
+    assert.fail('typescript is not installed in the test project: run scripts/test-node.sh (it installs bindings/node/test/package.json)');
+  }
+  const consumer = path.join(here, 'consumer.ts');
+  assert.ok(fs.existsSync(consumer), `${consumer}: scripts/test-node.sh copies it beside the tests`);
+  const args = [
+    tsc,
+    '--noEmit',
+    '--strict',
+    '--module', 'nodenext',
+    '--moduleResolution', 'nodenext',
+    '--target', 'es2022',
+    '--skipLibCheck', 'false',
+    consumer,
+  ];
+  let out = '';
+  try {
+    out = execFileSync(process.execPath, args, { cwd: here, encoding: 'utf8', stdio: 'pipe', timeout: 180_000 });
+  } catch (e) {
+    assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
+  }
+  assert.equal(out.trim(), '');
+});
+
+test('tsc refuses a misuse (the check is real)', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const bad = path.join(here, 'consumer-bad.ts');
+  fs.writeFileSync(bad, "import { Guard } from 'loopguard';\nnew Guard().beforeCall('s', 'read', {}, { run: 5 });\n");
+  try {
+    const r = (() => {
+      try {
+        execFileSync(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', bad], {
+          cwd: here,
+          encoding: 'utf8',
+          stdio: 'pipe',
+          timeout: 180_000,
+        });
+        return null;
+      } catch (e) {
+        return `${e.stdout}${e.stderr}`;
+      }
+    })();
+    assert.ok(r !== null, 'tsc accepted a number as `run`');
+    assert.match(r, /consumer-bad\.ts\(2,\d+\): error TS2322/);
+  } finally {
+    fs.rmSync(bad, { force: true });
+  }
+});
