@@ -1,7 +1,9 @@
 // The declarations the package ships type-check a small consumer program (consumer.ts) with the
 // TypeScript compiler pinned in package.json, under --strict, resolving `loopguard` and its
 // subpaths through the package's `exports` as a user's project does. consumer.ts also holds
-// misuses marked @ts-expect-error: tsc fails if the declarations accept one of them.
+// misuses marked @ts-expect-error: tsc fails ("Unused '@ts-expect-error' directive") if the
+// declarations accept one of them, so the check cannot pass on declarations that are too loose
+// (an `any`), nor on a package tsc cannot resolve (TS2307).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,29 +41,4 @@ test('the shipped declarations type-check a consumer program (tsc --strict)', ()
     assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
   }
   assert.equal(out.trim(), '');
-});
-
-test('tsc refuses a misuse (the check is real)', () => {
-  const tsc = require.resolve('typescript/bin/tsc');
-  const bad = path.join(here, 'consumer-bad.ts');
-  fs.writeFileSync(bad, "import { Guard } from 'loopguard';\nnew Guard().beforeCall('s', 'read', {}, { run: 5 });\n");
-  try {
-    const r = (() => {
-      try {
-        execFileSync(process.execPath, [tsc, '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', bad], {
-          cwd: here,
-          encoding: 'utf8',
-          stdio: 'pipe',
-          timeout: 180_000,
-        });
-        return null;
-      } catch (e) {
-        return `${e.stdout}${e.stderr}`;
-      }
-    })();
-    assert.ok(r !== null, 'tsc accepted a number as `run`');
-    assert.match(r, /consumer-bad\.ts\(2,\d+\): error TS2322/);
-  } finally {
-    fs.rmSync(bad, { force: true });
-  }
 });
