@@ -5,6 +5,7 @@
 //
 //   node bench.mjs [--quick]
 import { createHash } from 'node:crypto';
+import os from 'node:os';
 import { Guard } from 'loopguard';
 
 const quick = process.argv.includes('--quick');
@@ -66,6 +67,8 @@ const median = (xs) => {
 };
 const us = (ns) => (ns / 1000).toFixed(2);
 const med = (k, t) => median(rounds.map((r) => r[k][t]));
+const load = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+console.log(`${os.cpus()[0]?.model ?? 'unknown CPU'} x ${os.cpus().length}, load average ${load}`);
 console.log(`node ${process.version}, ${N} calls x ${ROUNDS} rounds, interleaved; medians (CPU time / wall clock)`);
 console.log(`pure-JS sorted JSON + sha256 of args and result: ${us(med('base', 'cpu'))} / ${us(med('base', 'wall'))} us/call`);
 console.log(`Guard beforeCall + afterCall:                    ${us(med('pair', 'cpu'))} / ${us(med('pair', 'wall'))} us/call`);
