@@ -576,20 +576,36 @@ impl Echoed {
     }
 }
 
-/// A fast streaming hash of normalised outcome bytes (8 bytes at a time).
+/// A fast streaming hash of normalised outcome bytes: 8 bytes at a time, the words dealt
+/// in turn to four independent lanes (so the multiplications overlap).
 struct OutHash {
-    h: u64,
+    lanes: [u64; 4],
     buf: u64,
     n: u32,
+    /// Words mixed so far (the next one goes to lane `words % 4`).
+    words: usize,
     len: usize,
+}
+
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
+#[inline]
+fn mix_lane(lane: u64, word: u64) -> u64 {
+    (lane ^ word).rotate_left(5).wrapping_mul(MIX)
 }
 
 impl OutHash {
     fn new(seed: u64) -> Self {
         OutHash {
-            h: seed,
+            lanes: [
+                seed,
+                seed ^ 0x243f_6a88_85a3_08d3,
+                seed ^ 0x1319_8a2e_0370_7344,
+                seed ^ 0xa409_3822_299f_31d0,
+            ],
             buf: 0,
             n: 0,
+            words: 0,
             len: 0,
         }
     }
@@ -605,12 +621,51 @@ impl OutHash {
     }
 
     #[inline]
+    fn word(&mut self, w: u64) {
+        let lane = &mut self.lanes[self.words % 4];
+        *lane = mix_lane(*lane, w);
+        self.words += 1;
+    }
+
+    /// Mixes the pending bytes (zero-padded) as one word.
+    #[inline]
     fn mix(&mut self) {
-        self.h = (self.h ^ self.buf)
-            .rotate_left(5)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.word(self.buf);
         self.buf = 0;
         self.n = 0;
+    }
+
+    /// Whole little-endian words (byte k at bits 8k, as `byte` puts it), four at a time
+    /// once the lanes line up. Returns what is left (fewer than 8 bytes).
+    #[inline]
+    fn words<'b>(&mut self, b: &'b [u8]) -> &'b [u8] {
+        let word = |c: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            u64::from_le_bytes(w)
+        };
+        let mut b = b;
+        while self.words % 4 != 0 && b.len() >= 8 {
+            self.word(word(&b[..8]));
+            b = &b[8..];
+        }
+        let mut blocks = b.chunks_exact(32);
+        let [mut l0, mut l1, mut l2, mut l3] = self.lanes;
+        for c in &mut blocks {
+            l0 = mix_lane(l0, word(&c[..8]));
+            l1 = mix_lane(l1, word(&c[8..16]));
+            l2 = mix_lane(l2, word(&c[16..24]));
+            l3 = mix_lane(l3, word(&c[24..]));
+        }
+        self.lanes = [l0, l1, l2, l3];
+        let done = b.len() - blocks.remainder().len();
+        self.words += done / 8;
+        let mut b = blocks.remainder();
+        while b.len() >= 8 {
+            self.word(word(&b[..8]));
+            b = &b[8..];
+        }
+        b
     }
 
     /// The same as `byte` for each of `b`, eight at a time where it can.
@@ -620,28 +675,16 @@ impl OutHash {
             self.byte(b[0]);
             b = &b[1..];
         }
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            // Little-endian: byte k lands at bits 8k, as `byte` puts it.
-            self.buf = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            self.len += 8;
-            self.mix();
-        }
-        chunks.remainder().iter().for_each(|&x| self.byte(x));
+        let before = b.len();
+        let rest = self.words(b);
+        self.len += before - rest.len();
+        rest.iter().for_each(|&x| self.byte(x));
     }
 
     /// `text` normalised ([`normalize_into`]), through a buffer on the stack.
     fn normalized(&mut self, text: &[u8], echoed: &Echoed) {
-        let mut buf = [0u8; 256];
-        let mut n = 0;
-        normalize_into(text, echoed, |b| {
-            buf[n] = b;
-            n += 1;
-            if n == buf.len() {
-                self.bytes(&buf);
-                n = 0;
-            }
-        });
+        let mut buf = [0u8; 512];
+        let n = normalize_into(text, echoed, &mut buf, |full| self.bytes(full));
         self.bytes(&buf[..n]);
     }
 
@@ -650,29 +693,197 @@ impl OutHash {
         if self.n > 0 {
             self.mix();
         }
-        let mut chunks = b.chunks_exact(8);
-        for c in &mut chunks {
-            self.buf = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-            self.mix();
-        }
-        self.len += b.len() - chunks.remainder().len();
-        self.bytes(chunks.remainder());
+        let rest = self.words(b);
+        self.len += b.len() - rest.len();
+        self.bytes(rest);
     }
 
     fn finish(mut self) -> u64 {
         if self.n > 0 {
             self.mix();
         }
-        (self.h ^ self.len as u64).wrapping_mul(0xff51_afd7_ed55_8ccd)
+        let [l0, l1, l2, l3] = self.lanes;
+        let h = mix_lane(mix_lane(mix_lane(l0, l1), l2), l3);
+        (h ^ self.len as u64).wrapping_mul(0xff51_afd7_ed55_8ccd)
     }
 }
 
-/// Streams an outcome text, normalised, into `sink`: ASCII lowercase, whitespace runs as
-/// one space (none at the ends), untrusted-content nonces dropped; decimals, times,
-/// numbers of four digits or more, and numbers the call's own arguments hold (`echoed`: a
-/// message that repeats them back) as `#`.
-fn normalize_into(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
-    const NONCE: &[u8] = b"external_untrusted_content id=";
+/// The normalised outcome marker (see [`normalize_into`]).
+const NONCE: &[u8] = b"external_untrusted_content id=";
+
+/// The most bytes one step of [`normalize_into`] writes (a space, eight plain bytes and a
+/// nonce marker): the room kept free in its buffer.
+const STEP: usize = 40;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Per byte of a little-endian word whose high bits are clear (`y`): `0x80` where the
+/// byte is in `lo..=hi` (`hi < 0x80`). Exact per byte: no carry crosses a byte.
+#[inline]
+fn in_range(y: u64, lo: u8, hi: u8) -> u64 {
+    let from_lo = y.wrapping_add(ONES * (0x80 - u64::from(lo)));
+    let above_hi = y.wrapping_add(ONES * (0x7f - u64::from(hi)));
+    from_lo & !above_hi & HIGHS
+}
+
+/// The classes of a word's bytes for [`normalize_into`], `0x80` per byte: (ASCII
+/// whitespace, bytes that need the byte-at-a-time path: digits and other control bytes).
+#[inline]
+fn classes(w: u64) -> (u64, u64) {
+    let ascii = !w & HIGHS;
+    let y = w & !HIGHS;
+    let ws =
+        ascii & (in_range(y, b' ', b' ') | in_range(y, b'\t', b'\n') | in_range(y, 0x0c, b'\r'));
+    let control = ascii & in_range(y, 0, b' ') & !ws;
+    let digit = ascii & in_range(y, b'0', b'9');
+    (ws, control | digit)
+}
+
+/// The bytes of a little-endian word, ASCII letters lowercased (as `to_ascii_lowercase`).
+#[inline]
+fn lowercase_word(w: u64) -> u64 {
+    let upper = !w & in_range(w & !HIGHS, b'A', b'Z');
+    w | (upper >> 2)
+}
+
+/// The first untrusted-content marker at or after `from` (`text.len()` when none): the
+/// place where [`normalize_into`] drops a nonce.
+fn next_nonce(text: &[u8], from: usize) -> usize {
+    let mut at = from + 1;
+    while at < text.len() {
+        let Some(x) = memchr::memchr2(b'x', b'X', &text[at..]) else {
+            break;
+        };
+        let e = at + x - 1;
+        if text.len() - e >= NONCE.len() && text[e..e + NONCE.len()].eq_ignore_ascii_case(NONCE) {
+            return e;
+        }
+        at += x + 1;
+    }
+    text.len()
+}
+
+/// Normalises an outcome text into `out`, handing each full buffer to `flush`, and
+/// returns the length of the last, partial one: ASCII lowercase, whitespace runs as one
+/// space (none at the ends), untrusted-content nonces dropped; decimals, times, numbers of
+/// four digits or more, and numbers the call's own arguments hold (`echoed`: a message
+/// that repeats them back) as `#`. Plain bytes go eight at a time.
+fn normalize_into<const N: usize>(
+    text: &[u8],
+    echoed: &Echoed,
+    out: &mut [u8; N],
+    mut flush: impl FnMut(&[u8]),
+) -> usize {
+    const { assert!(N > 2 * STEP) };
+    let b = text;
+    let (mut i, mut n) = (0, 0);
+    let mut pending_space = false;
+    let mut wrote = false;
+    let mut nonce = next_nonce(b, 0);
+    while i < b.len() {
+        if n > N - STEP {
+            flush(&out[..n]);
+            n = 0;
+        }
+        // Eight bytes at a time up to the first one that needs more: plain bytes are
+        // lowercased, and a whitespace byte between two others is one space.
+        if i + 8 <= nonce {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&b[i..i + 8]);
+            let w = u64::from_le_bytes(word);
+            let (ws, mut slow) = classes(w);
+            // A whitespace byte next to another, the last one (what follows is unknown), or
+            // the first one when it would not be written as a space (nothing written yet,
+            // or a run of whitespace going on).
+            slow |= ws & ((ws << 8) | (ws >> 8) | (0x80 << 56));
+            if !wrote || pending_space {
+                slow |= ws & 0x80;
+            }
+            let k = if slow == 0 {
+                8
+            } else {
+                slow.trailing_zeros() as usize / 8
+            };
+            if k > 0 {
+                if pending_space {
+                    out[n] = b' ';
+                    n += 1;
+                    pending_space = false;
+                }
+                wrote = true;
+                // Whitespace bytes become spaces (0x80 >> 2 is 0x20).
+                let spaces = (ws >> 7) * 0xff;
+                let v = (lowercase_word(w) & !spaces) | (ws >> 2);
+                out[n..n + 8].copy_from_slice(&v.to_le_bytes());
+                n += k;
+                i += k;
+                if k == 8 {
+                    continue;
+                }
+            }
+        }
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            pending_space = wrote;
+            i += 1;
+            continue;
+        }
+        if pending_space {
+            out[n] = b' ';
+            n += 1;
+            pending_space = false;
+        }
+        wrote = true;
+        if i == nonce {
+            out[n..n + NONCE.len()].copy_from_slice(NONCE);
+            n += NONCE.len();
+            i += NONCE.len();
+            while i < b.len() && b[i] != b'>' && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            nonce = next_nonce(b, i);
+            continue;
+        }
+        if c.is_ascii_digit() {
+            // A number with its decimal part and time separators.
+            let start = i;
+            let (mut digits, mut dotted) = (0, false);
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || ((b[i] == b'.' || b[i] == b':')
+                        && i + 1 < b.len()
+                        && b[i + 1].is_ascii_digit()))
+            {
+                if b[i].is_ascii_digit() {
+                    digits += 1;
+                } else {
+                    dotted = true;
+                }
+                i += 1;
+            }
+            let num = &b[start..i];
+            if dotted || digits >= 4 || echoed.has(num) {
+                out[n] = b'#';
+                n += 1;
+            } else {
+                // One to three digits.
+                out[n..n + num.len()].copy_from_slice(num);
+                n += num.len();
+            }
+            continue;
+        }
+        out[n] = c.to_ascii_lowercase();
+        n += 1;
+        i += 1;
+    }
+    n
+}
+
+/// The byte-at-a-time normalisation [`normalize_into`] replaced, kept to check that the
+/// two agree.
+#[cfg(test)]
+fn normalize_reference(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
     /// Bytes written as they are (lowercased): not whitespace, not a digit, and not an
     /// `e` (which may start a nonce marker).
     const PLAIN: [bool; 256] = {
@@ -757,7 +968,11 @@ fn normalize_into(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
 #[cfg(test)]
 fn normalize_outcome(text: &str, echoed: &Echoed) -> String {
     let mut out = Vec::new();
-    normalize_into(text.as_bytes(), echoed, |b| out.push(b));
+    let mut buf = [0u8; 96];
+    let n = normalize_into(text.as_bytes(), echoed, &mut buf, |full| {
+        out.extend_from_slice(full)
+    });
+    out.extend_from_slice(&buf[..n]);
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -801,15 +1016,9 @@ pub fn sketch(
     }
     let mut flags = args.flags;
     if text.len() < 64 {
-        // Normalising never lengthens a text: it fits on the stack.
-        let mut buf = [0u8; 64];
-        let mut n = 0;
-        normalize_into(text, echoed, |b| {
-            if let Some(x) = buf.get_mut(n) {
-                *x = b;
-                n += 1;
-            }
-        });
+        // Normalising never lengthens a text: it fits on the stack, never flushed.
+        let mut buf = [0u8; 64 + 2 * STEP];
+        let n = normalize_into(text, echoed, &mut buf, |_| {});
         let small = &buf[..n];
         let empty = if small.contains(&b'<') {
             // mini-swe-agent's wrapper around an empty output.
@@ -1116,6 +1325,72 @@ mod tests {
                 &args_sketch_and_numbers(b"str_replace_editor", &other).1
             )
         );
+    }
+
+    fn reference(text: &[u8], echoed: &Echoed) -> Vec<u8> {
+        let mut out = Vec::new();
+        normalize_reference(text, echoed, |b| out.push(b));
+        out
+    }
+
+    fn word_at_a_time(text: &[u8], echoed: &Echoed) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 96];
+        let n = normalize_into(text, echoed, &mut buf, |full| out.extend_from_slice(full));
+        out.extend_from_slice(&buf[..n]);
+        out
+    }
+
+    #[test]
+    fn word_at_a_time_normalisation_equals_the_byte_at_a_time_one() {
+        let echoed = args_sketch_and_numbers(
+            b"bash",
+            &Value::parse(br#"{"command":"sed -n 10,20p a.py"}"#).unwrap(),
+        )
+        .1;
+        let cases: &[&[u8]] = &[
+            b"",
+            b"   ",
+            b"Done in 0.52s\n\n(pid 4411) EXIT 10-20",
+            b"<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> Hello\tWORLD\x0b\x01 ",
+            b"exexternal_untrusted_content id=1 external_untrusted_content id=external_untrusted_content id=2>x",
+            b"trailing external_untrusted_content id=",
+            b"external_untrusted_content id",
+            "caf\u{e9} \u{c9}T\u{c9} 12:04:55 1.5.6 v2 ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`@".as_bytes(),
+            &[0x80, 0x41, 0xff, 0x5a, 0x5b, 0x40, 0x60, 0x7b, 0x20, 0x0c, 0x0d, 0x09, 0x0a, 0x2f, 0x3a],
+        ];
+        for t in cases {
+            assert_eq!(word_at_a_time(t, &echoed), reference(t, &echoed), "{t:?}");
+        }
+        // Every split point around a word boundary and a long text through many flushes.
+        let long = "Test Result: ok. 42 passed; 0 FAILED; finished in 0.12s\n".repeat(50);
+        for cut in 0..64 {
+            let t = &long.as_bytes()[cut..];
+            assert_eq!(word_at_a_time(t, &echoed), reference(t, &echoed));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalisations_agree_on_any_text(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::bytes_regex(r"(?s-u)[a-zA-Z0-9 .:\t\n\x0b\x00-\x1f<>#eExX_=\x80-\xff]{0,12}").unwrap(),
+                    proptest::strategy::Just(b"<<<EXTERNAL_UNTRUSTED_CONTENT id=".to_vec()),
+                    proptest::strategy::Just(b"external_untrusted_content id=".to_vec()),
+                ],
+                0..24,
+            )
+        ) {
+            let text = parts.concat();
+            let echoed = Echoed::none();
+            proptest::prop_assert_eq!(word_at_a_time(&text, &echoed), reference(&text, &echoed));
+            let mut a = OutHash::new(3);
+            a.bytes(&reference(&text, &echoed));
+            let mut b = OutHash::new(3);
+            b.normalized(&text, &echoed);
+            proptest::prop_assert_eq!(a.finish(), b.finish());
+        }
     }
 
     #[test]
