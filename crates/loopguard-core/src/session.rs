@@ -300,6 +300,8 @@ pub struct Session {
     /// The drift sketch of the last call checked, for its outcome (saves normalising the
     /// same arguments twice); only with a drift detector on.
     last_sketch: Option<LastSketch>,
+    /// The sketch of an outcome the ledger let go: its allocations serve the next call's.
+    spare_sketch: Option<Box<crate::detectors::sketch::Sketch>>,
 }
 
 /// The drift sketch of the last call checked: its digest, tool, argument sketch and short
@@ -472,6 +474,7 @@ impl Session {
             last_run: None,
             ledger: Ledger::default(),
             last_sketch: None,
+            spare_sketch: None,
         }
     }
 
@@ -610,7 +613,13 @@ impl Session {
                     };
                     t.clear();
                     t.extend_from_slice(tool);
-                    let (s, numbers) = detectors::sketch::args_sketch_and_numbers(tool, call.args);
+                    let tokens = self
+                        .spare_sketch
+                        .as_mut()
+                        .map(|b| std::mem::take(&mut b.args.tokens))
+                        .unwrap_or_default();
+                    let (s, numbers) =
+                        detectors::sketch::args_sketch_reusing(tool, call.args, tokens);
                     *e = numbers;
                     (args, t, s, e)
                 }
@@ -675,7 +684,7 @@ impl Session {
                 if counted {
                     self.ledger.record_veto(
                         call.run_key(),
-                        &call.tool.clone().into_owned(),
+                        &self.ledger.tool_name(&call.tool),
                         args,
                         self.last_sketch.as_ref().map(|l| &l.2),
                         policy.resolved.history_size,
@@ -719,7 +728,7 @@ impl Session {
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
                 let o = crate::detectors::ledger::NewOutcome {
-                    tool: call.tool.clone().into_owned(),
+                    tool: self.ledger.tool_name(&call.tool),
                     args,
                     result,
                     failure: crate::detectors::ledger::call_failure_identity(outcome, tool, &args),
@@ -728,10 +737,20 @@ impl Session {
                             Some((d, t, s, e)) if d == args && *t == *tool => (s, *e),
                             _ => detectors::sketch::args_sketch_and_numbers(tool, call.args),
                         };
-                        Box::new(detectors::sketch::sketch(args, &echoed, outcome, &result))
+                        let s = detectors::sketch::sketch(args, &echoed, outcome, &result);
+                        match self.spare_sketch.take() {
+                            Some(mut spare) => {
+                                *spare = s;
+                                spare
+                            }
+                            None => Box::new(s),
+                        }
                     }),
                 };
-                self.ledger.record(run, o, policy.resolved.history_size);
+                let spare = self.ledger.record(run, o, policy.resolved.history_size);
+                if spare.is_some() {
+                    self.spare_sketch = spare;
+                }
             }
         }
         let Some(result) = recorded else {

@@ -583,7 +583,7 @@ fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sket
     Ok(Sketch {
         args: ArgsSketch {
             shape: hex64("shape")?,
-            tokens: tokens.into_boxed_slice(),
+            tokens,
             flags: byte("argsFlags")?,
         },
         outcome: hex64("outcome")?,

@@ -513,7 +513,7 @@ impl<'b> Reader<'b> {
                 Some(Some(Box::new(Sketch {
                     args: ArgsSketch {
                         shape,
-                        tokens: tokens.into_boxed_slice(),
+                        tokens,
                         flags: args_flags,
                     },
                     outcome,

@@ -25,27 +25,43 @@ pub(crate) fn check(
 ) -> Option<Detection> {
     let window = usize::try_from(cfg.window).unwrap_or(usize::MAX);
     let longest = usize::try_from(cfg.block_at.max(cfg.window)).unwrap_or(usize::MAX);
-    let mut variants: Vec<(ArgsDigest, ResultHash)> = Vec::new();
+    // The variants seen, on the stack for the usual few (a vector only past 16).
+    let mut inline: [Option<(&ArgsDigest, &ResultHash)>; 16] = [None; 16];
+    let mut spilled: Vec<(&ArgsDigest, &ResultHash)> = Vec::new();
+    let mut count = 0usize;
     let mut n = 0usize;
     for e in ledger.scoped(run).rev().take(longest) {
         if e.tool.as_wtf8() != tool {
             break;
         }
-        match variants.iter().find(|(a, _)| *a == e.args) {
-            Some((_, r)) if *r != e.result => break,
+        let seen = inline[..count.min(16)]
+            .iter()
+            .flatten()
+            .chain(spilled.iter());
+        match seen.clone().find(|(a, _)| **a == e.args) {
+            Some((_, r)) if **r != e.result => break,
             Some(_) => {}
             None => {
-                if variants.len() as u64 >= cfg.max_variants {
+                if count as u64 >= cfg.max_variants {
                     break;
                 }
-                variants.push((e.args, e.result));
+                match inline.get_mut(count) {
+                    Some(slot) => *slot = Some((&e.args, &e.result)),
+                    None => spilled.push((&e.args, &e.result)),
+                }
+                count += 1;
             }
         }
         n += 1;
     }
-    if n < window || variants.len() < 2 || !variants.iter().any(|(a, _)| a == args) {
+    let mut seen = inline[..count.min(16)]
+        .iter()
+        .flatten()
+        .chain(spilled.iter());
+    if n < window || count < 2 || !seen.any(|(a, _)| *a == args) {
         return None;
     }
+    let variants = count;
     // Variants seen only beyond the warning's window still count once the churn is
     // long enough to block; for a warning the window alone decides, as before.
     let level = if cfg.block_at > 0 && n as u64 >= cfg.block_at {
@@ -54,7 +70,7 @@ pub(crate) fn check(
         Level::Warning
     };
     let n = if level == Level::Warning { window } else { n };
-    let k = variants.len().to_string();
+    let k = variants.to_string();
     Some(Detection {
         detector: Detector::ArgumentChurn,
         level,

@@ -155,9 +155,23 @@ impl Ledger {
         &'l self,
         run: Option<&'l [u8]>,
     ) -> impl DoubleEndedIterator<Item = &'l LedgerEntry> + Clone + 'l {
-        self.entries
-            .iter()
-            .filter(move |e| run_eq(e.run.as_ref(), run))
+        // Entries recorded one after another share their run's allocation: comparing the
+        // address first saves comparing the bytes of every entry of the run.
+        let shared = self
+            .entries
+            .back()
+            .and_then(|e| e.run.as_ref())
+            .map(|r| r.as_wtf8())
+            .filter(|r| Some(*r) == run)
+            .map(<[u8]>::as_ptr);
+        self.entries.iter().filter(move |e| match (&e.run, run) {
+            (Some(n), Some(r)) => {
+                let n = n.as_wtf8();
+                shared == Some(n.as_ptr()) || n == r
+            }
+            (None, None) => true,
+            _ => false,
+        })
     }
 
     /// The state of a run, if kept.
@@ -182,11 +196,41 @@ impl Ledger {
         self.runs.back_mut().expect("just pushed")
     }
 
-    /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]).
-    pub(crate) fn record(&mut self, run: Option<&[u8]>, o: NewOutcome, cap: usize) {
+    /// A tool name for a new entry: the newest entry's of the same tool shares its
+    /// allocation (most calls repeat a tool of the last few).
+    pub(crate) fn tool_name(&self, tool: &crate::value::JsString<'_>) -> Name {
+        self.entries
+            .iter()
+            .rev()
+            .take(8)
+            .find(|e| e.tool.as_wtf8() == tool.as_wtf8())
+            .map_or_else(|| tool.to_shared(), |e| e.tool.clone())
+    }
+
+    /// The run name for a new entry, shared with the newest entry's when it is the same.
+    fn run_name(&self, run: Option<&[u8]>) -> Option<Name> {
+        let run = run?;
+        match self.entries.back().and_then(|e| e.run.as_ref()) {
+            Some(r) if r.as_wtf8() == run => Some(r.clone()),
+            _ => {
+                let lone = std::str::from_utf8(run).is_err();
+                Some(crate::value::JsString::from_wtf8(run.into(), lone).to_shared())
+            }
+        }
+    }
+
+    /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]). Returns the
+    /// sketch of an outcome let go, if any, for its allocations to be used again.
+    pub(crate) fn record(
+        &mut self,
+        run: Option<&[u8]>,
+        o: NewOutcome,
+        cap: usize,
+    ) -> Option<Box<super::sketch::Sketch>> {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
+        let run = self.run_name(run);
         self.entries.push_back(LedgerEntry {
-            run: run.map(|r| crate::history::name_from_vec(r.to_vec())),
+            run,
             tool: o.tool,
             args: o.args,
             result: o.result,
@@ -195,9 +239,11 @@ impl Ledger {
             sketch: o.sketch,
         });
         let cap = cap.clamp(1, MAX_ENTRIES);
+        let mut spare = None;
         while self.entries.len() > cap {
-            self.entries.pop_front();
+            spare = self.entries.pop_front().and_then(|e| e.sketch).or(spare);
         }
+        spare
     }
 
     /// A call blocked in enforce mode (`countVetoes`, strict profile): it never ran, but
@@ -254,7 +300,7 @@ impl Ledger {
             failure,
             sketch,
         };
-        self.record(run, o, cap);
+        let _ = self.record(run, o, cap);
         true
     }
 

@@ -38,6 +38,26 @@ pub(crate) fn cycles(
     if args.flags & super::sketch::POLL != 0 {
         return found;
     }
+    // No cycle can start when the proposed call repeats none of the calls 2 to 4 back
+    // (tool and shape): every period covers fewer calls than it takes to warn. Checked
+    // first, without building the sequence (the usual case).
+    let mut back = 0;
+    for e in ledger.scoped(run).rev().take(limit.min(64)) {
+        let Some(s) = e.sketch.as_deref() else { break };
+        if s.poll() {
+            break;
+        }
+        if s.vetoed() {
+            continue;
+        }
+        back += 1;
+        if back >= 2 && e.tool.as_wtf8() == tool && s.args.shape == args.shape {
+            break;
+        }
+        if back == MAX_PERIOD {
+            return found;
+        }
+    }
     // Newest first: (tool, shape, outcome, exact arguments when the outcome is empty);
     // index 0 is the proposed call. On the stack: at most 64 outcomes are looked at.
     type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);

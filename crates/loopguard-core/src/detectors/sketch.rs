@@ -155,7 +155,7 @@ pub struct ArgsSketch {
     /// Hash of the normalised token sequence.
     pub shape: u64,
     /// Sorted, de-duplicated hashes of the tokens (at most 256).
-    pub tokens: Box<[u32]>,
+    pub tokens: Vec<u32>,
     /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]).
     pub flags: u8,
 }
@@ -231,9 +231,61 @@ fn is_bookkeeping(key: &[u8], tool_keys: &[&str]) -> bool {
 
 struct Tokens {
     shape: u64,
-    set: Vec<u32>,
+    set: TokenSet,
     /// The short numbers met on the way (see [`Echoed`]).
     echoed: Echoed,
+}
+
+/// Token hashes as they are met: on the stack for the usual few dozen, in a vector past
+/// that.
+struct TokenSet {
+    inline: [u32; 64],
+    len: usize,
+    spilled: Vec<u32>,
+}
+
+impl Default for TokenSet {
+    fn default() -> Self {
+        TokenSet {
+            inline: [0; 64],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+}
+
+impl TokenSet {
+    #[inline]
+    fn push(&mut self, h: u32) {
+        if self.spilled.is_empty() {
+            if let Some(slot) = self.inline.get_mut(self.len) {
+                *slot = h;
+                self.len += 1;
+                return;
+            }
+            self.spilled.extend_from_slice(&self.inline);
+        }
+        self.spilled.push(h);
+    }
+
+    /// Sorted, de-duplicated, at most [`MAX_TOKENS`], into `out` (its allocation reused).
+    fn finish_into(mut self, out: &mut Vec<u32>) {
+        let v: &mut [u32] = if self.spilled.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spilled
+        };
+        v.sort_unstable();
+        let mut k = 0;
+        for i in 0..v.len() {
+            if k == 0 || v[i] != v[k - 1] {
+                v[k] = v[i];
+                k += 1;
+            }
+        }
+        out.clear();
+        out.extend_from_slice(&v[..k.min(MAX_TOKENS)]);
+    }
 }
 
 /// FNV-1a of one token being read, byte by byte: the same values as hashing the whole
@@ -501,15 +553,24 @@ pub fn args_sketch(tool: &[u8], args: &Value<'_>) -> ArgsSketch {
 
 /// [`args_sketch`] and the call's short numbers ([`args_sketch_and_numbers`]), in one walk.
 pub(crate) fn args_sketch_and_numbers(tool: &[u8], args: &Value<'_>) -> (ArgsSketch, Echoed) {
+    args_sketch_reusing(tool, args, Vec::new())
+}
+
+/// [`args_sketch_and_numbers`], the token hashes written into `tokens` (cleared first: the
+/// allocation of a sketch the ledger let go).
+pub(crate) fn args_sketch_reusing(
+    tool: &[u8],
+    args: &Value<'_>,
+    mut tokens: Vec<u32>,
+) -> (ArgsSketch, Echoed) {
     let mut t = Tokens {
         shape: FNV64,
-        set: Vec::with_capacity(32),
+        set: TokenSet::default(),
         echoed: Echoed::none(),
     };
     t.value(args, tool_bookkeeping_keys(tool));
-    t.set.sort_unstable();
-    t.set.dedup();
-    t.set.truncate(MAX_TOKENS);
+    let Tokens { shape, set, echoed } = t;
+    set.finish_into(&mut tokens);
     let mut flags = 0;
     if shell_command(args).is_some_and(is_echo_only) {
         flags |= ECHO_ONLY;
@@ -519,31 +580,34 @@ pub(crate) fn args_sketch_and_numbers(tool: &[u8], args: &Value<'_>) -> (ArgsSke
     }
     (
         ArgsSketch {
-            shape: t.shape,
-            tokens: t.set.into_boxed_slice(),
+            shape,
+            tokens,
             flags,
         },
-        t.echoed,
+        echoed,
     )
 }
 
 /// The short numbers (one to three digits) written in a call's arguments: digit runs of
 /// strings and integral numbers, bookkeeping fields left out. Only these matter in an
-/// outcome: decimals and numbers of four digits or more are normalised anyway. A bit set
-/// over (digits, value), so `07` and `7` stay apart; no allocation.
-#[derive(Clone, Debug)]
-pub(crate) struct Echoed([u64; 63]);
-
-impl Default for Echoed {
-    fn default() -> Self {
-        Echoed::none()
-    }
+/// outcome: decimals and numbers of four digits or more are normalised anyway. Each is
+/// kept as (digits, value), so `07` and `7` stay apart: the first few in a small array
+/// (no allocation), a bit set past that.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Echoed {
+    /// `digits * 1000 + value`, distinct, the first `len` used.
+    few: [u16; Echoed::FEW],
+    len: u8,
+    /// Every number, once there are more than [`Echoed::FEW`].
+    many: Option<Box<[u64; 63]>>,
 }
 
 impl Echoed {
+    const FEW: usize = 15;
+
     /// No numbers.
     pub(crate) fn none() -> Echoed {
-        Echoed([0; 63])
+        Echoed::default()
     }
 
     /// An integral number below 1000, as JavaScript writes it.
@@ -559,8 +623,25 @@ impl Echoed {
     }
 
     fn set(&mut self, len: u64, x: u64) {
-        let i = (len * 1000 + x) as usize;
-        self.0[i / 64] |= 1 << (i % 64);
+        let key = (len * 1000 + x) as u16;
+        if let Some(bits) = &mut self.many {
+            bits[usize::from(key) / 64] |= 1 << (key % 64);
+            return;
+        }
+        let few = &mut self.few[..usize::from(self.len)];
+        if few.contains(&key) {
+            return;
+        }
+        if few.len() < Echoed::FEW {
+            self.few[few.len()] = key;
+            self.len += 1;
+            return;
+        }
+        let mut bits = Box::new([0u64; 63]);
+        for k in self.few.iter().copied().chain([key]) {
+            bits[usize::from(k) / 64] |= 1 << (k % 64);
+        }
+        self.many = Some(bits);
     }
 
     /// Whether the digit run `num` was written in the arguments.
@@ -571,8 +652,11 @@ impl Echoed {
         let x = num
             .iter()
             .fold(0u64, |x, &b| x * 10 + u64::from(b.wrapping_sub(b'0')));
-        let i = (num.len() as u64 * 1000 + x) as usize;
-        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+        let key = (num.len() as u64 * 1000 + x) as u16;
+        match &self.many {
+            Some(bits) => bits[usize::from(key) / 64] & (1 << (key % 64)) != 0,
+            None => self.few[..usize::from(self.len)].contains(&key),
+        }
     }
 }
 
@@ -727,17 +811,18 @@ fn in_range(y: u64, lo: u8, hi: u8) -> u64 {
     from_lo & !above_hi & HIGHS
 }
 
-/// The classes of a word's bytes for [`normalize_into`], `0x80` per byte: (ASCII
-/// whitespace, bytes that need the byte-at-a-time path: digits and other control bytes).
+/// The classes of a word's bytes for [`normalize_into`], `0x80` per byte: (spaces, bytes
+/// that need the byte-at-a-time path: digits, and control bytes such as tabs and
+/// newlines). The rest are copied lowercased.
 #[inline]
 fn classes(w: u64) -> (u64, u64) {
     let ascii = !w & HIGHS;
     let y = w & !HIGHS;
-    let ws =
-        ascii & (in_range(y, b' ', b' ') | in_range(y, b'\t', b'\n') | in_range(y, 0x0c, b'\r'));
-    let control = ascii & in_range(y, 0, b' ') & !ws;
+    let space = ascii & in_range(y, b' ', b' ');
+    let control = ascii & in_range(y, 0, 0x1f);
     let digit = ascii & in_range(y, b'0', b'9');
-    (ws, control | digit)
+    // A space before a control byte may start a run of whitespace.
+    (space, control | digit | (space & (control >> 8)))
 }
 
 /// The bytes of a little-endian word, ASCII letters lowercased (as `to_ascii_lowercase`).
@@ -787,15 +872,15 @@ fn normalize_into<const N: usize>(
             n = 0;
         }
         // Eight bytes at a time up to the first one that needs more: plain bytes are
-        // lowercased, and a whitespace byte between two others is one space.
+        // lowercased, and a space between two of them stays.
         if i + 8 <= nonce {
             let mut word = [0u8; 8];
             word.copy_from_slice(&b[i..i + 8]);
             let w = u64::from_le_bytes(word);
             let (ws, mut slow) = classes(w);
-            // A whitespace byte next to another, the last one (what follows is unknown), or
-            // the first one when it would not be written as a space (nothing written yet,
-            // or a run of whitespace going on).
+            // A space next to another, the last one (what follows is unknown), or the first
+            // one when it would not be written (nothing written yet, or a run of whitespace
+            // going on).
             slow |= ws & ((ws << 8) | (ws >> 8) | (0x80 << 56));
             if !wrote || pending_space {
                 slow |= ws & 0x80;
@@ -812,10 +897,7 @@ fn normalize_into<const N: usize>(
                     pending_space = false;
                 }
                 wrote = true;
-                // Whitespace bytes become spaces (0x80 >> 2 is 0x20).
-                let spaces = (ws >> 7) * 0xff;
-                let v = (lowercase_word(w) & !spaces) | (ws >> 2);
-                out[n..n + 8].copy_from_slice(&v.to_le_bytes());
+                out[n..n + 8].copy_from_slice(&lowercase_word(w).to_le_bytes());
                 n += k;
                 i += k;
                 if k == 8 {
@@ -1355,6 +1437,7 @@ mod tests {
             b"<<<EXTERNAL_UNTRUSTED_CONTENT id=a9f3c>>> Hello\tWORLD\x0b\x01 ",
             b"exexternal_untrusted_content id=1 external_untrusted_content id=external_untrusted_content id=2>x",
             b"trailing external_untrusted_content id=",
+            b"words a \tb and\t c, ab \n cd efghij \r\n klmnopq  rs",
             b"external_untrusted_content id",
             "caf\u{e9} \u{c9}T\u{c9} 12:04:55 1.5.6 v2 ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`@".as_bytes(),
             &[0x80, 0x41, 0xff, 0x5a, 0x5b, 0x40, 0x60, 0x7b, 0x20, 0x0c, 0x0d, 0x09, 0x0a, 0x2f, 0x3a],
@@ -1391,6 +1474,24 @@ mod tests {
             b.normalized(&text, &echoed);
             proptest::prop_assert_eq!(a.finish(), b.finish());
         }
+    }
+
+    #[test]
+    fn echoed_numbers_past_the_first_few_are_kept_too() {
+        let mut e = Echoed::none();
+        for x in (0..40).map(|i| i * 7) {
+            e.number(x);
+        }
+        e.set(2, 7); // "07"
+        for x in (0..40).map(|i| i * 7) {
+            assert!(e.has(x.to_string().as_bytes()), "{x}");
+        }
+        assert!(e.has(b"07") && !e.has(b"007") && !e.has(b"8") && !e.has(b"1000"));
+        let mut few = Echoed::none();
+        few.number(12);
+        few.number(12);
+        assert!(few.has(b"12") && !few.has(b"012") && !few.has(b"1"));
+        assert_eq!(few.len, 1);
     }
 
     #[test]
