@@ -31,7 +31,7 @@ pub(crate) fn check(
     let mut count = 0usize;
     let mut n = 0usize;
     for e in ledger.scoped(run).rev().take(longest) {
-        if e.tool.as_wtf8() != tool {
+        if !super::ledger::same_bytes(e.tool.as_wtf8(), tool) {
             break;
         }
         let seen = inline[..count.min(16)]

@@ -52,8 +52,21 @@ pub struct LedgerEntry {
 
 impl LedgerEntry {
     pub(crate) fn same_call(&self, tool: &[u8], args: &ArgsDigest) -> bool {
-        self.args == *args && self.tool.as_wtf8() == tool
+        self.args == *args && same_bytes(self.tool.as_wtf8(), tool)
     }
+}
+
+/// Byte equality of short names (tools, runs) without a call to `memcmp`, which costs more
+/// than the comparison itself for a few bytes; the detectors compare a name per entry.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 16 {
+        return a == b;
+    }
+    a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 /// An outcome to record (see [`Ledger::record`]).
@@ -101,7 +114,11 @@ pub struct Ledger {
 }
 
 fn run_eq(a: Option<&Name>, b: Option<&[u8]>) -> bool {
-    a.map(|n| n.as_wtf8()) == b
+    match (a, b) {
+        (Some(a), Some(b)) => same_bytes(a.as_wtf8(), b),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 impl Ledger {
@@ -162,12 +179,12 @@ impl Ledger {
             .back()
             .and_then(|e| e.run.as_ref())
             .map(|r| r.as_wtf8())
-            .filter(|r| Some(*r) == run)
+            .filter(|r| run.is_some_and(|run| same_bytes(r, run)))
             .map(<[u8]>::as_ptr);
         self.entries.iter().filter(move |e| match (&e.run, run) {
             (Some(n), Some(r)) => {
                 let n = n.as_wtf8();
-                shared == Some(n.as_ptr()) || n == r
+                shared == Some(n.as_ptr()) || same_bytes(n, r)
             }
             (None, None) => true,
             _ => false,
@@ -203,7 +220,7 @@ impl Ledger {
             .iter()
             .rev()
             .take(8)
-            .find(|e| e.tool.as_wtf8() == tool.as_wtf8())
+            .find(|e| same_bytes(e.tool.as_wtf8(), tool.as_wtf8()))
             .map_or_else(|| tool.to_shared(), |e| e.tool.clone())
     }
 
@@ -211,7 +228,7 @@ impl Ledger {
     fn run_name(&self, run: Option<&[u8]>) -> Option<Name> {
         let run = run?;
         match self.entries.back().and_then(|e| e.run.as_ref()) {
-            Some(r) if r.as_wtf8() == run => Some(r.clone()),
+            Some(r) if same_bytes(r.as_wtf8(), run) => Some(r.clone()),
             _ => {
                 let lone = std::str::from_utf8(run).is_err();
                 Some(crate::value::JsString::from_wtf8(run.into(), lone).to_shared())

@@ -65,7 +65,7 @@ pub(crate) fn count(
         // A blocked retry (`countVetoes`) of it counts here, where it was blocked.
         let exact_failure = e.failure.is_some() && e.same_call(tool, digest) && !s.vetoed();
         let alike = !exact_failure
-            && e.tool.as_wtf8() == tool
+            && super::ledger::same_bytes(e.tool.as_wtf8(), tool)
             && if s.empty_outcome() {
                 // Two different edits both print nothing: only the same edit again.
                 e.args == *digest

@@ -15,7 +15,7 @@
 //! a healthy write → build → read cycle with slightly different file contents (seen on
 //! the calibration set) is progress.
 
-use super::ledger::Ledger;
+use super::ledger::{same_bytes, Ledger};
 use super::sketch::ArgsSketch;
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
@@ -51,7 +51,7 @@ pub(crate) fn cycles(
             continue;
         }
         back += 1;
-        if back >= 2 && e.tool.as_wtf8() == tool && s.args.shape == args.shape {
+        if back >= 2 && s.args.shape == args.shape && same_bytes(e.tool.as_wtf8(), tool) {
             break;
         }
         if back == MAX_PERIOD {
@@ -82,7 +82,11 @@ pub(crate) fn cycles(
         len += 1;
         // No cycle can start: the proposed call repeats none of the calls 2 to 4 back
         // (tool and shape), so every period covers fewer calls than it takes to warn.
-        if len == MAX_PERIOD + 1 && !buf[2..len].iter().any(|x| x.0 == tool && x.1 == args.shape) {
+        if len == MAX_PERIOD + 1
+            && !buf[2..len]
+                .iter()
+                .any(|x| x.1 == args.shape && same_bytes(x.0, tool))
+        {
             return found;
         }
     }
@@ -109,7 +113,7 @@ pub(crate) fn cycles(
                 (None, Some(_)) => false,
                 _ => true,
             };
-            if a.0 != b.0 || a.1 != b.1 || !same_outcome || !same_args {
+            if a.1 != b.1 || !same_bytes(a.0, b.0) || !same_outcome || !same_args {
                 break;
             }
             i += 1;
