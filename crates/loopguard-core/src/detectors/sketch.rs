@@ -742,7 +742,7 @@ impl OutHash {
             u64::from_le_bytes(w)
         };
         let mut b = b;
-        while self.words % 4 != 0 && b.len() >= 8 {
+        while !self.words.is_multiple_of(4) && b.len() >= 8 {
             self.word(word(&b[..8]));
             b = &b[8..];
         }
