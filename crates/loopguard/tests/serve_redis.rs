@@ -391,3 +391,76 @@ fn a_cached_entry_is_never_written_over_another_replicas_write() {
         "the deleted session came back from a cache"
     );
 }
+
+/// Sends one inline command to Redis on `port` and returns its first answer line.
+fn redis_command(port: u16, command: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to redis");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("{command}\r\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line.trim_end().to_string()
+}
+
+/// Concurrent events of many sessions through one replica travel to Redis in shared
+/// batches of compare-and-sets: each is applied to its own session exactly once, also when
+/// Redis forgets the script in the middle (`SCRIPT FLUSH`, as a restarted Redis does): the
+/// batch loads it again and sends again what was refused.
+#[test]
+fn concurrent_sessions_share_batches_and_survive_a_script_flush() {
+    let redis = Redis::start();
+    let server = Arc::new(Serve::start(&["--store", &redis.url(0)]));
+    const CLIENTS: usize = 12;
+    const EVENTS: usize = 30;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let (server, sent) = (server.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                for n in 0..EVENTS {
+                    // three sessions per client, so batches mix sessions and clients
+                    let session = format!("s{client}-{}", n % 3);
+                    let a = post_json(
+                        &agent,
+                        &server.url("/v1/events"),
+                        call(&session, client, n).as_bytes(),
+                    );
+                    assert_eq!(a.status, 200, "{session} event {n}: {}", a.body);
+                    sent.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    // Once some events went through, Redis forgets its scripts.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while sent.load(Ordering::SeqCst) < CLIENTS * EVENTS / 3 {
+        assert!(Instant::now() < deadline, "the clients made no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(redis_command(redis.port, "SCRIPT FLUSH"), "+OK");
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    for client in 0..CLIENTS {
+        for k in 0..3 {
+            let s = get(
+                &agent(),
+                &server.url(&format!("/v1/sessions/s{client}-{k}")),
+            )
+            .json();
+            assert_eq!(s["calls"], (EVENTS / 3) as u64, "s{client}-{k}: {s}");
+        }
+    }
+    // Whatever the timing above, an update after a flush needs the script loaded again.
+    assert_eq!(redis_command(redis.port, "SCRIPT FLUSH"), "+OK");
+    let a = post_json(
+        &agent(),
+        &server.url("/v1/events"),
+        call("s0-0", 0, 99).as_bytes(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let s = get(&agent(), &server.url("/v1/sessions/s0-0")).json();
+    assert_eq!(s["calls"], (EVENTS / 3 + 1) as u64, "{s}");
+}

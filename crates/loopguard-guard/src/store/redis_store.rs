@@ -101,14 +101,18 @@ pub struct RedisStore {
     shown: String,
     opts: RedisOptions,
     pool: Mutex<Vec<SyncCon>>,
-    /// The multiplexed connection of the awaitable side, opened on first use (in the
-    /// runtime of the caller, which then drives it).
-    shared: tokio::sync::OnceCell<AsyncCon>,
+    /// The multiplexed connection of the awaitable side and, on a single node, the queue
+    /// of its compare-and-set batches; opened on first use (in the runtime of the caller,
+    /// which then drives them).
+    shared: tokio::sync::OnceCell<Shared>,
     retries: AtomicU64,
     /// Key → (version token, the entry written with it), taken out while an update runs;
     /// the least recently written go first when it is full.
     cache: Mutex<Recent>,
     writes: AtomicU64,
+    /// What makes this store's version tokens unlike any other writer's: the process, the
+    /// time the store was opened, and the stores opened before it in the process.
+    origin: String,
     cas: redis::Script,
     /// Updates of one key inside this process take turns (striped by key hash), so
     /// optimistic conflicts only arise between processes: one set for blocking callers,
@@ -180,6 +184,129 @@ impl redis::aio::ConnectionLike for AsyncCon {
     }
 }
 
+/// The awaitable side, once opened.
+struct Shared {
+    con: AsyncCon,
+    /// Single node: the compare-and-sets waiting for the next batch (see [`Batch`]).
+    batch: Option<tokio::sync::mpsc::UnboundedSender<Queued>>,
+}
+
+/// One compare-and-set waiting for its batch, and where its answer goes.
+struct Queued {
+    cmd: redis::Cmd,
+    answer: Answer,
+}
+
+/// Where a queued compare-and-set's answer goes.
+type Answer = tokio::sync::oneshot::Sender<RedisResult<redis::Value>>;
+
+/// The most compare-and-sets one batch sends.
+const BATCH_MAX: usize = 64;
+
+/// Sends the compare-and-sets of concurrent updates together, one pipeline at a time, on
+/// the multiplexed connection: while a batch is on its way to Redis and back, the updates
+/// that arrive queue up and leave together as the next one. Under load, a round trip then
+/// carries many updates (one write and one read on each side for all of them, where each
+/// would otherwise cost its own); an idle server sends each at once. Each script is still
+/// its own atomic compare-and-set in Redis: batching changes how they travel, not what
+/// they do, and updates of one session never share a batch (they take turns).
+struct Batch {
+    con: AsyncCon,
+    script: redis::Script,
+    queue: tokio::sync::mpsc::UnboundedReceiver<Queued>,
+}
+
+impl Batch {
+    async fn run(mut self) {
+        let mut jobs = Vec::with_capacity(BATCH_MAX);
+        while let Some(first) = self.queue.recv().await {
+            jobs.push(first);
+            // Let the requests that are ready to run queue theirs before this batch leaves.
+            tokio::task::yield_now().await;
+            while jobs.len() < BATCH_MAX {
+                match self.queue.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+            self.send(&mut jobs).await;
+        }
+    }
+
+    /// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
+    /// (restarted, flushed) is loaded and those jobs sent again.
+    async fn send(&mut self, jobs: &mut Vec<Queued>) {
+        let mut pipe = redis::pipe();
+        let mut answers = Vec::with_capacity(jobs.len());
+        for j in jobs.drain(..) {
+            // A caller that gave up (its deadline passed) needs no answer.
+            if !j.answer.is_closed() {
+                pipe.add_command(j.cmd);
+                answers.push(j.answer);
+            }
+        }
+        for _ in 0..2 {
+            if answers.is_empty() {
+                return;
+            }
+            let n = answers.len();
+            let replies =
+                match redis::aio::ConnectionLike::req_packed_commands(&mut self.con, &pipe, 0, n)
+                    .await
+                {
+                    Ok(r) if r.len() == n => r,
+                    Ok(r) => {
+                        let why = format!("{} replies to {n} scripts", r.len());
+                        let e = redis::RedisError::from((
+                            redis::ErrorKind::ResponseError,
+                            "a pipeline answered the wrong number of replies",
+                            why,
+                        ));
+                        return fail(answers, &e);
+                    }
+                    Err(e) => return fail(answers, &e),
+                };
+            let mut again = redis::pipe();
+            let mut waiting = Vec::new();
+            for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
+                match reply.extract_error() {
+                    Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                        again.add_command(cmd.clone());
+                        waiting.push(answer);
+                    }
+                    reply => {
+                        let _ = answer.send(reply);
+                    }
+                }
+            }
+            if waiting.is_empty() {
+                return;
+            }
+            if let Err(e) = self.script.prepare_invoke().load_async(&mut self.con).await {
+                return fail(waiting, &e);
+            }
+            (pipe, answers) = (again, waiting);
+        }
+        let e = redis::RedisError::from((
+            redis::ErrorKind::NoScriptError,
+            "the compare-and-set script was not kept after SCRIPT LOAD",
+        ));
+        fail(answers, &e);
+    }
+}
+
+/// Answers every waiting job with `e` (a `RedisError` cannot be cloned: each gets its
+/// kind and text).
+fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
+    for a in answers {
+        let _ = a.send(Err(redis::RedisError::from((
+            e.kind(),
+            "redis",
+            e.to_string(),
+        ))));
+    }
+}
+
 /// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), new token, entry,
 /// TTL in ms. Answers 1 when written, else `{current token, current entry}` (nils when
 /// absent).
@@ -220,7 +347,8 @@ pub fn redis_key(key: &str) -> String {
 /// their I/O through it.
 struct Attempt {
     token: Vec<u8>,
-    entry: SessionEntry,
+    /// Boxed: it moves between the cache and the update several times per event.
+    entry: Box<SessionEntry>,
     lost: u64,
 }
 
@@ -289,6 +417,7 @@ impl RedisStore {
             retries: AtomicU64::new(0),
             cache: Mutex::new(Recent::default()),
             writes: AtomicU64::new(0),
+            origin: origin(),
             cas: redis::Script::new(CAS),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             async_stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
@@ -399,9 +528,17 @@ impl RedisStore {
 
     // ---- the awaitable side ----
 
-    async fn async_con(&self) -> RedisResult<AsyncCon> {
-        let con = self
-            .shared
+    async fn shared(&self) -> RedisResult<&Shared> {
+        if let Some(shared) = self.shared.get() {
+            return Ok(shared);
+        }
+        // Opening happens once, and its future (connecting, the handshake) is large:
+        // boxed, so that the future of every update does not carry it.
+        Box::pin(self.open_shared()).await
+    }
+
+    async fn open_shared(&self) -> RedisResult<&Shared> {
+        self.shared
             .get_or_try_init(|| async {
                 match &self.target {
                     Target::Single(client) => {
@@ -413,18 +550,64 @@ impl RedisStore {
                             .set_number_of_retries(1)
                             .set_factor(50)
                             .set_max_delay(500);
-                        client
-                            .get_connection_manager_with_config(config)
-                            .await
-                            .map(AsyncCon::Single)
+                        let con = AsyncCon::Single(
+                            client.get_connection_manager_with_config(config).await?,
+                        );
+                        let (batch, queue) = tokio::sync::mpsc::unbounded_channel();
+                        tokio::spawn(
+                            Batch {
+                                con: con.clone(),
+                                script: self.cas.clone(),
+                                queue,
+                            }
+                            .run(),
+                        );
+                        Ok(Shared {
+                            con,
+                            batch: Some(batch),
+                        })
                     }
-                    Target::Cluster(client, _) => {
-                        client.get_async_connection().await.map(AsyncCon::Cluster)
-                    }
+                    Target::Cluster(client, _) => Ok(Shared {
+                        con: AsyncCon::Cluster(client.get_async_connection().await?),
+                        batch: None,
+                    }),
                 }
             })
-            .await?;
-        Ok(con.clone())
+            .await
+    }
+
+    async fn async_con(&self) -> RedisResult<AsyncCon> {
+        Ok(self.shared().await?.con.clone())
+    }
+
+    /// Sends one compare-and-set and awaits its answer: in the next batch on a single node,
+    /// on its own in a cluster (where each key's node answers for it).
+    async fn cas_awaited(&self, rkey: &str, at: &Attempt, w: &Write) -> RedisResult<redis::Value> {
+        let shared = self.shared().await?;
+        let Some(batch) = &shared.batch else {
+            let mut con = shared.con.clone();
+            let invocation = self.invocation(rkey, at, w);
+            // Boxed: a cluster's invocation future is large, and updates on a single node
+            // should not carry it.
+            return Box::pin(invocation.invoke_async(&mut con)).await;
+        };
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.cas.get_hash())
+            .arg(1)
+            .arg(rkey)
+            .arg(&at.token)
+            .arg(&w.next)
+            .arg(&w.bytes)
+            .arg(self.ttl_ms());
+        let (answer, reply) = tokio::sync::oneshot::channel();
+        let closed = || {
+            redis::RedisError::from((
+                redis::ErrorKind::IoError,
+                "the connection's batch queue is closed",
+            ))
+        };
+        batch.send(Queued { cmd, answer }).map_err(|_| closed())?;
+        reply.await.map_err(|_| closed())?
     }
 
     /// Runs an awaited operation under the timeout.
@@ -444,11 +627,11 @@ impl RedisStore {
     }
 
     async fn update_awaited(&self, key: &str, apply: &mut ApplyFn<'_>) -> RedisResult<bool> {
-        let mut con = self.async_con().await?;
         let rkey = redis_key(key);
         let mut at = match self.cached(key) {
             Some(at) => at,
             None => {
+                let mut con = self.async_con().await?;
                 let read = redis::cmd("HMGET")
                     .arg(&rkey)
                     .arg("v")
@@ -460,10 +643,7 @@ impl RedisStore {
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let answer = self
-                .invocation(&rkey, &at, &write)
-                .invoke_async(&mut con)
-                .await?;
+            let answer = self.cas_awaited(&rkey, &at, &write).await?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -481,7 +661,7 @@ impl RedisStore {
     fn read(&self, key: &str, (v, e): (Option<Vec<u8>>, Option<Vec<u8>>)) -> Attempt {
         Attempt {
             token: v.unwrap_or_default(),
-            entry: self.entry_of(key, e),
+            entry: Box::new(self.entry_of(key, e)),
             lost: 0,
         }
     }
@@ -540,13 +720,17 @@ impl RedisStore {
     }
 
     /// A version token no other write ever had.
+    /// (this store's origin, then a counter of its writes).
     fn token(&self) -> Vec<u8> {
         let n = self.writes.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        format!("{:x}.{nanos:x}.{n:x}", std::process::id()).into_bytes()
+        let mut token = Vec::with_capacity(self.origin.len() + 17);
+        token.extend_from_slice(self.origin.as_bytes());
+        token.push(b'.');
+        let digits = (64 - n.leading_zeros()).div_ceil(4).max(1);
+        for i in (0..digits).rev() {
+            token.push(b"0123456789abcdef"[((n >> (i * 4)) & 0xf) as usize]);
+        }
+        token
     }
 
     /// An entry as stored (`None` = absent), or a fresh one that says why when it is
@@ -596,7 +780,7 @@ impl RedisStore {
             })
     }
 
-    fn keep(&self, key: &str, token: Vec<u8>, entry: SessionEntry) {
+    fn keep(&self, key: &str, token: Vec<u8>, entry: Box<SessionEntry>) {
         self.cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -678,18 +862,18 @@ impl RedisStore {
 /// so sticky load balancing keeps its one round trip per update).
 #[derive(Default)]
 struct Recent {
-    entries: HashMap<String, (Vec<u8>, SessionEntry, u64)>,
+    entries: HashMap<String, (Vec<u8>, Box<SessionEntry>, u64)>,
     clock: u64,
 }
 
 impl Recent {
     /// Takes a session's entry out (an update in progress owns it).
-    fn take(&mut self, key: &str) -> Option<(Vec<u8>, SessionEntry)> {
+    fn take(&mut self, key: &str) -> Option<(Vec<u8>, Box<SessionEntry>)> {
         self.entries.remove(key).map(|(t, e, _)| (t, e))
     }
 
     /// Keeps what was just written, within `capacity` entries.
-    fn put(&mut self, key: &str, token: Vec<u8>, entry: SessionEntry, capacity: usize) {
+    fn put(&mut self, key: &str, token: Vec<u8>, entry: Box<SessionEntry>, capacity: usize) {
         if capacity == 0 {
             return;
         }
@@ -704,6 +888,18 @@ impl Recent {
         self.entries
             .insert(key.to_string(), (token, entry, self.clock));
     }
+}
+
+/// A [`RedisStore`]'s origin: its process, when it was opened, and how many stores the
+/// process opened before it (in hex).
+fn origin() -> String {
+    static OPENED: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let nth = OPENED.fetch_add(1, Ordering::Relaxed);
+    format!("{:x}.{nanos:x}.{nth:x}", std::process::id())
 }
 
 /// `--redis-ca`'s certificates, as redis wants them.
@@ -926,7 +1122,7 @@ mod tests {
     #[test]
     fn the_entry_cache_drops_the_least_recently_written() {
         let mut recent = Recent::default();
-        let entry = SessionEntry::default;
+        let entry = Box::<SessionEntry>::default;
         for n in 0..1_000 {
             recent.put("hot", vec![1], entry(), 64);
             recent.put(&format!("cold-{n}"), vec![2], entry(), 64);
@@ -941,6 +1137,23 @@ mod tests {
         assert!(recent.take("cold-0").is_none());
         recent.put("x", vec![3], entry(), 0);
         assert!(recent.take("x").is_none(), "a capacity of 0 keeps nothing");
+    }
+
+    /// Version tokens never repeat, within a store or between two stores of one process.
+    #[test]
+    fn version_tokens_are_unique() {
+        let open = || RedisStore::open("redis://127.0.0.1:1/0", RedisOptions::default()).unwrap();
+        let (a, b) = (open(), open());
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..300 {
+            assert!(seen.insert(a.token()));
+            assert!(seen.insert(b.token()));
+        }
+        let first = String::from_utf8(open().token()).unwrap();
+        assert!(first.ends_with(".0"), "{first}");
+        let s = open();
+        s.writes.store(0xab, Ordering::Relaxed);
+        assert!(String::from_utf8(s.token()).unwrap().ends_with(".ab"));
     }
 
     #[test]
