@@ -29,6 +29,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 addr=""
 start_server() { # args... ; sets $addr (not in a subshell: the pid must reach the cleanup)
   local log="$work/serve.$RANDOM.log"
+  : > "$log" # exists before the first grep, whenever the server opens it
   "$bin" serve --listen 127.0.0.1:0 "$@" 2>"$log" &
   pids+=($!)
   for _ in $(seq 100); do
