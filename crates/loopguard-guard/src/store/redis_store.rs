@@ -28,8 +28,9 @@
 //!
 //! **Connections.** The awaitable side ([`AsyncStore`], what `loopguard serve` uses)
 //! multiplexes every request of the process over one connection (redis' connection
-//! manager, which reconnects by itself), so concurrent updates share round trips and no
-//! thread waits per request. The blocking side ([`Store`]) keeps a small pool of
+//! manager, which reconnects by itself), so no thread waits per request; on a single node,
+//! the compare-and-sets of concurrent updates leave in batches, one pipeline a round trip,
+//! each still its own atomic script (see `Batch`). The blocking side ([`Store`]) keeps a small pool of
 //! connections; one that fails is dropped and the next call opens a new one. Either way,
 //! service resumes by itself when Redis is back.
 //!
