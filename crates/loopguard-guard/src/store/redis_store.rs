@@ -204,8 +204,12 @@ type Answer = tokio::sync::oneshot::Sender<RedisResult<redis::Value>>;
 /// The most compare-and-sets one batch sends.
 const BATCH_MAX: usize = 64;
 
-/// Sends the compare-and-sets of concurrent updates together, one pipeline at a time, on
-/// the multiplexed connection: while a batch is on its way to Redis and back, the updates
+/// The most batches on their way to Redis at once.
+const IN_FLIGHT: usize = 4;
+
+/// Sends the compare-and-sets of concurrent updates together, as pipelines on the
+/// multiplexed connection: the updates that are ready to run queue theirs, and what is
+/// queued leaves as one pipeline; while [`IN_FLIGHT`] batches are on their way, the updates
 /// that arrive queue up and leave together as the next one. Under load, a round trip then
 /// carries many updates (one write and one read on each side for all of them, where each
 /// would otherwise cost its own); an idle server sends each at once. Each script is still
@@ -213,87 +217,93 @@ const BATCH_MAX: usize = 64;
 /// they do, and updates of one session never share a batch (they take turns).
 struct Batch {
     con: AsyncCon,
-    script: redis::Script,
+    script: std::sync::Arc<redis::Script>,
     queue: tokio::sync::mpsc::UnboundedReceiver<Queued>,
 }
 
 impl Batch {
     async fn run(mut self) {
-        let mut jobs = Vec::with_capacity(BATCH_MAX);
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
         while let Some(first) = self.queue.recv().await {
+            let mut jobs = Vec::with_capacity(BATCH_MAX);
             jobs.push(first);
             // Let the requests that are ready to run queue theirs before this batch leaves.
             tokio::task::yield_now().await;
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
             while jobs.len() < BATCH_MAX {
                 match self.queue.try_recv() {
                     Ok(job) => jobs.push(job),
                     Err(_) => break,
                 }
             }
-            self.send(&mut jobs).await;
+            let (con, script) = (self.con.clone(), self.script.clone());
+            tokio::spawn(async move {
+                send(con, &script, jobs).await;
+                drop(slot);
+            });
         }
     }
+}
 
-    /// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
-    /// (restarted, flushed) is loaded and those jobs sent again.
-    async fn send(&mut self, jobs: &mut Vec<Queued>) {
-        let mut pipe = redis::pipe();
-        let mut answers = Vec::with_capacity(jobs.len());
-        for j in jobs.drain(..) {
-            // A caller that gave up (its deadline passed) needs no answer.
-            if !j.answer.is_closed() {
-                pipe.add_command(j.cmd);
-                answers.push(j.answer);
-            }
+/// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
+/// (restarted, flushed) is loaded and those jobs sent again.
+async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
+    let mut pipe = redis::pipe();
+    let mut answers = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        // A caller that gave up (its deadline passed) needs no answer.
+        if !j.answer.is_closed() {
+            pipe.add_command(j.cmd);
+            answers.push(j.answer);
         }
-        for _ in 0..2 {
-            if answers.is_empty() {
-                return;
-            }
-            let n = answers.len();
-            let replies =
-                match redis::aio::ConnectionLike::req_packed_commands(&mut self.con, &pipe, 0, n)
-                    .await
-                {
-                    Ok(r) if r.len() == n => r,
-                    Ok(r) => {
-                        let why = format!("{} replies to {n} scripts", r.len());
-                        let e = redis::RedisError::from((
-                            redis::ErrorKind::ResponseError,
-                            "a pipeline answered the wrong number of replies",
-                            why,
-                        ));
-                        return fail(answers, &e);
-                    }
-                    Err(e) => return fail(answers, &e),
-                };
-            let mut again = redis::pipe();
-            let mut waiting = Vec::new();
-            for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
-                match reply.extract_error() {
-                    Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                        again.add_command(cmd.clone());
-                        waiting.push(answer);
-                    }
-                    reply => {
-                        let _ = answer.send(reply);
-                    }
+    }
+    for _ in 0..2 {
+        if answers.is_empty() {
+            return;
+        }
+        let n = answers.len();
+        let replies =
+            match redis::aio::ConnectionLike::req_packed_commands(&mut con, &pipe, 0, n).await {
+                Ok(r) if r.len() == n => r,
+                Ok(r) => {
+                    let why = format!("{} replies to {n} scripts", r.len());
+                    let e = redis::RedisError::from((
+                        redis::ErrorKind::ResponseError,
+                        "a pipeline answered the wrong number of replies",
+                        why,
+                    ));
+                    return fail(answers, &e);
+                }
+                Err(e) => return fail(answers, &e),
+            };
+        let mut again = redis::pipe();
+        let mut waiting = Vec::new();
+        for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
+            match reply.extract_error() {
+                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                    again.add_command(cmd.clone());
+                    waiting.push(answer);
+                }
+                reply => {
+                    let _ = answer.send(reply);
                 }
             }
-            if waiting.is_empty() {
-                return;
-            }
-            if let Err(e) = self.script.prepare_invoke().load_async(&mut self.con).await {
-                return fail(waiting, &e);
-            }
-            (pipe, answers) = (again, waiting);
         }
-        let e = redis::RedisError::from((
-            redis::ErrorKind::NoScriptError,
-            "the compare-and-set script was not kept after SCRIPT LOAD",
-        ));
-        fail(answers, &e);
+        if waiting.is_empty() {
+            return;
+        }
+        if let Err(e) = script.prepare_invoke().load_async(&mut con).await {
+            return fail(waiting, &e);
+        }
+        (pipe, answers) = (again, waiting);
     }
+    let e = redis::RedisError::from((
+        redis::ErrorKind::NoScriptError,
+        "the compare-and-set script was not kept after SCRIPT LOAD",
+    ));
+    fail(answers, &e);
 }
 
 /// Answers every waiting job with `e` (a `RedisError` cannot be cloned: each gets its
@@ -558,7 +568,7 @@ impl RedisStore {
                         tokio::spawn(
                             Batch {
                                 con: con.clone(),
-                                script: self.cas.clone(),
+                                script: std::sync::Arc::new(self.cas.clone()),
                                 queue,
                             }
                             .run(),
