@@ -30,9 +30,9 @@
 //! multiplexes every request of the process over one connection (redis' connection
 //! manager, which reconnects by itself), so no thread waits per request; on a single node,
 //! the compare-and-sets of concurrent updates leave in batches, one pipeline a round trip,
-//! each still its own atomic script (see `Batch`). The blocking side ([`Store`]) keeps a small pool of
-//! connections; one that fails is dropped and the next call opens a new one. Either way,
-//! service resumes by itself when Redis is back.
+//! each still its own atomic script (see `Batch`). The blocking side ([`Store`]) keeps a
+//! small pool of connections; one that fails is dropped and the next call opens a new one.
+//! Either way, service resumes by itself when Redis is back.
 //!
 //! **Where.** `redis://[[USER]:PASSWORD@]HOST:PORT[/DB]`, `rediss://…` for TLS (the system's
 //! roots, or [`RedisOptions::ca_pem`]), and `redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT…]`
