@@ -240,6 +240,11 @@ impl Observer for Printer {
         Ok(())
     }
 
+    fn wants_args(&self) -> bool {
+        // The HTML timeline shows every call's arguments; the rest only a loop's first.
+        self.timeline.is_some() || self.quality.is_some()
+    }
+
     fn notice(&mut self, notice: Notice<'_>) {
         match notice {
             Notice::Start(source) => {
