@@ -372,6 +372,15 @@ impl<'a> JsString<'a> {
         }
     }
 
+    /// Owns bytes the caller checked to be ASCII that `JSON.stringify` writes unchanged.
+    pub(crate) fn from_parts_simple(bytes: Vec<u8>) -> JsString<'static> {
+        JsString {
+            bytes: Repr::Owned(bytes),
+            simple: true,
+            lone: false,
+        }
+    }
+
     /// Wraps bytes whose flags the caller already knows (the parser).
     pub(crate) fn from_parts(bytes: Cow<'a, [u8]>, simple: bool, lone: bool) -> Self {
         JsString {
@@ -402,6 +411,7 @@ impl<'a> JsString<'a> {
     }
 
     /// The WTF-8 bytes.
+    #[inline]
     pub fn as_wtf8(&self) -> &[u8] {
         &self.bytes
     }
@@ -474,6 +484,7 @@ impl<'a> JsString<'a> {
     }
 
     /// Borrows this string without copying.
+    #[inline]
     pub fn reborrow(&self) -> JsString<'_> {
         let bytes = match &self.bytes {
             Repr::Escaped(e) => Repr::Escaped(Escaped::new(e.source)),
