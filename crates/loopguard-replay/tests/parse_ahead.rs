@@ -180,6 +180,47 @@ fn large_generated_streams_are_byte_identical_both_ways() {
     }
 }
 
+/// With the strict profile the engine needs the values themselves (its ledger keeps
+/// outcomes): the events hashed ahead are parsed again on the engine's thread, and the
+/// decisions, warnings of the extra detectors included, are the same.
+#[test]
+fn the_strict_profile_parses_again_and_decides_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strict.jsonl");
+    write_stream(
+        std::fs::File::create(&path).unwrap(),
+        StreamSpec {
+            events: 6_000,
+            result_bytes: 80,
+            sessions: 3,
+            seed: 11,
+        },
+    )
+    .unwrap();
+    let config = fixtures().join("../../examples/openclaw.json5");
+    let config = std::fs::read_to_string(config).unwrap();
+    let run = |ahead: bool| {
+        let options = ReplayOptions::new()
+            .parse_ahead(ahead)
+            .config(OpenClawConfig::load_for_run(&config).unwrap().config)
+            .detectors(loopguard_core::DetectorProfile::Strict);
+        let plan = Plan::new(std::slice::from_ref(&path), options).unwrap();
+        let mut lines = Lines::default();
+        let report = plan.run(&mut lines).unwrap();
+        (lines.out, format!("{:?}", report.summary.sessions))
+    };
+    let (one, two) = (run(false), run(true));
+    assert_eq!(one.1, two.1, "summaries differ");
+    assert!(one.0 == two.0, "decision streams differ");
+    let text = String::from_utf8(one.0).unwrap();
+    assert!(
+        loopguard_core::Detector::EXTRA
+            .iter()
+            .any(|d| text.contains(&format!(r#""detector":"{}""#, d.as_str()))),
+        "no finding of a strict-only detector"
+    );
+}
+
 /// Several files share their sessions in order; a byte-order mark, blank lines and a bad
 /// line stop both paths at the same line with the same decisions before it.
 #[test]
