@@ -461,7 +461,7 @@ pub(crate) fn name_from_vec(bytes: Vec<u8>) -> Name {
     // The usual key or message: ASCII that `JSON.stringify` writes as it is, found in one
     // pass without branches (issue 23: a warning builds two keys).
     let special = bytes.iter().fold(false, |acc, &b| {
-        acc | (b < 0x20) | (b >= 0x80) | (b == b'"') | (b == b'\\')
+        acc | !(0x20..0x80).contains(&b) | (b == b'"') | (b == b'\\')
     });
     if !special {
         return JsString::from_parts_simple(bytes);
