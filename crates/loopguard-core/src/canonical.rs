@@ -27,6 +27,7 @@ pub trait Sink {
 }
 
 impl Sink for Vec<u8> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
         self.extend_from_slice(bytes);
     }
@@ -348,11 +349,20 @@ pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Both digits of every byte from one table (issue 23: a decision line has two digests).
+    const PAIRS: [[u8; 2]; 256] = {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut t = [[0u8; 2]; 256];
+        let mut i = 0;
+        while i < 256 {
+            t[i] = [HEX[i >> 4], HEX[i & 15]];
+            i += 1;
+        }
+        t
+    };
     let mut out = [0u8; 64];
-    for (i, &b) in d.iter().enumerate() {
-        out[2 * i] = HEX[(b >> 4) as usize];
-        out[2 * i + 1] = HEX[(b & 15) as usize];
+    for (pair, &b) in out.chunks_exact_mut(2).zip(d) {
+        pair.copy_from_slice(&PAIRS[b as usize]);
     }
     out
 }

@@ -458,6 +458,14 @@ pub(crate) fn owned_name(bytes: &[u8]) -> Name {
 
 /// Wraps WTF-8 bytes in a [`Name`] without copying them.
 pub(crate) fn name_from_vec(bytes: Vec<u8>) -> Name {
+    // The usual key or message: ASCII that `JSON.stringify` writes as it is, found in one
+    // pass without branches (issue 23: a warning builds two keys).
+    let special = bytes.iter().fold(false, |acc, &b| {
+        acc | !(0x20..0x80).contains(&b) | (b == b'"') | (b == b'\\')
+    });
+    if !special {
+        return JsString::from_parts_simple(bytes);
+    }
     // WTF-8 that is not UTF-8 holds surrogate code points.
     let lone = std::str::from_utf8(&bytes).is_err();
     JsString::from_wtf8(std::borrow::Cow::Owned(bytes), lone)

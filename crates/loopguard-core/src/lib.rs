@@ -150,7 +150,7 @@ pub use warnings::{BUCKET_SIZE, MAX_KEYS as MAX_WARNING_KEYS};
 pub use outcome::{DefaultSendClassifier, Hashing, Outcome, SendClassifier, CHANNEL_TOOLS};
 
 // JSON values as JavaScript holds them: the input of every call.
-pub use value::{JsString, Object, Value};
+pub use value::{JsString, Object, Shape, Value};
 
 // `tools.loopDetection` and the `loopguard` block: reading, checking and resolving the config.
 pub use config::{

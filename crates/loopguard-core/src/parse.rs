@@ -210,10 +210,10 @@ impl<'a> Parser<'a> {
     }
 
     /// Reads `{ "key": value, … }` from the opening brace, handing each entry to `f`.
-    fn entries(
+    fn entries<F: FnMut(JsString<'a>, Value<'a>)>(
         &mut self,
         depth: usize,
-        f: &mut dyn FnMut(JsString<'a>, Value<'a>),
+        f: &mut F,
     ) -> Result<(), ParseError> {
         self.i += 1;
         self.skip_ws();

@@ -27,7 +27,7 @@ use crate::detectors::ledger::Ledger;
 use crate::detectors::{self, Detection, Detector, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
 use crate::history::{normalize_run, History, Name, RecordRef};
-use crate::outcome::{hash_outcome, Hashing, Outcome, ResultHash};
+use crate::outcome::{hash_outcome, Hashing, Outcome, OutcomeHash, ResultHash};
 use crate::value::{JsString, Object, Value};
 use crate::warnings::WarningBuckets;
 
@@ -85,6 +85,9 @@ pub struct Call<'a> {
     pub timestamp_ms: u64,
     /// The argument digest, when the caller already has it (see [`Call::with_args_digest`]).
     pub args_digest: Option<ArgsDigest>,
+    /// Whether the call is a known poll, when the caller already knows it (see
+    /// [`Call::with_known_poll`]).
+    pub known_poll: Option<bool>,
 }
 
 impl<'a> Call<'a> {
@@ -98,6 +101,7 @@ impl<'a> Call<'a> {
             agent: None,
             timestamp_ms: 0,
             args_digest: None,
+            known_poll: None,
         }
     }
 
@@ -108,6 +112,23 @@ impl<'a> Call<'a> {
     pub fn with_args_digest(mut self, digest: ArgsDigest) -> Self {
         self.args_digest = Some(digest);
         self
+    }
+
+    /// Says whether the call is a known poll
+    /// ([`is_known_poll_call`](crate::detection::is_known_poll_call) of its tool and
+    /// arguments), computed by the caller, for example on another thread (issue 23: `loopguard
+    /// replay` hashes and classifies calls on its reader thread). Only valid for these
+    /// arguments.
+    pub fn with_known_poll(mut self, known_poll: bool) -> Self {
+        self.known_poll = Some(known_poll);
+        self
+    }
+
+    fn is_known_poll(&self) -> bool {
+        match self.known_poll {
+            Some(k) => k,
+            None => detectors::known_poll::is_known_poll_call(self.tool.as_wtf8(), self.args),
+        }
     }
 
     fn digest(&self) -> ArgsDigest {
@@ -497,11 +518,12 @@ impl Session {
             return None;
         }
         let scope = self.history.scope(call.run_key());
+        let known_poll = call.is_known_poll();
         let probe = Probe {
             history: scope.iter(),
             tool: call.tool.as_wtf8(),
             args,
-            params: call.args,
+            known_poll,
         };
         let base = detectors::detect(&probe, &policy.resolved);
         let extra = &policy.extra;
@@ -509,7 +531,6 @@ impl Session {
             return base;
         }
         let run = call.run_key();
-        let known_poll = detectors::known_poll::is_known_poll_call(call.tool.as_wtf8(), call.args);
         let proposed = detectors::Proposed {
             run,
             tool: call.tool.as_wtf8(),
@@ -583,6 +604,17 @@ impl Session {
         args: ArgsDigest,
     ) -> Option<RecordRef<'_>> {
         let hashed = hash_outcome(call.tool.as_wtf8(), call.args, outcome, &self.hashing);
+        self.record_hashed(policy, call, &hashed, args)
+    }
+
+    /// Attaches an outcome already hashed to its pending record (or appends one).
+    fn record_hashed(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        hashed: &OutcomeHash,
+        args: ArgsDigest,
+    ) -> Option<RecordRef<'_>> {
         let result = hashed.result_hash?;
         Some(self.history.record_outcome(
             call.run_key(),
@@ -590,7 +622,7 @@ impl Session {
             &call.tool,
             args,
             result,
-            hashed.unknown_tool,
+            hashed.unknown_tool.clone(),
             call.timestamp_ms,
             policy.resolved.history_size,
         ))
@@ -712,6 +744,46 @@ impl Session {
         self.after_call_with(policy, call, outcome, args)
     }
 
+    /// [`Session::after_call`] with the outcome already hashed by
+    /// [`hash_outcome`](crate::hashing::hash_outcome) (with this session's
+    /// [`Hashing`], the call's tool and arguments): for a caller that hashes outcomes
+    /// elsewhere, for example on another thread (issue 23: `loopguard replay`'s reader).
+    ///
+    /// `None`, with nothing changed, when `policy` is enabled and switches on one of
+    /// loopguard's extra detectors that keep outcomes of their own (the strict profile's
+    /// ledger): they need the outcome itself, so call [`Session::after_call`].
+    ///
+    /// ```
+    /// use loopguard_core::{hashing, Call, Hashing, Outcome, Policy, Session, Value};
+    /// let policy = Policy::enabled();
+    /// let args = Value::parse(br#"{"path":"/a"}"#)?;
+    /// let result = Value::from("text");
+    /// let call = Call::new("read", &args);
+    /// let hashed = hashing::hash_outcome(b"read", &args, Outcome::Result(&result), &Hashing::default());
+    /// let mut a = Session::new("a");
+    /// let mut b = Session::new("b");
+    /// let direct = a.after_call(&policy, &call, Outcome::Result(&result));
+    /// assert_eq!(b.after_call_hashed(&policy, &call, &hashed), Some(direct));
+    /// # Ok::<(), loopguard_core::json::ParseError>(())
+    /// ```
+    pub fn after_call_hashed(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        hashed: &OutcomeHash,
+    ) -> Option<OutcomeDecision> {
+        if policy.resolved.enabled && policy.extra.records_outcomes() {
+            return None;
+        }
+        let args = call.digest();
+        let run = call.run_key();
+        self.ensure_guard(policy, run);
+        let recorded = self
+            .record_hashed(policy, call, hashed, args)
+            .and_then(|r| r.result);
+        Some(self.observe_guard(call, args, recorded))
+    }
+
     fn after_call_with(
         &mut self,
         policy: &Policy,
@@ -753,6 +825,18 @@ impl Session {
                 }
             }
         }
+        self.observe_guard(call, args, recorded)
+    }
+
+    /// Feeds a recorded outcome to the post-compaction guard of the call's run.
+    fn observe_guard(
+        &mut self,
+        call: &Call<'_>,
+        args: ArgsDigest,
+        recorded: Option<ResultHash>,
+    ) -> OutcomeDecision {
+        let tool = call.tool.as_wtf8();
+        let run = call.run_key();
         let Some(result) = recorded else {
             return OutcomeDecision {
                 args,

@@ -33,6 +33,12 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// assert_eq!(js_trim("\u{FEFF} a \u{85}".as_bytes()), "a \u{85}".as_bytes());
 /// ```
 pub fn js_trim(s: &[u8]) -> &[u8] {
+    // The usual case: printable ASCII at both ends, nothing to take off (issue 23: run ids
+    // are trimmed on every event).
+    let plain = |b: &u8| (0x21..0x7F).contains(b);
+    if s.first().is_some_and(plain) && s.last().is_some_and(plain) {
+        return s;
+    }
     let mut start = 0;
     while start < s.len() {
         let (c, n) = decode_at(s, start);
@@ -277,9 +283,10 @@ pub(crate) fn scan_string(s: &[u8], mut i: usize) -> (usize, bool) {
         let w = load_word(chunk);
         let t = special_bytes(w);
         if t != 0 {
-            let stop = i + (t.trailing_zeros() / 8) as usize;
-            let before = s[i..stop].iter().any(|&b| b >= 0x80);
-            return (stop, high != 0 || before);
+            let k = t.trailing_zeros() / 8;
+            // The high bits of the bytes before the stop (k < 8: the shift stays in range).
+            let before = w & HI & ((1u64 << (k * 8)) - 1);
+            return (i + k as usize, high != 0 || before != 0);
         }
         high |= w & HI;
         i += 8;
@@ -334,6 +341,32 @@ mod tests {
                     }
                     let want = if pos < len { pos } else { s.len() };
                     assert_eq!(find_string_special(&s, 0), want);
+                }
+            }
+        }
+    }
+
+    /// `scan_string` stops where `find_string_special` does and says whether a byte at or
+    /// above 0x80 comes before the stop, wherever the two are.
+    #[test]
+    fn scan_string_flags_high_bytes_before_the_stop_only() {
+        for len in 0..20 {
+            for stop in 0..=len {
+                for high in 0..=len {
+                    let mut s = vec![b'a'; len];
+                    if stop < len {
+                        s[stop] = b'"';
+                    }
+                    if high < len && high != stop {
+                        s[high] = 0xC3;
+                    }
+                    let want_stop = find_string_special(&s, 0);
+                    let want_high = s[..want_stop].iter().any(|&b| b >= 0x80);
+                    assert_eq!(
+                        scan_string(&s, 0),
+                        (want_stop, want_high),
+                        "{len} {stop} {high}"
+                    );
                 }
             }
         }

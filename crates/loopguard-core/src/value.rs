@@ -263,6 +263,14 @@ pub struct JsString<'a> {
     lone: bool,
 }
 
+/// What [`JsString::shape`] found about a string's bytes: whether `JSON.stringify` writes
+/// them unchanged, and whether they hold lone surrogates. Only a string has one to give.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    simple: bool,
+    lone: bool,
+}
+
 /// Where a string's bytes live. `Shared` lets the history keep one allocation for a tool
 /// name or run id that thousands of records repeat. `Escaped` is a long parsed string
 /// whose source form is exactly what `JSON.stringify` writes: it is kept as that source and
@@ -330,6 +338,49 @@ impl<'a> JsString<'a> {
         }
     }
 
+    /// What the string's bytes were found to be, to rebuild it from a copy of them with
+    /// [`JsString::from_wtf8_shaped`] without looking at them again.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            simple: self.simple,
+            lone: self.lone,
+        }
+    }
+
+    /// Borrows a copy of a string's bytes as that string again: `shape` is the
+    /// [`JsString::shape`] of a string whose [`JsString::as_wtf8`] are these `bytes`
+    /// (issue 23: `loopguard replay`'s engine thread rebuilds the strings its reader
+    /// thread parsed, without looking at their bytes again).
+    ///
+    /// ```
+    /// use loopguard_core::{JsString, Value};
+    /// let v = Value::parse(br#""tab\there""#)?;
+    /// let s = v.as_js_str().ok_or("not a string")?;
+    /// let copy = s.as_wtf8().to_vec();
+    /// let again = JsString::from_wtf8_shaped(&copy, s.shape());
+    /// assert_eq!(again, *s);
+    /// let mut out = Vec::new();
+    /// loopguard_core::json::write_json_string(&mut out, &again);
+    /// assert_eq!(out, br#""tab\there""#);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_wtf8_shaped(bytes: &'a [u8], shape: Shape) -> Self {
+        JsString {
+            bytes: Repr::Borrowed(bytes),
+            simple: shape.simple,
+            lone: shape.lone,
+        }
+    }
+
+    /// Owns bytes the caller checked to be ASCII that `JSON.stringify` writes unchanged.
+    pub(crate) fn from_parts_simple(bytes: Vec<u8>) -> JsString<'static> {
+        JsString {
+            bytes: Repr::Owned(bytes),
+            simple: true,
+            lone: false,
+        }
+    }
+
     /// Wraps bytes whose flags the caller already knows (the parser).
     pub(crate) fn from_parts(bytes: Cow<'a, [u8]>, simple: bool, lone: bool) -> Self {
         JsString {
@@ -360,6 +411,7 @@ impl<'a> JsString<'a> {
     }
 
     /// The WTF-8 bytes.
+    #[inline]
     pub fn as_wtf8(&self) -> &[u8] {
         &self.bytes
     }
@@ -432,6 +484,7 @@ impl<'a> JsString<'a> {
     }
 
     /// Borrows this string without copying.
+    #[inline]
     pub fn reborrow(&self) -> JsString<'_> {
         let bytes = match &self.bytes {
             Repr::Escaped(e) => Repr::Escaped(Escaped::new(e.source)),

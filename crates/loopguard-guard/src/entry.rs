@@ -14,10 +14,11 @@ use std::collections::{BTreeMap, VecDeque};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use loopguard_core::hashing::args_digest_wtf8;
-use loopguard_core::Outcome;
+use loopguard_core::detection::is_known_poll_call;
+use loopguard_core::hashing::{args_digest_wtf8, hash_outcome, ArgsDigest, OutcomeHash};
 use loopguard_core::{normalize_run, Name};
 use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Value, Verdict};
+use loopguard_core::{Hashing, Outcome};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 
 use crate::profile::{display_message, MappedCall, MappedOutcome, ToolProfile};
@@ -227,6 +228,49 @@ where
         if list.is_empty() {
             map.remove(key);
         }
+    }
+}
+
+/// An event's values hashed ahead of [`SessionEntry::apply_prehashed`]: the argument
+/// digest, whether the call is a known poll, and an outcome's hash. Pure functions of the
+/// event, the tool profile and the hashing settings, so they can be computed on another
+/// thread than the one applying the event (issue 23).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prehashed {
+    /// The argument digest (`argsHash` without the tool).
+    pub args: ArgsDigest,
+    /// [`is_known_poll_call`] of the tool and arguments.
+    pub known_poll: bool,
+    /// The outcome's hash, for an outcome event.
+    pub outcome: Option<OutcomeHash>,
+}
+
+impl Prehashed {
+    /// Hashes a call or outcome event as [`SessionEntry::apply`] would with `profile` and
+    /// `hashing`; `None` for a compaction, or a profile that maps tools or outcomes (all but
+    /// [`ToolProfile::Plain`]).
+    pub fn of(event: &Event<'_>, profile: ToolProfile, hashing: &Hashing) -> Option<Prehashed> {
+        if profile != ToolProfile::Plain {
+            return None;
+        }
+        let tool = event.tool.as_ref()?.as_wtf8();
+        let outcome = match (event.kind, &event.payload) {
+            (EventKind::Call, _) => None,
+            (EventKind::Outcome, payload) => {
+                let outcome = match payload {
+                    Some(Payload::Result(r)) => Outcome::Result(r),
+                    Some(Payload::Error(e)) => Outcome::Error(e),
+                    None => Outcome::Undefined,
+                };
+                Some(hash_outcome(tool, &event.args, outcome, hashing))
+            }
+            (EventKind::Compaction, _) => return None,
+        };
+        Some(Prehashed {
+            args: args_digest_wtf8(tool, &event.args),
+            known_poll: is_known_poll_call(tool, &event.args),
+            outcome,
+        })
     }
 }
 
@@ -485,6 +529,60 @@ impl SessionEntry {
         line: u64,
         now_ms: u64,
     ) -> Decision<'e> {
+        self.apply_inner(policy, applier, event, None, line, now_ms)
+    }
+
+    /// [`SessionEntry::apply`] with the event's values already hashed ([`Prehashed::of`],
+    /// made with [`Applier::profile`] and this session's hashing settings), so `event.args`
+    /// and `event.payload` are not looked at: `loopguard replay` hashes on its reader thread
+    /// and hands the engine only the envelope (issue 23).
+    ///
+    /// `None`, with nothing changed, when the values themselves are needed: a tool profile
+    /// that maps calls or outcomes (only [`ToolProfile::Plain`] does not), or a policy
+    /// with one of loopguard's extra detectors on. Then call [`SessionEntry::apply`].
+    ///
+    /// ```
+    /// use loopguard_guard::{Applier, Prehashed, SessionEntry, ToolProfile};
+    /// use loopguard_core::{Hashing, Policy};
+    /// use loopguard_events::parse_event;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let applier = Applier::new(ToolProfile::Plain);
+    /// let policy = Policy::enabled();
+    /// let line = br#"{"type":"outcome","tool":"read","args":{"path":"/a"},"result":"x"}"#;
+    /// let event = parse_event(line, 1)?;
+    /// let pre = Prehashed::of(&event, ToolProfile::Plain, &Hashing::default()).ok_or("mapped")?;
+    /// let mut a = SessionEntry::new("a");
+    /// let mut b = SessionEntry::new("b");
+    /// let direct = a.apply(&policy, &applier, &event, 1, 0);
+    /// assert_eq!(b.apply_prehashed(&policy, &applier, &event, &pre, 1, 0), Some(direct));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn apply_prehashed<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        pre: &Prehashed,
+        line: u64,
+        now_ms: u64,
+    ) -> Option<Decision<'e>> {
+        if applier.profile != ToolProfile::Plain || policy.extra.any() {
+            return None;
+        }
+        Some(self.apply_inner(policy, applier, event, Some(pre), line, now_ms))
+    }
+
+    fn apply_inner<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        pre: Option<&Prehashed>,
+        line: u64,
+        now_ms: u64,
+    ) -> Decision<'e> {
         let session_name = event
             .session
             .as_ref()
@@ -527,11 +625,11 @@ impl SessionEntry {
             (_, None) => {}
             (EventKind::Call, Some(tool)) => {
                 self.stats.calls += 1;
-                self.call(policy, applier, event, tool, &mut decision);
+                self.call(policy, applier, event, tool, pre, &mut decision);
             }
             (EventKind::Outcome, Some(tool)) => {
                 self.stats.outcomes += 1;
-                self.outcome(policy, applier, event, tool, &mut decision);
+                self.outcome(policy, applier, event, tool, pre, &mut decision);
             }
         }
         if applier.log_size > 0 {
@@ -550,11 +648,15 @@ impl SessionEntry {
         applier: &Applier,
         event: &'e Event<'e>,
         tool: &'e JsString<'e>,
+        pre: Option<&Prehashed>,
         decision: &mut Decision<'e>,
     ) {
         let mapped = applier.profile.map_call(tool, &event.args);
         let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
-        let call = engine_call(event, engine_tool, args);
+        let mut call = engine_call(event, engine_tool, args);
+        if let Some(p) = pre {
+            call = call.with_args_digest(p.args).with_known_poll(p.known_poll);
+        }
         let d = self.session.before_call(policy, &call);
         decision.args = Some(d.args);
         match d.verdict {
@@ -598,12 +700,16 @@ impl SessionEntry {
         applier: &Applier,
         event: &'e Event<'e>,
         tool: &'e JsString<'e>,
+        pre: Option<&Prehashed>,
         decision: &mut Decision<'e>,
     ) {
         let mapped = applier.profile.map_call(tool, &event.args);
         let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
-        // Hashed once here, reused by the session below.
-        let digest = args_digest_wtf8(engine_tool.as_wtf8(), args);
+        // Hashed once here (or ahead), reused by the session below.
+        let digest = match pre {
+            Some(p) => p.args,
+            None => args_digest_wtf8(engine_tool.as_wtf8(), args),
+        };
         decision.args = Some(digest);
         if applier.mode == Mode::Enforce
             && self
@@ -618,6 +724,42 @@ impl SessionEntry {
             return;
         }
         let call = engine_call(event, engine_tool, args).with_args_digest(digest);
+        let hashed = match pre.and_then(|p| p.outcome.as_ref()) {
+            Some(h) => self.session.after_call_hashed(policy, &call, h),
+            None => None,
+        };
+        let d = match hashed {
+            Some(d) => d,
+            None => self.after_call(policy, applier, event, tool, &call),
+        };
+        decision.result = d.result;
+        decision.action = Action::Recorded;
+        if let Some(abort) = d.abort {
+            self.stats.aborts += 1;
+            decision.action = Action::Abort;
+            decision.finding = Some(Finding {
+                detector: Detector::CompactionLoopPersisted,
+                level: Level::Critical,
+                count: abort.count,
+                message: abort.message,
+                warning_key: None,
+                paired_tool: None,
+                emitted: None,
+            });
+            rename_message(decision, engine_tool, tool);
+        }
+    }
+
+    /// The session's after-call step with the event's own result or error (mapped by the
+    /// tool profile).
+    fn after_call(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &Event<'_>,
+        tool: &JsString<'_>,
+        call: &Call<'_>,
+    ) -> loopguard_core::OutcomeDecision {
         let result;
         let error;
         let outcome = match &event.payload {
@@ -641,23 +783,7 @@ impl SessionEntry {
             },
             None => Outcome::Undefined,
         };
-        let d = self.session.after_call(policy, &call, outcome);
-        decision.result = d.result;
-        decision.action = Action::Recorded;
-        if let Some(abort) = d.abort {
-            self.stats.aborts += 1;
-            decision.action = Action::Abort;
-            decision.finding = Some(Finding {
-                detector: Detector::CompactionLoopPersisted,
-                level: Level::Critical,
-                count: abort.count,
-                message: abort.message,
-                warning_key: None,
-                paired_tool: None,
-                emitted: None,
-            });
-            rename_message(decision, engine_tool, tool);
-        }
+        self.session.after_call(policy, call, outcome)
     }
 
     /// Removes the rows beyond `keep - 1` (room for one more), returning the last removed.

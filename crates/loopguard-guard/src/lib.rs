@@ -54,7 +54,9 @@ pub mod profile;
 mod store;
 
 pub use duration::parse_duration;
-pub use entry::{AbortedRun, Applier, EntryError, LogRow, SessionEntry, Stats, RESTARTED};
+pub use entry::{
+    AbortedRun, Applier, EntryError, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
+};
 pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
     SessionInfo,

@@ -40,6 +40,10 @@ impl<W: Write> Observer for Json<W> {
         d.write_json(&mut self.buf);
         self.out.write_all(&self.buf)
     }
+
+    fn wants_args(&self) -> bool {
+        false
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -48,8 +48,9 @@ use std::io::{self, BufRead, Write};
 
 pub use inputs::Input;
 pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
+pub use loopguard_guard::Prehashed;
 pub use plan::{Chosen, InputKind, Plan, PlanError, PlanNote, ReplayOptions, Source};
-pub use replayer::Replayer;
+pub use replayer::{Prehasher, Replayer};
 pub use report::Style;
 pub use run::{FileReport, Notice, Observer, RunError, RunReport};
 pub use summary::Summary;

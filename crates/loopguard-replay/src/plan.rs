@@ -32,7 +32,7 @@ pub struct ReplayOptions {
     format: Option<Format>,
     stop_on_bad_line: bool,
     active_branch: bool,
-    /// Event streams are read and parsed on a second thread.
+    /// Event streams are read, parsed and hashed on a second thread.
     parse_ahead: bool,
 }
 
@@ -79,11 +79,11 @@ impl ReplayOptions {
         self
     }
 
-    /// Event streams: read and parse the lines on a second thread, ahead of the engine
-    /// (`true`), or read, parse and apply each line in turn on the caller's thread (`false`,
-    /// the default). The decisions are the same either way; the second thread can only pay
-    /// when a core is idle, and costs more CPU time in all (each event is copied out of its
-    /// line to cross threads).
+    /// Event streams: read, parse and hash the lines on a second thread, ahead of the
+    /// engine, which then only applies the hashes to its sessions (`true`); or read, parse
+    /// and apply each line in turn on the caller's thread (`false`, the default). The
+    /// decisions are the same either way; the second thread can only pay when a core is
+    /// idle, and costs more CPU time in all (docs/benchmarks.md, issue 23).
     pub fn parse_ahead(mut self, ahead: bool) -> Self {
         self.parse_ahead = ahead;
         self

@@ -6,7 +6,7 @@ use loopguard_core::Hashing;
 use loopguard_core::{normalize_agent_id, OpenClawConfig, Policy};
 use loopguard_core::{JsString, Mode};
 use loopguard_events::{Decision, Event};
-use loopguard_guard::{Applier, SessionEntry, ToolProfile};
+use loopguard_guard::{Applier, Prehashed, SessionEntry, ToolProfile};
 
 /// Blocked calls per session that wait for their outcome events in a replay: recorded
 /// streams do send the (ignored) outcomes of blocked calls, sometimes much later.
@@ -88,8 +88,44 @@ impl Replayer {
         self.applier.profile
     }
 
+    /// What [`Replayer::process_prehashed`] needs hashed ahead, for a thread that parses
+    /// events before they are applied: the tool profile and the hashing settings.
+    pub fn prehasher(&self) -> Prehasher {
+        Prehasher {
+            profile: self.applier.profile,
+            hashing: self.hashing.clone(),
+        }
+    }
+
+    /// [`Replayer::process`] of an event whose values were hashed ahead by
+    /// [`Replayer::prehasher`] (its `args` and `payload` are not looked at); `None`, with
+    /// nothing changed, when the event's policy or the tool profile needs the values
+    /// themselves ([`SessionEntry::apply_prehashed`]): then call [`Replayer::process`].
+    pub fn process_prehashed<'e>(
+        &mut self,
+        event: &'e Event<'e>,
+        pre: &Prehashed,
+        line: u64,
+    ) -> Option<Decision<'e>> {
+        self.with_entry(event, |policy, entry, applier| {
+            entry.apply_prehashed(policy, applier, event, pre, line, event.timestamp_ms)
+        })
+    }
+
     /// Applies one event and returns its decision.
     pub fn process<'e>(&mut self, event: &'e Event<'e>, line: u64) -> Decision<'e> {
+        self.with_entry(event, |policy, entry, applier| {
+            entry.apply(policy, applier, event, line, event.timestamp_ms)
+        })
+    }
+
+    /// Calls `f` with the policy of the event's agent, the entry of its session (created if
+    /// new) and the applier.
+    fn with_entry<R>(
+        &mut self,
+        event: &Event<'_>,
+        f: impl FnOnce(&Policy, &mut SessionEntry, &Applier) -> R,
+    ) -> R {
         let session_name = event
             .session
             .as_ref()
@@ -116,7 +152,22 @@ impl Replayer {
                 self.sessions.entry(session_name.into()).or_insert(entry)
             }
         };
-        entry.apply(policy, &self.applier, event, line, event.timestamp_ms)
+        f(policy, entry, &self.applier)
+    }
+}
+
+/// Hashes events ahead of [`Replayer::process_prehashed`], on any thread.
+#[derive(Clone, Debug)]
+pub struct Prehasher {
+    profile: ToolProfile,
+    hashing: Hashing,
+}
+
+impl Prehasher {
+    /// The event's values hashed as the replayer would ([`Prehashed::of`]); `None` when
+    /// the replayer must see them itself.
+    pub fn hash(&self, event: &Event<'_>) -> Option<Prehashed> {
+        Prehashed::of(event, self.profile, &self.hashing)
     }
 }
 

@@ -5,12 +5,12 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 
-use crate::ahead::Stopped;
+use crate::ahead::{Item as Ahead, Stopped};
 
 use loopguard_adapters::reader::{self, Flow, Item, ReadError};
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format};
 use loopguard_core::{Mode, Value};
-use loopguard_events::{Decision, EventKind};
+use loopguard_events::{parse_event, Decision, EventError, EventKind};
 
 use crate::inputs::{Input, Skipped};
 use crate::plan::{read_error_reason, Chosen, InputKind, Plan, Source};
@@ -37,6 +37,15 @@ pub trait Observer {
     /// Something to tell the user, as it happens.
     fn notice(&mut self, notice: Notice<'_>) {
         let _ = notice;
+    }
+
+    /// `false` when [`Observer::decision`] does not look at [`EventMeta::args`]: then an
+    /// event stream parsed and hashed ahead on a second thread
+    /// ([`ReplayOptions::parse_ahead`](crate::ReplayOptions::parse_ahead)) gives it none,
+    /// and the events' arguments are not rebuilt on the engine's thread. The default,
+    /// `true`, gives the arguments of every event, on every path.
+    fn wants_args(&self) -> bool {
+        true
     }
 }
 
@@ -334,9 +343,27 @@ impl Runner<'_> {
         source: &Source,
         file: &mut FileReport,
         d: &Decision<'_>,
-        args: &Value<'_>,
+        args: Option<&Value<'_>>,
         ts_ms: u64,
         tokens: Option<u64>,
+    ) -> Result<(), Stop> {
+        self.decided_lazy(source, file, d, args, ts_ms, tokens, || {
+            args.map(crate::summary::args_preview)
+        })
+    }
+
+    /// [`Runner::decided`] where the summary's preview of the arguments, needed only when
+    /// a decision starts a loop, comes from `preview`.
+    #[allow(clippy::too_many_arguments)]
+    fn decided_lazy(
+        &mut self,
+        source: &Source,
+        file: &mut FileReport,
+        d: &Decision<'_>,
+        args: Option<&Value<'_>>,
+        ts_ms: u64,
+        tokens: Option<u64>,
+        preview: impl FnOnce() -> Option<String>,
     ) -> Result<(), Stop> {
         file.events += 1;
         if d.kind == EventKind::Call {
@@ -345,7 +372,7 @@ impl Runner<'_> {
         let meta = EventMeta {
             ts_ms: Some(ts_ms).filter(|t| *t > 0),
             tokens,
-            args: Some(args),
+            args,
         };
         let key = d.session.as_wtf8();
         // Transcripts' sessions are named after their files; event streams name their
@@ -358,7 +385,7 @@ impl Runner<'_> {
             self.named.clear();
             self.named.extend_from_slice(key);
         }
-        let at = self.summary.observe_with(d, meta);
+        let at = self.summary.observe_lazy(d, meta, preview);
         self.observer
             .decision(source, d, &meta, at)
             .map_err(|e| Stop::Fatal(RunError::Output(e)))
@@ -404,8 +431,8 @@ impl Runner<'_> {
         result
     }
 
-    /// The events.md reader: one decision per non-blank line, the lines parsed on a second
-    /// thread unless the options say otherwise ([`crate::ahead`]).
+    /// The events.md reader: one decision per non-blank line, the lines parsed and hashed
+    /// on a second thread when the options say so ([`crate::ahead`]).
     fn events_from(
         &mut self,
         input: impl BufRead + Send,
@@ -414,16 +441,63 @@ impl Runner<'_> {
         source: &Source,
         file: &mut FileReport,
     ) -> Result<(), Stop> {
-        let result = crate::ahead::for_each_event(input, ahead, |number, event| {
-            let d = replayer.process(event, number);
-            self.decided(source, file, &d, &event.args, event.timestamp_ms, None)
-        });
-        result.map_err(|stopped| match stopped {
-            Stopped::Bad(e) => Stop::Fatal(RunError::BadEvent {
+        let prehasher = ahead.then(|| replayer.prehasher());
+        let wants_args = self.observer.wants_args();
+        let bad = |e: EventError| {
+            Stop::Fatal(RunError::BadEvent {
                 input: source.display.clone(),
                 line: e.line,
                 message: e.message,
-            }),
+            })
+        };
+        let result = crate::ahead::for_each_event(input, prehasher, |number, item| match item {
+            Ahead::Parsed(event) => {
+                let d = replayer.process(event, number);
+                self.decided(
+                    source,
+                    file,
+                    &d,
+                    Some(&event.args),
+                    event.timestamp_ms,
+                    None,
+                )
+            }
+            Ahead::Hashed { event, pre, line } => {
+                let Some(d) = replayer.process_prehashed(event, pre, number) else {
+                    // The replayer needs the values: parsed again here.
+                    let full = parse_event(line, number).map_err(bad)?;
+                    let d = replayer.process(&full, number);
+                    return self.decided(
+                        source,
+                        file,
+                        &d,
+                        Some(&full.args),
+                        full.timestamp_ms,
+                        None,
+                    );
+                };
+                if wants_args {
+                    let full = parse_event(line, number).map_err(bad)?;
+                    return self.decided(
+                        source,
+                        file,
+                        &d,
+                        Some(&full.args),
+                        event.timestamp_ms,
+                        None,
+                    );
+                }
+                // The summary keeps a preview of the arguments of a loop's first finding:
+                // the line is parsed again for those only.
+                let preview = || {
+                    let full = parse_event(line, number).ok()?;
+                    Some(crate::summary::args_preview(&full.args))
+                };
+                self.decided_lazy(source, file, &d, None, event.timestamp_ms, None, preview)
+            }
+        });
+        result.map_err(|stopped| match stopped {
+            Stopped::Bad(e) => bad(e),
             Stopped::Io(e) => Stop::Failed(Failure::Unreadable(e.to_string())),
             Stopped::Caller(stop) => stop,
         })
@@ -456,7 +530,7 @@ impl Runner<'_> {
                     source,
                     file,
                     &d,
-                    &sourced.event.args,
+                    Some(&sourced.event.args),
                     sourced.event.timestamp_ms,
                     sourced.tokens,
                 ) {

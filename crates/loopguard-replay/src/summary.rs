@@ -7,7 +7,9 @@
 //! was spent inside it after the first warning: calls, wall time and tokens, when the
 //! transcript records them.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
 
 use loopguard_core::normalize_run;
 use loopguard_core::Detector;
@@ -105,8 +107,14 @@ pub struct SessionSummary {
     pub last_ts_ms: Option<u64>,
     /// Loops, in the order they started.
     pub loops: Vec<Loop>,
-    loop_index: HashMap<(Option<String>, String), usize>,
+    loop_index: FxHashMap<(Option<String>, String), usize>,
+    /// The key and index of the loop the last finding went to: the findings of one loop
+    /// come in a row, and these find it without building its key.
+    last_loop: Option<(LoopKey, usize)>,
 }
+
+/// A loop's run and subject (its arguments' hash, or its warning key).
+type LoopKey = (Option<String>, String);
 
 impl SessionSummary {
     /// Calls made inside loops after their first warning.
@@ -165,6 +173,51 @@ pub struct EventMeta<'a> {
     pub args: Option<&'a Value<'a>>,
 }
 
+/// What a loop is about: its arguments' hash (`tool:hex`), or a warning key.
+enum Subject<'a> {
+    Args(Cow<'a, str>, &'a [u8; 64]),
+    Text(Cow<'a, str>),
+}
+
+impl Subject<'_> {
+    /// `true` when `text` is this subject written out.
+    fn is(&self, text: &str) -> bool {
+        match self {
+            Subject::Args(tool, hex) => text
+                .strip_prefix(&**tool)
+                .and_then(|t| t.strip_prefix(':'))
+                .is_some_and(|h| h.as_bytes() == &hex[..]),
+            Subject::Text(t) => text == t,
+        }
+    }
+}
+
+impl std::fmt::Display for Subject<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Args(tool, hex) => {
+                f.write_str(tool)?;
+                f.write_str(":")?;
+                f.write_str(std::str::from_utf8(&hex[..]).unwrap_or_default())
+            }
+            Subject::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+impl SessionSummary {
+    /// The loop of `key` (`Ok`, and it becomes the last loop), or the key back to start one.
+    fn find_loop(&mut self, key: LoopKey) -> Result<usize, LoopKey> {
+        match self.loop_index.get(&key) {
+            Some(&li) => {
+                self.last_loop = Some((key, li));
+                Ok(li)
+            }
+            None => Err(key),
+        }
+    }
+}
+
 /// The arguments of a call, shortened for the report (at most 60 characters of their
 /// canonical JSON).
 pub(crate) fn args_preview(args: &Value<'_>) -> String {
@@ -195,7 +248,7 @@ pub struct Summary {
     pub events: u64,
     /// Sessions in the order they first appeared.
     pub sessions: Vec<SessionSummary>,
-    index: HashMap<Vec<u8>, usize>,
+    index: FxHashMap<Vec<u8>, usize>,
 }
 
 impl Summary {
@@ -254,6 +307,19 @@ impl Summary {
     /// Adds one decision with what the transcript recorded about its event, and says
     /// where it went.
     pub fn observe_with(&mut self, d: &Decision<'_>, meta: EventMeta<'_>) -> Observed {
+        let args = meta.args;
+        self.observe_lazy(d, meta, || args.map(args_preview))
+    }
+
+    /// [`Summary::observe_with`] with the arguments' preview made by `preview`, called only
+    /// when the decision starts a loop (the replay's reader thread does not hand the
+    /// engine every event's arguments; it parses them again for these few).
+    pub(crate) fn observe_lazy(
+        &mut self,
+        d: &Decision<'_>,
+        meta: EventMeta<'_>,
+        preview: impl FnOnce() -> Option<String>,
+    ) -> Observed {
         self.events += 1;
         let i = self.session_index(d.session.as_wtf8());
         let s = &mut self.sessions[i];
@@ -291,12 +357,8 @@ impl Summary {
             _ => {}
         }
         let run_bytes = normalize_run(d.run.as_ref().map(JsString::as_wtf8));
-        let run = run_bytes.map(|r| String::from_utf8_lossy(r).into_owned());
-        let tool = d
-            .tool
-            .as_ref()
-            .map(|t| t.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let run = run_bytes.map(String::from_utf8_lossy);
+        let args_hash: [u8; 64];
         let subject = match f.detector {
             // A run ended by the strict profile is one loop, whatever its later calls are.
             Detector::PingPong | Detector::UnknownToolRepeat | Detector::SecondCriticalAbort => {
@@ -307,14 +369,35 @@ impl Summary {
                     .and_then(|r| key.strip_prefix(r))
                     .and_then(|k| k.strip_prefix(b":"))
                     .unwrap_or(key);
-                String::from_utf8_lossy(unscoped).into_owned()
+                Subject::Text(String::from_utf8_lossy(unscoped))
             }
-            _ => d.args_hash().unwrap_or_default(),
+            _ => match (d.engine_tool.as_ref().or(d.tool.as_ref()), &d.args) {
+                (Some(tool), Some(args)) => {
+                    args_hash = loopguard_core::hashing::hex_bytes(&args.0);
+                    // As `Decision::args_hash` writes it (lossy over the bytes).
+                    Subject::Args(String::from_utf8_lossy(tool.as_wtf8()), &args_hash)
+                }
+                _ => Subject::Text("".into()),
+            },
         };
-        let slot = (run.clone(), subject);
-        let li = match s.loop_index.get(&slot) {
-            Some(&li) => li,
-            None => {
+        let last = s
+            .last_loop
+            .as_ref()
+            .filter(|((r, subj), _)| r.as_deref() == run.as_deref() && subject.is(subj))
+            .map(|(_, li)| *li);
+        let li = match last {
+            Some(li) => Ok(li),
+            None => s.find_loop((run.map(Cow::into_owned), subject.to_string())),
+        };
+        let li = match li {
+            Ok(li) => li,
+            Err(slot) => {
+                let run = slot.0.clone();
+                let tool = d
+                    .tool
+                    .as_ref()
+                    .map(|t| t.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 s.loops.push(Loop {
                     run,
                     tool,
@@ -322,7 +405,7 @@ impl Summary {
                         .paired_tool
                         .as_ref()
                         .map(|p| p.to_string_lossy().into_owned()),
-                    args_preview: meta.args.map(args_preview),
+                    args_preview: preview(),
                     detectors: Vec::new(),
                     max_count: 0,
                     first_line: d.line,
@@ -338,7 +421,8 @@ impl Summary {
                     last_ts_ms: None,
                     tokens_after_warning: None,
                 });
-                s.loop_index.insert(slot, s.loops.len() - 1);
+                s.loop_index.insert(slot.clone(), s.loops.len() - 1);
+                s.last_loop = Some((slot, s.loops.len() - 1));
                 s.loops.len() - 1
             }
         };

@@ -14,35 +14,62 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
-/// Every decision line, as `loopguard replay --json` writes it.
+/// Every decision line, as `loopguard replay --json` writes it, and the arguments the
+/// observer was given when it asks for every event's (`wants_args`).
 #[derive(Default)]
-struct Lines(Vec<u8>);
+struct Lines {
+    out: Vec<u8>,
+    wants_args: bool,
+}
 
 impl Observer for Lines {
     fn decision(
         &mut self,
         _source: &Source,
         d: &Decision<'_>,
-        _meta: &EventMeta<'_>,
+        meta: &EventMeta<'_>,
         _at: Observed,
     ) -> io::Result<()> {
-        d.write_json(&mut self.0);
+        d.write_json(&mut self.out);
+        if self.wants_args {
+            let args = meta.args.ok_or_else(|| io::Error::other("no args"))?;
+            self.out.extend_from_slice(b"args ");
+            loopguard_core::json::write_json_value(&mut self.out, args);
+            self.out.push(b'\n');
+        }
         Ok(())
+    }
+
+    fn wants_args(&self) -> bool {
+        self.wants_args
     }
 }
 
-/// What one replay gave: the decision bytes, then the report or the error, as text.
+/// What one replay gave: the decision bytes, then the report (with the whole summary) or
+/// the error, as text.
 fn replay(paths: &[PathBuf], config: Option<&Path>, ahead: bool) -> (Vec<u8>, String) {
+    replay_with(paths, config, ahead, false)
+}
+
+fn replay_with(
+    paths: &[PathBuf],
+    config: Option<&Path>,
+    ahead: bool,
+    wants_args: bool,
+) -> (Vec<u8>, String) {
     let mut options = ReplayOptions::new().parse_ahead(ahead);
     if let Some(path) = config {
         let text = std::fs::read_to_string(path).unwrap();
         options = options.config(OpenClawConfig::load_for_run(&text).unwrap().config);
     }
     let plan = Plan::new(paths, options).unwrap();
-    let mut lines = Lines::default();
+    let mut lines = Lines {
+        out: Vec::new(),
+        wants_args,
+    };
     let end = match plan.run(&mut lines) {
         Ok(report) => format!(
-            "{:?} {:?} {} loops",
+            "{:?} {:?} {} loops {:?}",
             report.files,
             report.summary.events,
             report
@@ -50,13 +77,16 @@ fn replay(paths: &[PathBuf], config: Option<&Path>, ahead: bool) -> (Vec<u8>, St
                 .sessions_by_cost()
                 .iter()
                 .map(|s| s.loops.len())
-                .sum::<usize>()
+                .sum::<usize>(),
+            report.summary.sessions,
         ),
         Err(e) => format!("error: {e}"),
     };
-    (lines.0, end)
+    (lines.out, end)
 }
 
+/// Replays one thread and parsed ahead (for an observer that wants every event's
+/// arguments, and for one that does not): everything the caller sees is the same.
 fn same_both_ways(paths: &[PathBuf], config: Option<&Path>) -> Vec<u8> {
     let one = replay(paths, config, false);
     let two = replay(paths, config, true);
@@ -67,7 +97,19 @@ fn same_both_ways(paths: &[PathBuf], config: Option<&Path>) -> Vec<u8> {
         one.0.len(),
         two.0.len()
     );
-    one.0
+    let one = replay_with(paths, config, false, true);
+    let two = replay_with(paths, config, true, true);
+    assert_eq!(
+        one.1, two.1,
+        "{paths:?}: reports differ (every event's arguments)"
+    );
+    assert!(
+        one.0 == two.0,
+        "{paths:?}: decisions or arguments differ (one thread: {} bytes, parsed ahead: {} bytes)",
+        one.0.len(),
+        two.0.len()
+    );
+    replay(paths, config, false).0
 }
 
 /// Every parity case: both paths write exactly the bytes OpenClaw's decisions serialise to.
@@ -136,6 +178,47 @@ fn large_generated_streams_are_byte_identical_both_ways() {
             "{name}: no loop found"
         );
     }
+}
+
+/// With the strict profile the engine needs the values themselves (its ledger keeps
+/// outcomes): the events hashed ahead are parsed again on the engine's thread, and the
+/// decisions, warnings of the extra detectors included, are the same.
+#[test]
+fn the_strict_profile_parses_again_and_decides_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strict.jsonl");
+    write_stream(
+        std::fs::File::create(&path).unwrap(),
+        StreamSpec {
+            events: 6_000,
+            result_bytes: 80,
+            sessions: 3,
+            seed: 11,
+        },
+    )
+    .unwrap();
+    let config = fixtures().join("../../examples/openclaw.json5");
+    let config = std::fs::read_to_string(config).unwrap();
+    let run = |ahead: bool| {
+        let options = ReplayOptions::new()
+            .parse_ahead(ahead)
+            .config(OpenClawConfig::load_for_run(&config).unwrap().config)
+            .detectors(loopguard_core::DetectorProfile::Strict);
+        let plan = Plan::new(std::slice::from_ref(&path), options).unwrap();
+        let mut lines = Lines::default();
+        let report = plan.run(&mut lines).unwrap();
+        (lines.out, format!("{:?}", report.summary.sessions))
+    };
+    let (one, two) = (run(false), run(true));
+    assert_eq!(one.1, two.1, "summaries differ");
+    assert!(one.0 == two.0, "decision streams differ");
+    let text = String::from_utf8(one.0).unwrap();
+    assert!(
+        loopguard_core::Detector::EXTRA
+            .iter()
+            .any(|d| text.contains(&format!(r#""detector":"{}""#, d.as_str()))),
+        "no finding of a strict-only detector"
+    );
 }
 
 /// Several files share their sessions in order; a byte-order mark, blank lines and a bad

@@ -255,7 +255,8 @@ where
     pub history: H,
     pub tool: &'h [u8],
     pub args: ArgsDigest,
-    pub params: &'h Value<'h>,
+    /// [`known_poll::is_known_poll_call`] of the call's tool and parameters.
+    pub known_poll: bool,
 }
 
 /// Runs the detectors in priority order (OpenClaw's `detectToolCallLoop`, after the
@@ -271,7 +272,7 @@ where
     if let Some(d) = global_breaker::check(probe, &streak, cfg) {
         return Some(d);
     }
-    let known_poll = known_poll::is_known_poll_call(probe.tool, probe.params);
+    let known_poll = probe.known_poll;
     if known_poll {
         if let Some(d) = known_poll::check(probe, &streak, cfg) {
             return Some(d);

@@ -74,9 +74,9 @@ pub struct ReplayArgs {
     /// order.
     #[arg(long)]
     active_branch: bool,
-    /// Event streams: read and parse the lines on a second thread, ahead of the engine
-    /// (the same decisions; it can only pay when a second core is idle, and costs more
-    /// CPU time in all, see docs/benchmarks.md).
+    /// Event streams: read, parse and hash the lines on a second thread, ahead of the
+    /// engine (the same decisions; it can only pay when a second core is idle, and costs
+    /// more CPU time in all, see docs/benchmarks.md).
     #[arg(long)]
     parse_ahead: bool,
     /// Also write a self-contained HTML report: a summary table, then per session a
@@ -238,6 +238,11 @@ impl Observer for Printer {
             out.write_all(&self.buf)?;
         }
         Ok(())
+    }
+
+    fn wants_args(&self) -> bool {
+        // The HTML timeline shows every call's arguments; the rest only a loop's first.
+        self.timeline.is_some() || self.quality.is_some()
     }
 
     fn notice(&mut self, notice: Notice<'_>) {
