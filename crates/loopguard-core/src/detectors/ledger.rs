@@ -111,6 +111,9 @@ pub struct RunState {
 pub struct Ledger {
     entries: VecDeque<LedgerEntry>,
     runs: VecDeque<RunState>,
+    /// How many of the newest entries belong to the newest entry's run (derived from
+    /// `entries`): a walk over that run passes them without comparing their run names.
+    run_tail: usize,
 }
 
 fn run_eq(a: Option<&Name>, b: Option<&[u8]>) -> bool {
@@ -146,10 +149,15 @@ impl Ledger {
         let mut l = Ledger {
             entries: entries.into_iter().collect(),
             runs: runs.into_iter().collect(),
+            run_tail: 0,
         };
         while l.entries.len() > MAX_ENTRIES {
             l.entries.pop_front();
         }
+        let newest = l.entries.back().map(|e| e.run.clone());
+        l.run_tail = newest.map_or(0, |run| {
+            l.entries.iter().rev().take_while(|e| e.run == run).count()
+        });
         while l.runs.len() > MAX_RUNS {
             l.runs.pop_front();
         }
@@ -168,27 +176,20 @@ impl Ledger {
     }
 
     /// The outcomes of one run, oldest first.
-    pub(crate) fn scoped<'l>(
-        &'l self,
-        run: Option<&'l [u8]>,
-    ) -> impl DoubleEndedIterator<Item = &'l LedgerEntry> + Clone + 'l {
-        // Entries recorded one after another share their run's allocation: comparing the
-        // address first saves comparing the bytes of every entry of the run.
-        let shared = self
+    pub(crate) fn scoped<'l>(&'l self, run: Option<&'l [u8]>) -> Scoped<'l> {
+        // The newest entries of the newest entry's run pass without a comparison (a walk
+        // over the current run, newest first, usually ends before the older ones).
+        let newest_matches = self
             .entries
             .back()
-            .and_then(|e| e.run.as_ref())
-            .map(|r| r.as_wtf8())
-            .filter(|r| run.is_some_and(|run| same_bytes(r, run)))
-            .map(<[u8]>::as_ptr);
-        self.entries.iter().filter(move |e| match (&e.run, run) {
-            (Some(n), Some(r)) => {
-                let n = n.as_wtf8();
-                shared == Some(n.as_ptr()) || same_bytes(n, r)
-            }
-            (None, None) => true,
-            _ => false,
-        })
+            .is_some_and(|e| run_eq(e.run.as_ref(), run));
+        let plain = if newest_matches { self.run_tail } else { 0 };
+        let iter = self.entries.iter();
+        Scoped {
+            checked: iter.len() - plain.min(iter.len()),
+            iter,
+            run,
+        }
     }
 
     /// The state of a run, if kept.
@@ -245,6 +246,11 @@ impl Ledger {
         cap: usize,
     ) -> Option<Box<super::sketch::Sketch>> {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
+        let same_run = self
+            .entries
+            .back()
+            .is_some_and(|e| run_eq(e.run.as_ref(), run));
+        self.run_tail = if same_run { self.run_tail + 1 } else { 1 };
         let run = self.run_name(run);
         self.entries.push_back(LedgerEntry {
             run,
@@ -260,6 +266,7 @@ impl Ledger {
         while self.entries.len() > cap {
             spare = self.entries.pop_front().and_then(|e| e.sketch).or(spare);
         }
+        self.run_tail = self.run_tail.min(self.entries.len());
         spare
     }
 
@@ -372,6 +379,49 @@ impl Ledger {
     /// Marks `run` as ended.
     pub(crate) fn end_run(&mut self, run: Option<&[u8]>) {
         self.run_mut(run).ended = true;
+    }
+}
+
+/// The outcomes of one run ([`Ledger::scoped`]), either way: the newest entries known to be
+/// in the run pass as they are, the older ones are compared.
+#[derive(Clone)]
+pub(crate) struct Scoped<'l> {
+    iter: std::collections::vec_deque::Iter<'l, LedgerEntry>,
+    /// How many of the entries left, from the oldest, need their run compared.
+    checked: usize,
+    run: Option<&'l [u8]>,
+}
+
+impl<'l> Iterator for Scoped<'l> {
+    type Item = &'l LedgerEntry;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'l LedgerEntry> {
+        while self.checked > 0 {
+            self.checked -= 1;
+            let e = self.iter.next()?;
+            if run_eq(e.run.as_ref(), self.run) {
+                return Some(e);
+            }
+        }
+        self.iter.next()
+    }
+}
+
+impl<'l> DoubleEndedIterator for Scoped<'l> {
+    #[inline]
+    fn next_back(&mut self) -> Option<&'l LedgerEntry> {
+        if self.iter.len() > self.checked {
+            return self.iter.next_back();
+        }
+        while self.checked > 0 {
+            self.checked -= 1;
+            let e = self.iter.next_back()?;
+            if run_eq(e.run.as_ref(), self.run) {
+                return Some(e);
+            }
+        }
+        None
     }
 }
 
