@@ -64,7 +64,10 @@ pub(crate) fn count(
         // own, higher thresholds: agents do recover from a few malformed turns).
         // A blocked retry (`countVetoes`) of it counts here, where it was blocked.
         let exact_failure = e.failure.is_some() && e.same_call(tool, digest) && !s.vetoed();
+        // The outcome first (one comparison), the similarity only when it can matter; the
+        // newer repeat is the proposed call itself until one is found.
         let alike = !exact_failure
+            && reference.is_none_or(|r| r == s.outcome)
             && super::ledger::same_bytes(e.tool.as_wtf8(), tool)
             && if s.empty_outcome() {
                 // Two different edits both print nothing: only the same edit again.
@@ -72,9 +75,9 @@ pub(crate) fn count(
             } else {
                 s.args.shape == args.shape
                     || similarity_pct(&s.args.tokens, &args.tokens) >= similarity
-                    || similarity_pct(&s.args.tokens, newer) >= similarity
+                    || (reference.is_some() && similarity_pct(&s.args.tokens, newer) >= similarity)
             };
-        if alike && reference.is_none_or(|r| r == s.outcome) {
+        if alike {
             reference = Some(s.outcome);
             newer = &s.args.tokens;
             n += 1;
