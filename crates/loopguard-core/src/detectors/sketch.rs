@@ -228,8 +228,22 @@ fn is_bookkeeping(key: &[u8], tool_keys: &[&str]) -> bool {
         return false;
     };
     let maybe = |b: &str| b.as_bytes().first() == Some(&first) && key_is(key, b);
-    BOOKKEEPING_KEYS.iter().any(|b| maybe(b)) || tool_keys.iter().any(|b| maybe(b))
+    let general = first.is_ascii_lowercase() && BOOKKEEPING_FIRSTS & (1 << (first - b'a')) != 0;
+    (general && BOOKKEEPING_KEYS.iter().any(|b| maybe(b))) || tool_keys.iter().any(|b| maybe(b))
 }
+
+/// The first letters of [`BOOKKEEPING_KEYS`], one bit each: most keys need no comparison.
+const BOOKKEEPING_FIRSTS: u32 = {
+    let mut mask = 0u32;
+    let mut i = 0;
+    while i < BOOKKEEPING_KEYS.len() {
+        let b = BOOKKEEPING_KEYS[i].as_bytes()[0];
+        assert!(b.is_ascii_lowercase());
+        mask |= 1 << (b - b'a');
+        i += 1;
+    }
+    mask
+};
 
 struct Tokens {
     shape: u64,
@@ -433,10 +447,11 @@ fn shell_command<'v>(args: &'v Value<'_>) -> Option<&'v [u8]> {
     const KEYS: [&str; 3] = ["command", "cmd", "script"];
     // Most calls have none of these keys: one look at each key says so.
     let Value::Object(o) = args else { return None };
-    if !o
-        .iter()
-        .any(|(k, _)| KEYS.iter().any(|w| w.as_bytes() == k.as_wtf8()))
-    {
+    if !o.iter().any(|(k, _)| {
+        let k = k.as_wtf8();
+        // Every one of `KEYS` starts with `c` or `s`.
+        matches!(k.first(), Some(b'c' | b's')) && KEYS.iter().any(|w| w.as_bytes() == k)
+    }) {
         return None;
     }
     for key in KEYS {
