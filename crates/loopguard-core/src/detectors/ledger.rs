@@ -225,18 +225,6 @@ impl Ledger {
             .map_or_else(|| tool.to_shared(), |e| e.tool.clone())
     }
 
-    /// The run name for a new entry, shared with the newest entry's when it is the same.
-    fn run_name(&self, run: Option<&[u8]>) -> Option<Name> {
-        let run = run?;
-        match self.entries.back().and_then(|e| e.run.as_ref()) {
-            Some(r) if same_bytes(r.as_wtf8(), run) => Some(r.clone()),
-            _ => {
-                let lone = std::str::from_utf8(run).is_err();
-                Some(crate::value::JsString::from_wtf8(run.into(), lone).to_shared())
-            }
-        }
-    }
-
     /// Records an outcome; keeps at most `cap` outcomes (and [`MAX_ENTRIES`]). Returns the
     /// sketch of an outcome let go, if any, for its allocations to be used again.
     pub(crate) fn record(
@@ -246,12 +234,18 @@ impl Ledger {
         cap: usize,
     ) -> Option<Box<super::sketch::Sketch>> {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
-        let same_run = self
-            .entries
-            .back()
-            .is_some_and(|e| run_eq(e.run.as_ref(), run));
+        // The run name, shared with the newest entry's when it is the same run.
+        let newest = self.entries.back().map(|e| e.run.as_ref());
+        let same_run = newest.is_some_and(|r| run_eq(r, run));
         self.run_tail = if same_run { self.run_tail + 1 } else { 1 };
-        let run = self.run_name(run);
+        let run = if same_run {
+            newest.flatten().cloned()
+        } else {
+            run.map(|run| {
+                let lone = std::str::from_utf8(run).is_err();
+                crate::value::JsString::from_wtf8(run.into(), lone).to_shared()
+            })
+        };
         self.entries.push_back(LedgerEntry {
             run,
             tool: o.tool,
