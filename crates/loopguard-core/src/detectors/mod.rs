@@ -351,6 +351,17 @@ pub(crate) fn detect_extra(
     let args_hash = std::cell::OnceCell::new();
     let args_hash = || args_hash.get_or_init(|| args.args_hash(tool)).as_slice();
     let streak = failure_streak::trailing(ledger, run, tool, args);
+    // The two detectors of failures with changing parts look at nothing when the run's
+    // newest outcome is not a failure (the usual case): one look for both.
+    let newest_failed = std::cell::OnceCell::new();
+    let newest_failed = || {
+        *newest_failed.get_or_init(|| {
+            ledger
+                .scoped(run)
+                .next_back()
+                .is_some_and(|e| e.failure.is_some())
+        })
+    };
     // In order; the first critical wins at once, else OpenClaw's warning, else the first
     // extra warning. Evaluated lazily: nothing after a critical is looked at.
     let checks: [&dyn Fn() -> Option<Detection>; 8] = [
@@ -372,7 +383,9 @@ pub(crate) fn detect_extra(
         },
         &|| {
             when_enabled(&extra.error_changing_args, |cfg| {
-                error_changing_args::check(ledger, run, tool, cfg)
+                newest_failed()
+                    .then(|| error_changing_args::check(ledger, run, tool, cfg))
+                    .flatten()
             })
         },
         &|| {
@@ -382,6 +395,9 @@ pub(crate) fn detect_extra(
         },
         &|| {
             when_enabled(&extra.changing_error, |cfg| {
+                if !newest_failed() {
+                    return None;
+                }
                 changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
             })
         },
