@@ -350,7 +350,8 @@ impl<'a> JsString<'a> {
     /// Borrows a copy of a string's bytes as that string again: `shape` is the
     /// [`JsString::shape`] of a string whose [`JsString::as_wtf8`] are these `bytes`
     /// (issue 23: `loopguard replay`'s engine thread rebuilds the strings its reader
-    /// thread parsed, without looking at their bytes again).
+    /// thread parsed, without looking at their bytes again). A shape taken from other bytes
+    /// makes the JSON writer copy characters it should escape; debug builds check it.
     ///
     /// ```
     /// use loopguard_core::{JsString, Value};
@@ -365,6 +366,10 @@ impl<'a> JsString<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_wtf8_shaped(bytes: &'a [u8], shape: Shape) -> Self {
+        debug_assert!(
+            !shape.simple || !(shape.lone || bytes.iter().any(|&b| needs_json_escape(b))),
+            "a shape that is not these bytes'"
+        );
         JsString {
             bytes: Repr::Borrowed(bytes),
             simple: shape.simple,

@@ -111,15 +111,28 @@ async fn json_errors(req: Request, next: Next) -> Response {
         HeaderValue::from_static("application/json"),
     );
     parts.headers.remove(header::CONTENT_LENGTH);
+    if status == StatusCode::METHOD_NOT_ALLOWED {
+        // Answered with the body unread: see `not_found`.
+        parts
+            .headers
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     Response::from_parts(parts, Body::from(body))
 }
 
-async fn not_found() -> ApiError {
-    ApiError::new(
+/// Any other path. The answer goes out with the request's body unread, after which hyper
+/// closes the connection; `Connection: close` says so, so a keep-alive client does not send
+/// its next request down that socket (it would see an unexpected EOF).
+async fn not_found() -> Response {
+    let mut r = ApiError::new(
         StatusCode::NOT_FOUND,
         "no such endpoint; see GET /openapi.json",
         None,
     )
+    .into_response();
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 /// `application/json` (or no type): one event; `application/x-ndjson` (or

@@ -76,6 +76,9 @@ async fn receive(
     signal: Signal,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
+    // The body is read before the content type is judged, as `/v1/events` does: an answer
+    // sent with the body unread closes the connection under a keep-alive client.
+    let raw = read_body(&state, &headers, body).await?;
     let protobuf = match content_type(&headers).as_str() {
         "application/x-protobuf" | "application/protobuf" => true,
         "application/json" | "" => false,
@@ -89,7 +92,6 @@ async fn receive(
             ))
         }
     };
-    let raw = read_body(&state, &headers, body).await?;
     let bytes = decompress(&headers, &raw, state.max_body)?;
     let (spans, problems) = if protobuf && signal == Signal::Logs {
         let request = ExportLogsServiceRequest::decode(bytes.as_slice()).map_err(|e| {

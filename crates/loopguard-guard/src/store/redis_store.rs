@@ -901,16 +901,25 @@ impl Recent {
     }
 }
 
-/// A [`RedisStore`]'s origin: its process, when it was opened, and how many stores the
-/// process opened before it (in hex).
+/// A [`RedisStore`]'s origin: its process, when it was opened, how many stores the process
+/// opened before it, and 64 random bits (in hex). The random part keeps two replicas apart
+/// that share a pid and a clock tick (containers all run as pid 1): equal tokens would let
+/// one replica's compare-and-set overwrite the other's write.
 fn origin() -> String {
+    use std::hash::{BuildHasher, Hasher};
     static OPENED: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let nth = OPENED.fetch_add(1, Ordering::Relaxed);
-    format!("{:x}.{nanos:x}.{nth:x}", std::process::id())
+    // `RandomState` is seeded from the operating system's randomness once per process and
+    // varied per instance: enough for a nonce, with no new dependency.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(nth);
+    h.write_u128(nanos);
+    let random = h.finish();
+    format!("{:x}.{nanos:x}.{nth:x}.{random:x}", std::process::id())
 }
 
 /// `--redis-ca`'s certificates, as redis wants them.
