@@ -45,7 +45,10 @@ echo "== cargo package --workspace (crates.io crates)"
 # against the sources and the builds of the first. Start from nothing: remove those unpackings
 # of our own crates (and only those), the packaging directory, and our crates' fingerprints
 # (cargo then rebuilds them, as the verification would anyway).
-rm -rf "${CARGO_TARGET_DIR:-target}/package" "${CARGO_TARGET_DIR:-target}"/debug/.fingerprint/loopguard*
+# cargo's own answer for the target directory (CARGO_TARGET_DIR, build.target-dir, ...).
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+rm -rf "$target_dir/package" "$target_dir"/debug/.fingerprint/loopguard*
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/loopguard*-[0-9]* \
        "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/-*/loopguard*-[0-9]*
 cargo package --workspace --exclude loopguard-python --exclude loopguard-node --locked --allow-dirty
