@@ -877,6 +877,27 @@ fn next_nonce(text: &[u8], from: usize) -> usize {
     text.len()
 }
 
+/// The number that starts at `start` (digits, with a decimal part and time separators):
+/// where it ends, and whether it normalises to `#` (dotted, four digits or more, or one the
+/// call's own arguments echo). Shared by the word-at-a-time normaliser and its reference.
+#[inline]
+fn number_run(b: &[u8], start: usize, echoed: &Echoed) -> (usize, bool) {
+    let mut i = start;
+    let (mut digits, mut dotted) = (0, false);
+    while i < b.len()
+        && (b[i].is_ascii_digit()
+            || ((b[i] == b'.' || b[i] == b':') && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
+    {
+        if b[i].is_ascii_digit() {
+            digits += 1;
+        } else {
+            dotted = true;
+        }
+        i += 1;
+    }
+    (i, dotted || digits >= 4 || echoed.has(&b[start..i]))
+}
+
 /// Normalises an outcome text into `out`, handing each full buffer to `flush`, and
 /// returns the length of the last, partial one: ASCII lowercase, whitespace runs as one
 /// space (none at the ends), untrusted-content nonces dropped; decimals, times, numbers of
@@ -956,24 +977,11 @@ fn normalize_into<const N: usize>(
             continue;
         }
         if c.is_ascii_digit() {
-            // A number with its decimal part and time separators.
             let start = i;
-            let (mut digits, mut dotted) = (0, false);
-            while i < b.len()
-                && (b[i].is_ascii_digit()
-                    || ((b[i] == b'.' || b[i] == b':')
-                        && i + 1 < b.len()
-                        && b[i + 1].is_ascii_digit()))
-            {
-                if b[i].is_ascii_digit() {
-                    digits += 1;
-                } else {
-                    dotted = true;
-                }
-                i += 1;
-            }
+            let hashed;
+            (i, hashed) = number_run(b, i, echoed);
             let num = &b[start..i];
-            if dotted || digits >= 4 || echoed.has(num) {
+            if hashed {
                 out[n] = b'#';
                 n += 1;
             } else {
@@ -1046,24 +1054,11 @@ fn normalize_reference(text: &[u8], echoed: &Echoed, mut sink: impl FnMut(u8)) {
             continue;
         }
         if c.is_ascii_digit() {
-            // A number with its decimal part and time separators.
             let start = i;
-            let (mut digits, mut dotted) = (0, false);
-            while i < b.len()
-                && (b[i].is_ascii_digit()
-                    || ((b[i] == b'.' || b[i] == b':')
-                        && i + 1 < b.len()
-                        && b[i + 1].is_ascii_digit()))
-            {
-                if b[i].is_ascii_digit() {
-                    digits += 1;
-                } else {
-                    dotted = true;
-                }
-                i += 1;
-            }
+            let hashed;
+            (i, hashed) = number_run(b, i, echoed);
             let num = &b[start..i];
-            if dotted || digits >= 4 || echoed.has(num) {
+            if hashed {
                 sink(b'#');
             } else {
                 num.iter().for_each(|&x| sink(x));
