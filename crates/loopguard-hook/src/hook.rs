@@ -239,20 +239,7 @@ fn handle(
     let agent = opts.agent.clone().or_else(|| payload.agent_type.clone());
     let store = SqliteStore::open(&path, &opts.store)?;
     if let HookEvent::SessionEnd(reason) = &payload.event {
-        // What loopguard did (or, observing, would have done) outlives the session: a
-        // bounded summary in the database for `loopguard status`, and a line in the log.
-        use loopguard_guard::Store as _;
-        if let Some(entry) = store.load(&crate::store::key(&payload.session_id))? {
-            let ended = crate::store::EndedSession::of(
-                &payload.session_id,
-                &entry,
-                reason.as_deref(),
-                opts.mode,
-                opts.now(),
-            );
-            crate::store::record_ended(&path, &opts.store, &ended)?;
-            log_line(opts, &ended.log_line());
-        }
+        keep_ended(&store, &path, opts, &payload.session_id, reason.as_deref())?;
     }
     // The hook is a thin shell over the agents layer's Claude Code protocol and the
     // live-guard layer: the Claude Code tool profile and this database make the same
@@ -298,6 +285,26 @@ fn handle(
         }
     }
     Ok(reply.render())
+}
+
+/// What loopguard did (or, observing, would have done) outlives the session: before the
+/// session's state is forgotten, a bounded summary goes into the database for `loopguard
+/// status`, and a line into the log. Every agent's session end does this, not only Claude
+/// Code's.
+fn keep_ended(
+    store: &SqliteStore,
+    path: &std::path::Path,
+    opts: &HookOptions,
+    session: &str,
+    reason: Option<&str>,
+) -> Result<(), HookError> {
+    use loopguard_guard::Store as _;
+    if let Some(entry) = store.load(&crate::store::key(session))? {
+        let ended = crate::store::EndedSession::of(session, &entry, reason, opts.mode, opts.now());
+        crate::store::record_ended(path, &opts.store, &ended)?;
+        log_line(opts, &ended.log_line());
+    }
+    Ok(())
 }
 
 /// Handles one hook payload of any agent (`loopguard hook AGENT`): the agent's protocol
@@ -377,6 +384,16 @@ fn handle_agent(
         )?
     };
     let store = SqliteStore::open(&path, &opts.store)?;
+    if n.kind == Kind::End {
+        // The agent's own end event names why (Cline's `TaskCancel`, Gemini's `SessionEnd`).
+        keep_ended(
+            &store,
+            &path,
+            opts,
+            &n.session,
+            Some(&format!("{agent} {}", n.event)),
+        )?;
+    }
     let guard = Guard::builder()
         .config(config.openclaw())
         .profile(ToolProfile::ClaudeCode)
@@ -562,6 +579,52 @@ mod tests {
             &h.opts,
         );
         assert!(r.error.is_some() && r.stdout.is_empty(), "{r:?}");
+    }
+
+    #[test]
+    fn every_agents_session_end_keeps_a_summary() {
+        let h = Harness::new(None);
+        let send = |json: &str| {
+            let r = run_agent(Agent::Gemini, json.as_bytes(), &h.opts);
+            assert!(r.error.is_none(), "{r:?}");
+            r
+        };
+        let call = r#"{"session_id":"g1","cwd":"/nonexistent","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"absolute_path":"/a"}}"#;
+        let done = r#"{"session_id":"g1","cwd":"/nonexistent","hook_event_name":"AfterTool","tool_name":"read_file","tool_input":{"absolute_path":"/a"},"tool_response":{"llmContent":"same"}}"#;
+        for _ in 0..12 {
+            send(call);
+            send(done);
+        }
+        send(
+            r#"{"session_id":"g1","cwd":"/nonexistent","hook_event_name":"SessionEnd","reason":"exit"}"#,
+        );
+        let path = h.opts.state.as_ref().unwrap();
+        let ended = crate::store::ended_sessions(path, &SqliteOptions::default()).unwrap();
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        let e = &ended[0];
+        assert_eq!(e.session_id, "gemini:g1");
+        assert_eq!(e.reason.as_deref(), Some("gemini SessionEnd"));
+        // Warnings count shown and held-back ones alike (counts 10 and 11).
+        assert_eq!((e.calls, e.warnings, e.blocks), (12, 2, 0), "{e:?}");
+        assert!(
+            e.decisions
+                .iter()
+                .any(|d| d.detector.as_deref() == Some("generic_repeat")),
+            "{:?}",
+            e.decisions
+        );
+        // The live state is gone, as with Claude Code.
+        use loopguard_guard::Store as _;
+        let store = crate::store::SqliteStore::open(path, &SqliteOptions::default()).unwrap();
+        assert!(store
+            .load(&crate::store::key("gemini:g1"))
+            .unwrap()
+            .is_none());
+        let log = std::fs::read_to_string(crate::paths::log_file_for(path)).unwrap();
+        assert!(
+            log.contains("session gemini:g1 ended (gemini SessionEnd"),
+            "{log}"
+        );
     }
 
     proptest::proptest! {

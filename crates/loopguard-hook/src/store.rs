@@ -36,13 +36,13 @@ pub const ENDED_KEPT: usize = 200;
 /// ones in observe mode).
 pub const ENDED_DECISIONS_KEPT: usize = 32;
 
-/// What remains of a session after Claude Code ended it (`SessionEnd`): the live state is
+/// What remains of a session after its agent ended it (`SessionEnd`, Cline's `TaskComplete`, …): the live state is
 /// deleted, but what loopguard did (or, with `--observe`, would have done) stays
 /// reviewable, in `loopguard status` and the log.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndedSession {
-    /// Claude Code's session id.
+    /// The session id: Claude Code's own, or `AGENT:id` for the other agents.
     pub session_id: String,
     /// When the session ended (ms since the epoch).
     pub ended_ms: u64,
