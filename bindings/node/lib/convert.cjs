@@ -217,37 +217,40 @@ function errorJson(error, root) {
   return toJson(error, root);
 }
 
-// The last session and tool ids written, and their JSON: an agent calls the guard with the
-// same few ids over and over, and comparing a string is cheaper than escaping it again.
-const lastIds = { session: ['', '""'], tool: ['', '""'] };
-
-function checkString(v, name) {
-  if (typeof v !== 'string') {
-    throw new TypeError(`${name}: expected a string, got ${v === null ? 'null' : typeof v}`);
-  }
-  const last = lastIds[name];
-  if (last !== undefined) {
-    if (last[0] === v) return last[1];
-    last[0] = v;
-    return (last[1] = JSON.stringify(v));
-  }
-  return JSON.stringify(v);
+// Each id field remembers the last value written and its JSON: an agent calls the guard with
+// the same few ids over and over, and comparing a string is cheaper than escaping it again.
+// One closure per field (not a table keyed by the field's name, a lookup V8 cannot specialise).
+function idField(name) {
+  let last = '';
+  let json = '""';
+  return (v) => {
+    if (v === last) return json;
+    if (typeof v !== 'string') {
+      throw new TypeError(`${name}: expected a string, got ${v === null ? 'null' : typeof v}`);
+    }
+    last = v;
+    return (json = JSON.stringify(v));
+  };
 }
-
-/** An optional string field of an event, when given (undefined and null mean absent). */
-function optionalField(name, v) {
-  return v === undefined || v === null ? '' : `,"${name}":${checkString(v, name)}`;
-}
+const sessionJson = idField('session');
+const toolJson = idField('tool');
+const runJson = idField('run');
+const callIdJson = idField('callId');
+const agentJson = idField('agent');
 
 /** The optional `run`, `callId` and `agent` fields (no array built: this runs on every call). */
 function runFields(o, withCallId = true) {
-  return optionalField('run', o.run) + (withCallId ? optionalField('callId', o.callId) : '') + optionalField('agent', o.agent);
+  let out = '';
+  if (o.run !== undefined && o.run !== null) out = `,"run":${runJson(o.run)}`;
+  if (withCallId && o.callId !== undefined && o.callId !== null) out += `,"callId":${callIdJson(o.callId)}`;
+  if (o.agent !== undefined && o.agent !== null) out += `,"agent":${agentJson(o.agent)}`;
+  return out;
 }
 
 /** `{"type":"call",...}`: the event beforeCall applies. */
 function callLine(session, tool, args, opts = {}) {
   return (
-    `{"type":"call","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
+    `{"type":"call","session":${sessionJson(session)},"tool":${toolJson(tool)}` +
     runFields(opts) +
     `,"args":${toJson(args, 'args')}}`
   );
@@ -268,7 +271,7 @@ function outcomeLine(session, tool, args, outcome = {}) {
   if (!hasError && outcome.result === undefined) return null;
   const value = hasError ? `"error":${errorJson(outcome.error, 'error')}` : `"result":${toJson(outcome.result, 'result')}`;
   return (
-    `{"type":"outcome","session":${checkString(session, 'session')},"tool":${checkString(tool, 'tool')}` +
+    `{"type":"outcome","session":${sessionJson(session)},"tool":${toolJson(tool)}` +
     runFields(outcome) +
     `,"args":${toJson(args, 'args')},${value}}`
   );
@@ -277,7 +280,7 @@ function outcomeLine(session, tool, args, outcome = {}) {
 /** `{"type":"compaction",...}`: the event onCompaction applies. */
 function compactionLine(session, opts = {}) {
   return (
-    `{"type":"compaction","session":${checkString(session, 'session')}` +
+    `{"type":"compaction","session":${sessionJson(session)}` +
     runFields(opts, false) +
     '}'
   );

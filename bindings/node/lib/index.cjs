@@ -115,8 +115,8 @@ class Guard {
    * The before-tool-call check: on "block" do not run the tool (give the model `message`).
    * @returns {import('../index').CallDecision}
    */
-  beforeCall(session, tool, args, opts = {}) {
-    const o = opts ?? {};
+  beforeCall(session, tool, args, opts = NO_OPTIONS) {
+    const o = opts ?? NO_OPTIONS;
     return this.#decide(callLine(session, tool, args, o), session, tool, o);
   }
 
@@ -192,6 +192,8 @@ class Guard {
 }
 
 const attachKey = Symbol('loopguard.attach');
+/** The options of a call given none (shared: nothing writes to it). */
+const NO_OPTIONS = Object.freeze({});
 
 /** An outcome recorded, in the record's key order (`r` is the addon's short answer). */
 function recorded(session, tool, o, r, resultHash) {

@@ -37,10 +37,6 @@ const out = [
   '  readonly __external: T;',
   '  private constructor();',
   '}',
-  '/** The engine of a NativeGuard (opaque). */',
-  'export interface Engine {',
-  '  readonly __engine: unique symbol;',
-  '}',
   '',
 ];
 const classes = items.filter((i) => i.kind === 'struct');

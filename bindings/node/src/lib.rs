@@ -8,8 +8,9 @@
 //! so identical events get identical decisions in every front end.
 //!
 //! `beforeCall` and `afterCall` take a shorter road, measured by `scripts/bench-node.sh`: they
-//! call the plain function [`decide`] on the engine handle [`NativeGuard::engine`] (a class
-//! method pays for unwrapping and borrow tracking on every call), and the two decisions nearly
+//! call the plain function [`decide`] with the engine's number from [`NativeGuard::engine`] (a
+//! class method pays for unwrapping and borrow tracking on every call, an external value for
+//! a registry lookup under a lock), and the two decisions nearly
 //! every event gets come back as a tag letter and the digests' hex (see `compact`), which
 //! JavaScript builds into the object with the strings it already holds, instead of a record
 //! to `JSON.parse`.
@@ -19,6 +20,7 @@
 //! `LOOPGUARD_STORE` (the store cannot be reached), `LOOPGUARD_ARG` (a bad option); the
 //! JavaScript half turns them into its error classes.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -28,7 +30,7 @@ use std::time::Duration;
 use loopguard_core::{hashing::hex_bytes, Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
-use napi::bindgen_prelude::{Error, External, Result};
+use napi::bindgen_prelude::{Error, Result};
 use napi_derive::napi;
 
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
@@ -141,11 +143,13 @@ impl NativeGuard {
         decide_line(&self.backend, line.as_bytes())
     }
 
-    /// The engine as an external value for [`decide`], which JavaScript calls on every event:
-    /// a plain function call reaches it without the checks a class method goes through.
+    /// The engine's handle for [`decide`], which JavaScript calls on every event: a plain
+    /// function call with a number reaches the engine without the checks a class method or
+    /// an external value goes through (unwrapping, a registry lookup under a lock, borrow
+    /// tracking).
     #[napi]
-    pub fn engine(&self) -> External<Engine> {
-        External::new(Engine(self.backend.clone()))
+    pub fn engine(&self) -> u32 {
+        self.register()
     }
 
     fn record(&self, line: &str) -> Result<Vec<u8>, String> {
@@ -180,6 +184,11 @@ impl NativeGuard {
     /// same guard (the same sessions, updated atomically).
     #[napi]
     pub fn share(&self) -> u32 {
+        self.register()
+    }
+
+    /// A new handle of this guard in [`shared`].
+    fn register(&self) -> u32 {
         static NEXT: AtomicU32 = AtomicU32::new(1);
         let handle = NEXT.fetch_add(1, Ordering::Relaxed);
         let mut map = shared().lock().unwrap_or_else(|p| p.into_inner());
@@ -206,15 +215,39 @@ impl NativeGuard {
     }
 }
 
-/// The engine of a [`NativeGuard`], held by JavaScript as an external value
-/// ([`NativeGuard::engine`]) and passed to [`decide`].
-pub struct Engine(Arc<Backend>);
+thread_local! {
+    /// The engine [`decide`] used last on this thread: a guard serves many events in a
+    /// row, and this spares the lock of [`shared`]. Weak, so it never keeps a guard alive.
+    static LAST_ENGINE: RefCell<Option<(u32, Weak<Backend>)>> = const { RefCell::new(None) };
+}
 
-/// [`NativeGuard::decide`] on the engine from [`NativeGuard::engine`]: the same answer, at the
-/// cost of a function call.
+/// [`NativeGuard::decide`] on the engine whose handle [`NativeGuard::engine`] gave: the same
+/// answer, at the cost of a function call.
 #[napi]
-pub fn decide(engine: &External<Engine>, line: String) -> Result<String, String> {
-    decide_line(&engine.0, line.as_bytes())
+pub fn decide(engine: u32, line: String) -> Result<String, String> {
+    let cached = LAST_ENGINE.with(|last| match &*last.borrow() {
+        Some((handle, weak)) if *handle == engine => weak.upgrade(),
+        _ => None,
+    });
+    let backend = match cached {
+        Some(backend) => backend,
+        None => {
+            let found = shared()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&engine)
+                .and_then(Weak::upgrade);
+            let backend = found.ok_or_else(|| {
+                fail(
+                    "LOOPGUARD_ARG",
+                    format!("decide: no engine with handle {engine} (it was garbage-collected, or the handle is not one NativeGuard.engine gave)"),
+                )
+            })?;
+            LAST_ENGINE.with(|last| *last.borrow_mut() = Some((engine, Arc::downgrade(&backend))));
+            backend
+        }
+    };
+    decide_line(&backend, line.as_bytes())
 }
 
 fn decide_line(backend: &Backend, line: &[u8]) -> Result<String, String> {

@@ -561,7 +561,10 @@ impl Guard {
         if entry.session.id() != key {
             entry.session.set_id(key);
         }
-        entry.session.set_hashing(self.hashing.clone());
+        // Compared first: replacing it on every event costs two atomic updates.
+        if !Arc::ptr_eq(&entry.session.hashing().sends, &self.hashing.sends) {
+            entry.session.set_hashing(self.hashing.clone());
+        }
     }
 
     /// What is known about a session, if it exists.

@@ -33,45 +33,76 @@ struct Slot {
     entry: Arc<Mutex<SessionEntry>>,
     /// Logical clock of the last use, for least-recently-used eviction.
     used: u64,
+    /// The clock the slot is filed under in [`Inner::lru`] (`used` or older: a use only
+    /// stamps the slot; the index catches up when eviction or a listing walks it).
+    filed: u64,
     /// Wall clock of the last update, for the idle TTL.
     touched_ms: u64,
 }
 
+/// The sessions and their use order.
+///
+/// The order is kept lazily: every event of a live session stamps its slot with the next
+/// clock value, and only the slot's filing in `lru` (a B-tree insert and remove) waits until
+/// eviction or [`Store::keys`] reaches it, so the common case costs one hash lookup. A slot
+/// filed under an older clock than its last use is moved to its place when met; then the
+/// oldest filing is the least recently used session, as with eager bookkeeping.
 #[derive(Debug, Default)]
 struct Inner {
     slots: HashMap<String, Slot>,
-    /// Last use → key, oldest first.
+    /// Filing clock → key, oldest first; one filing per slot.
     lru: std::collections::BTreeMap<u64, Arc<str>>,
     clock: u64,
 }
 
 impl Inner {
-    fn touch(&mut self, key: &str, now: u64) {
-        self.clock += 1;
-        let clock = self.clock;
-        if let Some(slot) = self.slots.get_mut(key) {
-            self.lru.remove(&slot.used);
-            slot.used = clock;
-            slot.touched_ms = now;
-            self.lru.insert(clock, slot.key.clone());
-        }
-    }
-
     fn remove(&mut self, key: &str) -> bool {
         match self.slots.remove(key) {
             Some(slot) => {
-                self.lru.remove(&slot.used);
+                self.lru.remove(&slot.filed);
                 true
             }
             None => false,
         }
     }
 
+    /// Files every slot under its last use (before walking `lru` in order).
+    fn refile_all(&mut self) {
+        let Inner { slots, lru, .. } = self;
+        for slot in slots.values_mut() {
+            if slot.filed != slot.used {
+                lru.remove(&slot.filed);
+                lru.insert(slot.used, slot.key.clone());
+                slot.filed = slot.used;
+            }
+        }
+    }
+
+    /// The least recently used slot's key, filing the slots met on the way under their
+    /// last use.
+    fn oldest(&mut self) -> Option<Arc<str>> {
+        loop {
+            let (&filed, key) = self.lru.first_key_value()?;
+            let key = key.clone();
+            match self.slots.get_mut(&*key) {
+                Some(slot) if slot.used != filed => {
+                    self.lru.remove(&filed);
+                    self.lru.insert(slot.used, key);
+                    slot.filed = slot.used;
+                }
+                Some(_) => return Some(key),
+                None => {
+                    // Not reachable (a removed slot takes its filing along); heal anyway.
+                    self.lru.remove(&filed);
+                }
+            }
+        }
+    }
+
     /// Drops expired sessions from the old end, then the oldest beyond `max`.
     fn evict(&mut self, opts: &MemoryOptions, now: u64, room_for: usize) {
         let ttl = u64::try_from(opts.idle_ttl.as_millis()).unwrap_or(u64::MAX);
-        while let Some((_, key)) = self.lru.first_key_value() {
-            let key: Arc<str> = key.clone();
+        while let Some(key) = self.oldest() {
             let key = &*key;
             let expired = self
                 .slots
@@ -140,15 +171,13 @@ impl MemoryStore {
         let now = now_ms();
         let mut inner = lock(&self.inner);
         let ttl = u64::try_from(self.opts.idle_ttl.as_millis()).unwrap_or(u64::MAX);
-        // The common case, a live session, in one lookup.
-        let Inner { slots, lru, clock } = &mut *inner;
+        // The common case, a live session: one lookup and a stamp (see `Inner`).
+        let Inner { slots, clock, .. } = &mut *inner;
         if let Some(slot) = slots.get_mut(key) {
             if now.saturating_sub(slot.touched_ms) <= ttl {
                 *clock += 1;
-                lru.remove(&slot.used);
                 slot.used = *clock;
                 slot.touched_ms = now;
-                lru.insert(*clock, slot.key.clone());
                 return Some(slot.entry.clone());
             }
             inner.remove(key);
@@ -157,17 +186,22 @@ impl MemoryStore {
             return None;
         }
         inner.evict(&self.opts, now, 1);
+        inner.clock += 1;
+        let clock = inner.clock;
+        let shared: Arc<str> = Arc::from(key);
+        let entry = Arc::new(Mutex::new(SessionEntry::default()));
+        inner.lru.insert(clock, shared.clone());
         inner.slots.insert(
             key.to_string(),
             Slot {
-                key: Arc::from(key),
-                entry: Arc::new(Mutex::new(SessionEntry::default())),
-                used: 0,
+                key: shared,
+                entry: entry.clone(),
+                used: clock,
+                filed: clock,
                 touched_ms: now,
             },
         );
-        inner.touch(key, now);
-        inner.slots.get(key).map(|s| s.entry.clone())
+        Some(entry)
     }
 }
 
@@ -202,7 +236,8 @@ impl Store for MemoryStore {
     }
 
     fn keys(&self) -> Result<Vec<String>, StoreError> {
-        let inner = lock(&self.inner);
+        let mut inner = lock(&self.inner);
+        inner.refile_all();
         // Most recently used first.
         Ok(inner.lru.values().rev().map(|k| k.to_string()).collect())
     }
@@ -236,6 +271,40 @@ mod tests {
         assert!(s.delete("a").unwrap());
         assert!(!s.delete("a").unwrap());
         assert_eq!(s.len(), 2);
+    }
+
+    #[test]
+    fn lazy_use_order_evicts_as_a_strict_lru_would() {
+        // The order is kept lazily (see `Inner`): check it against a plain list, most
+        // recent last, over a long mixed sequence of uses with evictions.
+        let s = MemoryStore::new(MemoryOptions {
+            max_sessions: 4,
+            ..MemoryOptions::default()
+        });
+        let mut model: Vec<String> = Vec::new();
+        let mut x = 7u32;
+        for step in 0..400 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            let key = format!("k{}", (x >> 16) % 9);
+            if step % 37 == 36 {
+                let existed = model.iter().any(|k| *k == key);
+                model.retain(|k| *k != key);
+                assert_eq!(s.delete(&key).unwrap(), existed);
+                continue;
+            }
+            s.update(&key, &mut |e| e.run_seq += 1).unwrap();
+            model.retain(|k| *k != key);
+            model.push(key);
+            if model.len() > 4 {
+                model.remove(0);
+            }
+            if step % 5 == 0 {
+                let expected: Vec<String> = model.iter().rev().cloned().collect();
+                assert_eq!(s.keys().unwrap(), expected, "step {step}");
+            }
+            assert_eq!(s.len(), model.len());
+            assert_eq!(s.count().unwrap(), model.len() as u64);
+        }
     }
 
     #[test]
