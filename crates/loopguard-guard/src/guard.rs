@@ -383,8 +383,11 @@ impl Guard {
     ) -> Result<Decision<'e>, GuardError> {
         let job = self.job(tenant, event);
         let mut decision = None;
-        self.store
-            .update(&job.key, &mut self.applying(&job, event, &mut decision))?;
+        self.store.update_at(
+            &job.key,
+            job.now,
+            &mut self.applying(&job, event, &mut decision),
+        )?;
         job.done(decision)
     }
 
@@ -438,8 +441,9 @@ impl Guard {
         let applier = self.applier_for(profile);
         let job = self.job(tenant, event);
         let mut decision = None;
-        self.store.update(
+        self.store.update_at(
             &job.key,
+            job.now,
             &mut self.applying_as(applier, &job, event, &mut decision),
         )?;
         job.done(decision)

@@ -167,8 +167,7 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    fn slot(&self, key: &str, create: bool) -> Option<Arc<Mutex<SessionEntry>>> {
-        let now = now_ms();
+    fn slot(&self, key: &str, create: bool, now: u64) -> Option<Arc<Mutex<SessionEntry>>> {
         let mut inner = lock(&self.inner);
         let ttl = u64::try_from(self.opts.idle_ttl.as_millis()).unwrap_or(u64::MAX);
         // The common case, a live session: one lookup and a stamp (see `Inner`).
@@ -211,14 +210,23 @@ impl Store for MemoryStore {
         key: &str,
         apply: &mut dyn FnMut(&mut SessionEntry),
     ) -> Result<(), StoreError> {
-        if let Some(entry) = self.slot(key, true) {
+        self.update_at(key, now_ms(), apply)
+    }
+
+    fn update_at(
+        &self,
+        key: &str,
+        now_ms: u64,
+        apply: &mut dyn FnMut(&mut SessionEntry),
+    ) -> Result<(), StoreError> {
+        if let Some(entry) = self.slot(key, true, now_ms) {
             apply(&mut lock(&entry));
         }
         Ok(())
     }
 
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        let Some(entry) = self.slot(key, false) else {
+        let Some(entry) = self.slot(key, false, now_ms()) else {
             return Ok(None);
         };
         let e = lock(&entry);

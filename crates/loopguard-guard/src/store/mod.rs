@@ -41,6 +41,19 @@ pub trait Store: Send + Sync + fmt::Debug {
     fn update(&self, key: &str, apply: &mut dyn FnMut(&mut SessionEntry))
         -> Result<(), StoreError>;
 
+    /// [`Store::update`] when the caller has already read the clock: `now_ms` (milliseconds
+    /// since the epoch) is the time of the update, so the memory store does not read the
+    /// clock a second time per event. Other stores keep their own time (the default).
+    fn update_at(
+        &self,
+        key: &str,
+        now_ms: u64,
+        apply: &mut dyn FnMut(&mut SessionEntry),
+    ) -> Result<(), StoreError> {
+        let _ = now_ms;
+        self.update(key, apply)
+    }
+
     /// The entry of `key`, if there is one.
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError>;
 
