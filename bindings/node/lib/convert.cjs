@@ -247,13 +247,24 @@ function runFields(o, withCallId = true) {
   return out;
 }
 
+// The arguments' JSON of the last call or outcome line written (see lastArgsJson).
+let argsJson = '';
+
 /** `{"type":"call",...}`: the event beforeCall applies. */
 function callLine(session, tool, args, opts = {}) {
   return (
     `{"type":"call","session":${sessionJson(session)},"tool":${toolJson(tool)}` +
     runFields(opts) +
-    `,"args":${toJson(args, 'args')}}`
+    `,"args":${(argsJson = toJson(args, 'args'))}}`
   );
+}
+
+/**
+ * The arguments' JSON in the last line callLine or outcomeLine wrote: the guard compares an
+ * outcome's with its call's, to let the engine reuse the call's digest.
+ */
+function lastArgsJson() {
+  return argsJson;
 }
 
 /**
@@ -273,7 +284,7 @@ function outcomeLine(session, tool, args, outcome = {}) {
   return (
     `{"type":"outcome","session":${sessionJson(session)},"tool":${toolJson(tool)}` +
     runFields(outcome) +
-    `,"args":${toJson(args, 'args')},${value}}`
+    `,"args":${(argsJson = toJson(args, 'args'))},${value}}`
   );
 }
 
@@ -305,4 +316,4 @@ function eventLine(event) {
   return `{${parts.join(',')}}`;
 }
 
-module.exports = { toJson, errorJson, callLine, outcomeLine, compactionLine, eventLine };
+module.exports = { toJson, errorJson, callLine, outcomeLine, compactionLine, eventLine, lastArgsJson };

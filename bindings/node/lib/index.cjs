@@ -5,7 +5,7 @@
 // (the native addon), the same one `loopguard replay`, `loopguard serve` and the Python package
 // use: identical events get identical decisions everywhere.
 const fs = require('node:fs');
-const { callLine, outcomeLine, compactionLine, eventLine, toJson } = require('./convert.cjs');
+const { callLine, outcomeLine, compactionLine, eventLine, toJson, lastArgsJson } = require('./convert.cjs');
 const errors = require('./errors.cjs');
 const { RemoteGuard } = require('./remote.cjs');
 
@@ -16,8 +16,14 @@ const loadAddon = () => (addon ??= require('./native.cjs'));
 /** The guard: sessions, OpenClaw's detectors, and one decision per event. */
 class Guard {
   #native;
-  /** The addon's engine handle for `decide` (a function call, cheaper than a method's). */
+  /** The addon's engine number for `decide` (a function call, cheaper than a method's). */
   #engine;
+  /**
+   * The tool and the arguments' JSON of the last call this guard decided: an outcome with
+   * the same ones lets the engine reuse that call's digest (src/lib.rs, SAME_ARGS).
+   */
+  #lastTool = null;
+  #lastArgs = '';
 
   /**
    * @param {object} [options]
@@ -80,10 +86,10 @@ class Guard {
    * hex, from which the object is built here with the strings the caller gave (the record
    * echoes them unchanged); any other decision comes as the record's JSON, `action` first.
    */
-  #decide(line, session, tool, o) {
+  #decide(line, session, tool, o, engine = this.#engine) {
     let r;
     try {
-      r = addon.decide(this.#engine, line);
+      r = addon.decide(engine, line);
     } catch (e) {
       native(() => {
         throw e;
@@ -117,7 +123,11 @@ class Guard {
    */
   beforeCall(session, tool, args, opts = NO_OPTIONS) {
     const o = opts ?? NO_OPTIONS;
-    return this.#decide(callLine(session, tool, args, o), session, tool, o);
+    this.#lastTool = null; // until this call is decided
+    const decision = this.#decide(callLine(session, tool, args, o), session, tool, o);
+    this.#lastTool = tool;
+    this.#lastArgs = lastArgsJson();
+    return decision;
   }
 
   /**
@@ -128,7 +138,10 @@ class Guard {
     const o = outcome ?? {};
     const line = outcomeLine(session, tool, args, o);
     if (line === null) return undefinedResult(session, tool, o);
-    return this.#decide(line, session, tool, o);
+    // The engine reuses the digest of this guard's last call when the tool and the
+    // arguments' JSON are that call's (the high bit of the engine number says so).
+    const same = tool === this.#lastTool && lastArgsJson() === this.#lastArgs;
+    return this.#decide(line, session, tool, o, same ? (this.#engine | SAME_ARGS) >>> 0 : this.#engine);
   }
 
   /** A context compaction finished: arms the post-compaction guard of the session and run. */
@@ -194,6 +207,8 @@ class Guard {
 const attachKey = Symbol('loopguard.attach');
 /** The options of a call given none (shared: nothing writes to it). */
 const NO_OPTIONS = Object.freeze({});
+/** The flag bit of `decide`'s engine number (src/lib.rs, SAME_ARGS). */
+const SAME_ARGS = 2 ** 31;
 
 /** An outcome recorded, in the record's key order (`r` is the addon's short answer). */
 function recorded(session, tool, o, r, resultHash) {

@@ -20,14 +20,15 @@
 //! `LOOPGUARD_STORE` (the store cannot be reached), `LOOPGUARD_ARG` (a bad option); the
 //! JavaScript half turns them into its error classes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use loopguard_core::{hashing::hex_bytes, Mode, OpenClawConfig};
+use loopguard_core::hashing::{hex_bytes, ArgsDigest};
+use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
 use napi::bindgen_prelude::{Error, Result};
@@ -190,7 +191,8 @@ impl NativeGuard {
     /// A new handle of this guard in [`shared`].
     fn register(&self) -> u32 {
         static NEXT: AtomicU32 = AtomicU32::new(1);
-        let handle = NEXT.fetch_add(1, Ordering::Relaxed);
+        // Below SAME_ARGS, the flag bit of `decide`'s engine number.
+        let handle = NEXT.fetch_add(1, Ordering::Relaxed) & !SAME_ARGS;
         let mut map = shared().lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, w| w.strong_count() > 0);
         map.insert(handle, Arc::downgrade(&self.backend));
@@ -215,16 +217,30 @@ impl NativeGuard {
     }
 }
 
+/// The bit of [`decide`]'s engine number that says the outcome's tool and arguments are, as
+/// JSON text, those of the `beforeCall` the same guard decided last on this thread (the
+/// JavaScript half compares them): its digest, kept in [`LAST_CALL`], is reused. Engine
+/// numbers never reach it.
+const SAME_ARGS: u32 = 1 << 31;
+
 thread_local! {
     /// The engine [`decide`] used last on this thread: a guard serves many events in a
     /// row, and this spares the lock of [`shared`]. Weak, so it never keeps a guard alive.
     static LAST_ENGINE: RefCell<Option<(u32, Weak<Backend>)>> = const { RefCell::new(None) };
+    /// The engine number and the arguments' digest of the last call [`decide`] decided on
+    /// this thread.
+    static LAST_CALL: Cell<Option<(u32, ArgsDigest)>> = const { Cell::new(None) };
 }
 
-/// [`NativeGuard::decide`] on the engine whose handle [`NativeGuard::engine`] gave: the same
-/// answer, at the cost of a function call.
+/// [`NativeGuard::decide`] on the engine whose number [`NativeGuard::engine`] gave: the same
+/// answer, at the cost of a function call. With [`SAME_ARGS`] set in `engine`, an outcome
+/// reuses the arguments' digest of the last call decided on this thread by the same engine
+/// ([`Guard::apply_with_args_digest`]); the JavaScript half sets it only when the outcome's
+/// tool and arguments JSON are that call's.
 #[napi]
 pub fn decide(engine: u32, line: String) -> Result<String, String> {
+    let same_args = engine & SAME_ARGS != 0;
+    let engine = engine & !SAME_ARGS;
     let cached = LAST_ENGINE.with(|last| match &*last.borrow() {
         Some((handle, weak)) if *handle == engine => weak.upgrade(),
         _ => None,
@@ -247,18 +263,36 @@ pub fn decide(engine: u32, line: String) -> Result<String, String> {
             backend
         }
     };
-    decide_line(&backend, line.as_bytes())
+    let event = parse_event(line.as_bytes(), 1).map_err(|e| guard_error(e.into()))?;
+    let known = match LAST_CALL.get() {
+        Some((handle, digest)) if same_args && handle == engine => Some(digest),
+        _ => None,
+    };
+    let d = match known {
+        Some(digest) => backend.guard.apply_with_args_digest(None, &event, digest),
+        None => backend.guard.apply(None, &event),
+    }
+    .map_err(guard_error)?;
+    if d.kind == EventKind::Call {
+        LAST_CALL.set(d.args.map(|digest| (engine, digest)));
+    }
+    Ok(answer(&d))
 }
 
 fn decide_line(backend: &Backend, line: &[u8]) -> Result<String, String> {
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
     let d = backend.guard.apply(None, &event).map_err(guard_error)?;
-    if let Some(short) = compact(&d) {
-        return Ok(short);
+    Ok(answer(&d))
+}
+
+/// [`NativeGuard::decide`]'s answer for a decision.
+fn answer(d: &Decision<'_>) -> String {
+    if let Some(short) = compact(d) {
+        return short;
     }
     let mut record = Vec::with_capacity(256);
     d.write_record(&mut record);
-    Ok(json_text(action_first(record)))
+    json_text(action_first(record))
 }
 
 /// The short answer of [`NativeGuard::decide`] for the two decisions nearly every event gets,

@@ -574,6 +574,52 @@ impl SessionEntry {
         Some(self.apply_inner(policy, applier, event, Some(pre), line, now_ms))
     }
 
+    /// [`SessionEntry::apply`] of an outcome whose arguments' digest the caller already
+    /// holds: the one [`Decision::args`] gave for a call with the same tool and arguments.
+    /// The digest is a function of the tool and the arguments alone (the tool profile's
+    /// mapping is too), so the outcome's arguments are not canonicalised and hashed again;
+    /// the caller vouches that they are the call's (the npm package compares their JSON
+    /// text). Any other event is applied as by [`SessionEntry::apply`], and the decision is
+    /// the one [`SessionEntry::apply`] gives.
+    ///
+    /// ```
+    /// use loopguard_guard::{Applier, SessionEntry, ToolProfile};
+    /// use loopguard_core::Policy;
+    /// use loopguard_events::parse_event;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (policy, applier) = (Policy::enabled(), Applier::new(ToolProfile::Plain));
+    /// let call = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1)?;
+    /// let outcome = parse_event(br#"{"type":"outcome","tool":"read","args":{"path":"/a"},"result":"x"}"#, 2)?;
+    /// let (mut a, mut b) = (SessionEntry::new("a"), SessionEntry::new("b"));
+    /// let digest = a.apply(&policy, &applier, &call, 1, 0).args.ok_or("no digest")?;
+    /// b.apply(&policy, &applier, &call, 1, 0);
+    /// let direct = a.apply(&policy, &applier, &outcome, 2, 0);
+    /// assert_eq!(b.apply_with_args_digest(&policy, &applier, &outcome, digest, 2, 0), direct);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn apply_with_args_digest<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        args: ArgsDigest,
+        line: u64,
+        now_ms: u64,
+    ) -> Decision<'e> {
+        if event.kind != EventKind::Outcome {
+            return self.apply_inner(policy, applier, event, None, line, now_ms);
+        }
+        // Only `args` is read for an outcome; without `outcome` the result is hashed as usual.
+        let pre = Prehashed {
+            args,
+            known_poll: false,
+            outcome: None,
+        };
+        self.apply_inner(policy, applier, event, Some(&pre), line, now_ms)
+    }
+
     fn apply_inner<'e>(
         &mut self,
         policy: &Policy,

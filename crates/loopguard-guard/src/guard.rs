@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 
 use loopguard_core::normalize_agent_id;
+use loopguard_core::hashing::ArgsDigest;
 use loopguard_core::Hashing;
 use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
@@ -391,6 +392,48 @@ impl Guard {
         job.done(decision)
     }
 
+    /// [`Guard::apply`] of an outcome whose arguments' digest the caller holds from the
+    /// decision of a call with the same tool and arguments ([`Decision::args`]): they are
+    /// not canonicalised and hashed again (see [`SessionEntry::apply_with_args_digest`]).
+    /// The npm package passes it when `afterCall` gets the tool and arguments, as JSON text,
+    /// of the `beforeCall` it decided last. Any other event is applied as by [`Guard::apply`].
+    ///
+    /// ```
+    /// use loopguard_guard::Guard;
+    /// use loopguard_events::parse_event;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::builder().build();
+    /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
+    /// let digest = guard.apply(None, &call)?.args.ok_or("no digest")?;
+    /// let outcome = parse_event(br#"{"type":"outcome","session":"s","tool":"read","args":{"p":1},"result":2}"#, 2)?;
+    /// let d = guard.apply_with_args_digest(None, &outcome, digest)?;
+    /// assert_eq!(d.args, Some(digest));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn apply_with_args_digest<'e>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+        args: ArgsDigest,
+    ) -> Result<Decision<'e>, GuardError> {
+        let job = self.job(tenant, event);
+        let mut decision = None;
+        let applier = self.applier;
+        self.store.update_at(&job.key, job.now, &mut |entry| {
+            self.begin(entry, &job.key);
+            decision = Some(entry.apply_with_args_digest(
+                &job.policy,
+                &applier,
+                event,
+                args,
+                0,
+                job.now,
+            ));
+        })?;
+        job.done(decision)
+    }
+
     /// [`Guard::apply`] for async front ends: awaits the store when it has an awaitable
     /// side ([`Store::as_async`], Redis), and calls it in place otherwise (the memory
     /// store's critical section is microseconds; a blocking store such as SQLite belongs
@@ -518,12 +561,7 @@ impl Guard {
         'e: 'a,
     {
         move |entry| {
-            self.prepare(entry, &job.key);
-            if let Some(note) = entry.meta.remove(crate::entry::RESTARTED) {
-                // The store found the session unreadable and started it afresh: say so
-                // once (the hook, which updates entries itself, reports it its own way).
-                tracing::warn!(target: "loopguard::guard", "{note}");
-            }
+            self.begin(entry, &job.key);
             *out = Some(entry.apply(&job.policy, &applier, event, 0, job.now));
         }
     }
@@ -559,6 +597,16 @@ impl Guard {
                 "session {key}: the store did not apply the update"
             )))
         })
+    }
+
+    /// [`Guard::prepare`] for an event, and the note of a session the store restarted.
+    fn begin(&self, entry: &mut SessionEntry, key: &str) {
+        self.prepare(entry, key);
+        if let Some(note) = entry.meta.remove(crate::entry::RESTARTED) {
+            // The store found the session unreadable and started it afresh: say so
+            // once (the hook, which updates entries itself, reports it its own way).
+            tracing::warn!(target: "loopguard::guard", "{note}");
+        }
     }
 
     fn prepare(&self, entry: &mut SessionEntry, key: &str) {
@@ -661,6 +709,65 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    /// `apply_with_args_digest` (the npm package's `afterCall` with the arguments of the
+    /// call it just had decided) gives the records and the session `apply` gives, through
+    /// a loop's warnings, blocks and the ignored outcomes of blocked calls, with and
+    /// without a tool profile that maps the call.
+    #[test]
+    fn an_outcome_with_its_calls_digest_is_decided_as_when_hashed_again() {
+        let record = |d: &Decision<'_>| {
+            let mut out = Vec::new();
+            d.write_record(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        for profile in [ToolProfile::Plain, ToolProfile::ClaudeCode] {
+            let a = Guard::builder().profile(profile).build();
+            let b = Guard::builder().profile(profile).build();
+            let mut actions = std::collections::BTreeSet::new();
+            for i in 0..40 {
+                let args = if i % 7 == 6 {
+                    format!(r#"{{"command":"ls {i}"}}"#)
+                } else {
+                    r#"{"command":"ls"}"#.to_string()
+                };
+                let call =
+                    format!(r#"{{"type":"call","session":"s","tool":"Bash","args":{args}}}"#);
+                let outcome = format!(
+                    r#"{{"type":"outcome","session":"s","tool":"Bash","args":{args},"result":"same"}}"#
+                );
+                let call = parse_event(call.as_bytes(), 1).unwrap();
+                let outcome = parse_event(outcome.as_bytes(), 2).unwrap();
+                let (ca, cb) = (a.apply(None, &call).unwrap(), b.apply(None, &call).unwrap());
+                assert_eq!(record(&ca), record(&cb));
+                let digest = cb.args.unwrap();
+                // A call event is applied as `apply` does, whatever digest comes with it.
+                let oa = a.apply(None, &outcome).unwrap();
+                let ob = b.apply_with_args_digest(None, &outcome, digest).unwrap();
+                assert_eq!(record(&oa), record(&ob), "{profile:?}, pair {i}");
+                actions.insert(ca.action.as_str());
+                actions.insert(oa.action.as_str());
+            }
+            assert!(
+                ["warn", "block", "ignored", "recorded"]
+                    .iter()
+                    .all(|a| actions.contains(a)),
+                "{actions:?}"
+            );
+            let (ia, ib) = (
+                a.session(None, "s").unwrap().unwrap(),
+                b.session(None, "s").unwrap().unwrap(),
+            );
+            assert_eq!((ia.stats, ia.history), (ib.stats, ib.history));
+            let rows = |i: &SessionInfo| {
+                i.recent
+                    .iter()
+                    .map(|r| (r.decision.clone(), r.detector.clone(), r.count))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(rows(&ia), rows(&ib));
+        }
+    }
 
     #[test]
     fn a_guard_is_shared_between_threads() {
