@@ -151,3 +151,54 @@ test('a malformed event is an EventError naming the field', () => {
   assert.throws(() => guard.event({ type: 'nope' }), (e) => e instanceof EventError && e.field === 'type');
   assert.throws(() => guard.event('not json'), EventError);
 });
+
+// afterCall lets the engine reuse the digest of the guard's last beforeCall when the tool and
+// the arguments' JSON are that call's (lib/index.cjs, src/lib.rs SAME_ARGS): every other case
+// must hash the outcome's own arguments, as a guard that never saw the call does.
+test("afterCall reuses its call's argument digest only for the same tool and arguments", () => {
+  const fresh = (tool, args) => new Guard().afterCall('s', tool, args, { result: 1 }).argsHash;
+  const g = new Guard();
+  const h = new Guard();
+
+  // The arguments changed between the call and the outcome (a tool that edits its input).
+  const args = { path: '/a', n: 1 };
+  assert.equal(g.beforeCall('s', 'read', args).argsHash, fresh('read', args));
+  args.n = 2;
+  const sha = (v) => createHash('sha256').update(reference(v)).digest('hex');
+  assert.equal(g.afterCall('s', 'read', args, { result: 1 }).argsHash, `read:${sha(args)}`);
+
+  // The same arguments under another tool: update_plan hashes a plan's shape, not its text.
+  const plan = { plan: [{ step: 'a', status: 'pending' }] };
+  g.beforeCall('s', 'read', plan);
+  const planHash = g.afterCall('s', 'update_plan', plan, { result: 1 }).argsHash;
+  assert.equal(planHash, fresh('update_plan', plan));
+  assert.notEqual(planHash.slice('update_plan:'.length), sha(plan));
+
+  // Another guard's call in between (one engine per guard, one cache per thread).
+  g.beforeCall('s', 'read', { x: 1 });
+  h.beforeCall('s', 'read', { x: 2 });
+  assert.equal(g.afterCall('s', 'read', { x: 1 }, { result: 1 }).argsHash, `read:${sha({ x: 1 })}`);
+  assert.equal(h.afterCall('s', 'read', { x: 2 }, { result: 1 }).argsHash, `read:${sha({ x: 2 })}`);
+
+  // A call that failed leaves nothing to reuse; the outcome is hashed from its own arguments.
+  g.beforeCall('s', 'read', { y: 1 });
+  assert.throws(() => g.beforeCall('s', 'read', { y: undefined }), TypeError);
+  assert.equal(g.afterCall('s', 'read', { y: 1 }, { result: 1 }).argsHash, `read:${sha({ y: 1 })}`);
+
+  // Through a loop, the decisions are those of event objects applied one by one.
+  const fast = new Guard();
+  const slow = new Guard();
+  const seen = new Set();
+  for (let i = 0; i < 25; i++) {
+    const a = { path: '/loop' };
+    const before = fast.beforeCall('loop', 'read', a);
+    const beforeRef = slow.event({ type: 'call', session: 'loop', tool: 'read', args: a });
+    assert.equal(before.action, beforeRef.decision, `call ${i}`);
+    const after = fast.afterCall('loop', 'read', a, { result: 'same' });
+    const afterRef = slow.event({ type: 'outcome', session: 'loop', tool: 'read', args: a, result: 'same' });
+    assert.equal(after.action, afterRef.decision, `outcome ${i}`);
+    assert.equal(after.argsHash, afterRef.argsHash, `outcome ${i}`);
+    seen.add(before.action).add(after.action);
+  }
+  assert.deepEqual([...seen].sort(), ['allow', 'block', 'ignored', 'recorded', 'warn']);
+});
