@@ -6,13 +6,16 @@
 //! ```text
 //! cargo build --release -p loopguard-guard --example node_pair
 //! valgrind --tool=callgrind --toggle-collect='*node_pair*measure*' \
-//!     target/release/examples/node_pair 5000
+//!     target/release/examples/node_pair 5000 [apply]
 //! ```
+//!
+//! `apply` hashes every outcome's arguments again, as front ends other than the npm package
+//! do; by default the outcome reuses its call's digest, as the package's `afterCall` does.
 //!
 //! The instructions of `measure` divided by its pairs are the engine's cost per pair.
 
 use loopguard_events::parse_event;
-use loopguard_guard::{Guard, GuardError};
+use loopguard_guard::Guard;
 
 /// The two lines of pair `i`, as the package writes them.
 fn lines(i: usize) -> (String, String) {
@@ -30,17 +33,29 @@ fn lines(i: usize) -> (String, String) {
     (call, outcome)
 }
 
-/// Applies the pairs as the addon's `decide` does: parse, apply, the digests' hex.
+/// Applies the pairs as the addon's `decide` does: parse, apply (the outcome with its call's
+/// argument digest when `reuse`, as the package's `afterCall` asks when the arguments are the
+/// call's), the digests' hex.
 #[inline(never)]
-fn measure(guard: &Guard, pairs: &[(String, String)]) -> Result<usize, GuardError> {
+fn measure(
+    guard: &Guard,
+    pairs: &[(String, String)],
+    reuse: bool,
+) -> Result<usize, Box<dyn std::error::Error>> {
     let mut sink = 0;
     for (call, outcome) in pairs {
-        for line in [call, outcome] {
-            let event = parse_event(line.as_bytes(), 1)?;
-            let d = guard.apply(None, &event)?;
-            if let Some(args) = d.args {
-                sink += loopguard_core::hashing::hex_bytes(&args.0)[0] as usize;
-            }
+        let call = parse_event(call.as_bytes(), 1)?;
+        let d = guard.apply(None, &call)?;
+        let digest = d.args.ok_or("a call's decision has its digest")?;
+        sink += loopguard_core::hashing::hex_bytes(&digest.0)[0] as usize;
+        let outcome = parse_event(outcome.as_bytes(), 2)?;
+        let d = if reuse {
+            guard.apply_with_args_digest(None, &outcome, digest)?
+        } else {
+            guard.apply(None, &outcome)?
+        };
+        if let Some(h) = d.result {
+            sink += loopguard_core::hashing::hex_bytes(&h.digest)[0] as usize;
         }
     }
     Ok(sink)
@@ -51,13 +66,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(a) => a.parse()?,
         None => 5000,
     };
+    // `apply`: every outcome's arguments hashed again (what other front ends do).
+    let reuse = std::env::args().nth(2).as_deref() != Some("apply");
     let guard = Guard::builder().build();
     // Every session's history full first (30 calls each), as in a long benchmark.
     let warm: Vec<_> = (0..64 * 40).map(lines).collect();
-    measure(&guard, &warm)?;
+    measure(&guard, &warm, reuse)?;
     let pairs: Vec<_> = (64 * 40..64 * 40 + n).map(lines).collect();
     let start = std::time::Instant::now();
-    let sink = measure(&guard, &pairs)?;
+    let sink = measure(&guard, &pairs, reuse)?;
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     println!("{n} pairs, {ns:.0} ns a pair (wall clock), sink {sink}");
     Ok(())
