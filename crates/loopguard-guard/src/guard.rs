@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use loopguard_core::normalize_agent_id;
 use loopguard_core::hashing::ArgsDigest;
+use loopguard_core::normalize_agent_id;
 use loopguard_core::Hashing;
 use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
@@ -422,14 +422,8 @@ impl Guard {
         let applier = self.applier;
         self.store.update_at(&job.key, job.now, &mut |entry| {
             self.begin(entry, &job.key);
-            decision = Some(entry.apply_with_args_digest(
-                &job.policy,
-                &applier,
-                event,
-                args,
-                0,
-                job.now,
-            ));
+            decision =
+                Some(entry.apply_with_args_digest(&job.policy, &applier, event, args, 0, job.now));
         })?;
         job.done(decision)
     }
