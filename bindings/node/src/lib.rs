@@ -233,7 +233,7 @@ thread_local! {
 }
 
 /// [`NativeGuard::decide`] on the engine whose number [`NativeGuard::engine`] gave: the same
-/// answer, at the cost of a function call. With [`SAME_ARGS`] set in `engine`, an outcome
+/// answer, at the cost of a function call. With the top bit (`SAME_ARGS`) set in `engine`, an outcome
 /// reuses the arguments' digest of the last call decided on this thread by the same engine
 /// ([`Guard::apply_with_args_digest`]); the JavaScript half sets it only when the outcome's
 /// tool and arguments JSON are that call's.

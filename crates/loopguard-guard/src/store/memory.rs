@@ -295,7 +295,7 @@ mod tests {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
             let key = format!("k{}", (x >> 16) % 9);
             if step % 37 == 36 {
-                let existed = model.iter().any(|k| *k == key);
+                let existed = model.contains(&key);
                 model.retain(|k| *k != key);
                 assert_eq!(s.delete(&key).unwrap(), existed);
                 continue;
