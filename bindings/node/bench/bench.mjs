@@ -3,14 +3,26 @@
 // JSON of the arguments and of the result, and a SHA-256 of each with node:crypto), measured in
 // the same process. Timing is not a test: scripts/bench-node.sh runs this and prints the figures.
 //
-//   node bench.mjs [--quick]
+//   node bench.mjs [--quick] [--against PACKAGE_DIR]
+//
+// --against loads another build of the package (a directory holding its index.cjs, e.g. an
+// earlier version's installed node_modules/loopguard) and times its pair in the same rounds,
+// so two builds are compared under the same load.
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import os from 'node:os';
+import path from 'node:path';
 import { Guard } from 'loopguard';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 2_000 : 20_000;
 const ROUNDS = quick ? 3 : 9;
+const againstAt = process.argv.indexOf('--against');
+const againstDir = againstAt > 0 ? process.argv[againstAt + 1] : undefined;
+if (againstAt > 0 && !againstDir) throw new Error('--against needs a package directory');
+const Other = againstDir
+  ? createRequire(import.meta.url)(path.resolve(againstDir, 'index.cjs')).Guard
+  : undefined;
 
 function sortedJson(v) {
   if (v === null || typeof v !== 'object') return JSON.stringify(v);
@@ -36,8 +48,8 @@ function baseline() {
   return Number(process.hrtime.bigint() - start) / N;
 }
 
-function guarded() {
-  const guard = new Guard();
+const guardedBy = (G) => () => {
+  const guard = new G();
   const start = process.hrtime.bigint();
   for (let i = 0; i < N; i++) {
     const session = `s${i % 64}`;
@@ -46,7 +58,9 @@ function guarded() {
     guard.afterCall(session, 'read', args, { result: resultOf(i) });
   }
   return Number(process.hrtime.bigint() - start) / N;
-}
+};
+const guarded = guardedBy(Guard);
+const other = Other && guardedBy(Other);
 
 // Rounds alternate between the two so both see the same load; each round is timed by the
 // process's CPU time (user + system, which time spent waiting for a core does not inflate) and
@@ -58,9 +72,18 @@ const timed = (f) => {
   return { cpu: ((cpu.user + cpu.system) * 1000) / N, wall };
 };
 baseline();
-guarded(); // warm up both
+guarded(); // warm up each
+other?.();
 const rounds = [];
-for (let r = 0; r < ROUNDS; r++) rounds.push({ base: timed(baseline), pair: timed(guarded) });
+const runs = { base: baseline, pair: guarded, other };
+for (let r = 0; r < ROUNDS; r++) {
+  // Every other round in the reverse order, so no build always runs first.
+  const order = other ? ['base', 'pair', 'other'] : ['base', 'pair'];
+  if (r % 2) order.reverse();
+  const round = {};
+  for (const k of order) round[k] = timed(runs[k]);
+  rounds.push(round);
+}
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -74,3 +97,8 @@ console.log(`pure-JS sorted JSON + sha256 of args and result: ${us(med('base', '
 console.log(`Guard beforeCall + afterCall:                    ${us(med('pair', 'cpu'))} / ${us(med('pair', 'wall'))} us/call`);
 const perRound = rounds.map((r) => (r.pair.cpu / r.base.cpu).toFixed(2)).join(' ');
 console.log(`ratio guard / baseline: ${(med('pair', 'cpu') / med('base', 'cpu')).toFixed(2)} (CPU), ${(med('pair', 'wall') / med('base', 'wall')).toFixed(2)} (wall); per round (CPU): ${perRound}`);
+if (other) {
+  const vs = rounds.map((r) => (r.pair.cpu / r.other.cpu).toFixed(2)).join(' ');
+  console.log(`the other build (${againstDir}):               ${us(med('other', 'cpu'))} / ${us(med('other', 'wall'))} us/call`);
+  console.log(`ratio this build / the other: ${(med('pair', 'cpu') / med('other', 'cpu')).toFixed(3)} (CPU); per round: ${vs}`);
+}
