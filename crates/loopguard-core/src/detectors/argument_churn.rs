@@ -9,56 +9,69 @@
 //! `0` keeps it warning only). Exact repetition of one call is left to the streak
 //! detectors.
 
-use super::ledger::Ledger;
+use super::ledger::Scoped;
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
 use crate::fingerprint::ArgsDigest;
 use crate::messages;
 use crate::outcome::ResultHash;
 
+/// A placeholder for the unused slots of the variants seen.
+const NO_RESULT: ResultHash = ResultHash {
+    is_error: false,
+    digest: [0; 32],
+};
+
 pub(crate) fn check(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     args: &ArgsDigest,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
     let window = usize::try_from(cfg.window).unwrap_or(usize::MAX);
     let longest = usize::try_from(cfg.block_at.max(cfg.window)).unwrap_or(usize::MAX);
-    // The variants seen, on the stack for the usual few (a vector only past 16).
-    let mut inline: [Option<(&ArgsDigest, &ResultHash)>; 16] = [None; 16];
+    // The variants seen (arguments and their one outcome), on the stack for the usual
+    // few (a vector only past 16): a plain scan, one comparison of the digests per variant.
+    const INLINE: usize = 16;
+    let mut inline: [(&ArgsDigest, &ResultHash); INLINE] = [(args, &NO_RESULT); INLINE];
     let mut spilled: Vec<(&ArgsDigest, &ResultHash)> = Vec::new();
     let mut count = 0usize;
     let mut n = 0usize;
-    for e in ledger.scoped(run).rev().take(longest) {
+    for e in tail.rev().take(longest) {
         if !super::ledger::same_bytes(e.tool.as_wtf8(), tool) {
             break;
         }
-        let seen = inline[..count.min(16)]
-            .iter()
-            .flatten()
-            .chain(spilled.iter());
-        match seen.clone().find(|(a, _)| **a == e.args) {
+        let seen = if count <= INLINE {
+            &inline[..count]
+        } else {
+            &spilled[..]
+        };
+        match seen.iter().find(|(a, _)| **a == e.args) {
             Some((_, r)) if **r != e.result => break,
             Some(_) => {}
             None => {
                 if count as u64 >= cfg.max_variants {
                     break;
                 }
-                match inline.get_mut(count) {
-                    Some(slot) => *slot = Some((&e.args, &e.result)),
-                    None => spilled.push((&e.args, &e.result)),
+                if count < INLINE {
+                    inline[count] = (&e.args, &e.result);
+                } else {
+                    if spilled.is_empty() {
+                        spilled.extend_from_slice(&inline);
+                    }
+                    spilled.push((&e.args, &e.result));
                 }
                 count += 1;
             }
         }
         n += 1;
     }
-    let mut seen = inline[..count.min(16)]
-        .iter()
-        .flatten()
-        .chain(spilled.iter());
-    if n < window || count < 2 || !seen.any(|(a, _)| *a == args) {
+    let seen = if count <= INLINE {
+        &inline[..count]
+    } else {
+        &spilled[..]
+    };
+    if n < window || count < 2 || !seen.iter().any(|(a, _)| *a == args) {
         return None;
     }
     let variants = count;

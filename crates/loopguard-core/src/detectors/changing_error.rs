@@ -9,27 +9,21 @@
 //! [`super::failure_streak`]'s). The call warns after `warnAt` (strict: 2) such failures
 //! and is blocked after `blockAt` (strict: 3), the fourth attempt.
 
-use super::ledger::{FailureId, Ledger};
+use super::ledger::{FailureId, Scoped};
 use super::sketch::ArgsSketch;
 use super::{Detection, Detector};
 use crate::config::ExtraDetector;
 use crate::fingerprint::ArgsDigest;
 use crate::messages;
 
-pub(crate) fn count(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
-    tool: &[u8],
-    digest: &ArgsDigest,
-    args: &ArgsSketch,
-) -> u64 {
+pub(crate) fn count(tail: Scoped<'_>, tool: &[u8], digest: &ArgsDigest, args: &ArgsSketch) -> u64 {
     if args.flags & super::sketch::POLL != 0 {
         return 0;
     }
     let mut n = 0u64;
     let mut first: Option<FailureId> = None;
     let mut differ = false;
-    for e in ledger.scoped(run).rev() {
+    for e in tail.rev() {
         let Some(f) = e.failure else { break };
         if !e.same_call(tool, digest) {
             break;
@@ -49,14 +43,13 @@ pub(crate) fn count(
 }
 
 pub(crate) fn check(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
-    let n = count(ledger, run, tool, digest, args);
+    let n = count(tail, tool, digest, args);
     let level = super::failure_streak::level(n, cfg)?;
     let (head, tail): (&[u8], &[u8]) = match level {
         super::Level::Critical => (b"CRITICAL: ", b" The call is blocked."),

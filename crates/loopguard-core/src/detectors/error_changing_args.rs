@@ -8,15 +8,15 @@
 //! `warnAt` (strict: 4) and blocks only on strong evidence, `blockAt` variants in a row
 //! (strict: 8), since trying different arguments is also what a healthy agent does.
 
-use super::ledger::Ledger;
+use super::ledger::Scoped;
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
 use crate::fingerprint::ArgsDigest;
 use crate::messages;
 
 /// The number of distinct arguments in the trailing same-error streak of `tool`.
-pub(crate) fn variants(ledger: &Ledger, run: Option<&[u8]>, tool: &[u8]) -> Option<(u64, [u8; 8])> {
-    let mut it = ledger.scoped(run).rev();
+pub(crate) fn variants(tail: Scoped<'_>, tool: &[u8]) -> Option<(u64, [u8; 8])> {
+    let mut it = tail.rev();
     let last = it.next()?;
     let id = last.failure?;
     if last.tool.as_wtf8() != tool {
@@ -34,13 +34,8 @@ pub(crate) fn variants(ledger: &Ledger, run: Option<&[u8]>, tool: &[u8]) -> Opti
     Some((seen.len() as u64, id))
 }
 
-pub(crate) fn check(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
-    tool: &[u8],
-    cfg: &ExtraDetector,
-) -> Option<Detection> {
-    let (n, id) = variants(ledger, run, tool)?;
+pub(crate) fn check(tail: Scoped<'_>, tool: &[u8], cfg: &ExtraDetector) -> Option<Detection> {
+    let (n, id) = variants(tail, tool)?;
     if n < 2 {
         return None;
     }

@@ -8,7 +8,7 @@
 //! Unlike `generic_repeat`, nothing else may happen in between: an agent that edits
 //! something and then re-runs the same failing test is not in this streak.
 
-use super::ledger::{Ledger, LedgerEntry};
+use super::ledger::{LedgerEntry, Scoped};
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
 use crate::fingerprint::ArgsDigest;
@@ -23,12 +23,11 @@ pub(crate) struct Trailing<'l> {
 /// The streak of identical outcomes at the end of `run`'s ledger, if its call is
 /// `tool`/`args`.
 pub(crate) fn trailing<'l>(
-    ledger: &'l Ledger,
-    run: Option<&'l [u8]>,
+    tail: Scoped<'l>,
     tool: &[u8],
     args: &ArgsDigest,
 ) -> Option<Trailing<'l>> {
-    let mut it = ledger.scoped(run).rev();
+    let mut it = tail.rev();
     let last = it.next()?;
     if !last.same_call(tool, args) {
         return None;

@@ -350,14 +350,15 @@ pub(crate) fn detect_extra(
     // `tool:hex` is only needed for a detection's key: made at most once, on demand.
     let args_hash = std::cell::OnceCell::new();
     let args_hash = || args_hash.get_or_init(|| args.args_hash(tool)).as_slice();
-    let streak = failure_streak::trailing(ledger, run, tool, args);
+    // The run's outcomes, found once for every detector's walk.
+    let tail = ledger.scoped(run);
+    let streak = failure_streak::trailing(tail.clone(), tool, args);
     // The two detectors of failures with changing parts look at nothing when the run's
     // newest outcome is not a failure (the usual case): one look for both.
     let newest_failed = std::cell::OnceCell::new();
     let newest_failed = || {
         *newest_failed.get_or_init(|| {
-            ledger
-                .scoped(run)
+            tail.clone()
                 .next_back()
                 .is_some_and(|e| e.failure.is_some())
         })
@@ -384,7 +385,7 @@ pub(crate) fn detect_extra(
         &|| {
             when_enabled(&extra.error_changing_args, |cfg| {
                 newest_failed()
-                    .then(|| error_changing_args::check(ledger, run, tool, cfg))
+                    .then(|| error_changing_args::check(tail.clone(), tool, cfg))
                     .flatten()
             })
         },
@@ -398,22 +399,22 @@ pub(crate) fn detect_extra(
                 if !newest_failed() {
                     return None;
                 }
-                changing_error::check(ledger, run, tool, args, drift.as_ref()?, cfg)
+                changing_error::check(tail.clone(), tool, args, drift.as_ref()?, cfg)
             })
         },
         &|| {
             when_enabled(&extra.near_repeat, |cfg| {
-                near_repeat::check(ledger, run, tool, args, drift.as_ref()?, &preview, cfg)
+                near_repeat::check(tail.clone(), tool, args, drift.as_ref()?, &preview, cfg)
             })
         },
         &|| {
             when_enabled(&extra.cycle, |cfg| {
-                no_progress_cycle::check(ledger, run, tool, args, drift.as_ref()?, cfg)
+                no_progress_cycle::check(tail.clone(), tool, args, drift.as_ref()?, cfg)
             })
         },
         &|| {
             when_enabled(&extra.argument_churn, |cfg| {
-                argument_churn::check(ledger, run, tool, args, cfg)
+                argument_churn::check(tail.clone(), tool, args, cfg)
             })
         },
     ];

@@ -21,7 +21,7 @@
 //! set, self-recovering agents repeat a check at most 3 times in a row before changing
 //! course.
 
-use super::ledger::Ledger;
+use super::ledger::Scoped;
 use super::sketch::{similarity_pct, ArgsSketch};
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
@@ -33,8 +33,7 @@ const MAX_SKIPPED: u32 = 4;
 
 /// Counts the no-progress repeats of the proposed call at the end of the run.
 pub(crate) fn count(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
@@ -49,7 +48,7 @@ pub(crate) fn count(
     let mut reference: Option<u64> = None;
     let mut newer: &[u32] = &args.tokens;
     let mut skipped = 0u32;
-    for e in ledger.scoped(run).rev() {
+    for e in tail.rev() {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
@@ -94,15 +93,14 @@ pub(crate) fn count(
 }
 
 pub(crate) fn check(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
     preview: &dyn Fn() -> String,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
-    let (n, echoes) = count(ledger, run, tool, digest, args, cfg.similarity_pct);
+    let (n, echoes) = count(tail, tool, digest, args, cfg.similarity_pct);
     let level = super::failure_streak::level(n, cfg)?;
     let shown = preview();
     let what: &[u8] = if echoes {

@@ -15,7 +15,7 @@
 //! a healthy write → build → read cycle with slightly different file contents (seen on
 //! the calibration set) is progress.
 
-use super::ledger::{same_bytes, Ledger};
+use super::ledger::{same_bytes, Scoped};
 use super::sketch::ArgsSketch;
 use super::{Detection, Detector, Level};
 use crate::config::ExtraDetector;
@@ -27,8 +27,7 @@ pub const MAX_PERIOD: usize = 4;
 
 /// The cycles at the end of the run: (period, calls covered) for each period found.
 pub(crate) fn cycles(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
@@ -42,7 +41,7 @@ pub(crate) fn cycles(
     // (tool and shape): every period covers fewer calls than it takes to warn. Checked
     // first, without building the sequence (the usual case).
     let mut back = 0;
-    for e in ledger.scoped(run).rev().take(limit.min(64)) {
+    for e in tail.clone().rev().take(limit.min(64)) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
@@ -68,7 +67,7 @@ pub(crate) fn cycles(
     // Blocked calls of the cycle (`countVetoes`) are looked through, and counted.
     let mut vetoed = 0u64;
     // Enough outcomes to reach the block of the longest period, and no more.
-    for e in ledger.scoped(run).rev().take(limit.min(CAP - 1)) {
+    for e in tail.rev().take(limit.min(CAP - 1)) {
         let Some(s) = e.sketch.as_deref() else { break };
         if s.poll() {
             break;
@@ -124,8 +123,7 @@ pub(crate) fn cycles(
 }
 
 pub(crate) fn check(
-    ledger: &Ledger,
-    run: Option<&[u8]>,
+    tail: Scoped<'_>,
     tool: &[u8],
     digest: &ArgsDigest,
     args: &ArgsSketch,
@@ -142,8 +140,7 @@ pub(crate) fn check(
         }
     };
     let (level, p, covered) = cycles(
-        ledger,
-        run,
+        tail,
         tool,
         digest,
         args,

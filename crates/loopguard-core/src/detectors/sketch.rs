@@ -673,6 +673,7 @@ impl Echoed {
     }
 
     /// Whether the digit run `num` was written in the arguments.
+    #[cfg(test)]
     fn has(&self, num: &[u8]) -> bool {
         if num.is_empty() || num.len() > 3 {
             return false;
@@ -680,7 +681,14 @@ impl Echoed {
         let x = num
             .iter()
             .fold(0u64, |x, &b| x * 10 + u64::from(b.wrapping_sub(b'0')));
-        let key = (num.len() as u64 * 1000 + x) as u16;
+        self.has_number(num.len() as u64, x)
+    }
+
+    /// Whether the number of `digits` (one to three) digits and value `x` was written in
+    /// the arguments.
+    #[inline]
+    fn has_number(&self, digits: u64, x: u64) -> bool {
+        let key = (digits * 1000 + x) as u16;
         match &self.many {
             Some(bits) => bits[usize::from(key) / 64] & (1 << (key % 64)) != 0,
             None => self.few[..usize::from(self.len)].contains(&key),
@@ -880,22 +888,24 @@ fn next_nonce(text: &[u8], from: usize) -> usize {
 /// The number that starts at `start` (digits, with a decimal part and time separators):
 /// where it ends, and whether it normalises to `#` (dotted, four digits or more, or one the
 /// call's own arguments echo). Shared by the word-at-a-time normaliser and its reference.
-#[inline]
+#[inline(always)]
 fn number_run(b: &[u8], start: usize, echoed: &Echoed) -> (usize, bool) {
     let mut i = start;
-    let (mut digits, mut dotted) = (0, false);
-    while i < b.len()
-        && (b[i].is_ascii_digit()
-            || ((b[i] == b'.' || b[i] == b':') && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
-    {
-        if b[i].is_ascii_digit() {
+    let (mut digits, mut dotted, mut x) = (0u64, false, 0u64);
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
             digits += 1;
-        } else {
+            // The value matters only for one to three digits (wraps harmlessly past that).
+            x = x.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        } else if (c == b'.' || c == b':') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
             dotted = true;
+        } else {
+            break;
         }
         i += 1;
     }
-    (i, dotted || digits >= 4 || echoed.has(&b[start..i]))
+    (i, dotted || digits >= 4 || echoed.has_number(digits, x))
 }
 
 /// Normalises an outcome text into `out`, handing each full buffer to `flush`, and
@@ -1084,17 +1094,20 @@ fn normalize_outcome(text: &str, echoed: &Echoed) -> String {
 /// The sketch of a call with its outcome.
 ///
 /// `echoed` are the numbers of the call's arguments ([`args_sketch_and_numbers`]): in the
-/// outcome they count as an echo of the call, not as information.
+/// outcome they count as an echo of the call, not as information. `taken` is the outcome's
+/// text when the outcome hashing already took it (the formatted error, or a result's
+/// `content` text: [`crate::outcome::hash_outcome_with_text`]).
 pub fn sketch(
     args: ArgsSketch,
     echoed: &Echoed,
     outcome: Outcome<'_, '_>,
     result: &ResultHash,
+    taken: Option<crate::value::JsString<'_>>,
 ) -> Sketch {
     let (text, failed) = match outcome {
-        Outcome::Error(e) => (format_error(e), true),
+        Outcome::Error(e) => (taken.unwrap_or_else(|| format_error(e)), true),
         Outcome::Result(r) => {
-            let t = extract_text(r);
+            let t = taken.unwrap_or_else(|| extract_text(r));
             let t = if t.as_wtf8().is_empty() {
                 r.get("details")
                     .and_then(|d| d.get("aggregated"))
@@ -1330,7 +1343,22 @@ mod tests {
             )
             .unwrap()
             .into_owned();
-            sketch(args.clone(), &Echoed::none(), Outcome::Result(&json), &r).outcome
+            let o = Outcome::Result(&json);
+            let fresh = sketch(args.clone(), &Echoed::none(), o, &r, None).outcome;
+            // The text the outcome hashing took gives the same sketch.
+            let taken = crate::outcome::hash_outcome_with_text(
+                b"bash",
+                &Value::Null,
+                o,
+                &Default::default(),
+            )
+            .1;
+            assert!(taken.is_some());
+            assert_eq!(
+                sketch(args.clone(), &Echoed::none(), o, &r, taken).outcome,
+                fresh
+            );
+            fresh
         };
         let body = "PASSED test_case ok\n".repeat(600);
         let a = of(&format!("started 10:01:02\n{body}== 12 passed in 3.41s =="));
