@@ -245,6 +245,29 @@ const BOOKKEEPING_FIRSTS: u32 = {
     mask
 };
 
+/// [`WORD_BYTES`]: a byte that ends a word.
+const SEPARATOR: u8 = 0;
+/// [`WORD_BYTES`]: a digit.
+const DIGIT: u8 = 1;
+/// The class of each byte in an argument's text: [`SEPARATOR`], [`DIGIT`], or the byte as
+/// it goes into a word (ASCII letters lowercased, `_` and every non-ASCII byte as they are).
+const WORD_BYTES: [u8; 256] = {
+    let mut t = [SEPARATOR; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = if b.is_ascii_digit() {
+            DIGIT
+        } else if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+            b.to_ascii_lowercase()
+        } else {
+            SEPARATOR
+        };
+        i += 1;
+    }
+    t
+};
+
 struct Tokens {
     shape: u64,
     set: TokenSet,
@@ -285,7 +308,7 @@ impl TokenSet {
     }
 
     /// Sorted, de-duplicated, at most [`MAX_TOKENS`], into `out` (its allocation reused).
-    fn finish_into(mut self, out: &mut Vec<u32>) {
+    fn finish_into(&mut self, out: &mut Vec<u32>) {
         let v: &mut [u32] = if self.spilled.is_empty() {
             &mut self.inline[..self.len]
         } else {
@@ -305,13 +328,15 @@ impl TokenSet {
 }
 
 /// FNV-1a of one token being read, byte by byte: the same values as hashing the whole
-/// token at once, without buffering it.
+/// token at once, without buffering it (the reference tokeniser of the tests).
+#[cfg(test)]
 struct Word {
     shape: u64,
     token: u64,
     len: usize,
 }
 
+#[cfg(test)]
 impl Word {
     #[inline]
     fn feed(&mut self, b: u8) {
@@ -327,7 +352,7 @@ impl Tokens {
         self.set.push(fnv(FNV64, token) as u32);
     }
 
-    #[inline]
+    #[cfg(test)]
     fn start(&self) -> Word {
         Word {
             shape: self.shape,
@@ -337,7 +362,7 @@ impl Tokens {
     }
 
     /// Ends the word `w` (nothing when it is empty): `push` of its bytes.
-    #[inline]
+    #[cfg(test)]
     fn flush(&mut self, w: &mut Word) {
         if w.len > 0 {
             self.shape = fnv(w.shape, b"\0");
@@ -346,47 +371,55 @@ impl Tokens {
         *w = self.start();
     }
 
+    /// A string's tokens: runs of word bytes (lowercased), and each run of digits as `#`
+    /// (its value noted when it has one to three digits); everything else separates.
     fn text(&mut self, s: &[u8]) {
-        let mut w = self.start();
-        let mut digits = false;
-        let (mut dlen, mut dval) = (0u64, 0u64);
-        for &b in s {
-            if b.is_ascii_digit() {
-                if !digits {
-                    self.flush(&mut w);
-                    w.feed(b'#');
-                    digits = true;
+        let mut i = 0;
+        while i < s.len() {
+            let c = WORD_BYTES[usize::from(s[i])];
+            if c > DIGIT {
+                // A word, hashed in a tight loop (`push` of its bytes).
+                let (mut shape, mut token) = (self.shape, FNV64);
+                while i < s.len() {
+                    let c = WORD_BYTES[usize::from(s[i])];
+                    if c <= DIGIT {
+                        break;
+                    }
+                    shape = (shape ^ u64::from(c)).wrapping_mul(FNV_PRIME);
+                    token = (token ^ u64::from(c)).wrapping_mul(FNV_PRIME);
+                    i += 1;
                 }
-                dlen += 1;
-                dval = (dval * 10 + u64::from(b - b'0')) % 1000;
-                continue;
-            }
-            if digits {
-                self.flush(&mut w);
-                digits = false;
-                if dlen <= 3 {
-                    self.echoed.set(dlen, dval);
+                self.shape = fnv(shape, b"\0");
+                self.set.push(token as u32);
+            } else if c == DIGIT {
+                let start = i;
+                // The value matters only for one to three digits (wraps harmlessly past that).
+                let mut value = 0u64;
+                while i < s.len() && s[i].is_ascii_digit() {
+                    value = value.wrapping_mul(10).wrapping_add(u64::from(s[i] - b'0'));
+                    i += 1;
                 }
-                (dlen, dval) = (0, 0);
-            }
-            if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
-                w.feed(b.to_ascii_lowercase());
+                let digits = (i - start) as u64;
+                if digits <= 3 {
+                    self.echoed.set(digits, value);
+                }
+                self.push(b"#");
             } else {
-                self.flush(&mut w);
+                i += 1;
             }
         }
-        if digits && dlen <= 3 {
-            self.echoed.set(dlen, dval);
-        }
-        self.flush(&mut w);
     }
 
+    /// A key's token: `k:` and the key, lowercased.
     fn key(&mut self, k: &[u8]) {
-        let mut w = self.start();
-        w.feed(b'k');
-        w.feed(b':');
-        k.iter().for_each(|&b| w.feed(b.to_ascii_lowercase()));
-        self.flush(&mut w);
+        let (mut shape, mut token) = (fnv(self.shape, b"k:"), fnv(FNV64, b"k:"));
+        for &b in k {
+            let b = u64::from(b.to_ascii_lowercase());
+            shape = (shape ^ b).wrapping_mul(FNV_PRIME);
+            token = (token ^ b).wrapping_mul(FNV_PRIME);
+        }
+        self.shape = fnv(shape, b"\0");
+        self.set.push(token as u32);
     }
 
     /// `tool_keys`: the tool's own bookkeeping keys, left out at the top level only.
@@ -404,39 +437,44 @@ impl Tokens {
             }
             Value::String(s) => self.text(s.as_wtf8()),
             Value::Array(items) => items.iter().for_each(|x| self.value(x, &[])),
-            Value::Object(o) => {
-                // Keys in sorted order; small objects (nearly all) sorted on the stack.
-                const SMALL: usize = 8;
-                static NULL: Value<'static> = Value::Null;
-                let mut small: [(&[u8], &Value<'_>); SMALL] = [(&[], &NULL); SMALL];
-                let mut large: Vec<(&[u8], &Value<'_>)> = Vec::new();
-                let mut n = 0;
-                for (k, x) in o.iter() {
-                    let k = k.as_wtf8();
-                    if is_bookkeeping(k, tool_keys) {
-                        continue;
-                    }
-                    if n < SMALL {
-                        small[n] = (k, x);
-                    } else {
-                        if large.is_empty() {
-                            large.extend_from_slice(&small);
-                        }
-                        large.push((k, x));
-                    }
-                    n += 1;
-                }
-                let pairs = if n > SMALL {
-                    &mut large[..]
-                } else {
-                    &mut small[..n]
-                };
-                pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                for (k, x) in pairs.iter() {
-                    self.key(k);
-                    self.value(x, &[]);
-                }
+            Value::Object(o) => self.object(o, tool_keys),
+        }
+    }
+
+    /// An object's fields, keys in sorted order (apart from `value`: its frame, with the
+    /// sorting buffer, is set up only for objects).
+    #[inline(never)]
+    fn object(&mut self, o: &crate::value::Object<'_>, tool_keys: &[&str]) {
+        // Keys in sorted order; small objects (nearly all) sorted on the stack.
+        const SMALL: usize = 8;
+        static NULL: Value<'static> = Value::Null;
+        let mut small: [(&[u8], &Value<'_>); SMALL] = [(&[], &NULL); SMALL];
+        let mut large: Vec<(&[u8], &Value<'_>)> = Vec::new();
+        let mut n = 0;
+        for (k, x) in o.iter() {
+            let k = k.as_wtf8();
+            if is_bookkeeping(k, tool_keys) {
+                continue;
             }
+            if n < SMALL {
+                small[n] = (k, x);
+            } else {
+                if large.is_empty() {
+                    large.extend_from_slice(&small);
+                }
+                large.push((k, x));
+            }
+            n += 1;
+        }
+        let pairs = if n > SMALL {
+            &mut large[..]
+        } else {
+            &mut small[..n]
+        };
+        pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (k, x) in pairs.iter() {
+            self.key(k);
+            self.value(x, &[]);
         }
     }
 }
@@ -597,8 +635,9 @@ pub(crate) fn args_sketch_reusing(
         echoed: Echoed::none(),
     };
     t.value(args, tool_bookkeeping_keys(tool));
-    let Tokens { shape, set, echoed } = t;
-    set.finish_into(&mut tokens);
+    // In place: the token set is a few hundred bytes.
+    t.set.finish_into(&mut tokens);
+    let (shape, echoed) = (t.shape, t.echoed);
     let mut flags = 0;
     if shell_command(args).is_some_and(is_echo_only) {
         flags |= ECHO_ONLY;
@@ -1524,6 +1563,104 @@ mod tests {
             let mut b = OutHash::new(3);
             b.normalized(&text, &echoed);
             proptest::prop_assert_eq!(a.finish(), b.finish());
+        }
+    }
+
+    /// The byte-at-a-time tokeniser `Tokens::text` replaced (same shape, token hashes and
+    /// numbers), kept to check that the two agree: saved sessions hold these hashes.
+    fn text_reference(t: &mut Tokens, s: &[u8]) {
+        let mut w = t.start();
+        let mut digits = false;
+        let (mut dlen, mut dval) = (0u64, 0u64);
+        for &b in s {
+            if b.is_ascii_digit() {
+                if !digits {
+                    t.flush(&mut w);
+                    w.feed(b'#');
+                    digits = true;
+                }
+                dlen += 1;
+                dval = (dval * 10 + u64::from(b - b'0')) % 1000;
+                continue;
+            }
+            if digits {
+                t.flush(&mut w);
+                digits = false;
+                if dlen <= 3 {
+                    t.echoed.set(dlen, dval);
+                }
+                (dlen, dval) = (0, 0);
+            }
+            if b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 {
+                w.feed(b.to_ascii_lowercase());
+            } else {
+                t.flush(&mut w);
+            }
+        }
+        if digits && dlen <= 3 {
+            t.echoed.set(dlen, dval);
+        }
+        t.flush(&mut w);
+    }
+
+    /// (shape, sorted token hashes, numbers written) of `s` by each tokeniser.
+    fn tokenised(s: &[u8], reference: bool) -> (u64, Vec<u32>, Vec<u16>) {
+        let mut t = Tokens {
+            shape: FNV64,
+            set: TokenSet::default(),
+            echoed: Echoed::none(),
+        };
+        if reference {
+            text_reference(&mut t, s);
+        } else {
+            t.text(s);
+        }
+        let mut tokens = Vec::new();
+        t.set.finish_into(&mut tokens);
+        let numbers = t.echoed.few[..usize::from(t.echoed.len)].to_vec();
+        (t.shape, tokens, numbers)
+    }
+
+    #[test]
+    fn word_runs_tokenise_as_the_byte_at_a_time_tokeniser() {
+        for s in [
+            &b""[..],
+            b"/repo/src/module_ab.rs",
+            b"sed -n 10,20p a.py && echo DONE_1",
+            b"abc123def 0007 1234 9 x_y-Z\x80\xff",
+            "caf\u{e9} \u{c9}T\u{c9} 12:04:55 1.5.6 v2".as_bytes(),
+            b"12",
+            b"a",
+            b"__ 1 22 333 4444",
+        ] {
+            assert_eq!(tokenised(s, false), tokenised(s, true), "{s:?}");
+        }
+        // A value the shape had before word runs were hashed in a loop of their own.
+        assert_eq!(tokenised(b"", false).0, FNV64);
+        // Keys: `k:` and the key lowercased, as one token.
+        for k in [&b"path"[..], b"Old_String", b"", b"x-1"] {
+            let fresh = || Tokens {
+                shape: 7,
+                set: TokenSet::default(),
+                echoed: Echoed::none(),
+            };
+            let (mut a, mut b) = (fresh(), fresh());
+            a.key(k);
+            let mut w = b.start();
+            w.feed(b'k');
+            w.feed(b':');
+            k.iter().for_each(|&x| w.feed(x.to_ascii_lowercase()));
+            b.flush(&mut w);
+            assert_eq!((a.shape, a.set.inline[0]), (b.shape, b.set.inline[0]));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn tokenisers_agree_on_any_text(
+            s in proptest::string::bytes_regex(r"(?s-u)[a-zA-Z0-9 ._/:\-\t\n\x00-\x1f\x80-\xff]{0,80}").unwrap()
+        ) {
+            proptest::prop_assert_eq!(tokenised(&s, false), tokenised(&s, true));
         }
     }
 
