@@ -31,8 +31,8 @@ pub(crate) fn check(
     let window = usize::try_from(cfg.window).unwrap_or(usize::MAX);
     let longest = usize::try_from(cfg.block_at.max(cfg.window)).unwrap_or(usize::MAX);
     // The variants seen (arguments and their one outcome), on the stack for the usual
-    // few (a vector only past 16): a plain scan, one comparison of the digests per variant.
-    const INLINE: usize = 16;
+    // few (a vector only past 4): a plain scan, one comparison of the digests per variant.
+    const INLINE: usize = 4;
     let mut inline: [(&ArgsDigest, &ResultHash); INLINE] = [(args, &NO_RESULT); INLINE];
     let mut spilled: Vec<(&ArgsDigest, &ResultHash)> = Vec::new();
     let mut count = 0usize;

@@ -176,6 +176,7 @@ impl Ledger {
     }
 
     /// The outcomes of one run, oldest first.
+    #[inline]
     pub(crate) fn scoped<'l>(&'l self, run: Option<&'l [u8]>) -> Scoped<'l> {
         // The newest entries of the newest entry's run pass without a comparison (a walk
         // over the current run, newest first, usually ends before the older ones).
@@ -183,11 +184,16 @@ impl Ledger {
             .entries
             .back()
             .is_some_and(|e| run_eq(e.run.as_ref(), run));
-        let plain = if newest_matches { self.run_tail } else { 0 };
-        let iter = self.entries.iter();
+        let len = self.entries.len();
+        let plain = if newest_matches {
+            self.run_tail.min(len)
+        } else {
+            0
+        };
         Scoped {
-            checked: iter.len() - plain.min(iter.len()),
-            iter,
+            iter: self.entries.iter(),
+            checked: len - plain,
+            plain,
             run,
         }
     }
@@ -383,6 +389,8 @@ pub(crate) struct Scoped<'l> {
     iter: std::collections::vec_deque::Iter<'l, LedgerEntry>,
     /// How many of the entries left, from the oldest, need their run compared.
     checked: usize,
+    /// How many of the entries left, from the newest, are known to be in the run.
+    plain: usize,
     run: Option<&'l [u8]>,
 }
 
@@ -398,6 +406,10 @@ impl<'l> Iterator for Scoped<'l> {
                 return Some(e);
             }
         }
+        if self.plain == 0 {
+            return None;
+        }
+        self.plain -= 1;
         self.iter.next()
     }
 }
@@ -405,7 +417,8 @@ impl<'l> Iterator for Scoped<'l> {
 impl<'l> DoubleEndedIterator for Scoped<'l> {
     #[inline]
     fn next_back(&mut self) -> Option<&'l LedgerEntry> {
-        if self.iter.len() > self.checked {
+        if self.plain > 0 {
+            self.plain -= 1;
             return self.iter.next_back();
         }
         while self.checked > 0 {
