@@ -510,10 +510,19 @@ fn says_nothing(output: &str, timed_out: bool) -> bool {
         })
 }
 
+/// The field `key` of an object (as [`Value::get`], comparing the few bytes of each key
+/// in place).
+fn field<'v>(v: &'v Value<'_>, key: &[u8]) -> Option<&'v Value<'v>> {
+    let Value::Object(o) = v else { return None };
+    o.iter()
+        .find(|(k, _)| same_bytes(k.as_wtf8(), key))
+        .map(|(_, v)| v)
+}
+
 fn result_failure(r: &Value<'_>) -> Option<ResultFailure> {
-    if let Some(details) = r.get("details") {
-        let status = details.get("status").and_then(Value::as_str);
-        let code = details.get("exitCode").and_then(Value::as_f64);
+    if let Some(details) = field(r, b"details") {
+        let status = field(details, b"status").and_then(Value::as_str);
+        let code = field(details, b"exitCode").and_then(Value::as_f64);
         let failed = status == Some("failed") || code.is_some_and(|c| c != 0.0);
         if failed {
             let output = details

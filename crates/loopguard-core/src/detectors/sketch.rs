@@ -1228,16 +1228,13 @@ pub fn similarity_pct(a: &[u32], b: &[u32]) -> u64 {
         return 100;
     }
     let (mut i, mut j, mut common) = (0, 0, 0u64);
+    // A merge without branches on the values (token hashes compare at random): the
+    // smaller side moves on, both on a match.
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-        }
+        let (x, y) = (a[i], b[j]);
+        common += u64::from(x == y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
     }
     let union = (a.len() + b.len()) as u64 - common;
     common * 100 / union.max(1)
