@@ -52,7 +52,7 @@ pub mod unknown_tool;
 
 use std::fmt;
 
-use crate::config::{ExtraDetector, ExtraPolicy, ResolvedConfig};
+use crate::config::{ExtraPolicy, ResolvedConfig};
 use crate::fingerprint::ArgsDigest;
 use crate::history::{Name, Record};
 use crate::value::Value;
@@ -304,18 +304,6 @@ pub(crate) struct Proposed<'a> {
     pub sketch: Option<&'a sketch::ArgsSketch>,
 }
 
-/// `check`'s finding with `cfg`, when that extra detector is enabled.
-fn when_enabled(
-    cfg: &ExtraDetector,
-    check: impl FnOnce(&ExtraDetector) -> Option<Detection>,
-) -> Option<Detection> {
-    if cfg.enabled {
-        check(cfg)
-    } else {
-        None
-    }
-}
-
 /// loopguard's extra detectors for the proposed call, combined with OpenClaw's result
 /// `base`: a critical wins over a warning, OpenClaw's first (so the default detectors
 /// keep their names where both fire). Criticals before warnings among the extra ones:
@@ -355,80 +343,68 @@ pub(crate) fn detect_extra(
     let streak = failure_streak::trailing(tail.clone(), tool, args);
     // The two detectors of failures with changing parts look at nothing when the run's
     // newest outcome is not a failure (the usual case): one look for both.
-    let newest_failed = std::cell::OnceCell::new();
-    let newest_failed = || {
-        *newest_failed.get_or_init(|| {
-            tail.clone()
-                .next_back()
-                .is_some_and(|e| e.failure.is_some())
-        })
-    };
+    let newest_failed = tail
+        .clone()
+        .next_back()
+        .is_some_and(|e| e.failure.is_some());
     // In order; the first critical wins at once, else OpenClaw's warning, else the first
-    // extra warning. Evaluated lazily: nothing after a critical is looked at.
-    let checks: [&dyn Fn() -> Option<Detection>; 8] = [
-        &|| {
-            when_enabled(&extra.failure_streak, |cfg| {
-                failure_streak::check(streak.as_ref(), tool, &args_hash, cfg)
-            })
-        },
-        // A poll waiting for a long job legitimately gets the same answer many times in a
-        // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
-        &|| {
-            when_enabled(&extra.outcome_streak, |cfg| {
-                if known_poll {
-                    None
-                } else {
-                    outcome_streak::check(streak.as_ref(), tool, &args_hash, cfg)
-                }
-            })
-        },
-        &|| {
-            when_enabled(&extra.error_changing_args, |cfg| {
-                newest_failed()
-                    .then(|| error_changing_args::check(tail.clone(), tool, cfg))
-                    .flatten()
-            })
-        },
-        &|| {
-            when_enabled(&extra.loop_across_compactions, |cfg| {
-                loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
-            })
-        },
-        &|| {
-            when_enabled(&extra.changing_error, |cfg| {
-                if !newest_failed() {
-                    return None;
-                }
-                changing_error::check(tail.clone(), tool, args, drift.as_ref()?, cfg)
-            })
-        },
-        &|| {
-            when_enabled(&extra.near_repeat, |cfg| {
-                near_repeat::check(tail.clone(), tool, args, drift.as_ref()?, &preview, cfg)
-            })
-        },
-        &|| {
-            when_enabled(&extra.cycle, |cfg| {
-                no_progress_cycle::check(tail.clone(), tool, args, drift.as_ref()?, cfg)
-            })
-        },
-        &|| {
-            when_enabled(&extra.argument_churn, |cfg| {
-                argument_churn::check(tail.clone(), tool, args, cfg)
-            })
-        },
-    ];
+    // extra warning. Nothing after a critical is looked at.
     let mut first_warning = None;
-    for check in checks {
-        let Some(d) = check() else { continue };
-        if d.level == Level::Critical {
-            report_extra(tool, &d);
-            return Some(d);
-        }
-        if first_warning.is_none() {
-            first_warning = Some(d);
-        }
+    macro_rules! consider {
+        ($detector:expr, |$cfg:ident| $check:expr) => {
+            if $detector.enabled {
+                let $cfg = &$detector;
+                if let Some(d) = $check {
+                    if d.level == Level::Critical {
+                        report_extra(tool, &d);
+                        return Some(d);
+                    }
+                    if first_warning.is_none() {
+                        first_warning = Some(d);
+                    }
+                }
+            }
+        };
     }
+    consider!(extra.failure_streak, |cfg| failure_streak::check(
+        streak.as_ref(),
+        tool,
+        &args_hash,
+        cfg
+    ));
+    // A poll waiting for a long job legitimately gets the same answer many times in a
+    // row; polls are `known_poll_no_progress`'s (OpenClaw's thresholds).
+    consider!(extra.outcome_streak, |cfg| if known_poll {
+        None
+    } else {
+        outcome_streak::check(streak.as_ref(), tool, &args_hash, cfg)
+    });
+    consider!(extra.error_changing_args, |cfg| if newest_failed {
+        error_changing_args::check(tail.clone(), tool, cfg)
+    } else {
+        None
+    });
+    consider!(extra.loop_across_compactions, |cfg| {
+        loop_across_compactions::check(ledger, run, tool, args, &args_hash, cfg)
+    });
+    consider!(extra.changing_error, |cfg| match drift.as_ref() {
+        Some(drift) if newest_failed => changing_error::check(tail.clone(), tool, args, drift, cfg),
+        _ => None,
+    });
+    consider!(extra.near_repeat, |cfg| match drift.as_ref() {
+        Some(drift) => near_repeat::check(tail.clone(), tool, args, drift, &preview, cfg),
+        None => None,
+    });
+    consider!(extra.cycle, |cfg| match drift.as_ref() {
+        Some(drift) => no_progress_cycle::check(tail.clone(), tool, args, drift, cfg),
+        None => None,
+    });
+    consider!(extra.argument_churn, |cfg| argument_churn::check(
+        tail.clone(),
+        tool,
+        args,
+        cfg
+    ));
     if base.is_some() {
         return base;
     }
