@@ -232,6 +232,17 @@ fn is_bookkeeping(key: &[u8], tool_keys: &[&str]) -> bool {
     (general && BOOKKEEPING_KEYS.iter().any(|b| maybe(b))) || tool_keys.iter().any(|b| maybe(b))
 }
 
+/// The bit of an ASCII letter (either case) in [`BOOKKEEPING_FIRSTS`]; 0 for other bytes.
+#[inline]
+fn letter_bit(b: u8) -> u32 {
+    let b = b.to_ascii_lowercase();
+    if b.is_ascii_lowercase() {
+        1 << (b - b'a')
+    } else {
+        0
+    }
+}
+
 /// The first letters of [`BOOKKEEPING_KEYS`], one bit each: most keys need no comparison.
 const BOOKKEEPING_FIRSTS: u32 = {
     let mut mask = 0u32;
@@ -451,9 +462,21 @@ impl Tokens {
         let mut small: [(&[u8], &Value<'_>); SMALL] = [(&[], &NULL); SMALL];
         let mut large: Vec<(&[u8], &Value<'_>)> = Vec::new();
         let mut n = 0;
+        // The first letters of every bookkeeping key that can apply here, one bit each:
+        // a key starting with another letter (nearly all) needs no comparison.
+        let firsts = tool_keys
+            .iter()
+            .filter_map(|k| k.as_bytes().first())
+            .fold(BOOKKEEPING_FIRSTS, |m, b| m | letter_bit(*b));
         for (k, x) in o.iter() {
             let k = k.as_wtf8();
-            if is_bookkeeping(k, tool_keys) {
+            let surely_not = match k.first() {
+                Some(b) if b.is_ascii_alphabetic() => letter_bit(*b) & firsts == 0,
+                Some(b'_' | b'-') => false,
+                // Not a letter: no bookkeeping key starts so.
+                _ => true,
+            };
+            if !surely_not && is_bookkeeping(k, tool_keys) {
                 continue;
             }
             if n < SMALL {
