@@ -243,90 +243,58 @@ pub fn hash_outcome(
     outcome: Outcome<'_, '_>,
     hashing: &Hashing,
 ) -> OutcomeHash {
-    hash_outcome_with_text(tool, params, outcome, hashing).0
-}
-
-/// [`hash_outcome`], with the outcome's text when it was taken on the way (the formatted
-/// error, or a result object's `content` text): the strict profile's drift sketch reads
-/// the same text, and is spared extracting it a second time.
-#[inline]
-pub(crate) fn hash_outcome_with_text<'v>(
-    tool: &[u8],
-    params: &Value<'_>,
-    outcome: Outcome<'v, '_>,
-    hashing: &Hashing,
-) -> (OutcomeHash, Option<JsString<'v>>) {
     let result = match outcome {
         Outcome::Undefined => {
-            let none = OutcomeHash {
+            return OutcomeHash {
                 result_hash: None,
                 unknown_tool: None,
-            };
-            return (none, None);
+            }
         }
         Outcome::Error(error) => {
             let formatted = format_error(error);
             let mut d = Digest::default();
             canonical::write_string(&mut d, &formatted);
-            let hash = OutcomeHash {
+            return OutcomeHash {
                 result_hash: Some(ResultHash {
                     is_error: true,
                     digest: d.finish(),
                 }),
                 unknown_tool: extract_unknown_tool(formatted.as_wtf8()),
             };
-            return (hash, Some(formatted));
         }
         Outcome::Result(r) => r,
     };
+    let ok = |digest| OutcomeHash {
+        result_hash: Some(ResultHash {
+            is_error: false,
+            digest,
+        }),
+        unknown_tool: None,
+    };
     let Value::Object(_) = result else {
-        return (ok_hash(canonical::digest_value(result)), None);
+        return ok(canonical::digest_value(result));
     };
     let empty = Value::empty_object();
     let details = match result.get("details") {
         Some(d @ Value::Object(_)) => d,
         _ => &empty,
     };
-    // 3. The loop's own veto is not an outcome (Era C): the block stays sticky.
     let field = |k: &str| details.get(k);
+
+    // 3. The loop's own veto is not an outcome (Era C): the block stays sticky.
     if str_eq(field("status"), "blocked") && str_eq(field("deniedReason"), "tool-loop") {
-        let none = OutcomeHash {
+        return OutcomeHash {
             result_hash: None,
             unknown_tool: None,
         };
-        return (none, None);
     }
     let text = extract_text(result);
-    let hash = hash_result(tool, params, details, &text, hashing);
-    (hash, Some(text))
-}
-
-/// An outcome hash of a result (not an error).
-fn ok_hash(digest: [u8; 32]) -> OutcomeHash {
-    OutcomeHash {
-        result_hash: Some(ResultHash {
-            is_error: false,
-            digest,
-        }),
-        unknown_tool: None,
-    }
-}
-
-/// Steps 4 to 7 of [`hash_outcome`] for a result object with `details` and `text`.
-fn hash_result(
-    tool: &[u8],
-    params: &Value<'_>,
-    details: &Value<'_>,
-    text: &JsString<'_>,
-    hashing: &Hashing,
-) -> OutcomeHash {
-    let ok = ok_hash;
-    let field = |k: &str| details.get(k);
     let mut d = Digest::default();
+
     // 4. exec: only what the command did, not when or where.
     if tool == b"exec" {
         if let Some(Value::String(status)) = field("status") {
-            if write_exec_outcome(&mut d, status, details, text) {
+            if write_exec_outcome(&mut d, status, details, &text) {
                 return ok(d.finish());
             }
             d = Digest::default();
@@ -350,12 +318,12 @@ fn hash_result(
                     canonical::write_value(w.key("exitCode"), or_null("exitCode"));
                     canonical::write_value(w.key("exitSignal"), or_null("exitSignal"));
                     canonical::write_optional(w.key("status"), field("status"));
-                    canonical::write_string(w.key("text"), text);
+                    canonical::write_string(w.key("text"), &text);
                 } else {
                     canonical::write_value(w.key("exitCode"), or_null("exitCode"));
                     canonical::write_value(w.key("exitSignal"), or_null("exitSignal"));
                     canonical::write_optional(w.key("status"), field("status"));
-                    canonical::write_string(w.key("text"), text);
+                    canonical::write_string(w.key("text"), &text);
                     canonical::write_value(w.key("totalChars"), or_null("totalChars"));
                     canonical::write_value(w.key("totalLines"), or_null("totalLines"));
                     canonical::write_value(w.key("truncated"), or_null("truncated"));
@@ -379,7 +347,7 @@ fn hash_result(
         w.key("text").write(b"\"\"");
     } else {
         canonical::write_value(w.key("details"), details);
-        canonical::write_string(w.key("text"), text);
+        canonical::write_string(w.key("text"), &text);
     }
     w.finish();
     ok(d.finish())

@@ -794,11 +794,8 @@ impl Session {
         let tool = call.tool.as_wtf8();
         let run = call.run_key();
         self.ensure_guard(policy, run);
-        // The outcome's text, as the hashing took it, serves the drift sketch too.
-        let (hashed, text) =
-            crate::outcome::hash_outcome_with_text(tool, call.args, outcome, &self.hashing);
         let recorded = self
-            .record_hashed(policy, call, &hashed, args)
+            .record_outcome_with(policy, call, outcome, args)
             .and_then(|r| r.result);
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
@@ -812,7 +809,7 @@ impl Session {
                             Some((d, t, s, e)) if d == args && *t == *tool => (s, *e),
                             _ => detectors::sketch::args_sketch_and_numbers(tool, call.args),
                         };
-                        let s = detectors::sketch::sketch(args, &echoed, outcome, &result, text);
+                        let s = detectors::sketch::sketch(args, &echoed, outcome, &result);
                         match self.spare_sketch.take() {
                             Some(mut spare) => {
                                 *spare = s;

@@ -1153,23 +1153,45 @@ fn normalize_outcome(text: &str, echoed: &Echoed) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A result's text, as [`extract_text`] gives it: the one text part of its `content`
+/// found by comparing the few bytes of each key in place (the usual case), anything else
+/// by `extract_text` itself.
+fn result_text<'v>(r: &'v Value<'_>) -> crate::value::JsString<'v> {
+    fn field<'v>(v: &'v Value<'_>, key: &[u8]) -> Option<&'v Value<'v>> {
+        let Value::Object(o) = v else { return None };
+        o.iter()
+            .find(|(k, _)| super::ledger::same_bytes(k.as_wtf8(), key))
+            .map(|(_, v)| v)
+    }
+    if let Some(Value::Array(content)) = field(r, b"content") {
+        let mut parts =
+            content
+                .iter()
+                .filter_map(|e| match (field(e, b"type"), field(e, b"text")) {
+                    (Some(Value::String(_)), Some(Value::String(t))) => Some(t),
+                    _ => None,
+                });
+        if let (Some(first), None) = (parts.next(), parts.next()) {
+            return first.trim();
+        }
+    }
+    extract_text(r)
+}
+
 /// The sketch of a call with its outcome.
 ///
 /// `echoed` are the numbers of the call's arguments ([`args_sketch_and_numbers`]): in the
-/// outcome they count as an echo of the call, not as information. `taken` is the outcome's
-/// text when the outcome hashing already took it (the formatted error, or a result's
-/// `content` text: [`crate::outcome::hash_outcome_with_text`]).
+/// outcome they count as an echo of the call, not as information.
 pub fn sketch(
     args: ArgsSketch,
     echoed: &Echoed,
     outcome: Outcome<'_, '_>,
     result: &ResultHash,
-    taken: Option<crate::value::JsString<'_>>,
 ) -> Sketch {
     let (text, failed) = match outcome {
-        Outcome::Error(e) => (taken.unwrap_or_else(|| format_error(e)), true),
+        Outcome::Error(e) => (format_error(e), true),
         Outcome::Result(r) => {
-            let t = taken.unwrap_or_else(|| extract_text(r));
+            let t = result_text(r);
             let t = if t.as_wtf8().is_empty() {
                 r.get("details")
                     .and_then(|d| d.get("aggregated"))
@@ -1402,22 +1424,8 @@ mod tests {
             )
             .unwrap()
             .into_owned();
-            let o = Outcome::Result(&json);
-            let fresh = sketch(args.clone(), &Echoed::none(), o, &r, None).outcome;
-            // The text the outcome hashing took gives the same sketch.
-            let taken = crate::outcome::hash_outcome_with_text(
-                b"bash",
-                &Value::Null,
-                o,
-                &Default::default(),
-            )
-            .1;
-            assert!(taken.is_some());
-            assert_eq!(
-                sketch(args.clone(), &Echoed::none(), o, &r, taken).outcome,
-                fresh
-            );
-            fresh
+            assert_eq!(result_text(&json), extract_text(&json));
+            sketch(args.clone(), &Echoed::none(), Outcome::Result(&json), &r).outcome
         };
         let body = "PASSED test_case ok\n".repeat(600);
         let a = of(&format!("started 10:01:02\n{body}== 12 passed in 3.41s =="));
@@ -1681,6 +1689,30 @@ mod tests {
             s in proptest::string::bytes_regex(r"(?s-u)[a-zA-Z0-9 ._/:\-\t\n\x00-\x1f\x80-\xff]{0,80}").unwrap()
         ) {
             proptest::prop_assert_eq!(tokenised(&s, false), tokenised(&s, true));
+        }
+    }
+
+    #[test]
+    fn result_text_is_extract_text() {
+        for json in [
+            &br#"{"content":[{"type":"text","text":"  one part \n"}],"details":{}}"#[..],
+            br#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b "}]}"#,
+            br#"{"content":[{"type":"image","data":"x"},{"type":"text","text":" t"}]}"#,
+            br#"{"content":[{"type":1,"text":"no type"}]}"#,
+            br#"{"content":"not an array"}"#,
+            br#"{"details":{"aggregated":"out"}}"#,
+            br#"{"content":[]}"#,
+            br#""a string""#,
+            br#"{"content":[{"text":"\u00a0\ufeffjs trim\u2028"}],"x":1}"#,
+            br#"{"content":[{"type":"text","text":"\u00a0\ufeffjs trim\u2028"}]}"#,
+        ] {
+            let v = Value::parse(json).unwrap();
+            assert_eq!(
+                result_text(&v),
+                extract_text(&v),
+                "{}",
+                String::from_utf8_lossy(json)
+            );
         }
     }
 
