@@ -16,6 +16,33 @@ use crate::fingerprint::ArgsDigest;
 use crate::messages;
 use crate::outcome::ResultHash;
 
+/// A quick look that rules churn out in the usual case: the walk below stops at the first
+/// call of another tool, or at the `maxVariants + 1`-th distinct arguments, so when the
+/// newest `maxVariants + 1` calls are all of the tool and all different (or another tool
+/// comes first), it covers at most `maxVariants` calls, fewer than `window`. Arguments
+/// are told apart by the first 8 bytes of their digests (different there, different
+/// digests); any match, or settings where the bound does not hold, leave it to the walk.
+fn may_churn(tail: Scoped<'_>, tool: &[u8], cfg: &ExtraDetector) -> bool {
+    const MOST: u64 = 8;
+    if cfg.max_variants == 0 || cfg.max_variants >= MOST || cfg.window <= cfg.max_variants {
+        return true;
+    }
+    let mut seen = [0u64; MOST as usize];
+    for (i, e) in tail.rev().take(cfg.max_variants as usize + 1).enumerate() {
+        if !super::ledger::same_bytes(e.tool.as_wtf8(), tool) {
+            return false;
+        }
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&e.args.0[..8]);
+        let head = u64::from_le_bytes(head);
+        if seen[..i].contains(&head) {
+            return true;
+        }
+        seen[i] = head;
+    }
+    false
+}
+
 /// A placeholder for the unused slots of the variants seen.
 const NO_RESULT: ResultHash = ResultHash {
     is_error: false,
@@ -28,6 +55,9 @@ pub(crate) fn check(
     args: &ArgsDigest,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
+    if !may_churn(tail.clone(), tool, cfg) {
+        return None;
+    }
     let window = usize::try_from(cfg.window).unwrap_or(usize::MAX);
     let longest = usize::try_from(cfg.block_at.max(cfg.window)).unwrap_or(usize::MAX);
     // The variants seen (arguments and their one outcome), on the stack for the usual
