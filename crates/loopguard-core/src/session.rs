@@ -323,6 +323,9 @@ pub struct Session {
     last_sketch: Option<LastSketch>,
     /// The sketch of an outcome the ledger let go: its allocations serve the next call's.
     spare_sketch: Option<Box<crate::detectors::sketch::Sketch>>,
+    /// The tool buffer and the numbers' box of the last sketch `after_call` used up, for
+    /// the next call's (no allocation per call).
+    sketch_buffers: Option<(Vec<u8>, Box<crate::detectors::sketch::Echoed>)>,
 }
 
 /// The drift sketch of the last call checked: its digest, tool, argument sketch and short
@@ -496,6 +499,7 @@ impl Session {
             ledger: Ledger::default(),
             last_sketch: None,
             spare_sketch: None,
+            sketch_buffers: None,
         }
     }
 
@@ -641,7 +645,7 @@ impl Session {
                     // The buffers are reused from call to call.
                     let (mut t, mut e) = match last {
                         Some(l) => (l.1, l.3),
-                        None => Default::default(),
+                        None => self.sketch_buffers.take().unwrap_or_default(),
                     };
                     t.clear();
                     t.extend_from_slice(tool);
@@ -806,7 +810,11 @@ impl Session {
                     failure: crate::detectors::ledger::call_failure_identity(outcome, tool, &args),
                     sketch: policy.extra.drift().then(|| {
                         let (args, echoed) = match self.last_sketch.take() {
-                            Some((d, t, s, e)) if d == args && *t == *tool => (s, *e),
+                            Some((d, t, s, mut e)) if d == args && *t == *tool => {
+                                let echoed = std::mem::take(&mut *e);
+                                self.sketch_buffers = Some((t, e));
+                                (s, echoed)
+                            }
                             _ => detectors::sketch::args_sketch_and_numbers(tool, call.args),
                         };
                         let s = detectors::sketch::sketch(args, &echoed, outcome, &result);
