@@ -804,7 +804,7 @@ impl Session {
         if let Some(result) = recorded {
             if policy.resolved.enabled && policy.extra.records_outcomes() {
                 let o = crate::detectors::ledger::NewOutcome {
-                    tool: self.ledger.tool_name(&call.tool),
+                    tool: &call.tool,
                     args,
                     result,
                     failure: crate::detectors::ledger::call_failure_identity(outcome, tool, &args),

@@ -70,8 +70,9 @@ pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// An outcome to record (see [`Ledger::record`]).
-pub(crate) struct NewOutcome {
-    pub(crate) tool: Name,
+pub(crate) struct NewOutcome<'t> {
+    /// The tool; the entry shares the allocation of an equal name it already holds.
+    pub(crate) tool: &'t crate::value::JsString<'t>,
     pub(crate) args: ArgsDigest,
     pub(crate) result: ResultHash,
     pub(crate) failure: Option<FailureId>,
@@ -236,36 +237,48 @@ impl Ledger {
     pub(crate) fn record(
         &mut self,
         run: Option<&[u8]>,
-        o: NewOutcome,
+        o: NewOutcome<'_>,
         cap: usize,
     ) -> Option<Box<super::sketch::Sketch>> {
         let epoch = self.run(run).map_or(0, |r| r.compactions);
+        // Room first: the outcome let go hands its names to the new one when they are the
+        // same (the usual case), instead of one more reference taken and one let go.
+        let cap = cap.clamp(1, MAX_ENTRIES);
+        let mut spare = None;
+        let mut freed = None;
+        while self.entries.len() >= cap {
+            let Some(e) = self.entries.pop_front() else {
+                break;
+            };
+            spare = e.sketch.or(spare);
+            freed = Some((e.tool, e.run));
+        }
+        let (freed_tool, freed_run) = freed.unzip();
         // The run name, shared with the newest entry's when it is the same run.
         let newest = self.entries.back().map(|e| e.run.as_ref());
         let same_run = newest.is_some_and(|r| run_eq(r, run));
         self.run_tail = if same_run { self.run_tail + 1 } else { 1 };
-        let run = if same_run {
-            newest.flatten().cloned()
-        } else {
-            run.map(|run| {
+        let run = match freed_run {
+            Some(r) if run_eq(r.as_ref(), run) => r,
+            _ if same_run => newest.flatten().cloned(),
+            _ => run.map(|run| {
                 let lone = std::str::from_utf8(run).is_err();
                 crate::value::JsString::from_wtf8(run.into(), lone).to_shared()
-            })
+            }),
+        };
+        let tool = match freed_tool {
+            Some(t) if same_bytes(t.as_wtf8(), o.tool.as_wtf8()) => t,
+            _ => self.tool_name(o.tool),
         };
         self.entries.push_back(LedgerEntry {
             run,
-            tool: o.tool,
+            tool,
             args: o.args,
             result: o.result,
             failure: o.failure,
             epoch,
             sketch: o.sketch,
         });
-        let cap = cap.clamp(1, MAX_ENTRIES);
-        let mut spare = None;
-        while self.entries.len() > cap {
-            spare = self.entries.pop_front().and_then(|e| e.sketch).or(spare);
-        }
         self.run_tail = self.run_tail.min(self.entries.len());
         spare
     }
@@ -318,7 +331,7 @@ impl Ledger {
             })
         });
         let o = NewOutcome {
-            tool: tool.clone(),
+            tool,
             args,
             result,
             failure,
@@ -749,7 +762,7 @@ mod tests {
             let run = format!("r{i}");
             let t = name("t");
             let o = NewOutcome {
-                tool: t,
+                tool: &t,
                 args: ArgsDigest([0; 32]),
                 result: h,
                 failure: None,
@@ -765,7 +778,7 @@ mod tests {
             for _ in 0..2 {
                 let t = name("t");
                 let o = NewOutcome {
-                    tool: t,
+                    tool: &t,
                     args: ArgsDigest([k as u8; 32]),
                     result: h,
                     failure: None,
