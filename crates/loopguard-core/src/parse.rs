@@ -99,7 +99,7 @@ impl<'a> Value<'a> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
-    let mut p = Parser { s: input, i: 0 };
+    let mut p = Parser::new(input);
     p.skip_ws();
     let v = p.value(0)?;
     p.skip_ws();
@@ -126,12 +126,12 @@ pub fn parse_object_entries<'a>(
     input: &'a [u8],
     mut f: impl FnMut(JsString<'a>, Value<'a>),
 ) -> Result<(), ParseError> {
-    let mut p = Parser { s: input, i: 0 };
+    let mut p = Parser::new(input);
     p.skip_ws();
     if p.s.get(p.i) != Some(&b'{') {
         return Err(p.err(ParseErrorKind::ExpectedObject));
     }
-    p.entries(1, &mut f)?;
+    p.entries(1, &mut |_, k, v| f(k, v))?;
     p.skip_ws();
     if p.i != input.len() {
         return Err(p.err(ParseErrorKind::TrailingCharacters));
@@ -142,6 +142,12 @@ pub fn parse_object_entries<'a>(
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        Parser { s, i: 0 }
+    }
 }
 
 impl<'a> Parser<'a> {
@@ -205,12 +211,12 @@ impl<'a> Parser<'a> {
             return Err(self.err(ParseErrorKind::TooDeep));
         }
         let mut entries = Vec::new();
-        self.entries(depth, &mut |k, v| entries.push((k, v)))?;
+        self.entries(depth, &mut |_, k, v| entries.push((k, v)))?;
         Ok(Value::Object(Object::from_entries(entries)))
     }
 
     /// Reads `{ "key": value, … }` from the opening brace, handing each entry to `f`.
-    fn entries<F: FnMut(JsString<'a>, Value<'a>)>(
+    fn entries<F: FnMut(&mut Self, JsString<'a>, Value<'a>)>(
         &mut self,
         depth: usize,
         f: &mut F,
@@ -233,7 +239,7 @@ impl<'a> Parser<'a> {
             self.i += 1;
             self.skip_ws();
             let v = self.value(depth)?;
-            f(key, v);
+            f(self, key, v);
             self.skip_ws();
             match self.s.get(self.i) {
                 Some(b',') => {
@@ -254,12 +260,12 @@ impl<'a> Parser<'a> {
             return Err(self.err(ParseErrorKind::TooDeep));
         }
         self.i += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.s.get(self.i) == Some(&b']') {
             self.i += 1;
-            return Ok(Value::Array(items));
+            return Ok(Value::Array(Vec::new()));
         }
+        let mut items = Vec::new();
         loop {
             items.push(self.value(depth)?);
             self.skip_ws();
@@ -348,6 +354,10 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// Reads a string from its opening quote. The usual string, without escapes, is
+    /// borrowed here; the rest is read by [`Parser::escaped_string`], kept out of line so
+    /// that this part stays small (issue 23).
+    #[inline]
     fn string(&mut self) -> Result<JsString<'a>, ParseError> {
         let s = self.s;
         self.i += 1;
@@ -360,16 +370,23 @@ impl<'a> Parser<'a> {
         match s.get(stop) {
             Some(b'"') => {
                 self.i += 1;
-                return Ok(JsString::from_parts(
+                Ok(JsString::from_parts(
                     Cow::Borrowed(&s[start..stop]),
                     true,
                     false,
-                ));
+                ))
             }
-            Some(b'\\') => {}
-            Some(_) => return Err(self.err(ParseErrorKind::ControlCharInString)),
-            None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+            Some(b'\\') => self.escaped_string(start, stop),
+            Some(_) => Err(self.err(ParseErrorKind::ControlCharInString)),
+            None => Err(self.err(ParseErrorKind::UnexpectedEnd)),
         }
+    }
+
+    /// The rest of a string whose body began at `start` and whose first backslash is at
+    /// `stop` (= `self.i`).
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize, stop: usize) -> Result<JsString<'a>, ParseError> {
+        let s = self.s;
         // Size the buffer once: the decoded string is never longer than its escaped form.
         let mut end = stop;
         while end < s.len() {

@@ -578,8 +578,14 @@ impl From<String> for JsString<'static> {
 /// differing code points are at or above U+D800; only that case decodes further.
 pub fn utf16_cmp(a: &[u8], b: &[u8]) -> Ordering {
     let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    if common == a.len() || common == b.len() {
+    let (Some(&x), Some(&y)) = (a.get(common), b.get(common)) else {
         return a.len().cmp(&b.len());
+    };
+    // An ASCII byte is never inside a longer sequence, so where one of the first differing
+    // bytes is ASCII both code points start there, and one of them is below U+0080: byte
+    // order is UTF-16 order (the usual case for object keys; issue 23).
+    if x.min(y) < 0x80 {
+        return x.cmp(&y);
     }
     let mut start = common;
     while start > 0 && (a[start] & 0xC0) == 0x80 {
@@ -674,6 +680,14 @@ mod tests {
             &[0xFFFF],
             &[0xD800, 0xDC00],
             &[0x41],
+            &[0x41, 0x42],
+            &[0x41, 0xE9],
+            &[0x41, 0xD83D, 0xDE00],
+            &[0x41, 0xE000, 0x41],
+            &[0x7F],
+            &[0x80],
+            &[0x7FF, 0x41],
+            &[0x800],
             &[],
         ];
         for a in cases {
