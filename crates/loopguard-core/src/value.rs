@@ -158,6 +158,10 @@ impl From<String> for Value<'static> {
     }
 }
 
+/// Objects with at most this many entries are sorted by insertion in
+/// [`Object::from_entries`].
+const SMALL_OBJECT: usize = 8;
+
 /// An object: entries sorted by key in UTF-16 code-unit order, keys unique.
 ///
 /// ```
@@ -185,9 +189,33 @@ impl<'a> Object<'a> {
     /// assert_eq!(o.get("dup"), Some(&Value::Number(2.0)));
     /// ```
     pub fn from_entries(mut entries: Vec<(JsString<'a>, Value<'a>)>) -> Self {
-        let sorted = entries
-            .windows(2)
-            .all(|w| utf16_cmp(w[0].0.as_wtf8(), w[1].0.as_wtf8()) == Ordering::Less);
+        // Small objects (most of them) are sorted here by insertion, which also finds out
+        // whether a key repeats: already sorted keys cost one comparison each, and the
+        // general sort and the dedup pass run only when needed (issue 23).
+        let sorted = if entries.len() <= SMALL_OBJECT {
+            let mut unique = true;
+            for i in 1..entries.len() {
+                let mut j = i;
+                while j > 0 {
+                    match utf16_cmp(entries[j - 1].0.as_wtf8(), entries[j].0.as_wtf8()) {
+                        Ordering::Greater => {
+                            entries.swap(j - 1, j);
+                            j -= 1;
+                        }
+                        Ordering::Equal => {
+                            unique = false;
+                            break;
+                        }
+                        Ordering::Less => break,
+                    }
+                }
+            }
+            unique
+        } else {
+            entries
+                .windows(2)
+                .all(|w| utf16_cmp(w[0].0.as_wtf8(), w[1].0.as_wtf8()) == Ordering::Less)
+        };
         if !sorted {
             // A stable sort keeps duplicates in input order; small objects sort in place.
             entries.sort_by(|a, b| utf16_cmp(a.0.as_wtf8(), b.0.as_wtf8()));
@@ -576,7 +604,19 @@ impl From<String> for JsString<'static> {
 ///
 /// Byte order equals code-point order, which differs from UTF-16 order only where both
 /// differing code points are at or above U+D800; only that case decodes further.
+#[inline]
 pub fn utf16_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    // Keys mostly differ in their first byte, mostly ASCII (see below).
+    if let (Some(&x), Some(&y)) = (a.first(), b.first()) {
+        if x != y && x.min(y) < 0x80 {
+            return x.cmp(&y);
+        }
+    }
+    utf16_cmp_from_prefix(a, b)
+}
+
+/// [`utf16_cmp`] past its first test.
+fn utf16_cmp_from_prefix(a: &[u8], b: &[u8]) -> Ordering {
     let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let (Some(&x), Some(&y)) = (a.get(common), b.get(common)) else {
         return a.len().cmp(&b.len());
@@ -693,6 +733,40 @@ mod tests {
         for a in cases {
             for b in cases {
                 assert_eq!(utf16_cmp(&wtf8(a), &wtf8(b)), a.cmp(b), "{a:x?} vs {b:x?}");
+            }
+        }
+    }
+
+    /// Small objects (sorted by insertion) and large ones (sorted by `sort_by`) hold what
+    /// `JSON.parse` keeps: one entry per key, its last value, in UTF-16 order.
+    #[test]
+    fn objects_of_every_size_sort_and_keep_the_last_duplicate() {
+        let keys = ["b", "a", "\u{E000}", "😀", "ab", "", "b", "a", "é", "ab", "z", "a"];
+        for n in 0..=keys.len() {
+            for rot in 0..n.max(1) {
+                let input: Vec<(usize, &str)> =
+                    (0..n).map(|i| (i, keys[(i + rot) % n.max(1)])).collect();
+                let o = Object::from_entries(
+                    input
+                        .iter()
+                        .map(|&(i, k)| (JsString::from(k), Value::from(i as f64)))
+                        .collect(),
+                );
+                let mut want: Vec<(Vec<u16>, f64)> = Vec::new();
+                for &(i, k) in &input {
+                    let units: Vec<u16> = k.encode_utf16().collect();
+                    want.retain(|(u, _)| *u != units);
+                    want.push((units, i as f64));
+                }
+                want.sort_by(|a, b| a.0.cmp(&b.0));
+                let got: Vec<(Vec<u16>, f64)> = o
+                    .iter()
+                    .map(|(k, v)| {
+                        let units = k.to_string().encode_utf16().collect();
+                        (units, v.as_f64().unwrap_or(f64::NAN))
+                    })
+                    .collect();
+                assert_eq!(got, want, "{n} {rot}");
             }
         }
     }
