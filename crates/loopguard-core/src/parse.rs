@@ -357,7 +357,7 @@ impl<'a> Parser<'a> {
     /// Reads a string from its opening quote. The usual string, without escapes, is
     /// borrowed here; the rest is read by [`Parser::escaped_string`], kept out of line so
     /// that this part stays small (issue 23).
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> Result<JsString<'a>, ParseError> {
         let s = self.s;
         self.i += 1;
