@@ -182,6 +182,15 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Whether the array or object that opens at `self.i` closes with `close` at once.
+    #[inline]
+    fn opens_empty(&self, close: u8) -> bool {
+        self.s
+            .get(self.i + 1..)
+            .and_then(|rest| rest.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')))
+            == Some(&close)
+    }
+
     fn value(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {
         match self.s.get(self.i) {
             None => Err(self.err(ParseErrorKind::UnexpectedEnd)),
@@ -210,7 +219,13 @@ impl<'a> Parser<'a> {
         if depth > MAX_DEPTH {
             return Err(self.err(ParseErrorKind::TooDeep));
         }
-        let mut entries = Vec::new();
+        // Room for four entries at once, as the first push would make, without its growth
+        // path (issue 23); none for `{}`.
+        let mut entries = if self.opens_empty(b'}') {
+            Vec::new()
+        } else {
+            Vec::with_capacity(4)
+        };
         self.entries(depth, &mut |_, k, v| entries.push((k, v)))?;
         Ok(Value::Object(Object::from_entries(entries)))
     }
@@ -265,7 +280,7 @@ impl<'a> Parser<'a> {
             self.i += 1;
             return Ok(Value::Array(Vec::new()));
         }
-        let mut items = Vec::new();
+        let mut items = Vec::with_capacity(4);
         loop {
             items.push(self.value(depth)?);
             self.skip_ws();
