@@ -185,10 +185,10 @@ impl<'a> Parser<'a> {
     /// Whether the array or object that opens at `self.i` closes with `close` at once.
     #[inline]
     fn opens_empty(&self, close: u8) -> bool {
-        self.s
-            .get(self.i + 1..)
-            .and_then(|rest| rest.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')))
-            == Some(&close)
+        self.s.get(self.i + 1..).and_then(|rest| {
+            rest.iter()
+                .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        }) == Some(&close)
     }
 
     fn value(&mut self, depth: usize) -> Result<Value<'a>, ParseError> {

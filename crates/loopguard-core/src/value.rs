@@ -741,7 +741,9 @@ mod tests {
     /// `JSON.parse` keeps: one entry per key, its last value, in UTF-16 order.
     #[test]
     fn objects_of_every_size_sort_and_keep_the_last_duplicate() {
-        let keys = ["b", "a", "\u{E000}", "😀", "ab", "", "b", "a", "é", "ab", "z", "a"];
+        let keys = [
+            "b", "a", "\u{E000}", "😀", "ab", "", "b", "a", "é", "ab", "z", "a",
+        ];
         for n in 0..=keys.len() {
             for rot in 0..n.max(1) {
                 let input: Vec<(usize, &str)> =
