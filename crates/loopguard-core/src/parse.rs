@@ -371,8 +371,11 @@ impl<'a> Parser<'a> {
 
     /// Reads a string from its opening quote. The usual string, without escapes, is
     /// borrowed here; the rest is read by [`Parser::escaped_string`], kept out of line so
-    /// that this part stays small (issue 23).
-    #[inline(always)]
+    /// that this part stays small (issue 23). Inlined in optimised builds only: unoptimised
+    /// frames are large, and inlining it into the recursion of [`Parser::value`] would make
+    /// the deepest accepted value overflow a 2 MiB stack there (`depth_is_limited`).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     fn string(&mut self) -> Result<JsString<'a>, ParseError> {
         let s = self.s;
         self.i += 1;
