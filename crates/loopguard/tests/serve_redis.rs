@@ -378,26 +378,50 @@ fn an_old_layout_session_is_left_alone_and_counted_afresh() {
     for n in 0..5 {
         let line = call("old", 0, n);
         let e = loopguard_events::parse_event(line.as_bytes(), n as u64 + 1).unwrap();
-        let _ = old.apply(&policy, &Applier::new(ToolProfile::Plain), &e, n as u64 + 1, 1);
+        let _ = old.apply(
+            &policy,
+            &Applier::new(ToolProfile::Plain),
+            &e,
+            n as u64 + 1,
+            1,
+        );
     }
     assert_eq!(old.stats.calls, 5);
     redis_cli(redis.port, &["HSET", "loopguard:{-/old}", "v", "t-old"]);
-    redis_cli_with_value(redis.port, &["HSET", "loopguard:{-/old}", "e"], &old.encode());
+    redis_cli_with_value(
+        redis.port,
+        &["HSET", "loopguard:{-/old}", "e"],
+        &old.encode(),
+    );
     let server = Serve::start(&["--store", &redis.url(0)]);
     let agent = agent();
     let a = get(&agent, &server.url("/v1/sessions/old"));
-    assert_eq!(a.status, 404, "the format-1 session is not read: {}", a.body);
-    let a = post_json(&agent, &server.url("/v1/events"), call("old", 0, 9).as_bytes());
+    assert_eq!(
+        a.status, 404,
+        "the format-1 session is not read: {}",
+        a.body
+    );
+    let a = post_json(
+        &agent,
+        &server.url("/v1/events"),
+        call("old", 0, 9).as_bytes(),
+    );
     assert_eq!(a.status, 200, "{}", a.body);
     let s = get(&agent, &server.url("/v1/sessions/old")).json();
     assert_eq!(s["calls"], 1, "counted afresh: {s}");
-    assert_eq!(redis_cli(redis.port, &["TYPE", "loopguard:{-/old}"]).trim(), "hash");
+    assert_eq!(
+        redis_cli(redis.port, &["TYPE", "loopguard:{-/old}"]).trim(),
+        "hash"
+    );
     assert_eq!(
         redis_cli(redis.port, &["HGET", "loopguard:{-/old}", "v"]).trim(),
         "t-old",
         "the format-1 key is not written"
     );
-    assert_eq!(redis_cli(redis.port, &["TYPE", "loopguard:2:{-/old}"]).trim(), "string");
+    assert_eq!(
+        redis_cli(redis.port, &["TYPE", "loopguard:2:{-/old}"]).trim(),
+        "string"
+    );
     let sessions = get(&agent, &server.url("/v1/sessions")).json();
     let list = sessions.as_array().expect("an array");
     assert_eq!(list.len(), 1, "{sessions}");
@@ -436,7 +460,9 @@ fn two_replicas_racing_on_one_session_never_write_a_stale_entry() {
     for t in threads {
         t.join().unwrap();
     }
-    let entry = Store::load(&*stores[0], "-/race").unwrap().expect("the session");
+    let entry = Store::load(&*stores[0], "-/race")
+        .unwrap()
+        .expect("the session");
     assert_eq!(entry.stats.calls, (2 * EACH) as u64);
     let log: Vec<&str> = entry.meta["log"].split_whitespace().collect();
     for id in 0..2 {
