@@ -6,7 +6,7 @@
 //! [`SessionEntry::encode`]'s bytes (the engine state, the counters of every event ever
 //! applied, the recent decisions, the front end's bookkeeping). Every write sets the key's
 //! expiry to the idle TTL again; an idle session expires on its own. Format 1 (loopguard
-//! 0.x before this one: a hash `loopguard:{…}` with fields `v` and `e`) is neither read nor
+//! builds before this one: a hash `loopguard:{…}` with fields `v` and `e`) is neither read nor
 //! written: the two formats have different key names, so replicas of either version never
 //! misread the other's data, and a session touched by both is counted separately by each
 //! until the old key expires (docs/serve.md, "Upgrading").
@@ -16,12 +16,12 @@
 //! its first 16 bytes) and writes only if it is still the one read, with a
 //! plain `SET … PX` (compare-and-set, atomic in Redis). When another
 //! replica wrote in between, the script answers the current value instead, and
-//! the update starts again from them, up to [`RedisOptions::max_attempts`] times (each
+//! the update starts again from it, up to [`RedisOptions::max_attempts`] times (each
 //! retry is counted, see [`RedisStore::retries`]); then [`StoreError::Contended`]. So every
 //! acknowledged event of a session was applied exactly once, on top of every event
 //! acknowledged before it, whichever replica handled it. Tokens are unique per write
-//! (process, time, counter), so a session deleted and written again never matches an old
-//! token. Inside one process, updates of the same session take turns (a lock striped by
+//! (a hash of the process, its start and 64 random bits, then a counter), so a session
+//! deleted and written again never matches an old token. Inside one process, updates of the same session take turns (a lock striped by
 //! key), so races, and retries after a short jittered pause, only happen between
 //! replicas. A replica keeps the entry it wrote last and its token (bounded by
 //! [`RedisOptions::cache_entries`], the least recently written dropped first) and sends the
