@@ -198,12 +198,9 @@ struct Shared {
     batch: Option<tokio::sync::mpsc::UnboundedSender<Queued>>,
 }
 
-/// One compare-and-set waiting for its batch (the Redis key, the token it expects, the
-/// value to write), and where its answer goes.
+/// One compare-and-set waiting for its batch, and where its answer goes.
 struct Queued {
-    key: String,
-    expected: Token,
-    value: Vec<u8>,
+    cmd: redis::Cmd,
     answer: Answer,
 }
 
@@ -216,19 +213,17 @@ const BATCH_MAX: usize = 64;
 /// The most batches on their way to Redis at once.
 const IN_FLIGHT: usize = 4;
 
-/// Sends the compare-and-sets of concurrent updates together, as one script call on the
-/// multiplexed connection ([`CAS_MANY`]): the updates that are ready to run queue theirs,
-/// and what is queued leaves as one `EVALSHA`; while [`IN_FLIGHT`] batches are on their
-/// way, the updates that arrive queue up and leave together as the next one. Under load, a
-/// round trip and a script call then carry many updates (one write and one read on each
-/// side, and Lua's fixed cost per call, for all of them); an idle server sends each at
-/// once. Each key is still compared and set on its own, atomically (the whole batch is one
-/// atomic script): batching changes how they travel, not what they do, and updates of one
-/// session never share a batch (they take turns).
+/// Sends the compare-and-sets of concurrent updates together, as pipelines on the
+/// multiplexed connection: the updates that are ready to run queue theirs, and what is
+/// queued leaves as one pipeline; while [`IN_FLIGHT`] batches are on their way, the updates
+/// that arrive queue up and leave together as the next one. Under load, a round trip then
+/// carries many updates (one write and one read on each side for all of them, where each
+/// would otherwise cost its own); an idle server sends each at once. Each script is still
+/// its own atomic compare-and-set in Redis: batching changes how they travel, not what
+/// they do, and updates of one session never share a batch (they take turns).
 struct Batch {
     con: AsyncCon,
     script: std::sync::Arc<redis::Script>,
-    ttl_ms: u64,
     queue: tokio::sync::mpsc::UnboundedReceiver<Queued>,
 }
 
@@ -249,61 +244,66 @@ impl Batch {
                     Err(_) => break,
                 }
             }
-            let (con, script, ttl) = (self.con.clone(), self.script.clone(), self.ttl_ms);
+            let (con, script) = (self.con.clone(), self.script.clone());
             tokio::spawn(async move {
-                send(con, &script, ttl, jobs).await;
+                send(con, &script, jobs).await;
                 drop(slot);
             });
         }
     }
 }
 
-/// Sends `jobs` as one [`CAS_MANY`] call and hands each its answer; a script Redis does
-/// not hold (restarted, flushed) is loaded and the call sent again.
-async fn send(mut con: AsyncCon, script: &redis::Script, ttl_ms: u64, jobs: Vec<Queued>) {
-    // A caller that gave up (its deadline passed) needs no answer.
-    let jobs: Vec<Queued> = jobs.into_iter().filter(|j| !j.answer.is_closed()).collect();
-    if jobs.is_empty() {
-        return;
+/// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
+/// (restarted, flushed) is loaded and those jobs sent again.
+async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
+    let mut pipe = redis::pipe();
+    let mut answers = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        // A caller that gave up (its deadline passed) needs no answer.
+        if !j.answer.is_closed() {
+            pipe.add_command(j.cmd);
+            answers.push(j.answer);
+        }
     }
-    let n = jobs.len();
-    let size: usize = jobs.iter().map(|j| j.key.len() + j.value.len() + 64).sum();
-    let mut cmd = redis::Cmd::with_capacity(3 + 3 * n, size + 64);
-    cmd.arg("EVALSHA").arg(script.get_hash()).arg(n);
-    for j in &jobs {
-        cmd.arg(&j.key);
-    }
-    for j in &jobs {
-        cmd.arg(j.expected.as_slice()).arg(&j.value);
-    }
-    cmd.arg(ttl_ms);
-    let answers: Vec<Answer> = jobs.into_iter().map(|j| j.answer).collect();
     for _ in 0..2 {
-        let reply = redis::aio::ConnectionLike::req_packed_command(&mut con, &cmd)
-            .await
-            .and_then(redis::Value::extract_error);
-        match reply {
-            Ok(redis::Value::Array(items)) if items.len() == n => {
-                for (item, answer) in items.into_iter().zip(answers) {
-                    let _ = answer.send(Ok(item));
-                }
-                return;
-            }
-            Ok(other) => {
-                let e = redis::RedisError::from((
-                    redis::ErrorKind::ResponseError,
-                    "the batched compare-and-set answered something else than one reply a key",
-                    format!("{other:?} to {n} keys"),
-                ));
-                return fail(answers, &e);
-            }
-            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                if let Err(e) = script.prepare_invoke().load_async(&mut con).await {
+        if answers.is_empty() {
+            return;
+        }
+        let n = answers.len();
+        let replies =
+            match redis::aio::ConnectionLike::req_packed_commands(&mut con, &pipe, 0, n).await {
+                Ok(r) if r.len() == n => r,
+                Ok(r) => {
+                    let why = format!("{} replies to {n} scripts", r.len());
+                    let e = redis::RedisError::from((
+                        redis::ErrorKind::ResponseError,
+                        "a pipeline answered the wrong number of replies",
+                        why,
+                    ));
                     return fail(answers, &e);
                 }
+                Err(e) => return fail(answers, &e),
+            };
+        let mut again = redis::pipe();
+        let mut waiting = Vec::new();
+        for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
+            match reply.extract_error() {
+                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                    again.add_command(cmd.clone());
+                    waiting.push(answer);
+                }
+                reply => {
+                    let _ = answer.send(reply);
+                }
             }
-            Err(e) => return fail(answers, &e),
         }
+        if waiting.is_empty() {
+            return;
+        }
+        if let Err(e) = script.prepare_invoke().load_async(&mut con).await {
+            return fail(waiting, &e);
+        }
+        (pipe, answers) = (again, waiting);
     }
     let e = redis::RedisError::from((
         redis::ErrorKind::NoScriptError,
@@ -335,27 +335,6 @@ if redis.call('GETRANGE', KEYS[1], 0, 15) == ARGV[1] then
   return 1
 end
 return redis.call('GET', KEYS[1])
-";
-
-/// [`CAS`] for many keys at once (the batches of the awaitable side on a single node):
-/// `KEYS` = the keys, `ARGV` = for each key its expected token and its new value, then the
-/// TTL in ms. Answers one reply a key, as [`CAS`] would (`false` is Lua's nil in a table).
-/// One script call for a batch pays Lua's fixed cost per call (the call, its `KEYS` and
-/// `ARGV` tables) once.
-const CAS_MANY: &str = r"
-local n = #KEYS
-local ttl = ARGV[2 * n + 1]
-local out = {}
-for i = 1, n do
-  local k = KEYS[i]
-  if redis.call('GETRANGE', k, 0, 15) == ARGV[2 * i - 1] then
-    redis.call('SET', k, ARGV[2 * i], 'PX', ttl)
-    out[i] = 1
-  else
-    out[i] = redis.call('GET', k)
-  end
-end
-return out
 ";
 
 /// The length of a version token, the first bytes of a stored value (the script's
@@ -626,8 +605,7 @@ impl RedisStore {
                         tokio::spawn(
                             Batch {
                                 con: con.clone(),
-                                script: std::sync::Arc::new(redis::Script::new(CAS_MANY)),
-                                ttl_ms: self.ttl_ms(),
+                                script: std::sync::Arc::new(self.cas.clone()),
                                 queue,
                             }
                             .run(),
@@ -652,12 +630,7 @@ impl RedisStore {
 
     /// Sends one compare-and-set and awaits its answer: in the next batch on a single node,
     /// on its own in a cluster (where each key's node answers for it).
-    async fn cas_awaited(
-        &self,
-        rkey: &str,
-        at: &Attempt,
-        w: &mut Write,
-    ) -> RedisResult<redis::Value> {
+    async fn cas_awaited(&self, rkey: &str, at: &Attempt, w: &Write) -> RedisResult<redis::Value> {
         let shared = self.shared().await?;
         let Some(batch) = &shared.batch else {
             let mut con = shared.con.clone();
@@ -666,21 +639,21 @@ impl RedisStore {
             // should not carry it.
             return Box::pin(invocation.invoke_async(&mut con)).await;
         };
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.cas.get_hash())
+            .arg(1)
+            .arg(rkey)
+            .arg(at.token.as_slice())
+            .arg(&w.value)
+            .arg(self.ttl_ms());
         let (answer, reply) = tokio::sync::oneshot::channel();
-        let job = Queued {
-            key: rkey.to_string(),
-            expected: at.token,
-            // Moved, not copied: the batch writes it into its command.
-            value: std::mem::take(&mut w.value),
-            answer,
-        };
         let closed = || {
             redis::RedisError::from((
                 redis::ErrorKind::IoError,
                 "the connection's batch queue is closed",
             ))
         };
-        batch.send(job).map_err(|_| closed())?;
+        batch.send(Queued { cmd, answer }).map_err(|_| closed())?;
         reply.await.map_err(|_| closed())?
     }
 
@@ -712,8 +685,7 @@ impl RedisStore {
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let mut write = write;
-            let answer = self.cas_awaited(&rkey, &at, &mut write).await?;
+            let answer = self.cas_awaited(&rkey, &at, &write).await?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
