@@ -9,7 +9,8 @@
 //! valgrind --tool=callgrind target/release/examples/replay_json examples/openclaw.json5 small.jsonl > /dev/null
 //! ```
 //!
-//! `PARSE_AHEAD=1` parses on a second thread ([`ReplayOptions::parse_ahead`]).
+//! `PARSE_AHEAD=1` parses on worker threads whatever the input, `PARSE_AHEAD=0` on the
+//! engine's thread ([`ReplayOptions::parse_ahead`]); `PARSE_THREADS=N` sets the workers.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -54,12 +55,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|e| format!("{}: {e:?}", PathBuf::from(&config).display()))?
         .config;
     let inputs: Vec<PathBuf> = args.map(PathBuf::from).collect();
-    // `PARSE_AHEAD=1`: parse on a second thread, for comparison.
-    let ahead = std::env::var_os("PARSE_AHEAD").is_some();
-    let plan = Plan::new(
-        &inputs,
-        ReplayOptions::new().config(config).parse_ahead(ahead),
-    )?;
+    // `PARSE_AHEAD=1` / `PARSE_AHEAD=0`: parse on worker threads or on this one, whatever
+    // the input (unset: as `loopguard replay` decides); `PARSE_THREADS=N` workers.
+    let mut options = ReplayOptions::new().config(config);
+    if let Some(v) = std::env::var_os("PARSE_AHEAD") {
+        options = options.parse_ahead(v != "0");
+    }
+    if let Some(v) = std::env::var_os("PARSE_THREADS") {
+        let n = v.to_str().and_then(|v| v.parse().ok());
+        options = options.parse_threads(n.ok_or("PARSE_THREADS: not a number")?);
+    }
+    let plan = Plan::new(&inputs, options)?;
     let mut json = Json {
         out: io::BufWriter::with_capacity(1 << 16, io::stdout().lock()),
         buf: Vec::with_capacity(1024),

@@ -1,25 +1,29 @@
-//! Parsing and hashing an event stream on a second thread, ahead of the engine.
+//! Parsing and hashing an event stream on other threads, ahead of the engine.
 //!
-//! A reader thread splits the input into lines, parses each, and does there everything
-//! about an event that does not depend on the sessions: the argument digest, the outcome
-//! hash and the known-poll check ([`Prehasher`]). What crosses to the engine's thread is a
-//! batch of lines: their bytes, the events' small envelope strings (session, run, agent,
-//! call id, tool) copied into one buffer, and per event its hashes. Nothing is allocated
-//! per event and nothing the reader allocated is freed on the engine's thread; the engine
-//! only applies the hashes to its sessions. A line whose values the engine does need (a
-//! compaction, a replayer or policy that needs them, a finding whose arguments the summary
-//! keeps) is parsed again there from the batch's copy.
+//! Parse workers take turns at the input: a worker holding the input reads the next chunk
+//! of whole lines (about [`CHUNK_BYTES`]), numbers it, counts its lines, and lets go; it
+//! then splits the chunk into lines, parses each, and does there everything about an
+//! event that does not depend on the sessions: the argument digest, the outcome hash and
+//! the known-poll check ([`Prehasher`]). What it hands the engine's thread is a batch: the
+//! chunk's bytes, the events' small envelope strings (session, run, agent, call id, tool)
+//! copied into one buffer, and per event its hashes. Nothing is allocated per event and
+//! nothing a worker allocated is freed on the engine's thread; the engine only applies the
+//! hashes to its sessions. A line whose values the engine does need (a compaction, a
+//! replayer or policy that needs them, a finding whose arguments the summary keeps) is
+//! parsed again there from the batch's copy.
 //!
-//! Batches go back to the reader once applied, so their buffers are reused. At most
-//! [`DEPTH`] batches wait in between, each of at most [`BATCH_EVENTS`] events or about
-//! [`BATCH_BYTES`] of input, so memory stays bounded whatever the input's length.
+//! Batches are numbered as their chunks are read and the engine applies them in that
+//! order whichever worker finishes first, so every session sees its events in input
+//! order. Applied batches go back to the workers, so their buffers are reused, and no
+//! more than [`batches_for`] of them exist at once: memory stays bounded whatever the
+//! input's length, and a worker that runs ahead waits for the engine.
 //!
 //! The decisions, their order, the first bad line and the error an unreadable input gives
 //! are the same as reading line by line on one thread ([`for_each_event`] has both).
 
 use std::io::{self, BufRead};
 use std::ops::Range;
-use std::sync::mpsc;
+use std::sync::{mpsc, Condvar, Mutex, MutexGuard};
 
 use loopguard_core::{JsString, Shape};
 use loopguard_events::{parse_event, Event, EventError, EventKind};
@@ -27,14 +31,20 @@ use loopguard_guard::Prehashed;
 
 use crate::replayer::Prehasher;
 
-/// Batches waiting between the reader and the engine.
-pub(crate) const DEPTH: usize = 4;
-/// Events per batch, at most.
-pub(crate) const BATCH_EVENTS: usize = 512;
-/// Input bytes per batch, about (a batch closes once it holds this much).
-pub(crate) const BATCH_BYTES: usize = 256 << 10;
-/// The reader's stack: as deep a value as the engine's thread accepts must parse there too.
-const READER_STACK: usize = 16 << 20;
+/// Input bytes per chunk, about: a chunk ends at the first line end past this size (or at
+/// the end of the input), so it may be larger when a line is.
+pub(crate) const CHUNK_BYTES: usize = 128 << 10;
+/// Parse workers at most, whatever the number of cores: the engine's thread, which applies
+/// the events in order, is the bottleneck well before.
+pub(crate) const MAX_WORKERS: usize = 8;
+/// A worker's stack: as deep a value as the engine's thread accepts must parse there too.
+const WORKER_STACK: usize = 16 << 20;
+
+/// Batches in existence with `workers` parse workers: one being filled by each, and as
+/// many again waiting for, or being applied by, the engine.
+pub(crate) fn batches_for(workers: usize) -> usize {
+    2 * workers + 2
+}
 
 /// The envelope strings of an event, in this order, as ranges of [`Batch::strings`].
 const SESSION: usize = 0;
@@ -43,7 +53,7 @@ const AGENT: usize = 2;
 const CALL_ID: usize = 3;
 const TOOL: usize = 4;
 
-/// An event the reader parsed and hashed.
+/// An event a worker parsed and hashed.
 struct Ready {
     number: u64,
     /// The line, in [`Batch::text`].
@@ -56,9 +66,10 @@ struct Ready {
     pre: Option<Prehashed>,
 }
 
-/// Lines the reader parsed, with what the engine needs of them; the last batch says why
-/// the reader stopped early, if it did.
+/// A chunk of the input and the events a worker parsed from it; `end` says why the
+/// stream stops after it, if it does.
 struct Batch {
+    /// The chunk: whole lines.
     text: Vec<u8>,
     strings: Vec<u8>,
     events: Vec<Ready>,
@@ -68,9 +79,9 @@ struct Batch {
 impl Batch {
     fn new() -> Batch {
         Batch {
-            text: Vec::with_capacity(BATCH_BYTES + (BATCH_BYTES >> 2)),
-            strings: Vec::with_capacity(BATCH_EVENTS * 64),
-            events: Vec::with_capacity(BATCH_EVENTS),
+            text: Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2)),
+            strings: Vec::with_capacity(CHUNK_BYTES >> 2),
+            events: Vec::with_capacity(CHUNK_BYTES >> 7),
             end: None,
         }
     }
@@ -79,12 +90,11 @@ impl Batch {
         self.text.clear();
         self.strings.clear();
         self.events.clear();
+        self.end = None;
     }
 
-    /// Adds a parsed line.
-    fn push(&mut self, number: u64, line: &[u8], event: &Event<'_>, pre: Option<Prehashed>) {
-        let start = self.text.len();
-        self.text.extend_from_slice(line);
+    /// Adds a parsed line of [`Batch::text`].
+    fn push(&mut self, number: u64, line: Range<usize>, event: &Event<'_>, pre: Option<Prehashed>) {
         let mut strings: [Option<(Range<usize>, Shape)>; 5] = Default::default();
         let fields = [
             &event.session,
@@ -102,7 +112,7 @@ impl Batch {
         }
         self.events.push(Ready {
             number,
-            line: start..self.text.len(),
+            line,
             kind: event.kind,
             timestamp_ms: event.timestamp_ms,
             strings,
@@ -135,74 +145,320 @@ pub(crate) enum Item<'a> {
     },
 }
 
+/// How to read ahead: what to hash and on how many worker threads.
+pub(crate) struct Ahead {
+    /// Hashes the events as the engine would.
+    pub prehasher: Prehasher,
+    /// Parse workers, at least 1.
+    pub workers: usize,
+}
+
 /// Calls `each` with every event of an events.md stream, with its 1-based line number, in
 /// order; blank lines are passed over and a byte-order mark before the first line is
-/// ignored. With `ahead`, the lines are read, parsed and hashed on a second thread while
+/// ignored. With `ahead`, the lines are read, parsed and hashed on worker threads while
 /// `each` runs ([`Item::Hashed`]); without, parsed on this thread ([`Item::Parsed`]).
 /// Stops at the first line that is not a valid event, the first read error or the first
 /// error of `each`.
 pub(crate) fn for_each_event<R, E>(
     input: R,
-    ahead: Option<Prehasher>,
+    ahead: Option<Ahead>,
     mut each: impl FnMut(u64, Item<'_>) -> Result<(), E>,
 ) -> Result<(), Stopped<E>>
 where
     R: BufRead + Send,
 {
-    let Some(prehasher) = ahead else {
+    let Some(ahead) = ahead else {
         return read_lines(input, |number, text| {
             let event = parse_event(text, number).map_err(Stopped::Bad)?;
             each(number, Item::Parsed(&event)).map_err(Stopped::Caller)
         });
     };
+    let workers = ahead.workers.clamp(1, MAX_WORKERS);
+    let limit = batches_for(workers);
+    let shared = Shared {
+        state: Mutex::new(State {
+            input,
+            next: 0,
+            lines: 0,
+            pool: Vec::new(),
+            made: 0,
+            limit,
+            over: false,
+        }),
+        returned: Condvar::new(),
+    };
+    let prehasher = &ahead.prehasher;
+    let shared = &shared;
     std::thread::scope(|scope| {
-        let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(DEPTH);
-        let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
-        let reader = std::thread::Builder::new()
-            .name("loopguard-parse".into())
-            .stack_size(READER_STACK)
-            .spawn_scoped(scope, move || {
-                read_ahead(input, &prehasher, &full_tx, &empty_rx)
-            });
-        let reader = reader.map_err(|e| {
-            Stopped::Io(io::Error::other(format!(
-                "cannot start the reader thread: {e}"
-            )))
-        })?;
-        let mut result = Ok(());
-        'batches: for mut batch in full_rx.iter() {
-            for ready in &batch.events {
-                if let Err(e) = apply_ready(&batch, ready, &mut each) {
-                    result = Err(e);
-                    break 'batches;
-                }
-            }
-            match batch.end.take() {
-                None | Some(Stopped::Caller(())) => {}
-                Some(Stopped::Bad(e)) => {
-                    result = Err(Stopped::Bad(e));
-                    break;
-                }
-                Some(Stopped::Io(e)) => {
-                    result = Err(Stopped::Io(e));
+        let (tx, rx) = mpsc::channel::<(u64, Batch)>();
+        let mut handles = Vec::with_capacity(workers);
+        let mut started = Ok(());
+        for i in 0..workers {
+            let tx = tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("loopguard-parse-{i}"))
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(scope, move || work(shared, prehasher, &tx));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    started = Err(e);
                     break;
                 }
             }
-            // Refilled by the reader; a reader that finished no longer wants it.
-            let _ = empty_tx.send(batch);
         }
-        // Dropping the receiver stops a reader that is still reading.
-        drop(full_rx);
-        drop(empty_tx);
-        if let Err(panic) = reader.join() {
-            std::panic::resume_unwind(panic);
+        drop(tx);
+        let result = match started {
+            // Fewer workers than asked for would still be correct; none would not.
+            Err(e) if handles.is_empty() => Err(Stopped::Io(io::Error::other(format!(
+                "cannot start a parse thread: {e}"
+            )))),
+            _ => apply_in_order(shared, &rx, limit, &mut each),
+        };
+        // Stops the workers still reading, and wakes those waiting for a batch.
+        shared.stop();
+        drop(rx);
+        for h in handles {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
         }
         result
     })
 }
 
+/// The engine's side: batches in the order their chunks were read, each event to `each`.
+fn apply_in_order<R, E>(
+    shared: &Shared<R>,
+    rx: &mpsc::Receiver<(u64, Batch)>,
+    limit: usize,
+    each: &mut impl FnMut(u64, Item<'_>) -> Result<(), E>,
+) -> Result<(), Stopped<E>> {
+    // Batches that came before their turn, by number modulo `limit`: no more than
+    // `limit` batches exist, so two waiting ones never share a slot.
+    let mut early: Vec<Option<Batch>> = (0..limit).map(|_| None).collect();
+    let mut next = 0u64;
+    loop {
+        let slot = (next % limit as u64) as usize;
+        let mut batch = match early[slot].take() {
+            Some(b) => b,
+            None => match rx.recv() {
+                Ok((seq, b)) if seq == next => b,
+                Ok((seq, b)) => {
+                    early[(seq % limit as u64) as usize] = Some(b);
+                    continue;
+                }
+                // Every worker has finished and every batch was applied.
+                Err(_) => return Ok(()),
+            },
+        };
+        next += 1;
+        for ready in &batch.events {
+            apply_ready(&batch, ready, each)?;
+        }
+        match batch.end.take() {
+            None | Some(Stopped::Caller(())) => {}
+            Some(Stopped::Bad(e)) => return Err(Stopped::Bad(e)),
+            Some(Stopped::Io(e)) => return Err(Stopped::Io(e)),
+        }
+        shared.give_back(batch);
+    }
+}
+
+/// What the workers share: the input and the batches not in use.
+struct Shared<R> {
+    state: Mutex<State<R>>,
+    /// Signalled when a batch comes back or the stream is over.
+    returned: Condvar,
+}
+
+struct State<R> {
+    input: R,
+    /// The number of the next chunk.
+    next: u64,
+    /// Lines read so far.
+    lines: u64,
+    /// Applied batches, for reuse.
+    pool: Vec<Batch>,
+    /// Batches made so far, at most `limit`.
+    made: usize,
+    limit: usize,
+    /// The input ended or failed, or the engine stopped: no more chunks.
+    over: bool,
+}
+
+impl<R> Shared<R> {
+    fn lock(&self) -> MutexGuard<'_, State<R>> {
+        // A worker that panicked holding the lock is reported by its join; the state it
+        // left is only read to stop.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn give_back(&self, mut batch: Batch) {
+        batch.clear();
+        self.lock().pool.push(batch);
+        self.returned.notify_one();
+    }
+
+    fn stop(&self) {
+        self.lock().over = true;
+        self.returned.notify_all();
+    }
+}
+
+/// A chunk taken from the input.
+struct Chunk {
+    seq: u64,
+    /// The number of its first line.
+    first: u64,
+    /// Why the input stops after it, if it does: `Ok` at its end, `Err` when it failed.
+    last: Option<io::Result<()>>,
+}
+
+/// A worker: takes chunks and hands their parsed batches to the engine until the input
+/// is over.
+fn work<R: BufRead>(shared: &Shared<R>, prehasher: &Prehasher, tx: &mpsc::Sender<(u64, Batch)>) {
+    let _stop = StopOnPanic(shared);
+    while let Some((mut chunk, mut batch)) = take_chunk(shared) {
+        parse_chunk(&mut chunk, &mut batch, prehasher);
+        // A stream that stops here (a bad line, an unreadable input) stops for everyone.
+        if batch.end.is_some() {
+            shared.stop();
+        }
+        if tx.send((chunk.seq, batch)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Stops the stream when a worker panics, so the others and the engine do not wait for
+/// its batch; the panic itself reaches the caller through the worker's join.
+struct StopOnPanic<'a, R>(&'a Shared<R>);
+
+impl<R> Drop for StopOnPanic<'_, R> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop();
+        }
+    }
+}
+
+/// Waits for a free batch and fills it with the next chunk of whole lines; `None` when
+/// the input is over.
+fn take_chunk<R: BufRead>(shared: &Shared<R>) -> Option<(Chunk, Batch)> {
+    let mut state = shared.lock();
+    let mut batch = loop {
+        if state.over {
+            return None;
+        }
+        if let Some(b) = state.pool.pop() {
+            break b;
+        }
+        if state.made < state.limit {
+            state.made += 1;
+            break Batch::new();
+        }
+        state = shared
+            .returned
+            .wait(state)
+            .unwrap_or_else(|p| p.into_inner());
+    };
+    let state = &mut *state;
+    let last = read_chunk(&mut state.input, &mut batch.text);
+    if batch.text.is_empty() && matches!(last, Some(Ok(()))) {
+        state.over = true;
+        state.pool.push(batch);
+        return None;
+    }
+    let chunk = Chunk {
+        seq: state.next,
+        first: state.lines + 1,
+        last,
+    };
+    state.next += 1;
+    state.lines += memchr::memchr_iter(b'\n', &batch.text).count() as u64;
+    if chunk.last.is_some() {
+        state.over = true;
+    }
+    Some((chunk, batch))
+}
+
+/// Appends to `text` whole lines of `input`, at least [`CHUNK_BYTES`] of them unless the
+/// input ends first: `None` when more follows, `Some(Ok(()))` at the end of the input
+/// (then the last line may have no line end), `Some(Err(_))` when it could not be read
+/// (then a line begun is dropped, as reading line by line does).
+fn read_chunk(input: &mut impl BufRead, text: &mut Vec<u8>) -> Option<io::Result<()>> {
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let whole = memchr::memrchr(b'\n', text).map_or(0, |k| k + 1);
+                text.truncate(whole);
+                return Some(Err(e));
+            }
+        };
+        if buf.is_empty() {
+            return Some(Ok(()));
+        }
+        let n = buf.len();
+        // The chunk ends at the first line end at or past its size.
+        let from = CHUNK_BYTES.saturating_sub(text.len() + 1);
+        if from < n {
+            if let Some(k) = memchr::memchr(b'\n', &buf[from..]) {
+                let k = from + k;
+                text.extend_from_slice(&buf[..=k]);
+                input.consume(k + 1);
+                return None;
+            }
+        }
+        text.extend_from_slice(buf);
+        input.consume(n);
+    }
+}
+
+/// Parses and hashes the lines of a chunk into its batch, stopping at the first bad one.
+fn parse_chunk(chunk: &mut Chunk, batch: &mut Batch, prehasher: &Prehasher) {
+    let text = std::mem::take(&mut batch.text);
+    let mut number = chunk.first;
+    let mut at = 0;
+    while at < text.len() {
+        let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |k| at + k + 1);
+        let mut start = at;
+        if number == 1 && text[at..end].starts_with(b"\xEF\xBB\xBF") {
+            start += 3;
+        }
+        let line = &text[start..end];
+        if !is_blank(line) {
+            match parse_event(line, number) {
+                Ok(event) => {
+                    let pre = prehasher.hash(&event);
+                    batch.push(number, start..end, &event, pre);
+                }
+                Err(e) => {
+                    batch.end = Some(Stopped::Bad(e));
+                    break;
+                }
+            }
+        }
+        number += 1;
+        at = end;
+    }
+    batch.text = text;
+    if batch.end.is_none() {
+        if let Some(Err(e)) = chunk.last.take() {
+            batch.end = Some(Stopped::Io(e));
+        }
+    }
+}
+
+/// Blank means nothing but (JavaScript) whitespace; a line that starts an object is not.
+fn is_blank(text: &[u8]) -> bool {
+    text.first() != Some(&b'{') && loopguard_core::json::js_trim(text).is_empty()
+}
+
 /// Hands one event of a batch to `each`: its envelope with its hashes, or parsed again
-/// from its line when the reader left it to the engine.
+/// from its line when the worker left it to the engine.
 fn apply_ready<E>(
     batch: &Batch,
     ready: &Ready,
@@ -256,9 +512,7 @@ fn read_lines<E>(
         if number == 1 {
             text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
         }
-        // Blank means nothing but (JavaScript) whitespace; a line that starts an object
-        // is not.
-        if text.first() != Some(&b'{') && loopguard_core::json::js_trim(text).is_empty() {
+        if is_blank(text) {
             return Ok(());
         }
         each(number, text)
@@ -295,51 +549,6 @@ fn read_lines<E>(
                 line.extend_from_slice(buf);
                 input.consume(used);
             }
-        }
-    }
-}
-
-/// The reader thread: fills batches and sends them until the input ends, a line fails or
-/// the engine stops listening.
-fn read_ahead(
-    input: impl BufRead,
-    prehasher: &Prehasher,
-    full: &mpsc::SyncSender<Batch>,
-    empty: &mpsc::Receiver<Batch>,
-) {
-    let mut batch = Batch::new();
-    let result = read_lines(input, |number, text| {
-        match parse_event(text, number) {
-            Ok(event) => {
-                let pre = prehasher.hash(&event);
-                batch.push(number, text, &event, pre);
-            }
-            Err(e) => return Err(Stopped::<()>::Bad(e)),
-        }
-        if batch.events.len() >= BATCH_EVENTS || batch.text.len() >= BATCH_BYTES {
-            let next = match empty.try_recv() {
-                Ok(mut used) => {
-                    used.clear();
-                    used
-                }
-                Err(_) => Batch::new(),
-            };
-            if full.send(std::mem::replace(&mut batch, next)).is_err() {
-                return Err(Stopped::Caller(()));
-            }
-        }
-        Ok(())
-    });
-    match result {
-        Err(Stopped::Caller(())) => {}
-        Ok(()) => {
-            if !batch.events.is_empty() {
-                let _ = full.send(batch);
-            }
-        }
-        Err(end) => {
-            batch.end = Some(end);
-            let _ = full.send(batch);
         }
     }
 }
@@ -381,6 +590,51 @@ mod tests {
             })
             .unwrap();
             assert_eq!(got, want, "capacity {capacity}");
+        }
+    }
+
+    /// Chunks hold whole lines, end at the first line end at or past their size, and
+    /// together give back the input, whatever the reader's buffer size; a line longer than
+    /// a chunk makes a chunk of its own.
+    #[test]
+    fn chunks_are_whole_lines_and_give_back_the_input() {
+        let mut text = Vec::new();
+        for n in 0..50_000u32 {
+            text.extend_from_slice(format!("{{\"n\":{n}}}\n").as_bytes());
+            if n == 20_000 {
+                text.extend(std::iter::repeat_n(b'x', CHUNK_BYTES * 2));
+                text.push(b'\n');
+            }
+        }
+        text.extend_from_slice(b"{\"last\":1}");
+        for capacity in [7, 4096, 1 << 20] {
+            let mut input = io::BufReader::with_capacity(capacity, &text[..]);
+            let mut back = Vec::new();
+            let mut chunks = 0;
+            loop {
+                let mut chunk = Vec::new();
+                let last = read_chunk(&mut input, &mut chunk);
+                chunks += 1;
+                if last.is_none() {
+                    assert_eq!(chunk.last(), Some(&b'\n'), "capacity {capacity}");
+                    assert!(chunk.len() >= CHUNK_BYTES, "capacity {capacity}");
+                    let before = &chunk[..chunk.len() - 1];
+                    let first_end = memchr::memchr(b'\n', &chunk[CHUNK_BYTES - 1..]);
+                    assert_eq!(
+                        first_end.map(|k| k + CHUNK_BYTES),
+                        Some(chunk.len()),
+                        "capacity {capacity}: {} bytes",
+                        before.len()
+                    );
+                }
+                back.extend_from_slice(&chunk);
+                if let Some(end) = last {
+                    end.unwrap();
+                    break;
+                }
+            }
+            assert_eq!(back, text, "capacity {capacity}");
+            assert!(chunks > 3, "capacity {capacity}: {chunks} chunks");
         }
     }
 }

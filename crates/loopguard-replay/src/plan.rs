@@ -32,9 +32,20 @@ pub struct ReplayOptions {
     format: Option<Format>,
     stop_on_bad_line: bool,
     active_branch: bool,
-    /// Event streams are read, parsed and hashed on a second thread.
-    parse_ahead: bool,
+    /// Event streams are read, parsed and hashed on worker threads (`Some(true)`), on the
+    /// engine's thread (`Some(false)`), or as suits each input (`None`).
+    parse_ahead: Option<bool>,
+    /// Parse workers when parsing ahead; 0: as many as the cores, at most 4.
+    parse_threads: usize,
 }
+
+/// Files smaller than this are parsed on the engine's thread unless
+/// [`ReplayOptions::parse_ahead`] says otherwise: starting the workers would not pay.
+pub const PARSE_AHEAD_MIN_BYTES: u64 = 1 << 20;
+
+/// Parse workers chosen by default: one per core, at most this many (the engine's thread,
+/// which applies the events in order, is the bottleneck well before).
+const AUTO_PARSE_THREADS: usize = 4;
 
 impl ReplayOptions {
     /// Nothing chosen: every input gets its defaults, formats are recognised.
@@ -79,19 +90,48 @@ impl ReplayOptions {
         self
     }
 
-    /// Event streams: read, parse and hash the lines on a second thread, ahead of the
+    /// Event streams: read, parse and hash the lines on worker threads, ahead of the
     /// engine, which then only applies the hashes to its sessions (`true`); or read, parse
-    /// and apply each line in turn on the caller's thread (`false`, the default). The
-    /// decisions are the same either way; the second thread can only pay when a core is
-    /// idle, and costs more CPU time in all (docs/benchmarks.md, issue 23).
+    /// and apply each line in turn on the caller's thread (`false`). The decisions are the
+    /// same either way (the engine applies the events in input order). Unset, each event
+    /// stream decides: worker threads when there are at least two cores, the input is a
+    /// file of at least [`PARSE_AHEAD_MIN_BYTES`], and the replay needs neither every
+    /// event's values on the engine's thread (an observer that wants every event's
+    /// arguments, the strict profile) nor each decision as soon as its line arrives
+    /// (standard input and pipes stay on one thread). See docs/replay.md and
+    /// docs/benchmarks.md (issue 23).
+    ///
+    /// ```
+    /// use loopguard_replay::ReplayOptions;
+    /// assert_eq!(ReplayOptions::new().get_parse_ahead(), None);
+    /// let opts = ReplayOptions::new().parse_ahead(true).parse_threads(3);
+    /// assert_eq!((opts.get_parse_ahead(), opts.parse_workers()), (Some(true), 3));
+    /// ```
     pub fn parse_ahead(mut self, ahead: bool) -> Self {
-        self.parse_ahead = ahead;
+        self.parse_ahead = Some(ahead);
         self
     }
 
-    /// Whether event streams are parsed on a second thread.
-    pub fn is_parse_ahead(&self) -> bool {
+    /// How many worker threads parse ahead when event streams are parsed ahead; `0`, the
+    /// default, is one per core, at most 4.
+    pub fn parse_threads(mut self, threads: usize) -> Self {
+        self.parse_threads = threads;
+        self
+    }
+
+    /// Whether event streams are parsed on worker threads: `None` when each input decides
+    /// ([`ReplayOptions::parse_ahead`]).
+    pub fn get_parse_ahead(&self) -> Option<bool> {
         self.parse_ahead
+    }
+
+    /// The parse workers a stream parsed ahead gets: [`ReplayOptions::parse_threads`], or
+    /// one per core (at most 4) when that is 0.
+    pub fn parse_workers(&self) -> usize {
+        match self.parse_threads {
+            0 => cores().min(AUTO_PARSE_THREADS),
+            n => n,
+        }
     }
 
     /// The config given, if any.
@@ -521,6 +561,11 @@ pub fn sniff(path: &Path) -> Result<(Sniffed, Option<reader::Source>), reader::R
 }
 
 /// What a read error says, without the file name (the caller names it).
+/// The cores this process may use (1 when that cannot be told).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 pub(crate) fn read_error_reason(e: &reader::ReadError) -> String {
     match e {
         reader::ReadError::Io { source, .. } => source.to_string(),

@@ -97,6 +97,13 @@ impl Replayer {
         }
     }
 
+    /// Whether [`Replayer::process_prehashed`] can apply events of agents without a
+    /// policy of their own: the tool profile is [`ToolProfile::Plain`] and the default
+    /// policy runs no extra detector. When not, hashing ahead only adds work.
+    pub fn applies_prehashed(&self) -> bool {
+        self.applier.profile == ToolProfile::Plain && !self.default_policy.extra.any()
+    }
+
     /// [`Replayer::process`] of an event whose values were hashed ahead by
     /// [`Replayer::prehasher`] (its `args` and `payload` are not looked at); `None`, with
     /// nothing changed, when the event's policy or the tool profile needs the values

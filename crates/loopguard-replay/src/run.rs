@@ -404,26 +404,33 @@ impl Runner<'_> {
                 plan.options.mode_for(InputKind::EventStream),
             )
         });
-        let ahead = plan.options.is_parse_ahead();
         let result = match (&source.input, plan.take_kept(index)) {
             (_, Some(pipe)) => {
+                let ahead = self.ahead(plan, &replayer, None);
                 self.events_from(pipe.into_reader(), ahead, &mut replayer, source, file)
             }
-            (Input::Stdin, None) => self.events_from(
-                BufReader::with_capacity(1 << 20, io::stdin()),
-                ahead,
-                &mut replayer,
-                source,
-                file,
-            ),
-            (Input::File(p), None) => match File::open(p) {
-                Ok(f) => self.events_from(
-                    BufReader::with_capacity(1 << 20, f),
+            (Input::Stdin, None) => {
+                let ahead = self.ahead(plan, &replayer, None);
+                self.events_from(
+                    BufReader::with_capacity(1 << 20, io::stdin()),
                     ahead,
                     &mut replayer,
                     source,
                     file,
-                ),
+                )
+            }
+            (Input::File(p), None) => match File::open(p) {
+                Ok(f) => {
+                    let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                    let ahead = self.ahead(plan, &replayer, size);
+                    self.events_from(
+                        BufReader::with_capacity(1 << 20, f),
+                        ahead,
+                        &mut replayer,
+                        source,
+                        file,
+                    )
+                }
                 Err(e) => Err(Stop::Failed(Failure::Unreadable(e.to_string()))),
             },
         };
@@ -431,17 +438,37 @@ impl Runner<'_> {
         result
     }
 
+    /// Whether an event stream is parsed ahead, and by how many workers
+    /// ([`ReplayOptions::parse_ahead`](crate::ReplayOptions::parse_ahead)): `file_size` is
+    /// the size of a regular file, `None` for standard input and pipes.
+    fn ahead(
+        &self,
+        plan: &Plan,
+        replayer: &Replayer,
+        file_size: Option<u64>,
+    ) -> Option<crate::ahead::Ahead> {
+        let on = plan.options.get_parse_ahead().unwrap_or_else(|| {
+            crate::plan::cores() >= 2
+                && file_size.is_some_and(|n| n >= crate::plan::PARSE_AHEAD_MIN_BYTES)
+                && replayer.applies_prehashed()
+                && !self.observer.wants_args()
+        });
+        on.then(|| crate::ahead::Ahead {
+            prehasher: replayer.prehasher(),
+            workers: plan.options.parse_workers(),
+        })
+    }
+
     /// The events.md reader: one decision per non-blank line, the lines parsed and hashed
-    /// on a second thread when the options say so ([`crate::ahead`]).
+    /// on worker threads when `ahead` says so ([`crate::ahead`]).
     fn events_from(
         &mut self,
         input: impl BufRead + Send,
-        ahead: bool,
+        ahead: Option<crate::ahead::Ahead>,
         replayer: &mut Replayer,
         source: &Source,
         file: &mut FileReport,
     ) -> Result<(), Stop> {
-        let prehasher = ahead.then(|| replayer.prehasher());
         let wants_args = self.observer.wants_args();
         let bad = |e: EventError| {
             Stop::Fatal(RunError::BadEvent {
@@ -450,7 +477,7 @@ impl Runner<'_> {
                 message: e.message,
             })
         };
-        let result = crate::ahead::for_each_event(input, prehasher, |number, item| match item {
+        let result = crate::ahead::for_each_event(input, ahead, |number, item| match item {
             Ahead::Parsed(event) => {
                 let d = replayer.process(event, number);
                 self.decided(

@@ -74,11 +74,18 @@ pub struct ReplayArgs {
     /// order.
     #[arg(long)]
     active_branch: bool,
-    /// Event streams: read, parse and hash the lines on a second thread, ahead of the
-    /// engine (the same decisions; it can only pay when a second core is idle, and costs
-    /// more CPU time in all, see docs/benchmarks.md).
-    #[arg(long)]
+    /// Event streams: always read, parse and hash the lines on worker threads, ahead of
+    /// the engine (the same decisions). By default this is done for files of 1 MB or more
+    /// when there are two cores or more, unless --html, --summary or the strict profile
+    /// needs every event's values on the engine's thread (docs/replay.md).
+    #[arg(long, conflicts_with = "no_parse_ahead")]
     parse_ahead: bool,
+    /// Event streams: read, parse and apply each line in turn on one thread.
+    #[arg(long)]
+    no_parse_ahead: bool,
+    /// Worker threads that parse event streams ahead (default: one per core, at most 4).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    parse_threads: Option<u16>,
     /// Also write a self-contained HTML report: a summary table, then per session a
     /// timeline with one lane per loop.
     #[arg(long, value_name = "FILE")]
@@ -325,7 +332,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     let mut options = ReplayOptions::new()
         .stop_on_bad_line(args.stop_on_bad_line)
         .active_branch(args.active_branch)
-        .parse_ahead(args.parse_ahead);
+        .parse_threads(args.parse_threads.map_or(0, usize::from));
+    if args.parse_ahead || args.no_parse_ahead {
+        options = options.parse_ahead(args.parse_ahead);
+    }
     if let Some(path) = &args.config {
         options = options.config(load_config_for_run(path)?);
     }
