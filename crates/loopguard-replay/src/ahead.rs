@@ -637,4 +637,74 @@ mod tests {
             assert!(chunks > 3, "capacity {capacity}: {chunks} chunks");
         }
     }
+
+    /// Reads `data`, then fails (once `at` bytes were given).
+    struct FailAfter {
+        data: Vec<u8>,
+        at: usize,
+        given: usize,
+    }
+
+    impl io::Read for FailAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.given >= self.at {
+                return Err(io::Error::other("disk gone"));
+            }
+            let n = buf.len().min(self.at - self.given).min(1000);
+            buf[..n].copy_from_slice(&self.data[self.given..self.given + n]);
+            self.given += n;
+            Ok(n)
+        }
+    }
+
+    /// An input that fails part way: both paths hand over the same whole lines before the
+    /// failure (the line it cut is dropped) and then stop with the read error; and with
+    /// many workers, the events come in input order.
+    #[test]
+    fn a_read_error_stops_both_paths_after_the_same_lines() {
+        use loopguard_core::{Mode, OpenClawConfig};
+        let mut data = Vec::new();
+        for n in 0..20_000u32 {
+            let line = format!(
+                "{{\"type\":\"call\",\"session\":\"s{}\",\"tool\":\"t\",\"args\":{{\"n\":{n}}}}}\n",
+                n % 17
+            );
+            data.extend_from_slice(line.as_bytes());
+        }
+        let at = data.len() * 3 / 4 + 11;
+        let replayer = crate::Replayer::new(OpenClawConfig::default(), Mode::Enforce);
+        for workers in [None, Some(1), Some(2), Some(5)] {
+            let input = io::BufReader::with_capacity(
+                4096,
+                FailAfter {
+                    data: data.clone(),
+                    at,
+                    given: 0,
+                },
+            );
+            let ahead = workers.map(|workers| Ahead {
+                prehasher: replayer.prehasher(),
+                workers,
+            });
+            let mut seen = Vec::new();
+            let end = for_each_event::<_, ()>(input, ahead, |number, item| {
+                let session = match item {
+                    Item::Parsed(e) | Item::Hashed { event: e, .. } => e.session.clone(),
+                };
+                let session = session.map(|s| s.to_string_lossy().into_owned());
+                seen.push((number, session));
+                Ok(())
+            });
+            let Err(Stopped::Io(e)) = end else {
+                panic!("{workers:?}: {end:?}");
+            };
+            assert_eq!(e.to_string(), "disk gone");
+            let whole = data[..at].iter().filter(|&&b| b == b'\n').count();
+            assert_eq!(seen.len(), whole, "{workers:?}");
+            for (i, (number, session)) in seen.iter().enumerate() {
+                assert_eq!(*number, i as u64 + 1, "{workers:?}");
+                assert_eq!(session.as_deref(), Some(format!("s{}", i % 17).as_str()));
+            }
+        }
+    }
 }

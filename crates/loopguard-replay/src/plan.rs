@@ -43,6 +43,11 @@ pub struct ReplayOptions {
 /// [`ReplayOptions::parse_ahead`] says otherwise: starting the workers would not pay.
 pub const PARSE_AHEAD_MIN_BYTES: u64 = 1 << 20;
 
+/// Nor are files whose first megabyte has lines longer than this on average: with large
+/// results hashing, not parsing, is most of the work, and the workers cost more CPU time
+/// than they save wall time.
+pub const PARSE_AHEAD_MAX_LINE: u64 = 4096;
+
 /// Parse workers chosen by default: one per core, at most this many (the engine's thread,
 /// which applies the events in order, is the bottleneck well before).
 const AUTO_PARSE_THREADS: usize = 4;
@@ -95,7 +100,8 @@ impl ReplayOptions {
     /// and apply each line in turn on the caller's thread (`false`). The decisions are the
     /// same either way (the engine applies the events in input order). Unset, each event
     /// stream decides: worker threads when there are at least two cores, the input is a
-    /// file of at least [`PARSE_AHEAD_MIN_BYTES`], and the replay needs neither every
+    /// file of at least [`PARSE_AHEAD_MIN_BYTES`] whose first megabyte holds lines of at
+    /// most [`PARSE_AHEAD_MAX_LINE`] bytes on average, and the replay needs neither every
     /// event's values on the engine's thread (an observer that wants every event's
     /// arguments, the strict profile) nor each decision as soon as its line arrives
     /// (standard input and pipes stay on one thread). See docs/replay.md and

@@ -422,14 +422,17 @@ impl Runner<'_> {
             (Input::File(p), None) => match File::open(p) {
                 Ok(f) => {
                     let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                    let mut input = BufReader::with_capacity(1 << 20, f);
+                    // Small events only: with large results, hashing dominates and a
+                    // second thread saves little wall time for more CPU time.
+                    let size = size.filter(|_| {
+                        input.fill_buf().is_ok_and(|b| {
+                            memchr::memchr_iter(b'\n', b).count() as u64
+                                >= b.len() as u64 / crate::plan::PARSE_AHEAD_MAX_LINE
+                        })
+                    });
                     let ahead = self.ahead(plan, &replayer, size);
-                    self.events_from(
-                        BufReader::with_capacity(1 << 20, f),
-                        ahead,
-                        &mut replayer,
-                        source,
-                        file,
-                    )
+                    self.events_from(input, ahead, &mut replayer, source, file)
                 }
                 Err(e) => Err(Stop::Failed(Failure::Unreadable(e.to_string()))),
             },

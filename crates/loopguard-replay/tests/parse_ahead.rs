@@ -46,18 +46,22 @@ impl Observer for Lines {
 }
 
 /// What one replay gave: the decision bytes, then the report (with the whole summary) or
-/// the error, as text.
+/// the error, as text. `ahead`: parsed ahead by the default number of workers.
 fn replay(paths: &[PathBuf], config: Option<&Path>, ahead: bool) -> (Vec<u8>, String) {
-    replay_with(paths, config, ahead, false)
+    replay_with(paths, config, ahead.then_some(0), false)
 }
 
+/// `workers`: `None` parses on the engine's thread, `Some(0)` ahead on the default number
+/// of workers (one per core, at most 4), `Some(n)` on `n`.
 fn replay_with(
     paths: &[PathBuf],
     config: Option<&Path>,
-    ahead: bool,
+    workers: Option<usize>,
     wants_args: bool,
 ) -> (Vec<u8>, String) {
-    let mut options = ReplayOptions::new().parse_ahead(ahead);
+    let mut options = ReplayOptions::new()
+        .parse_ahead(workers.is_some())
+        .parse_threads(workers.unwrap_or(0));
     if let Some(path) = config {
         let text = std::fs::read_to_string(path).unwrap();
         options = options.config(OpenClawConfig::load_for_run(&text).unwrap().config);
@@ -85,20 +89,26 @@ fn replay_with(
     (lines.out, end)
 }
 
-/// Replays one thread and parsed ahead (for an observer that wants every event's
-/// arguments, and for one that does not): everything the caller sees is the same.
+/// Replays on one thread and parsed ahead by one, two and three workers (for an observer
+/// that wants every event's arguments, and for one that does not): everything the caller
+/// sees is the same.
 fn same_both_ways(paths: &[PathBuf], config: Option<&Path>) -> Vec<u8> {
     let one = replay(paths, config, false);
-    let two = replay(paths, config, true);
-    assert_eq!(one.1, two.1, "{paths:?}: reports differ");
-    assert!(
-        one.0 == two.0,
-        "{paths:?}: decision streams differ (one thread: {} bytes, parsed ahead: {} bytes)",
-        one.0.len(),
-        two.0.len()
-    );
-    let one = replay_with(paths, config, false, true);
-    let two = replay_with(paths, config, true, true);
+    for workers in [1, 2, 3] {
+        let two = replay_with(paths, config, Some(workers), false);
+        assert_eq!(
+            one.1, two.1,
+            "{paths:?}: reports differ ({workers} workers)"
+        );
+        assert!(
+            one.0 == two.0,
+            "{paths:?}: decision streams differ (one thread: {} bytes, {workers} workers: {} bytes)",
+            one.0.len(),
+            two.0.len()
+        );
+    }
+    let one = replay_with(paths, config, None, true);
+    let two = replay_with(paths, config, Some(2), true);
     assert_eq!(
         one.1, two.1,
         "{paths:?}: reports differ (every event's arguments)"
@@ -152,6 +162,15 @@ fn large_generated_streams_are_byte_identical_both_ways() {
                 result_bytes: 100,
                 sessions: 8,
                 seed: 7,
+            },
+        ),
+        (
+            "many.jsonl",
+            StreamSpec {
+                events: 30_000,
+                result_bytes: 60,
+                sessions: 300,
+                seed: 5,
             },
         ),
         (

@@ -406,3 +406,68 @@ mod tempfile_lite {
         }
     }
 }
+
+/// A stream of more than 1 MB is parsed ahead on worker threads by default when there are
+/// two cores or more (docs/replay.md): the decisions are byte for byte those of one thread
+/// (`--no-parse-ahead`) and of three workers, and a bad line near the end stops all three
+/// after the same decisions, naming the file and line.
+#[test]
+fn parsing_ahead_or_not_writes_the_same_decisions_and_stops_at_the_same_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = enabled_config();
+    let mut text = String::new();
+    for i in 0..12_000u32 {
+        text.push_str(&format!(
+            "{{\"type\":\"call\",\"session\":\"s{}\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/f{}\"}}}}\n",
+            i % 40,
+            i % 40 % 3
+        ));
+        text.push_str(&format!(
+            "{{\"type\":\"outcome\",\"session\":\"s{}\",\"callId\":\"c{i}\",\"tool\":\"read\",\"args\":{{\"path\":\"/f{}\"}},\"result\":\"same {}\"}}\n",
+            i % 40,
+            i % 40 % 3,
+            i % 40 % 2
+        ));
+    }
+    assert!(text.len() > 1 << 20);
+    let good = dir.path().join("good.jsonl");
+    std::fs::write(&good, &text).unwrap();
+    text.push_str("{\"type\":\"call\",\"tool\":7}\n");
+    text.push_str(&"{\"type\":\"call\",\"tool\":\"read\"}\n".repeat(50));
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, &text).unwrap();
+    let run = |how: &[&str], path: &std::path::Path| {
+        let mut args = vec!["replay", "--config", cfg.path(), "--json"];
+        args.extend_from_slice(how);
+        args.push(path.to_str().unwrap());
+        loopguard(&args)
+    };
+    let ways: [&[&str]; 3] = [
+        &["--no-parse-ahead"],
+        &[],
+        &["--parse-ahead", "--parse-threads", "3"],
+    ];
+    let one = run(ways[0], &good);
+    assert!(one.status.success());
+    assert_eq!(one.stdout.iter().filter(|&&b| b == b'\n').count(), 24_000);
+    assert!(String::from_utf8_lossy(&one.stdout).contains(r#""decision":"block""#));
+    let one_bad = run(ways[0], &bad);
+    assert!(!one_bad.status.success());
+    let err = String::from_utf8_lossy(&one_bad.stderr);
+    assert!(
+        err.contains("bad.jsonl:24001:") && err.contains("`tool`"),
+        "{err}"
+    );
+    for way in &ways[1..] {
+        let out = run(way, &good);
+        assert!(out.status.success(), "{way:?}");
+        assert!(out.stdout == one.stdout, "{way:?}: decisions differ");
+        let out = run(way, &bad);
+        assert_eq!(out.status.code(), one_bad.status.code(), "{way:?}");
+        assert!(out.stdout == one_bad.stdout, "{way:?}: decisions differ");
+        assert_eq!(out.stderr, one_bad.stderr, "{way:?}");
+    }
+    let both = loopguard(&["replay", "--parse-ahead", "--no-parse-ahead", "x.jsonl"]);
+    assert!(!both.status.success());
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot be used with"));
+}

@@ -76,8 +76,9 @@ pub struct ReplayArgs {
     active_branch: bool,
     /// Event streams: always read, parse and hash the lines on worker threads, ahead of
     /// the engine (the same decisions). By default this is done for files of 1 MB or more
-    /// when there are two cores or more, unless --html, --summary or the strict profile
-    /// needs every event's values on the engine's thread (docs/replay.md).
+    /// of small events (lines under 4 KB on average) when there are two cores or more,
+    /// unless --html, --summary or the strict profile needs every event's values on the
+    /// engine's thread (docs/replay.md).
     #[arg(long, conflicts_with = "no_parse_ahead")]
     parse_ahead: bool,
     /// Event streams: read, parse and apply each line in turn on one thread.
