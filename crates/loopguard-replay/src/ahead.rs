@@ -33,17 +33,17 @@ use crate::replayer::Prehasher;
 
 /// Input bytes per chunk, about: a chunk ends at the first line end past this size (or at
 /// the end of the input), so it may be larger when a line is.
-pub(crate) const CHUNK_BYTES: usize = 128 << 10;
+pub(crate) const CHUNK_BYTES: usize = 64 << 10;
 /// Parse workers at most, whatever the number of cores: the engine's thread, which applies
 /// the events in order, is the bottleneck well before.
 pub(crate) const MAX_WORKERS: usize = 8;
 /// A worker's stack: as deep a value as the engine's thread accepts must parse there too.
 const WORKER_STACK: usize = 16 << 20;
 
-/// Batches in existence with `workers` parse workers: one being filled by each, and as
-/// many again waiting for, or being applied by, the engine.
+/// Batches in existence with `workers` parse workers: one being filled by each, one being
+/// applied by the engine and one waiting for it.
 pub(crate) fn batches_for(workers: usize) -> usize {
-    2 * workers + 2
+    workers + 2
 }
 
 /// The envelope strings of an event, in this order, as ranges of [`Batch::strings`].

@@ -493,37 +493,23 @@ impl Runner<'_> {
                 )
             }
             Ahead::Hashed { event, pre, line } => {
-                let Some(d) = replayer.process_prehashed(event, pre, number) else {
-                    // The replayer needs the values: parsed again here.
-                    let full = parse_event(line, number).map_err(bad)?;
-                    let d = replayer.process(&full, number);
-                    return self.decided(
-                        source,
-                        file,
-                        &d,
-                        Some(&full.args),
-                        full.timestamp_ms,
-                        None,
-                    );
-                };
-                if wants_args {
-                    let full = parse_event(line, number).map_err(bad)?;
-                    return self.decided(
-                        source,
-                        file,
-                        &d,
-                        Some(&full.args),
-                        event.timestamp_ms,
-                        None,
-                    );
+                match replayer.process_prehashed(event, pre, number) {
+                    Some(d) if !wants_args => {
+                        // The summary keeps a preview of the arguments of a loop's first
+                        // finding: the line is parsed again for those only.
+                        let preview = || {
+                            let full = parse_event(line, number).ok()?;
+                            Some(crate::summary::args_preview(&full.args))
+                        };
+                        self.decided_lazy(source, file, &d, None, event.timestamp_ms, None, preview)
+                    }
+                    hashed => {
+                        // The replayer or the observer needs the values: parsed again here.
+                        let full = parse_event(line, number).map_err(bad)?;
+                        let d = hashed.unwrap_or_else(|| replayer.process(&full, number));
+                        self.decided(source, file, &d, Some(&full.args), full.timestamp_ms, None)
+                    }
                 }
-                // The summary keeps a preview of the arguments of a loop's first finding:
-                // the line is parsed again for those only.
-                let preview = || {
-                    let full = parse_event(line, number).ok()?;
-                    Some(crate::summary::args_preview(&full.args))
-                };
-                self.decided_lazy(source, file, &d, None, event.timestamp_ms, None, preview)
             }
         });
         result.map_err(|stopped| match stopped {
