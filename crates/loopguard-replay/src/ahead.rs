@@ -208,6 +208,9 @@ where
             }
         }
         drop(tx);
+        // Should `each` panic, the workers waiting for a batch must still stop, or the
+        // scope would wait for them forever.
+        let stop_on_panic = StopOnPanic(shared);
         let result = match started {
             // Fewer workers than asked for would still be correct; none would not.
             Err(e) if handles.is_empty() => Err(Stopped::Io(io::Error::other(format!(
@@ -216,6 +219,7 @@ where
             _ => apply_in_order(shared, &rx, limit, &mut each),
         };
         // Stops the workers still reading, and wakes those waiting for a batch.
+        drop(stop_on_panic);
         shared.stop();
         drop(rx);
         for h in handles {
@@ -332,7 +336,8 @@ fn work<R: BufRead>(shared: &Shared<R>, prehasher: &Prehasher, tx: &mpsc::Sender
 }
 
 /// Stops the stream when a worker panics, so the others and the engine do not wait for
-/// its batch; the panic itself reaches the caller through the worker's join.
+/// its batch (the panic itself reaches the caller through the worker's join), or when the
+/// engine's function panics, so the workers do not wait for a batch back.
 struct StopOnPanic<'a, R>(&'a Shared<R>);
 
 impl<R> Drop for StopOnPanic<'_, R> {
@@ -706,5 +711,27 @@ mod tests {
                 assert_eq!(session.as_deref(), Some(format!("s{}", i % 17).as_str()));
             }
         }
+    }
+
+    /// A panic of the engine's function reaches the caller, and the workers (waiting for
+    /// batches that will not come back) stop instead of keeping the replay from ending.
+    #[test]
+    fn a_panic_of_the_caller_ends_the_workers_too() {
+        use loopguard_core::{Mode, OpenClawConfig};
+        let line = "{\"type\":\"call\",\"tool\":\"t\",\"args\":{}}\n";
+        let data = line.repeat(200_000);
+        let replayer = crate::Replayer::new(OpenClawConfig::default(), Mode::Enforce);
+        let ahead = Ahead {
+            prehasher: replayer.prehasher(),
+            workers: 3,
+        };
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let input = io::BufReader::new(data.as_bytes());
+            for_each_event::<_, ()>(input, Some(ahead), |number, _| {
+                assert!(number < 10, "stop here");
+                Ok(())
+            })
+        }));
+        assert!(caught.is_err());
     }
 }
