@@ -118,8 +118,8 @@ impl ReplayOptions {
         self
     }
 
-    /// How many worker threads parse ahead when event streams are parsed ahead; `0`, the
-    /// default, is one per core, at most 4.
+    /// How many worker threads parse ahead when event streams are parsed ahead (at most 8
+    /// are started); `0`, the default, is one per core, at most 4.
     pub fn parse_threads(mut self, threads: usize) -> Self {
         self.parse_threads = threads;
         self
