@@ -424,7 +424,7 @@ impl Runner<'_> {
                     let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
                     let mut input = BufReader::with_capacity(1 << 20, f);
                     // Small events only: with large results, hashing dominates and a
-                    // second thread saves little wall time for more CPU time.
+                    // worker threads save little wall time for more CPU time.
                     let size = size.filter(|_| {
                         input.fill_buf().is_ok_and(|b| {
                             memchr::memchr_iter(b'\n', b).count() as u64
