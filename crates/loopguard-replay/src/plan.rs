@@ -566,12 +566,12 @@ pub fn sniff(path: &Path) -> Result<(Sniffed, Option<reader::Source>), reader::R
     Ok((found, (!source.is_regular_file()).then_some(source)))
 }
 
-/// What a read error says, without the file name (the caller names it).
 /// The cores this process may use (1 when that cannot be told).
 pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
+/// What a read error says, without the file name (the caller names it).
 pub(crate) fn read_error_reason(e: &reader::ReadError) -> String {
     match e {
         reader::ReadError::Io { source, .. } => source.to_string(),
