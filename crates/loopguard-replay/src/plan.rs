@@ -35,7 +35,7 @@ pub struct ReplayOptions {
     /// Event streams are read, parsed and hashed on worker threads (`Some(true)`), on the
     /// engine's thread (`Some(false)`), or as suits each input (`None`).
     parse_ahead: Option<bool>,
-    /// Parse workers when parsing ahead; 0: as many as the cores, at most 4.
+    /// Parse workers when parsing ahead; 0: one per core beside the engine's, at least 1, at most 4.
     parse_threads: usize,
 }
 
@@ -48,8 +48,9 @@ pub const PARSE_AHEAD_MIN_BYTES: u64 = 1 << 20;
 /// than they save wall time.
 pub const PARSE_AHEAD_MAX_LINE: u64 = 4096;
 
-/// Parse workers chosen by default: one per core, at most this many (the engine's thread,
-/// which applies the events in order, is the bottleneck well before).
+/// Parse workers chosen by default: one per core beside the engine's thread (at least one),
+/// at most this many (the engine's thread, which applies the events in order, is the
+/// bottleneck well before).
 const AUTO_PARSE_THREADS: usize = 4;
 
 impl ReplayOptions {
@@ -119,7 +120,9 @@ impl ReplayOptions {
     }
 
     /// How many worker threads parse ahead when event streams are parsed ahead (at most 8
-    /// are started); `0`, the default, is one per core, at most 4.
+    /// are started); `0`, the default, is one per core beside the engine's (at least 1, at most 4:
+    /// on two cores one worker, which measured 1.12x faster than two that share the cores
+    /// with the engine, docs/benchmarks.md).
     pub fn parse_threads(mut self, threads: usize) -> Self {
         self.parse_threads = threads;
         self
@@ -132,10 +135,10 @@ impl ReplayOptions {
     }
 
     /// The parse workers a stream parsed ahead gets: [`ReplayOptions::parse_threads`], or
-    /// one per core (at most 4) when that is 0.
+    /// one per core beside the engine's (at least 1, at most 4) when that is 0.
     pub fn parse_workers(&self) -> usize {
         match self.parse_threads {
-            0 => cores().min(AUTO_PARSE_THREADS),
+            0 => cores().saturating_sub(1).clamp(1, AUTO_PARSE_THREADS),
             n => n,
         }
     }

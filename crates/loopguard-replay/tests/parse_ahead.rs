@@ -52,7 +52,7 @@ fn replay(paths: &[PathBuf], config: Option<&Path>, ahead: bool) -> (Vec<u8>, St
 }
 
 /// `workers`: `None` parses on the engine's thread, `Some(0)` ahead on the default number
-/// of workers (one per core, at most 4), `Some(n)` on `n`.
+/// of workers (one per core beside the engine's, at least 1, at most 4), `Some(n)` on `n`.
 fn replay_with(
     paths: &[PathBuf],
     config: Option<&Path>,

@@ -84,7 +84,7 @@ pub struct ReplayArgs {
     /// Event streams: read, parse and apply each line in turn on one thread.
     #[arg(long)]
     no_parse_ahead: bool,
-    /// Worker threads that parse event streams ahead, 1 to 8 (default: one per core, at
+    /// Worker threads that parse event streams ahead, 1 to 8 (default: one per core beside the engine's, at
     /// most 4).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=8))]
     parse_threads: Option<u16>,
