@@ -95,31 +95,24 @@ fn replay_with(
 fn same_both_ways(paths: &[PathBuf], config: Option<&Path>) -> Vec<u8> {
     let one = replay(paths, config, false);
     for workers in [1, 2, 3] {
-        let two = replay_with(paths, config, Some(workers), false);
-        assert_eq!(
-            one.1, two.1,
-            "{paths:?}: reports differ ({workers} workers)"
-        );
-        assert!(
-            one.0 == two.0,
-            "{paths:?}: decision streams differ (one thread: {} bytes, {workers} workers: {} bytes)",
-            one.0.len(),
-            two.0.len()
-        );
+        let ahead = replay_with(paths, config, Some(workers), false);
+        assert_same(paths, &one, &ahead, &format!("{workers} workers"));
     }
     let one = replay_with(paths, config, None, true);
-    let two = replay_with(paths, config, Some(2), true);
-    assert_eq!(
-        one.1, two.1,
-        "{paths:?}: reports differ (every event's arguments)"
-    );
-    assert!(
-        one.0 == two.0,
-        "{paths:?}: decisions or arguments differ (one thread: {} bytes, parsed ahead: {} bytes)",
-        one.0.len(),
-        two.0.len()
-    );
+    let ahead = replay_with(paths, config, Some(2), true);
+    assert_same(paths, &one, &ahead, "2 workers, every event's arguments");
     replay(paths, config, false).0
+}
+
+/// One thread's `(decision stream, report)` and a parsed-ahead replay's are the same.
+fn assert_same(paths: &[PathBuf], one: &(Vec<u8>, String), ahead: &(Vec<u8>, String), how: &str) {
+    assert_eq!(one.1, ahead.1, "{paths:?}: reports differ ({how})");
+    assert!(
+        one.0 == ahead.0,
+        "{paths:?}: decision streams differ (one thread: {} bytes, {how}: {} bytes)",
+        one.0.len(),
+        ahead.0.len()
+    );
 }
 
 /// Every parity case: both paths write exactly the bytes OpenClaw's decisions serialise to.

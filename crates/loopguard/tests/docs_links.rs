@@ -1,7 +1,8 @@
 //! Every relative link in the repository's Markdown resolves: the file exists, and a `#anchor`
 //! names a heading of the page it points at (GitHub's heading slugs). A newcomer following the
 //! README into `docs/` never meets a dead link, and a page that is renamed or merged (as
-//! `docs/claude-code-hook.md` was into `docs/claude-code.md`) fails here until its links follow.
+//! the Claude Code hook's supplementary page was into `docs/claude-code.md`) fails here until
+//! its links follow.
 
 mod common;
 
@@ -187,7 +188,7 @@ fn slugs_follow_github() {
         ["a", "a-1"].into_iter().map(String::from).collect()
     );
     assert_eq!(
-        links("see [x](a.md#b) and `[y](c.md)`"),
+        links("see [x](a.md#b) and `[y](docs/mcp.md)`"),
         vec![(1, "a.md#b".to_string())]
     );
 }
