@@ -14,7 +14,9 @@
 //!
 //! Batches are numbered as their chunks are read and the engine applies them in that
 //! order whichever worker finishes first, so every session sees its events in input
-//! order. Applied batches go back to the workers, so their buffers are reused, and no
+//! order. When the next batch is not ready, the engine's thread takes a chunk and parses
+//! it itself instead of waiting, so the work spreads over the threads whichever side is
+//! slower (docs/benchmarks.md, "Seventh pass"). Applied batches go back to the workers, so their buffers are reused, and no
 //! more than [`batches_for`] of them exist at once: memory stays bounded whatever the
 //! input's length, and a worker that runs ahead waits for the engine.
 //!
@@ -41,7 +43,7 @@ pub(crate) const MAX_WORKERS: usize = 8;
 const WORKER_STACK: usize = 16 << 20;
 
 /// Batches in existence with `workers` parse workers: one being filled by each, one being
-/// applied by the engine and one waiting for it.
+/// filled or applied by the engine's thread and one waiting for it.
 pub(crate) fn batches_for(workers: usize) -> usize {
     workers + 2
 }
@@ -149,7 +151,9 @@ pub(crate) enum Item<'a> {
 pub(crate) struct Ahead {
     /// Hashes the events as the engine would.
     pub prehasher: Prehasher,
-    /// Parse workers, at least 1.
+    /// Parse workers beside the engine's thread, which parses chunks too whenever none
+    /// is ready for it (with none, it parses every chunk itself: the tests' way to check
+    /// that path alone).
     pub workers: usize,
 }
 
@@ -173,7 +177,7 @@ where
             each(number, Item::Parsed(&event)).map_err(Stopped::Caller)
         });
     };
-    let workers = ahead.workers.clamp(1, MAX_WORKERS);
+    let workers = ahead.workers.min(MAX_WORKERS);
     let limit = batches_for(workers);
     let shared = Shared {
         state: Mutex::new(State {
@@ -192,32 +196,24 @@ where
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(u64, Batch)>();
         let mut handles = Vec::with_capacity(workers);
-        let mut started = Ok(());
         for i in 0..workers {
             let tx = tx.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("loopguard-parse-{i}"))
                 .stack_size(WORKER_STACK)
                 .spawn_scoped(scope, move || work(shared, prehasher, &tx));
+            // Fewer workers than asked for (even none) give the same events: the engine's
+            // thread parses what no worker takes.
             match spawned {
                 Ok(h) => handles.push(h),
-                Err(e) => {
-                    started = Err(e);
-                    break;
-                }
+                Err(_) => break,
             }
         }
         drop(tx);
         // Should `each` panic, the workers waiting for a batch must still stop, or the
         // scope would wait for them forever.
         let stop_on_panic = StopOnPanic(shared);
-        let result = match started {
-            // Fewer workers than asked for would still be correct; none would not.
-            Err(e) if handles.is_empty() => Err(Stopped::Io(io::Error::other(format!(
-                "cannot start a parse thread: {e}"
-            )))),
-            _ => apply_in_order(shared, &rx, limit, &mut each),
-        };
+        let result = apply_in_order(shared, prehasher, &rx, limit, &mut each);
         // Stops the workers still reading, and wakes those waiting for a batch.
         drop(stop_on_panic);
         shared.stop();
@@ -232,41 +228,77 @@ where
 }
 
 /// The engine's side: batches in the order their chunks were read, each event to `each`.
-fn apply_in_order<R, E>(
+///
+/// When the next batch is not ready, the engine's thread does not wait idle: it takes the
+/// next chunk of the input itself, if a batch is free, and parses it as a worker would
+/// (its turn to be applied comes when every chunk before it is). So the two sides balance
+/// themselves: when parsing is the slower side, the engine's thread parses part of the
+/// input; when applying is, it never finds the channel empty and only applies.
+fn apply_in_order<R: BufRead, E>(
     shared: &Shared<R>,
+    prehasher: &Prehasher,
     rx: &mpsc::Receiver<(u64, Batch)>,
     limit: usize,
     each: &mut impl FnMut(u64, Item<'_>) -> Result<(), E>,
 ) -> Result<(), Stopped<E>> {
     // Batches that came before their turn, by number modulo `limit`: no more than
-    // `limit` batches exist, so two waiting ones never share a slot.
+    // `limit` batches exist and none before `next` is left, so two waiting ones never
+    // share a slot.
     let mut early: Vec<Option<Batch>> = (0..limit).map(|_| None).collect();
     let mut next = 0u64;
     loop {
         let slot = (next % limit as u64) as usize;
-        let mut batch = match early[slot].take() {
-            Some(b) => b,
-            None => match rx.recv() {
-                Ok((seq, b)) if seq == next => b,
-                Ok((seq, b)) => {
-                    early[(seq % limit as u64) as usize] = Some(b);
-                    continue;
+        if let Some(b) = early[slot].take() {
+            next += 1;
+            apply_batch(shared, b, each)?;
+            continue;
+        }
+        let received = match rx.try_recv() {
+            Ok(sent) => Some(sent),
+            Err(waiting) => match take_chunk(shared, false) {
+                // Nothing ready: parse the next chunk here rather than wait.
+                Some((mut chunk, mut batch)) => {
+                    parse_chunk(&mut chunk, &mut batch, prehasher);
+                    if batch.end.is_some() {
+                        shared.stop();
+                    }
+                    Some((chunk.seq, batch))
                 }
-                // Every worker has finished and every batch was applied.
-                Err(_) => return Ok(()),
+                // The input is over or every batch is taken: wait for the workers',
+                // unless every worker has finished (then every batch was applied).
+                None => match waiting {
+                    mpsc::TryRecvError::Empty => rx.recv().ok(),
+                    mpsc::TryRecvError::Disconnected => None,
+                },
             },
         };
-        next += 1;
-        for ready in &batch.events {
-            apply_ready(&batch, ready, each)?;
+        match received {
+            Some((seq, b)) if seq == next => {
+                next += 1;
+                apply_batch(shared, b, each)?;
+            }
+            Some((seq, b)) => early[(seq % limit as u64) as usize] = Some(b),
+            None => return Ok(()),
         }
-        match batch.end.take() {
-            None | Some(Stopped::Caller(())) => {}
-            Some(Stopped::Bad(e)) => return Err(Stopped::Bad(e)),
-            Some(Stopped::Io(e)) => return Err(Stopped::Io(e)),
-        }
-        shared.give_back(batch);
     }
+}
+
+/// Applies one batch's events in order, then gives the batch back for reuse.
+fn apply_batch<R, E>(
+    shared: &Shared<R>,
+    mut batch: Batch,
+    each: &mut impl FnMut(u64, Item<'_>) -> Result<(), E>,
+) -> Result<(), Stopped<E>> {
+    for ready in &batch.events {
+        apply_ready(&batch, ready, each)?;
+    }
+    match batch.end.take() {
+        None | Some(Stopped::Caller(())) => {}
+        Some(Stopped::Bad(e)) => return Err(Stopped::Bad(e)),
+        Some(Stopped::Io(e)) => return Err(Stopped::Io(e)),
+    }
+    shared.give_back(batch);
+    Ok(())
 }
 
 /// What the workers share: the input and the batches not in use.
@@ -323,7 +355,7 @@ struct Chunk {
 /// is over.
 fn work<R: BufRead>(shared: &Shared<R>, prehasher: &Prehasher, tx: &mpsc::Sender<(u64, Batch)>) {
     let _stop = StopOnPanic(shared);
-    while let Some((mut chunk, mut batch)) = take_chunk(shared) {
+    while let Some((mut chunk, mut batch)) = take_chunk(shared, true) {
         parse_chunk(&mut chunk, &mut batch, prehasher);
         // A stream that stops here (a bad line, an unreadable input) stops for everyone.
         if batch.end.is_some() {
@@ -348,9 +380,10 @@ impl<R> Drop for StopOnPanic<'_, R> {
     }
 }
 
-/// Waits for a free batch and fills it with the next chunk of whole lines; `None` when
-/// the input is over.
-fn take_chunk<R: BufRead>(shared: &Shared<R>) -> Option<(Chunk, Batch)> {
+/// Takes a free batch (waiting for one when `wait` says so) and fills it with the next
+/// chunk of whole lines; `None` when the input is over, or no batch is free and `wait`
+/// is `false`.
+fn take_chunk<R: BufRead>(shared: &Shared<R>, wait: bool) -> Option<(Chunk, Batch)> {
     let mut state = shared.lock();
     let mut batch = loop {
         if state.over {
@@ -362,6 +395,9 @@ fn take_chunk<R: BufRead>(shared: &Shared<R>) -> Option<(Chunk, Batch)> {
         if state.made < state.limit {
             state.made += 1;
             break Batch::new();
+        }
+        if !wait {
+            return None;
         }
         state = shared
             .returned
@@ -678,7 +714,7 @@ mod tests {
         }
         let at = data.len() * 3 / 4 + 11;
         let replayer = crate::Replayer::new(OpenClawConfig::default(), Mode::Enforce);
-        for workers in [None, Some(1), Some(2), Some(5)] {
+        for workers in [None, Some(0), Some(1), Some(2), Some(5)] {
             let input = io::BufReader::with_capacity(
                 4096,
                 FailAfter {
