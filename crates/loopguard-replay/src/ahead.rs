@@ -35,7 +35,7 @@ use crate::replayer::Prehasher;
 
 /// Input bytes per chunk, about: a chunk ends at the first line end past this size (or at
 /// the end of the input), so it may be larger when a line is.
-pub(crate) const CHUNK_BYTES: usize = 64 << 10;
+pub(crate) const CHUNK_BYTES: usize = 128 << 10;
 /// Parse workers at most, whatever the number of cores: the engine's thread, which applies
 /// the events in order, is the bottleneck well before.
 pub(crate) const MAX_WORKERS: usize = 8;
@@ -43,9 +43,10 @@ pub(crate) const MAX_WORKERS: usize = 8;
 const WORKER_STACK: usize = 16 << 20;
 
 /// Batches in existence with `workers` parse workers: one being filled by each, one being
-/// filled or applied by the engine's thread and one waiting for it.
+/// filled or applied by the engine's thread and two waiting for it (so a worker rarely
+/// waits for a batch to fill).
 pub(crate) fn batches_for(workers: usize) -> usize {
-    workers + 2
+    workers + 3
 }
 
 /// The envelope strings of an event, in this order, as ranges of [`Batch::strings`].
