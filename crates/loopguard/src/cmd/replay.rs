@@ -85,7 +85,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     no_parse_ahead: bool,
     /// Worker threads that parse event streams ahead, 1 to 8 (default: one per core beside the engine's, at
-    /// most 4).
+    /// most 4); the engine's thread also parses a chunk whenever none is ready for it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=8))]
     parse_threads: Option<u16>,
     /// Also write a self-contained HTML report: a summary table, then per session a
