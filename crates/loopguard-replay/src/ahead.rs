@@ -16,9 +16,10 @@
 //! order whichever worker finishes first, so every session sees its events in input
 //! order. When the next batch is not ready, the engine's thread takes a chunk and parses
 //! it itself instead of waiting, so the work spreads over the threads whichever side is
-//! slower (docs/benchmarks.md, "Seventh pass"). Applied batches go back to the workers, so their buffers are reused, and no
-//! more than [`batches_for`] of them exist at once: memory stays bounded whatever the
-//! input's length, and a worker that runs ahead waits for the engine.
+//! slower (docs/benchmarks.md, "Seventh pass"). Applied batches go back to the workers,
+//! so their buffers are reused, and no more than [`batches_for`] of them exist at once:
+//! memory stays bounded whatever the input's length, and a worker that runs ahead waits
+//! for the engine.
 //!
 //! The decisions, their order, the first bad line and the error an unreadable input gives
 //! are the same as reading line by line on one thread ([`for_each_event`] has both).
