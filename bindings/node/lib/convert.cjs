@@ -269,9 +269,10 @@ function lastArgsJson() {
 
 /**
  * `{"type":"outcome",...}`: the event afterCall applies, or null when the tool returned
- * undefined and threw nothing (OpenClaw records nothing then).
+ * undefined and threw nothing (OpenClaw records nothing then). `knownArgsJson`, when given, is
+ * the arguments' JSON already written (see sameFlat), used instead of writing it again.
  */
-function outcomeLine(session, tool, args, outcome = {}) {
+function outcomeLine(session, tool, args, outcome = {}, knownArgsJson = null) {
   if (outcome === null || typeof outcome !== 'object') {
     throw new TypeError('afterCall: the fourth argument is { result } or { error }');
   }
@@ -284,8 +285,66 @@ function outcomeLine(session, tool, args, outcome = {}) {
   return (
     `{"type":"outcome","session":${sessionJson(session)},"tool":${toolJson(tool)}` +
     runFields(outcome) +
-    `,"args":${(argsJson = toJson(args, 'args'))},${value}}`
+    `,"args":${(argsJson = knownArgsJson ?? toJson(args, 'args'))},${value}}`
   );
+}
+
+// Most tool arguments are one flat object ({path, offset, limit}). For those, beforeCall keeps
+// a snapshot of the keys and values it wrote, and afterCall compares the arguments it gets with
+// it, key by key, instead of writing them to JSON again: the same own keys in the same order
+// with the same primitive values write the same JSON text (JSON.stringify of a plain object
+// with data properties depends on nothing else). The snapshot is taken right after the JSON is
+// written, with no user code run in between (the engine calls none); a getter is read again
+// at each comparison, so a value it changes is seen.
+
+/** The most keys a snapshot keeps (larger arguments are written again). */
+const SNAPSHOT_KEYS = 32;
+
+/**
+ * `[key0, value0, key1, value1, ...]` of a plain object whose own enumerable values are all
+ * strings, booleans, finite numbers or null (what JSON.stringify writes as they are), else null.
+ */
+function flatSnapshot(v) {
+  if (v === null || typeof v !== 'object') return null;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return null;
+  const snap = [];
+  for (const k in v) {
+    if (!Object.prototype.hasOwnProperty.call(v, k) || snap.length >= 2 * SNAPSHOT_KEYS) return null;
+    const x = v[k];
+    switch (typeof x) {
+      case 'string':
+      case 'boolean':
+        break;
+      case 'number':
+        if (!Number.isFinite(x)) return null;
+        break;
+      case 'object':
+        if (x === null) break;
+        return null;
+      default:
+        return null;
+    }
+    snap.push(k, x);
+  }
+  return snap;
+}
+
+/**
+ * True when `v` is a plain object with exactly the snapshot's own keys, in its order, holding
+ * the same values: then its JSON is the one written when the snapshot was taken.
+ */
+function sameFlat(v, snap) {
+  if (v === null || typeof v !== 'object') return false;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return false;
+  let i = 0;
+  for (const k in v) {
+    if (i >= snap.length || k !== snap[i] || v[k] !== snap[i + 1]) return false;
+    if (!Object.prototype.hasOwnProperty.call(v, k)) return false;
+    i += 2;
+  }
+  return i === snap.length;
 }
 
 /** `{"type":"compaction",...}`: the event onCompaction applies. */
@@ -316,4 +375,14 @@ function eventLine(event) {
   return `{${parts.join(',')}}`;
 }
 
-module.exports = { toJson, errorJson, callLine, outcomeLine, compactionLine, eventLine, lastArgsJson };
+module.exports = {
+  toJson,
+  errorJson,
+  callLine,
+  outcomeLine,
+  compactionLine,
+  eventLine,
+  lastArgsJson,
+  flatSnapshot,
+  sameFlat,
+};

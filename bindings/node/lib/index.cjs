@@ -5,7 +5,16 @@
 // (the native addon), the same one `loopguard replay`, `loopguard serve` and the Python package
 // use: identical events get identical decisions everywhere.
 const fs = require('node:fs');
-const { callLine, outcomeLine, compactionLine, eventLine, toJson, lastArgsJson } = require('./convert.cjs');
+const {
+  callLine,
+  outcomeLine,
+  compactionLine,
+  eventLine,
+  toJson,
+  lastArgsJson,
+  flatSnapshot,
+  sameFlat,
+} = require('./convert.cjs');
 const errors = require('./errors.cjs');
 const { RemoteGuard } = require('./remote.cjs');
 
@@ -24,6 +33,8 @@ class Guard {
    */
   #lastTool = null;
   #lastArgs = '';
+  /** The flat arguments' snapshot of that call (convert.cjs, flatSnapshot), or null. */
+  #lastSnap = null;
 
   /**
    * @param {object} [options]
@@ -127,6 +138,7 @@ class Guard {
     const decision = this.#decide(callLine(session, tool, args, o), session, tool, o);
     this.#lastTool = tool;
     this.#lastArgs = lastArgsJson();
+    this.#lastSnap = flatSnapshot(args);
     return decision;
   }
 
@@ -136,11 +148,14 @@ class Guard {
    */
   afterCall(session, tool, args, outcome = {}) {
     const o = outcome ?? {};
-    const line = outcomeLine(session, tool, args, o);
+    // Flat arguments equal to the last call's are not written to JSON again (sameFlat).
+    const snap = tool === this.#lastTool ? this.#lastSnap : null;
+    const known = snap !== null && sameFlat(args, snap) ? this.#lastArgs : null;
+    const line = outcomeLine(session, tool, args, o, known);
     if (line === null) return undefinedResult(session, tool, o);
     // The engine reuses the digest of this guard's last call when the tool and the
     // arguments' JSON are that call's (the high bit of the engine number says so).
-    const same = tool === this.#lastTool && lastArgsJson() === this.#lastArgs;
+    const same = tool === this.#lastTool && (known !== null || lastArgsJson() === this.#lastArgs);
     return this.#decide(line, session, tool, o, same ? (this.#engine | SAME_ARGS) >>> 0 : this.#engine);
   }
 

@@ -202,3 +202,41 @@ test("afterCall reuses its call's argument digest only for the same tool and arg
   }
   assert.deepEqual([...seen].sort(), ['allow', 'block', 'ignored', 'recorded', 'warn']);
 });
+
+// afterCall does not write flat arguments to JSON again when they hold the keys and values its
+// call's had (lib/convert.cjs, sameFlat): each change below must be seen, and the outcome's
+// digest must be the one its own arguments give.
+test('afterCall sees every change to flat arguments since beforeCall', () => {
+  const fresh = (args) => new Guard().afterCall('s', 'read', args, { result: 1 }).argsHash;
+  const changes = [
+    ['a value changed', (a) => (a.n = 2)],
+    ['a key added', (a) => (a.z = 1)],
+    ['a key deleted', (a) => delete a.n],
+    ['keys reordered', (a) => (delete a.path, (a.path = '/a'))],
+    ['a value made an object', (a) => (a.n = { n: 1 })],
+    ['a value made NaN', (a) => (a.n = NaN)],
+    ['a value made -0', (a) => (a.n = -0)],
+    ['a value made a string', (a) => (a.n = '1')],
+    ['the prototype changed', (a) => Object.setPrototypeOf(a, { inherited: 1 })],
+    ['a getter', (a) => Object.defineProperty(a, 'n', { get: () => 5, enumerable: true })],
+    ['nothing', () => {}],
+  ];
+  for (const [what, change] of changes) {
+    const g = new Guard();
+    const args = { path: '/a', n: 1, ok: true, none: null };
+    g.beforeCall('s', 'read', args);
+    change(args);
+    let expected;
+    try {
+      expected = fresh(args);
+    } catch (e) {
+      assert.throws(() => g.afterCall('s', 'read', args, { result: 1 }), e.constructor, what);
+      continue;
+    }
+    assert.equal(g.afterCall('s', 'read', args, { result: 1 }).argsHash, expected, what);
+  }
+  // Another object with the same keys and values has the same JSON, and the same digest.
+  const g = new Guard();
+  g.beforeCall('s', 'read', { path: '/b', n: 1 });
+  assert.equal(g.afterCall('s', 'read', { path: '/b', n: 1 }, { result: 1 }).argsHash, fresh({ path: '/b', n: 1 }));
+});
