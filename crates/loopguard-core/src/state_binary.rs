@@ -49,8 +49,27 @@ impl Session {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn export_state_binary(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.export_state_binary_into(&mut out);
+        out
+    }
+
+    /// Appends [`Session::export_state_binary`]'s bytes to `out`: a caller that writes
+    /// something before the state (a store's entry header) encodes it in place, without a
+    /// second buffer and a copy.
+    ///
+    /// ```
+    /// use loopguard_core::Session;
+    ///
+    /// let session = Session::new("s");
+    /// let mut out = b"head:".to_vec();
+    /// session.export_state_binary_into(&mut out);
+    /// assert_eq!(&out[5..], &session.export_state_binary()[..]);
+    /// ```
+    pub fn export_state_binary_into(&self, out: &mut Vec<u8>) {
         let p = self.parts();
-        let mut w = Writer(Vec::with_capacity(64 + p.history.len() * 48));
+        let mut w = Writer(std::mem::take(out));
+        w.0.reserve(64 + p.history.len() * 48);
         w.0.extend_from_slice(MAGIC);
         w.0.push(STATE_VERSION as u8);
         w.bytes(p.id.as_bytes());
@@ -115,7 +134,7 @@ impl Session {
                 }
             }
         }
-        w.0
+        *out = w.0;
     }
 }
 

@@ -342,20 +342,6 @@ pub enum EntryError {
     State(#[from] loopguard_core::StateError),
 }
 
-/// The bookkeeping part of an encoded entry, as [`SessionEntry::encode`] writes it:
-/// borrowed, so writing it copies nothing first (it serialises exactly as [`Header`]).
-#[derive(Serialize)]
-struct HeaderRef<'e> {
-    stats: &'e Stats,
-    created_ms: u64,
-    last_seen_ms: u64,
-    recent: &'e VecDeque<LogRow>,
-    run_seq: u64,
-    aborted: &'e Option<AbortedRun>,
-    meta: &'e BTreeMap<String, String>,
-    blocks: &'e VecDeque<PendingBlock>,
-}
-
 /// The bookkeeping part of an encoded entry.
 #[derive(Serialize, Deserialize)]
 struct Header {
@@ -402,6 +388,51 @@ impl postcard::ser_flavors::Flavor for VecOut {
     }
 }
 
+/// Writes the decision log as postcard writes a `VecDeque<LogRow>`: the row count, then
+/// each row's fields in order (integers as LEB128 varints, strings as their length and
+/// bytes, options as 0, or 1 and the value).
+fn write_log(out: &mut Vec<u8>, rows: &VecDeque<LogRow>) {
+    fn uint(out: &mut Vec<u8>, mut n: u64) {
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+    }
+    fn text(out: &mut Vec<u8>, s: &str) {
+        uint(out, s.len() as u64);
+        out.extend_from_slice(s.as_bytes());
+    }
+    fn opt_text(out: &mut Vec<u8>, s: Option<&String>) {
+        match s {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                text(out, s);
+            }
+        }
+    }
+    uint(out, rows.len() as u64);
+    for r in rows {
+        uint(out, r.seq);
+        uint(out, r.ts_ms);
+        text(out, &r.event);
+        opt_text(out, r.run.as_ref());
+        opt_text(out, r.tool.as_ref());
+        opt_text(out, r.call_id.as_ref());
+        text(out, &r.decision);
+        opt_text(out, r.detector.as_ref());
+        match r.count {
+            None => out.push(0),
+            Some(n) => {
+                out.push(1);
+                uint(out, n);
+            }
+        }
+        opt_text(out, r.message.as_ref());
+    }
+}
+
 impl SessionEntry {
     /// A new, empty session; `id` labels diagnostics.
     pub fn new(id: impl Into<String>) -> Self {
@@ -433,27 +464,27 @@ impl SessionEntry {
     /// assert_eq!(&out[6..], &entry.encode()[..]);
     /// ```
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let header = HeaderRef {
-            stats: &self.stats,
-            created_ms: self.created_ms,
-            last_seen_ms: self.last_seen_ms,
-            recent: &self.recent,
-            run_seq: self.run_seq,
-            aborted: &self.aborted,
-            meta: &self.meta,
-            blocks: &self.blocks.order,
-        };
         let start = out.len();
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&[0; 4]);
+        // The header is `Header` in postcard's bytes. Postcard writes a struct as its fields
+        // one after the other, so it is written in three parts: the fields before the
+        // decision log and those after it through postcard, the log (20 rows of short
+        // strings: most of the header's encoding time through serde) by hand, in the same
+        // bytes (`the_borrowed_header_writes_the_owned_bytes`, `log_rows_encode_as_postcard`).
         // Writing to a Vec cannot fail; an empty header would be caught by `decode`.
-        let mut written = postcard::serialize_with_flavor(&header, VecOut(std::mem::take(out)))
+        let before = (&self.stats, self.created_ms, self.last_seen_ms);
+        let mut written = postcard::serialize_with_flavor(&before, VecOut(std::mem::take(out)))
             .unwrap_or_default();
+        write_log(&mut written, &self.recent);
+        let after = (self.run_seq, &self.aborted, &self.meta, &self.blocks.order);
+        let mut written =
+            postcard::serialize_with_flavor(&after, VecOut(written)).unwrap_or_default();
         let len = u32::try_from(written.len().saturating_sub(start + 8)).unwrap_or(u32::MAX);
         if let Some(slot) = written.get_mut(start + 4..start + 8) {
             slot.copy_from_slice(&len.to_be_bytes());
         }
-        written.extend_from_slice(&self.session.export_state_binary());
+        self.session.export_state_binary_into(&mut written);
         *out = written;
     }
 
@@ -1068,6 +1099,44 @@ mod tests {
             u32::from_be_bytes(compact[4..8].try_into().unwrap()) as usize,
             owned.len()
         );
+    }
+
+    /// The hand-written decision log has postcard's bytes for every shape of row: absent
+    /// and present options, empty and long strings (lengths over one varint byte), and
+    /// integers at the varint boundaries.
+    #[test]
+    fn log_rows_encode_as_postcard() {
+        let long = "é".repeat(200);
+        let mut rows = VecDeque::new();
+        for (i, n) in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX]
+            .into_iter()
+            .enumerate()
+        {
+            let some = |s: &str| (i % 2 == 0).then(|| s.to_string());
+            rows.push_back(LogRow {
+                seq: n,
+                ts_ms: n ^ 0x5555,
+                event: if i == 3 { long.clone() } else { "call".into() },
+                run: some("run-1"),
+                tool: some(&long),
+                call_id: (i % 3 == 0).then(String::new),
+                decision: "allow".into(),
+                detector: some("generic_repeat"),
+                count: (i % 2 == 1).then_some(n),
+                message: some(&long[..(i * 37) & !1]),
+            });
+        }
+        for keep in [0, 1, rows.len()] {
+            let part: VecDeque<LogRow> = rows.iter().take(keep).cloned().collect();
+            let mut hand = vec![9u8];
+            write_log(&mut hand, &part);
+            assert_eq!(hand[0], 9, "appends");
+            assert_eq!(
+                &hand[1..],
+                &postcard::to_stdvec(&part).unwrap()[..],
+                "{keep} rows"
+            );
+        }
     }
 
     /// The `LGE2` layout is pinned: stores keep entries for days and replicas of two

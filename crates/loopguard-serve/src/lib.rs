@@ -210,6 +210,11 @@ impl Server {
         // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
+        // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
+        // kept-alive connection has an answer still unacknowledged (docs/benchmarks.md,
+        // "Fifth pass: serve with Redis").
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(no_delay as fn(&mut tokio::net::TcpStream));
         let served = axum::serve(listener, self.router())
             .with_graceful_shutdown(shutdown)
             .await
@@ -251,6 +256,13 @@ impl Server {
             on_listening(addr);
             self.serve(listener, shutdown_signal()).await
         })
+    }
+}
+
+/// Sets `TCP_NODELAY` on an accepted connection (a failure only costs latency).
+fn no_delay(stream: &mut tokio::net::TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(target: "loopguard::serve", error = %e, "cannot set TCP_NODELAY");
     }
 }
 

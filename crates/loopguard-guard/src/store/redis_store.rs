@@ -1,40 +1,48 @@
 //! Sessions in Redis (or Valkey), shared by every replica of a front end.
 //!
-//! **Key layout** (format 2). One string key per session, `loopguard:2:{<tenant>/<session>}`
-//! (the braces are a Redis Cluster hash tag, so a session's key has one slot), whose value
-//! is a version token of 16 bytes that changes on every write, followed by
-//! [`SessionEntry::encode`]'s bytes (the engine state, the counters of every event ever
-//! applied, the recent decisions, the front end's bookkeeping). Every write sets the key's
-//! expiry to the idle TTL again; an idle session expires on its own. Format 1 (loopguard
-//! builds before this one: a hash `loopguard:{…}` with fields `v` and `e`) is neither read nor
-//! written: the two formats have different key names, so replicas of either version never
-//! misread the other's data, and a session touched by both is counted separately by each
-//! until the old key expires (docs/serve.md, "Upgrading").
+//! **Key layout** (format 3). Two string keys per session: the token key
+//! `loopguard:3:{<tenant>/<session>}` holds the session's version token (16 bytes, changed
+//! on every write), and the value key `loopguard:3v:{<tenant>/<session>}` followed by that
+//! token's bytes holds [`SessionEntry::encode`]'s bytes (the engine state, the counters of
+//! every event ever applied, the recent decisions, the front end's bookkeeping). The braces
+//! are a Redis Cluster hash tag: both keys of a session have one slot. Every write sets
+//! both keys' expiry to the idle TTL again; an idle session expires on its own. Formats 1
+//! (a hash `loopguard:{…}`) and 2 (one string `loopguard:2:{…}`: the token, then the entry)
+//! of earlier builds are neither read nor written: the formats have different key names, so
+//! replicas of two versions never misread each other's data, and a session touched by both
+//! is counted separately by each until the old key expires (docs/serve.md, "Upgrading").
 //!
-//! **Consistency.** Updates are optimistic: the value is read (`GET`), the event applied,
-//! and the result written by a Lua script that compares the stored token (`GETRANGE` of
-//! its first 16 bytes) and writes only if it is still the one read, with a
-//! plain `SET … PX` (compare-and-set, atomic in Redis). When another
-//! replica wrote in between, the script answers the current value instead, and
-//! the update starts again from it, up to [`RedisOptions::max_attempts`] times (each
-//! retry is counted, see [`RedisStore::retries`]); then [`StoreError::Contended`]. So every
-//! acknowledged event of a session was applied exactly once, on top of every event
-//! acknowledged before it, whichever replica handled it. Tokens are unique per write
-//! (a hash of the process, its start and 64 random bits, then a counter), so a session
-//! deleted and written again never matches an old token. Inside one process, updates of the same session take turns (a lock striped by
+//! **Consistency.** Updates are optimistic: the session is read (token and entry, by one
+//! script), the event applied, and the result written in one pipeline: a native `SET` of
+//! the new entry under its new token's value key, then a Lua script that moves the token
+//! key to the new token only if it still holds the one read (compare-and-set, atomic in
+//! Redis), and deletes the value key it pointed at. When another replica wrote in between,
+//! the script deletes the new value key instead (nothing points at it) and answers the
+//! current token and entry, and the update starts again from them, up to
+//! [`RedisOptions::max_attempts`] times (each retry is counted, see
+//! [`RedisStore::retries`]); then [`StoreError::Contended`]. So every acknowledged event of a
+//! session was applied exactly once, on top of every event acknowledged before it,
+//! whichever replica handled it; a reader never sees a token without its entry, since the
+//! entry is stored before the token moves (a value key that expired or was evicted alone
+//! reads as a fresh session). The entry never passes through Lua, which only moves tokens:
+//! that halves the script's cost in Redis (docs/benchmarks.md, "Fifth pass: serve with
+//! Redis"). Tokens are unique per write (a hash of the process, its start and 64 random
+//! bits, then a counter), so a session deleted and written again never matches an old
+//! token. Inside one process, updates of the same session take turns (a lock striped by
 //! key), so races, and retries after a short jittered pause, only happen between
 //! replicas. A replica keeps the entry it wrote last and its token (bounded by
 //! [`RedisOptions::cache_entries`], the least recently written dropped first) and sends the
-//! compare-and-set from it directly, as one `EVALSHA`: while no other replica touched the
-//! session, an update is one round trip and no decoding; when one did, the script answers
-//! the current entry and the update is retried from it, so a stale entry is never written.
-//! Durability is Redis's own: an event acknowledged by a primary that fails before
-//! replicating it can be lost.
+//! update from it directly: while no other replica touched the session, an update is one
+//! round trip and no decoding; when one did, the script answers the current entry and the
+//! update is retried from it, so a stale entry is never written. A replica that dies
+//! between the two commands leaves a value key nothing points at, which expires with the
+//! idle TTL. Durability is Redis's own: an event acknowledged by a primary that fails
+//! before replicating it can be lost.
 //!
 //! **Connections.** The awaitable side ([`AsyncStore`], what `loopguard serve` uses)
 //! multiplexes every request of the process over one connection (redis' connection
 //! manager, which reconnects by itself), so no thread waits per request; on a single node,
-//! the compare-and-sets of concurrent updates leave in batches, one pipeline a round trip,
+//! the updates of concurrent requests leave in batches, one pipeline a round trip,
 //! each still its own atomic script (see `Batch`). The blocking side ([`Store`]) keeps a
 //! small pool of connections; one that fails is dropped and the next call opens a new one.
 //! Either way, service resumes by itself when Redis is back.
@@ -121,6 +129,10 @@ pub struct RedisStore {
     /// and 64 random bits.
     origin: [u8; 8],
     cas: redis::Script,
+    /// Reads a session's token and entry at once ([`READ`]).
+    read: redis::Script,
+    /// Deletes a session's token and entry ([`DELETE`]).
+    del: redis::Script,
     /// Updates of one key inside this process take turns (striped by key hash), so
     /// optimistic conflicts only arise between processes: one set for blocking callers,
     /// one for awaiting ones (a lock held across an await must be an async lock).
@@ -198,9 +210,10 @@ struct Shared {
     batch: Option<tokio::sync::mpsc::UnboundedSender<Queued>>,
 }
 
-/// One compare-and-set waiting for its batch, and where its answer goes.
+/// One update's two commands (the native `SET` of its value key, then the compare-and-set
+/// script; see [`CAS`]) waiting for their batch, and where the script's answer goes.
 struct Queued {
-    cmd: redis::Cmd,
+    cmds: [redis::Cmd; 2],
     answer: Answer,
 }
 
@@ -253,15 +266,18 @@ impl Batch {
     }
 }
 
-/// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
-/// (restarted, flushed) is loaded and those jobs sent again.
+/// Sends `jobs` as one pipeline (each job's value `SET` and then its script, in order) and
+/// hands each its script's answer, or the `SET`'s error; a script Redis does not hold
+/// (restarted, flushed) is loaded and those jobs sent again (their `SET` too: the same
+/// bytes to the same key).
 async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
     let mut pipe = redis::pipe();
     let mut answers = Vec::with_capacity(jobs.len());
     for j in jobs {
         // A caller that gave up (its deadline passed) needs no answer.
         if !j.answer.is_closed() {
-            pipe.add_command(j.cmd);
+            let [set, cas] = j.cmds;
+            pipe.add_command(set).add_command(cas);
             answers.push(j.answer);
         }
     }
@@ -269,12 +285,12 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
         if answers.is_empty() {
             return;
         }
-        let n = answers.len();
+        let n = answers.len() * 2;
         let replies =
             match redis::aio::ConnectionLike::req_packed_commands(&mut con, &pipe, 0, n).await {
                 Ok(r) if r.len() == n => r,
                 Ok(r) => {
-                    let why = format!("{} replies to {n} scripts", r.len());
+                    let why = format!("{} replies to {n} commands", r.len());
                     let e = redis::RedisError::from((
                         redis::ErrorKind::ResponseError,
                         "a pipeline answered the wrong number of replies",
@@ -286,10 +302,21 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
             };
         let mut again = redis::pipe();
         let mut waiting = Vec::new();
-        for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
-            match reply.extract_error() {
+        let mut cmds = pipe.cmd_iter();
+        let mut replies = replies.into_iter();
+        for answer in answers {
+            let (Some(set), Some(cas)) = (cmds.next(), cmds.next()) else {
+                break;
+            };
+            let (Some(set_reply), Some(cas_reply)) = (replies.next(), replies.next()) else {
+                break;
+            };
+            let reply = set_reply
+                .extract_error()
+                .and_then(|_| cas_reply.extract_error());
+            match reply {
                 Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                    again.add_command(cmd.clone());
+                    again.add_command(set.clone()).add_command(cas.clone());
                     waiting.push(answer);
                 }
                 reply => {
@@ -297,6 +324,7 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
                 }
             }
         }
+        drop(cmds);
         if waiting.is_empty() {
             return;
         }
@@ -312,6 +340,44 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
     fail(answers, &e);
 }
 
+/// A session as [`READ`] and a lost [`CAS`] answer it: `[]` when absent, else its token and
+/// its value (nil when the value key is gone).
+fn current(answer: &redis::Value) -> RedisResult<Option<(Token, Option<Vec<u8>>)>> {
+    let parts: Vec<Option<Vec<u8>>> = redis::from_redis_value(answer)?;
+    let mut parts = parts.into_iter();
+    match (parts.next(), parts.next(), parts.next()) {
+        (None, _, _) => Ok(None),
+        (Some(Some(token)), value, None) => Ok(Some((Token::of(&token), value.flatten()))),
+        _ => Err(redis::RedisError::from((
+            redis::ErrorKind::TypeError,
+            "a session read answered neither [] nor [token, value]",
+        ))),
+    }
+}
+
+/// The script's answer among an update's two replies (the value `SET`'s error first).
+fn script_answer(replies: Vec<redis::Value>) -> RedisResult<redis::Value> {
+    let mut replies = replies.into_iter();
+    match (replies.next(), replies.next()) {
+        (Some(set), Some(cas)) => {
+            set.extract_error()?;
+            cas.extract_error()
+        }
+        _ => Err(redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "an update's pipeline answered fewer than two replies",
+        ))),
+    }
+}
+
+/// The script went missing again right after it was loaded.
+fn not_kept() -> redis::RedisError {
+    redis::RedisError::from((
+        redis::ErrorKind::NoScriptError,
+        "the compare-and-set script was not kept after SCRIPT LOAD",
+    ))
+}
+
 /// Answers every waiting job with `e` (a `RedisError` cannot be cloned: each gets its
 /// kind and text).
 fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
@@ -324,21 +390,54 @@ fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
     }
 }
 
-/// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), the new value
-/// (new token, then the entry), TTL in ms. Answers 1 when written, else the current value
-/// (nil when absent). `GETRANGE` of a missing key is empty, so an expected absence matches
-/// only an absent key; the value is written by one native `SET … PX` (no hash, no separate
-/// expiry), which is what makes format 2 about twice as cheap for Redis as format 1.
+/// Compare-and-set (format 3): `KEYS[1]` the session's token key, `KEYS[2]` the value key
+/// of the new token (already written by a native `SET` in the same pipeline, before this
+/// script); `ARGV` = expected token (empty: absent), the new token, TTL in ms. When the
+/// token key still holds the expected token, it points it at the new token, deletes the
+/// old value key and answers 1; otherwise it deletes the new value key (never pointed at)
+/// and answers the current token and value (`[]` when absent, the value nil when its key
+/// is gone). The entry itself never passes through Lua: the script only moves 16-byte
+/// tokens, which is what makes it cheaper than format 2's (docs/benchmarks.md, "Fifth
+/// pass: serve with Redis"). A value key that is missing when the token would move (its
+/// `SET` failed, out of memory) is an error: a token never points at nothing.
 const CAS: &str = r"
-if redis.call('GETRANGE', KEYS[1], 0, 15) == ARGV[1] then
+local cur = redis.call('GET', KEYS[1])
+if cur then cur = string.sub(cur, 1, 16) end
+local base = string.sub(KEYS[2], 1, -17)
+if (cur or '') == ARGV[1] then
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('loopguard: the new entry was not stored')
+  end
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  if cur then redis.call('DEL', base .. cur) end
   return 1
 end
-return redis.call('GET', KEYS[1])
+redis.call('DEL', KEYS[2])
+if not cur then return {} end
+return {cur, redis.call('GET', base .. cur)}
 ";
 
-/// The length of a version token, the first bytes of a stored value (the script's
-/// `GETRANGE … 0, 15` must agree).
+/// Reads a session at once (format 3): `KEYS[1]` its token key, `KEYS[2]` the prefix of its
+/// value keys. Answers `[]` when absent, else the token and the value (nil when the value
+/// key is gone).
+const READ: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then return {} end
+cur = string.sub(cur, 1, 16)
+return {cur, redis.call('GET', KEYS[2] .. cur)}
+";
+
+/// Deletes a session (format 3): its token key and the value key it points at; answers
+/// how many token keys were deleted (0 or 1).
+const DELETE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+redis.call('DEL', KEYS[2] .. string.sub(cur, 1, 16))
+return redis.call('DEL', KEYS[1])
+";
+
+/// The length of a version token (the scripts' `string.sub(cur, 1, 16)` and the `-17` that
+/// cuts a token off a value key's name must agree).
 const TOKEN_LEN: usize = 16;
 
 /// A version token as read (at most [`TOKEN_LEN`] bytes: a damaged value may hold fewer;
@@ -354,15 +453,15 @@ impl Token {
         &self.bytes[..usize::from(self.len)]
     }
 
-    /// Splits a stored value into its token and its entry bytes.
-    fn split(value: &[u8]) -> (Token, &[u8]) {
+    /// The token a token key holds: its first [`TOKEN_LEN`] bytes, as the scripts read it.
+    fn of(value: &[u8]) -> Token {
         let n = value.len().min(TOKEN_LEN);
         let mut t = Token {
             len: n as u8,
             ..Token::default()
         };
         t.bytes[..n].copy_from_slice(&value[..n]);
-        (t, &value[n..])
+        t
     }
 }
 
@@ -385,16 +484,33 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-/// Key names of format 2 (see the module documentation).
-const PREFIX: &str = "loopguard:2:{";
+/// Names of the token keys of format 3 (see the module documentation).
+const PREFIX: &str = "loopguard:3:{";
 
-/// The Redis key of a store key (format 2: a string, the version token then the entry).
+/// Names of the value keys of format 3: this, the store key, `}`, then the token's bytes.
+const VALUE_PREFIX: &str = "loopguard:3v:{";
+
+/// The Redis key of a store key (format 3): a string holding the session's current version
+/// token, which names the key of its entry (see the module documentation).
 ///
 /// ```
-/// assert_eq!(loopguard_guard::redis_key("acme/s1"), "loopguard:2:{acme/s1}");
+/// assert_eq!(loopguard_guard::redis_key("acme/s1"), "loopguard:3:{acme/s1}");
 /// ```
 pub fn redis_key(key: &str) -> String {
     format!("{PREFIX}{key}}}")
+}
+
+/// The beginning of the names of a session's value keys (the token's bytes follow). Its
+/// braces enclose what the token key's enclose, so both hash to one Cluster slot.
+fn value_prefix(key: &str) -> String {
+    format!("{VALUE_PREFIX}{key}}}")
+}
+
+/// The value key of a session's entry written with `token`.
+fn value_key(key: &str, token: &Token) -> Vec<u8> {
+    let mut name = value_prefix(key).into_bytes();
+    name.extend_from_slice(token.as_slice());
+    name
 }
 
 /// One optimistic update in progress: the entry as last read (or cached) and the version
@@ -407,7 +523,7 @@ struct Attempt {
     lost: u64,
 }
 
-/// The compare-and-set one attempt sends: the new value, its token then the entry.
+/// What one attempt writes: the new token, and the entry to store under it.
 struct Write {
     next: Token,
     value: Vec<u8>,
@@ -474,6 +590,8 @@ impl RedisStore {
             writes: AtomicU64::new(0),
             origin: origin(),
             cas: redis::Script::new(CAS),
+            read: redis::Script::new(READ),
+            del: redis::Script::new(DELETE),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             async_stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         })
@@ -558,11 +676,15 @@ impl RedisStore {
         let rkey = redis_key(key);
         let mut at = match self.cached(key) {
             Some(at) => at,
-            None => self.read(key, redis::cmd("GET").arg(&rkey).query(con)?),
+            None => {
+                let answer: redis::Value = self.reading(key).invoke(con)?;
+                self.read(key, current(&answer)?)
+            }
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let answer = self.invocation(&rkey, &at, &write).invoke(con)?;
+            let pipe = self.pipeline(key, &rkey, &at, &write);
+            let answer = self.cas_blocking(con, &pipe)?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -628,24 +750,25 @@ impl RedisStore {
         Ok(self.shared().await?.con.clone())
     }
 
-    /// Sends one compare-and-set and awaits its answer: in the next batch on a single node,
-    /// on its own in a cluster (where each key's node answers for it).
-    async fn cas_awaited(&self, rkey: &str, at: &Attempt, w: &Write) -> RedisResult<redis::Value> {
+    /// Sends one update's value `SET` and compare-and-set and awaits the script's answer: in
+    /// the next batch on a single node, as a pipeline of its own in a cluster (both keys
+    /// have one slot, so one node answers for them).
+    async fn cas_awaited(
+        &self,
+        key: &str,
+        rkey: &str,
+        at: &Attempt,
+        w: &Write,
+    ) -> RedisResult<redis::Value> {
         let shared = self.shared().await?;
         let Some(batch) = &shared.batch else {
             let mut con = shared.con.clone();
-            let invocation = self.invocation(rkey, at, w);
-            // Boxed: a cluster's invocation future is large, and updates on a single node
+            let pipe = self.pipeline(key, rkey, at, w);
+            // Boxed: a cluster's pipeline future is large, and updates on a single node
             // should not carry it.
-            return Box::pin(invocation.invoke_async(&mut con)).await;
+            return Box::pin(self.cas_cluster(&mut con, pipe)).await;
         };
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.cas.get_hash())
-            .arg(1)
-            .arg(rkey)
-            .arg(at.token.as_slice())
-            .arg(&w.value)
-            .arg(self.ttl_ms());
+        let [set, cas] = self.commands(key, rkey, at, w);
         let (answer, reply) = tokio::sync::oneshot::channel();
         let closed = || {
             redis::RedisError::from((
@@ -653,8 +776,50 @@ impl RedisStore {
                 "the connection's batch queue is closed",
             ))
         };
-        batch.send(Queued { cmd, answer }).map_err(|_| closed())?;
+        batch
+            .send(Queued {
+                cmds: [set, cas],
+                answer,
+            })
+            .map_err(|_| closed())?;
         reply.await.map_err(|_| closed())?
+    }
+
+    /// A cluster's update: the pipeline, then (once) loading the script and sending it again.
+    async fn cas_cluster(
+        &self,
+        con: &mut AsyncCon,
+        pipe: redis::Pipeline,
+    ) -> RedisResult<redis::Value> {
+        for _ in 0..2 {
+            let replies = redis::aio::ConnectionLike::req_packed_commands(con, &pipe, 0, 2).await?;
+            match script_answer(replies) {
+                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                    self.cas.prepare_invoke().load_async(con).await?;
+                }
+                answer => return answer,
+            }
+        }
+        Err(not_kept())
+    }
+
+    /// The blocking side's update: the pipeline, then (once) loading the script and sending
+    /// it again.
+    fn cas_blocking(
+        &self,
+        con: &mut dyn ConnectionLike,
+        pipe: &redis::Pipeline,
+    ) -> RedisResult<redis::Value> {
+        for _ in 0..2 {
+            let replies = con.req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)?;
+            match script_answer(replies) {
+                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                    self.cas.prepare_invoke().load(con)?;
+                }
+                answer => return answer,
+            }
+        }
+        Err(not_kept())
     }
 
     /// Runs an awaited operation under the timeout.
@@ -679,13 +844,13 @@ impl RedisStore {
             Some(at) => at,
             None => {
                 let mut con = self.async_con().await?;
-                let read = redis::cmd("GET").arg(&rkey).query_async(&mut con).await?;
-                self.read(key, read)
+                let answer: redis::Value = self.reading(key).invoke_async(&mut con).await?;
+                self.read(key, current(&answer)?)
             }
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let answer = self.cas_awaited(&rkey, &at, &write).await?;
+            let answer = self.cas_awaited(key, &rkey, &at, &write).await?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -699,14 +864,13 @@ impl RedisStore {
 
     // ---- the steps both sides share ----
 
-    /// The attempt that starts from what `GET` answered (`None`: absent).
-    fn read(&self, key: &str, value: Option<Vec<u8>>) -> Attempt {
-        let (token, entry) = match &value {
+    /// The attempt that starts from a session as [`READ`] or [`CAS`] answered it (`None`:
+    /// absent; a token without a value: the value key expired or was evicted first, and
+    /// the session starts afresh, still compared against that token).
+    fn read(&self, key: &str, now: Option<(Token, Option<Vec<u8>>)>) -> Attempt {
+        let (token, entry) = match now {
             None => (Token::default(), SessionEntry::default()),
-            Some(v) => {
-                let (token, entry) = Token::split(v);
-                (token, self.entry_of(key, Some(entry)))
-            }
+            Some((token, value)) => (token, self.entry_of(key, value.as_deref())),
         };
         Attempt {
             token,
@@ -719,23 +883,48 @@ impl RedisStore {
     fn prepare(&self, at: &mut Attempt, apply: &mut dyn FnMut(&mut SessionEntry)) -> Write {
         apply(&mut at.entry);
         let next = self.token();
-        // The token and the entry in one buffer, encoded in place: no copy to join them.
+        // A full session's entry is about 1.9 KB.
         let mut value = Vec::with_capacity(2048);
-        value.extend_from_slice(next.as_slice());
         at.entry.encode_into(&mut value);
         Write { next, value }
     }
 
-    fn invocation<'s>(
-        &'s self,
-        rkey: &str,
-        at: &Attempt,
-        w: &Write,
-    ) -> redis::ScriptInvocation<'s> {
-        let mut inv = self.cas.key(rkey);
-        inv.arg(at.token.as_slice())
-            .arg(&w.value)
+    /// One update's commands: the native `SET` of the entry under its new token's value key
+    /// (with the idle TTL), then the compare-and-set that points the token key at it.
+    fn commands(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> [redis::Cmd; 2] {
+        let vkey = value_key(key, &w.next);
+        let mut set = redis::cmd("SET");
+        set.arg(&vkey).arg(&w.value).arg("PX").arg(self.ttl_ms());
+        let mut cas = redis::cmd("EVALSHA");
+        cas.arg(self.cas.get_hash())
+            .arg(2)
+            .arg(rkey)
+            .arg(&vkey)
+            .arg(at.token.as_slice())
+            .arg(w.next.as_slice())
             .arg(self.ttl_ms());
+        [set, cas]
+    }
+
+    /// [`RedisStore::commands`] as one pipeline.
+    fn pipeline(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> redis::Pipeline {
+        let [set, cas] = self.commands(key, rkey, at, w);
+        let mut pipe = redis::pipe();
+        pipe.add_command(set).add_command(cas);
+        pipe
+    }
+
+    /// The [`DELETE`] script for a session.
+    fn deleting(&self, key: &str) -> redis::ScriptInvocation<'_> {
+        let mut inv = self.del.key(redis_key(key));
+        inv.key(value_prefix(key));
+        inv
+    }
+
+    /// The [`READ`] script for a session.
+    fn reading(&self, key: &str) -> redis::ScriptInvocation<'_> {
+        let mut inv = self.read.key(redis_key(key));
+        inv.key(value_prefix(key));
         inv
     }
 
@@ -758,7 +947,7 @@ impl RedisStore {
         let lost = at.lost + 1;
         let jitter = (total ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9) % 200;
         let pause = Duration::from_micros(lost.min(10) * 200 + jitter);
-        let mut next = self.read(key, redis::from_redis_value(answer)?);
+        let mut next = self.read(key, current(answer)?);
         next.lost = lost;
         Ok(Settled::Lost(Box::new(next), pause))
     }
@@ -801,20 +990,24 @@ impl RedisStore {
         }
     }
 
-    /// The entry of a value as `GET` answered it (`None`: absent).
+    /// The entry of a session as [`READ`] answered it (`None`: absent, or its value key
+    /// already gone).
     fn decoded(
         &self,
         key: &str,
-        value: Option<Vec<u8>>,
+        answer: &redis::Value,
     ) -> Result<Option<SessionEntry>, StoreError> {
-        match value {
-            None => Ok(None),
-            Some(v) => SessionEntry::decode(Token::split(&v).1)
-                .map(Some)
-                .map_err(|source| StoreError::Corrupt {
-                    key: key.to_string(),
-                    source,
-                }),
+        let now = current(answer).map_err(|e| self.remote(&e))?;
+        match now {
+            None | Some((_, None)) => Ok(None),
+            Some((_, Some(v))) => {
+                SessionEntry::decode(&v)
+                    .map(Some)
+                    .map_err(|source| StoreError::Corrupt {
+                        key: key.to_string(),
+                        source,
+                    })
+            }
         }
     }
 
@@ -1073,14 +1266,13 @@ impl Store for RedisStore {
     }
 
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        let bytes: Option<Vec<u8>> =
-            self.with(|c| redis::cmd("GET").arg(redis_key(key)).query(c))?;
-        self.decoded(key, bytes)
+        let answer: redis::Value = self.with(|c| self.reading(key).invoke(c))?;
+        self.decoded(key, &answer)
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         self.forget_cached(key);
-        let n: u64 = self.with(|c| redis::cmd("DEL").arg(redis_key(key)).query(c))?;
+        let n: u64 = self.with(|c| self.deleting(key).invoke(c))?;
         Ok(n > 0)
     }
 
@@ -1129,16 +1321,13 @@ impl AsyncStore for RedisStore {
 
     fn load<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<SessionEntry>> {
         Box::pin(async move {
-            let bytes = self
+            let answer: redis::Value = self
                 .bounded(async {
                     let mut con = self.async_con().await?;
-                    redis::cmd("GET")
-                        .arg(redis_key(key))
-                        .query_async(&mut con)
-                        .await
+                    self.reading(key).invoke_async(&mut con).await
                 })
                 .await?;
-            self.decoded(key, bytes)
+            self.decoded(key, &answer)
         })
     }
 
@@ -1148,10 +1337,7 @@ impl AsyncStore for RedisStore {
             let n: u64 = self
                 .bounded(async {
                     let mut con = self.async_con().await?;
-                    redis::cmd("DEL")
-                        .arg(redis_key(key))
-                        .query_async(&mut con)
-                        .await
+                    self.deleting(key).invoke_async(&mut con).await
                 })
                 .await?;
             Ok(n > 0)
@@ -1182,7 +1368,7 @@ mod tests {
     fn the_entry_cache_drops_the_least_recently_written() {
         let mut recent = Recent::default();
         let entry = Box::<SessionEntry>::default;
-        let t = |b: u8| Token::split(&[b]).0;
+        let t = |b: u8| Token::of(&[b]);
         for n in 0..1_000 {
             recent.put("hot", t(1), entry(), 64);
             recent.put(&format!("cold-{n}"), t(2), entry(), 64);
@@ -1200,7 +1386,7 @@ mod tests {
     }
 
     /// Version tokens never repeat, within a store or between two stores of one process,
-    /// and have the length the script's `GETRANGE` reads.
+    /// and have the length the scripts read.
     #[test]
     fn version_tokens_are_unique() {
         let open = || RedisStore::open("redis://127.0.0.1:1/0", RedisOptions::default()).unwrap();
@@ -1216,20 +1402,48 @@ mod tests {
         let s = open();
         s.writes.store(0xab, Ordering::Relaxed);
         assert_eq!(s.token().as_slice()[8..], 0xabu64.to_be_bytes());
-        assert!(CAS.contains(&format!("GETRANGE', KEYS[1], 0, {}", TOKEN_LEN - 1)));
+        // The scripts read a token key's first TOKEN_LEN bytes, and CAS finds the value
+        // keys' prefix by cutting a token off its second key.
+        for script in [CAS, READ, DELETE] {
+            assert!(script.contains(&format!("string.sub(cur, 1, {TOKEN_LEN})")));
+        }
+        assert!(CAS.contains(&format!("string.sub(KEYS[2], 1, -{})", TOKEN_LEN + 1)));
     }
 
-    /// A stored value splits into its token and its entry; a value shorter than a token
-    /// (damaged) is all token and an empty, unreadable entry.
+    /// A token key's value is read as its first TOKEN_LEN bytes (a damaged one may hold
+    /// fewer or more); a value key is the session's value prefix and the token's bytes, with
+    /// the token key's hash tag.
     #[test]
-    fn values_split_into_token_and_entry() {
-        let mut value = vec![7u8; TOKEN_LEN];
-        value.extend_from_slice(b"LGE2rest");
-        let (t, e) = Token::split(&value);
-        assert_eq!((t.as_slice(), e), (&[7u8; TOKEN_LEN][..], &b"LGE2rest"[..]));
-        let (t, e) = Token::split(b"abc");
-        assert_eq!((t.as_slice(), e), (&b"abc"[..], &b""[..]));
-        assert!(SessionEntry::decode(e).is_err());
+    fn tokens_name_their_value_keys() {
+        let t = Token::of(&[7u8; TOKEN_LEN + 3]);
+        assert_eq!(t.as_slice(), &[7u8; TOKEN_LEN][..]);
+        assert_eq!(Token::of(b"abc").as_slice(), b"abc");
+        let mut want = b"loopguard:3v:{acme/s1}".to_vec();
+        want.extend_from_slice(&[7u8; TOKEN_LEN]);
+        assert_eq!(value_key("acme/s1", &t), want);
+        assert_eq!(redis_key("acme/s1"), "loopguard:3:{acme/s1}");
+    }
+
+    /// What READ and a lost CAS answer: absent, a token with its value, a token whose
+    /// value key is gone; anything else is an error, not a guess.
+    #[test]
+    fn script_answers_are_read_strictly() {
+        use redis::Value;
+        let bulk = |b: &[u8]| Value::BulkString(b.to_vec());
+        assert!(current(&Value::Array(vec![])).unwrap().is_none());
+        let (t, v) = current(&Value::Array(vec![bulk(b"tok"), bulk(b"LGE2")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (t.as_slice(), v.as_deref()),
+            (&b"tok"[..], Some(&b"LGE2"[..]))
+        );
+        let (_, v) = current(&Value::Array(vec![bulk(b"tok"), Value::Nil]))
+            .unwrap()
+            .unwrap();
+        assert!(v.is_none());
+        assert!(current(&Value::Array(vec![bulk(b"a"), bulk(b"b"), bulk(b"c")])).is_err());
+        assert!(current(&Value::Int(1)).is_err());
     }
 
     #[test]
