@@ -370,14 +370,6 @@ fn script_answer(replies: Vec<redis::Value>) -> RedisResult<redis::Value> {
     }
 }
 
-/// The script went missing again right after it was loaded.
-fn not_kept() -> redis::RedisError {
-    redis::RedisError::from((
-        redis::ErrorKind::NoScriptError,
-        "the compare-and-set script was not kept after SCRIPT LOAD",
-    ))
-}
-
 /// Answers every waiting job with `e` (a `RedisError` cannot be cloned: each gets its
 /// kind and text).
 fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
@@ -683,8 +675,8 @@ impl RedisStore {
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let pipe = self.pipeline(key, &rkey, &at, &write);
-            let answer = self.cas_blocking(con, &pipe)?;
+            let pipes = self.pipelines(key, &rkey, &at, &write);
+            let answer = self.cas_blocking(con, &pipes)?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -763,12 +755,12 @@ impl RedisStore {
         let shared = self.shared().await?;
         let Some(batch) = &shared.batch else {
             let mut con = shared.con.clone();
-            let pipe = self.pipeline(key, rkey, at, w);
+            let pipes = self.pipelines(key, rkey, at, w);
             // Boxed: a cluster's pipeline future is large, and updates on a single node
             // should not carry it.
-            return Box::pin(self.cas_cluster(&mut con, pipe)).await;
+            return Box::pin(self.cas_cluster(&mut con, pipes)).await;
         };
-        let [set, cas] = self.commands(key, rkey, at, w);
+        let [set, cas] = self.commands(key, rkey, at, w, false);
         let (answer, reply) = tokio::sync::oneshot::channel();
         let closed = || {
             redis::RedisError::from((
@@ -785,41 +777,44 @@ impl RedisStore {
         reply.await.map_err(|_| closed())?
     }
 
-    /// A cluster's update: the pipeline, then (once) loading the script and sending it again.
+    /// A cluster's update: the pipeline, and when the key's node does not hold the script,
+    /// the same with the script's text (`EVAL`, which also keeps it there for the next
+    /// `EVALSHA`: a `SCRIPT LOAD` would go to any node, not necessarily the key's).
     async fn cas_cluster(
         &self,
         con: &mut AsyncCon,
-        pipe: redis::Pipeline,
+        [pipe, with_text]: [redis::Pipeline; 2],
     ) -> RedisResult<redis::Value> {
-        for _ in 0..2 {
-            let replies = redis::aio::ConnectionLike::req_packed_commands(con, &pipe, 0, 2).await?;
-            match script_answer(replies) {
-                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                    self.cas.prepare_invoke().load_async(con).await?;
-                }
-                answer => return answer,
+        // A cluster connection may answer a pipeline's error reply as the call's error.
+        let answer = redis::aio::ConnectionLike::req_packed_commands(con, &pipe, 0, 2)
+            .await
+            .and_then(script_answer);
+        match answer {
+            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
+                redis::aio::ConnectionLike::req_packed_commands(con, &with_text, 0, 2)
+                    .await
+                    .and_then(script_answer)
             }
+            answer => answer,
         }
-        Err(not_kept())
     }
 
-    /// The blocking side's update: the pipeline, then (once) loading the script and sending
-    /// it again.
+    /// The blocking side's update: as [`RedisStore::cas_cluster`] (a blocking connection
+    /// may be a cluster's too).
     fn cas_blocking(
         &self,
         con: &mut dyn ConnectionLike,
-        pipe: &redis::Pipeline,
+        [pipe, with_text]: &[redis::Pipeline; 2],
     ) -> RedisResult<redis::Value> {
-        for _ in 0..2 {
-            let replies = con.req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)?;
-            match script_answer(replies) {
-                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                    self.cas.prepare_invoke().load(con)?;
-                }
-                answer => return answer,
-            }
+        let answer = con
+            .req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)
+            .and_then(script_answer);
+        match answer {
+            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => con
+                .req_packed_commands(&with_text.get_packed_pipeline(), 0, 2)
+                .and_then(script_answer),
+            answer => answer,
         }
-        Err(not_kept())
     }
 
     /// Runs an awaited operation under the timeout.
@@ -890,14 +885,29 @@ impl RedisStore {
     }
 
     /// One update's commands: the native `SET` of the entry under its new token's value key
-    /// (with the idle TTL), then the compare-and-set that points the token key at it.
-    fn commands(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> [redis::Cmd; 2] {
+    /// (with the idle TTL), then the compare-and-set that points the token key at it (by
+    /// its hash, or with `text`, by its text).
+    fn commands(
+        &self,
+        key: &str,
+        rkey: &str,
+        at: &Attempt,
+        w: &Write,
+        text: bool,
+    ) -> [redis::Cmd; 2] {
         let vkey = value_key(key, &w.next);
         let mut set = redis::cmd("SET");
         set.arg(&vkey).arg(&w.value).arg("PX").arg(self.ttl_ms());
-        let mut cas = redis::cmd("EVALSHA");
-        cas.arg(self.cas.get_hash())
-            .arg(2)
+        let mut cas = if text {
+            let mut c = redis::cmd("EVAL");
+            c.arg(CAS);
+            c
+        } else {
+            let mut c = redis::cmd("EVALSHA");
+            c.arg(self.cas.get_hash());
+            c
+        };
+        cas.arg(2)
             .arg(rkey)
             .arg(&vkey)
             .arg(at.token.as_slice())
@@ -906,12 +916,14 @@ impl RedisStore {
         [set, cas]
     }
 
-    /// [`RedisStore::commands`] as one pipeline.
-    fn pipeline(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> redis::Pipeline {
-        let [set, cas] = self.commands(key, rkey, at, w);
-        let mut pipe = redis::pipe();
-        pipe.add_command(set).add_command(cas);
-        pipe
+    /// [`RedisStore::commands`] as one pipeline, by the script's hash and by its text.
+    fn pipelines(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> [redis::Pipeline; 2] {
+        [false, true].map(|text| {
+            let [set, cas] = self.commands(key, rkey, at, w, text);
+            let mut pipe = redis::pipe();
+            pipe.add_command(set).add_command(cas);
+            pipe
+        })
     }
 
     /// The [`DELETE`] script for a session.
