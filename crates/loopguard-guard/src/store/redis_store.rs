@@ -1,48 +1,40 @@
 //! Sessions in Redis (or Valkey), shared by every replica of a front end.
 //!
-//! **Key layout** (format 3). Two string keys per session: the token key
-//! `loopguard:3:{<tenant>/<session>}` holds the session's version token (16 bytes, changed
-//! on every write), and the value key `loopguard:3v:{<tenant>/<session>}` followed by that
-//! token's bytes holds [`SessionEntry::encode`]'s bytes (the engine state, the counters of
-//! every event ever applied, the recent decisions, the front end's bookkeeping). The braces
-//! are a Redis Cluster hash tag: both keys of a session have one slot. Every write sets
-//! both keys' expiry to the idle TTL again; an idle session expires on its own. Formats 1
-//! (a hash `loopguard:{…}`) and 2 (one string `loopguard:2:{…}`: the token, then the entry)
-//! of earlier builds are neither read nor written: the formats have different key names, so
-//! replicas of two versions never misread each other's data, and a session touched by both
-//! is counted separately by each until the old key expires (docs/serve.md, "Upgrading").
+//! **Key layout** (format 2). One string key per session, `loopguard:2:{<tenant>/<session>}`
+//! (the braces are a Redis Cluster hash tag, so a session's key has one slot), whose value
+//! is a version token of 16 bytes that changes on every write, followed by
+//! [`SessionEntry::encode`]'s bytes (the engine state, the counters of every event ever
+//! applied, the recent decisions, the front end's bookkeeping). Every write sets the key's
+//! expiry to the idle TTL again; an idle session expires on its own. Format 1 (loopguard
+//! builds before this one: a hash `loopguard:{…}` with fields `v` and `e`) is neither read nor
+//! written: the two formats have different key names, so replicas of either version never
+//! misread the other's data, and a session touched by both is counted separately by each
+//! until the old key expires (docs/serve.md, "Upgrading").
 //!
-//! **Consistency.** Updates are optimistic: the session is read (token and entry, by one
-//! script), the event applied, and the result written in one pipeline: a native `SET` of
-//! the new entry under its new token's value key, then a Lua script that moves the token
-//! key to the new token only if it still holds the one read (compare-and-set, atomic in
-//! Redis), and deletes the value key it pointed at. When another replica wrote in between,
-//! the script deletes the new value key instead (nothing points at it) and answers the
-//! current token and entry, and the update starts again from them, up to
-//! [`RedisOptions::max_attempts`] times (each retry is counted, see
-//! [`RedisStore::retries`]); then [`StoreError::Contended`]. So every acknowledged event of a
-//! session was applied exactly once, on top of every event acknowledged before it,
-//! whichever replica handled it; a reader never sees a token without its entry, since the
-//! entry is stored before the token moves (a value key that expired or was evicted alone
-//! reads as a fresh session). The entry never passes through Lua, which only moves tokens:
-//! that halves the script's cost in Redis (docs/benchmarks.md, "Fifth pass: serve with
-//! Redis"). Tokens are unique per write (a hash of the process, its start and 64 random
-//! bits, then a counter), so a session deleted and written again never matches an old
-//! token. Inside one process, updates of the same session take turns (a lock striped by
+//! **Consistency.** Updates are optimistic: the value is read (`GET`), the event applied,
+//! and the result written by a Lua script that compares the stored token (`GETRANGE` of
+//! its first 16 bytes) and writes only if it is still the one read, with a
+//! plain `SET … PX` (compare-and-set, atomic in Redis). When another
+//! replica wrote in between, the script answers the current value instead, and
+//! the update starts again from it, up to [`RedisOptions::max_attempts`] times (each
+//! retry is counted, see [`RedisStore::retries`]); then [`StoreError::Contended`]. So every
+//! acknowledged event of a session was applied exactly once, on top of every event
+//! acknowledged before it, whichever replica handled it. Tokens are unique per write
+//! (a hash of the process, its start and 64 random bits, then a counter), so a session
+//! deleted and written again never matches an old token. Inside one process, updates of the same session take turns (a lock striped by
 //! key), so races, and retries after a short jittered pause, only happen between
 //! replicas. A replica keeps the entry it wrote last and its token (bounded by
 //! [`RedisOptions::cache_entries`], the least recently written dropped first) and sends the
-//! update from it directly: while no other replica touched the session, an update is one
-//! round trip and no decoding; when one did, the script answers the current entry and the
-//! update is retried from it, so a stale entry is never written. A replica that dies
-//! between the two commands leaves a value key nothing points at, which expires with the
-//! idle TTL. Durability is Redis's own: an event acknowledged by a primary that fails
-//! before replicating it can be lost.
+//! compare-and-set from it directly, as one `EVALSHA`: while no other replica touched the
+//! session, an update is one round trip and no decoding; when one did, the script answers
+//! the current entry and the update is retried from it, so a stale entry is never written.
+//! Durability is Redis's own: an event acknowledged by a primary that fails before
+//! replicating it can be lost.
 //!
 //! **Connections.** The awaitable side ([`AsyncStore`], what `loopguard serve` uses)
 //! multiplexes every request of the process over one connection (redis' connection
 //! manager, which reconnects by itself), so no thread waits per request; on a single node,
-//! the updates of concurrent requests leave in batches, one pipeline a round trip,
+//! the compare-and-sets of concurrent updates leave in batches, one pipeline a round trip,
 //! each still its own atomic script (see `Batch`). The blocking side ([`Store`]) keeps a
 //! small pool of connections; one that fails is dropped and the next call opens a new one.
 //! Either way, service resumes by itself when Redis is back.
@@ -129,10 +121,6 @@ pub struct RedisStore {
     /// and 64 random bits.
     origin: [u8; 8],
     cas: redis::Script,
-    /// Reads a session's token and entry at once ([`READ`]).
-    read: redis::Script,
-    /// Deletes a session's token and entry ([`DELETE`]).
-    del: redis::Script,
     /// Updates of one key inside this process take turns (striped by key hash), so
     /// optimistic conflicts only arise between processes: one set for blocking callers,
     /// one for awaiting ones (a lock held across an await must be an async lock).
@@ -210,10 +198,9 @@ struct Shared {
     batch: Option<tokio::sync::mpsc::UnboundedSender<Queued>>,
 }
 
-/// One update's two commands (the native `SET` of its value key, then the compare-and-set
-/// script; see [`CAS`]) waiting for their batch, and where the script's answer goes.
+/// One compare-and-set waiting for its batch, and where its answer goes.
 struct Queued {
-    cmds: [redis::Cmd; 2],
+    cmd: redis::Cmd,
     answer: Answer,
 }
 
@@ -266,18 +253,15 @@ impl Batch {
     }
 }
 
-/// Sends `jobs` as one pipeline (each job's value `SET` and then its script, in order) and
-/// hands each its script's answer, or the `SET`'s error; a script Redis does not hold
-/// (restarted, flushed) is loaded and those jobs sent again (their `SET` too: the same
-/// bytes to the same key).
+/// Sends `jobs` as one pipeline and hands each its answer; a script Redis does not hold
+/// (restarted, flushed) is loaded and those jobs sent again.
 async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
     let mut pipe = redis::pipe();
     let mut answers = Vec::with_capacity(jobs.len());
     for j in jobs {
         // A caller that gave up (its deadline passed) needs no answer.
         if !j.answer.is_closed() {
-            let [set, cas] = j.cmds;
-            pipe.add_command(set).add_command(cas);
+            pipe.add_command(j.cmd);
             answers.push(j.answer);
         }
     }
@@ -285,12 +269,12 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
         if answers.is_empty() {
             return;
         }
-        let n = answers.len() * 2;
+        let n = answers.len();
         let replies =
             match redis::aio::ConnectionLike::req_packed_commands(&mut con, &pipe, 0, n).await {
                 Ok(r) if r.len() == n => r,
                 Ok(r) => {
-                    let why = format!("{} replies to {n} commands", r.len());
+                    let why = format!("{} replies to {n} scripts", r.len());
                     let e = redis::RedisError::from((
                         redis::ErrorKind::ResponseError,
                         "a pipeline answered the wrong number of replies",
@@ -302,21 +286,10 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
             };
         let mut again = redis::pipe();
         let mut waiting = Vec::new();
-        let mut cmds = pipe.cmd_iter();
-        let mut replies = replies.into_iter();
-        for answer in answers {
-            let (Some(set), Some(cas)) = (cmds.next(), cmds.next()) else {
-                break;
-            };
-            let (Some(set_reply), Some(cas_reply)) = (replies.next(), replies.next()) else {
-                break;
-            };
-            let reply = set_reply
-                .extract_error()
-                .and_then(|_| cas_reply.extract_error());
-            match reply {
+        for ((reply, answer), cmd) in replies.into_iter().zip(answers).zip(pipe.cmd_iter()) {
+            match reply.extract_error() {
                 Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                    again.add_command(set.clone()).add_command(cas.clone());
+                    again.add_command(cmd.clone());
                     waiting.push(answer);
                 }
                 reply => {
@@ -324,7 +297,6 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
                 }
             }
         }
-        drop(cmds);
         if waiting.is_empty() {
             return;
         }
@@ -340,36 +312,6 @@ async fn send(mut con: AsyncCon, script: &redis::Script, jobs: Vec<Queued>) {
     fail(answers, &e);
 }
 
-/// A session as [`READ`] and a lost [`CAS`] answer it: `[]` when absent, else its token and
-/// its value (nil when the value key is gone).
-fn current(answer: &redis::Value) -> RedisResult<Option<(Token, Option<Vec<u8>>)>> {
-    let parts: Vec<Option<Vec<u8>>> = redis::from_redis_value(answer)?;
-    let mut parts = parts.into_iter();
-    match (parts.next(), parts.next(), parts.next()) {
-        (None, _, _) => Ok(None),
-        (Some(Some(token)), value, None) => Ok(Some((Token::of(&token), value.flatten()))),
-        _ => Err(redis::RedisError::from((
-            redis::ErrorKind::TypeError,
-            "a session read answered neither [] nor [token, value]",
-        ))),
-    }
-}
-
-/// The script's answer among an update's two replies (the value `SET`'s error first).
-fn script_answer(replies: Vec<redis::Value>) -> RedisResult<redis::Value> {
-    let mut replies = replies.into_iter();
-    match (replies.next(), replies.next()) {
-        (Some(set), Some(cas)) => {
-            set.extract_error()?;
-            cas.extract_error()
-        }
-        _ => Err(redis::RedisError::from((
-            redis::ErrorKind::ResponseError,
-            "an update's pipeline answered fewer than two replies",
-        ))),
-    }
-}
-
 /// Answers every waiting job with `e` (a `RedisError` cannot be cloned: each gets its
 /// kind and text).
 fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
@@ -382,54 +324,21 @@ fn fail(answers: Vec<Answer>, e: &redis::RedisError) {
     }
 }
 
-/// Compare-and-set (format 3): `KEYS[1]` the session's token key, `KEYS[2]` the value key
-/// of the new token (already written by a native `SET` in the same pipeline, before this
-/// script); `ARGV` = expected token (empty: absent), the new token, TTL in ms. When the
-/// token key still holds the expected token, it points it at the new token, deletes the
-/// old value key and answers 1; otherwise it deletes the new value key (never pointed at)
-/// and answers the current token and value (`[]` when absent, the value nil when its key
-/// is gone). The entry itself never passes through Lua: the script only moves 16-byte
-/// tokens, which is what makes it cheaper than format 2's (docs/benchmarks.md, "Fifth
-/// pass: serve with Redis"). A value key that is missing when the token would move (its
-/// `SET` failed, out of memory) is an error: a token never points at nothing.
+/// Compare-and-set: `KEYS[1]`, `ARGV` = expected token (empty: absent), the new value
+/// (new token, then the entry), TTL in ms. Answers 1 when written, else the current value
+/// (nil when absent). `GETRANGE` of a missing key is empty, so an expected absence matches
+/// only an absent key; the value is written by one native `SET … PX` (no hash, no separate
+/// expiry), which is what makes format 2 about twice as cheap for Redis as format 1.
 const CAS: &str = r"
-local cur = redis.call('GET', KEYS[1])
-if cur then cur = string.sub(cur, 1, 16) end
-local base = string.sub(KEYS[2], 1, -17)
-if (cur or '') == ARGV[1] then
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('loopguard: the new entry was not stored')
-  end
+if redis.call('GETRANGE', KEYS[1], 0, 15) == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  if cur then redis.call('DEL', base .. cur) end
   return 1
 end
-redis.call('DEL', KEYS[2])
-if not cur then return {} end
-return {cur, redis.call('GET', base .. cur)}
+return redis.call('GET', KEYS[1])
 ";
 
-/// Reads a session at once (format 3): `KEYS[1]` its token key, `KEYS[2]` the prefix of its
-/// value keys. Answers `[]` when absent, else the token and the value (nil when the value
-/// key is gone).
-const READ: &str = r"
-local cur = redis.call('GET', KEYS[1])
-if not cur then return {} end
-cur = string.sub(cur, 1, 16)
-return {cur, redis.call('GET', KEYS[2] .. cur)}
-";
-
-/// Deletes a session (format 3): its token key and the value key it points at; answers
-/// how many token keys were deleted (0 or 1).
-const DELETE: &str = r"
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-redis.call('DEL', KEYS[2] .. string.sub(cur, 1, 16))
-return redis.call('DEL', KEYS[1])
-";
-
-/// The length of a version token (the scripts' `string.sub(cur, 1, 16)` and the `-17` that
-/// cuts a token off a value key's name must agree).
+/// The length of a version token, the first bytes of a stored value (the script's
+/// `GETRANGE … 0, 15` must agree).
 const TOKEN_LEN: usize = 16;
 
 /// A version token as read (at most [`TOKEN_LEN`] bytes: a damaged value may hold fewer;
@@ -445,15 +354,15 @@ impl Token {
         &self.bytes[..usize::from(self.len)]
     }
 
-    /// The token a token key holds: its first [`TOKEN_LEN`] bytes, as the scripts read it.
-    fn of(value: &[u8]) -> Token {
+    /// Splits a stored value into its token and its entry bytes.
+    fn split(value: &[u8]) -> (Token, &[u8]) {
         let n = value.len().min(TOKEN_LEN);
         let mut t = Token {
             len: n as u8,
             ..Token::default()
         };
         t.bytes[..n].copy_from_slice(&value[..n]);
-        t
+        (t, &value[n..])
     }
 }
 
@@ -476,33 +385,16 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-/// Names of the token keys of format 3 (see the module documentation).
-const PREFIX: &str = "loopguard:3:{";
+/// Key names of format 2 (see the module documentation).
+const PREFIX: &str = "loopguard:2:{";
 
-/// Names of the value keys of format 3: this, the store key, `}`, then the token's bytes.
-const VALUE_PREFIX: &str = "loopguard:3v:{";
-
-/// The Redis key of a store key (format 3): a string holding the session's current version
-/// token, which names the key of its entry (see the module documentation).
+/// The Redis key of a store key (format 2: a string, the version token then the entry).
 ///
 /// ```
-/// assert_eq!(loopguard_guard::redis_key("acme/s1"), "loopguard:3:{acme/s1}");
+/// assert_eq!(loopguard_guard::redis_key("acme/s1"), "loopguard:2:{acme/s1}");
 /// ```
 pub fn redis_key(key: &str) -> String {
     format!("{PREFIX}{key}}}")
-}
-
-/// The beginning of the names of a session's value keys (the token's bytes follow). Its
-/// braces enclose what the token key's enclose, so both hash to one Cluster slot.
-fn value_prefix(key: &str) -> String {
-    format!("{VALUE_PREFIX}{key}}}")
-}
-
-/// The value key of a session's entry written with `token`.
-fn value_key(key: &str, token: &Token) -> Vec<u8> {
-    let mut name = value_prefix(key).into_bytes();
-    name.extend_from_slice(token.as_slice());
-    name
 }
 
 /// One optimistic update in progress: the entry as last read (or cached) and the version
@@ -515,7 +407,7 @@ struct Attempt {
     lost: u64,
 }
 
-/// What one attempt writes: the new token, and the entry to store under it.
+/// The compare-and-set one attempt sends: the new value, its token then the entry.
 struct Write {
     next: Token,
     value: Vec<u8>,
@@ -582,8 +474,6 @@ impl RedisStore {
             writes: AtomicU64::new(0),
             origin: origin(),
             cas: redis::Script::new(CAS),
-            read: redis::Script::new(READ),
-            del: redis::Script::new(DELETE),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             async_stripes: (0..STRIPES).map(|_| tokio::sync::Mutex::new(())).collect(),
         })
@@ -668,15 +558,11 @@ impl RedisStore {
         let rkey = redis_key(key);
         let mut at = match self.cached(key) {
             Some(at) => at,
-            None => {
-                let answer: redis::Value = self.reading(key).invoke(con)?;
-                self.read(key, current(&answer)?)
-            }
+            None => self.read(key, redis::cmd("GET").arg(&rkey).query(con)?),
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let pipes = self.pipelines(key, &rkey, &at, &write);
-            let answer = self.cas_blocking(con, &pipes)?;
+            let answer = self.invocation(&rkey, &at, &write).invoke(con)?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -742,25 +628,24 @@ impl RedisStore {
         Ok(self.shared().await?.con.clone())
     }
 
-    /// Sends one update's value `SET` and compare-and-set and awaits the script's answer: in
-    /// the next batch on a single node, as a pipeline of its own in a cluster (both keys
-    /// have one slot, so one node answers for them).
-    async fn cas_awaited(
-        &self,
-        key: &str,
-        rkey: &str,
-        at: &Attempt,
-        w: &Write,
-    ) -> RedisResult<redis::Value> {
+    /// Sends one compare-and-set and awaits its answer: in the next batch on a single node,
+    /// on its own in a cluster (where each key's node answers for it).
+    async fn cas_awaited(&self, rkey: &str, at: &Attempt, w: &Write) -> RedisResult<redis::Value> {
         let shared = self.shared().await?;
         let Some(batch) = &shared.batch else {
             let mut con = shared.con.clone();
-            let pipes = self.pipelines(key, rkey, at, w);
-            // Boxed: a cluster's pipeline future is large, and updates on a single node
+            let invocation = self.invocation(rkey, at, w);
+            // Boxed: a cluster's invocation future is large, and updates on a single node
             // should not carry it.
-            return Box::pin(self.cas_cluster(&mut con, pipes)).await;
+            return Box::pin(invocation.invoke_async(&mut con)).await;
         };
-        let [set, cas] = self.commands(key, rkey, at, w, false);
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.cas.get_hash())
+            .arg(1)
+            .arg(rkey)
+            .arg(at.token.as_slice())
+            .arg(&w.value)
+            .arg(self.ttl_ms());
         let (answer, reply) = tokio::sync::oneshot::channel();
         let closed = || {
             redis::RedisError::from((
@@ -768,53 +653,8 @@ impl RedisStore {
                 "the connection's batch queue is closed",
             ))
         };
-        batch
-            .send(Queued {
-                cmds: [set, cas],
-                answer,
-            })
-            .map_err(|_| closed())?;
+        batch.send(Queued { cmd, answer }).map_err(|_| closed())?;
         reply.await.map_err(|_| closed())?
-    }
-
-    /// A cluster's update: the pipeline, and when the key's node does not hold the script,
-    /// the same with the script's text (`EVAL`, which also keeps it there for the next
-    /// `EVALSHA`: a `SCRIPT LOAD` would go to any node, not necessarily the key's).
-    async fn cas_cluster(
-        &self,
-        con: &mut AsyncCon,
-        [pipe, with_text]: [redis::Pipeline; 2],
-    ) -> RedisResult<redis::Value> {
-        // A cluster connection may answer a pipeline's error reply as the call's error.
-        let answer = redis::aio::ConnectionLike::req_packed_commands(con, &pipe, 0, 2)
-            .await
-            .and_then(script_answer);
-        match answer {
-            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => {
-                redis::aio::ConnectionLike::req_packed_commands(con, &with_text, 0, 2)
-                    .await
-                    .and_then(script_answer)
-            }
-            answer => answer,
-        }
-    }
-
-    /// The blocking side's update: as [`RedisStore::cas_cluster`] (a blocking connection
-    /// may be a cluster's too).
-    fn cas_blocking(
-        &self,
-        con: &mut dyn ConnectionLike,
-        [pipe, with_text]: &[redis::Pipeline; 2],
-    ) -> RedisResult<redis::Value> {
-        let answer = con
-            .req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)
-            .and_then(script_answer);
-        match answer {
-            Err(e) if e.kind() == redis::ErrorKind::NoScriptError => con
-                .req_packed_commands(&with_text.get_packed_pipeline(), 0, 2)
-                .and_then(script_answer),
-            answer => answer,
-        }
     }
 
     /// Runs an awaited operation under the timeout.
@@ -839,13 +679,13 @@ impl RedisStore {
             Some(at) => at,
             None => {
                 let mut con = self.async_con().await?;
-                let answer: redis::Value = self.reading(key).invoke_async(&mut con).await?;
-                self.read(key, current(&answer)?)
+                let read = redis::cmd("GET").arg(&rkey).query_async(&mut con).await?;
+                self.read(key, read)
             }
         };
         for _ in 0..self.opts.max_attempts {
             let write = self.prepare(&mut at, apply);
-            let answer = self.cas_awaited(key, &rkey, &at, &write).await?;
+            let answer = self.cas_awaited(&rkey, &at, &write).await?;
             match self.settle(key, at, write, &answer)? {
                 Settled::Written => return Ok(true),
                 Settled::Lost(next, pause) => {
@@ -859,13 +699,14 @@ impl RedisStore {
 
     // ---- the steps both sides share ----
 
-    /// The attempt that starts from a session as [`READ`] or [`CAS`] answered it (`None`:
-    /// absent; a token without a value: the value key expired or was evicted first, and
-    /// the session starts afresh, still compared against that token).
-    fn read(&self, key: &str, now: Option<(Token, Option<Vec<u8>>)>) -> Attempt {
-        let (token, entry) = match now {
+    /// The attempt that starts from what `GET` answered (`None`: absent).
+    fn read(&self, key: &str, value: Option<Vec<u8>>) -> Attempt {
+        let (token, entry) = match &value {
             None => (Token::default(), SessionEntry::default()),
-            Some((token, value)) => (token, self.entry_of(key, value.as_deref())),
+            Some(v) => {
+                let (token, entry) = Token::split(v);
+                (token, self.entry_of(key, Some(entry)))
+            }
         };
         Attempt {
             token,
@@ -878,65 +719,23 @@ impl RedisStore {
     fn prepare(&self, at: &mut Attempt, apply: &mut dyn FnMut(&mut SessionEntry)) -> Write {
         apply(&mut at.entry);
         let next = self.token();
-        // A full session's entry is about 1.9 KB.
+        // The token and the entry in one buffer, encoded in place: no copy to join them.
         let mut value = Vec::with_capacity(2048);
+        value.extend_from_slice(next.as_slice());
         at.entry.encode_into(&mut value);
         Write { next, value }
     }
 
-    /// One update's commands: the native `SET` of the entry under its new token's value key
-    /// (with the idle TTL), then the compare-and-set that points the token key at it (by
-    /// its hash, or with `text`, by its text).
-    fn commands(
-        &self,
-        key: &str,
+    fn invocation<'s>(
+        &'s self,
         rkey: &str,
         at: &Attempt,
         w: &Write,
-        text: bool,
-    ) -> [redis::Cmd; 2] {
-        let vkey = value_key(key, &w.next);
-        let mut set = redis::cmd("SET");
-        set.arg(&vkey).arg(&w.value).arg("PX").arg(self.ttl_ms());
-        let mut cas = if text {
-            let mut c = redis::cmd("EVAL");
-            c.arg(CAS);
-            c
-        } else {
-            let mut c = redis::cmd("EVALSHA");
-            c.arg(self.cas.get_hash());
-            c
-        };
-        cas.arg(2)
-            .arg(rkey)
-            .arg(&vkey)
-            .arg(at.token.as_slice())
-            .arg(w.next.as_slice())
+    ) -> redis::ScriptInvocation<'s> {
+        let mut inv = self.cas.key(rkey);
+        inv.arg(at.token.as_slice())
+            .arg(&w.value)
             .arg(self.ttl_ms());
-        [set, cas]
-    }
-
-    /// [`RedisStore::commands`] as one pipeline, by the script's hash and by its text.
-    fn pipelines(&self, key: &str, rkey: &str, at: &Attempt, w: &Write) -> [redis::Pipeline; 2] {
-        [false, true].map(|text| {
-            let [set, cas] = self.commands(key, rkey, at, w, text);
-            let mut pipe = redis::pipe();
-            pipe.add_command(set).add_command(cas);
-            pipe
-        })
-    }
-
-    /// The [`DELETE`] script for a session.
-    fn deleting(&self, key: &str) -> redis::ScriptInvocation<'_> {
-        let mut inv = self.del.key(redis_key(key));
-        inv.key(value_prefix(key));
-        inv
-    }
-
-    /// The [`READ`] script for a session.
-    fn reading(&self, key: &str) -> redis::ScriptInvocation<'_> {
-        let mut inv = self.read.key(redis_key(key));
-        inv.key(value_prefix(key));
         inv
     }
 
@@ -959,7 +758,7 @@ impl RedisStore {
         let lost = at.lost + 1;
         let jitter = (total ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9) % 200;
         let pause = Duration::from_micros(lost.min(10) * 200 + jitter);
-        let mut next = self.read(key, current(answer)?);
+        let mut next = self.read(key, redis::from_redis_value(answer)?);
         next.lost = lost;
         Ok(Settled::Lost(Box::new(next), pause))
     }
@@ -1002,24 +801,20 @@ impl RedisStore {
         }
     }
 
-    /// The entry of a session as [`READ`] answered it (`None`: absent, or its value key
-    /// already gone).
+    /// The entry of a value as `GET` answered it (`None`: absent).
     fn decoded(
         &self,
         key: &str,
-        answer: &redis::Value,
+        value: Option<Vec<u8>>,
     ) -> Result<Option<SessionEntry>, StoreError> {
-        let now = current(answer).map_err(|e| self.remote(&e))?;
-        match now {
-            None | Some((_, None)) => Ok(None),
-            Some((_, Some(v))) => {
-                SessionEntry::decode(&v)
-                    .map(Some)
-                    .map_err(|source| StoreError::Corrupt {
-                        key: key.to_string(),
-                        source,
-                    })
-            }
+        match value {
+            None => Ok(None),
+            Some(v) => SessionEntry::decode(Token::split(&v).1)
+                .map(Some)
+                .map_err(|source| StoreError::Corrupt {
+                    key: key.to_string(),
+                    source,
+                }),
         }
     }
 
@@ -1278,13 +1073,14 @@ impl Store for RedisStore {
     }
 
     fn load(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        let answer: redis::Value = self.with(|c| self.reading(key).invoke(c))?;
-        self.decoded(key, &answer)
+        let bytes: Option<Vec<u8>> =
+            self.with(|c| redis::cmd("GET").arg(redis_key(key)).query(c))?;
+        self.decoded(key, bytes)
     }
 
     fn delete(&self, key: &str) -> Result<bool, StoreError> {
         self.forget_cached(key);
-        let n: u64 = self.with(|c| self.deleting(key).invoke(c))?;
+        let n: u64 = self.with(|c| redis::cmd("DEL").arg(redis_key(key)).query(c))?;
         Ok(n > 0)
     }
 
@@ -1333,13 +1129,16 @@ impl AsyncStore for RedisStore {
 
     fn load<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<SessionEntry>> {
         Box::pin(async move {
-            let answer: redis::Value = self
+            let bytes = self
                 .bounded(async {
                     let mut con = self.async_con().await?;
-                    self.reading(key).invoke_async(&mut con).await
+                    redis::cmd("GET")
+                        .arg(redis_key(key))
+                        .query_async(&mut con)
+                        .await
                 })
                 .await?;
-            self.decoded(key, &answer)
+            self.decoded(key, bytes)
         })
     }
 
@@ -1349,7 +1148,10 @@ impl AsyncStore for RedisStore {
             let n: u64 = self
                 .bounded(async {
                     let mut con = self.async_con().await?;
-                    self.deleting(key).invoke_async(&mut con).await
+                    redis::cmd("DEL")
+                        .arg(redis_key(key))
+                        .query_async(&mut con)
+                        .await
                 })
                 .await?;
             Ok(n > 0)
@@ -1380,7 +1182,7 @@ mod tests {
     fn the_entry_cache_drops_the_least_recently_written() {
         let mut recent = Recent::default();
         let entry = Box::<SessionEntry>::default;
-        let t = |b: u8| Token::of(&[b]);
+        let t = |b: u8| Token::split(&[b]).0;
         for n in 0..1_000 {
             recent.put("hot", t(1), entry(), 64);
             recent.put(&format!("cold-{n}"), t(2), entry(), 64);
@@ -1398,7 +1200,7 @@ mod tests {
     }
 
     /// Version tokens never repeat, within a store or between two stores of one process,
-    /// and have the length the scripts read.
+    /// and have the length the script's `GETRANGE` reads.
     #[test]
     fn version_tokens_are_unique() {
         let open = || RedisStore::open("redis://127.0.0.1:1/0", RedisOptions::default()).unwrap();
@@ -1414,48 +1216,20 @@ mod tests {
         let s = open();
         s.writes.store(0xab, Ordering::Relaxed);
         assert_eq!(s.token().as_slice()[8..], 0xabu64.to_be_bytes());
-        // The scripts read a token key's first TOKEN_LEN bytes, and CAS finds the value
-        // keys' prefix by cutting a token off its second key.
-        for script in [CAS, READ, DELETE] {
-            assert!(script.contains(&format!("string.sub(cur, 1, {TOKEN_LEN})")));
-        }
-        assert!(CAS.contains(&format!("string.sub(KEYS[2], 1, -{})", TOKEN_LEN + 1)));
+        assert!(CAS.contains(&format!("GETRANGE', KEYS[1], 0, {}", TOKEN_LEN - 1)));
     }
 
-    /// A token key's value is read as its first TOKEN_LEN bytes (a damaged one may hold
-    /// fewer or more); a value key is the session's value prefix and the token's bytes, with
-    /// the token key's hash tag.
+    /// A stored value splits into its token and its entry; a value shorter than a token
+    /// (damaged) is all token and an empty, unreadable entry.
     #[test]
-    fn tokens_name_their_value_keys() {
-        let t = Token::of(&[7u8; TOKEN_LEN + 3]);
-        assert_eq!(t.as_slice(), &[7u8; TOKEN_LEN][..]);
-        assert_eq!(Token::of(b"abc").as_slice(), b"abc");
-        let mut want = b"loopguard:3v:{acme/s1}".to_vec();
-        want.extend_from_slice(&[7u8; TOKEN_LEN]);
-        assert_eq!(value_key("acme/s1", &t), want);
-        assert_eq!(redis_key("acme/s1"), "loopguard:3:{acme/s1}");
-    }
-
-    /// What READ and a lost CAS answer: absent, a token with its value, a token whose
-    /// value key is gone; anything else is an error, not a guess.
-    #[test]
-    fn script_answers_are_read_strictly() {
-        use redis::Value;
-        let bulk = |b: &[u8]| Value::BulkString(b.to_vec());
-        assert!(current(&Value::Array(vec![])).unwrap().is_none());
-        let (t, v) = current(&Value::Array(vec![bulk(b"tok"), bulk(b"LGE2")]))
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (t.as_slice(), v.as_deref()),
-            (&b"tok"[..], Some(&b"LGE2"[..]))
-        );
-        let (_, v) = current(&Value::Array(vec![bulk(b"tok"), Value::Nil]))
-            .unwrap()
-            .unwrap();
-        assert!(v.is_none());
-        assert!(current(&Value::Array(vec![bulk(b"a"), bulk(b"b"), bulk(b"c")])).is_err());
-        assert!(current(&Value::Int(1)).is_err());
+    fn values_split_into_token_and_entry() {
+        let mut value = vec![7u8; TOKEN_LEN];
+        value.extend_from_slice(b"LGE2rest");
+        let (t, e) = Token::split(&value);
+        assert_eq!((t.as_slice(), e), (&[7u8; TOKEN_LEN][..], &b"LGE2rest"[..]));
+        let (t, e) = Token::split(b"abc");
+        assert_eq!((t.as_slice(), e), (&b"abc"[..], &b""[..]));
+        assert!(SessionEntry::decode(e).is_err());
     }
 
     #[test]
