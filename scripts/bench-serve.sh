@@ -86,6 +86,7 @@ run_wrk() { # id label url [script]
   done
   printf '%-34s %12s req/s   p50 %8s   p99 %8s   non-2xx %s   CPU/request:%s\n' "$1" "$rps" "$p50" "$p99" "${non2xx:-0}" "$cpu"
   echo "$rps" > "$work/rps.$id"
+  echo "${reqs:-0}" > "$work/reqs.$id"
 }
 
 rport=$(free_port)
@@ -103,14 +104,21 @@ run_wrk health_mem "GET /healthz (memory server)" "http://$mem/healthz"
 run_wrk events_mem "POST /v1/events, memory store" "http://$mem/v1/events" "$work/events.lua"
 watch_pids="server:$spid redis:$rpid"
 run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
+redis-cli -p "$rport" config resetstat >/dev/null
 run_wrk events_redis "POST /v1/events, Redis store" "http://$red/v1/events" "$work/events.lua"
+# Inside Redis during the events line: the compare-and-set script's time per call, and how
+# many updates a read of Redis's carried (the batches; see docs/benchmarks.md).
+redis-cli -p "$rport" info all | tr -d '\r' | awk -F'[:,=]' -v n="$(cat "$work/reqs.events_redis")" '
+  /^cmdstat_evalsha:/ {us = $7}
+  /^total_reads_processed:/ {reads = $2}
+  END {printf "inside Redis: EVALSHA %s us a call, %.1f events a read\n", us, n / (reads > 0 ? reads : 1)}'
 watch_pids=""
 python3 - "$work" <<'PY'
 import sys, glob, os
 w = sys.argv[1]
 r = {os.path.basename(p)[4:]: float(open(p).read()) for p in glob.glob(w + "/rps.*")}
 print(f"memory store: {r['events_mem']/r['health_mem']:.2f} x /healthz (target >= 0.5)")
-print(f"Redis store:  {r['events_redis']/r['health_redis']:.2f} x /healthz (target >= 0.25)")
+print(f"Redis store:  {r['events_redis']/r['health_redis']:.2f} x /healthz (issue 23: >= 0.5, p99 < 5 ms)")
 PY
 
 # Memory per idle session: a fresh memory server, RSS before and after 20 000 sessions of
