@@ -639,8 +639,10 @@ impl RedisStore {
             // should not carry it.
             return Box::pin(invocation.invoke_async(&mut con)).await;
         };
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.cas.get_hash())
+        // Sized for its arguments at once: growing it copied the ~1.9 KB entry several times.
+        let mut cmd = redis::Cmd::with_capacity(7, w.value.len() + rkey.len() + 96);
+        cmd.arg("EVALSHA")
+            .arg(self.cas.get_hash())
             .arg(1)
             .arg(rkey)
             .arg(at.token.as_slice())
