@@ -641,13 +641,14 @@ impl RedisStore {
         };
         // Sized for its arguments at once: growing it copied the ~1.9 KB entry several times.
         let mut cmd = redis::Cmd::with_capacity(7, w.value.len() + rkey.len() + 96);
+        let (expected, value, ttl_ms) = self.cas_args(at, w);
         cmd.arg("EVALSHA")
             .arg(self.cas.get_hash())
             .arg(1)
             .arg(rkey)
-            .arg(at.token.as_slice())
-            .arg(&w.value)
-            .arg(self.ttl_ms());
+            .arg(expected)
+            .arg(value)
+            .arg(ttl_ms);
         let (answer, reply) = tokio::sync::oneshot::channel();
         let closed = || {
             redis::RedisError::from((
@@ -735,10 +736,17 @@ impl RedisStore {
         w: &Write,
     ) -> redis::ScriptInvocation<'s> {
         let mut inv = self.cas.key(rkey);
-        inv.arg(at.token.as_slice())
-            .arg(&w.value)
-            .arg(self.ttl_ms());
+        let (expected, value, ttl_ms) = self.cas_args(at, w);
+        inv.arg(expected).arg(value).arg(ttl_ms);
         inv
+    }
+
+    /// The compare-and-set's `ARGV`, in the order [`CAS`] reads them: the token the
+    /// entry was read at, the new value (its token, then the entry) and the expiry in
+    /// milliseconds. One place for both ways of sending it (a batched `EVALSHA` and a
+    /// script invocation).
+    fn cas_args<'a>(&self, at: &'a Attempt, w: &'a Write) -> (&'a [u8], &'a [u8], u64) {
+        (at.token.as_slice(), &w.value, self.ttl_ms())
     }
 
     /// Reads the compare-and-set's answer.
