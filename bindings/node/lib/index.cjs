@@ -33,6 +33,8 @@ class Guard {
    */
   #lastTool = null;
   #lastArgs = '';
+  /** That call's `argsHash`: an outcome answered in the reused form (`R`, `N`) has the same. */
+  #lastHash = null;
   /** The flat arguments' snapshot of that call (convert.cjs, flatSnapshot), or null. */
   #lastSnap = null;
 
@@ -123,6 +125,11 @@ class Guard {
         return recorded(session, tool, o, r, `error:${r.slice(65)}`);
       case 110: // n: an outcome recorded, no result hash
         return recorded(session, tool, o, r, null);
+      // The call's digest reused (src/lib.rs, compact_reused): its argsHash is this call's.
+      case 82: // R: an outcome recorded; the rest is resultHash (`error:` too)
+        return reused(session, tool, o, this.#lastHash, r.slice(1));
+      case 78: // N: an outcome recorded, no result hash
+        return reused(session, tool, o, this.#lastHash, null);
       default:
         return JSON.parse(r);
     }
@@ -137,6 +144,7 @@ class Guard {
     this.#lastTool = null; // until this call is decided
     const decision = this.#decide(callLine(session, tool, args, o), session, tool, o);
     this.#lastTool = tool;
+    this.#lastHash = decision.argsHash;
     this.#lastArgs = lastArgsJson();
     this.#lastSnap = flatSnapshot(args);
     return decision;
@@ -235,6 +243,20 @@ function recorded(session, tool, o, r, resultHash) {
     callId: o.callId ?? null,
     tool,
     argsHash: `${tool}:${r.slice(1, 65)}`,
+    resultHash,
+  };
+}
+
+/** An outcome recorded with the arguments' digest of the call before it (`argsHash` its). */
+function reused(session, tool, o, argsHash, resultHash) {
+  return {
+    action: 'recorded',
+    type: 'outcome',
+    session,
+    run: o.run ?? null,
+    callId: o.callId ?? null,
+    tool,
+    argsHash,
     resultHash,
   };
 }

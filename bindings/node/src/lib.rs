@@ -31,7 +31,7 @@ use loopguard_core::hashing::{hex_bytes, ArgsDigest};
 use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
-use napi::bindgen_prelude::{Error, Result};
+use napi::bindgen_prelude::{Either, Error, Latin1String, Result};
 use napi_derive::napi;
 
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
@@ -140,7 +140,7 @@ impl NativeGuard {
     /// the object with the strings it already holds; any other as the record's JSON with
     /// `decision` renamed `action` and moved first.
     #[napi]
-    pub fn decide(&self, line: String) -> Result<String, String> {
+    pub fn decide(&self, line: String) -> Result<Answer, String> {
         decide_line(&self.backend, line.as_bytes())
     }
 
@@ -238,7 +238,7 @@ thread_local! {
 /// ([`Guard::apply_with_args_digest`]); the JavaScript half sets it only when the outcome's
 /// tool and arguments JSON are that call's.
 #[napi]
-pub fn decide(engine: u32, line: String) -> Result<String, String> {
+pub fn decide(engine: u32, line: String) -> Result<Answer, String> {
     let same_args = engine & SAME_ARGS != 0;
     let engine = engine & !SAME_ARGS;
     let cached = LAST_ENGINE.with(|last| match &*last.borrow() {
@@ -276,23 +276,32 @@ pub fn decide(engine: u32, line: String) -> Result<String, String> {
     if d.kind == EventKind::Call {
         LAST_CALL.set(d.args.map(|digest| (engine, digest)));
     }
+    if known.is_some() {
+        if let Some(short) = compact_reused(&d) {
+            return Ok(Either::A(short));
+        }
+    }
     Ok(answer(&d))
 }
 
-fn decide_line(backend: &Backend, line: &[u8]) -> Result<String, String> {
+/// What [`decide`] answers: a short answer (ASCII, created as a Latin-1 string, which V8
+/// copies without decoding UTF-8) or a record's JSON.
+pub type Answer = Either<Latin1String, String>;
+
+fn decide_line(backend: &Backend, line: &[u8]) -> Result<Answer, String> {
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
     let d = backend.guard.apply(None, &event).map_err(guard_error)?;
     Ok(answer(&d))
 }
 
 /// [`NativeGuard::decide`]'s answer for a decision.
-fn answer(d: &Decision<'_>) -> String {
+fn answer(d: &Decision<'_>) -> Answer {
     if let Some(short) = compact(d) {
-        return short;
+        return Either::A(short);
     }
     let mut record = Vec::with_capacity(256);
     d.write_record(&mut record);
-    json_text(action_first(record))
+    Either::B(json_text(action_first(record)))
 }
 
 /// The short answer of [`NativeGuard::decide`] for the two decisions nearly every event gets,
@@ -305,7 +314,7 @@ fn answer(d: &Decision<'_>) -> String {
 /// - `n` + the arguments' hex: an outcome recorded with no result hash.
 ///
 /// Anything else (`None`) is answered with the record's JSON, which starts with `{`.
-fn compact(d: &Decision<'_>) -> Option<String> {
+fn compact(d: &Decision<'_>) -> Option<Latin1String> {
     if d.engine_tool.is_some() || d.finding.is_some() {
         return None;
     }
@@ -326,7 +335,35 @@ fn compact(d: &Decision<'_>) -> Option<String> {
         _ => return None,
     }
     // A tag letter and hex digits: ASCII.
-    String::from_utf8(out).ok()
+    String::from_utf8(out).ok().map(Latin1String::from)
+}
+
+/// The short answer of an outcome recorded with the arguments' digest of the call before it
+/// (`decide` with `SAME_ARGS`, the digest found in [`LAST_CALL`]): the same as [`compact`]'s
+/// without the arguments' hex, which JavaScript already holds in that call's `argsHash` (the
+/// same tool, the same digest):
+///
+/// - `R` + the result's hex: an outcome recorded;
+/// - `Rerror:` + the error's hex: an outcome recorded with an error's hash;
+/// - `N`: an outcome recorded with no result hash.
+///
+/// JavaScript takes `resultHash` as the answer less its first letter. `None` for anything
+/// [`compact`] would not shorten.
+fn compact_reused(d: &Decision<'_>) -> Option<Latin1String> {
+    if d.engine_tool.is_some() || d.finding.is_some() || d.args.is_none() {
+        return None;
+    }
+    if (d.kind, d.action) != (EventKind::Outcome, Action::Recorded) {
+        return None;
+    }
+    let Some(h) = &d.result else {
+        return Some(Latin1String::from("N".to_owned()));
+    };
+    let mut out = Vec::with_capacity(71);
+    out.extend_from_slice(if h.is_error { b"Rerror:" } else { b"R" });
+    out.extend_from_slice(&hex_bytes(&h.digest));
+    // A tag letter, a known prefix and hex digits: ASCII.
+    String::from_utf8(out).ok().map(Latin1String::from)
 }
 
 /// The record's bytes as text, without the trailing newline (the engine writes UTF-8).
