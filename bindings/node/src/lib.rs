@@ -268,20 +268,19 @@ pub fn decide(engine: u32, line: String) -> Result<Answer, String> {
         Some((handle, digest)) if same_args && handle == engine => Some(digest),
         _ => None,
     };
-    let d = match known {
-        Some(digest) => backend.guard.apply_with_args_digest(None, &event, digest),
-        None => backend.guard.apply(None, &event),
+    // The answer is made inside the store's update, from the decision in place.
+    let (answer, call) = backend
+        .guard
+        .apply_then(None, &event, known, |d| {
+            let call = (d.kind == EventKind::Call).then_some(d.args);
+            let short = known.and_then(|_| compact_reused(d)).map(Either::A);
+            (short.unwrap_or_else(|| answer(d)), call)
+        })
+        .map_err(guard_error)?;
+    if let Some(args) = call {
+        LAST_CALL.set(args.map(|digest| (engine, digest)));
     }
-    .map_err(guard_error)?;
-    if d.kind == EventKind::Call {
-        LAST_CALL.set(d.args.map(|digest| (engine, digest)));
-    }
-    if known.is_some() {
-        if let Some(short) = compact_reused(&d) {
-            return Ok(Either::A(short));
-        }
-    }
-    Ok(answer(&d))
+    Ok(answer)
 }
 
 /// What [`decide`] answers: a short answer (ASCII, created as a Latin-1 string, which V8
@@ -290,8 +289,10 @@ pub type Answer = Either<Latin1String, String>;
 
 fn decide_line(backend: &Backend, line: &[u8]) -> Result<Answer, String> {
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
-    let d = backend.guard.apply(None, &event).map_err(guard_error)?;
-    Ok(answer(&d))
+    backend
+        .guard
+        .apply_then(None, &event, None, answer)
+        .map_err(guard_error)
 }
 
 /// [`NativeGuard::decide`]'s answer for a decision.
