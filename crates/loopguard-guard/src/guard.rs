@@ -559,14 +559,18 @@ impl Guard {
     }
 
     /// The session key, policy and time of one event.
-    fn job(&self, tenant: Option<&str>, event: &Event<'_>) -> Job {
+    fn job(&self, tenant: Option<&str>, event: &Event<'_>) -> Job<'_> {
         let session = event
             .session
             .as_ref()
             .map_or(&b"default"[..], JsString::as_wtf8);
         Job {
             key: session_key_wtf8(tenant, session),
-            policy: self.policy(event.agent.as_ref()),
+            // Borrowed for the events of no agent (most): no reference count to update.
+            policy: match event.agent {
+                None => JobPolicy::Global(&self.default_policy),
+                Some(_) => JobPolicy::Agent(self.policy(event.agent.as_ref())),
+            },
             now: now_ms(),
         }
     }
@@ -574,7 +578,7 @@ impl Guard {
     /// The store update that applies `event` and leaves its decision in `out`.
     fn applying<'a, 'e>(
         &'a self,
-        job: &'a Job,
+        job: &'a Job<'a>,
         event: &'e Event<'e>,
         out: &'a mut Option<Decision<'e>>,
     ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
@@ -588,7 +592,7 @@ impl Guard {
     fn applying_as<'a, 'e>(
         &'a self,
         applier: Applier,
-        job: &'a Job,
+        job: &'a Job<'a>,
         event: &'e Event<'e>,
         out: &'a mut Option<Decision<'e>>,
     ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
@@ -722,13 +726,30 @@ impl Guard {
 }
 
 /// What [`Guard::apply`] works out before it touches the store.
-struct Job {
+struct Job<'g> {
     key: String,
-    policy: Arc<Policy>,
+    policy: JobPolicy<'g>,
     now: u64,
 }
 
-impl Job {
+/// The policy of a [`Job`]: the guard's global one, borrowed, or an agent's.
+enum JobPolicy<'g> {
+    Global(&'g Policy),
+    Agent(Arc<Policy>),
+}
+
+impl std::ops::Deref for JobPolicy<'_> {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        match self {
+            JobPolicy::Global(p) => p,
+            JobPolicy::Agent(p) => p,
+        }
+    }
+}
+
+impl Job<'_> {
     fn done<T>(&self, decision: Option<T>) -> Result<T, GuardError> {
         decision.ok_or_else(|| {
             GuardError::Store(StoreError::Remote(format!(
