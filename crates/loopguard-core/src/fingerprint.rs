@@ -26,6 +26,14 @@ use crate::value::Value;
 pub struct ArgsDigest(pub [u8; 32]);
 
 impl ArgsDigest {
+    /// The digest's first eight bytes as a number: the key [`crate::history`] keeps beside
+    /// each record, so a walk compares it before reading the record.
+    #[inline]
+    pub(crate) fn key(&self) -> u64 {
+        let [a, b, c, d, e, f, g, h, ..] = self.0;
+        u64::from_le_bytes([a, b, c, d, e, f, g, h])
+    }
+
     /// The `argsHash` string of this digest for a tool, `"<tool>:<64 hex>"`, as WTF-8 bytes
     /// (tool names can hold lone surrogates). The one place the string is put together.
     ///

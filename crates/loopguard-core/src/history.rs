@@ -99,6 +99,10 @@ pub fn normalize_run(run: Option<&[u8]>) -> Option<&[u8]> {
 #[derive(Clone, Debug, Default)]
 pub struct History {
     records: VecDeque<Record>,
+    /// The first eight bytes of each record's argument digest, in the records' order: the
+    /// no-progress walk compares these (eight records to a cache line) and reads a record only
+    /// when its key matches (issue 18: the records of many sessions are cold, one line each).
+    keys: VecDeque<u64>,
     /// The run id of the newest tagged record, and its tag (tags start at 1; 0 is "no run").
     current_run: Option<(Name, u64)>,
     /// The newest record's tool name, shared with the next record of the same tool.
@@ -114,6 +118,7 @@ pub struct History {
 /// run (the usual case) no positions are needed at all.
 pub(crate) struct Scope<'h> {
     records: &'h VecDeque<Record>,
+    keys: &'h VecDeque<u64>,
     all: bool,
     stack: [u32; 64],
     heap: Vec<u32>,
@@ -129,6 +134,15 @@ impl<'h> Scope<'h> {
         }
     }
 
+    /// The records and their digest keys ([`History`]'s `keys`) when every record of the
+    /// history is in the run (the usual case), else `None`.
+    pub(crate) fn keyed(&self) -> Option<Keyed<'h>> {
+        self.all.then_some(Keyed {
+            records: self.records,
+            keys: self.keys,
+        })
+    }
+
     /// The run's records, oldest first.
     pub(crate) fn iter(&self) -> ScopeIter<'h, '_> {
         let (front, back) = self.records.as_slices();
@@ -142,6 +156,14 @@ impl<'h> Scope<'h> {
             }
         }
     }
+}
+
+/// A whole history's records with the first eight bytes of each one's argument digest, in
+/// the same order (see [`Scope::keyed`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Keyed<'h> {
+    pub records: &'h VecDeque<Record>,
+    pub keys: &'h VecDeque<u64>,
 }
 
 /// Iterator over the records of a [`Scope`].
@@ -294,6 +316,7 @@ impl History {
             0 => self.unscoped_count += 1,
             _ => self.current_count += 1,
         }
+        self.keys.push_back(record.args.key());
         self.records.push_back(record);
     }
 
@@ -310,6 +333,7 @@ impl History {
             let Some(r) = self.records.pop_front() else {
                 break;
             };
+            self.keys.pop_front();
             if r.run_tag == 0 {
                 self.unscoped_count -= 1;
             } else if self.current_run.as_ref().map(|(_, t)| *t) == Some(r.run_tag) {
@@ -341,6 +365,7 @@ impl History {
         };
         let mut scope = Scope {
             records: &self.records,
+            keys: &self.keys,
             all,
             stack: [0; 64],
             heap: Vec::new(),
@@ -474,6 +499,83 @@ pub(crate) fn name_from_vec(bytes: Vec<u8>) -> Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One step of a random history: a call or an outcome of tool `t` with arguments `a`
+    /// (an index into `digests`), in run `run`, result `res`, keeping at most `limit`.
+    type Step = (bool, u8, u8, u8, u8, usize);
+
+    /// The digests of the random histories: two share their first eight bytes (the key),
+    /// so a key that matches does not always mean the same arguments.
+    fn digests() -> [ArgsDigest; 4] {
+        let mut shared = [7u8; 32];
+        shared[31] = 8;
+        [
+            ArgsDigest([1; 32]),
+            ArgsDigest([2; 32]),
+            ArgsDigest([7; 32]),
+            ArgsDigest(shared),
+        ]
+    }
+
+    fn build(steps: &[Step]) -> History {
+        let tools = [JsString::from("read"), JsString::from("exec")];
+        let runs: [Option<&[u8]>; 3] = [None, Some(b"r1"), Some(b"r2")];
+        let mut h = History::default();
+        for &(outcome, t, a, run, res, limit) in steps {
+            let tool = &tools[usize::from(t % 2)];
+            let args = digests()[usize::from(a % 4)];
+            let run = runs[usize::from(run % 3)];
+            if outcome {
+                let result = ResultHash {
+                    is_error: res % 3 == 0,
+                    digest: [res % 2; 32],
+                };
+                h.record_outcome(run, None, tool, args, result, None, 0, limit);
+            } else {
+                h.push_call(tool, args, None, run, 0, limit);
+            }
+        }
+        h
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// The keys beside the records stay the records' digest keys, and the no-progress
+        /// streak read through them equals the plain walk over the records (issue 18), for
+        /// every call of the alphabet, in every run's scope that covers the whole history.
+        #[test]
+        fn the_keyed_streak_is_the_plain_walk(
+            steps in proptest::collection::vec(
+                (
+                    proptest::prelude::any::<bool>(),
+                    0u8..2,
+                    0u8..4,
+                    0u8..3,
+                    0u8..6,
+                    1usize..12,
+                ),
+                0..80,
+            )
+        ) {
+            let h = build(&steps);
+            proptest::prop_assert_eq!(h.keys.len(), h.records.len());
+            for (k, r) in h.keys.iter().zip(&h.records) {
+                proptest::prop_assert_eq!(*k, r.args.key());
+            }
+            for run in [None, Some(&b"r1"[..]), Some(&b"r2"[..])] {
+                let scope = h.scope(run);
+                let Some(keyed) = scope.keyed() else { continue };
+                for tool in [&b"read"[..], b"exec"] {
+                    for args in digests() {
+                        let plain = crate::detectors::no_progress::streak(scope.iter(), tool, &args);
+                        let fast = crate::detectors::no_progress::streak_keyed(keyed, tool, &args);
+                        proptest::prop_assert_eq!(plain, fast);
+                    }
+                }
+            }
+        }
+    }
 
     fn rec(tool: &str, n: u8, run: Option<&str>) -> Record {
         Record {

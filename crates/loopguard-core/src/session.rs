@@ -525,6 +525,7 @@ impl Session {
         let known_poll = call.is_known_poll();
         let probe = Probe {
             history: scope.iter(),
+            keyed: scope.keyed(),
             tool: call.tool.as_wtf8(),
             args,
             known_poll,

@@ -253,6 +253,9 @@ where
     H: DoubleEndedIterator<Item = &'h Record> + Clone,
 {
     pub history: H,
+    /// The whole history with its digest keys, when `history` is all of it (for
+    /// [`no_progress::streak_keyed`]).
+    pub keyed: Option<crate::history::Keyed<'h>>,
     pub tool: &'h [u8],
     pub args: ArgsDigest,
     /// [`known_poll::is_known_poll_call`] of the call's tool and parameters.
@@ -268,7 +271,10 @@ where
     if let Some(d) = unknown_tool::check(probe, cfg) {
         return Some(d);
     }
-    let streak = no_progress::streak(probe.history.clone(), probe.tool, &probe.args);
+    let streak = match probe.keyed {
+        Some(keyed) => no_progress::streak_keyed(keyed, probe.tool, &probe.args),
+        None => no_progress::streak(probe.history.clone(), probe.tool, &probe.args),
+    };
     if let Some(d) = global_breaker::check(probe, &streak, cfg) {
         return Some(d);
     }

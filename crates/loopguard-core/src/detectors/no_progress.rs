@@ -6,7 +6,7 @@
 //! outcome ends the streak.
 
 use crate::fingerprint::ArgsDigest;
-use crate::history::Record;
+use crate::history::{Keyed, Record};
 use crate::outcome::ResultHash;
 
 /// The streak and the outcome it repeats.
@@ -48,6 +48,22 @@ pub fn streak<'h>(
         }
     }
     s
+}
+
+/// [`streak`] over a whole history, reading only the records whose digest key (the first
+/// eight bytes of the argument digest) is the call's: a record with another key has other
+/// arguments, which [`streak`] skips, so the result is the same while most records (cold in
+/// a guard of many sessions) are never touched.
+pub(crate) fn streak_keyed(h: Keyed<'_>, tool: &[u8], args: &ArgsDigest) -> Streak {
+    debug_assert_eq!(h.keys.len(), h.records.len());
+    let key = args.key();
+    let matching = h
+        .keys
+        .iter()
+        .zip(h.records.iter())
+        .filter(move |(k, _)| **k == key)
+        .map(|(_, r)| r);
+    streak(matching, tool, args)
 }
 
 /// `latestResultHash ?? "none"` as it appears in warning keys.
