@@ -727,11 +727,12 @@ impl SessionEntry {
             }
         }
         if applier.log_size > 0 {
-            // The oldest row's strings are reused when the log is full: a live guard logs
-            // every event, and this keeps the steady state free of allocations.
-            let mut row = self.take_oldest_row(applier.log_size).unwrap_or_default();
-            self.fill_log_row(&mut row, &decision, applier.mode, event, now_ms);
-            self.recent.push_back(row);
+            // The oldest row and its strings are reused when the log is full: a live guard
+            // logs every event, and this keeps the steady state free of allocations.
+            let seq = self.stats.events;
+            if let Some(row) = self.next_log_row(applier.log_size) {
+                fill_log_row(row, seq, &decision, applier.mode, event, now_ms);
+            }
         }
         decision
     }
@@ -880,56 +881,68 @@ impl SessionEntry {
         self.session.after_call(policy, call, outcome)
     }
 
-    /// Removes the rows beyond `keep - 1` (room for one more), returning the last removed.
-    fn take_oldest_row(&mut self, keep: usize) -> Option<LogRow> {
-        let mut oldest = None;
-        while self.recent.len() >= keep {
-            oldest = self.recent.pop_front();
+    /// The row the next decision is written in, at the back of the log: a new one while the
+    /// log holds fewer than `keep` rows, else the oldest, turned to the back in place. A full
+    /// log is kept at exactly `keep` rows of capacity, so the ring turns by moving its start,
+    /// not by copying the 200-byte row into another slot (issue 18: with many sessions the
+    /// rows are cold, and a second slot is more cache lines to fetch). `None` when `keep` is 0.
+    fn next_log_row(&mut self, keep: usize) -> Option<&mut LogRow> {
+        if self.recent.len() < keep {
+            self.recent.push_back(LogRow::default());
+        } else if keep > 0 {
+            while self.recent.len() > keep {
+                self.recent.pop_front();
+            }
+            if self.recent.capacity() > keep {
+                self.recent.shrink_to_fit();
+            }
+            self.recent.rotate_left(1);
         }
-        oldest
+        self.recent.back_mut()
     }
+}
 
-    /// Writes the log row of `d` into `row`, reusing its strings.
-    fn fill_log_row(
-        &self,
-        row: &mut LogRow,
-        d: &Decision<'_>,
-        mode: Mode,
-        event: &Event<'_>,
-        now_ms: u64,
-    ) {
-        let observe = mode == Mode::Observe;
-        let quiet = d.finding.as_ref().is_some_and(|f| f.emitted == Some(false));
-        let decision = match d.action {
-            Action::Warn if observe => "would-warn",
-            Action::Warn if quiet => "warn-quiet",
-            Action::Block if observe && d.ends_run() => "would-abort",
-            Action::Block if observe => "would-block",
-            Action::Abort if observe => "would-abort",
-            _ => d.decision_str(),
-        };
-        row.seq = self.stats.events;
-        row.ts_ms = if event.timestamp_ms > 0 {
-            event.timestamp_ms
-        } else {
-            now_ms
-        };
-        set_text(&mut row.event, event.kind.as_str());
-        set_js(&mut row.run, d.run.as_ref());
-        set_js(&mut row.tool, d.tool.as_ref());
-        set_js(&mut row.call_id, d.call_id.as_ref());
-        set_text(&mut row.decision, decision);
-        match &d.finding {
-            Some(f) => {
-                set_opt(&mut row.detector, Some(f.detector.as_str()));
-                row.count = Some(f.count);
-                set_js(&mut row.message, Some(&f.message));
-            }
-            None => {
-                row.detector = None;
-                row.count = None;
-                row.message = None;
-            }
+/// Writes the log row of `d`, the session's event number `seq`, into `row`, reusing its
+/// strings.
+fn fill_log_row(
+    row: &mut LogRow,
+    seq: u64,
+    d: &Decision<'_>,
+    mode: Mode,
+    event: &Event<'_>,
+    now_ms: u64,
+) {
+    let observe = mode == Mode::Observe;
+    let quiet = d.finding.as_ref().is_some_and(|f| f.emitted == Some(false));
+    let decision = match d.action {
+        Action::Warn if observe => "would-warn",
+        Action::Warn if quiet => "warn-quiet",
+        Action::Block if observe && d.ends_run() => "would-abort",
+        Action::Block if observe => "would-block",
+        Action::Abort if observe => "would-abort",
+        _ => d.decision_str(),
+    };
+    row.seq = seq;
+    row.ts_ms = if event.timestamp_ms > 0 {
+        event.timestamp_ms
+    } else {
+        now_ms
+    };
+    set_text(&mut row.event, event.kind.as_str());
+    set_js(&mut row.run, d.run.as_ref());
+    set_js(&mut row.tool, d.tool.as_ref());
+    set_js(&mut row.call_id, d.call_id.as_ref());
+    set_text(&mut row.decision, decision);
+    match &d.finding {
+        Some(f) => {
+            set_opt(&mut row.detector, Some(f.detector.as_str()));
+            row.count = Some(f.count);
+            set_js(&mut row.message, Some(&f.message));
+        }
+        None => {
+            row.detector = None;
+            row.count = None;
+            row.message = None;
         }
     }
 }
@@ -1041,6 +1054,52 @@ mod tests {
         }
         entry.meta.insert("cwd".into(), "/work".into());
         entry
+    }
+
+    /// The full log turns in place (`next_log_row`) and holds what popping the oldest row
+    /// and pushing a new one held: the newest rows in order, fewer when the log shrinks,
+    /// and the same after a store round trip (whose deque has spare capacity).
+    #[test]
+    fn the_full_log_keeps_the_newest_rows_in_order() {
+        let mut entry = busy_entry();
+        let seqs = |e: &SessionEntry| e.recent.iter().map(|r| r.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&entry), (61..=80).collect::<Vec<_>>());
+        let last = entry.recent.back().cloned().unwrap();
+        assert_eq!(
+            (
+                last.event.as_str(),
+                last.call_id.as_deref(),
+                last.decision.as_str()
+            ),
+            ("outcome", Some("c39"), "recorded")
+        );
+        assert_eq!(entry.recent[0].call_id.as_deref(), Some("c30"));
+        let policy = Policy::enabled();
+        let apply = |entry: &mut SessionEntry, applier: &Applier, i: u64| {
+            let line = format!(r#"{{"type":"call","session":"s","tool":"t{i}","args":{{}}}}"#);
+            let e = parse_event(line.as_bytes(), i).unwrap();
+            let _ = entry.apply(&policy, applier, &e, i, 1_796_000_000_000 + i);
+        };
+        let small = Applier::new(ToolProfile::Plain).log_size(5);
+        for i in 0..7 {
+            apply(&mut entry, &small, i);
+        }
+        assert_eq!(seqs(&entry), (83..=87).collect::<Vec<_>>());
+        let tools = |e: &SessionEntry| {
+            e.recent
+                .iter()
+                .map(|r| r.tool.clone().unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tools(&entry), ["t2", "t3", "t4", "t5", "t6"]);
+        let mut back = SessionEntry::decode(&entry.encode()).unwrap();
+        assert_eq!(back.recent, entry.recent);
+        for i in 7..10 {
+            apply(&mut back, &small, i);
+            apply(&mut entry, &small, i);
+        }
+        assert_eq!(back.recent, entry.recent);
+        assert_eq!(tools(&back), ["t5", "t6", "t7", "t8", "t9"]);
     }
 
     #[test]
