@@ -398,6 +398,16 @@ impl History {
 
     /// Appends a record, then drops the oldest until at most `limit` remain.
     pub fn push(&mut self, record: Record, limit: usize) {
+        if limit > 0 && self.records.len() >= limit {
+            // A full history drops its oldest records first, which comes to the same records
+            // and counters (trimming and tagging touch different counts), and keeps a capacity
+            // of exactly `limit`: the new record then takes the slot just freed, instead of
+            // being copied into another (cold) slot of the ring (issue 18).
+            self.trim(limit - 1);
+            self.records.shrink_to(limit);
+            self.push_tagged(record);
+            return;
+        }
         self.push_tagged(record);
         self.trim(limit);
     }
@@ -538,6 +548,36 @@ mod tests {
         h
     }
 
+    /// The history `build` makes, with every push made as appending then trimming.
+    fn build_appending_first(steps: &[Step]) -> History {
+        let tools = [JsString::from("read"), JsString::from("exec")];
+        let runs: [Option<&[u8]>; 3] = [None, Some(b"r1"), Some(b"r2")];
+        let mut h = History::default();
+        for &(outcome, t, a, run, res, limit) in steps {
+            let tool = &tools[usize::from(t % 2)];
+            let args = digests()[usize::from(a % 4)];
+            let run = runs[usize::from(run % 3)];
+            if outcome {
+                let result = ResultHash {
+                    is_error: res % 3 == 0,
+                    digest: [res % 2; 32],
+                };
+                h.record_outcome(run, None, tool, args, result, None, 0, limit);
+            } else {
+                let record = Record::new(
+                    tool.clone().into_owned(),
+                    args,
+                    None,
+                    run.map(owned_name),
+                    0,
+                );
+                h.push_tagged(record);
+                h.trim(limit);
+            }
+        }
+        h
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
@@ -559,6 +599,22 @@ mod tests {
             )
         ) {
             let h = build(&steps);
+            // A full history's push drops the oldest first (`push`): the same records,
+            // counters and scopes as appending first.
+            let reference = build_appending_first(&steps);
+            proptest::prop_assert_eq!(&h.records, &reference.records);
+            proptest::prop_assert_eq!(&h.keys, &reference.keys);
+            proptest::prop_assert_eq!(
+                (h.current_count, h.unscoped_count, &h.current_run),
+                (reference.current_count, reference.unscoped_count, &reference.current_run)
+            );
+            for run in [None, Some(&b"r1"[..]), Some(&b"r2"[..])] {
+                proptest::prop_assert_eq!(h.scope(run).keyed().is_some(), reference.scope(run).keyed().is_some());
+                proptest::prop_assert_eq!(
+                    h.scope(run).iter().collect::<Vec<_>>(),
+                    reference.scope(run).iter().collect::<Vec<_>>()
+                );
+            }
             proptest::prop_assert_eq!(h.keys.len(), h.records.len());
             for (k, r) in h.keys.iter().zip(&h.records) {
                 proptest::prop_assert_eq!(*k, r.args.key());
