@@ -120,16 +120,16 @@ class Guard {
           argsHash: `${tool}:${r.slice(1)}`,
         };
       case 114: // r: an outcome recorded
-        return recorded(session, tool, o, r, r.slice(65));
+        return recorded(session, tool, o, hexHash(tool, r), r.slice(65));
       case 101: // e: an outcome recorded, an error's hash
-        return recorded(session, tool, o, r, `error:${r.slice(65)}`);
+        return recorded(session, tool, o, hexHash(tool, r), `error:${r.slice(65)}`);
       case 110: // n: an outcome recorded, no result hash
-        return recorded(session, tool, o, r, null);
+        return recorded(session, tool, o, hexHash(tool, r), null);
       // The call's digest reused (src/lib.rs, compact_reused): its argsHash is this call's.
       case 82: // R: an outcome recorded; the rest is resultHash (`error:` too)
-        return reused(session, tool, o, this.#lastHash, r.slice(1));
+        return recorded(session, tool, o, this.#lastHash, r.slice(1));
       case 78: // N: an outcome recorded, no result hash
-        return reused(session, tool, o, this.#lastHash, null);
+        return recorded(session, tool, o, this.#lastHash, null);
       default:
         return JSON.parse(r);
     }
@@ -233,22 +233,8 @@ const NO_OPTIONS = Object.freeze({});
 /** The flag bit of `decide`'s engine number (src/lib.rs, SAME_ARGS). */
 const SAME_ARGS = 2 ** 31;
 
-/** An outcome recorded, in the record's key order (`r` is the addon's short answer). */
-function recorded(session, tool, o, r, resultHash) {
-  return {
-    action: 'recorded',
-    type: 'outcome',
-    session,
-    run: o.run ?? null,
-    callId: o.callId ?? null,
-    tool,
-    argsHash: `${tool}:${r.slice(1, 65)}`,
-    resultHash,
-  };
-}
-
-/** An outcome recorded with the arguments' digest of the call before it (`argsHash` its). */
-function reused(session, tool, o, argsHash, resultHash) {
+/** An outcome recorded, in the record's key order. */
+function recorded(session, tool, o, argsHash, resultHash) {
   return {
     action: 'recorded',
     type: 'outcome',
@@ -259,6 +245,11 @@ function reused(session, tool, o, argsHash, resultHash) {
     argsHash,
     resultHash,
   };
+}
+
+/** The `argsHash` of a short answer `r` that carries the arguments' hex after its tag letter. */
+function hexHash(tool, r) {
+  return `${tool}:${r.slice(1, 65)}`;
 }
 
 /** A tool returned undefined and threw nothing: OpenClaw records nothing, nor does loopguard. */

@@ -527,7 +527,9 @@ mod tests {
         ]
     }
 
-    fn build(steps: &[Step]) -> History {
+    /// The history of `steps`; with `append_first`, every call is pushed as appending then
+    /// trimming (the order [`History::push`] used before a full history dropped first).
+    fn build(steps: &[Step], append_first: bool) -> History {
         let tools = [JsString::from("read"), JsString::from("exec")];
         let runs: [Option<&[u8]>; 3] = [None, Some(b"r1"), Some(b"r2")];
         let mut h = History::default();
@@ -541,29 +543,7 @@ mod tests {
                     digest: [res % 2; 32],
                 };
                 h.record_outcome(run, None, tool, args, result, None, 0, limit);
-            } else {
-                h.push_call(tool, args, None, run, 0, limit);
-            }
-        }
-        h
-    }
-
-    /// The history `build` makes, with every push made as appending then trimming.
-    fn build_appending_first(steps: &[Step]) -> History {
-        let tools = [JsString::from("read"), JsString::from("exec")];
-        let runs: [Option<&[u8]>; 3] = [None, Some(b"r1"), Some(b"r2")];
-        let mut h = History::default();
-        for &(outcome, t, a, run, res, limit) in steps {
-            let tool = &tools[usize::from(t % 2)];
-            let args = digests()[usize::from(a % 4)];
-            let run = runs[usize::from(run % 3)];
-            if outcome {
-                let result = ResultHash {
-                    is_error: res % 3 == 0,
-                    digest: [res % 2; 32],
-                };
-                h.record_outcome(run, None, tool, args, result, None, 0, limit);
-            } else {
+            } else if append_first {
                 let record = Record::new(
                     tool.clone().into_owned(),
                     args,
@@ -573,6 +553,8 @@ mod tests {
                 );
                 h.push_tagged(record);
                 h.trim(limit);
+            } else {
+                h.push_call(tool, args, None, run, 0, limit);
             }
         }
         h
@@ -598,10 +580,10 @@ mod tests {
                 0..80,
             )
         ) {
-            let h = build(&steps);
+            let h = build(&steps, false);
             // A full history's push drops the oldest first (`push`): the same records,
             // counters and scopes as appending first.
-            let reference = build_appending_first(&steps);
+            let reference = build(&steps, true);
             proptest::prop_assert_eq!(&h.records, &reference.records);
             proptest::prop_assert_eq!(&h.keys, &reference.keys);
             proptest::prop_assert_eq!(
