@@ -7,13 +7,14 @@
 //! `loopguard replay --json` writes, without `line`). Everything crossing the boundary is text,
 //! so identical events get identical decisions in every front end.
 //!
-//! `beforeCall` and `afterCall` take a shorter road, measured by `scripts/bench-node.sh`: they
-//! call the plain function [`decide`] with the engine's number from [`NativeGuard::engine`] (a
-//! class method pays for unwrapping and borrow tracking on every call, an external value for
-//! a registry lookup under a lock), and the two decisions nearly
-//! every event gets come back as a tag letter and the digests' hex (see `compact`), which
-//! JavaScript builds into the object with the strings it already holds, instead of a record
-//! to `JSON.parse`.
+//! `beforeCall` and `afterCall` take a shorter road, measured by `scripts/bench-node.sh`: the
+//! JavaScript half writes the engine's number from [`NativeGuard::engine`] and the line into
+//! this thread's inbox, a buffer it gave [`set_inbox`], and calls [`decide_inbox`], a function
+//! of no arguments (a class method pays for unwrapping and borrow tracking on every call, a
+//! string argument for a length pass and a copy; a line too long for the inbox goes to
+//! [`decide`] as a string). The two decisions nearly every event gets come back as a tag
+//! letter and the digests' hex (see `compact`), which JavaScript builds into the object with
+//! the strings it already holds, instead of a record to `JSON.parse`.
 //!
 //! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
 //! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
@@ -31,7 +32,7 @@ use loopguard_core::hashing::{hex_bytes, ArgsDigest};
 use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
 use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
-use napi::bindgen_prelude::{Either, Error, Latin1String, Result};
+use napi::bindgen_prelude::{Buffer, Either, Error, Latin1String, Result};
 use napi_derive::napi;
 
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
@@ -236,9 +237,74 @@ thread_local! {
 /// answer, at the cost of a function call. With the top bit (`SAME_ARGS`) set in `engine`, an outcome
 /// reuses the arguments' digest of the last call decided on this thread by the same engine
 /// ([`Guard::apply_with_args_digest`]); the JavaScript half sets it only when the outcome's
-/// tool and arguments JSON are that call's.
+/// tool and arguments JSON are that call's. The JavaScript half passes a line this way when it
+/// is too long for its inbox ([`decide_inbox`]).
 #[napi]
 pub fn decide(engine: u32, line: String) -> Result<Answer, String> {
+    decide_engine(engine, line.as_bytes())
+}
+
+/// The first bytes of an inbox (see [`decide_inbox`]): the engine number, then the line's
+/// length, each a `u32` in the machine's byte order; the line's UTF-8 bytes follow.
+const INBOX_HEAD: usize = 8;
+
+thread_local! {
+    /// This thread's inbox, a buffer the JavaScript half writes each event into before it
+    /// calls [`decide_inbox`].
+    static INBOX: RefCell<Option<Buffer>> = const { RefCell::new(None) };
+}
+
+/// Gives this thread's inbox for [`decide_inbox`] (the JavaScript half calls it once per
+/// thread, with a buffer of its own that it never hands out).
+#[napi]
+pub fn set_inbox(inbox: Buffer) -> Result<(), String> {
+    if inbox.len() <= INBOX_HEAD {
+        return Err(fail(
+            "LOOPGUARD_ARG",
+            format!("setInbox: an inbox needs more than {INBOX_HEAD} bytes"),
+        ));
+    }
+    INBOX.with(|slot| *slot.borrow_mut() = Some(inbox));
+    Ok(())
+}
+
+/// [`decide`] with its engine number and line read from this thread's inbox ([`set_inbox`]).
+/// A function of no arguments is the cheapest call napi-rs makes (no argument conversion, no
+/// borrow scope, no allocation), and the line is written into the inbox by V8's own UTF-8
+/// writer, without the length pass and the copy a string argument costs (issue 18).
+#[napi]
+pub fn decide_inbox() -> Result<Answer, String> {
+    INBOX.with(|slot| {
+        let inbox = slot.borrow();
+        let bytes: &[u8] = inbox.as_deref().ok_or_else(|| {
+            fail(
+                "LOOPGUARD_ARG",
+                "decideInbox: no inbox on this thread (setInbox was not called)",
+            )
+        })?;
+        let word = |at: usize| {
+            bytes
+                .get(at..at + 4)
+                .and_then(|w| <[u8; 4]>::try_from(w).ok())
+                .map_or(0, u32::from_ne_bytes)
+        };
+        let (engine, len) = (word(0), word(4) as usize);
+        let line = bytes
+            .get(INBOX_HEAD..INBOX_HEAD.saturating_add(len))
+            .ok_or_else(|| {
+                fail(
+                    "LOOPGUARD_ARG",
+                    format!(
+                        "decideInbox: a line of {len} bytes in an inbox of {}",
+                        bytes.len()
+                    ),
+                )
+            })?;
+        decide_engine(engine, line)
+    })
+}
+
+fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
     let same_args = engine & SAME_ARGS != 0;
     let engine = engine & !SAME_ARGS;
     let cached = LAST_ENGINE.with(|last| match &*last.borrow() {
@@ -263,7 +329,7 @@ pub fn decide(engine: u32, line: String) -> Result<Answer, String> {
             backend
         }
     };
-    let event = parse_event(line.as_bytes(), 1).map_err(|e| guard_error(e.into()))?;
+    let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
     let known = match LAST_CALL.get() {
         Some((handle, digest)) if same_args && handle == engine => Some(digest),
         _ => None,

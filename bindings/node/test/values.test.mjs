@@ -240,3 +240,32 @@ test('afterCall sees every change to flat arguments since beforeCall', () => {
   g.beforeCall('s', 'read', { path: '/b', n: 1 });
   assert.equal(g.afterCall('s', 'read', { path: '/b', n: 1 }, { result: 1 }).argsHash, fresh({ path: '/b', n: 1 }));
 });
+
+// beforeCall and afterCall hand most lines to the addon through a buffer of 64 KiB (the inbox,
+// lib/index.cjs) and longer ones as a string (src/lib.rs, decide_inbox and decide): both roads,
+// and lines near the inbox's size in both encodings' worst cases, give OpenClaw's digests and
+// the decisions of event objects applied one by one.
+test('lines that fit the inbox and lines that do not hash alike', () => {
+  const sizes = [
+    ['ASCII, small', 'x', 10],
+    ['ASCII, just under the inbox', 'x', 65_000],
+    ['ASCII, over the inbox', 'x', 70_000],
+    ['three-byte characters, under the bound of the inbox', '\u20AC', 21_000],
+    ['three-byte characters, over the inbox', '\u20AC', 25_000],
+    ['four-byte characters (two UTF-16 units each), around the inbox', '\u{1F600}', 16_000],
+    ['a lone surrogate among three-byte characters', '\u20AC\uD800', 11_000],
+  ];
+  const fast = new Guard();
+  const slow = new Guard();
+  for (const [what, unit, n] of sizes) {
+    const args = { text: unit.repeat(n), n };
+    const result = { content: [{ type: 'text', text: `${unit.repeat(n)}\n` }], details: { n } };
+    const before = fast.beforeCall(what, 'write', args);
+    assert.equal(before.argsHash, argsHash('write', args), what);
+    const beforeRef = slow.event({ type: 'call', session: what, tool: 'write', args });
+    assert.equal(before.action, beforeRef.decision, what);
+    const after = fast.afterCall(what, 'write', args, { result });
+    const afterRef = slow.event({ type: 'outcome', session: what, tool: 'write', args, result });
+    assert.deepEqual([after.argsHash, after.resultHash], [afterRef.argsHash, afterRef.resultHash], what);
+  }
+});
