@@ -229,9 +229,14 @@ function idField(name) {
       throw new TypeError(`${name}: expected a string, got ${v === null ? 'null' : typeof v}`);
     }
     last = v;
-    return (json = JSON.stringify(v));
+    // Most ids need no escape: quoted as they are, without a JSON.stringify call (whose fixed
+    // cost is most of it for a short string; a guard serving many sessions meets a new one on
+    // nearly every call).
+    return (json = NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`);
   };
 }
+/** A character JSON.stringify writes as an escape: controls, `"`, `\\` and lone surrogates (any). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const sessionJson = idField('session');
 const toolJson = idField('tool');
 const runJson = idField('run');

@@ -269,3 +269,33 @@ test('lines that fit the inbox and lines that do not hash alike', () => {
     assert.deepEqual([after.argsHash, after.resultHash], [afterRef.argsHash, afterRef.resultHash], what);
   }
 });
+
+// The ids (session, tool, run, callId, agent) are written quoted as they are when nothing in
+// them needs an escape, else by JSON.stringify (lib/convert.cjs, idField): each kind below must
+// reach the engine as the same string an event object carries, and come back unchanged.
+test('ids that need escapes and ids that do not reach the engine alike', () => {
+  const ids = ['plain-id', 'a "quoted" id', 'back\\slash', 'tab\tand\nnewline', '\u0001', 'lone \uD800 high',
+    'lone \uDC00 low', 'emoji \u{1F600}', 'line\u2028separator', 'caf\u00E9', ''];
+  const fast = new Guard();
+  const slow = new Guard();
+  for (const id of ids) {
+    const o = { run: id, callId: id };
+    const before = fast.beforeCall(id, id || 't', { id }, o);
+    const ref = slow.event({ type: 'call', session: id, tool: id || 't', run: id, callId: id, args: { id } });
+    assert.deepEqual([before.session, before.tool, before.run, before.callId, before.argsHash, before.action],
+      [ref.session, ref.tool, ref.run, ref.callId, ref.argsHash, ref.decision], JSON.stringify(id));
+    assert.equal(before.session, id);
+    const after = fast.afterCall(id, id || 't', { id }, { ...o, result: id });
+    const refAfter = slow.event({ type: 'outcome', session: id, tool: id || 't', run: id, callId: id, args: { id }, result: id });
+    assert.deepEqual([after.session, after.run, after.callId, after.resultHash], [refAfter.session, refAfter.run, refAfter.callId, refAfter.resultHash], JSON.stringify(id));
+  }
+  assert.equal(fast.session('a "quoted" id').calls, 1);
+  // Two ids that differ only in a lone surrogate are two sessions (an id written unescaped
+  // would reach the engine with U+FFFD in place of each, as one).
+  const g = new Guard();
+  g.beforeCall('x\uD800', 'read', {});
+  g.beforeCall('x\uDBFF', 'read', {});
+  // (sessions() names an id that is not UTF-8 by the hex of its WTF-8 bytes: x, then ED A0 80
+  // for U+D800 and ED AF BF for U+DBFF.)
+  assert.deepEqual(g.sessions().map((s) => s.session).sort(), ['~wtf8~78eda080', '~wtf8~78edafbf']);
+});
