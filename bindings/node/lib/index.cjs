@@ -107,7 +107,13 @@ class Guard {
         inbox ??= openInbox();
         inboxHead[0] = engine;
         inboxHead[1] = writeUtf8(inbox, line, INBOX_HEAD);
+        inboxHead[2] = inboxWrites = (inboxWrites + 1) | 0;
         r = addon.decideInbox();
+        if (r === '') {
+          // Another instance of this module registered its inbox since (src/lib.rs).
+          addon.setInbox(inbox);
+          r = addon.decideInbox();
+        }
       } else {
         r = addon.decide(engine, line);
       }
@@ -241,16 +247,17 @@ const NO_OPTIONS = Object.freeze({});
 /** The flag bit of `decide`'s engine number (src/lib.rs, SAME_ARGS). */
 const SAME_ARGS = 2 ** 31;
 
-// This thread's inbox (src/lib.rs, `decide_inbox`): the engine number and the line's length
-// (two u32 in the machine's byte order), then the line's UTF-8 bytes, which V8's own writer
-// puts there. Private to this module: nothing else may write to it or detach it. A line of up
-// to INBOX_CHARS UTF-16 units always fits (three bytes at most each); a longer one is passed
-// as a string.
-const INBOX_HEAD = 8;
+// This thread's inbox (src/lib.rs, `decide_inbox`): the engine number, the line's length and
+// the write's number (three u32 in the machine's byte order), then the line's UTF-8 bytes,
+// which V8's own writer puts there. Private to this module: nothing else may write to it or
+// detach it. A line of up to INBOX_CHARS UTF-16 units always fits (three bytes at most each);
+// a longer one is passed as a string.
+const INBOX_HEAD = 12;
 const INBOX_BYTES = 1 << 16;
 const INBOX_CHARS = Math.floor((INBOX_BYTES - INBOX_HEAD) / 3);
 let inbox = null;
 let inboxHead = null;
+let inboxWrites = 0;
 // `buf.utf8Write(text, offset)` is what `buf.write(text, offset)` calls after checking its
 // arguments (Node's own Buffer method since its first versions, not in its docs); called
 // directly it costs about 1.4% less a pair (callgrind). `write` where it is missing.
@@ -261,7 +268,7 @@ const writeUtf8 =
 function openInbox() {
   // Its own memory (not a slice of Buffer's shared pool), which the addon keeps.
   const b = Buffer.allocUnsafeSlow(INBOX_BYTES);
-  inboxHead = new Uint32Array(b.buffer, b.byteOffset, 2);
+  inboxHead = new Uint32Array(b.buffer, b.byteOffset, 3);
   addon.setInbox(b);
   return b;
 }

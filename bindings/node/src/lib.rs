@@ -244,18 +244,25 @@ pub fn decide(engine: u32, line: String) -> Result<Answer, String> {
     decide_engine(engine, line.as_bytes())
 }
 
-/// The first bytes of an inbox (see [`decide_inbox`]): the engine number, then the line's
-/// length, each a `u32` in the machine's byte order; the line's UTF-8 bytes follow.
-const INBOX_HEAD: usize = 8;
+/// The first bytes of an inbox (see [`decide_inbox`]): the engine number, the line's length and
+/// the write's number, each a `u32` in the machine's byte order; the line's UTF-8 bytes follow.
+const INBOX_HEAD: usize = 12;
+
+/// This thread's inbox and the number of the last write [`decide_inbox`] read from it.
+struct Inbox {
+    buffer: Buffer,
+    last_read: Option<u32>,
+}
 
 thread_local! {
     /// This thread's inbox, a buffer the JavaScript half writes each event into before it
     /// calls [`decide_inbox`].
-    static INBOX: RefCell<Option<Buffer>> = const { RefCell::new(None) };
+    static INBOX: RefCell<Option<Inbox>> = const { RefCell::new(None) };
 }
 
-/// Gives this thread's inbox for [`decide_inbox`] (the JavaScript half calls it once per
-/// thread, with a buffer of its own that it never hands out).
+/// Makes `inbox` this thread's inbox for [`decide_inbox`]. The JavaScript half calls it with a
+/// buffer of its own that it never hands out: once per thread, and again when
+/// [`decide_inbox`] finds that another instance of the module registered its own since.
 #[napi]
 pub fn set_inbox(inbox: Buffer) -> Result<(), String> {
     if inbox.len() <= INBOX_HEAD {
@@ -264,7 +271,12 @@ pub fn set_inbox(inbox: Buffer) -> Result<(), String> {
             format!("setInbox: an inbox needs more than {INBOX_HEAD} bytes"),
         ));
     }
-    INBOX.with(|slot| *slot.borrow_mut() = Some(inbox));
+    INBOX.with(|slot| {
+        *slot.borrow_mut() = Some(Inbox {
+            buffer: inbox,
+            last_read: None,
+        })
+    });
     Ok(())
 }
 
@@ -272,23 +284,34 @@ pub fn set_inbox(inbox: Buffer) -> Result<(), String> {
 /// A function of no arguments is the cheapest call napi-rs makes (no argument conversion, no
 /// borrow scope, no allocation), and the line is written into the inbox by V8's own UTF-8
 /// writer, without the length pass and the copy a string argument costs (issue 18).
+///
+/// Two instances of the JavaScript module in one thread (a test runner's fresh module
+/// registry, a bundle with its own copy) share this addon, each with its own inbox, and only
+/// the last one registered is read here. Each write into an inbox carries a new number, so a
+/// number already read means that the caller wrote into another inbox: the answer is then
+/// the empty string, on which the caller registers its inbox and calls again.
 #[napi]
 pub fn decide_inbox() -> Result<Answer, String> {
     INBOX.with(|slot| {
-        let inbox = slot.borrow();
-        let bytes: &[u8] = inbox.as_deref().ok_or_else(|| {
+        let mut slot = slot.borrow_mut();
+        let inbox = slot.as_mut().ok_or_else(|| {
             fail(
                 "LOOPGUARD_ARG",
                 "decideInbox: no inbox on this thread (setInbox was not called)",
             )
         })?;
+        let bytes: &[u8] = &inbox.buffer;
         let word = |at: usize| {
             bytes
                 .get(at..at + 4)
                 .and_then(|w| <[u8; 4]>::try_from(w).ok())
                 .map_or(0, u32::from_ne_bytes)
         };
-        let (engine, len) = (word(0), word(4) as usize);
+        let (engine, len, write) = (word(0), word(4) as usize, word(8));
+        if inbox.last_read == Some(write) {
+            return Ok(Either::A(Latin1String::from(String::new())));
+        }
+        inbox.last_read = Some(write);
         let line = bytes
             .get(INBOX_HEAD..INBOX_HEAD.saturating_add(len))
             .ok_or_else(|| {

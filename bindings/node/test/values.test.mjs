@@ -4,6 +4,8 @@
 // Infinity as strings, bigint digits, Error and Uint8Array shapes, lone surrogates dropped).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { test } from 'node:test';
 import { Guard, EventError, toEventJson } from 'loopguard';
 
@@ -298,4 +300,39 @@ test('ids that need escapes and ids that do not reach the engine alike', () => {
   // (sessions() names an id that is not UTF-8 by the hex of its WTF-8 bytes: x, then ED A0 80
   // for U+D800 and ED AF BF for U+DBFF.)
   assert.deepEqual(g.sessions().map((s) => s.session).sort(), ['~wtf8~78eda080', '~wtf8~78edafbf']);
+});
+
+// Two instances of the wrapper's module in one thread (a test runner's fresh module registry, a
+// bundle holding its own copy) share one addon, each with its own inbox (lib/index.cjs): every
+// event must reach the engine with its own line, never the other instance's last one.
+test('two instances of the wrapper in one thread each reach the engine with their own lines', () => {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('loopguard');
+  const dir = path.dirname(entry);
+  const first = require(entry).Guard;
+  // A second instance of every module of the package but the addon itself (which node loads
+  // once per thread).
+  for (const file of Object.keys(require.cache)) {
+    if (file.startsWith(dir) && !file.endsWith('.node')) delete require.cache[file];
+  }
+  const second = require(entry).Guard;
+  assert.notEqual(first, second);
+  const [a, b, ref] = [new first(), new second(), new Guard()];
+  for (let i = 0; i < 30; i++) {
+    for (const [g, s] of [[a, 'a'], [b, 'b'], [b, 'b'], [a, 'a']]) {
+      const args = { path: `/${s}/${i % 3}` };
+      const got = g.beforeCall(`${s}${i}`, 'read', args);
+      const want = ref.event({ type: 'call', session: `ref-${s}${i}`, tool: 'read', args });
+      assert.deepEqual([got.argsHash, got.action], [want.argsHash, want.decision], `${s} call ${i}`);
+      const out = g.afterCall(`${s}${i}`, 'read', args, { result: `${s}${i}` });
+      const outRef = ref.event({ type: 'outcome', session: `ref-${s}${i}`, tool: 'read', args, result: `${s}${i}` });
+      assert.deepEqual([out.argsHash, out.resultHash], [outRef.argsHash, outRef.resultHash], `${s} outcome ${i}`);
+    }
+  }
+  // Each guard holds its own 30 sessions, each with the two calls and outcomes it was given.
+  for (const [g, s] of [[a, 'a'], [b, 'b']]) {
+    const all = g.sessions();
+    assert.equal(all.length, 30, s);
+    assert.ok(all.every((x) => x.session.startsWith(s) && x.calls === 2 && x.outcomes === 2), s);
+  }
 });
