@@ -235,7 +235,10 @@ function idField(name) {
     return (json = NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : `"${v}"`);
   };
 }
-/** A character JSON.stringify writes as an escape: controls, `"`, `\\` and lone surrogates (any). */
+/**
+ * The characters JSON.stringify may escape: controls, `"`, `\\` and lone surrogates (this matches
+ * any surrogate; an id with a paired one goes through JSON.stringify too, which keeps it).
+ */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 const sessionJson = idField('session');
 const toolJson = idField('tool');
