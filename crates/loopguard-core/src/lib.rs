@@ -190,7 +190,9 @@ pub mod json {
         format_js_number, js_number, to_canonical_string, write_json_string,
         write_json_string_body, write_json_value, Sink,
     };
-    pub use crate::parse::{parse, parse_object_entries, ParseError, ParseErrorKind, MAX_DEPTH};
+    pub use crate::parse::{
+        parse, parse_object_entries, parse_object_fields, ParseError, ParseErrorKind, MAX_DEPTH,
+    };
     pub use crate::text::js_trim;
 }
 

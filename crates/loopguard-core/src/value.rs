@@ -355,6 +355,15 @@ impl<'a> From<Cow<'a, [u8]>> for Repr<'a> {
     }
 }
 
+impl JsString<'static> {
+    /// The empty string, a constant (the parser's placeholder for a string being read).
+    pub(crate) const EMPTY: JsString<'static> = JsString {
+        bytes: Repr::Borrowed(&[]),
+        simple: true,
+        lone: false,
+    };
+}
+
 impl<'a> JsString<'a> {
     /// Wraps WTF-8 bytes. `lone` must be true when the bytes hold a surrogate sequence.
     pub(crate) fn from_wtf8(bytes: Cow<'a, [u8]>, lone: bool) -> Self {

@@ -110,6 +110,36 @@ proptest! {
         prop_assert_ne!(hash_of(&text(&Tree::Arr(items), 0)), hash_of(&text(&Tree::Arr(swapped), 0)));
     }
 
+    /// An object's fields read into slots (`parse_object_fields`) or handed over one by one
+    /// (`parse_object_entries`) are the values `parse` gives, a repeated key's last one
+    /// included, and every other key's value is read and dropped.
+    #[test]
+    fn fields_and_entries_read_what_parse_reads(
+        entries in prop::collection::vec(("[a-c]{1,2}", tree()), 0..8),
+        shift in 0usize..7,
+    ) {
+        let object = Tree::Obj(entries.clone());
+        let json = text(&object, shift);
+        let whole = parse(json.as_bytes()).unwrap();
+        let whole = whole.as_object().unwrap();
+        // Keys "a" and "b" have slots; "c", "aa", ... are dropped.
+        let mut slots: [Option<Value>; 2] = Default::default();
+        loopguard_core::json::parse_object_fields(json.as_bytes(), &mut slots, |k| match k {
+            b"a" => Some(0),
+            b"b" => Some(1),
+            _ => None,
+        }).unwrap();
+        prop_assert_eq!(slots[0].as_ref(), whole.get("a"));
+        prop_assert_eq!(slots[1].as_ref(), whole.get("b"));
+        let mut seen = Vec::new();
+        loopguard_core::json::parse_object_entries(json.as_bytes(), |k, v| seen.push((k.to_string_lossy().into_owned(), v))).unwrap();
+        prop_assert_eq!(seen.len(), entries.len());
+        for (k, v) in whole.iter() {
+            let last = seen.iter().rev().find(|(key, _)| key.as_str() == k.to_string_lossy());
+            prop_assert_eq!(last.map(|(_, v)| v), Some(v));
+        }
+    }
+
     /// Canonical output is a fixed point: parsing it again gives the same bytes.
     #[test]
     fn canonical_form_is_stable(t in tree()) {

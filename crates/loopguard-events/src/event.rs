@@ -1,6 +1,6 @@
 //! One line of the event stream (events.md, format v1).
 
-use loopguard_core::{json::parse_object_entries, json::ParseError, json::ParseErrorKind};
+use loopguard_core::{json::parse_object_fields, json::ParseError, json::ParseErrorKind};
 use loopguard_core::{JsString, Value};
 
 /// What happened.
@@ -183,36 +183,29 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
 /// assert_eq!(bad.to_string(), "line 7: field `tool`: a call needs a `tool` string");
 /// ```
 pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError> {
-    let mut kind = None;
-    let mut session = None;
-    let mut run = None;
-    let mut agent = None;
-    let mut call_id = None;
-    let mut tool = None;
-    let mut args = None;
-    let mut result = None;
-    let mut error = None;
-    let mut ts = 0u64;
-    // The envelope's fields are picked as they are read; a repeated field keeps its last
+    // The envelope's fields are read into their slots; a repeated field keeps its last
     // value, as with `JSON.parse`. Type checks come after, so the last value is checked.
-    let parsed = parse_object_entries(line_bytes, |k, v| match k.as_wtf8() {
-        b"type" => kind = Some(v),
-        b"session" => session = Some(v),
-        b"run" => run = Some(v),
-        b"agent" => agent = Some(v),
-        b"callId" => call_id = Some(v),
-        b"tool" => tool = Some(v),
-        b"args" => args = Some(v),
-        b"result" => result = Some(v),
-        b"error" => error = Some(v),
-        b"ts" => {
-            ts = match v {
-                Value::Number(n) if n.is_finite() && n >= 0.0 => n as u64,
-                _ => 0,
-            }
-        }
-        _ => {}
+    let mut slots: [Option<Value<'_>>; 10] = Default::default();
+    let parsed = parse_object_fields(line_bytes, &mut slots, |k| {
+        Some(match k {
+            b"type" => 0,
+            b"session" => 1,
+            b"run" => 2,
+            b"agent" => 3,
+            b"callId" => 4,
+            b"tool" => 5,
+            b"args" => 6,
+            b"result" => 7,
+            b"error" => 8,
+            b"ts" => 9,
+            _ => return None,
+        })
     });
+    let [kind, session, run, agent, call_id, tool, args, result, error, ts] = slots;
+    let ts = match ts {
+        Some(Value::Number(n)) if n.is_finite() && n >= 0.0 => n as u64,
+        _ => 0,
+    };
     if let Err(e) = parsed {
         if e.kind == ParseErrorKind::ExpectedObject {
             return Err(match loopguard_core::json::parse(line_bytes) {
@@ -374,6 +367,29 @@ mod tests {
             assert_eq!(got.line, 3, "{text}");
             assert_eq!(got.field, field, "{text}: {got}");
         }
+    }
+
+    #[test]
+    fn a_repeated_field_keeps_its_last_value_which_is_checked() {
+        // As JSON.parse: the last `tool` wins, and it is the one type-checked.
+        let ev =
+            e(r#"{"type":"call","tool":7,"tool":"read","args":{"a":1},"args":{"b":2}}"#).unwrap();
+        assert_eq!(
+            ev.tool.map(|t| t.to_string_lossy().into_owned()).as_deref(),
+            Some("read")
+        );
+        assert_eq!(ev.args, Value::parse(br#"{"b":2}"#).unwrap());
+        let got = e(r#"{"type":"call","tool":"read","tool":7}"#).unwrap_err();
+        assert_eq!(got.field, Some("tool"));
+        // An escaped key names the same field; unknown fields, however nested, are skipped.
+        let ev = e(r#"{"t\u0079pe":"outcome","tool":"x","extra":{"result":[1,{"a":[]}]},"result":{"ok":true}}"#).unwrap();
+        assert_eq!(ev.kind, EventKind::Outcome);
+        assert_eq!(
+            ev.payload,
+            Some(Payload::Result(Value::parse(br#"{"ok":true}"#).unwrap()))
+        );
+        let ev = e(r#"{"type":"call","tool":"x","ts":5,"ts":-1}"#).unwrap();
+        assert_eq!(ev.timestamp_ms, 0);
     }
 
     #[test]
