@@ -112,7 +112,8 @@ pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
 /// Parses a JSON object and hands each entry to `f` in input order, without building the
 /// object (repeated keys are all passed; the last one is the one `JSON.parse` keeps).
 ///
-/// Event envelopes are read this way: their fields are picked out, not hashed.
+/// For picking out fields without hashing the object; [`parse_object_fields`] reads known
+/// fields straight into their slots.
 ///
 /// ```
 /// use loopguard_core::json::parse_object_entries;
@@ -126,28 +127,14 @@ pub fn parse_object_entries<'a>(
     input: &'a [u8],
     mut f: impl FnMut(JsString<'a>, Value<'a>),
 ) -> Result<(), ParseError> {
-    let mut p = Parser::new(input);
-    p.skip_ws();
-    if p.s.get(p.i) != Some(&b'{') {
-        return Err(p.err(ParseErrorKind::ExpectedObject));
-    }
-    if p.opens(b'}') {
-        loop {
-            let mut key = JsString::EMPTY;
-            let mut value = PLACEHOLDER;
-            p.key_into(&mut key)?;
-            p.value_into(1, &mut value)?;
-            f(key, value);
-            if !p.next_item(b'}')? {
-                break;
-            }
-        }
-    }
-    p.skip_ws();
-    if p.i != input.len() {
-        return Err(p.err(ParseErrorKind::TrailingCharacters));
-    }
-    Ok(())
+    read_object(input, |p| {
+        let mut key = JsString::EMPTY;
+        let mut value = PLACEHOLDER;
+        p.key_into(&mut key)?;
+        p.value_into(1, &mut value)?;
+        f(key, value);
+        Ok(())
+    })
 }
 
 /// Parses a JSON object into `slots`: `slot_of` names the slot of each key's value (by its
@@ -176,21 +163,34 @@ pub fn parse_object_fields<'a>(
     slots: &mut [Option<Value<'a>>],
     mut slot_of: impl FnMut(&[u8]) -> Option<usize>,
 ) -> Result<(), ParseError> {
+    let mut key = JsString::EMPTY;
+    let mut dropped = PLACEHOLDER;
+    read_object(input, |p| {
+        p.key_into(&mut key)?;
+        let out = match slot_of(key.as_wtf8()).and_then(|i| slots.get_mut(i)) {
+            Some(slot) => slot.insert(PLACEHOLDER),
+            None => &mut dropped,
+        };
+        p.value_into(1, out)
+    })
+}
+
+/// Reads the JSON object that is the whole of `input`, calling `entry` for each of its
+/// entries (which reads the key and the value), with the punctuation and the errors of
+/// [`parse`].
+#[inline(always)]
+fn read_object<'a>(
+    input: &'a [u8],
+    mut entry: impl FnMut(&mut Parser<'a>) -> Result<(), ParseError>,
+) -> Result<(), ParseError> {
     let mut p = Parser::new(input);
     p.skip_ws();
     if p.s.get(p.i) != Some(&b'{') {
         return Err(p.err(ParseErrorKind::ExpectedObject));
     }
     if p.opens(b'}') {
-        let mut key = JsString::EMPTY;
-        let mut dropped = PLACEHOLDER;
         loop {
-            p.key_into(&mut key)?;
-            let out = match slot_of(key.as_wtf8()).and_then(|i| slots.get_mut(i)) {
-                Some(slot) => slot.insert(PLACEHOLDER),
-                None => &mut dropped,
-            };
-            p.value_into(1, out)?;
+            entry(&mut p)?;
             if !p.next_item(b'}')? {
                 break;
             }
