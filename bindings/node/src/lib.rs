@@ -31,7 +31,7 @@ use std::time::Duration;
 use loopguard_core::hashing::{hex_bytes, ArgsDigest};
 use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, EventKind};
-use loopguard_guard::{open_store, Guard, GuardError, SessionInfo, ToolProfile};
+use loopguard_guard::{digest_line, open_store, Guard, GuardError, SessionInfo, ToolProfile};
 use napi::bindgen_prelude::{Buffer, Either, Error, Latin1String, Result};
 use napi_derive::napi;
 
@@ -53,6 +53,11 @@ fn guard_error(e: GuardError) -> Error<String> {
 struct Backend {
     guard: Guard,
     diagnostics: Vec<String>,
+    /// The guard decides events from their digests alone (the plain tool profile, no extra
+    /// detectors in the global policy): `beforeCall` and `afterCall` lines are read by
+    /// [`digest_line`]. The guard's hashing settings are the default ones, which
+    /// [`digest_line`] assumes: this addon never sets others.
+    fast: bool,
 }
 
 /// Guards shared with worker threads, by handle. Weak: a guard lives while some thread holds it.
@@ -117,7 +122,12 @@ impl NativeGuard {
             .store(store_impl)
             .build();
         Ok(NativeGuard {
-            backend: Arc::new(Backend { guard, diagnostics }),
+            backend: Arc::new(Backend {
+                fast: guard.applier().profile == ToolProfile::Plain
+                    && !guard.policy(None).extra.any(),
+                guard,
+                diagnostics,
+            }),
         })
     }
 
@@ -231,6 +241,9 @@ thread_local! {
     /// The engine number and the arguments' digest of the last call [`decide`] decided on
     /// this thread.
     static LAST_CALL: Cell<Option<(u32, ArgsDigest)>> = const { Cell::new(None) };
+    /// That call's arguments' JSON text when [`digest_line`] read it, else empty: an outcome
+    /// that repeats them is read by [`digest_line`] too.
+    static LAST_ARGS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// [`NativeGuard::decide`] on the engine whose number [`NativeGuard::engine`] gave: the same
@@ -352,6 +365,11 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
             backend
         }
     };
+    if backend.fast {
+        if let Some(answer) = decide_fast(&backend, engine, same_args, line) {
+            return answer;
+        }
+    }
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
     let known = match LAST_CALL.get() {
         Some((handle, digest)) if same_args && handle == engine => Some(digest),
@@ -368,8 +386,58 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
         .map_err(guard_error)?;
     if let Some(args) = call {
         LAST_CALL.set(args.map(|digest| (engine, digest)));
+        LAST_ARGS.with(|a| a.borrow_mut().clear());
     }
     Ok(answer)
+}
+
+/// The longest arguments' JSON text kept in [`LAST_ARGS`].
+const LAST_ARGS_MAX: usize = 16 * 1024;
+
+/// [`decide_engine`] of a line [`digest_line`] reads: the event decided from the digests it
+/// takes from the JSON text. `None`, with nothing applied, for any other line.
+fn decide_fast(
+    backend: &Backend,
+    engine: u32,
+    same_args: bool,
+    line: &[u8],
+) -> Option<Result<Answer, String>> {
+    LAST_ARGS.with(|last_args| {
+        let mut last_args = last_args.borrow_mut();
+        let last_call = match LAST_CALL.get() {
+            Some((handle, digest)) if same_args && handle == engine && !last_args.is_empty() => {
+                Some((digest, &last_args[..]))
+            }
+            _ => None,
+        };
+        let fast = digest_line(line, last_call)?;
+        let is_call = fast.event.kind == EventKind::Call;
+        let applied = backend
+            .guard
+            .apply_prehashed_then(None, &fast.event, &fast.pre, |d| {
+                // An outcome read here repeats the call's arguments: their digest is reused.
+                let short = (!is_call).then(|| compact_reused(d)).flatten();
+                (short.map(Either::A).unwrap_or_else(|| answer(d)), d.args)
+            });
+        match applied {
+            Err(e) => Some(Err(guard_error(e))),
+            Ok(None) => None,
+            Ok(Some((answer, args))) => {
+                if is_call {
+                    LAST_CALL.set(args.map(|digest| (engine, digest)));
+                    last_args.clear();
+                    // Large arguments are not copied: their outcome takes the whole path.
+                    if args.is_some() && fast.args.len() <= LAST_ARGS_MAX {
+                        last_args.extend_from_slice(fast.args);
+                    }
+                    if last_args.capacity() > 2 * LAST_ARGS_MAX {
+                        last_args.shrink_to(LAST_ARGS_MAX);
+                    }
+                }
+                Some(Ok(answer))
+            }
+        }
+    })
 }
 
 /// What [`decide`] answers: a short answer (ASCII, created as a Latin-1 string, which V8

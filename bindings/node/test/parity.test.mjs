@@ -36,3 +36,30 @@ for (const name of cases) {
     });
   });
 }
+
+// The same fixtures through the methods an agent calls. beforeCall and afterCall lines are
+// decided from digests taken straight from their JSON text where the addon can
+// (crates/loopguard-guard/src/digested.rs), and from the parsed line otherwise: the decisions
+// must be OpenClaw's either way. The method's object is the record with `decision` as `action`.
+for (const name of cases) {
+  test(`parity: ${name} (beforeCall, afterCall, onCompaction)`, () => {
+    const guard = new Guard({ config: path.join(PARITY, `${name}.config.json`) });
+    const events = readJsonl(path.join(PARITY, `${name}.events.jsonl`)).map((l) => JSON.parse(l));
+    const expected = readJsonl(path.join(PARITY, `${name}.expected.jsonl`)).map((l) => JSON.parse(l));
+    assert.equal(events.length, expected.length);
+    events.forEach((ev, i) => {
+      const known = new Set(['type', 'session', 'agent', 'callId', 'run', 'tool', 'args', 'result', 'error']);
+      for (const k of Object.keys(ev)) assert.ok(known.has(k), `${name} event ${i + 1}: the methods cannot pass ${k}`);
+      const session = ev.session ?? 'default';
+      const opts = { run: ev.run, callId: ev.callId, agent: ev.agent };
+      let got;
+      if (ev.type === 'call') got = guard.beforeCall(session, ev.tool, ev.args ?? {}, opts);
+      else if (ev.type === 'outcome') {
+        const outcome = 'error' in ev ? { ...opts, error: ev.error } : { ...opts, result: ev.result };
+        got = guard.afterCall(session, ev.tool, ev.args ?? {}, outcome);
+      } else got = guard.onCompaction(session, { run: ev.run, agent: ev.agent });
+      const { line: _line, decision, ...rest } = expected[i];
+      assert.deepEqual(got, { action: decision, ...rest }, `${name} event ${i + 1}: ${JSON.stringify(ev)}`);
+    });
+  });
+}

@@ -118,6 +118,7 @@ mod compaction_guard;
 mod config;
 mod detectors;
 mod fingerprint;
+mod from_text;
 mod history;
 mod messages;
 mod outcome;
@@ -216,7 +217,9 @@ pub mod hashing {
     //! Fingerprints as OpenClaw takes them: the canonical hash of a call's arguments
     //! ([`args_hash`], `argsHash`; [`ArgsDigest`] as bytes) and of its outcome
     //! ([`hash_outcome`], without volatile fields), SHA-256 of any [`Value`](crate::Value)'s
-    //! canonical form ([`digest_value`]), and their hex form.
+    //! canonical form ([`digest_value`]), and their hex form. A front end holding arguments or
+    //! a result as JSON text can take the digests from the text without building values
+    //! ([`args_digest_from_json`], [`outcome_hash_from_json`]).
     //!
     //! ```
     //! use loopguard_core::{hashing, Value};
@@ -229,6 +232,7 @@ pub mod hashing {
     //! ```
     pub use crate::canonical::{digest_value, hex, hex_bytes};
     pub use crate::fingerprint::{args_digest, args_digest_wtf8, args_hash, ArgsDigest};
+    pub use crate::from_text::{args_digest_from_json, outcome_hash_from_json};
     pub use crate::outcome::{hash_outcome, OutcomeHash, ResultHash};
 }
 

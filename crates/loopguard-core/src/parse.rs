@@ -626,7 +626,7 @@ const KEEP_SOURCE: usize = 256;
 /// and every escape in it is the one `JSON.stringify` writes: `\"`, `\\`, `\b`, `\f`,
 /// `\n`, `\r`, `\t`, or `\u00xx` (lower case) for another control character. `None` for
 /// anything else, which the decoding path then reads (and reports, if it is an error).
-fn canonical_end(s: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn canonical_end(s: &[u8], mut i: usize) -> Option<usize> {
     loop {
         match *s.get(i)? {
             b'"' => return Some(i),
@@ -656,7 +656,7 @@ fn canonical_end(s: &[u8], mut i: usize) -> Option<usize> {
 
 /// Input is UTF-8 by contract; only string contents can hold non-ASCII bytes (anywhere else
 /// they are a syntax error), so only strings that contain such bytes are validated.
-fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> {
+pub(crate) fn validate_utf8(s: &[u8], start: usize, stop: usize) -> Result<(), ParseError> {
     std::str::from_utf8(&s[start..stop])
         .map(|_| ())
         .map_err(|e| ParseError {

@@ -241,6 +241,124 @@ proptest! {
     }
 }
 
+/// A tool result: an object with `content` items (text parts with spaces and newlines at
+/// their ends, other items), `details` (an object or not) and other keys, any of them
+/// repeated, in any order.
+fn result_tree() -> impl Strategy<Value = Tree> {
+    let text = "[ \n\t\u{a0}\u{2028}\u{feff}xé\"\\\\]{0,6}".prop_map(Tree::Str);
+    let item = prop_oneof![
+        (
+            text.clone(),
+            prop_oneof![
+                Just(Tree::Str("text".into())),
+                Just(Tree::Str("image".into())),
+                tree()
+            ]
+        )
+            .prop_map(|(t, ty)| Tree::Obj(vec![("type".into(), ty), ("text".into(), t)])),
+        text.clone()
+            .prop_map(|t| Tree::Obj(vec![("text".into(), t)])),
+        (text.clone(), text.clone()).prop_map(|(a, b)| Tree::Obj(vec![
+            ("text".into(), a),
+            ("type".into(), Tree::Str("text".into())),
+            ("text".into(), b),
+        ])),
+        tree(),
+    ];
+    let member = prop_oneof![
+        prop::collection::vec(item, 0..4)
+            .prop_map(|items| ("content".to_string(), Tree::Arr(items))),
+        tree().prop_map(|t| ("content".to_string(), t)),
+        tree().prop_map(|t| ("details".to_string(), t)),
+        prop::collection::btree_map("[a-z]{1,3}", tree(), 0..4)
+            .prop_map(|m| ("details".to_string(), Tree::Obj(m.into_iter().collect()))),
+        (tree(), "[a-z]{1,7}").prop_map(|(t, k)| (k, t)),
+    ];
+    prop::collection::vec(member, 0..5).prop_map(Tree::Obj)
+}
+
+/// Arguments of a call (a poll, a send) for the tools whose outcome hash reads them.
+fn args_of(i: u8) -> Value<'static> {
+    parse(format!(r#"{{"action":"poll","to":"x","n":{i}}}"#).as_bytes())
+        .unwrap()
+        .into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The arguments' digest read straight from JSON text is the one the parsed value gives,
+    /// and the reader takes every value written as JSON.stringify writes it (whitespace
+    /// between members aside), whatever the key order and number spelling.
+    #[test]
+    fn args_digest_from_json_is_the_values(t in tree(), shift in 0usize..7, tool in "[a-z_]{1,8}") {
+        let json = text(&t, shift);
+        let slow = loopguard_core::hashing::args_digest_wtf8(tool.as_bytes(), &parse(json.as_bytes()).unwrap());
+        let fast = loopguard_core::hashing::args_digest_from_json(tool.as_bytes(), json.as_bytes());
+        if tool == "update_plan" {
+            prop_assert_eq!(fast, None);
+        } else {
+            prop_assert_eq!(fast, Some(slow), "{}", json);
+        }
+    }
+
+    /// A tool result's hash read straight from JSON text is `hash_outcome`'s, whatever the
+    /// call's arguments, for every result the reader takes; it takes every result here of a
+    /// tool without rules of its own.
+    #[test]
+    fn outcome_hash_from_json_is_hash_outcome(
+        t in prop_oneof![3 => result_tree(), 1 => tree()],
+        shift in 0usize..7,
+        tool in prop_oneof![Just("read"), Just("web_fetch"), Just("exec"), Just("process"), Just("message"), Just("telegram"), Just("update_plan"), Just("sessions_send")],
+        args in 0u8..3,
+    ) {
+        let json = text(&t, shift);
+        let result = parse(json.as_bytes()).unwrap();
+        let slow = loopguard_core::hashing::hash_outcome(
+            tool.as_bytes(), &args_of(args), Outcome::Result(&result), &loopguard_core::Hashing::default());
+        let fast = loopguard_core::hashing::outcome_hash_from_json(tool.as_bytes(), json.as_bytes());
+        if matches!(tool, "read" | "web_fetch") {
+            prop_assert_eq!(fast, Some(slow), "{}", json);
+        } else {
+            prop_assert_eq!(fast, None);
+        }
+    }
+
+    /// Text that is not JSON is never taken (the caller's parse reports it), and JSON the
+    /// reader takes gives the value's digests, however the text is cut or a byte changed.
+    #[test]
+    fn from_json_takes_no_text_parse_rejects(
+        t in prop_oneof![result_tree(), tree()],
+        shift in 0usize..7,
+        at in any::<prop::sample::Index>(),
+        byte in prop_oneof![Just(b'"'), Just(b'\\'), Just(b','), Just(b':'), Just(b'}'), Just(b']'), Just(b'{'), Just(b'['), Just(b'-'), Just(b'0'), Just(b'e'), Just(b' '), Just(0x01u8), Just(0xC3u8), Just(0xFFu8), Just(b'u')],
+        cut in any::<bool>(),
+    ) {
+        let mut bytes = text(&t, shift).into_bytes();
+        prop_assume!(!bytes.is_empty());
+        let i = at.index(bytes.len());
+        if cut { bytes.truncate(i); } else { bytes[i] = byte; }
+        let parsed = parse(&bytes);
+        let fast_args = loopguard_core::hashing::args_digest_from_json(b"read", &bytes);
+        let fast_outcome = loopguard_core::hashing::outcome_hash_from_json(b"read", &bytes);
+        match parsed {
+            Err(_) => {
+                prop_assert_eq!(fast_args, None);
+                prop_assert_eq!(fast_outcome, None);
+            }
+            Ok(v) => {
+                if let Some(d) = fast_args {
+                    prop_assert_eq!(d, loopguard_core::hashing::args_digest_wtf8(b"read", &v));
+                }
+                if let Some(h) = fast_outcome {
+                    prop_assert_eq!(h, loopguard_core::hashing::hash_outcome(
+                        b"read", &Value::Null, Outcome::Result(&v), &loopguard_core::Hashing::default()));
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn lone_surrogates_survive_parsing_and_vanish_when_hashed() {
     let lone = parse(br#"{"k":"left\ud83dright"}"#).unwrap();

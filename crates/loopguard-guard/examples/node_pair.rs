@@ -1,21 +1,25 @@
 //! The engine's part of the npm package's `beforeCall` + `afterCall` pair
 //! (`scripts/bench-node.sh`), in Rust alone, for instruction counts: the same events the
 //! package writes for the benchmark's small arguments and result, 64 sessions, each line
-//! parsed and applied as the addon's `decide` does. Timing is not a test.
+//! decided as the addon's `decide` does. Timing is not a test.
 //!
 //! ```text
 //! cargo build --release -p loopguard-guard --example node_pair
 //! valgrind --tool=callgrind --toggle-collect='*node_pair*measure*' \
-//!     target/release/examples/node_pair 5000 [apply]
+//!     target/release/examples/node_pair 5000 [whole|apply]
 //! ```
 //!
-//! `apply` hashes every outcome's arguments again, as front ends other than the npm package
-//! do; by default the outcome reuses its call's digest, as the package's `afterCall` does.
+//! By default each line is read as the addon reads it: its digests taken straight from the
+//! JSON text ([`loopguard_guard::digest_line`]) and the envelope applied
+//! ([`Guard::apply_prehashed_then`]), the outcome with its call's arguments. `whole` parses
+//! each line and applies it, the outcome with its call's digest (the addon before issue 18's
+//! digests from text); `apply` also hashes every outcome's arguments again, as front ends
+//! other than the npm package do.
 //!
 //! The instructions of `measure` divided by its pairs are the engine's cost per pair.
 
 use loopguard_events::parse_event;
-use loopguard_guard::Guard;
+use loopguard_guard::{digest_line, Guard};
 
 /// The two lines of pair `i`, as the package writes them.
 fn lines(i: usize) -> (String, String) {
@@ -33,16 +37,42 @@ fn lines(i: usize) -> (String, String) {
     (call, outcome)
 }
 
-/// Applies the pairs as the addon's `decide` does: parse, apply (the outcome with its call's
-/// argument digest when `reuse`, as the package's `afterCall` asks when the arguments are the
-/// call's), the digests' hex.
+/// How the lines are decided (see the top of the file).
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Digests,
+    Whole,
+    Apply,
+}
+
+/// Applies the pairs as the addon's `decide` does (see [`Way`]), and takes the digests' hex.
 #[inline(never)]
 fn measure(
     guard: &Guard,
     pairs: &[(String, String)],
-    reuse: bool,
+    way: Way,
 ) -> Result<usize, Box<dyn std::error::Error>> {
     let mut sink = 0;
+    if way == Way::Digests {
+        for (call, outcome) in pairs {
+            let read = digest_line(call.as_bytes(), None).ok_or("the call is read")?;
+            let digest = guard
+                .apply_prehashed_then(None, &read.event, &read.pre, |d| d.args)?
+                .flatten()
+                .ok_or("a call's decision has its digest")?;
+            sink += loopguard_core::hashing::hex_bytes(&digest.0)[0] as usize;
+            let read = digest_line(outcome.as_bytes(), Some((digest, read.args)))
+                .ok_or("the outcome is read")?;
+            let result = guard
+                .apply_prehashed_then(None, &read.event, &read.pre, |d| d.result)?
+                .flatten();
+            if let Some(h) = result {
+                sink += loopguard_core::hashing::hex_bytes(&h.digest)[0] as usize;
+            }
+        }
+        return Ok(sink);
+    }
+    let reuse = way == Way::Whole;
     for (call, outcome) in pairs {
         let call = parse_event(call.as_bytes(), 1)?;
         let d = guard.apply(None, &call)?;
@@ -66,15 +96,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(a) => a.parse()?,
         None => 5000,
     };
-    // `apply`: every outcome's arguments hashed again (what other front ends do).
-    let reuse = std::env::args().nth(2).as_deref() != Some("apply");
+    let way = match std::env::args().nth(2).as_deref() {
+        None => Way::Digests,
+        Some("whole") => Way::Whole,
+        Some("apply") => Way::Apply,
+        Some(other) => return Err(format!("unknown way {other:?}: whole or apply").into()),
+    };
     let guard = Guard::builder().build();
     // Every session's history full first (30 calls each), as in a long benchmark.
     let warm: Vec<_> = (0..64 * 40).map(lines).collect();
-    measure(&guard, &warm, reuse)?;
+    measure(&guard, &warm, way)?;
     let pairs: Vec<_> = (64 * 40..64 * 40 + n).map(lines).collect();
     let start = std::time::Instant::now();
-    let sink = measure(&guard, &pairs, reuse)?;
+    let sink = measure(&guard, &pairs, way)?;
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     println!("{n} pairs, {ns:.0} ns a pair (wall clock), sink {sink}");
     Ok(())

@@ -11,7 +11,7 @@ use loopguard_core::Hashing;
 use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
 
-use crate::entry::{Applier, LogRow, SessionEntry, Stats};
+use crate::entry::{Applier, LogRow, Prehashed, SessionEntry, Stats};
 use crate::profile::ToolProfile;
 use crate::store::{now_ms, MemoryOptions, MemoryStore, Store, StoreError};
 
@@ -467,6 +467,51 @@ impl Guard {
             out = Some(answer(&d));
         })?;
         job.done(out)
+    }
+
+    /// [`Guard::apply_then`] of an event whose values the caller has already hashed
+    /// ([`Prehashed`], with this guard's tool profile and hashing settings), so that the
+    /// event needs only its envelope: its `args` and `payload` are not looked at (the npm
+    /// package takes the digests straight from the JSON text its JavaScript half wrote,
+    /// issue 18). `Ok(None)`, with nothing applied, when the values are needed after all:
+    /// a tool profile that maps calls or outcomes, or a policy with one of loopguard's extra
+    /// detectors on ([`SessionEntry::apply_prehashed`]); the caller then applies the whole
+    /// event.
+    ///
+    /// ```
+    /// use loopguard_core::Hashing;
+    /// use loopguard_events::parse_event;
+    /// use loopguard_guard::{Guard, Prehashed, ToolProfile};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::builder().build();
+    /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
+    /// let pre = Prehashed::of(&call, ToolProfile::Plain, &Hashing::default()).ok_or("mapped")?;
+    /// let action = guard.apply_prehashed_then(None, &call, &pre, |d| d.action.as_str())?;
+    /// assert_eq!(action, Some("allow"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn apply_prehashed_then<'e, R>(
+        &self,
+        tenant: Option<&str>,
+        event: &'e Event<'e>,
+        pre: &Prehashed,
+        mut answer: impl FnMut(&Decision<'e>) -> R,
+    ) -> Result<Option<R>, GuardError> {
+        let job = self.job(tenant, event);
+        // Checked before the update, so that a declined event leaves the session untouched.
+        if self.applier.profile != ToolProfile::Plain || job.policy.extra.any() {
+            return Ok(None);
+        }
+        let mut out = None;
+        let applier = self.applier;
+        self.store.update_at(&job.key, job.now, &mut |entry| {
+            self.begin(entry, &job.key);
+            out = entry
+                .apply_prehashed(&job.policy, &applier, event, pre, 0, job.now)
+                .map(|d| answer(&d));
+        })?;
+        job.done(out).map(Some)
     }
 
     /// [`Guard::apply`] for async front ends: awaits the store when it has an awaitable

@@ -47,12 +47,14 @@
 //! ```
 
 pub mod advice;
+mod digested;
 mod duration;
 mod entry;
 mod guard;
 pub mod profile;
 mod store;
 
+pub use digested::{digest_line, DigestedLine};
 pub use duration::parse_duration;
 pub use entry::{
     AbortedRun, Applier, EntryError, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
