@@ -14,7 +14,10 @@
 //! string argument for a length pass and a copy; a line too long for the inbox goes to
 //! [`decide`] as a string). The two decisions nearly every event gets come back as a tag
 //! letter and the digests' hex (see `compact`), which JavaScript builds into the object with
-//! the strings it already holds, instead of a record to `JSON.parse`.
+//! the strings it already holds, instead of a record to `JSON.parse`. The engine keeps digests,
+//! not values: a line in the layout the JavaScript half writes is read into its envelope and
+//! the digests of its arguments and result, taken straight from the JSON text
+//! ([`loopguard_guard::digest_line`], `decide_fast`), and any other line is parsed whole.
 //!
 //! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
 //! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
