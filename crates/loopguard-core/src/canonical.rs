@@ -587,11 +587,25 @@ mod tests {
                 cases.push(format!("{long}{a}"));
                 cases.push(format!("{b}{a}{long}"));
             }
+            // An escape followed by whitespace of every length up to an escape's (six bytes):
+            // the whitespace is trimmed, whatever lies six bytes before the end.
+            for ws in [
+                " ", "  ", "   ", "    ", "     ", "      ", "\u{a0}  ", r#" \n"#,
+            ] {
+                cases.push(format!("{long}{a}{ws}"));
+                cases.push(format!("{ws}{a}{long}"));
+            }
         }
         for text in cases {
             let json = format!("\"{text}\"");
             let v = crate::parse::parse(json.as_bytes()).unwrap();
             let s = v.as_js_str().unwrap();
+            // Trimmed in its source, the string is the decoded string trimmed.
+            assert_eq!(
+                s.trim().into_owned().as_wtf8(),
+                crate::text::js_trim(s.as_wtf8()),
+                "{json}"
+            );
             for (label, parsed) in [("whole", s.reborrow()), ("trimmed", s.trim())] {
                 let copy = parsed.clone().into_owned();
                 let (mut hashed, mut want) = (Vec::new(), Vec::new());

@@ -182,10 +182,19 @@ fn source_token_before(source: &[u8], end: usize) -> Option<(usize, u8)> {
                 % 2
                 == 0
     };
-    for len in [2, 6] {
-        if let Some(i) = end.checked_sub(len) {
-            if starts_escape(i) {
-                return escape_at(source, i).filter(|(l, _)| *l == len);
+    // A two-byte escape ends at `end` when one starts two bytes before it (a `\u` there would
+    // be an escape cut in half); a six-byte one when a `\u00xx` starts six bytes before it. A
+    // two-byte escape six bytes before `end` ends before the token sought (`\"` then four
+    // spaces), which is then the last byte.
+    if let Some(i) = end.checked_sub(2) {
+        if starts_escape(i) {
+            return escape_at(source, i).filter(|(l, _)| *l == 2);
+        }
+    }
+    if let Some(i) = end.checked_sub(6) {
+        if starts_escape(i) {
+            if let Some((6, b)) = escape_at(source, i) {
+                return Some((6, b));
             }
         }
     }

@@ -245,7 +245,10 @@ proptest! {
 /// their ends, other items), `details` (an object or not) and other keys, any of them
 /// repeated, in any order.
 fn result_tree() -> impl Strategy<Value = Tree> {
-    let text = "[ \n\t\u{a0}\u{2028}\u{feff}xé\"\\\\]{0,6}".prop_map(Tree::Str);
+    // JavaScript's whitespace (trimmed) among other characters, some written with escapes.
+    let text =
+        "[ \n\t\r\u{b}\u{c}\u{a0}\u{1680}\u{200a}\u{2028}\u{3000}\u{feff}\u{1}xé😀\"\\\\]{0,6}"
+            .prop_map(Tree::Str);
     let item = prop_oneof![
         (
             text.clone(),
