@@ -303,7 +303,10 @@ function outcomeLine(session, tool, args, outcome = {}, knownArgsJson = null) {
 // with the same primitive values write the same JSON text (JSON.stringify of a plain object
 // with data properties depends on nothing else). The snapshot is taken right after the JSON is
 // written, with no user code run in between (the engine calls none); a getter is read again
-// at each comparison, so a value it changes is seen.
+// at each comparison, so a value it changes between the two calls is seen. A getter that
+// answers each read differently may have given the snapshot another value than the JSON
+// (docs/typescript.md, "JavaScript values"); that is not checked, which would mean reading
+// each property's descriptor on every call.
 
 /** The most keys a snapshot keeps (larger arguments are written again). */
 const SNAPSHOT_KEYS = 32;
