@@ -387,6 +387,39 @@ fn a_healthy_session_is_never_touched() {
     }
 }
 
+/// Eight hook processes at once on a database none of them has created yet (Claude Code's
+/// parallel hooks on their first call), twenty times: every one of them answers. Turning the
+/// new database to WAL takes an exclusive lock, and SQLite answered some of the processes
+/// "busy" at once rather than let them wait (about one round in twenty failed before the
+/// store tried again).
+#[test]
+fn hooks_opening_a_new_database_at_once_all_answer() {
+    const ROUNDS: usize = 20;
+    const WORKERS: usize = 8;
+    for round in 0..ROUNDS {
+        let sb = Sandbox::new();
+        let config = sb.path("config.json5");
+        std::fs::write(&config, "{ tools: { loopDetection: { enabled: true } } }").unwrap();
+        let config = config.to_str().unwrap().to_string();
+        std::thread::scope(|s| {
+            for w in 0..WORKERS {
+                let (sb, config) = (&sb, config.clone());
+                s.spawn(move || {
+                    let cc = Claude::new(&sb.project());
+                    let input = json!({"file_path": format!("/src/w{w}.rs")});
+                    let flags = ["--config", config.as_str(), "--busy-timeout", "60s"];
+                    let a = sb.hook(&cc.pre("Read", input, &format!("toolu_{w}")), &flags);
+                    assert!(
+                        a.code == 0 && a.stdout.is_empty() && a.stderr.is_empty(),
+                        "round {round}, hook {w}: {a:?}"
+                    );
+                });
+            }
+        });
+        assert_eq!(sb.status_json(SESSION)["eventCount"], WORKERS as u64);
+    }
+}
+
 /// Eight hook processes at once on one session, 25 calls (PreToolUse + PostToolUse) each:
 /// every event is in the database.
 #[test]

@@ -169,13 +169,19 @@ impl SqliteStore {
         };
         let conn = Connection::open_with_flags(path, flags).map_err(err)?;
         conn.busy_timeout(opts.busy_timeout).map_err(err)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-            .map_err(err)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-                .map_err(err)?;
-        }
+        // A new database starts in rollback-journal mode, and turning it to WAL takes an
+        // exclusive lock. Several processes opening it at once (Claude Code's parallel hooks
+        // on their first call) each hold a shared lock and want that one: SQLite answers
+        // some of them "busy" at once instead of waiting, since waiting could deadlock. They
+        // try again, within the same busy timeout.
+        let wal = retry_busy(opts.busy_timeout, || {
+            let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))?;
+            }
+            Ok(())
+        });
+        wal.map_err(err)?;
         // NORMAL in WAL mode: a commit survives a killed process (the WAL is written before
         // the commit returns); only a power loss can drop the last commits.
         conn.execute_batch("PRAGMA synchronous=NORMAL")
@@ -266,6 +272,28 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()
             .map_err(self.err())?;
         Ok(rows)
+    }
+}
+
+/// Runs `f` again while SQLite answers "busy" without having waited (see `open_with`), until
+/// `timeout` has passed; any other answer is returned at once.
+fn retry_busy<T>(
+    timeout: Duration,
+    mut f: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && start.elapsed() < timeout =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -460,6 +488,41 @@ mod tests {
             busy_timeout: Duration::from_secs(10),
             idle_ttl: Duration::from_secs(3600 * 24),
         }
+    }
+
+    /// "Busy" answered without waiting is tried again until the timeout; anything else is
+    /// returned at once.
+    #[test]
+    fn busy_is_tried_again_within_the_timeout() {
+        let busy = || {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                None,
+            )
+        };
+        let mut tries = 0;
+        let r = retry_busy(Duration::from_secs(10), || {
+            tries += 1;
+            if tries < 4 {
+                Err(busy())
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(r.unwrap(), 4);
+        let mut tries = 0;
+        let r: rusqlite::Result<()> = retry_busy(Duration::from_secs(10), || {
+            tries += 1;
+            Err(rusqlite::Error::InvalidQuery)
+        });
+        assert!(r.is_err() && tries == 1);
+        let start = std::time::Instant::now();
+        let r: rusqlite::Result<()> = retry_busy(Duration::from_millis(30), || Err(busy()));
+        assert_eq!(
+            r.unwrap_err().sqlite_error_code(),
+            Some(ErrorCode::DatabaseBusy)
+        );
+        assert!(start.elapsed() >= Duration::from_millis(30));
     }
 
     #[test]
