@@ -13,10 +13,10 @@
 //! would not write (`\/`, `\u00e9`, a surrogate), a repeated key in an object whose canonical
 //! form it writes (a result's own members and its `content` items may repeat one: the last
 //! counts, as with `JSON.parse`), more than [`MAX_KEYS`] keys in one object, nesting deeper
-//! than [`MAX_NEST`], and any text that is not JSON. A caller
-//! then parses the text as usual, which gives the same digest or reports the error. Within
-//! what it takes, the digest is the one the value path gives, which the property tests check
-//! for arbitrary values (`crates/loopguard-core/tests/properties.rs`).
+//! than [`MAX_NEST`], and any text that is not JSON. A caller then parses the text as usual,
+//! which gives the same digest or reports the error. Within what it takes, the digest is the
+//! one the value path gives, which the property tests check for arbitrary values
+//! (`crates/loopguard-core/tests/properties.rs`).
 
 use crate::canonical::{self, Digest, Sink};
 use crate::fingerprint::ArgsDigest;
