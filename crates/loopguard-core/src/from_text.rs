@@ -21,7 +21,7 @@
 use crate::canonical::{self, Digest, Sink};
 use crate::fingerprint::ArgsDigest;
 use crate::outcome::{OutcomeHash, ResultHash, CHANNEL_TOOLS};
-use crate::parse::{canonical_end, validate_utf8};
+use crate::parse::{canonical_end, read_number, validate_utf8};
 use crate::text::{scan_string, trim_source};
 use crate::value::utf16_cmp;
 use std::cmp::Ordering;
@@ -152,43 +152,26 @@ fn result_object(r: &mut Reader<'_>, out: &mut Vec<u8>) -> Option<()> {
     // The canonical details, and the text's parts as their escaped sources.
     let mut details: Option<(usize, usize)> = None;
     let mut parts: Vec<(usize, usize)> = Vec::new();
-    r.i += 1;
-    r.ws();
-    if r.peek() == Some(b'}') {
-        r.i += 1;
-    } else {
-        loop {
-            let key = r.key()?;
-            r.ws();
-            r.expect(b':')?;
-            r.ws();
-            match key {
-                b"details" => {
-                    let start = out.len();
-                    let object = r.peek() == Some(b'{');
-                    r.value(out, 1)?;
-                    // The value stays in `out` (ahead of the object written below) only
-                    // while it is the last `details` and an object.
-                    details = object.then_some((start, out.len()));
-                }
-                b"content" => {
-                    parts.clear();
-                    if r.peek() == Some(b'[') {
-                        content(r, &mut parts, out)?;
-                    } else {
-                        r.check(out, 1)?;
-                    }
-                }
-                _ => r.check(out, 1)?,
-            }
-            r.ws();
-            match r.next()? {
-                b',' => r.ws(),
-                b'}' => break,
-                _ => return None,
+    r.members(|r, key| match key {
+        b"details" => {
+            let start = out.len();
+            let object = r.peek() == Some(b'{');
+            r.value(out, 1)?;
+            // The value stays in `out` (ahead of the object written below) only while it
+            // is the last `details` and an object.
+            details = object.then_some((start, out.len()));
+            Some(())
+        }
+        b"content" => {
+            parts.clear();
+            if r.peek() == Some(b'[') {
+                content(r, &mut parts, out)
+            } else {
+                r.check(out, 1)
             }
         }
-    }
+        _ => r.check(out, 1),
+    })?;
     // The details' canonical bytes were written to `out` as they were read; the object is
     // assembled after them and then moved to the front.
     let body = out.len();
@@ -237,32 +220,17 @@ fn content(r: &mut Reader<'_>, parts: &mut Vec<(usize, usize)>, out: &mut Vec<u8
         if r.peek() == Some(b'{') {
             let mut has_type = false;
             let mut text = None;
-            r.i += 1;
-            r.ws();
-            if r.peek() == Some(b'}') {
-                r.i += 1;
-            } else {
-                loop {
-                    let key = r.key()?;
-                    r.ws();
-                    r.expect(b':')?;
-                    r.ws();
-                    let is_string = r.peek() == Some(b'"');
-                    let start = r.i + 1;
-                    r.check(out, 3)?;
-                    match key {
-                        b"type" => has_type = is_string,
-                        b"text" => text = is_string.then_some((start, r.i - 1)),
-                        _ => {}
-                    }
-                    r.ws();
-                    match r.next()? {
-                        b',' => r.ws(),
-                        b'}' => break,
-                        _ => return None,
-                    }
+            r.members(|r, key| {
+                let is_string = r.peek() == Some(b'"');
+                let start = r.i + 1;
+                r.check(out, 3)?;
+                match key {
+                    b"type" => has_type = is_string,
+                    b"text" => text = is_string.then_some((start, r.i - 1)),
+                    _ => {}
                 }
-            }
+                Some(())
+            })?;
             if let (true, Some(t)) = (has_type, text) {
                 parts.push(t);
             }
@@ -302,6 +270,30 @@ impl<'a> Reader<'a> {
     fn ws(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.i += 1;
+        }
+    }
+
+    /// Reads the object at the position (its `{`), handing each member's key to `each` with
+    /// the position at its value, which `each` reads.
+    fn members(&mut self, mut each: impl FnMut(&mut Self, &'a [u8]) -> Option<()>) -> Option<()> {
+        self.i += 1;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            self.ws();
+            self.expect(b':')?;
+            self.ws();
+            each(self, key)?;
+            self.ws();
+            match self.next()? {
+                b',' => self.ws(),
+                b'}' => return Some(()),
+                _ => return None,
+            }
         }
     }
 
@@ -359,70 +351,10 @@ impl<'a> Reader<'a> {
         Some(())
     }
 
-    /// A number as the parser reads it (the same grammar and conversion), written as
-    /// JavaScript writes it.
+    /// A number as the parser reads it ([`read_number`]), written as JavaScript writes it.
     fn number(&mut self, out: &mut Vec<u8>) -> Option<()> {
-        let s = self.s;
-        let start = self.i;
-        let mut i = start;
-        if s.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        let int_start = i;
-        match s.get(i)? {
-            b'0' => i += 1,
-            b'1'..=b'9' => {
-                while matches!(s.get(i), Some(b'0'..=b'9')) {
-                    i += 1;
-                }
-            }
-            _ => return None,
-        }
-        let int_end = i;
-        let mut simple = true;
-        if s.get(i) == Some(&b'.') {
-            simple = false;
-            i += 1;
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
-        }
-        if matches!(s.get(i), Some(b'e' | b'E')) {
-            simple = false;
-            i += 1;
-            if matches!(s.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
-        }
-        self.i = i;
-        let n = if simple && int_end - int_start <= 15 {
-            let mut n: u64 = 0;
-            for &d in &s[int_start..int_end] {
-                n = n * 10 + u64::from(d - b'0');
-            }
-            let f = n as f64;
-            if int_start > start {
-                -f
-            } else {
-                f
-            }
-        } else {
-            std::str::from_utf8(&s[start..i])
-                .ok()?
-                .parse::<f64>()
-                .ok()?
-        };
+        let (n, end) = read_number(self.s, self.i).ok()?;
+        self.i = end;
         canonical::write_number(out, n);
         Some(())
     }
@@ -460,28 +392,17 @@ impl<'a> Reader<'a> {
         if depth > MAX_NEST {
             return None;
         }
-        self.i += 1;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            out.extend_from_slice(b"{}");
-            return Some(());
-        }
         let base = out.len();
         // Each member: its key's bytes, and where its canonical value lies in `out`.
         let mut members: [(&[u8], u32, u32); MAX_KEYS] = [(&[], 0, 0); MAX_KEYS];
         let mut n = 0;
         let mut sorted = true;
-        loop {
+        self.members(|r, key| {
             if n == MAX_KEYS {
                 return None;
             }
-            let key = self.key()?;
-            self.ws();
-            self.expect(b':')?;
-            self.ws();
             let start = out.len();
-            self.value(out, depth)?;
+            r.value(out, depth)?;
             if n > 0 {
                 match utf16_cmp(members[n - 1].0, key) {
                     Ordering::Less => {}
@@ -495,12 +416,11 @@ impl<'a> Reader<'a> {
                 u32::try_from(out.len()).ok()?,
             );
             n += 1;
-            self.ws();
-            match self.next()? {
-                b',' => self.ws(),
-                b'}' => break,
-                _ => return None,
-            }
+            Some(())
+        })?;
+        if n == 0 {
+            out.extend_from_slice(b"{}");
+            return Some(());
         }
         let members = &mut members[..n];
         if !sorted {

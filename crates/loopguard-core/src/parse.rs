@@ -400,74 +400,16 @@ impl<'a> Parser<'a> {
     }
 
     fn number(&mut self) -> Result<f64, ParseError> {
-        let start = self.i;
-        let s = self.s;
-        let mut i = self.i;
-        if s.get(i) == Some(&b'-') {
-            i += 1;
-        }
-        let int_start = i;
-        match s.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while matches!(s.get(i), Some(b'0'..=b'9')) {
-                    i += 1;
-                }
+        match read_number(self.s, self.i) {
+            Ok((n, end)) => {
+                self.i = end;
+                Ok(n)
             }
-            _ => {
-                self.i = i;
-                return Err(self.err(ParseErrorKind::InvalidNumber));
+            Err(offset) => {
+                self.i = offset;
+                Err(self.err(ParseErrorKind::InvalidNumber))
             }
         }
-        let int_end = i;
-        let mut simple = true;
-        if s.get(i) == Some(&b'.') {
-            simple = false;
-            i += 1;
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                self.i = i;
-                return Err(self.err(ParseErrorKind::InvalidNumber));
-            }
-        }
-        if matches!(s.get(i), Some(b'e' | b'E')) {
-            simple = false;
-            i += 1;
-            if matches!(s.get(i), Some(b'+' | b'-')) {
-                i += 1;
-            }
-            let d = i;
-            while matches!(s.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == d {
-                self.i = i;
-                return Err(self.err(ParseErrorKind::InvalidNumber));
-            }
-        }
-        self.i = i;
-        // Integers of up to 15 digits are exact in f64; skip the general parser for them.
-        if simple && int_end - int_start <= 15 {
-            let mut n: u64 = 0;
-            for &d in &s[int_start..int_end] {
-                n = n * 10 + u64::from(d - b'0');
-            }
-            let f = n as f64;
-            return Ok(if int_start > start { -f } else { f });
-        }
-        // The grammar above is a subset of what `f64::from_str` accepts, and that parser
-        // rounds correctly, overflows to infinity and underflows to zero as JavaScript does.
-        let text = std::str::from_utf8(&s[start..i]).map_err(|_| ParseError {
-            kind: ParseErrorKind::InvalidNumber,
-            offset: start,
-        })?;
-        text.parse::<f64>().map_err(|_| ParseError {
-            kind: ParseErrorKind::InvalidNumber,
-            offset: start,
-        })
     }
 
     /// Reads a string from its opening quote into `out` (see [`Parser::value_into`]). The
@@ -621,6 +563,67 @@ impl<'a> Parser<'a> {
 /// Escaped strings at least this long (in source bytes) are kept as their source when it
 /// is the canonical one (`Repr::Escaped` in `value.rs`); shorter ones are decoded at once.
 const KEEP_SOURCE: usize = 256;
+
+/// Reads the JSON number at `s[start..]`: its value as JavaScript reads it and where it ends,
+/// or the offset of the byte that breaks the grammar. Shared by the parser and the digests
+/// taken from text (`from_text`), which must read every number alike.
+#[inline]
+pub(crate) fn read_number(s: &[u8], start: usize) -> Result<(f64, usize), usize> {
+    let mut i = start;
+    if s.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    match s.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while matches!(s.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        _ => return Err(i),
+    }
+    let int_end = i;
+    let mut simple = true;
+    if s.get(i) == Some(&b'.') {
+        simple = false;
+        i += 1;
+        let d = i;
+        while matches!(s.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        if i == d {
+            return Err(i);
+        }
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        simple = false;
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let d = i;
+        while matches!(s.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        if i == d {
+            return Err(i);
+        }
+    }
+    // Integers of up to 15 digits are exact in f64; skip the general parser for them.
+    if simple && int_end - int_start <= 15 {
+        let mut n: u64 = 0;
+        for &d in &s[int_start..int_end] {
+            n = n * 10 + u64::from(d - b'0');
+        }
+        let f = n as f64;
+        return Ok((if int_start > start { -f } else { f }, i));
+    }
+    // The grammar above is a subset of what `f64::from_str` accepts, and that parser
+    // rounds correctly, overflows to infinity and underflows to zero as JavaScript does.
+    let text = std::str::from_utf8(&s[start..i]).map_err(|_| start)?;
+    text.parse::<f64>().map(|n| (n, i)).map_err(|_| start)
+}
 
 /// Where the string whose body continues at `i` ends (its closing quote), when it is valid
 /// and every escape in it is the one `JSON.stringify` writes: `\"`, `\\`, `\b`, `\f`,
