@@ -1,37 +1,37 @@
 //! # loopguard-agents
 //!
-//! Tool-call loop protection for coding agents through their own hook systems: the one
-//! agent-protocol layer for Claude Code (and VS Code's agent running Claude Code's hooks),
-//! Codex CLI, Gemini CLI, Qwen Code, GitHub Copilot (CLI and the VS Code agent), Cursor,
-//! Factory Droid, Cline, Windsurf (Cascade) and Kiro CLI.
+//! Tool-call loop protection for coding agents through their own hook systems: one agent
+//! protocol for Claude Code (and VS Code's agent running Claude Code's hooks), Codex CLI,
+//! Gemini CLI, Qwen Code, GitHub Copilot (CLI and the VS Code agent), Cursor, Factory
+//! Droid, Cline, Windsurf (Cascade) and Kiro CLI.
 //!
 //! Every agent here runs a command (or, for Claude Code and Qwen Code, can POST) before and
-//! after each tool call with one JSON object, and reads an answer. Each agent's module
-//! turns its payload into the guard's events and the guard's decision into its answer:
+//! after each tool call with one JSON object, and reads an answer. One run path
+//! ([`answer`]) does the same for every agent:
 //!
-//! 1. [`claude_code`] is Claude Code's protocol: its payload ([`claude_code::HookPayload`]),
-//!    what each event does to the session (runs per prompt and subagent, duplicates,
-//!    aborts, the post-compaction guard: [`claude_code::apply_payload`]) and its answer
-//!    ([`claude_code::Reply`]);
-//! 2. [`Agent::normalize`] reads another agent's payload in its own shape (event names,
-//!    field spellings, where the session id is) and maps its tools onto the shapes the
-//!    engine hashes specially, with the agent's tool profile ([`profile`]): shell tools are
-//!    hashed as OpenClaw's `exec` without their free-text labels and without the volatile
-//!    lines of their results (Gemini's `Process Group PGID: N`, Codex's `Wall time:`),
-//!    polls of a running command (Codex `write_stdin` with empty `chars`, Copilot's
-//!    `read_bash`) are known polls; the event is then applied by Claude Code's protocol
-//!    over the same [`loopguard_guard::Guard`] with the Claude Code profile, so a loop gets
-//!    the same decision whichever agent runs it;
-//! 3. the answer renders the decision the way the agent reads it: Codex, Qwen Code and
-//!    Factory take Claude Code's `hookSpecificOutput.permissionDecision`, Gemini CLI a
-//!    top-level `decision: "deny"`, Copilot CLI a top-level `permissionDecision`, Cursor
-//!    `permission: "deny"`, Cline `cancel: true` (and always valid JSON), Windsurf and Kiro
-//!    exit status 2 with the reason on standard error.
+//! 1. the payload is parsed once, with JavaScript's `JSON.parse` semantics (OpenClaw's
+//!    hashes need them), and read by the agent's [`Protocol`] into an [`AgentEvent`]
+//!    (event names, field spellings, where the session id is);
+//! 2. the agent's tools are mapped by its row of the one tool table
+//!    ([`loopguard_guard::profile::agents`]): shell tools are hashed as OpenClaw's `exec`
+//!    without their free-text labels and without the volatile lines of their results,
+//!    polls of a running command are known polls;
+//! 3. the event is applied to its session (runs per prompt and subagent, duplicates,
+//!    aborts, the post-compaction guard) over the [`loopguard_guard::Guard`] the front
+//!    end gives, with the Claude Code tool profile, so a loop gets the same decision
+//!    whichever agent runs it;
+//! 4. the [`Answer`] is written by the agent's protocol the way it reads answers: Codex,
+//!    Qwen Code and Factory take Claude Code's `hookSpecificOutput.permissionDecision`,
+//!    Gemini CLI a top-level `decision: "deny"`, Copilot CLI a top-level
+//!    `permissionDecision`, Cursor `permission: "deny"`, Cline `cancel: true` (and always
+//!    valid JSON), Windsurf and Kiro exit status 2 with the reason on standard error.
 //!
-//! [`answer`] is the whole protocol over a guard the front end gives; the front ends are
-//! thin shells over it: `loopguard hook AGENT` and the Claude Code plugin
-//! (`loopguard-hook`: the SQLite store, config discovery, fail-open, the log, `status`)
-//! and `loopguard serve`'s `POST /v1/hooks/{agent}` (the server's store and tenants).
+//! The front ends are thin shells over [`answer`]: `loopguard hook AGENT` and the Claude
+//! Code plugin (`loopguard-hook`: the SQLite store, config discovery, fail-open, the log,
+//! `status`) and `loopguard serve`'s `POST /v1/hooks/{agent}` (the server's store and
+//! tenants). Adding an agent is a module implementing [`Protocol`] in `agents/`, its row
+//! in the tool table if its tools need one, and its line in [`Agent`]'s table
+//! (CONTRIBUTING.md walks through it).
 //!
 //! [`install`] is the one installer of every settings file loopguard edits: each agent's
 //! hook settings (Claude Code's `settings.json` included) and the MCP clients' configs,
@@ -55,10 +55,17 @@
 mod agent;
 mod agents;
 pub mod install;
-pub mod profile;
-mod render;
+mod protocol;
 mod run;
+mod session;
 
-pub use agent::{Agent, AgentError, Kind, Normalized, ToolCall, UnknownAgent, AGENTS};
+pub use agent::{Agent, UnknownAgent, AGENTS};
 pub use agents::claude_code;
-pub use run::{answer, answer_in, answer_normalized, AgentReply, RunError, Scope, PENDING_CONTEXT};
+pub use protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered, ToolUse,
+};
+pub use run::{
+    answer, answer_event, answer_in, parse_payload, read, AgentReply, RunError, Scope,
+    PENDING_CONTEXT,
+};
+pub use session::PERMISSION_MODE;

@@ -1,15 +1,19 @@
-//! One hook event answered: an agent's payload in, the agent's answer out, the session's
-//! state updated through the guard the front end gives (the CLI hook's SQLite store, a
-//! server's store and tenant, memory in tests).
+//! The one run path: an agent's payload in, the agent's answer out, the session's state
+//! updated through the guard the front end gives (the CLI hook's SQLite store, a server's
+//! store and tenant, memory in tests).
 
+use loopguard_core::{JsString, Value};
+use loopguard_guard::profile::agents::tools_of;
 use loopguard_guard::{Guard, GuardError, LogRow};
 
-use crate::claude_code::{apply_payload, HookPayload, PayloadError, Reply};
-use crate::render::render;
-use crate::{Agent, AgentError, Kind, Normalized};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+};
+use crate::session::apply_event;
+use crate::Agent;
 
 /// The session `meta` key holding a warning decided before a call, for agents that can
-/// only show the model a message with the call's result ([`Agent::defers_warnings`]).
+/// only show the model a message with the call's result ([`Protocol::defers_warnings`]).
 pub const PENDING_CONTEXT: &str = "pending_context";
 
 /// The result of one invocation: print `stdout`, print each `stderr` line to standard
@@ -31,34 +35,54 @@ pub struct AgentReply {
 }
 
 impl AgentReply {
-    /// The answer that lets the call go on ([`Agent::allow`]), with nothing logged.
+    /// The answer that lets the call go on ([`Protocol::allow`]), with nothing logged.
     pub fn allow(agent: Agent) -> AgentReply {
-        let (stdout, exit_code) = agent.allow();
+        AgentReply::from_rendered(agent.protocol().allow())
+    }
+
+    fn from_rendered(r: Rendered) -> AgentReply {
         AgentReply {
-            stdout,
-            exit_code,
+            stdout: r.stdout,
+            stderr: r.stderr,
+            exit_code: r.exit_code,
             ..AgentReply::default()
+        }
+    }
+
+    /// The answer as an HTTP response body (`POST /v1/hooks/{agent}`): the JSON answer,
+    /// or `{}` when there is nothing to say (every agent that takes its answer over HTTP
+    /// reads an empty object as "go on").
+    pub fn http_body(&self) -> &str {
+        if self.stdout.trim().is_empty() {
+            "{}"
+        } else {
+            &self.stdout
         }
     }
 }
 
 /// Why an event could not be answered (a hook command fails open on any of these; a
-/// server answers 400 for [`RunError::Agent`] and [`RunError::Payload`], and for a
-/// [`GuardError::Event`], 503 otherwise).
+/// server answers 400 for [`RunError::Payload`] and for a [`GuardError::Event`], 503
+/// otherwise).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The payload is not one of the agent's.
+    /// The payload is not one of the agent's (the error names the field).
     #[error(transparent)]
-    Agent(#[from] AgentError),
-    /// A Claude Code payload could not be read (the error names the field).
-    #[error(transparent)]
-    Payload(#[from] PayloadError),
+    Payload(#[from] AgentError),
     /// The guard (its store) failed.
     #[error(transparent)]
     Guard(#[from] GuardError),
-    /// The event could not be handed to the guard.
-    #[error("the event could not be handed to the guard: {0}")]
-    Convert(String),
+}
+
+impl RunError {
+    /// The payload field the error names, if any.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            RunError::Payload(e) => e.field(),
+            RunError::Guard(GuardError::Event(e)) => e.field,
+            RunError::Guard(_) => None,
+        }
+    }
 }
 
 /// Where an event goes and how it is labelled.
@@ -66,8 +90,8 @@ pub enum RunError {
 pub struct Scope<'a> {
     /// The tenant whose sessions these are (a server's); `None` for a local hook.
     pub tenant: Option<&'a str>,
-    /// The `agents.list[]` id whose settings apply (`--agent`); for Claude Code, default:
-    /// the payload's `agent_type`.
+    /// The `agents.list[]` id whose settings apply (`--agent`); default: the payload's
+    /// `agent_type` (Claude Code's).
     pub agent_id: Option<&'a str>,
     /// Where the config came from (shown by `loopguard status`).
     pub config: &'a str,
@@ -76,9 +100,7 @@ pub struct Scope<'a> {
 }
 
 /// Answers one hook payload of `agent` with `guard` (which should use the Claude Code
-/// profile, as every front end's does): for front ends that receive agents' hook payloads
-/// themselves, such as `loopguard serve`'s `POST /v1/hooks/{agent}` (Claude Code's and
-/// Qwen Code's `type: "http"` hooks), with the tenant's sessions. `config` labels where
+/// profile, as every front end's does), with the tenant's sessions. `config` labels where
 /// the config came from (shown by `loopguard status`); `notes` receives lines for the
 /// operator.
 ///
@@ -110,131 +132,169 @@ pub fn answer(
         config,
         now,
     };
-    answer_in(agent, guard, input, &scope, notes)
+    answer_in(agent.protocol(), guard, input, &scope, notes)
 }
 
-/// [`answer`] with every label of the event given ([`Scope`]).
+/// [`answer`] for any [`Protocol`], with every label of the event given ([`Scope`]).
 pub fn answer_in(
-    agent: Agent,
+    protocol: &dyn Protocol,
     guard: &Guard,
     input: &[u8],
     scope: &Scope<'_>,
     notes: &mut Vec<String>,
 ) -> Result<AgentReply, RunError> {
-    if agent == Agent::ClaudeCode {
-        // Claude Code's payload is read with loopguard's own JSON parser (OpenClaw's hashes
-        // need JavaScript's `JSON.parse` semantics), not through `normalize`.
-        let payload = HookPayload::parse(input)?;
-        let agent_id = scope.agent_id.or(payload.agent_type.as_deref());
-        let reply = apply_payload(
+    let payload = Fields::parse(input)?;
+    let ev = read(protocol, &payload)?;
+    answer_event(protocol, guard, &ev, scope, notes)
+}
+
+/// Reads one payload (parsed with [`parse_payload`]) with the agent's protocol and makes it
+/// the event the guard sees: the session key (`AGENT:ID` but for agents that keep their
+/// ids) and the tools mapped by the agent's row of the tool table. For a shell that needs
+/// the event's kind or working directory before it opens its store, as the CLI hook does.
+pub fn read<'a>(
+    protocol: &dyn Protocol,
+    payload: &'a Value<'a>,
+) -> Result<AgentEvent<'a>, AgentError> {
+    let Value::Object(o) = payload else {
+        return Err(AgentError::NotAnObject);
+    };
+    let mut ev = protocol.read(&Fields(o))?;
+    if !protocol.keeps_session_ids() {
+        ev.session = format!("{}:{}", protocol.name(), ev.session);
+    }
+    let tools = tools_of(protocol.name());
+    if let Some(t) = &mut ev.tool {
+        let shown = t.name.to_string_lossy().into_owned();
+        let (name, input) = tools.map_call(&shown, &t.input);
+        if name != shown {
+            ev.tool_shown = Some(shown);
+        }
+        t.input = input;
+        t.name = JsString::from(name.clone());
+        ev.outcome = match ev.outcome.take() {
+            Some(CallOutcome::Result(r)) => Some(CallOutcome::Result(tools.map_result(&name, &r))),
+            Some(CallOutcome::Error { text, interrupt }) => {
+                let mapped = tools.map_error(&name, &text.to_string_lossy());
+                Some(CallOutcome::Error {
+                    text: if mapped.as_bytes() == text.as_wtf8() {
+                        text
+                    } else {
+                        JsString::from(mapped)
+                    },
+                    interrupt,
+                })
+            }
+            None => None,
+        };
+    }
+    Ok(ev)
+}
+
+/// Parses a payload: one JSON object, read with JavaScript's `JSON.parse` semantics.
+pub fn parse_payload(input: &[u8]) -> Result<Value<'_>, AgentError> {
+    Fields::parse(input)
+}
+
+/// Answers an event already [`read`].
+pub fn answer_event(
+    protocol: &dyn Protocol,
+    guard: &Guard,
+    ev: &AgentEvent<'_>,
+    scope: &Scope<'_>,
+    notes: &mut Vec<String>,
+) -> Result<AgentReply, RunError> {
+    if ev.kind == Kind::Ignore {
+        return Ok(AgentReply::from_rendered(protocol.allow()));
+    }
+    let mut answer = if ev.kind == Kind::Continuation {
+        continuation(guard, scope.tenant, ev)?
+    } else {
+        let agent_id = scope.agent_id.or(ev.agent_type.as_deref());
+        apply_event(
             guard,
             scope.tenant,
-            &payload,
+            ev,
             agent_id,
             scope.config,
             scope.now,
             notes,
-        )?;
-        return Ok(AgentReply {
-            stdout: reply.render(),
-            logged: reply.logged,
-            ..AgentReply::default()
-        });
-    }
-    let n = agent.normalize(input)?;
-    answer_normalized(agent, guard, &n, scope, notes)
-}
-
-/// Answers an event already read with [`Agent::normalize`] (a shell that needs the event's
-/// working directory or kind before it opens its store, as the CLI hook does).
-pub fn answer_normalized(
-    agent: Agent,
-    guard: &Guard,
-    n: &Normalized,
-    scope: &Scope<'_>,
-    notes: &mut Vec<String>,
-) -> Result<AgentReply, RunError> {
-    if n.kind == Kind::Ignore {
-        return Ok(AgentReply::allow(agent));
-    }
-    let reply = if n.kind == Kind::Continuation {
-        continuation(guard, scope.tenant, n)?
-    } else {
-        apply(guard, n, scope, notes)?
+        )?
     };
-    let context = deferred_context(agent, guard, scope.tenant, n, &reply)?;
-    let r = render(agent, n, &reply, context);
-    Ok(AgentReply {
-        stdout: r.stdout,
-        stderr: r.stderr,
-        exit_code: r.exit_code,
-        error: None,
-        logged: reply.logged,
-    })
+    answer.context = deferred_context(protocol, guard, scope.tenant, ev, &answer)?;
+    let logged = std::mem::take(&mut answer.logged);
+    let shown = in_agents_words(answer, ev);
+    let mut reply = AgentReply::from_rendered(protocol.render(ev, &shown));
+    reply.logged = logged;
+    Ok(reply)
 }
 
-/// Applies the event to its session as Claude Code's protocol does.
-fn apply(
+/// The answer's texts name the agent's tool, not the name the tool table gave it
+/// (`Called run_shell_command with identical arguments`, not `Called Bash …`).
+fn in_agents_words(answer: Answer, ev: &AgentEvent<'_>) -> Answer {
+    let (Some(shown), Some(t)) = (&ev.tool_shown, &ev.tool) else {
+        return answer;
+    };
+    let mapped = t.name.to_string_lossy();
+    let rename = |s: Option<String>| {
+        s.map(|text| {
+            text.replace(&format!(" {mapped} "), &format!(" {shown} "))
+                .replace(&format!(" {mapped}:"), &format!(" {shown}:"))
+        })
+    };
+    Answer {
+        deny: rename(answer.deny),
+        context: rename(answer.context),
+        stop: rename(answer.stop),
+        notice: rename(answer.notice),
+        logged: answer.logged,
+    }
+}
+
+/// The agent goes on with its run: when loopguard ended that run, it is stopped now (with
+/// the stop reason); otherwise nothing is said. The session is only read.
+fn continuation(
     guard: &Guard,
-    n: &Normalized,
-    scope: &Scope<'_>,
-    notes: &mut Vec<String>,
-) -> Result<Reply, RunError> {
-    let cc =
-        serde_json::to_vec(&n.to_claude_code()).map_err(|e| RunError::Convert(e.to_string()))?;
-    let payload = HookPayload::parse(&cc).map_err(|e| RunError::Convert(e.to_string()))?;
-    Ok(apply_payload(
-        guard,
-        scope.tenant,
-        &payload,
-        scope.agent_id,
-        scope.config,
-        scope.now,
-        notes,
-    )?)
-}
-
-/// The agent goes on with its run: when loopguard ended that run, it is stopped now
-/// (`continue: false` with the stop reason); otherwise nothing is said. The session is
-/// only read: nothing is recorded.
-fn continuation(guard: &Guard, tenant: Option<&str>, n: &Normalized) -> Result<Reply, RunError> {
-    let key = loopguard_guard::session_key(tenant, &n.session);
+    tenant: Option<&str>,
+    ev: &AgentEvent<'_>,
+) -> Result<Answer, RunError> {
+    let key = loopguard_guard::session_key(tenant, &ev.session);
     let entry = guard.store().load(&key).map_err(GuardError::from)?;
     // A new prompt clears `aborted`, so a recorded abort belongs to the run going on.
     Ok(match entry.and_then(|e| e.aborted) {
-        Some(aborted) => Reply::stop(&n.event, &aborted.message),
-        None => Reply::none(&n.event),
+        Some(aborted) => Answer::stop(&aborted.message),
+        None => Answer::default(),
     })
 }
 
 /// For agents that cannot add context before a call: a warning decided before the call is
 /// kept in the session and given with the next result.
 fn deferred_context(
-    agent: Agent,
+    protocol: &dyn Protocol,
     guard: &Guard,
     tenant: Option<&str>,
-    n: &Normalized,
-    reply: &Reply,
+    ev: &AgentEvent<'_>,
+    answer: &Answer,
 ) -> Result<Option<String>, RunError> {
-    if !agent.defers_warnings() {
-        return Ok(reply.context.clone());
+    if !protocol.defers_warnings() {
+        return Ok(answer.context.clone());
     }
-    match n.kind {
+    match ev.kind {
         Kind::Pre => {
-            if let Some(c) = &reply.context {
-                guard.update(tenant, &n.session, |e| {
+            if let Some(c) = &answer.context {
+                guard.update(tenant, &ev.session, |e| {
                     e.meta.insert(PENDING_CONTEXT.into(), c.clone());
                 })?;
             }
             Ok(None)
         }
-        Kind::Post | Kind::Failure => {
+        Kind::Post => {
             let mut pending = None;
-            guard.update(tenant, &n.session, |e| {
+            guard.update(tenant, &ev.session, |e| {
                 pending = e.meta.remove(PENDING_CONTEXT)
             })?;
-            Ok(pending.or_else(|| reply.context.clone()))
+            Ok(pending.or_else(|| answer.context.clone()))
         }
-        _ => Ok(reply.context.clone()),
+        _ => Ok(answer.context.clone()),
     }
 }

@@ -620,18 +620,29 @@ fn garbage_and_unknown_events_answer_go_on() {
     }
 }
 
+/// The agent's row of the guard's tool table, applied to JSON written here.
+fn map_tool(agent: Agent, tool: &str, input: &Value) -> (String, Value) {
+    let text = input.to_string();
+    let args = loopguard_core::Value::parse(text.as_bytes()).unwrap();
+    let (name, mapped) =
+        loopguard_guard::profile::agents::tools_of(agent.as_str()).map_call(tool, &args);
+    let mut out = Vec::new();
+    loopguard_core::json::write_json_value(&mut out, &mapped);
+    (name, serde_json::from_slice(&out).unwrap())
+}
+
 /// Codex's `write_stdin` with empty `chars` is a poll of a running command; a poll whose
 /// answer never changes is a known poll without progress, not a generic repeat.
 #[test]
 fn codex_empty_write_stdin_is_a_poll() {
-    let (name, args) = loopguard_agents::profile::map_tool(
+    let (name, args) = map_tool(
         Agent::Codex,
         "write_stdin",
         &json!({"session_id": 7, "chars": "", "yield_time_ms": 1000}),
     );
     assert_eq!(name, "BashOutput");
     assert_eq!(args, json!({"bash_id": 7}));
-    let (name, _) = loopguard_agents::profile::map_tool(
+    let (name, _) = map_tool(
         Agent::Codex,
         "write_stdin",
         &json!({"session_id": 7, "chars": "y\n"}),
@@ -644,13 +655,11 @@ fn codex_empty_write_stdin_is_a_poll() {
 #[test]
 fn codex_code_mode_write_stdin_is_a_poll() {
     let script = "const out = await tools.write_stdin({ session_id: 7, chars: \"\" });\ntext(out);";
-    let (name, args) =
-        loopguard_agents::profile::map_tool(Agent::Codex, "exec", &json!({ "code": script }));
+    let (name, args) = map_tool(Agent::Codex, "exec", &json!({ "code": script }));
     assert_eq!(name, "BashOutput");
     assert_eq!(args, json!({"bash_id": 7}));
     let typing = "await tools.write_stdin({ session_id: 7, chars: \"q\" });";
-    let (name, _) =
-        loopguard_agents::profile::map_tool(Agent::Codex, "exec", &json!({ "code": typing }));
+    let (name, _) = map_tool(Agent::Codex, "exec", &json!({ "code": typing }));
     assert_eq!(name, "exec");
 }
 

@@ -398,9 +398,7 @@ mod claude_code_hook {
         let mode = h
             .guard
             .update(None, "s", |e| {
-                e.meta
-                    .get(loopguard_agents::claude_code::PERMISSION_MODE)
-                    .cloned()
+                e.meta.get(loopguard_agents::PERMISSION_MODE).cloned()
             })
             .unwrap();
         assert_eq!(mode.as_deref(), Some("acceptEdits"));

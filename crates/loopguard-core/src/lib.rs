@@ -252,9 +252,9 @@ pub mod detection {
     //! ```
     pub use crate::detectors::known_poll::is_known_poll_call;
     pub use crate::detectors::no_progress::streak as no_progress_streak;
-    pub use crate::detectors::sketch::{is_wait_call, similarity_pct};
+    pub use crate::detectors::sketch::{is_wait_call, similarity_pct, tool_bookkeeping_keys};
     pub use crate::history::{History, Record};
-    // The strict profile's ledger, argument sketches and bookkeeping lists (`Ledger`,
+    // The strict profile's ledger, argument sketches and general bookkeeping list (`Ledger`,
     // `args_sketch`, `failure_identity`, `BOOKKEEPING_KEYS`, …) stay private to the crate:
     // no front end uses them, which leaves room to change how the strict detectors work.
 }

@@ -1,34 +1,35 @@
 //! One hook invocation of the CLI: payload in, the agent's answer out, state saved in the
-//! SQLite database. The protocol itself (what each event does, the answers) is
-//! `loopguard-agents`' ([`loopguard_agents::claude_code`] for Claude Code, the agent's module
-//! for the others); this module is the shell around it: the database, the config that
+//! SQLite database. The protocol itself (what each event does, each agent's answer) is
+//! `loopguard-agents`'; this module is the shell around it: the database, the config that
 //! applies, fail-open with one line on stderr and in the log, and what outlives a session
-//! (`SessionEnd` keeps a summary of it, [`crate::store::EndedSession`], before the protocol
-//! forgets it).
+//! (the session's end keeps a summary of it, [`crate::store::EndedSession`], before the
+//! protocol forgets it).
 //!
 //! **Fail open**: any error (an unreadable payload, a bad config, a corrupt, locked or
 //! unwritable database) gives the answer that lets the call go on, and one line on stderr
-//! and in the log file. [`run_claude_code`] and [`run_agent`] never fail and never panic.
+//! and in the log file. [`run`] never fails and never panics.
 //!
 //! ```
-//! use loopguard_hook::{run_claude_code, HookOptions};
+//! use loopguard_agents::Agent;
+//! use loopguard_hook::{run, HookOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let opts = HookOptions { state: Some(dir.path().join("db.sqlite3")), ..HookOptions::default() };
 //! let call = br#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read",
 //!     "tool_input":{"file_path":"/a"},"tool_use_id":"t1"}"#;
-//! let reply = run_claude_code(call, &opts);
+//! let reply = run(Agent::ClaudeCode, call, &opts);
 //! assert_eq!(reply.stdout, "");        // allowed, nothing to say
 //! assert!(reply.stderr.is_empty());
-//! let garbage = run_claude_code(b"not json", &opts);
+//! let garbage = run(Agent::ClaudeCode, b"not json", &opts);
 //! assert_eq!(garbage.stdout, "");      // still allowed
 //! assert!(garbage.stderr[0].contains("fail-open"));
+//! let cline = run(Agent::Cline, b"not json", &opts);
+//! assert_eq!(cline.stdout, "{\"cancel\":false}\n"); // Cline must always get JSON
 //! ```
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use loopguard_agents::claude_code::{apply_payload, HookEvent, HookPayload, PayloadError};
-use loopguard_agents::{Agent, AgentReply, Kind, RunError, Scope};
+use loopguard_agents::{Agent, AgentError, AgentReply, Kind, RunError, Scope};
 use loopguard_core::Mode;
 use loopguard_guard::{Guard, SqliteStore, ToolProfile};
 
@@ -91,7 +92,7 @@ impl HookOptions {
 pub enum HookError {
     /// The payload could not be read.
     #[error(transparent)]
-    Payload(#[from] PayloadError),
+    Payload(#[from] AgentError),
     /// The config could not be used.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -109,39 +110,28 @@ pub enum HookError {
     NoStateDir,
 }
 
-/// The result of one invocation: print `stdout` to standard output and each `stderr`
-/// line to standard error, then exit with status 0.
-#[derive(Debug, Default)]
-pub struct HookReply {
-    /// JSON for Claude Code, or empty.
-    pub stdout: String,
-    /// Lines for the user (already written to the log file).
-    pub stderr: Vec<String>,
-    /// The error that made the hook fail open, if any.
-    pub error: Option<HookError>,
-}
-
-/// Handles one Claude Code hook payload. Never fails: errors fail open (see the module
-/// documentation).
-pub fn run_claude_code(input: &[u8], opts: &HookOptions) -> HookReply {
+/// Handles one hook payload of `agent` (`loopguard hook AGENT`): the agent's protocol
+/// ([`loopguard_agents::answer_event`]) over this database, with the config found from the
+/// event's working directory. Never fails and never panics: any error gives the answer the
+/// agent reads as "go on" ([`Agent::allow`]), and one line on stderr and in the log naming
+/// the session when it is known.
+pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
     let mut notes = Vec::new();
-    let mut session_id = None;
-    match handle(input, opts, &mut notes, &mut session_id) {
-        Ok(reply) => {
+    let mut session = None;
+    match handle(agent, input, opts, &mut notes, &mut session) {
+        Ok(mut reply) => {
             for n in &notes {
                 log_line(opts, n);
             }
-            HookReply {
-                stdout: reply,
-                stderr: notes,
-                error: None,
-            }
+            reply.stderr.splice(0..0, notes);
+            reply
         }
         Err(e) => {
             let log = open_log(opts);
-            let who = session_id
-                .map(|s| format!("session {s}: "))
-                .unwrap_or_default();
+            let who = match session {
+                Some(s) => format!("session {s}: "),
+                None => format!("{agent} hook: "),
+            };
             let line = match &log {
                 Some((path, _)) => format!(
                     "loopguard: {who}{e}; the call is allowed (fail-open). Log: {}",
@@ -162,10 +152,10 @@ pub fn run_claude_code(input: &[u8], opts: &HookOptions) -> HookReply {
                     write_stamped(&mut f, n);
                 }
             }
-            HookReply {
-                stdout: String::new(),
+            AgentReply {
                 stderr: notes,
-                error: Some(e),
+                error: Some(e.to_string()),
+                ..AgentReply::allow(agent)
             }
         }
     }
@@ -210,41 +200,52 @@ pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
 }
 
 fn handle(
+    agent: Agent,
     input: &[u8],
     opts: &HookOptions,
     notes: &mut Vec<String>,
-    session_id: &mut Option<String>,
-) -> Result<String, HookError> {
-    let payload = HookPayload::parse(input)?;
-    *session_id = Some(payload.session_id.clone());
-    if !payload.event.is_stateful() {
-        return Ok(String::new());
+    session: &mut Option<String>,
+) -> Result<AgentReply, HookError> {
+    let protocol = agent.protocol();
+    let payload = loopguard_agents::parse_payload(input)?;
+    let ev = loopguard_agents::read(protocol, &payload)?;
+    *session = Some(ev.session.clone());
+    if ev.kind == Kind::Ignore {
+        return Ok(AgentReply::allow(agent));
     }
     let path = opts.state_path().ok_or(HookError::NoStateDir)?;
-    let ending = matches!(payload.event, HookEvent::SessionEnd(_));
-    if ending && !path.is_file() {
-        // Nothing stored, nothing to forget (and no database to create).
-        return Ok(String::new());
+    // Ending a session, or going on with a run, needs no database where there is none, and
+    // no config (a broken one must not keep a session from being forgotten, or a stop from
+    // being said).
+    let reads_only = matches!(ev.kind, Kind::End | Kind::Continuation);
+    if reads_only && !path.is_file() {
+        return Ok(AgentReply::allow(agent));
     }
-    // Forgetting a session needs no config (a broken one must not keep it stored).
-    let config = if ending {
+    let config = if reads_only {
         HookConfig::builtin()
     } else {
         HookConfig::discover(
             opts.config.as_deref(),
-            payload.cwd.as_deref().map(std::path::Path::new),
+            ev.cwd.as_deref().map(std::path::Path::new),
             &opts.env,
         )?
     };
-    let agent = opts.agent.clone().or_else(|| payload.agent_type.clone());
     let store = SqliteStore::open(&path, &opts.store)?;
-    if let HookEvent::SessionEnd(reason) = &payload.event {
-        keep_ended(&store, &path, opts, &payload.session_id, reason.as_deref())?;
+    if ev.kind == Kind::End {
+        // Claude Code names why in `reason`; the others' own end event says it (Cline's
+        // `TaskCancel`, Gemini's `SessionEnd`).
+        let reason = match agent {
+            Agent::ClaudeCode => payload
+                .get("reason")
+                .and_then(loopguard_core::Value::as_str)
+                .map(str::to_string),
+            _ => Some(format!("{agent} {}", ev.event)),
+        };
+        keep_ended(&store, &path, opts, &ev.session, reason.as_deref())?;
     }
-    // The hook is a thin shell over the agents layer's Claude Code protocol and the
-    // live-guard layer: the Claude Code tool profile and this database make the same
-    // decisions as replaying the session's transcript or posting the same payloads to
-    // `loopguard serve`.
+    // The hook is a thin shell over the agents layer's protocol and the live-guard layer:
+    // the Claude Code tool profile and this database make the same decisions as replaying
+    // the session's transcript or posting the same payloads to `loopguard serve`.
     let guard = Guard::builder()
         .config(config.openclaw())
         .profile(ToolProfile::ClaudeCode)
@@ -252,19 +253,22 @@ fn handle(
         .store(Arc::new(store))
         .log_size(crate::store::EVENTS_KEPT)
         .build();
-    let source = config.source.to_string();
-    let reply = apply_payload(
-        &guard,
-        None,
-        &payload,
-        agent.as_deref(),
-        &source,
-        opts.now(),
-        notes,
-    )?;
+    // Claude Code's sessions are labelled with the config's source alone, as they always
+    // were; the other agents' name the agent.
+    let source = match agent {
+        Agent::ClaudeCode => config.source.to_string(),
+        _ => format!("{} ({agent})", config.source),
+    };
+    let scope = Scope {
+        tenant: None,
+        agent_id: opts.agent.as_deref(),
+        config: &source,
+        now: opts.now(),
+    };
+    let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
     if opts.mode == Mode::Observe {
         // Observe mode shows the model nothing: the log is where would-be decisions are
-        // reviewed (one line each, as they happen; `SessionEnd` adds the summary).
+        // reviewed (one line each, as they happen; the session's end adds the summary).
         for row in reply
             .logged
             .iter()
@@ -274,7 +278,7 @@ fn handle(
                 opts,
                 &format!(
                     "loopguard: session {}: {} {} ({}, count {}): {}",
-                    payload.session_id,
+                    ev.session,
                     row.decision,
                     row.tool.as_deref().unwrap_or("-"),
                     row.detector.as_deref().unwrap_or("-"),
@@ -284,13 +288,12 @@ fn handle(
             );
         }
     }
-    Ok(reply.render())
+    Ok(reply)
 }
 
 /// What loopguard did (or, observing, would have done) outlives the session: before the
 /// session's state is forgotten, a bounded summary goes into the database for `loopguard
-/// status`, and a line into the log. Every agent's session end does this, not only Claude
-/// Code's.
+/// status`, and a line into the log. Every agent's session end does this.
 fn keep_ended(
     store: &SqliteStore,
     path: &std::path::Path,
@@ -305,112 +308,6 @@ fn keep_ended(
         log_line(opts, &ended.log_line());
     }
     Ok(())
-}
-
-/// Handles one hook payload of any agent (`loopguard hook AGENT`): the agent's protocol
-/// ([`loopguard_agents::answer_normalized`]) over this database, with the config found from
-/// the event's working directory. Never fails and never panics: any error gives the answer
-/// the agent reads as "go on" ([`Agent::allow`]), and one line on stderr and in the log.
-/// For [`Agent::ClaudeCode`] this is [`run_claude_code`].
-///
-/// ```
-/// use loopguard_agents::Agent;
-/// use loopguard_hook::{run_agent, HookOptions};
-/// let dir = tempfile::tempdir().unwrap();
-/// let opts = HookOptions { state: Some(dir.path().join("db.sqlite3")), ..HookOptions::default() };
-/// let garbage = run_agent(Agent::Cline, b"not json", &opts);
-/// assert_eq!(garbage.stdout, "{\"cancel\":false}\n"); // Cline must always get JSON
-/// assert!(garbage.error.is_some());
-/// ```
-pub fn run_agent(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
-    if agent == Agent::ClaudeCode {
-        let r = run_claude_code(input, opts);
-        return AgentReply {
-            stdout: r.stdout,
-            stderr: r.stderr,
-            error: r.error.map(|e| e.to_string()),
-            ..AgentReply::default()
-        };
-    }
-    let mut notes = Vec::new();
-    match handle_agent(agent, input, opts, &mut notes) {
-        Ok(mut reply) => {
-            for n in &notes {
-                log_line(opts, n);
-            }
-            reply.stderr.splice(0..0, notes);
-            reply
-        }
-        Err(e) => {
-            let line = format!("loopguard: {agent} hook: {e}; the call is allowed (fail-open)");
-            let line = match log_line(opts, &line) {
-                Some(p) => format!("{line}. Log: {}", p.display()),
-                None => line,
-            };
-            notes.push(line);
-            AgentReply {
-                stderr: notes,
-                error: Some(e.to_string()),
-                ..AgentReply::allow(agent)
-            }
-        }
-    }
-}
-
-fn handle_agent(
-    agent: Agent,
-    input: &[u8],
-    opts: &HookOptions,
-    notes: &mut Vec<String>,
-) -> Result<AgentReply, HookError> {
-    let n = agent.normalize(input).map_err(RunError::from)?;
-    if n.kind == Kind::Ignore {
-        return Ok(AgentReply::allow(agent));
-    }
-    let path = opts.state_path().ok_or(HookError::NoStateDir)?;
-    // Ending a session, or going on with a run, needs no database where there is none, and
-    // no config (a broken one must not keep a stop from being said).
-    let reads_only = matches!(n.kind, Kind::End | Kind::Continuation);
-    if reads_only && !path.is_file() {
-        return Ok(AgentReply::allow(agent));
-    }
-    let config = if reads_only {
-        HookConfig::builtin()
-    } else {
-        HookConfig::discover(
-            opts.config.as_deref(),
-            n.cwd.as_deref().map(std::path::Path::new),
-            &opts.env,
-        )?
-    };
-    let store = SqliteStore::open(&path, &opts.store)?;
-    if n.kind == Kind::End {
-        // The agent's own end event names why (Cline's `TaskCancel`, Gemini's `SessionEnd`).
-        keep_ended(
-            &store,
-            &path,
-            opts,
-            &n.session,
-            Some(&format!("{agent} {}", n.event)),
-        )?;
-    }
-    let guard = Guard::builder()
-        .config(config.openclaw())
-        .profile(ToolProfile::ClaudeCode)
-        .mode(opts.mode)
-        .store(Arc::new(store))
-        .log_size(crate::store::EVENTS_KEPT)
-        .build();
-    let source = format!("{} ({agent})", config.source);
-    let scope = Scope {
-        tenant: None,
-        agent_id: opts.agent.as_deref(),
-        config: &source,
-        now: opts.now(),
-    };
-    Ok(loopguard_agents::answer_normalized(
-        agent, &guard, &n, &scope, notes,
-    )?)
 }
 
 #[cfg(test)]
@@ -449,10 +346,10 @@ mod tests {
             }
         }
 
-        fn send(&mut self, json: &str) -> HookReply {
+        fn send(&mut self, json: &str) -> AgentReply {
             self.n += 1;
             self.opts.now_ms = Some(1_000_000 + self.n);
-            let r = run_claude_code(json.as_bytes(), &self.opts);
+            let r = run(Agent::ClaudeCode, json.as_bytes(), &self.opts);
             assert!(r.error.is_none(), "{:?}", r.error);
             r
         }
@@ -488,7 +385,7 @@ mod tests {
         assert_eq!(
             entry
                 .meta
-                .get(loopguard_agents::claude_code::PERMISSION_MODE)
+                .get(loopguard_agents::PERMISSION_MODE)
                 .map(String::as_str),
             Some("acceptEdits")
         );
@@ -522,7 +419,8 @@ mod tests {
     #[test]
     fn failures_fail_open_with_one_line() {
         let mut h = Harness::new(Some("{ tools: { loopDetection: { enabeld: true } } }"));
-        let r = run_claude_code(
+        let r = run(
+            Agent::ClaudeCode,
             br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}"#,
             &h.opts,
         );
@@ -539,7 +437,11 @@ mod tests {
         assert!(log.contains("enabeld"));
         // Events that need no state never read the config.
         h.n = 0;
-        let r = run_claude_code(br#"{"session_id":"s","hook_event_name":"Stop"}"#, &h.opts);
+        let r = run(
+            Agent::ClaudeCode,
+            br#"{"session_id":"s","hook_event_name":"Stop"}"#,
+            &h.opts,
+        );
         assert!(r.error.is_none());
     }
 
@@ -562,7 +464,7 @@ mod tests {
         for &agent in loopguard_agents::AGENTS {
             let h = Harness::new(None);
             for bad in [&b"not json"[..], b"[1,2]", b"", b"{\"hook_event_name\":5}"] {
-                let r = run_agent(agent, bad, &h.opts);
+                let r = run(agent, bad, &h.opts);
                 assert_eq!(
                     (r.stdout.as_str(), r.exit_code),
                     (agent.allow().0.as_str(), 0),
@@ -573,7 +475,7 @@ mod tests {
             }
         }
         let h = Harness::new(Some("{ nope"));
-        let r = run_agent(
+        let r = run(
             Agent::Gemini,
             br#"{"session_id":"g","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{}}"#,
             &h.opts,
@@ -585,7 +487,7 @@ mod tests {
     fn every_agents_session_end_keeps_a_summary() {
         let h = Harness::new(None);
         let send = |json: &str| {
-            let r = run_agent(Agent::Gemini, json.as_bytes(), &h.opts);
+            let r = run(Agent::Gemini, json.as_bytes(), &h.opts);
             assert!(r.error.is_none(), "{r:?}");
             r
         };
@@ -634,7 +536,7 @@ mod tests {
         fn any_bytes_are_answered(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
             let dir = tempfile::tempdir().unwrap();
             let opts = HookOptions { state: Some(dir.path().join("db")), ..HookOptions::default() };
-            let r = run_claude_code(&bytes, &opts);
+            let r = run(Agent::ClaudeCode, &bytes, &opts);
             proptest::prop_assert!(r.stdout.is_empty() || serde_json::from_str::<Json>(&r.stdout).is_ok());
         }
     }

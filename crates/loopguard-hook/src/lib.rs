@@ -12,7 +12,7 @@
 //! parallel hook processes, the config that applies, failing open with a line in the log,
 //! and what `loopguard status` shows.
 //!
-//! * [`hook`]: one invocation ([`run_claude_code`], [`run_agent`]), failing open on any
+//! * [`hook`]: one invocation of any agent's hook ([`run`]), failing open on any
 //!   error;
 //! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
 //!   timeout, pruning, schema version) and what outlives a session;
@@ -21,7 +21,8 @@
 //! * [`paths`]: where the database, log and config files live.
 //!
 //! ```
-//! use loopguard_hook::{run_claude_code, HookOptions};
+//! use loopguard_agents::Agent;
+//! use loopguard_hook::{run, HookOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let opts = HookOptions { state: Some(dir.path().join("state.sqlite3")), ..HookOptions::default() };
 //! let pre = |id: u32| format!(r#"{{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read",
@@ -30,8 +31,8 @@
 //!     "tool_input":{{"file_path":"/log.txt"}},"tool_use_id":"t{id}","tool_response":{{"type":"text","file":{{"content":"same"}}}}}}"#);
 //! let mut answers = Vec::new();
 //! for id in 1..=11 {
-//!     answers.push(run_claude_code(pre(id).as_bytes(), &opts).stdout);
-//!     run_claude_code(post(id).as_bytes(), &opts);
+//!     answers.push(run(Agent::ClaudeCode, pre(id).as_bytes(), &opts).stdout);
+//!     run(Agent::ClaudeCode, post(id).as_bytes(), &opts);
 //! }
 //! assert!(answers[..10].iter().all(String::is_empty));
 //! // After ten identical reads with identical results, the eleventh is warned about.
@@ -44,4 +45,4 @@ pub mod paths;
 pub mod status;
 pub mod store;
 
-pub use hook::{log_line, run_agent, run_claude_code, HookError, HookOptions, HookReply};
+pub use hook::{log_line, run, HookError, HookOptions};

@@ -2,7 +2,7 @@
 //!
 //! | what | where |
 //! |------|-------|
-//! | state database | `--state PATH`, else `$XDG_STATE_HOME/loopguard/claude-code.sqlite3` (default `~/.local/state/…`; the platform's local data dir where XDG does not apply) |
+//! | state database | `--state PATH`, else `$XDG_STATE_HOME/loopguard/state.sqlite3` (default `~/.local/state/…`; the platform's local data dir where XDG does not apply), shared by every agent's hook; a `claude-code.sqlite3` left there by an earlier loopguard is taken over (renamed) on first use |
 //! | log file | `loopguard.log` beside the database; when that directory cannot be created, `$XDG_STATE_HOME/loopguard/loopguard.log`, else `loopguard.log` in the temporary directory ([`log_candidates`]) |
 //! | project config | `.loopguard.json5` in `$CLAUDE_PROJECT_DIR`, else in the payload's `cwd`, or in one of their parent directories |
 //! | user config | `$XDG_CONFIG_HOME/loopguard/config.json5` (default `~/.config/…`) |
@@ -15,13 +15,17 @@
 //! use loopguard_hook::paths::Env;
 //! use std::path::PathBuf;
 //! let env = Env { state_home: Some(PathBuf::from("/s")), ..Env::default() };
-//! assert_eq!(env.default_state_db().unwrap(), PathBuf::from("/s/loopguard/claude-code.sqlite3"));
+//! assert_eq!(env.default_state_db().unwrap(), PathBuf::from("/s/loopguard/state.sqlite3"));
 //! ```
 
 use std::path::{Path, PathBuf};
 
-/// The file name of the state database inside the state directory.
-pub const STATE_FILE: &str = "claude-code.sqlite3";
+/// The file name of the state database inside the state directory: one database for every
+/// agent's hook.
+pub const STATE_FILE: &str = "state.sqlite3";
+/// The name the state database had when only Claude Code's hook used it: taken over by
+/// [`Env::default_state_db`] when [`STATE_FILE`] does not exist yet.
+pub const LEGACY_STATE_FILE: &str = "claude-code.sqlite3";
 /// The file name of the log, beside the database.
 pub const LOG_FILE: &str = "loopguard.log";
 /// The project config file name.
@@ -66,11 +70,27 @@ impl Env {
         }
     }
 
-    /// The default database path.
+    /// The default database path. When it does not exist yet but the database of an
+    /// earlier loopguard ([`LEGACY_STATE_FILE`]) does, that one is renamed to it first,
+    /// with its write-ahead log and shared-memory files (the log before the database, so
+    /// nothing committed is ever left behind); should the rename fail, the old database
+    /// keeps being used.
     pub fn default_state_db(&self) -> Option<PathBuf> {
-        self.state_home
-            .as_ref()
-            .map(|s| s.join("loopguard").join(STATE_FILE))
+        let dir = self.state_home.as_ref()?.join("loopguard");
+        let db = dir.join(STATE_FILE);
+        let legacy = dir.join(LEGACY_STATE_FILE);
+        if !db.exists() && legacy.is_file() {
+            for suffix in ["-wal", "-shm"] {
+                let from = sidecar(&legacy, suffix);
+                if from.exists() && std::fs::rename(&from, sidecar(&db, suffix)).is_err() {
+                    return Some(legacy);
+                }
+            }
+            if std::fs::rename(&legacy, &db).is_err() && !db.exists() {
+                return Some(legacy);
+            }
+        }
+        Some(db)
     }
 
     /// The user config file path.
@@ -79,6 +99,13 @@ impl Env {
             .as_ref()
             .map(|c| c.join("loopguard").join("config.json5"))
     }
+}
+
+/// `db` with `suffix` appended to its file name (SQLite's `-wal` and `-shm` files).
+fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// The log file that belongs to a database.
@@ -170,5 +197,30 @@ mod tests {
             log_file_for(Path::new("db")),
             PathBuf::from("loopguard.log")
         );
+    }
+
+    #[test]
+    fn an_earlier_database_is_taken_over_with_its_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env {
+            state_home: Some(dir.path().to_path_buf()),
+            ..Env::default()
+        };
+        let state = dir.path().join("loopguard");
+        std::fs::create_dir_all(&state).unwrap();
+        std::fs::write(state.join(LEGACY_STATE_FILE), b"db").unwrap();
+        std::fs::write(state.join("claude-code.sqlite3-wal"), b"wal").unwrap();
+        let db = env.default_state_db().unwrap();
+        assert_eq!(db, state.join(STATE_FILE));
+        assert_eq!(std::fs::read(&db).unwrap(), b"db");
+        assert_eq!(
+            std::fs::read(state.join("state.sqlite3-wal")).unwrap(),
+            b"wal"
+        );
+        assert!(!state.join(LEGACY_STATE_FILE).exists());
+        // Once taken over, a new file of the old name is left alone.
+        std::fs::write(state.join(LEGACY_STATE_FILE), b"other").unwrap();
+        assert_eq!(env.default_state_db().unwrap(), db);
+        assert_eq!(std::fs::read(&db).unwrap(), b"db");
     }
 }

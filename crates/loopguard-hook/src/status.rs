@@ -13,12 +13,13 @@
 //! [`crate::paths::log_candidates`]), whose fail-open lines name the session.
 //!
 //! ```
-//! use loopguard_hook::{run_claude_code, HookOptions};
+//! use loopguard_agents::Agent;
+//! use loopguard_hook::{run, HookOptions};
 //! use loopguard_hook::status::session_status;
 //! use loopguard_hook::store::{SqliteStore, SqliteOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let opts = HookOptions { state: Some(dir.path().join("db")), ..HookOptions::default() };
-//! run_claude_code(br#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}"#, &opts);
+//! run(Agent::ClaudeCode, br#"{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}}"#, &opts);
 //! let store = SqliteStore::open_existing(&dir.path().join("db"), &SqliteOptions::default()).unwrap();
 //! let st = session_status(&store, "s1", 20).unwrap().unwrap();
 //! assert_eq!(st.events.len(), 1);
@@ -150,10 +151,7 @@ pub fn list_sessions(store: &SqliteStore) -> Result<Vec<SessionSummary>, StoreEr
             run,
             updated_ms,
             cwd: entry.meta.get("cwd").cloned(),
-            permission_mode: entry
-                .meta
-                .get(loopguard_agents::claude_code::PERMISSION_MODE)
-                .cloned(),
+            permission_mode: entry.meta.get(loopguard_agents::PERMISSION_MODE).cloned(),
             config: entry.meta.get("config").cloned(),
             agent: entry.meta.get("agent").cloned(),
         });
@@ -337,10 +335,7 @@ pub fn session_status(
             entry.meta.get("config").map(String::as_str),
             entry.meta.get("agent").map(String::as_str),
         ),
-        permission_mode: entry
-            .meta
-            .get(loopguard_agents::claude_code::PERMISSION_MODE)
-            .cloned(),
+        permission_mode: entry.meta.get(loopguard_agents::PERMISSION_MODE).cloned(),
         last_fail_open: None,
         aborted: entry
             .aborted
@@ -654,7 +649,8 @@ pub fn render_session(st: &SessionStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{run_claude_code, HookOptions};
+    use crate::{run, HookOptions};
+    use loopguard_agents::Agent;
 
     #[test]
     fn status_shows_streaks_and_guard() {
@@ -664,7 +660,7 @@ mod tests {
             state: Some(db.clone()),
             ..HookOptions::default()
         };
-        let send = |j: String| run_claude_code(j.as_bytes(), &opts);
+        let send = |j: String| run(Agent::ClaudeCode, j.as_bytes(), &opts);
         send(r#"{"session_id":"s","hook_event_name":"UserPromptSubmit"}"#.into());
         for i in 0..4 {
             for ev in ["PreToolUse", "PostToolUse"] {

@@ -113,10 +113,7 @@ impl EndedSession {
             aborts: entry.stats.aborts,
             cwd: entry.meta.get("cwd").cloned(),
             config: entry.meta.get("config").cloned(),
-            permission_mode: entry
-                .meta
-                .get(loopguard_agents::claude_code::PERMISSION_MODE)
-                .cloned(),
+            permission_mode: entry.meta.get(loopguard_agents::PERMISSION_MODE).cloned(),
             decisions,
         }
     }
@@ -150,17 +147,11 @@ impl EndedSession {
     }
 }
 
-/// The ended-session table, beside the live sessions in the same database file, through a
-/// connection of its own (the live store's tables and schema version are untouched):
-/// `ended_sessions` holds one row per ended session, keyed like `sessions`, with the end
-/// time and the [`EndedSession`] as JSON. At most [`ENDED_KEPT`] rows are kept: each
-/// insert deletes the oldest beyond that, in the same immediate transaction.
-const ENDED_SCHEMA: &str = "CREATE TABLE IF NOT EXISTS ended_sessions (
-    key TEXT PRIMARY KEY,
-    ended_ms INTEGER NOT NULL,
-    summary TEXT NOT NULL
-)";
-
+/// The ended-session table, `ended_sessions`, part of the guard store's schema
+/// ([`SCHEMA_VERSION`]), written through a connection of its own: one row per ended
+/// session, keyed like `sessions`, with the end time and the [`EndedSession`] as JSON. At
+/// most [`ENDED_KEPT`] rows are kept: each insert deletes the oldest beyond that, in the
+/// same immediate transaction.
 fn ended_conn(
     path: &std::path::Path,
     opts: &SqliteOptions,
@@ -190,11 +181,12 @@ pub fn record_ended(
         path: path.to_path_buf(),
         source: e,
     };
+    // The table is the guard store's: an older database gets it here.
+    SqliteStore::open(path, opts)?.ensure_schema()?;
     let mut conn = ended_conn(path, opts)?;
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(err)?;
-    tx.execute_batch(ENDED_SCHEMA).map_err(err)?;
     let summary = serde_json::to_string(ended).unwrap_or_default();
     tx.execute(
         "INSERT INTO ended_sessions (key, ended_ms, summary) VALUES (?1, ?2, ?3)

@@ -334,40 +334,31 @@ async fn delete_session(
     }
 }
 
-/// `POST /v1/hooks/claude-code`
+/// `POST /v1/hooks/{agent}` (and `POST /v1/hooks/claude-code`, the same route named for
+/// Claude Code's plugin docs): a coding agent's hook payload (Claude Code's and Qwen
+/// Code's `type: "http"` hooks, or a command hook that posts its stdin); the answer is what
+/// `loopguard hook AGENT` prints for the same input, or `{}` when that is nothing.
+async fn post_agent_hook(
+    State(state): State<Shared>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    hook(state, &agent, headers, body).await
+}
+
+/// `POST /v1/hooks/claude-code`: [`post_agent_hook`] for Claude Code.
 async fn post_claude_code(
     State(state): State<Shared>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let tenant = state.authenticate(&headers)?;
-    let bytes = read_body(&state, &headers, body).await?;
-    let out = state
-        .run(move |s| {
-            crate::wiring::agent_hook(
-                s,
-                loopguard_agents::Agent::ClaudeCode,
-                tenant.as_deref(),
-                &bytes,
-            )
-        })
-        .await??;
-    // Nothing to say is `{}` (Claude Code reads it as no output): a JSON body, as declared.
-    let out = if out.iter().all(u8::is_ascii_whitespace) {
-        b"{}".to_vec()
-    } else {
-        out
-    };
-    Ok(json_response(out, "application/json"))
+    hook(state, "claude-code", headers, body).await
 }
 
-/// `POST /v1/hooks/{agent}`: another coding agent's hook payload (Qwen Code's
-/// `type: "http"` hooks, or a command hook that posts its stdin); the answer is what
-/// `loopguard hook AGENT` prints for the same input. Claude Code has its own route above
-/// (the same protocol, with `{}` for nothing to say).
-async fn post_agent_hook(
-    State(state): State<Shared>,
-    Path(agent): Path<String>,
+async fn hook(
+    state: Shared,
+    agent: &str,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -376,16 +367,10 @@ async fn post_agent_hook(
     // makes hyper close the connection, and a keep-alive client that already reused it
     // sees an unexpected EOF on its next request (CI caught exactly that).
     let bytes = read_body(&state, &headers, body).await?;
-    let agent = crate::wiring::hook_agent(&agent)?;
+    let agent = crate::wiring::hook_agent(agent)?;
     let out = state
         .run(move |s| crate::wiring::agent_hook(s, agent, tenant.as_deref(), &bytes))
         .await??;
-    // `/v1/hooks/claude` answers as `/v1/hooks/claude-code` does.
-    let out = if agent == loopguard_agents::Agent::ClaudeCode && out.is_empty() {
-        b"{}".to_vec()
-    } else {
-        out
-    };
     Ok(json_response(out, "application/json"))
 }
 

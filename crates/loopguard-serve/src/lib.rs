@@ -151,7 +151,7 @@ impl ServerBuilder {
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let state = state::AppState {
             guard: Arc::new(opened.guard),
-            claude_code: Arc::new(opened.claude_code),
+            hooks: Arc::new(opened.hooks),
             traces: Arc::new(opened.traces),
             traces_buffer: trace_buffer::TraceBuffer::new(self.trace_wait),
             tokens: self.tokens,

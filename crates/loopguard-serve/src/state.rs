@@ -20,7 +20,7 @@ use crate::trace_buffer::TraceBuffer;
 pub(crate) struct AppState {
     pub guard: Arc<Guard>,
     /// The same store with the Claude Code tool profile.
-    pub claude_code: Arc<Guard>,
+    pub hooks: Arc<Guard>,
     /// `POST /v1/traces`: the same store in observe mode (the traced calls already ran).
     pub traces: Arc<Guard>,
     /// Spans waiting for their trace to be complete (`POST /v1/traces`).

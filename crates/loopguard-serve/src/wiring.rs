@@ -1,5 +1,5 @@
 //! Glue between the HTTP layer and the guard: opening the store, the session document,
-//! the Claude Code endpoint.
+//! the agents' hook endpoint.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,15 +17,16 @@ use crate::state::AppState;
 pub(crate) struct Opened {
     /// `POST /v1/events`: events.md events as they are.
     pub guard: Guard,
-    /// `POST /v1/hooks/claude-code`: the Claude Code tool profile over the same store.
-    pub claude_code: Guard,
+    /// `POST /v1/hooks/{agent}`: every agent's hook events, with the tool profile the
+    /// agents' protocol maps their tools onto (Claude Code's), over the same store.
+    pub hooks: Guard,
     /// `POST /v1/traces`: observe mode (the traced calls already ran).
     pub traces: Guard,
     pub blocking: bool,
     pub awaitable: bool,
     pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
     pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
-    /// Where the config came from, recorded with Claude Code sessions.
+    /// Where the config came from, recorded with the hook sessions.
     pub config_source: String,
 }
 
@@ -94,7 +95,7 @@ pub(crate) fn open(
     };
     Ok(Opened {
         guard: build(ToolProfile::Plain),
-        claude_code: build(ToolProfile::ClaudeCode),
+        hooks: build(ToolProfile::ClaudeCode),
         traces: build_in(ToolProfile::Plain, Mode::Observe),
         // The memory store is a short critical section: called directly on the async
         // workers. SQLite and Redis's blocking side wait for I/O: run on tokio's blocking
@@ -157,9 +158,8 @@ pub(crate) fn session_json(info: &SessionInfo) -> String {
 /// The agent of `POST /v1/hooks/{agent}`: one whose answer is JSON (Windsurf and Kiro block
 /// only through the hook's exit status, which an HTTP answer cannot give).
 pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError> {
-    use loopguard_agents::Agent;
-    match name.parse::<Agent>() {
-        Ok(Agent::Windsurf | Agent::Kiro) => Err(ApiError::new(
+    match name.parse::<loopguard_agents::Agent>() {
+        Ok(a) if !a.protocol().answers_in_json() => Err(ApiError::new(
             axum::http::StatusCode::NOT_FOUND,
             format!("{name} hooks block only through their exit status: run `loopguard hook {name}` as the command hook"),
             Some("agent"),
@@ -169,37 +169,31 @@ pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError
     }
 }
 
-/// `POST /v1/hooks/{agent}` (and `POST /v1/hooks/claude-code`): the agents layer's protocol
-/// of `agent` over the server's Claude Code guard and the tenant's sessions, so the answer
-/// is what `loopguard hook AGENT` prints for the same input.
+/// `POST /v1/hooks/{agent}`: the agents layer's one run path for `agent` over the server's
+/// hook guard and the tenant's sessions, so the answer is what `loopguard hook AGENT`
+/// prints for the same input (`{}` when that is nothing, [`AgentReply::http_body`]).
+///
+/// [`AgentReply::http_body`]: loopguard_agents::AgentReply::http_body
 pub(crate) fn agent_hook(
     state: &AppState,
     agent: loopguard_agents::Agent,
     tenant: Option<&str>,
     bytes: &[u8],
 ) -> Result<Vec<u8>, ApiError> {
-    use loopguard_agents::claude_code::PayloadError;
-    use loopguard_agents::{Agent, AgentError, RunError};
+    use loopguard_agents::{Agent, RunError};
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0);
     let mut notes = Vec::new();
     // Claude Code's sessions are labelled with the server's config source alone, as they
-    // always were; the other agents' name the agent.
+    // always were; the other agents' name the agent (as `loopguard hook AGENT` does).
     let config = match agent {
         Agent::ClaudeCode => state.config_source.clone(),
         _ => format!("{} ({agent})", state.config_source),
     };
-    let result = loopguard_agents::answer(
-        agent,
-        &state.claude_code,
-        tenant,
-        bytes,
-        &config,
-        now,
-        &mut notes,
-    );
+    let result =
+        loopguard_agents::answer(agent, &state.hooks, tenant, bytes, &config, now, &mut notes);
     for n in &notes {
         tracing::warn!(target: "loopguard::serve", "{n}");
     }
@@ -208,23 +202,9 @@ pub(crate) fn agent_hook(
             for row in &reply.logged {
                 state.metrics.decision(hook_labels(row));
             }
-            Ok(reply.stdout.into_bytes())
+            Ok(reply.http_body().as_bytes().to_vec())
         }
-        Err(RunError::Agent(e)) => {
-            let field = match &e {
-                AgentError::Field(f, _) => Some(*f),
-                _ => None,
-            };
-            Err(ApiError::bad_request(e.to_string(), field))
-        }
-        Err(RunError::Payload(e)) => {
-            let field = match &e {
-                PayloadError::Missing(f) | PayloadError::Type { field: f, .. } => Some(*f),
-                _ => None,
-            };
-            Err(ApiError::bad_request(e.to_string(), field))
-        }
-        Err(RunError::Convert(e)) => Err(ApiError::bad_request(e, None)),
+        Err(e @ RunError::Payload(_)) => Err(ApiError::bad_request(e.to_string(), e.field())),
         Err(RunError::Guard(loopguard_guard::GuardError::Event(e))) => {
             Err(ApiError::bad_request(e.to_string(), e.field))
         }
@@ -232,7 +212,7 @@ pub(crate) fn agent_hook(
     }
 }
 
-/// The metric labels of a decision the Claude Code endpoint logged: the hook's decision
+/// The metric labels of a decision the hook endpoint logged: the hook's decision
 /// words (`allow`, `warn`, `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …), the
 /// detector, and the level its decision implies.
 fn hook_labels(row: &loopguard_guard::LogRow) -> crate::metrics::DecisionLabels {

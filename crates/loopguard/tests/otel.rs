@@ -976,117 +976,179 @@ fn serve_judges_claude_code_traces_with_the_claude_code_profile() {
     assert_eq!(s["blocks"], 0, "{s}");
 }
 
-/// The trace reader maps Copilot's and Codex's shell tools and polls exactly as their
-/// hooks do (`loopguard_agents::profile`): the two tables are kept equal here.
+/// The same call as a hook payload and as a trace span gets the same argument and outcome
+/// digests, for every agent whose hook and telemetry loopguard both read (Claude Code,
+/// Copilot, Codex): the hook's payload reader with the agent's row of the one tool table,
+/// and the trace reader's mapping with the same row, applied by the same guard.
 #[test]
-fn trace_agents_map_tools_as_the_hooks_do() {
-    use loopguard_adapters::spans::{TraceAgent, VOLATILE_LINES};
-    use loopguard_agents::{profile, Agent};
-    assert_eq!(VOLATILE_LINES, profile::VOLATILE_LINES);
-    let cases: &[(Agent, TraceAgent, &str, &str)] = &[
+fn a_call_seen_by_the_hook_and_in_a_trace_gets_the_same_digests() {
+    use loopguard_adapters::spans::TraceAgent;
+    use loopguard_agents::{Agent, CallOutcome};
+    use loopguard_core::Value;
+    use loopguard_guard::{Guard, ToolProfile};
+    use serde_json::json;
+
+    fn text(v: &Value<'_>) -> String {
+        let mut out = Vec::new();
+        loopguard_core::json::write_json_value(&mut out, v);
+        String::from_utf8(out).unwrap()
+    }
+    /// The `argsHash` and `resultHash` of a call and its outcome, as a fresh guard decides them.
+    fn digests(tool: &str, args: &str, result: &str) -> (serde_json::Value, serde_json::Value) {
+        let guard = Guard::builder().profile(ToolProfile::ClaudeCode).build();
+        let call = format!(
+            r#"{{"type":"call","session":"s","callId":"c","tool":{},"args":{args}}}"#,
+            json!(tool)
+        );
+        let outcome = format!(
+            r#"{{"type":"outcome","session":"s","callId":"c","tool":{},"args":{args},"result":{result}}}"#,
+            json!(tool)
+        );
+        let c: serde_json::Value =
+            serde_json::from_slice(&guard.apply_line(None, call.as_bytes()).unwrap()).unwrap();
+        let o: serde_json::Value =
+            serde_json::from_slice(&guard.apply_line(None, outcome.as_bytes()).unwrap()).unwrap();
+        assert_eq!(c["argsHash"], o["argsHash"]);
+        (c["argsHash"].clone(), o["resultHash"].clone())
+    }
+
+    let cases: &[(
+        Agent,
+        TraceAgent,
+        &str,
+        serde_json::Value,
+        serde_json::Value,
+    )] = &[
+        (
+            Agent::ClaudeCode,
+            TraceAgent::ClaudeCode,
+            "Bash",
+            json!({"command":"npm test","description":"x"}),
+            json!({"stdout":"FAIL","stderr":"","interrupted":false}),
+        ),
+        (
+            Agent::ClaudeCode,
+            TraceAgent::ClaudeCode,
+            "Read",
+            json!({"file_path":"/a"}),
+            json!({"type":"text","file":{"content":"x"}}),
+        ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "bash",
-            r#"{"command":"npm test","description":"x","initial_wait":30,"mode":"sync","sessionId":"main"}"#,
+            json!({"command":"npm test","description":"x","initial_wait":30,"mode":"sync","sessionId":"main"}),
+            json!({"resultType":"success","textResultForLlm":"FAIL\n<shellId: 7 completed with exit code 1>"}),
         ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "powershell",
-            r#"{"command":"dir","description":"x"}"#,
+            json!({"command":"dir","description":"x"}),
+            json!(
+                "Chunk ID: 1f\nWall time: 1.5 seconds\nProcess exited with code 2\nOutput:\nFAIL"
+            ),
         ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "read_bash",
-            r#"{"sessionId":"7","delay":5}"#,
+            json!({"sessionId":"7","delay":5}),
+            json!("building"),
         ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "write_bash",
-            r#"{"sessionId":"7","input":"","delay":5}"#,
+            json!({"sessionId":"7","input":"","delay":5}),
+            json!("building"),
         ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "write_bash",
-            r#"{"sessionId":"7","input":"y\n"}"#,
+            json!({"sessionId":"7","input":"y\n"}),
+            json!("ok"),
         ),
         (
             Agent::Copilot,
             TraceAgent::Copilot,
             "view",
-            r#"{"path":"/a"}"#,
+            json!({"path":"/a"}),
+            json!("contents"),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "exec_command",
-            r#"{"cmd":"ls","workdir":"/r","yield_time_ms":1000,"max_output_tokens":10,"justification":"j"}"#,
+            json!({"cmd":"ls","workdir":"/r","yield_time_ms":1000,"max_output_tokens":10,"justification":"j"}),
+            json!({"output":"a\nb","metadata":{"exit_code":0}}),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "shell",
-            r#"{"command":["bash","-lc","ls"],"timeout_ms":1000}"#,
+            json!({"command":["bash","-lc","ls"],"timeout_ms":1000}),
+            json!("Exit code: 1\nWall time: 0.2 seconds\nno such file"),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "write_stdin",
-            r#"{"session_id":3,"chars":""}"#,
+            json!({"session_id":3,"chars":""}),
+            json!("Process running with session ID 3\nbuilding"),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "write_stdin",
-            r#"{"session_id":3,"chars":"q"}"#,
+            json!({"session_id":3,"chars":"q"}),
+            json!("bye"),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "exec",
-            r#"{"code":"const r = await tools.write_stdin({session_id: 12, chars: \"\"});\ntext(r);"}"#,
+            json!({"code":"const r = await tools.write_stdin({session_id: 12, chars: \"\"});\ntext(r);"}),
+            json!("building"),
         ),
         (
             Agent::Codex,
             TraceAgent::Codex,
             "apply_patch",
-            r#"{"input":"*** Begin Patch"}"#,
+            json!({"input":"*** Begin Patch"}),
+            json!("Done"),
         ),
     ];
-    for (hook_agent, trace_agent, tool, args) in cases {
-        let (hook_tool, hook_args) =
-            profile::map_tool(*hook_agent, tool, &serde_json::from_str(args).unwrap());
-        let value = loopguard_core::Value::parse(args.as_bytes())
+    for (hook_agent, trace_agent, tool, args, result) in cases {
+        // The hook: the agent's own payload shape, read by its protocol.
+        let payload = match hook_agent {
+            Agent::Copilot => {
+                json!({"sessionId":"s","cwd":"/p","toolName":tool,"toolArgs":args.to_string(),"toolResult":result})
+            }
+            _ => {
+                json!({"session_id":"s","hook_event_name":"PostToolUse","tool_name":tool,"tool_input":args,"tool_use_id":"c","tool_response":result})
+            }
+        };
+        let bytes = payload.to_string();
+        let parsed = loopguard_agents::parse_payload(bytes.as_bytes()).unwrap();
+        let ev = loopguard_agents::read(hook_agent.protocol(), &parsed).unwrap();
+        let t = ev.tool.as_ref().unwrap();
+        let Some(CallOutcome::Result(r)) = &ev.outcome else {
+            panic!("{tool}: {:?}", ev.outcome)
+        };
+        let hook = digests(&t.name.to_string_lossy(), &text(&t.input), &text(r));
+        // The trace: the span's attributes, mapped by the trace reader.
+        let args_v = Value::parse(args.to_string().as_bytes())
             .unwrap()
             .into_owned();
-        let (trace_tool, trace_args) = trace_agent.map_call(tool, &value);
-        let mut text = Vec::new();
-        loopguard_core::json::write_json_value(&mut text, &trace_args);
-        let trace_args: serde_json::Value = serde_json::from_slice(&text).unwrap();
-        assert_eq!(
-            (hook_tool.as_str(), &hook_args),
-            (trace_tool.as_str(), &trace_args),
-            "{tool} {args}"
-        );
-        // Results: the same fields from the same text.
-        for output in [
-            "Chunk ID: 1f\nWall time: 1.5 seconds\nProcess exited with code 2\nOutput:\nFAIL",
-            "FAIL\n<shellId: 7 completed with exit code 1>",
-        ] {
-            let hook_result =
-                profile::map_response(*hook_agent, &hook_tool, &serde_json::json!(output));
-            let trace_result = trace_agent.map_result(
-                &trace_tool,
-                &loopguard_core::Value::from(output.to_string()),
-            );
-            let mut text = Vec::new();
-            loopguard_core::json::write_json_value(&mut text, &trace_result);
-            let trace_result: serde_json::Value = serde_json::from_slice(&text).unwrap();
-            assert_eq!(hook_result, trace_result, "{tool}");
-        }
+        let (trace_tool, trace_args) = trace_agent.map_call(tool, &args_v);
+        let result_v = Value::parse(result.to_string().as_bytes())
+            .unwrap()
+            .into_owned();
+        let trace_result = trace_agent.map_result(&trace_tool, &result_v);
+        let trace = digests(&trace_tool, &text(&trace_args), &text(&trace_result));
+        assert_eq!(hook, trace, "{hook_agent} {tool}");
+        assert!(hook.0.is_string() && hook.1.is_string(), "{hook:?}");
     }
 }

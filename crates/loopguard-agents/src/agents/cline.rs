@@ -16,58 +16,86 @@
 //! only `PreCompact` is reported, which arms the guard for the calls after it.
 //! `TaskComplete` and `TaskCancel` end the session.
 
-use serde_json::Value;
+use loopguard_core::{JsString, Value};
+use serde_json::{json, Map};
 
-use crate::agent::{required, tool};
-use crate::{AgentError, Kind, Normalized};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = required(v, "hookName")?;
-    let session = required(v, "taskId")?;
-    let kind = match event {
-        "PreToolUse" => Kind::Pre,
-        "PostToolUse" => Kind::Post,
-        "UserPromptSubmit" | "TaskStart" | "TaskResume" => Kind::Prompt,
-        "PreCompact" => Kind::Compact,
-        "TaskComplete" | "TaskCancel" => Kind::End,
-        _ => return Ok(Normalized::ignore(event, session)),
-    };
-    let mut n = Normalized::ignore(event, session);
-    n.kind = kind;
-    n.cwd = v
-        .get("workspaceRoots")
-        .and_then(|r| r.get(0))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if matches!(kind, Kind::Pre | Kind::Post) {
-        let key = if kind == Kind::Pre {
-            "preToolUse"
-        } else {
-            "postToolUse"
+/// Cline's protocol.
+pub struct Cline;
+
+impl Protocol for Cline {
+    fn name(&self) -> &'static str {
+        "cline"
+    }
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f.required("hookName")?;
+        let session = f.required("taskId")?;
+        let kind = match event.as_str() {
+            "PreToolUse" => Kind::Pre,
+            "PostToolUse" => Kind::Post,
+            "UserPromptSubmit" | "TaskStart" | "TaskResume" => Kind::Prompt,
+            "PreCompact" => Kind::Compact,
+            "TaskComplete" | "TaskCancel" => Kind::End,
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
         };
-        let body = v.get(key).ok_or(AgentError::Field(
-            if kind == Kind::Pre {
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        ev.cwd = f
+            .get("workspaceRoots")
+            .and_then(Value::as_array)
+            .and_then(|r| r.first())
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if matches!(kind, Kind::Pre | Kind::Post) {
+            let body = f.object(if kind == Kind::Pre {
                 "preToolUse"
             } else {
                 "postToolUse"
-            },
-            "an object",
-        ))?;
-        let mut t = tool(body, &["toolName"], &["parameters"], &[])?;
-        if kind == Kind::Post {
-            let result = body.get("result").cloned().unwrap_or(Value::Null);
-            if body.get("success").and_then(Value::as_bool) == Some(false) {
-                let text = match &result {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                t.error = Some((text, false));
-                n.kind = Kind::Failure;
-            } else {
-                t.response = Some(result);
+            })?;
+            ev.tool = Some(body.tool(&["toolName"], &["parameters"], &[])?);
+            if kind == Kind::Post {
+                let result = super::or_null(body.get("result"));
+                ev.outcome = Some(
+                    if body.get("success").and_then(Value::as_bool) == Some(false) {
+                        let text = match &result {
+                            Value::String(s) => s.clone(),
+                            other => {
+                                let mut out = Vec::new();
+                                loopguard_core::json::write_json_value(&mut out, other);
+                                JsString::from(String::from_utf8_lossy(&out).into_owned())
+                            }
+                        };
+                        CallOutcome::Error {
+                            text,
+                            interrupt: false,
+                        }
+                    } else {
+                        CallOutcome::Result(result)
+                    },
+                );
             }
         }
-        n.tool = Some(t);
+        Ok(ev)
     }
-    Ok(n)
+
+    fn render(&self, _ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        let mut o = Map::new();
+        let cancel = a.deny.as_ref().or(a.stop.as_ref());
+        o.insert("cancel".into(), json!(cancel.is_some()));
+        if let Some(c) = &a.context {
+            o.insert("contextModification".into(), json!(c));
+        }
+        if let Some(reason) = cancel {
+            o.insert("errorMessage".into(), json!(reason));
+        }
+        Rendered::json(serde_json::Value::Object(o))
+    }
+
+    fn allow(&self) -> Rendered {
+        // Cline treats anything but a JSON answer as a failure and cancels the call.
+        Rendered::json(json!({"cancel": false}))
+    }
 }

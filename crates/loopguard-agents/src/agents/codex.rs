@@ -16,10 +16,45 @@
 //! Codex runs only hooks the user trusted: `codex exec` skips an untrusted hook without a
 //! word (trust it once in the TUI's `/hooks`, or pass `--dangerously-bypass-hook-trust`).
 
-use serde_json::Value;
+use crate::protocol::{AgentError, AgentEvent, Answer, Fields, Kind, Protocol, Rendered};
+use serde_json::{json, Map};
 
-use crate::{AgentError, Normalized};
+/// Codex CLI's protocol.
+pub struct Codex;
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    super::claude_like(v, &["PostCompact"])
+impl Protocol for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        super::claude_like(f, &["PostCompact"])
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        if ev.kind == Kind::Pre {
+            // Codex rejects a PreToolUse answer holding `continue: false` or `stopReason`
+            // as invalid and then runs the call (codex-rs/hooks/src/engine/output_parser.rs,
+            // `unsupported_pre_tool_use_universal`): a denied call of a stopped run is only
+            // denied.
+            let only = Answer {
+                stop: None,
+                logged: Vec::new(),
+                ..a.clone()
+            };
+            return super::claude_code::render(&ev.event, &only);
+        }
+        if let Some(stop) = &a.stop {
+            // `continue: false` ends Codex's turn; a `decision: "block"` beside it would
+            // only replace the tool's output.
+            let mut o = Map::new();
+            o.insert("continue".into(), json!(false));
+            o.insert("stopReason".into(), json!(stop));
+            if let Some(m) = &a.notice {
+                o.insert("systemMessage".into(), json!(m));
+            }
+            return Rendered::json(serde_json::Value::Object(o));
+        }
+        super::claude_code::render(&ev.event, a)
+    }
 }

@@ -29,72 +29,108 @@
 //! `userPromptSubmitted`. Compaction: none reported. Polls: `read_bash`, and `write_bash`
 //! with empty `input`.
 
-use serde_json::Value;
+use loopguard_core::{JsString, Value};
+use serde_json::{json, Map};
 
-use crate::agent::{str_field, tool};
-use crate::{AgentError, Kind, Normalized};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = str_field(v, &["hook_event_name", "hookEventName", "event"]).map(str::to_string);
-    let event = event.unwrap_or_else(|| {
-        if v.get("toolResult").is_some() {
-            "postToolUse".into()
-        } else if v.get("toolName").is_some() && v.get("error").is_some() {
-            "postToolUseFailure".into()
-        } else if v.get("toolName").is_some() {
-            "preToolUse".into()
-        } else if v.get("prompt").is_some() {
-            "userPromptSubmitted".into()
-        } else if v.get("reason").is_some() {
-            "sessionEnd".into()
-        } else {
-            "unknown".into()
+/// GitHub Copilot's protocol.
+pub struct Copilot;
+
+impl Protocol for Copilot {
+    fn name(&self) -> &'static str {
+        "copilot"
+    }
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f
+            .str_of(&["hook_event_name", "hookEventName", "event"])
+            .unwrap_or_else(|| {
+                if f.get("toolResult").is_some() {
+                    "postToolUse".into()
+                } else if f.get("toolName").is_some() && f.get("error").is_some() {
+                    "postToolUseFailure".into()
+                } else if f.get("toolName").is_some() {
+                    "preToolUse".into()
+                } else if f.get("prompt").is_some() {
+                    "userPromptSubmitted".into()
+                } else if f.get("reason").is_some() {
+                    "sessionEnd".into()
+                } else {
+                    "unknown".into()
+                }
+            });
+        let session = f
+            .str_of(&["sessionId", "session_id"])
+            .or_else(|| f.str_of(&["cwd"]).map(|c| format!("cwd:{c}")))
+            .ok_or(AgentError::Missing("sessionId"))?;
+        let claude_shaped = event.starts_with(|c: char| c.is_ascii_uppercase());
+        let (kind, failure) = match event.as_str() {
+            "preToolUse" | "PreToolUse" => (Kind::Pre, false),
+            "postToolUse" | "PostToolUse" => (Kind::Post, false),
+            "postToolUseFailure" | "PostToolUseFailure" => (Kind::Post, true),
+            "userPromptSubmitted" | "UserPromptSubmit" => (Kind::Prompt, false),
+            "sessionEnd" | "SessionEnd" => (Kind::End, false),
+            "PreCompact" | "preCompact" => (Kind::Compact, false),
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
+        };
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        ev.claude_shaped = claude_shaped;
+        ev.cwd = f.str_of(&["cwd"]);
+        if matches!(kind, Kind::Pre | Kind::Post) {
+            ev.tool = Some(f.tool(
+                &["toolName", "tool_name"],
+                &["toolArgs", "tool_input", "toolInput"],
+                &["toolCallId", "tool_use_id", "toolUseId"],
+            )?);
         }
-    });
-    let session = str_field(v, &["sessionId", "session_id"])
-        .map(str::to_string)
-        .or_else(|| str_field(v, &["cwd"]).map(|c| format!("cwd:{c}")))
-        .ok_or(crate::AgentError::Field("sessionId", "a string"))?;
-    let claude_shaped = event.starts_with(|c: char| c.is_ascii_uppercase());
-    let kind = match event.as_str() {
-        "preToolUse" | "PreToolUse" => Kind::Pre,
-        "postToolUse" | "PostToolUse" => Kind::Post,
-        "postToolUseFailure" | "PostToolUseFailure" => Kind::Failure,
-        "userPromptSubmitted" | "UserPromptSubmit" => Kind::Prompt,
-        "sessionEnd" | "SessionEnd" => Kind::End,
-        "PreCompact" | "preCompact" => Kind::Compact,
-        _ => return Ok(Normalized::ignore(&event, &session)),
-    };
-    let mut n = Normalized::ignore(&event, &session);
-    n.kind = kind;
-    n.claude_shaped = claude_shaped;
-    n.cwd = str_field(v, &["cwd"]).map(str::to_string);
-    if matches!(kind, Kind::Pre | Kind::Post | Kind::Failure) {
-        let mut t = tool(
-            v,
-            &["toolName", "tool_name"],
-            &["toolArgs", "tool_input", "toolInput"],
-            &["toolCallId", "tool_use_id", "toolUseId"],
-        )?;
-        if kind == Kind::Post {
-            let r = ["toolResult", "tool_result", "tool_response"]
-                .iter()
-                .find_map(|k| v.get(*k))
-                .cloned()
-                .unwrap_or(Value::Null);
-            if r.get("resultType").and_then(Value::as_str) == Some("failure") {
-                let text = str_field(&r, &["textResultForLlm"]).unwrap_or_default();
-                t.error = Some((text.to_string(), false));
-                n.kind = Kind::Failure;
-            } else {
-                t.response = Some(r);
+        if failure {
+            let text = f.str_of(&["error", "error_message"]).unwrap_or_default();
+            ev.outcome = Some(CallOutcome::Error {
+                text: JsString::from(text),
+                interrupt: false,
+            });
+        } else if kind == Kind::Post {
+            let r = super::or_null(f.first(&["toolResult", "tool_result", "tool_response"]));
+            ev.outcome = Some(
+                if r.get("resultType").and_then(Value::as_str) == Some("failure") {
+                    let text = r
+                        .get("textResultForLlm")
+                        .and_then(Value::as_js_str)
+                        .cloned()
+                        .unwrap_or_else(|| JsString::from(""));
+                    CallOutcome::Error {
+                        text,
+                        interrupt: false,
+                    }
+                } else {
+                    CallOutcome::Result(r)
+                },
+            );
+        }
+        Ok(ev)
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        if ev.claude_shaped {
+            return super::claude_code::render(&ev.event, a);
+        }
+        let mut o = Map::new();
+        if let Some(reason) = a.deny.as_ref().or(a.stop.as_ref()) {
+            if ev.kind == Kind::Pre {
+                o.insert("permissionDecision".into(), json!("deny"));
+                o.insert("permissionDecisionReason".into(), json!(reason));
             }
         }
-        if kind == Kind::Failure {
-            let e = str_field(v, &["error", "error_message"]).unwrap_or_default();
-            t.error = Some((e.to_string(), false));
+        if let Some(c) = &a.context {
+            o.insert("additionalContext".into(), json!(c));
         }
-        n.tool = Some(t);
+        let mut out = super::json_or_nothing(o);
+        if let Some(s) = &a.stop {
+            out.stderr.push(s.clone());
+        }
+        out
     }
-    Ok(n)
 }

@@ -15,57 +15,90 @@
 //! Session: `conversation_id`. Runs: `beforeSubmitPrompt`. Compaction: only `preCompact`
 //! is reported, which arms the guard for the calls after it.
 
-use serde_json::{json, Value};
+use loopguard_core::{JsString, Object, Value};
+use serde_json::{json, Map};
 
-use crate::agent::{required, str_field, tool};
-use crate::{AgentError, Kind, Normalized};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered, ToolUse,
+};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = required(v, "hook_event_name")?;
-    let session = required(v, "conversation_id")?;
-    let kind = match event {
-        "preToolUse" | "beforeShellExecution" | "beforeMCPExecution" => Kind::Pre,
-        "postToolUse" | "afterShellExecution" | "afterMCPExecution" => Kind::Post,
-        "postToolUseFailure" => Kind::Failure,
-        "beforeSubmitPrompt" => Kind::Prompt,
-        "preCompact" => Kind::Compact,
-        "sessionEnd" => Kind::End,
-        _ => return Ok(Normalized::ignore(event, session)),
-    };
-    let mut n = Normalized::ignore(event, session);
-    n.kind = kind;
-    n.cwd = str_field(v, &["cwd"]).map(str::to_string).or_else(|| {
-        v.get("workspace_roots")
-            .and_then(|r| r.get(0))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
-    if !matches!(kind, Kind::Pre | Kind::Post | Kind::Failure) {
-        return Ok(n);
+/// Cursor's protocol.
+pub struct Cursor;
+
+impl Protocol for Cursor {
+    fn name(&self) -> &'static str {
+        "cursor"
     }
-    let mut t = if event.ends_with("ShellExecution") {
-        let command = required(v, "command")?;
-        let mut t = tool(&json!({"n": "beforeShellExecution"}), &["n"], &[], &[])?;
-        t.agent_name = "Shell".into();
-        t.cc_name = "Shell".into();
-        t.input = json!({ "command": command });
-        t
-    } else {
-        tool(v, &["tool_name"], &["tool_input"], &["tool_use_id"])?
-    };
-    if kind == Kind::Post {
-        t.response = Some(
-            ["tool_output", "output", "result_json"]
-                .iter()
-                .find_map(|k| v.get(*k))
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f.required("hook_event_name")?;
+        let session = f.required("conversation_id")?;
+        let kind = match event.as_str() {
+            "preToolUse" | "beforeShellExecution" | "beforeMCPExecution" => Kind::Pre,
+            "postToolUse" | "afterShellExecution" | "afterMCPExecution" | "postToolUseFailure" => {
+                Kind::Post
+            }
+            "beforeSubmitPrompt" => Kind::Prompt,
+            "preCompact" => Kind::Compact,
+            "sessionEnd" => Kind::End,
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
+        };
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        ev.cwd = f.str_of(&["cwd"]).or_else(|| {
+            f.get("workspace_roots")
+                .and_then(Value::as_array)
+                .and_then(|r| r.first())
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        if kind != Kind::Pre && kind != Kind::Post {
+            return Ok(ev);
+        }
+        ev.tool = Some(if event.ends_with("ShellExecution") {
+            let command = f.required("command")?;
+            ToolUse {
+                name: JsString::from("Shell"),
+                input: Value::Object(Object::from_entries(vec![(
+                    JsString::from("command"),
+                    Value::from(command),
+                )])),
+                id: None,
+            }
+        } else {
+            f.tool(&["tool_name"], &["tool_input"], &["tool_use_id"])?
+        });
+        if event == "postToolUseFailure" {
+            let text = f.str_of(&["error_message", "error"]).unwrap_or_default();
+            ev.outcome = Some(CallOutcome::Error {
+                text: JsString::from(text),
+                interrupt: false,
+            });
+        } else if kind == Kind::Post {
+            let r = f.first(&["tool_output", "output", "result_json"]);
+            ev.outcome = Some(CallOutcome::Result(super::or_null(r)));
+        }
+        Ok(ev)
     }
-    if kind == Kind::Failure {
-        let e = str_field(v, &["error_message", "error"]).unwrap_or_default();
-        t.error = Some((e.to_string(), false));
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        let mut o = Map::new();
+        if let Some(reason) = a.deny.as_ref().or(a.stop.as_ref()) {
+            if ev.kind == Kind::Pre {
+                o.insert("permission".into(), json!("deny"));
+                o.insert(
+                    "user_message".into(),
+                    json!(a.notice.clone().unwrap_or_else(|| reason.clone())),
+                );
+                o.insert("agent_message".into(), json!(reason));
+            }
+        }
+        if let Some(c) = &a.context {
+            o.insert("additional_context".into(), json!(c));
+        }
+        super::json_or_nothing(o)
     }
-    n.tool = Some(t);
-    Ok(n)
+
+    fn defers_warnings(&self) -> bool {
+        true
+    }
 }

@@ -19,10 +19,26 @@
 //! `source: "compact"` arms the guard; `PreCompact` arms it too (Droid's compaction cannot
 //! be blocked by a hook), the second of the two finds it armed and changes nothing.
 
-use serde_json::Value;
+use crate::protocol::{AgentError, AgentEvent, Answer, Fields, Protocol, Rendered};
 
-use crate::{AgentError, Normalized};
+/// Factory Droid's protocol.
+pub struct Factory;
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    super::claude_like(v, &["PreCompact", "PostCompact"])
+impl Protocol for Factory {
+    fn name(&self) -> &'static str {
+        "factory"
+    }
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        super::claude_like(f, &["PreCompact", "PostCompact"])
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        super::claude_code::render(&ev.event, a)
+    }
+
+    fn defers_warnings(&self) -> bool {
+        // Droid 0.225 does not show `PreToolUse`'s `additionalContext`; `PostToolUse`'s it does.
+        true
+    }
 }

@@ -21,31 +21,65 @@
 //! PGID: N` line that changes on every call (dropped), and the model rewords the
 //! `description` argument on every call (not hashed).
 
-use serde_json::Value;
+use serde_json::{json, Map};
 
-use crate::agent::{required, str_field, tool};
-use crate::{AgentError, Kind, Normalized};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = required(v, "hook_event_name")?;
-    let session = required(v, "session_id")?;
-    let kind = match event {
-        "BeforeTool" => Kind::Pre,
-        "AfterTool" => Kind::Post,
-        "BeforeAgent" => Kind::Prompt,
-        "PreCompress" => Kind::Compact,
-        "SessionEnd" => Kind::End,
-        _ => return Ok(Normalized::ignore(event, session)),
-    };
-    let mut n = Normalized::ignore(event, session);
-    n.kind = kind;
-    n.cwd = str_field(v, &["cwd"]).map(str::to_string);
-    if matches!(kind, Kind::Pre | Kind::Post) {
-        let mut t = tool(v, &["tool_name"], &["tool_input"], &[])?;
-        if kind == Kind::Post {
-            t.response = Some(v.get("tool_response").cloned().unwrap_or(Value::Null));
-        }
-        n.tool = Some(t);
+/// Gemini CLI's protocol.
+pub struct Gemini;
+
+impl Protocol for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
     }
-    Ok(n)
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f.required("hook_event_name")?;
+        let session = f.required("session_id")?;
+        let kind = match event.as_str() {
+            "BeforeTool" => Kind::Pre,
+            "AfterTool" => Kind::Post,
+            "BeforeAgent" => Kind::Prompt,
+            "PreCompress" => Kind::Compact,
+            "SessionEnd" => Kind::End,
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
+        };
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        ev.cwd = f.str_of(&["cwd"]);
+        if matches!(kind, Kind::Pre | Kind::Post) {
+            ev.tool = Some(f.tool(&["tool_name"], &["tool_input"], &[])?);
+            if kind == Kind::Post {
+                ev.outcome = Some(CallOutcome::Result(super::or_null(f.get("tool_response"))));
+            }
+        }
+        Ok(ev)
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        let mut o = Map::new();
+        if let Some(reason) = &a.deny {
+            o.insert("decision".into(), json!("deny"));
+            o.insert("reason".into(), json!(reason));
+        }
+        if let Some(s) = &a.stop {
+            o.insert("continue".into(), json!(false));
+            o.insert("stopReason".into(), json!(s));
+        }
+        if let Some(c) = &a.context {
+            o.insert(
+                "hookSpecificOutput".into(),
+                json!({"hookEventName": ev.event, "additionalContext": c}),
+            );
+        }
+        if let Some(m) = &a.notice {
+            o.insert("systemMessage".into(), json!(m));
+        }
+        super::json_or_nothing(o)
+    }
+
+    fn defers_warnings(&self) -> bool {
+        true
+    }
 }

@@ -17,32 +17,46 @@
 //! (`userPromptSubmit`) starts a new run, so calls of earlier prompts stop counting; `stop`
 //! is not an end (the session may go on). Compaction: none reported.
 
-use serde_json::Value;
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+};
 
-use crate::agent::{required, str_field, tool};
-use crate::{AgentError, Kind, Normalized};
+/// Kiro CLI's protocol.
+pub struct Kiro;
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = required(v, "hook_event_name")?;
-    let cwd = required(v, "cwd")?;
-    let session = str_field(v, &["session_id", "sessionId"])
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("cwd:{cwd}"));
-    let kind = match event {
-        "preToolUse" => Kind::Pre,
-        "postToolUse" => Kind::Post,
-        "userPromptSubmit" => Kind::Prompt,
-        _ => return Ok(Normalized::ignore(event, &session)),
-    };
-    let mut n = Normalized::ignore(event, &session);
-    n.kind = kind;
-    n.cwd = Some(cwd.to_string());
-    if matches!(kind, Kind::Pre | Kind::Post) {
-        let mut t = tool(v, &["tool_name"], &["tool_input"], &["tool_use_id"])?;
-        if kind == Kind::Post {
-            t.response = Some(v.get("tool_response").cloned().unwrap_or(Value::Null));
-        }
-        n.tool = Some(t);
+impl Protocol for Kiro {
+    fn name(&self) -> &'static str {
+        "kiro"
     }
-    Ok(n)
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f.required("hook_event_name")?;
+        let cwd = f.required("cwd")?;
+        let session = f
+            .str_of(&["session_id", "sessionId"])
+            .unwrap_or_else(|| format!("cwd:{cwd}"));
+        let kind = match event.as_str() {
+            "preToolUse" => Kind::Pre,
+            "postToolUse" => Kind::Post,
+            "userPromptSubmit" => Kind::Prompt,
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
+        };
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        ev.cwd = Some(cwd);
+        if matches!(kind, Kind::Pre | Kind::Post) {
+            ev.tool = Some(f.tool(&["tool_name"], &["tool_input"], &["tool_use_id"])?);
+            if kind == Kind::Post {
+                ev.outcome = Some(CallOutcome::Result(super::or_null(f.get("tool_response"))));
+            }
+        }
+        Ok(ev)
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        super::exit_status_answer(ev, a)
+    }
+
+    fn answers_in_json(&self) -> bool {
+        false
+    }
 }

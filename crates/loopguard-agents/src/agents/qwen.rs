@@ -28,21 +28,37 @@
 //! again (checked with the real CLI in crates/loopguard/tests/agents_e2e.rs).
 //! The shell `description` is reworded by the model on every call and is not hashed.
 
-use serde_json::Value;
+use loopguard_core::Value;
 
-use crate::{AgentError, Kind, Normalized};
+use crate::protocol::{AgentError, AgentEvent, Answer, Fields, Kind, Protocol, Rendered};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let n = super::claude_like(v, &["PostCompact"])?;
-    // Qwen Code 0.24 fires `UserPromptSubmit` again before every model turn that carries
-    // tool results, with an empty `prompt` (and the same `prompt_id`): that is the same
-    // prompt going on, not a new run (seen from the real CLI in
-    // crates/loopguard/tests/agents_e2e.rs), and the place to stop an aborted run.
-    if n.kind == Kind::Prompt && v.get("prompt").and_then(Value::as_str) == Some("") {
-        let mut c = Normalized::ignore(&n.event, &n.session);
-        c.kind = Kind::Continuation;
-        c.claude_shaped = true;
-        return Ok(c);
+/// Qwen Code's protocol.
+pub struct Qwen;
+
+impl Protocol for Qwen {
+    fn name(&self) -> &'static str {
+        "qwen"
     }
-    Ok(n)
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let mut ev = super::claude_like(f, &["PostCompact"])?;
+        // Qwen Code 0.24 fires `UserPromptSubmit` again before every model turn that carries
+        // tool results, with an empty `prompt` (and the same `prompt_id`): that is the same
+        // prompt going on, not a new run (seen from the real CLI in
+        // crates/loopguard/tests/agents_e2e.rs), and the place to stop an aborted run.
+        if ev.kind == Kind::Prompt && f.get("prompt").and_then(Value::as_str) == Some("") {
+            ev.kind = Kind::Continuation;
+        }
+        Ok(ev)
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        super::claude_code::render(&ev.event, a)
+    }
+
+    fn defers_warnings(&self) -> bool {
+        // Qwen Code 0.24 reads `PreToolUse`'s `additionalContext` but never shows it;
+        // `PostToolUse`/`PostToolUseFailure`'s it does.
+        true
+    }
 }

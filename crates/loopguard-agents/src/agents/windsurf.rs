@@ -15,56 +15,74 @@
 //!
 //! Session: `trajectory_id`. Runs: `pre_user_prompt`. Compaction: none reported.
 
-use serde_json::{json, Value};
+use loopguard_core::{JsString, Object, Value};
 
-use crate::agent::{required, str_field};
-use crate::{AgentError, Kind, Normalized, ToolCall};
+use crate::protocol::{
+    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered, ToolUse,
+};
 
-pub(crate) fn normalize(v: &Value) -> Result<Normalized, AgentError> {
-    let event = required(v, "agent_action_name")?;
-    let session = required(v, "trajectory_id")?;
-    let kind = match event {
-        "pre_run_command" | "pre_mcp_tool_use" => Kind::Pre,
-        "post_run_command" | "post_mcp_tool_use" => Kind::Post,
-        "pre_user_prompt" => Kind::Prompt,
-        _ => return Ok(Normalized::ignore(event, session)),
-    };
-    let mut n = Normalized::ignore(event, session);
-    n.kind = kind;
-    if kind == Kind::Prompt {
-        return Ok(n);
+/// Windsurf's protocol.
+pub struct Windsurf;
+
+impl Protocol for Windsurf {
+    fn name(&self) -> &'static str {
+        "windsurf"
     }
-    let info = v
-        .get("tool_info")
-        .ok_or(AgentError::Field("tool_info", "an object"))?;
-    n.cwd = str_field(info, &["cwd"]).map(str::to_string);
-    let (name, input, response) = if event.ends_with("run_command") {
-        let command = str_field(info, &["command_line"])
-            .ok_or(AgentError::Field("tool_info.command_line", "a string"))?;
-        (
-            "run_command".to_string(),
-            json!({ "command_line": command }),
-            info.get("output").cloned().unwrap_or(Value::Null),
-        )
-    } else {
-        let server = str_field(info, &["mcp_server_name"]).unwrap_or_default();
-        let tool = str_field(info, &["mcp_tool_name"])
-            .ok_or(AgentError::Field("tool_info.mcp_tool_name", "a string"))?;
-        (
-            format!("mcp__{server}__{tool}"),
-            info.get("mcp_tool_arguments")
-                .cloned()
-                .unwrap_or(Value::Null),
-            info.get("mcp_result").cloned().unwrap_or(Value::Null),
-        )
-    };
-    n.tool = Some(ToolCall {
-        agent_name: name.clone(),
-        cc_name: name,
-        input,
-        id: None,
-        response: (kind == Kind::Post).then_some(response),
-        error: None,
-    });
-    Ok(n)
+
+    fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
+        let event = f.required("agent_action_name")?;
+        let session = f.required("trajectory_id")?;
+        let kind = match event.as_str() {
+            "pre_run_command" | "pre_mcp_tool_use" => Kind::Pre,
+            "post_run_command" | "post_mcp_tool_use" => Kind::Post,
+            "pre_user_prompt" => Kind::Prompt,
+            _ => return Ok(AgentEvent::ignore(&event, &session)),
+        };
+        let mut ev = AgentEvent::new(kind, &event, &session);
+        if kind == Kind::Prompt {
+            return Ok(ev);
+        }
+        let info = f.object("tool_info")?;
+        ev.cwd = info.str_of(&["cwd"]);
+        let (name, input, response) = if event.ends_with("run_command") {
+            let command = info
+                .str_of(&["command_line"])
+                .ok_or(AgentError::Missing("tool_info.command_line"))?;
+            (
+                "run_command".to_string(),
+                Value::Object(Object::from_entries(vec![(
+                    JsString::from("command_line"),
+                    Value::from(command),
+                )])),
+                super::or_null(info.get("output")),
+            )
+        } else {
+            let server = info.str_of(&["mcp_server_name"]).unwrap_or_default();
+            let tool = info
+                .str_of(&["mcp_tool_name"])
+                .ok_or(AgentError::Missing("tool_info.mcp_tool_name"))?;
+            (
+                format!("mcp__{server}__{tool}"),
+                super::or_null(info.get("mcp_tool_arguments")),
+                super::or_null(info.get("mcp_result")),
+            )
+        };
+        ev.tool = Some(ToolUse {
+            name: JsString::from(name),
+            input,
+            id: None,
+        });
+        if kind == Kind::Post {
+            ev.outcome = Some(CallOutcome::Result(response));
+        }
+        Ok(ev)
+    }
+
+    fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
+        super::exit_status_answer(ev, a)
+    }
+
+    fn answers_in_json(&self) -> bool {
+        false
+    }
 }

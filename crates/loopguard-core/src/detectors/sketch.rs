@@ -59,6 +59,9 @@ pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
             "run_command",
             "powershell",
             "execute",
+            "execute_cmd",
+            "container.exec",
+            "beforeshellexecution",
         ],
         &[
             "description",

@@ -32,6 +32,7 @@
 //! # }
 //! ```
 
+pub mod agents;
 pub mod claude_code;
 pub mod shell;
 

@@ -28,8 +28,11 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use super::{now_ms, Store, StoreError};
 use crate::entry::SessionEntry;
 
-/// The schema this loopguard writes.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema this loopguard writes: `sessions` (the live sessions), `meta` (pruning's
+/// bookkeeping) and `ended_sessions` (what the CLI hook keeps of a session after it ended,
+/// for `loopguard status`; written by `loopguard-hook`). Version 3 added
+/// `ended_sessions` to the schema (version 2 databases get it, their sessions kept).
+pub const SCHEMA_VERSION: i64 = 3;
 /// WAL size above which an update, after its commit, checkpoints the WAL into the database
 /// and truncates it. The first process to open the database after all others closed it
 /// reads the whole WAL to rebuild its index, so the WAL is kept short; the checkpoint (a
@@ -109,6 +112,11 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions(updated_ms);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ended_sessions (
+    key TEXT PRIMARY KEY,
+    ended_ms INTEGER NOT NULL,
+    summary TEXT NOT NULL
+);
 ";
 
 fn to_i64(n: u64) -> i64 {
@@ -255,6 +263,17 @@ impl SqliteStore {
         lock(&self.conn)
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(self.err())
+    }
+
+    /// Creates the schema, or brings an older one up to [`SCHEMA_VERSION`], now (an
+    /// update does it too): for a writer of a table of the schema other than `sessions`.
+    pub fn ensure_schema(&self) -> Result<(), StoreError> {
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.err())?;
+        ensure_schema(&tx, &self.path)?;
+        tx.commit().map_err(self.err())
     }
 
     /// Every key with its last update (ms since the epoch), most recent first.
@@ -426,6 +445,12 @@ fn ensure_schema(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             })
         }
         Some(v) if v == SCHEMA_VERSION => return Ok(()),
+        Some(2) => {
+            // Version 2 lacked `ended_sessions` in the schema (the hook created it on its
+            // own): the sessions are kept, the table added below if it is not there.
+            conn.execute("UPDATE loopguard_schema SET version = ?1", [SCHEMA_VERSION])
+                .map_err(err)?;
+        }
         Some(_) => {
             // Version 1 (the first hook release) kept the engine state in other columns:
             // its sessions start afresh.
@@ -603,6 +628,33 @@ mod tests {
         let store = SqliteStore::open(&path, &opts()).unwrap();
         store.update("a", &mut |e| e.run_seq = 3).unwrap();
         assert_eq!(store.load("a").unwrap().unwrap().run_seq, 3);
+    }
+
+    #[test]
+    fn a_version_2_database_keeps_its_sessions_and_gains_ended_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        {
+            let store = SqliteStore::open(&path, &opts()).unwrap();
+            store.update("a", &mut |e| e.run_seq = 4).unwrap();
+            let c = lock(&store.conn);
+            c.execute_batch("DROP TABLE ended_sessions; UPDATE loopguard_schema SET version = 2;")
+                .unwrap();
+        }
+        let store = SqliteStore::open(&path, &opts()).unwrap();
+        store.ensure_schema().unwrap();
+        assert_eq!(store.load("a").unwrap().unwrap().run_seq, 4);
+        let c = lock(&store.conn);
+        let version: i64 = c
+            .query_row("SELECT max(version) FROM loopguard_schema", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let ended: i64 = c
+            .query_row("SELECT count(*) FROM ended_sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ended, 0);
     }
 
     #[test]

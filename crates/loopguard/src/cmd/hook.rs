@@ -24,7 +24,7 @@ use loopguard_hook::paths::{existing_log, Env};
 use loopguard_hook::status::last_fail_open;
 use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
 use loopguard_hook::store::{SqliteOptions, SqliteStore, StoreError};
-use loopguard_hook::{log_line, run_agent, HookOptions};
+use loopguard_hook::{log_line, HookOptions};
 
 /// `loopguard hook …`
 #[derive(Subcommand)]
@@ -32,25 +32,25 @@ pub enum HookCommand {
     /// Handle one Claude Code hook event: reads the hook's JSON on stdin, answers on
     /// stdout. This is the command `loopguard hook install` registers; it always exits
     /// successfully (errors allow the call and are reported on stderr and in the log).
-    ClaudeCode(ClaudeCodeArgs),
+    ClaudeCode(HookArgs),
     /// Handle one Codex CLI hook event (stdin → answer on stdout).
-    Codex(ClaudeCodeArgs),
+    Codex(HookArgs),
     /// Handle one Gemini CLI hook event.
-    Gemini(ClaudeCodeArgs),
+    Gemini(HookArgs),
     /// Handle one Qwen Code hook event.
-    Qwen(ClaudeCodeArgs),
+    Qwen(HookArgs),
     /// Handle one GitHub Copilot (CLI or VS Code agent) hook event.
-    Copilot(ClaudeCodeArgs),
+    Copilot(HookArgs),
     /// Handle one Cursor hook event.
-    Cursor(ClaudeCodeArgs),
+    Cursor(HookArgs),
     /// Handle one Factory Droid hook event.
-    Factory(ClaudeCodeArgs),
+    Factory(HookArgs),
     /// Handle one Cline hook event (always answers with JSON).
-    Cline(ClaudeCodeArgs),
+    Cline(HookArgs),
     /// Handle one Windsurf (Cascade) hook event (blocks with exit status 2).
-    Windsurf(ClaudeCodeArgs),
+    Windsurf(HookArgs),
     /// Handle one Kiro CLI hook event (blocks with exit status 2).
-    Kiro(ClaudeCodeArgs),
+    Kiro(HookArgs),
     /// Add loopguard's hooks to an agent's settings (default: Claude Code's settings.json),
     /// merging with what is there.
     Install(InstallArgs),
@@ -58,10 +58,10 @@ pub enum HookCommand {
     Uninstall(UninstallArgs),
 }
 
-/// Options of `loopguard hook claude-code`.
+/// Options of `loopguard hook AGENT`, the same for every agent.
 #[derive(clap::Args)]
-pub struct ClaudeCodeArgs {
-    /// The state database (default: $XDG_STATE_HOME/loopguard/claude-code.sqlite3).
+pub struct HookArgs {
+    /// The state database (default: $XDG_STATE_HOME/loopguard/state.sqlite3, shared by every agent).
     #[arg(long, value_name = "PATH")]
     state: Option<PathBuf>,
     /// The config file (default: .loopguard.json5 in the project, else
@@ -181,7 +181,7 @@ pub fn run(cmd: HookCommand) -> Result<ExitCode> {
 
 /// The hook's options from its command line, and the problems found in it (reported,
 /// never fatal).
-fn hook_options(args: ClaudeCodeArgs) -> (HookOptions, Vec<String>) {
+fn hook_options(args: HookArgs) -> (HookOptions, Vec<String>) {
     let mut opts = HookOptions {
         state: args.state,
         config: args.config,
@@ -211,7 +211,7 @@ fn hook_options(args: ClaudeCodeArgs) -> (HookOptions, Vec<String>) {
 /// `loopguard hook AGENT` (Claude Code included): one event on stdin, the agent's answer on
 /// stdout and in the exit status; any error fails open with the answer the agent reads as
 /// "go on".
-fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
+fn agent_hook(agent: Agent, args: HookArgs) -> ExitCode {
     let (opts, problems) = hook_options(args);
     let mut input = Vec::new();
     let read = std::io::stdin().lock().read_to_end(&mut input);
@@ -234,7 +234,7 @@ fn agent_hook(agent: Agent, args: ClaudeCodeArgs) -> ExitCode {
                 ..AgentReply::default()
             }
         }
-        Ok(_) => std::panic::catch_unwind(|| run_agent(agent, &input, &opts))
+        Ok(_) => std::panic::catch_unwind(|| loopguard_hook::run(agent, &input, &opts))
             .unwrap_or_else(|_| {
                 let line = "loopguard: internal error (panic) while handling the hook; the call is allowed (fail-open)".to_string();
                 log_line(&opts, &line);

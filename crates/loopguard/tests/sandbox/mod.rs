@@ -29,7 +29,7 @@ impl Sandbox {
 
     /// The hook's default state database in this sandbox.
     pub fn db(&self) -> PathBuf {
-        self.path("state/loopguard/claude-code.sqlite3")
+        self.path("state/loopguard/state.sqlite3")
     }
 
     pub fn project(&self) -> PathBuf {

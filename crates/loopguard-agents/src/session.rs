@@ -1,76 +1,53 @@
-//! Claude Code's hook protocol (and VS Code's agent running the hooks of
-//! `.claude/settings.json`): the payload ([`payload`]), what loopguard does with each event,
-//! and the answer ([`response`]). The other agents' modules map their events onto this one,
-//! so every agent gets the same runs, duplicates, aborts and post-compaction guard.
+//! What an agent's hook event does to its session, the same for every agent: the run
+//! path ([`crate::answer`]) hands each [`AgentEvent`] here after reading it with the
+//! agent's [`Protocol`](crate::Protocol) and mapping its tools with the agent's row of
+//! the tool table.
 //!
-//! | event | what loopguard does | what Claude Code is told |
-//! |-------|---------------------|--------------------------|
-//! | `PreToolUse` | the before-call check ([`loopguard_core::Session::before_call`]) | a block: `permissionDecision: "deny"` with the detection message as the reason the model sees; an emitted warning: `additionalContext`; otherwise nothing |
-//! | `PostToolUse`, `PostToolUseFailure` | records the outcome ([`loopguard_core::Session::after_call`]) | when the post-compaction guard aborts: `continue: false` with a `stopReason` naming `compaction_loop_persisted`, the tool and the count |
-//! | `PostToolBatch` | records the outcome of each call of the batch that no `PostToolUse` / `PostToolUseFailure` recorded (those run first); recorded ones are left alone | a post-compaction abort, as above |
-//! | `PostCompact`, `SessionStart` with `source: "compact"` | arms the post-compaction guard of the current run, once per compaction (the second of the two finds it armed and untouched, and changes nothing) | nothing |
-//! | `UserPromptSubmit` | starts a new run (`prompt-N`): calls of earlier prompts no longer count | nothing |
-//! | `SessionEnd` | forgets the session ([`Guard::forget`]); the CLI hook (`loopguard-hook`) first keeps a summary of it | nothing |
-//! | `PreCompact`, `SubagentStart`, `SubagentStop`, anything else | nothing (the store is not touched). `PreCompact` arms nothing because another hook may still block the compaction | nothing |
+//! | event | what loopguard does | the answer |
+//! |-------|---------------------|------------|
+//! | [`Kind::Pre`] | the before-call check ([`loopguard_core::Session::before_call`]) | a block: deny, with the detection message as the reason the model sees; an emitted warning: context for the model |
+//! | [`Kind::Post`] | records the outcome ([`loopguard_core::Session::after_call`]) | when the post-compaction guard aborts: stop, naming `compaction_loop_persisted`, the tool and the count |
+//! | [`Kind::Batch`] | records the outcome of each call of the batch that no single outcome event recorded (those run first); recorded ones are left alone | a post-compaction abort, as above |
+//! | [`Kind::Compact`] | arms the post-compaction guard of the current run, once per compaction (a second event of the same compaction finds it armed and untouched, and changes nothing) | nothing |
+//! | [`Kind::Prompt`] | starts a new run (`prompt-N`): calls of earlier prompts no longer count | nothing |
+//! | [`Kind::End`] | forgets the session ([`Guard::forget`]); the CLI hook (`loopguard-hook`) first keeps a summary of it | nothing |
 //!
 //! Every stateful event records the payload's `permission_mode` in the session's `meta`
 //! (shown by `loopguard status`).
 //!
 //! Runs follow OpenClaw's run scoping: each prompt is a run, and calls made inside a
-//! subagent (payloads with `agent_id`) form their own run, `prompt-N/<agent_id>`. After an
-//! abort, further calls of the same run are denied until the next prompt. A tool event
-//! whose `tool_use_id` was already applied (the hook registered in both the user and the
-//! project settings, a retry) is ignored, so each call counts once.
-//!
-//! The front ends are thin shells over [`apply_payload`] (or [`crate::answer`] with
-//! [`crate::Agent::ClaudeCode`]): `loopguard hook claude-code` and the Claude Code plugin
-//! (`loopguard-hook`, with a SQLite store), and `loopguard serve`'s
-//! `POST /v1/hooks/claude-code` (with the server's store and tenant).
-
-pub mod payload;
-pub mod response;
-
-pub use payload::{HookEvent, HookPayload, PayloadError, ToolUse};
-pub use response::Reply;
+//! subagent form their own run, `prompt-N/<agent_id>`. After an abort, further calls of
+//! the same run are denied until the next prompt. A tool event whose call id was already
+//! applied (the hook registered in both the user and the project settings, a retry) is
+//! ignored, so each call counts once.
 
 use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Event, EventKind, Payload};
 use loopguard_guard::{Guard, GuardError, LogRow, SessionEntry, RESTARTED};
 
-/// Answers one parsed Claude Code hook payload with `guard` (which should use
-/// [`loopguard_guard::ToolProfile::ClaudeCode`] and keep a log for `status`): the hook command's work, for any
-/// front end that receives Claude Code hook payloads (the `loopguard serve` HTTP hook
-/// endpoint passes its tenant). `config` labels where the config came from (shown by
-/// `status`); `notes` receives lines for the user (a session found unreadable and started
-/// afresh).
-///
-/// ```
-/// use loopguard_agents::claude_code::{apply_payload, HookPayload};
-/// use loopguard_guard::{Guard, ToolProfile};
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let guard = Guard::builder().profile(ToolProfile::ClaudeCode).build();
-/// let pre = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/a"},"tool_use_id":"t1"}"#;
-/// let reply = apply_payload(&guard, Some("team-a"), &HookPayload::parse(pre)?, None, "built-in", 0, &mut Vec::new())?;
-/// assert_eq!(reply.render(), ""); // allowed, nothing to say
-/// # Ok(())
-/// # }
-/// ```
-pub fn apply_payload(
+use crate::protocol::{AgentEvent, Answer, CallOutcome, Kind, ToolUse};
+
+/// Applies one event (read and mapped, its session key final) to its session in `guard`
+/// (which should use [`loopguard_guard::ToolProfile::ClaudeCode`], as every hook front
+/// end's does). `agent` is the `agents.list[]` id whose settings apply; `config` labels
+/// where the config came from (shown by `status`); `notes` receives lines for the user (a
+/// session found unreadable and started afresh).
+pub(crate) fn apply_event(
     guard: &Guard,
     tenant: Option<&str>,
-    payload: &HookPayload<'_>,
+    ev: &AgentEvent<'_>,
     agent: Option<&str>,
     config: &str,
     now: u64,
     notes: &mut Vec<String>,
-) -> Result<Reply, GuardError> {
-    if !payload.event.is_stateful() {
-        return Ok(Reply::none(payload.event.name()));
+) -> Result<Answer, GuardError> {
+    if matches!(ev.kind, Kind::Ignore | Kind::Continuation) {
+        return Ok(Answer::default());
     }
-    if let HookEvent::SessionEnd(_) = payload.event {
+    if ev.kind == Kind::End {
         // The session's runs are over: its state and decision log go.
-        guard.forget(tenant, &payload.session_id)?;
-        return Ok(Reply::none(payload.event.name()));
+        guard.forget(tenant, &ev.session)?;
+        return Ok(Answer::default());
     }
     let ctx = Ctx {
         guard,
@@ -78,11 +55,11 @@ pub fn apply_payload(
         agent,
         now,
     };
-    let reply = guard.update(tenant, &payload.session_id, |entry| {
+    guard.update(tenant, &ev.session, |entry| {
         if let Some(note) = entry.meta.remove(RESTARTED) {
             notes.push(format!("loopguard: {note}"));
         }
-        if let Some(cwd) = &payload.cwd {
+        if let Some(cwd) = &ev.cwd {
             entry.meta.insert("cwd".into(), cwd.clone());
         }
         match agent {
@@ -90,20 +67,19 @@ pub fn apply_payload(
             None => entry.meta.remove("agent"),
         };
         entry.meta.insert("config".into(), config.to_string());
-        if let Some(mode) = &payload.permission_mode {
+        if let Some(mode) = &ev.permission_mode {
             entry.meta.insert(PERMISSION_MODE.into(), mode.clone());
         }
         let before = entry.stats.events;
-        let mut reply = apply(entry, payload, &ctx);
-        reply.logged = entry
+        let mut answer = apply(entry, ev, &ctx);
+        answer.logged = entry
             .recent
             .iter()
             .filter(|r| r.seq > before)
             .cloned()
             .collect();
-        reply
-    })?;
-    Ok(reply)
+        answer
+    })
 }
 
 /// The `meta` key of the last `permission_mode` a payload carried.
@@ -116,10 +92,10 @@ struct Ctx<'c> {
     now: u64,
 }
 
-/// The run the payload belongs to: each prompt is a run, and a subagent's calls are a run
+/// The run the event belongs to: each prompt is a run, and a subagent's calls are a run
 /// of their own.
-fn run_id(entry: &SessionEntry, payload: &HookPayload<'_>) -> String {
-    match &payload.agent_id {
+fn run_id(entry: &SessionEntry, ev: &AgentEvent<'_>) -> String {
+    match &ev.subagent {
         Some(a) => format!("prompt-{}/{a}", entry.run_seq),
         None => format!("prompt-{}", entry.run_seq),
     }
@@ -150,26 +126,25 @@ fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: &str) -
     }
 }
 
-fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> Reply {
-    let name = payload.event.name();
-    if let HookEvent::UserPromptSubmit = payload.event {
+fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer {
+    let name = ev.log_name();
+    if ev.kind == Kind::Prompt {
         entry.run_seq += 1;
         entry.aborted = None;
-        let run = run_id(entry, payload);
+        let run = run_id(entry, ev);
         log_hook_event(entry, ctx, hook_row(name, &run, None, "new-run"));
-        return Reply::none(name);
+        return Answer::default();
     }
-    let run = run_id(entry, payload);
-    let tool = payload.event.tool();
-    if let Some(tool) = tool {
-        if is_duplicate(entry, &payload.event, tool) {
+    let run = run_id(entry, ev);
+    if let Some(tool) = &ev.tool {
+        if is_duplicate(entry, ev.kind, tool) {
             // The same hook registered twice (user and project settings), or a retry:
             // each tool call counts once.
             log_hook_event(entry, ctx, hook_row(name, &run, Some(tool), "duplicate"));
-            return Reply::none(name);
+            return Answer::default();
         }
     }
-    if let (HookEvent::PreToolUse(t), Mode::Enforce) = (&payload.event, ctx.mode) {
+    if let (Kind::Pre, Some(t), Mode::Enforce) = (ev.kind, &ev.tool, ctx.mode) {
         if let Some(aborted) = entry.aborted.clone().filter(|a| a.run == run) {
             let row = LogRow {
                 detector: Some(aborted_detector(&aborted.message).into()),
@@ -177,45 +152,41 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
                 ..hook_row(name, &run, Some(t), "deny-aborted")
             };
             log_hook_event(entry, ctx, row);
-            return Reply {
+            return Answer {
                 deny: Some(aborted.message.clone()),
-                ..Reply::stop(name, &aborted.message)
+                ..Answer::stop(&aborted.message)
             };
         }
     }
-    if let HookEvent::PostToolBatch(calls) = &payload.event {
-        let reply = post_batch(entry, payload, calls, &run, ctx);
-        if reply.stop.is_none() && ctx.mode == Mode::Enforce {
+    if ev.kind == Kind::Batch {
+        let answer = post_batch(entry, ev, &run, ctx);
+        if answer.stop.is_none() && ctx.mode == Mode::Enforce {
             if let Some(aborted) = entry.aborted.as_ref().filter(|a| a.run == run) {
                 // Claude Code ignores `continue: false` on a PreToolUse answer that also
                 // denies the call (it only stops after a call that ran), but honours it
                 // on the PostToolBatch that follows the denied call: the agent stops there.
-                return Reply::stop(name, &aborted.message);
+                return Answer::stop(&aborted.message);
             }
         }
-        return reply;
+        return answer;
     }
-    let compaction = matches!(
-        payload.event,
-        HookEvent::PostCompact | HookEvent::SessionStart(_)
-    );
-    if compaction
+    if ev.kind == Kind::Compact
         && entry
             .session
             .guard(Some(&run))
             .is_some_and(|g| g.is_armed() && g.remaining_attempts() == g.settings().window_size)
     {
-        // PostCompact and SessionStart (compact) both follow one compaction: the guard is
-        // armed and has watched nothing yet, so this is the same compaction.
+        // Claude Code's PostCompact and SessionStart (compact) both follow one compaction:
+        // the guard is armed and has watched nothing yet, so this is the same compaction.
         log_hook_event(entry, ctx, hook_row(name, &run, None, "already-armed"));
-        return Reply::none(name);
+        return Answer::default();
     }
-    let event = to_event(payload, &run, ctx);
+    let event = to_event(ev, &run, ctx);
     let policy = ctx.guard.policy(event.agent.as_ref());
     let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
-    let reply = answer(entry, &d, &run, ctx, name);
+    let answer = answer(entry, &d, &run, ctx);
     if let Some(row) = entry.recent.back_mut() {
-        // The log speaks Claude Code's event names.
+        // The log speaks the hook's event names.
         row.event = name.to_string();
         if d.action == Action::Abort {
             row.message = entry
@@ -225,34 +196,27 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
                 .or(row.message.take());
         }
     }
-    reply
+    answer
 }
 
-/// `PostToolBatch`: the outcome of each call that no `PostToolUse` / `PostToolUseFailure`
-/// recorded (those hooks have finished when the batch event fires), from the result the
-/// model saw. The first abort stops the agent, as after a single outcome.
-fn post_batch(
-    entry: &mut SessionEntry,
-    payload: &HookPayload<'_>,
-    calls: &[(ToolUse<'_>, Option<Value<'_>>)],
-    run: &str,
-    ctx: &Ctx<'_>,
-) -> Reply {
-    let name = payload.event.name();
+/// A batch: the outcome of each call that no single outcome event recorded (those hooks
+/// have finished when the batch event fires), from the result the model saw. The first
+/// abort stops the agent, as after a single outcome.
+fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ctx<'_>) -> Answer {
+    let name = ev.log_name();
     let (mut recorded, mut skipped) = (0, 0);
-    for (tool, response) in calls {
+    for (tool, response) in &ev.batch {
         let Some(response) = response else {
             skipped += 1;
             continue;
         };
-        let as_outcome = HookEvent::PostToolUse(tool.clone(), response.clone());
-        if is_duplicate(entry, &as_outcome, tool) {
+        if is_duplicate(entry, Kind::Post, tool) {
             skipped += 1;
             continue;
         }
         let event = Event {
             kind: EventKind::Outcome,
-            session: Some(JsString::from(payload.session_id.clone())),
+            session: Some(JsString::from(ev.session.clone())),
             run: Some(JsString::from(run.to_string())),
             agent: ctx.agent.map(|a| JsString::from(a.to_string())),
             call_id: tool.id.clone(),
@@ -263,7 +227,7 @@ fn post_batch(
         };
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
-        let reply = answer(entry, &d, run, ctx, name);
+        let answer = answer(entry, &d, run, ctx);
         if let Some(row) = entry.recent.back_mut() {
             row.event = name.to_string();
         }
@@ -272,32 +236,33 @@ fn post_batch(
             if let Some(row) = entry.recent.back_mut() {
                 row.message = entry.aborted.as_ref().map(|a| a.message.clone());
             }
-            return reply;
+            return answer;
         }
     }
     let decision = format!("batch: {recorded} recorded, {skipped} already recorded");
     log_hook_event(entry, ctx, hook_row(name, run, None, &decision));
-    Reply::none(name)
+    Answer::default()
 }
 
-/// The payload as an events.md event (Claude Code's tool names and shapes: the guard's
+/// The event as an events.md event (Claude Code's tool names and shapes: the guard's
 /// Claude Code profile maps them).
-fn to_event<'p>(payload: &'p HookPayload<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
-    let tool = payload.event.tool();
-    let (kind, result) = match &payload.event {
-        HookEvent::PreToolUse(_) => (EventKind::Call, None),
-        HookEvent::PostToolUse(_, response) => {
-            (EventKind::Outcome, Some(Payload::Result(response.clone())))
+fn to_event<'p>(ev: &'p AgentEvent<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
+    let (kind, result) = match (ev.kind, &ev.outcome) {
+        (Kind::Pre, _) => (EventKind::Call, None),
+        (Kind::Post, Some(CallOutcome::Result(r))) => {
+            (EventKind::Outcome, Some(Payload::Result(r.clone())))
         }
-        HookEvent::PostToolUseFailure(_, error, _) => (
+        (Kind::Post, Some(CallOutcome::Error { text, .. })) => (
             EventKind::Outcome,
-            Some(Payload::Error(Value::String(error.clone()))),
+            Some(Payload::Error(Value::String(text.clone()))),
         ),
+        (Kind::Post, None) => (EventKind::Outcome, Some(Payload::Result(Value::Null))),
         _ => (EventKind::Compaction, None),
     };
+    let tool = ev.tool.as_ref();
     Event {
         kind,
-        session: Some(JsString::from(payload.session_id.clone())),
+        session: Some(JsString::from(ev.session.clone())),
         run: Some(JsString::from(run.to_string())),
         agent: ctx.agent.map(|a| JsString::from(a.to_string())),
         call_id: tool.and_then(|t| t.id.clone()),
@@ -308,23 +273,17 @@ fn to_event<'p>(payload: &'p HookPayload<'p>, run: &str, ctx: &Ctx<'_>) -> Event
     }
 }
 
-/// What Claude Code is told about a decision.
-fn answer(
-    entry: &mut SessionEntry,
-    d: &Decision<'_>,
-    run: &str,
-    ctx: &Ctx<'_>,
-    name: &str,
-) -> Reply {
+/// What the agent is told about a decision.
+fn answer(entry: &mut SessionEntry, d: &Decision<'_>, run: &str, ctx: &Ctx<'_>) -> Answer {
     let enforce = ctx.mode == Mode::Enforce;
     let tool = d.tool.as_ref().map(lossy).unwrap_or_default();
     let Some(f) = &d.finding else {
-        return Reply::none(name);
+        return Answer::default();
     };
     let message = lossy(&f.message);
     match d.action {
         Action::Warn if enforce && f.emitted == Some(true) => {
-            Reply::context(name, &format!("loopguard: {message}"))
+            Answer::context(&format!("loopguard: {message}"))
         }
         Action::Block if enforce => {
             let notice = format!(
@@ -342,13 +301,13 @@ fn answer(
                     run: run.to_string(),
                     message: reason.clone(),
                 });
-                return Reply {
+                return Answer {
                     deny: Some(message),
                     notice: Some(notice),
-                    ..Reply::stop(name, &reason)
+                    ..Answer::stop(&reason)
                 };
             }
-            Reply::deny(name, &message, &notice)
+            Answer::deny(&message, &notice)
         }
         Action::Abort if enforce => {
             let reason = format!(
@@ -359,9 +318,9 @@ fn answer(
                 run: run.to_string(),
                 message: reason.clone(),
             });
-            Reply::stop(name, &reason)
+            Answer::stop(&reason)
         }
-        _ => Reply::none(name),
+        _ => Answer::default(),
     }
 }
 
@@ -374,9 +333,9 @@ fn aborted_detector(message: &str) -> &str {
         .map_or("compaction_loop_persisted", |(d, _)| d)
 }
 
-/// `true` when this tool event was already applied: a `PreToolUse` whose `tool_use_id` is
-/// already in the history, or an outcome for a call whose outcome is already recorded.
-fn is_duplicate(entry: &SessionEntry, event: &HookEvent<'_>, tool: &ToolUse<'_>) -> bool {
+/// `true` when this tool event was already applied: a call whose id is already in the
+/// history, or an outcome for a call whose outcome is already recorded.
+fn is_duplicate(entry: &SessionEntry, kind: Kind, tool: &ToolUse<'_>) -> bool {
     let Some(id) = tool.id.as_ref().filter(|i| !i.is_empty()) else {
         return false;
     };
@@ -386,8 +345,8 @@ fn is_duplicate(entry: &SessionEntry, event: &HookEvent<'_>, tool: &ToolUse<'_>)
         .records()
         .iter()
         .filter(|r| r.call_id.as_ref().map(JsString::as_wtf8) == Some(id.as_wtf8()));
-    match event {
-        HookEvent::PreToolUse(_) => same.next().is_some(),
+    match kind {
+        Kind::Pre => same.next().is_some(),
         _ => same.any(|r| r.result.is_some()),
     }
 }
