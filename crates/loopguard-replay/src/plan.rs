@@ -1,5 +1,5 @@
 //! What a replay will do before it reads anything: which inputs, each one's format, and
-//! each one's mode and config, decided by its own kind (issue 11 item 7: the same file
+//! each one's mode and config, decided by its own kind (docs/replay.md: the same file
 //! gives the same result whatever else is replayed with it).
 
 use std::path::{Path, PathBuf};
