@@ -130,7 +130,7 @@ run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
 redis-cli -p "$rport" config resetstat >/dev/null
 run_wrk events_redis "POST /v1/events, Redis store" "http://$red/v1/events" "$work/events.lua"
 # Inside Redis during the events line: the compare-and-set script's time per call, and how
-# many updates a read of Redis's carried (the batches; see docs/benchmarks-issue-23.md).
+# many updates a read of Redis's carried (the batches; see bench/history/replay-and-serve-redis.md).
 redis-cli -p "$rport" info all | tr -d '\r' | awk -F'[:,=]' -v n="$(cat "$work/reqs.events_redis")" '
   /^cmdstat_evalsha:/ {us = $7}
   /^total_reads_processed:/ {reads = $2}
