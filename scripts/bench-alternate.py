@@ -9,7 +9,7 @@ around each process, CPU time (user + system) from its rusage. For every command
 standard deviation, median and fastest wall time, the mean CPU time, and its throughput
 ratio to the first command (ratio of the means, of the medians, and the median of the
 rounds' ratios). `NAME=ENV:K=V,K2=V2;;COMMAND` sets environment variables for one command.
-A command that fails stops the script. Used for docs/benchmarks-issue-23.md (seventh pass):
+A command that fails stops the script. Used for bench/history/replay-and-serve-redis.md (seventh pass):
 
     scripts/bench-alternate.py 30 \\
       "base=OLD/loopguard replay --config examples/openclaw.json5 --json small.jsonl" \\

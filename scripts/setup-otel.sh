@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real OpenTelemetry instrumentation the trace tests run (issue 22) into a venv
+# Installs the real OpenTelemetry instrumentation the trace tests run (docs/traces/) into a venv
 # under target/: the Python OpenTelemetry SDK, its OTLP/HTTP exporter (protobuf), and Pydantic AI
 # (pydantic-ai-slim: its agents emit GenAI tool spans; the tests drive them with a scripted
 # FunctionModel, offline), and the OpenAI Agents SDK (openai-agents: its tracing exports

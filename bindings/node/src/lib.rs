@@ -299,7 +299,7 @@ pub fn set_inbox(inbox: Buffer) -> Result<(), String> {
 /// [`decide`] with its engine number and line read from this thread's inbox ([`set_inbox`]).
 /// A function of no arguments is the cheapest call napi-rs makes (no argument conversion, no
 /// borrow scope, no allocation), and the line is written into the inbox by V8's own UTF-8
-/// writer, without the length pass and the copy a string argument costs (issue 18).
+/// writer, without the length pass and the copy a string argument costs.
 ///
 /// Two instances of the JavaScript module in one thread (a test runner's fresh module
 /// registry, a bundle with its own copy) share this addon, each with its own inbox, and only

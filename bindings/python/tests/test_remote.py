@@ -1,4 +1,4 @@
-"""Guard.remote: the Guard API over `POST /v1/events` (issue 8's contract).
+"""Guard.remote: the Guard API over `POST /v1/events` (docs/events.md's contract).
 
 The protocol is exercised against a stand-in server on 127.0.0.1 that answers with a local
 Guard (the contract: the body is one event, the answer its decision record; 400 with

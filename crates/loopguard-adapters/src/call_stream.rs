@@ -162,7 +162,7 @@ impl CallStream {
                 Some(Value::String(s)) => s.to_string_lossy().into_owned(),
                 None | Some(Value::Null) if has_result_ts => String::new(),
                 None | Some(Value::Null) => {
-                    // A call is a call: replayed, its outcome missing (issue 11).
+                    // A call is a call: replayed, its outcome missing (docs/transcripts.md §5).
                     let id = call_id.map_or_else(String::new, |id| format!(" {id:?}"));
                     adapted.diagnostics.push(Diagnostic::new(
                         line,

@@ -1,4 +1,4 @@
-//! The one call/result pairing every adapter uses (issue 7 item 7).
+//! The one call/result pairing every adapter uses (docs/transcripts.md §5, "Pairing").
 //!
 //! A transcript writes a tool call and, somewhere else, its result. [`Tracker`] pairs them
 //! and emits each call immediately followed by its outcome, as the agent ran them:

@@ -1,4 +1,4 @@
-//! Coding agents' own telemetry judged with their tool profiles (issue 22): GitHub Copilot
+//! Coding agents' telemetry judged with their tool profiles (docs/traces/): GitHub Copilot
 //! CLI's spans and Codex's `codex.tool_result` log records.
 //!
 //! Where each shape comes from (read in those projects' public source and docs; nothing

@@ -1,6 +1,6 @@
 //! A folder holding one file of each supported format, read as `loopguard replay DIR`
 //! reads it (format recognised from the content by `reader::Source`): every call that an
-//! independent count finds in the file is read (issue 11, "Done means"). The independent
+//! independent count finds in the file is read (no call lost in any format). The independent
 //! counts are written here, separately from the adapters: a grep for the format's call
 //! marker, or a count over the file parsed with `serde_json`.
 //!

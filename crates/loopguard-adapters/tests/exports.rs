@@ -1,4 +1,4 @@
-//! Trace-export formats (issue 22): Langfuse, LangSmith, ATIF, OpenAI Agents SDK and Claude
+//! Trace-export formats (docs/traces/): Langfuse, LangSmith, ATIF, OpenAI Agents SDK and Claude
 //! Managed Agents, on fixtures written for these tests (not copied) in the published shapes:
 //! * Langfuse: the public API's observation objects (`GET /api/public/observations`,
 //!   `{"data":[…],"meta":{…}}`; `GET /api/public/traces/{id}` with `observations`), type

@@ -1,4 +1,4 @@
-//! The formats added for issue 11 on fixtures shaped like the real files: OpenHands (V0
+//! Formats of docs/transcripts.md §2, on fixtures shaped like the real files: OpenHands (V0
 //! `trajectory.json`, evaluation `output.jsonl`, V1 SDK events), Anthropic Messages (a
 //! proxy log of requests and responses, a request body) and wrapped chat logs
 //! (tau-bench's results file).

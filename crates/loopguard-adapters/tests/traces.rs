@@ -1,4 +1,4 @@
-//! Trace formats (issue 22): OTLP JSON in its forms, flat span dumps, Phoenix spans, and
+//! Trace formats (docs/traces/): OTLP JSON in its forms, flat span dumps, Phoenix spans, and
 //! the tool-span conventions (OpenTelemetry GenAI, Pydantic AI, OpenInference, Traceloop).
 //!
 //! The fixtures in `tests/fixtures/transcripts/otlp/` were written for these tests (not

@@ -114,7 +114,7 @@ fn bench_pair(c: &mut Criterion) {
         );
 
         // The strict profile (every extra detector, drift sketches included) on the same
-        // calls: issue 19's budget is under 2x the default profile's pair.
+        // calls: its budget (strict-profile.md, "Cost") is under 2x the default's pair.
         let strict = Policy::enabled().with_extra(loopguard_core::ExtraPolicy::strict());
         let mut strict_session = Session::new("bench-strict");
         for (k, a) in args.iter().take(40).enumerate() {
@@ -139,7 +139,7 @@ fn bench_pair(c: &mut Criterion) {
         });
 
         // For reference: the strict profile without its drift detectors (the rules that
-        // existed before issue 19).
+        // existed before the drift detectors).
         let mut no_drift = loopguard_core::ExtraPolicy::strict();
         no_drift.near_repeat.enabled = false;
         no_drift.cycle.enabled = false;

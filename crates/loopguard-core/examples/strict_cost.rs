@@ -3,7 +3,7 @@
 //! process, on the per-call benchmark's calls (64 argument sets and 8 results rotating, a warm
 //! 30-call history, no loop forming). Each batch's time per pair is kept; the minimum and the
 //! quartile of the batches estimate the cost with other processes' interruptions left out,
-//! and their ratios are printed. Issue 19's budget is a strict pair under 2x the default's.
+//! and their ratios are printed. Budget: a strict pair under 2x the default's.
 //!
 //! ```sh
 //! cargo run --release -p loopguard-core --example strict_cost -- [ROUNDS]

@@ -349,7 +349,7 @@ pub fn write_json_string_body<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>) {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn hex_bytes(d: &[u8; 32]) -> [u8; 64] {
-    // Both digits of every byte from one table (issue 23: a decision line has two digests).
+    // Both digits of every byte from one table (a decision line has two digests).
     const PAIRS: [[u8; 2]; 256] = {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut t = [[0u8; 2]; 256];
@@ -547,7 +547,7 @@ impl<'o, S: Sink + ?Sized> ObjectWriter<'o, S> {
 mod tests {
     use super::*;
 
-    /// A long string kept with its source (issue 23) writes exactly what escaping its
+    /// A long string kept with its source (`Repr::Escaped`) writes exactly what escaping its
     /// decoded bytes writes, whole and trimmed, for every escape `JSON.parse` accepts:
     /// canonical sources are copied, others (`\/`, `\u0041`, upper-case hex, surrogate
     /// pairs, lone surrogates) escaped again.

@@ -5,7 +5,7 @@
 //! the engine keeps digests, not values. Parsing the text into values, then writing the values
 //! in canonical form to hash them, allocates every object and array and copies every key
 //! and string twice; here the text is read once and its canonical form written as it is read
-//! (issue 18: the two events of a guarded call in Node spend about a third of the addon's
+//! (the two events of a guarded call in Node spend about a third of the addon's
 //! time building values they then throw away).
 //!
 //! The reader takes the text `JSON.stringify` writes, and declines (`None`) everything else

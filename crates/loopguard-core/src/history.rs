@@ -101,7 +101,7 @@ pub struct History {
     records: VecDeque<Record>,
     /// The first eight bytes of each record's argument digest, in the records' order: the
     /// no-progress walk compares these (eight records to a cache line) and reads a record only
-    /// when its key matches (issue 18: the records of many sessions are cold, one line each).
+    /// when its key matches (the records of many sessions are cold, one line each).
     keys: VecDeque<u64>,
     /// The run id of the newest tagged record, and its tag (tags start at 1; 0 is "no run").
     current_run: Option<(Name, u64)>,
@@ -402,7 +402,7 @@ impl History {
             // A full history drops its oldest records first, which comes to the same records
             // and counters (trimming and tagging touch different counts), and keeps a capacity
             // of exactly `limit`: the new record then takes the slot just freed, instead of
-            // being copied into another (cold) slot of the ring (issue 18).
+            // being copied into another (cold) slot of the ring.
             self.trim(limit - 1);
             self.records.shrink_to(limit);
             self.push_tagged(record);
@@ -494,7 +494,7 @@ pub(crate) fn owned_name(bytes: &[u8]) -> Name {
 /// Wraps WTF-8 bytes in a [`Name`] without copying them.
 pub(crate) fn name_from_vec(bytes: Vec<u8>) -> Name {
     // The usual key or message: ASCII that `JSON.stringify` writes as it is, found in one
-    // pass without branches (issue 23: a warning builds two keys).
+    // pass without branches (a warning builds two keys).
     let special = bytes.iter().fold(false, |acc, &b| {
         acc | !(0x20..0x80).contains(&b) | (b == b'"') | (b == b'\\')
     });
@@ -564,7 +564,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
         /// The keys beside the records stay the records' digest keys, and the no-progress
-        /// streak read through them equals the plain walk over the records (issue 18), for
+        /// streak read through them equals the plain walk over the records, for
         /// every call of the alphabet, in every run's scope that covers the whole history.
         #[test]
         fn the_keyed_streak_is_the_plain_walk(

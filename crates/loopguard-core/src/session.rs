@@ -116,7 +116,7 @@ impl<'a> Call<'a> {
 
     /// Says whether the call is a known poll
     /// ([`is_known_poll_call`](crate::detection::is_known_poll_call) of its tool and
-    /// arguments), computed by the caller, for example on another thread (issue 23: `loopguard
+    /// arguments), computed by the caller, for example on another thread (`loopguard
     /// replay` hashes and classifies calls on its reader thread). Only valid for these
     /// arguments.
     pub fn with_known_poll(mut self, known_poll: bool) -> Self {
@@ -752,7 +752,7 @@ impl Session {
     /// [`Session::after_call`] with the outcome already hashed by
     /// [`hash_outcome`](crate::hashing::hash_outcome) (with this session's
     /// [`Hashing`], the call's tool and arguments): for a caller that hashes outcomes
-    /// elsewhere, for example on another thread (issue 23: `loopguard replay`'s reader).
+    /// elsewhere, for example on another thread (`loopguard replay`'s reader).
     ///
     /// `None`, with nothing changed, when `policy` is enabled and switches on one of
     /// loopguard's extra detectors that keep outcomes of their own (the strict profile's

@@ -1202,7 +1202,7 @@ mod tests {
     }
 
     /// A session keeps the guards of its [`MAX_RUN_GUARDS`] most recently used runs,
-    /// whatever the number of runs it has seen (issue 7, bounded state).
+    /// whatever the number of runs it has seen (bounded state).
     #[test]
     fn run_guards_are_capped_least_recently_used_first() {
         use crate::session::MAX_RUN_GUARDS;

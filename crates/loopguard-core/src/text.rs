@@ -33,7 +33,7 @@ pub fn is_js_whitespace(c: u32) -> bool {
 /// assert_eq!(js_trim("\u{FEFF} a \u{85}".as_bytes()), "a \u{85}".as_bytes());
 /// ```
 pub fn js_trim(s: &[u8]) -> &[u8] {
-    // The usual case: printable ASCII at both ends, nothing to take off (issue 23: run ids
+    // The usual case: printable ASCII at both ends, nothing to take off (run ids
     // are trimmed on every event).
     let plain = |b: &u8| (0x21..0x7F).contains(b);
     if s.first().is_some_and(plain) && s.last().is_some_and(plain) {

@@ -191,7 +191,7 @@ impl<'a> Object<'a> {
     pub fn from_entries(mut entries: Vec<(JsString<'a>, Value<'a>)>) -> Self {
         // Small objects (most of them) are sorted here by insertion, which also finds out
         // whether a key repeats: already sorted keys cost one comparison each, and the
-        // general sort and the dedup pass run only when needed (issue 23).
+        // general sort and the dedup pass run only when needed (a hot path of replay).
         let sorted = if entries.len() <= SMALL_OBJECT {
             let mut unique = true;
             for i in 1..entries.len() {
@@ -303,7 +303,7 @@ pub struct Shape {
 /// name or run id that thousands of records repeat. `Escaped` is a long parsed string
 /// whose source form is exactly what `JSON.stringify` writes: it is kept as that source and
 /// decoded only if its bytes are asked for, so hashing and output copy the source instead of
-/// decoding and escaping again (issue 23: a 100 KB result is read fewer times).
+/// decoding and escaping again (a 100 KB result is read fewer times).
 #[derive(Clone)]
 enum Repr<'a> {
     Borrowed(&'a [u8]),
@@ -386,7 +386,7 @@ impl<'a> JsString<'a> {
 
     /// Borrows a copy of a string's bytes as that string again: `shape` is the
     /// [`JsString::shape`] of a string whose [`JsString::as_wtf8`] are these `bytes`
-    /// (issue 23: `loopguard replay`'s engine thread rebuilds the strings its reader
+    /// (`loopguard replay`'s engine thread rebuilds the strings its reader
     /// thread parsed, without looking at their bytes again). A shape taken from other bytes
     /// makes the JSON writer copy characters it should escape; debug builds check it.
     ///
@@ -632,7 +632,7 @@ fn utf16_cmp_from_prefix(a: &[u8], b: &[u8]) -> Ordering {
     };
     // An ASCII byte is never inside a longer sequence, so where one of the first differing
     // bytes is ASCII both code points start there, and one of them is below U+0080: byte
-    // order is UTF-16 order (the usual case for object keys; issue 23).
+    // order is UTF-16 order (the usual case for object keys).
     if x.min(y) < 0x80 {
         return x.cmp(&y);
     }

@@ -1,4 +1,4 @@
-//! The strict profile's drift detectors (issue 19): `near_repeat_no_progress`,
+//! The strict profile's drift detectors (strict-profile.md): `near_repeat_no_progress`,
 //! `no_progress_cycle` and `same_call_changing_error`, at their boundaries and on what they
 //! must never match; then the stuck and not-stuck scenarios of other agents' loop
 //! detectors, described in our own words as event streams; then the property that the

@@ -584,7 +584,7 @@ proptest! {
             if d.is_block() {
                 let det = d.detection().unwrap().detector;
                 // The one exception: the same call failing three times in a row with a
-                // different error each time is a loop (issue 19, OpenHands' third error).
+                // different error each time is a loop (`same_call_changing_error`).
                 let same_failing = past.len() >= 3
                     && past[past.len() - 3..].iter().all(|&(t, a, e)| t == tool_i && a == arg && e);
                 // After that block, the next critical of the run ends it

@@ -12,7 +12,7 @@
 //! By default each line is read as the addon reads it: its digests taken straight from the
 //! JSON text ([`loopguard_guard::digest_line`]) and the envelope applied
 //! ([`Guard::apply_prehashed_then`]), the outcome with its call's arguments. `whole` parses
-//! each line and applies it, the outcome with its call's digest (the addon before issue 18's
+//! each line and applies it, the outcome with its call's digest (the addon before its
 //! digests from text); `apply` also hashes every outcome's arguments again, as front ends
 //! other than the npm package do.
 //!

@@ -234,7 +234,7 @@ where
 /// An event's values hashed ahead of [`SessionEntry::apply_prehashed`]: the argument
 /// digest, whether the call is a known poll, and an outcome's hash. Pure functions of the
 /// event, the tool profile and the hashing settings, so they can be computed on another
-/// thread than the one applying the event (issue 23).
+/// thread than the one applying the event (as `loopguard replay`'s reader thread does).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prehashed {
     /// The argument digest (`argsHash` without the tool).
@@ -583,7 +583,7 @@ impl SessionEntry {
     /// [`SessionEntry::apply`] with the event's values already hashed ([`Prehashed::of`],
     /// made with [`Applier::profile`] and this session's hashing settings), so `event.args`
     /// and `event.payload` are not looked at: `loopguard replay` hashes on its reader thread
-    /// and hands the engine only the envelope (issue 23).
+    /// and hands the engine only the envelope (docs/replay.md, its parse worker).
     ///
     /// `None`, with nothing changed, when the values themselves are needed: a tool profile
     /// that maps calls or outcomes (only [`ToolProfile::Plain`] does not), or a policy
@@ -884,7 +884,7 @@ impl SessionEntry {
     /// The row the next decision is written in, at the back of the log: a new one while the
     /// log holds fewer than `keep` rows, else the oldest, turned to the back in place. A full
     /// log is kept at exactly `keep` rows of capacity, so the ring turns by moving its start,
-    /// not by copying the 200-byte row into another slot (issue 18: with many sessions the
+    /// not by copying the 200-byte row into another slot (with many sessions the
     /// rows are cold, and a second slot is more cache lines to fetch). `None` when `keep` is 0.
     fn next_log_row(&mut self, keep: usize) -> Option<&mut LogRow> {
         if self.recent.len() < keep {

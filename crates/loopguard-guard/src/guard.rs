@@ -473,7 +473,7 @@ impl Guard {
     /// ([`Prehashed`], with this guard's tool profile and hashing settings), so that the
     /// event needs only its envelope: its `args` and `payload` are not looked at (the npm
     /// package takes the digests straight from the JSON text its JavaScript half wrote,
-    /// issue 18). `Ok(None)`, with nothing applied, when the values are needed after all:
+    /// building no values). `Ok(None)`, with nothing applied, when the values are needed after all:
     /// a tool profile that maps calls or outcomes, or a policy with one of loopguard's extra
     /// detectors on ([`SessionEntry::apply_prehashed`]); the caller then applies the whole
     /// event.

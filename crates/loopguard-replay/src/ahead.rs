@@ -16,7 +16,7 @@
 //! order whichever worker finishes first, so every session sees its events in input
 //! order. When the next batch is not ready, the engine's thread takes a chunk and parses
 //! it itself instead of waiting, so the work spreads over the threads whichever side is
-//! slower (docs/benchmarks-issue-23.md, "Seventh pass"). Applied batches go back to the workers,
+//! slower (bench/history/replay-and-serve-redis.md, "Seventh pass"). Applied batches go back to the workers,
 //! so their buffers are reused, and no more than [`batches_for`] of them exist at once:
 //! memory stays bounded whatever the input's length, and a worker that runs ahead waits
 //! for the engine.

@@ -1,5 +1,5 @@
 //! What a replay will do before it reads anything: which inputs, each one's format, and
-//! each one's mode and config, decided by its own kind (issue 11 item 7: the same file
+//! each one's mode and config, decided by its own kind (docs/replay.md: the same file
 //! gives the same result whatever else is replayed with it).
 
 use std::path::{Path, PathBuf};
@@ -106,7 +106,7 @@ impl ReplayOptions {
     /// event's values on the engine's thread (an observer that wants every event's
     /// arguments, the strict profile) nor each decision as soon as its line arrives
     /// (standard input and pipes stay on one thread). See docs/replay.md and
-    /// docs/benchmarks-issue-23.md.
+    /// bench/history/replay-and-serve-redis.md.
     ///
     /// ```
     /// use loopguard_replay::ReplayOptions;
@@ -122,7 +122,7 @@ impl ReplayOptions {
     /// How many worker threads parse ahead when event streams are parsed ahead (at most 8
     /// are started); `0`, the default, is one per core beside the engine's (at least 1, at most 4:
     /// on two cores one worker, which measured 1.12x faster than two that share the cores
-    /// with the engine, docs/benchmarks-issue-23.md).
+    /// with the engine, bench/history/replay-and-serve-redis.md, "Sixth pass").
     pub fn parse_threads(mut self, threads: usize) -> Self {
         self.parse_threads = threads;
         self

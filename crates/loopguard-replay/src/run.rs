@@ -78,7 +78,7 @@ pub enum Failure {
     /// SQLite store).
     Unreadable(String),
     /// Read as its format, it gave no tool call although it has lines that format does
-    /// not understand: probably another format (issue 11 item 5).
+    /// not understand: probably another format (docs/transcripts.md §5).
     NoCalls {
         /// Lines (or records) not understood.
         skipped_lines: u64,

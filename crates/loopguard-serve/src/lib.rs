@@ -211,8 +211,8 @@ impl Server {
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
         // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
-        // kept-alive connection has an answer still unacknowledged (docs/benchmarks-issue-23.md,
-        // "Fifth pass: serve with Redis").
+        // kept-alive connection has an answer still unacknowledged (bench/history/
+        // replay-and-serve-redis.md, "Fifth pass: serve with Redis").
         use axum::serve::ListenerExt;
         let listener = listener.tap_io(no_delay as fn(&mut tokio::net::TcpStream));
         let served = axum::serve(listener, self.router())

@@ -1,6 +1,6 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 description of the HTTP API.
 //!
-//! Written out as data rather than derived from the handlers: the contract (issue 8,
+//! Written out as data rather than derived from the handlers: the contract (docs/serve.md,
 //! events.md) is fixed and small, and a test checks that every route of the router is in it.
 
 use std::sync::OnceLock;

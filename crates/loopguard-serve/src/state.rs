@@ -29,7 +29,7 @@ pub(crate) struct AppState {
     pub metrics: Metrics,
     /// The store's blocking calls wait for I/O (SQLite's disk, Redis's network): they run
     /// on tokio's blocking pool. The memory store is a mutex held for microseconds and is
-    /// called directly (see docs/benchmarks.md).
+    /// called directly (see docs/serve.md, "Performance").
     pub blocking: bool,
     /// The store can be awaited (Redis): events, sessions and readiness await it on the
     /// async workers, and only the Claude Code endpoint (the hook's blocking code) and

@@ -890,7 +890,7 @@ proptest::proptest! {
     }
 }
 
-/// Issue 7: one tool profile serves the hook and replay. 25 identical failing `Bash` calls
+/// One tool profile serves the hook and replay. 25 identical failing `Bash` calls
 /// whose free-text `description` differs on every attempt: the live hook warns at the 11th
 /// and denies from the 21st, and replaying the transcript Claude Code wrote for the same
 /// calls finds the same loop, call for call.

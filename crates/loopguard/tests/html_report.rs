@@ -98,7 +98,7 @@ fn screenshot(browser: &Path, dir: &Path, page: &Path, name: &str, size: &str) -
     shot
 }
 
-/// Issue 11, "The report people look at": a summary table across sessions (most
+/// The HTML report (docs/replay.md): a summary table across sessions (most
 /// expensive first), per session an axis, one lane per loop with its cost, a tooltip per
 /// mark; readable on a phone-sized window.
 #[test]

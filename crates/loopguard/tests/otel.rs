@@ -1,4 +1,4 @@
-//! Production traces (issue 22) from a real instrumentation: a Pydantic AI agent (from PyPI,
+//! Production traces (docs/traces/) from a real instrumentation: a Pydantic AI agent (from PyPI,
 //! driven offline by its scripted `FunctionModel`) instrumented with the OpenTelemetry
 //! Python SDK, whose model calls the same tool 25 times.
 //!

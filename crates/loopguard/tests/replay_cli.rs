@@ -271,7 +271,7 @@ fn replay_refuses_a_config_openclaw_would_reject() {
     );
 }
 
-/// Issue 7 item 6: numbers of any wrong type fall back to their defaults at run time, as
+/// docs/decisions.md item 3: numbers of any wrong type fall back to their defaults at run time, as
 /// OpenClaw's resolver does, with a warning naming the field, the value found and the value
 /// used; the replay runs and decides with the defaults.
 #[test]
@@ -325,7 +325,7 @@ fn with_closed_output(args: &[&str], input: &[u8]) -> std::process::ExitStatus {
     child.wait().unwrap()
 }
 
-/// Issue 7 item 7: `loopguard replay DIR 2>&1 | head -3` panicked (status 101) when the
+/// A closed pipe: `loopguard replay DIR 2>&1 | head -3` once panicked (status 101) when the
 /// reader left. A closed pipe now ends a run that would succeed quietly, with status 0,
 /// on stdout (the report) as on stderr (the skipped-line notes), and a failing run still
 /// fails.

@@ -1,4 +1,4 @@
-//! End-to-end: what `loopguard replay` does with its inputs (issue 11 items 5, 7, 8 and
+//! End-to-end: what `loopguard replay` does with its inputs (docs/replay.md; items 5, 7, 8 and
 //! 9): nothing read silently as nothing, every skipped file named, each input replayed
 //! with its own defaults, times from `ts`, and clean messages.
 
@@ -323,7 +323,7 @@ fn counts_of_one_are_singular() {
 }
 
 /// Item 5: among several inputs, a recognised session that simply made no tool call is not
-/// an error: it gets a note, the report and exit status 0. Alone (issue 20: a run that
+/// an error: it gets a note, the report and exit status 0. Alone (docs/replay.md: a run that
 /// found nothing must not look clean), or with its format forced, it is an error.
 #[test]
 fn a_recognised_session_without_calls_is_a_note_not_an_error() {
@@ -378,7 +378,7 @@ fn a_recognised_session_without_calls_is_a_note_not_an_error() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Issue 20: a file whose format is guessed and that gives no call at all (a real Anthropic
+/// A file whose format is guessed and that gives no call at all (a real Anthropic
 /// Managed Agents export did) fails with the note as the error, as a forced format does;
 /// a directory with nothing readable names every file it skipped.
 #[test]

@@ -2,8 +2,8 @@
 //! calibration set replayed with both profiles through the real binary.
 //!
 //! `tests/fixtures/real-transcripts/labels.csv` gives each run's verdict and, for stuck
-//! runs, the call where the loop starts (as a careful reader judges it). The goals of
-//! issue 19 are checked on decisions read from `--json` replays: every stuck run blocked by
+//! runs, the call where the loop starts (as a careful reader judges it). The strict profile's
+//! goals are checked on decisions read from `--json` replays: every stuck run blocked by
 //! the strict profile within 6 calls of its loop's start, no healthy or self-recovering run
 //! blocked by either profile, and the strict profile never later than OpenClaw's. The
 //! quality table `loopguard replay --summary --labels labels.csv` prints for each profile is

@@ -115,7 +115,7 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         1,
         "generic_repeat",
     ),
-    // Issue 11: documents whose deciding key comes after the first 64 KiB.
+    // Documents whose deciding key comes after the first 64 KiB.
     (
         "tests/fixtures/transcripts/swe-agent/v1-environment-last.traj",
         "swe-agent",
@@ -128,7 +128,7 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         1,
         "generic_repeat",
     ),
-    // Issue 11: results before their calls, a rollout cut mid-turn, a joined line.
+    // Results before their calls, a rollout cut mid-turn, a joined line.
     (
         "tests/fixtures/transcripts/claude-code/parallel-results-first.jsonl",
         "claude-code",
@@ -147,7 +147,7 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         0,
         "",
     ),
-    // Issue 11: new formats.
+    // More formats (docs/transcripts.md, section 2).
     (
         "tests/fixtures/transcripts/openhands/trajectory.json",
         "openhands",
@@ -543,7 +543,7 @@ fn a_long_first_line_is_still_recognised() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Issue 11 item 6: inputs that can be read only once. Detection reads a prefix and keeps
+/// Inputs read only once (docs/transcripts.md §4). Detection reads a prefix and keeps
 /// it, so a FIFO and a pipe given as a path give the same report as the file.
 #[test]
 fn fifos_and_pipes_read_like_files() {

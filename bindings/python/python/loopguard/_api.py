@@ -1,7 +1,7 @@
 """``GuardAPI``: what ``loopguard.Guard`` and ``loopguard.Guard.remote(...)`` both offer.
 
-The integrations accept either. ``Guard.sessions()`` (every session held) is local only:
-``loopguard serve`` has no route that lists sessions.
+The integrations accept either. ``Guard.sessions()`` (every session held) is local only: the
+remote client does not call ``loopguard serve``'s ``GET /v1/sessions``.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ _FAIL_OPEN_SAYS = {
 
 class RemoteGuard:
     """A client of ``loopguard serve`` with the ``loopguard.Guard`` API
-    (``loopguard.GuardAPI``: every method but ``sessions()``, which the server does not
-    offer). Safe to share between threads (one keep-alive connection per thread)."""
+    (``loopguard.GuardAPI``: every method but ``sessions()``, which this client does not
+    implement). Safe to share between threads (one keep-alive connection per thread)."""
 
     def __init__(self, url: str, token: Optional[str] = None, timeout: float = 5.0) -> None:
         parsed = urllib.parse.urlsplit(str(url))

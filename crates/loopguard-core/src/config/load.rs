@@ -1040,7 +1040,7 @@ mod tests {
         );
     }
 
-    /// Issue 7 item 6 / decisions.md item 3: at run time every numeric field falls back to
+    /// decisions.md item 3: at run time every numeric field falls back to
     /// its default whatever the wrong value is, with a warning naming the field, the value
     /// found and the value used; the checker's view of the same text is an error.
     #[test]

@@ -1,36 +1,30 @@
 //! The rolling-history detectors and the order they are consulted in.
 //!
 //! `detect` is OpenClaw's `detectToolCallLoop`: it looks at the current run's history and
-//! the call about to be made, and returns the first rule that matches:
+//! the call about to be made, and returns the first rule that matches, in this order:
 //!
 //! | # | rule | level |
 //! |---|------|-------|
-//! | 1 | [`unknown_tool`]: the same missing tool `unknownToolThreshold` times in a row | critical |
-//! | 2 | [`global_breaker`]: identical no-progress outcomes `globalCircuitBreakerThreshold` times (ignores the detector switches) | critical |
-//! | 3, 4 | [`known_poll`]: a poll with identical outcomes `criticalThreshold` / `warningThreshold` times | critical / warning |
-//! | 5, 6 | [`ping_pong`]: two calls alternating (critical only with stable outcomes on both sides) | critical / warning |
-//! | 7, 8 | [`generic_repeat`]: identical outcomes `criticalThreshold` times / identical arguments `warningThreshold` times | critical / warning |
+//! | 1 | [`unknown_tool`] (`unknown_tool_repeat`): the same missing tool `unknownToolThreshold` times in a row | critical |
+//! | 2 | [`global_breaker`] (`global_circuit_breaker`): identical no-progress outcomes `globalCircuitBreakerThreshold` times (ignores the detector switches) | critical |
+//! | 3, 4 | [`known_poll`] (`known_poll_no_progress`): a poll with identical outcomes `criticalThreshold` / `warningThreshold` times | critical / warning |
+//! | 5, 6 | [`ping_pong`] (`ping_pong`): two calls alternating (critical only with stable outcomes on both sides) | critical / warning |
+//! | 7, 8 | [`generic_repeat`] (`generic_repeat`): identical outcomes `criticalThreshold` times / identical arguments `warningThreshold` times | critical / warning |
 //!
 //! loopguard's extra detectors (the `strict` profile, or switched on one by one in the
-//! `loopguard` config block) run after these, over the outcome [`ledger`]; a critical from
-//! either side wins over a warning (`detect_extra`):
-//! [`failure_streak`], [`outcome_streak`], [`error_changing_args`], [`argument_churn`],
-//! [`loop_across_compactions`], and [`second_critical`], which the session applies to
-//! every critical. The drift detectors work over normalised [`sketch`]es of calls and
-//! outcomes kept in the ledger: [`near_repeat`] (near-identical calls, output-only
-//! confirmations), [`no_progress_cycle`] (cycles of 2-4 calls) and [`changing_error`]
-//! (the same call failing differently each time).
+//! `loopguard` config block) run after these, over the outcome [`ledger`]; `detect_extra`
+//! consults them in this order, and a critical from either side wins over a warning:
+//! [`failure_streak`], [`outcome_streak`], [`error_changing_args`],
+//! [`loop_across_compactions`], [`changing_error`], [`near_repeat`], [`no_progress_cycle`],
+//! [`argument_churn`]; the session applies [`second_critical`] to every critical. The drift
+//! detectors work over normalised [`sketch`]es of calls and outcomes kept in the ledger:
+//! [`near_repeat`] (near-identical calls, output-only confirmations), [`no_progress_cycle`]
+//! (cycles of 2-4 calls) and [`changing_error`] (the same call failing differently each
+//! time).
 //!
-//! | extra rule | counts | strict warn / block |
-//! |---|---|---|
-//! | [`failure_streak`] | identical failures in a row | 3 / 6 |
-//! | [`outcome_streak`] | identical outcomes in a row | 5 / 8 |
-//! | [`error_changing_args`] | one error for changing arguments | 4 / 8 |
-//! | [`near_repeat`] | near-identical calls with nothing new | 2 / 4 |
-//! | [`no_progress_cycle`] | calls covered by a 2-4 call cycle | 6 / 8 |
-//! | [`changing_error`] | failures of one call, errors differing | 2 / 3 |
-//! | [`argument_churn`] | outcomes cycling over a few variants | 10 / 14 |
-//! | [`loop_across_compactions`] | compactions survived | - / 2 |
+//! The user's table of every rule, with its strict thresholds, is `docs/detectors.md`;
+//! `tests/detectors_doc.rs` checks it against the order of the `check` calls here, against
+//! [`Detector`] and against `ExtraPolicy::strict()`.
 
 pub mod argument_churn;
 pub mod changing_error;
@@ -144,7 +138,9 @@ impl Detector {
         Detector::CompactionLoopPersisted,
     ];
 
-    /// loopguard's extra detectors (the `strict` profile), in the order of the README's detectors table.
+    /// loopguard's extra detectors (the `strict` profile). Not their priority order, which is
+    /// `detect_extra`'s (the table of `docs/detectors.md`), but the order the OpenAPI
+    /// document and the Python package list their names in.
     pub const EXTRA: [Detector; 9] = [
         Detector::IdenticalFailureStreak,
         Detector::IdenticalOutcomeStreak,
@@ -312,9 +308,9 @@ pub(crate) struct Proposed<'a> {
 
 /// loopguard's extra detectors for the proposed call, combined with OpenClaw's result
 /// `base`: a critical wins over a warning, OpenClaw's first (so the default detectors
-/// keep their names where both fire). Criticals before warnings among the extra ones:
-/// failure streak, outcome streak, error despite changing arguments, loop across
-/// compactions; then warnings in the same order, then argument churn.
+/// keep their names where both fire). The extra detectors are consulted in the order of
+/// the `consider!` calls below; the first critical wins at once, else OpenClaw's warning,
+/// else the first extra warning.
 pub(crate) fn detect_extra(
     base: Option<Detection>,
     ledger: &ledger::Ledger,

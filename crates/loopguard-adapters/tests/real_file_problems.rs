@@ -1,4 +1,4 @@
-//! Issue 11, "Found": each problem on a fixture shaped like the real file.
+//! Reading problems met in real files, each on a fixture shaped like the real file.
 //!
 //! 1. documents decided by their structure, however large (SWE-agent 1.x with
 //!    `environment` last, pretty-printed mini-swe-agent with `trajectory_format` last);
