@@ -1,0 +1,116 @@
+//! The examples of `examples/` run, and print what they teach: the 11th identical call
+//! warned, the 21st refused. The shell scripts run with the binary cargo built for these
+//! tests (passed as `LOOPGUARD`); the OpenTelemetry example in `target/otel-venv`
+//! (`scripts/setup-otel.sh`). The Rust example is tested in its own crate
+//! (`examples/rust-embedding/tests`), the Python one by `scripts/test-python.sh`
+//! (`bindings/python/tests/test_examples.py`), the TypeScript one by `scripts/test-node.sh`
+//! (`bindings/node/test/examples.test.mjs`). `examples/README.md` lists every example.
+
+mod common;
+
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn examples() -> PathBuf {
+    common::root().join("examples")
+}
+
+/// Runs `program args` in the repository root with the binary under test as `LOOPGUARD`,
+/// in a process group of its own that is killed after two minutes at the most; asserts it
+/// succeeded and returns its standard output.
+fn run(program: &str, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(common::root())
+        .env("LOOPGUARD", common::bin())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+    let (stdout, stderr) = (read(&out_path), read(&err_path));
+    let Some(status) = status else {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .status();
+        let _ = child.wait();
+        panic!("{program} {args:?} ran over two minutes:\n{stdout}{stderr}");
+    };
+    assert!(
+        status.success(),
+        "{program} {args:?}: {status}\n{stdout}{stderr}"
+    );
+    stdout
+}
+
+/// The server an example started (the `listening on http://ADDR` line it printed) is gone.
+fn assert_stopped(stdout: &str) {
+    let addr = stdout
+        .split("listening on http://")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no listening address in:\n{stdout}"));
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "the server at {addr} still answers after the example ended"
+    );
+}
+
+#[test]
+fn serve_curl_warns_at_11_and_blocks_at_21() {
+    let script = examples().join("serve-curl/session.sh");
+    let stdout = run("bash", &[script.to_str().unwrap()]);
+    let calls: Vec<&str> = stdout.lines().filter(|l| l.starts_with("call ")).collect();
+    assert_eq!(calls.len(), 21, "{stdout}");
+    for (i, line) in calls.iter().enumerate() {
+        let n = i + 1;
+        match n {
+            1..=10 => assert_eq!(*line, format!("call {n}: allow")),
+            11 => {
+                assert!(line.starts_with("call 11: {\"type\":\"call\""), "{line}");
+                for part in [
+                    r#""callId":"call-11""#,
+                    r#""decision":"warn","detector":"generic_repeat","level":"warning","count":10"#,
+                    r#""message":"WARNING: You have called read 10 times with identical arguments."#,
+                    r#""emitted":true"#,
+                ] {
+                    assert!(line.contains(part), "{part} not in {line}");
+                }
+            }
+            12..=20 => assert_eq!(*line, format!("call {n}: warn")),
+            _ => {
+                for part in [
+                    r#""callId":"call-21""#,
+                    r#""decision":"block","detector":"generic_repeat","level":"critical","count":20"#,
+                    r#""message":"CRITICAL: Called read with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops.""#,
+                ] {
+                    assert!(line.contains(part), "{part} not in {line}");
+                }
+            }
+        }
+    }
+    assert!(
+        stdout.contains(
+            r#"{"session":"demo","calls":21,"outcomes":20,"warnings":10,"blocks":1,"aborts":0,"#
+        ),
+        "{stdout}"
+    );
+    assert_stopped(&stdout);
+}
