@@ -114,3 +114,51 @@ fn serve_curl_warns_at_11_and_blocks_at_21() {
     );
     assert_stopped(&stdout);
 }
+
+#[test]
+fn hook_install_denies_the_21st_identical_call() {
+    let script = examples().join("hook-install/install.sh");
+    let stdout = run("bash", &[script.to_str().unwrap()]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // Installed into the script's throwaway home, never the user's.
+    let installed = lines[0]
+        .strip_prefix("loopguard's Claude Code hooks installed in ")
+        .and_then(|rest| rest.strip_suffix("/.claude/settings.json (new file)"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert!(installed != home && !home.is_empty(), "{stdout}");
+    // The command registered is the binary that installed it.
+    let exe = std::fs::canonicalize(common::bin()).expect("the binary");
+    assert!(
+        stdout.contains(&format!(
+            "settings.json runs: {} hook claude-code\n",
+            exe.display()
+        )),
+        "{stdout}"
+    );
+    let calls: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("call "))
+        .collect();
+    assert_eq!(calls.len(), 21, "{stdout}");
+    for (i, line) in calls.iter().enumerate() {
+        let n = i + 1;
+        let expected = match n {
+            11 => r#"call 11: {"hookSpecificOutput":{"hookEventName":"PreToolUse","additionalContext":"loopguard: WARNING: You have called Bash 10 times with identical arguments. If this is not making progress, stop retrying and report the task as failed."}}"#.to_string(),
+            21 => r#"call 21: {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"CRITICAL: Called Bash with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops."},"systemMessage":"loopguard blocked Bash: generic_repeat (count 20)"}"#.to_string(),
+            _ => format!("call {n}: (no answer: the call runs)"),
+        };
+        assert_eq!(*line, expected, "{stdout}");
+    }
+    assert!(
+        lines.last().is_some_and(|l| l.starts_with(&format!(
+            "loopguard's Claude Code hooks removed: loopguard had created {installed}/.claude/settings.json"
+        ))),
+        "{stdout}"
+    );
+    assert!(
+        !std::path::Path::new(installed).exists(),
+        "{installed} left behind"
+    );
+}
