@@ -162,3 +162,57 @@ fn hook_install_denies_the_21st_identical_call() {
         "{installed} left behind"
     );
 }
+
+/// The Python of `scripts/setup-otel.sh`'s venv (or `$LOOPGUARD_OTEL_VENV`), as `otel.rs`
+/// finds it; fails the test, naming the script, when the SDK is not there.
+fn otel_python() -> PathBuf {
+    let venv = std::env::var_os("LOOPGUARD_OTEL_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::root().join("target/otel-venv"));
+    let py = venv.join("bin/python");
+    let ok = Command::new(&py)
+        .args([
+            "-c",
+            "import opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the OpenTelemetry SDK is not installed at {}: run scripts/setup-otel.sh first",
+        venv.display()
+    );
+    py
+}
+
+#[test]
+fn otel_agent_is_judged_by_serve() {
+    let py = otel_python();
+    let script = examples().join("otel-agent/agent.py");
+    let stdout = run(py.to_str().unwrap(), &[script.to_str().unwrap()]);
+    let session = stdout
+        .lines()
+        .find(|l| l.starts_with("session "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // Observe mode: all 25 calls ran; calls 11-20 warned, 21-25 would be blocked.
+    assert!(
+        session.ends_with(": 25 calls, 25 outcomes, 10 warnings, 5 blocks"),
+        "{stdout}"
+    );
+    let calls: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("  call-"))
+        .collect();
+    let expected: Vec<String> = (16..=25)
+        .map(|n| {
+            let word = if n <= 20 { "would-warn" } else { "would-block" };
+            format!("  call-{n}: {word} (generic_repeat, count {})", n - 1)
+        })
+        .collect();
+    assert_eq!(calls, expected, "{stdout}");
+    assert!(
+        stdout.contains("  the last message: CRITICAL: Called read_file with identical arguments and identical outcomes 24 times. Session execution blocked to prevent runaway loops.\n"),
+        "{stdout}"
+    );
+    assert_stopped(&stdout);
+}
