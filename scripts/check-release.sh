@@ -37,7 +37,8 @@ echo "== loopguard-guard without optional features"
 cargo clippy -p loopguard-guard --no-default-features --locked -- -D warnings
 
 echo "== cargo package --workspace (crates.io crates)"
-# The language bindings are published to PyPI and npm, not crates.io (`publish = false`).
+# The language bindings are published to PyPI and npm, not crates.io (`publish = false`), and
+# the examples (examples/rust-embedding) are not published at all.
 # Packaged crates are verified as registry crates, and cargo treats a registry crate as
 # immutable: it never unpacks one again over an earlier unpacking of the same name and version
 # (under $CARGO_HOME/registry/src/-HASH/, named after the temporary registry's path) and never
@@ -51,4 +52,4 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
 rm -rf "$target_dir/package" "$target_dir"/debug/.fingerprint/loopguard*
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/loopguard*-[0-9]* \
        "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/-*/loopguard*-[0-9]*
-cargo package --workspace --exclude loopguard-python --exclude loopguard-node --locked --allow-dirty
+cargo package --workspace --exclude loopguard-python --exclude loopguard-node --exclude example-rust-embedding --locked --allow-dirty

@@ -216,3 +216,50 @@ fn otel_agent_is_judged_by_serve() {
     );
     assert_stopped(&stdout);
 }
+
+/// `examples/README.md` links every entry of the folder and nothing else, and each example's
+/// "run it" command is the one its header comment gives.
+#[test]
+fn the_readme_lists_every_example_and_nothing_else() {
+    let dir = examples();
+    let readme = std::fs::read_to_string(dir.join("README.md")).expect("examples/README.md");
+    let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+        .expect("examples/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "README.md")
+        .collect();
+    on_disk.sort();
+    let mut listed = Vec::new();
+    for row in readme.lines().filter(|l| l.starts_with("| [`")) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let target = cells[0]
+            .split("](")
+            .nth(1)
+            .and_then(|rest| rest.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("no link in the first cell of: {row}"));
+        let path = dir.join(target);
+        assert!(path.is_file(), "{row}: {} does not exist", path.display());
+        let entry = target.split('/').next().unwrap_or(target);
+        assert!(
+            cells[0].starts_with(&format!("[`{entry}`]")),
+            "{row}: the link text is not the entry's name"
+        );
+        listed.push(entry.to_string());
+        if dir.join(entry).is_dir() {
+            // An example: its command, verbatim in the header of the file it links.
+            let command = cells
+                .last()
+                .and_then(|c| c.trim().strip_prefix('`'))
+                .and_then(|c| c.strip_suffix('`'))
+                .unwrap_or_else(|| panic!("{row}: no command in the last cell"));
+            let text = std::fs::read_to_string(&path).expect("the example");
+            assert!(
+                text.contains(&format!("{command}`")) || text.contains(&format!("{command}\n")),
+                "{row}: `{command}` is not in {}",
+                path.display()
+            );
+        }
+    }
+    listed.sort();
+    assert_eq!(listed, on_disk, "examples/README.md against the folder");
+}
