@@ -49,9 +49,9 @@ pub const POLL_TOOLS: &[&str] = &["BashOutput", "TaskOutput", "AgentOutputTool"]
 
 /// Top-level result fields that change on every call without saying anything about progress.
 ///
-/// Mirrored by `VOLATILE_RESULT_KEYS` in `crates/loopguard-adapters/src/claude_code.rs`,
-/// which strips the same fields when Claude Code transcripts are replayed: keep the two
-/// lists the same.
+/// The only list of them: replay of Claude Code transcripts maps results with this same
+/// profile (`crates/loopguard-adapters/src/claude_code.rs`), so the hook and replay drop the
+/// same fields.
 pub const VOLATILE_RESULT_KEYS: &[&str] = &[
     "durationMs",
     "duration_ms",
