@@ -10,10 +10,13 @@
 set -euo pipefail
 loopguard="${LOOPGUARD:-loopguard}"
 
-# A throwaway home: the settings file and the hook's state database live there.
+# A throwaway home: the settings file, the hook's state database and its log live there,
+# and the project the payloads name (no config file anywhere: OpenClaw's defaults).
 export HOME XDG_STATE_HOME XDG_CONFIG_HOME
 HOME=$(mktemp -d)
 XDG_STATE_HOME="$HOME/.local/state" XDG_CONFIG_HOME="$HOME/.config"
+unset CLAUDE_PROJECT_DIR   # Claude Code sets it for hooks; the payload's cwd is the project here
+mkdir "$HOME/project"
 trap 'rm -rf "$HOME"' EXIT
 
 "$loopguard" hook install
@@ -23,7 +26,7 @@ echo "settings.json runs: $hook"
 
 # Claude Code runs the command with the event's JSON on stdin and reads its answer on stdout.
 send() { sh -c "$hook" <<<"$1"; }
-common='"session_id":"6c1e2f3a-demo","transcript_path":"'"$HOME"'/t.jsonl","cwd":"/work/app","permission_mode":"default"'
+common='"session_id":"6c1e2f3a-demo","transcript_path":"'"$HOME"'/t.jsonl","cwd":"'"$HOME"'/project","permission_mode":"default"'
 input='{"command":"cargo test 2>&1 | tail -3","description":"Run the tests"}'
 
 send "{$common,\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"why is the build red?\"}"

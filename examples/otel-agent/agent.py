@@ -19,8 +19,10 @@ import re
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -33,12 +35,16 @@ def start_serve(log):
     cmd = [os.environ.get("LOOPGUARD", "loopguard"), "serve", "--listen", "127.0.0.1:0", "--trace-wait", "300ms"]
     server = subprocess.Popen(cmd, stderr=log)
     for _ in range(200):
-        found = re.search(r"listening on (http://\S+)", open(log.name).read())
+        found = re.search(r"listening on (http://\S+)", Path(log.name).read_text())
         if found:
             return server, found.group(1)
         time.sleep(0.1)
     server.kill()
-    raise SystemExit("loopguard serve did not start: " + open(log.name).read())
+    raise SystemExit("loopguard serve did not start: " + Path(log.name).read_text())
+
+
+def read_file(path):
+    return "port: 8080"  # the same answer every time
 
 
 def run_agent(tracer, conversation):
@@ -47,13 +53,29 @@ def run_agent(tracer, conversation):
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "looper",
         "gen_ai.conversation.id": conversation,  # loopguard's session
     }):
-        for n in range(1, 26):
+        for n in range(1, 26):  # the model asks for the same call, 25 times
             args = {"path": "/srv/app/config.yaml"}
             with tracer.start_as_current_span("execute_tool read_file", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file",
                 "gen_ai.tool.call.id": f"call-{n}", "gen_ai.tool.call.arguments": json.dumps(args),
             }) as span:
-                span.set_attribute("gen_ai.tool.call.result", "port: 8080")  # what the tool returned
+                span.set_attribute("gen_ai.tool.call.result", read_file(**args))
+
+
+def read_session(url, session_id):
+    """GET /v1/sessions/{id} once serve has applied the trace (it waits for the trace to be
+    quiet; 404 until then): 30 s at the most."""
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(f"{url}/v1/sessions/{session_id}") as answer:
+                session = json.load(answer)
+            if session["calls"] == 25:
+                return session
+        except urllib.error.HTTPError as e:
+            if e.code != 404:
+                raise
+        time.sleep(0.1)
+    raise SystemExit("the session never reached 25 calls")
 
 
 def main():
@@ -67,19 +89,7 @@ def main():
             run_agent(provider.get_tracer("example"), conversation)
             provider.shutdown()  # exports what is left
 
-            # serve applies the trace once it is quiet; wait for the 25 calls (30 s at the most).
-            for _ in range(300):
-                try:
-                    with urllib.request.urlopen(f"{url}/v1/sessions/{conversation}") as answer:
-                        session = json.load(answer)
-                    if session["calls"] == 25:
-                        break
-                except urllib.error.HTTPError as e:
-                    if e.code != 404:  # 404: not applied yet
-                        raise
-                time.sleep(0.1)
-            else:
-                raise SystemExit("the session never reached 25 calls")
+            session = read_session(url, conversation)
             print(f"session {conversation}: {session['calls']} calls, {session['outcomes']} outcomes, "
                   f"{session['warnings']} warnings, {session['blocks']} blocks")
             # Its last 20 decisions (calls and outcomes), oldest first; observe mode says

@@ -42,3 +42,4 @@ done
 # The session's counters (its `recent` decisions are cut off here).
 echo "GET /v1/sessions/demo:"
 curl -sS --fail-with-body "$url/v1/sessions/demo" | sed 's/,"recent":.*/, ...}/'
+echo
