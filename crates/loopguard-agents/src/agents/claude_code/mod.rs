@@ -35,7 +35,7 @@ pub use response::Reply;
 
 use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Event, EventKind, Payload};
-use loopguard_guard::{Guard, GuardError, LogRow, SessionEntry, RESTARTED};
+use loopguard_guard::{Guard, GuardError, LogDecision, LogRow, SessionEntry, RESTARTED};
 
 /// Answers one parsed Claude Code hook payload with `guard` (which should use
 /// [`loopguard_guard::ToolProfile::ClaudeCode`] and keep a log for `status`): the hook command's work, for any
@@ -139,13 +139,13 @@ fn log_hook_event(entry: &mut SessionEntry, ctx: &Ctx<'_>, mut row: LogRow) {
 }
 
 /// A log row for an event the engine does not see.
-fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: &str) -> LogRow {
+fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: LogDecision) -> LogRow {
     LogRow {
         event: name.into(),
         run: Some(run.to_string()),
         tool: tool.map(|t| lossy(&t.name)),
         call_id: tool.and_then(|t| t.id.as_ref().map(lossy)),
-        decision: decision.into(),
+        decision,
         ..LogRow::default()
     }
 }
@@ -156,7 +156,7 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
         entry.run_seq += 1;
         entry.aborted = None;
         let run = run_id(entry, payload);
-        log_hook_event(entry, ctx, hook_row(name, &run, None, "new-run"));
+        log_hook_event(entry, ctx, hook_row(name, &run, None, LogDecision::NewRun));
         return Reply::none(name);
     }
     let run = run_id(entry, payload);
@@ -165,7 +165,11 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
         if is_duplicate(entry, &payload.event, tool) {
             // The same hook registered twice (user and project settings), or a retry:
             // each tool call counts once.
-            log_hook_event(entry, ctx, hook_row(name, &run, Some(tool), "duplicate"));
+            log_hook_event(
+                entry,
+                ctx,
+                hook_row(name, &run, Some(tool), LogDecision::Duplicate),
+            );
             return Reply::none(name);
         }
     }
@@ -174,7 +178,7 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
             let row = LogRow {
                 detector: Some(aborted_detector(&aborted.message).into()),
                 message: Some(aborted.message.clone()),
-                ..hook_row(name, &run, Some(t), "deny-aborted")
+                ..hook_row(name, &run, Some(t), LogDecision::DenyAborted)
             };
             log_hook_event(entry, ctx, row);
             return Reply {
@@ -207,7 +211,11 @@ fn apply(entry: &mut SessionEntry, payload: &HookPayload<'_>, ctx: &Ctx<'_>) -> 
     {
         // PostCompact and SessionStart (compact) both follow one compaction: the guard is
         // armed and has watched nothing yet, so this is the same compaction.
-        log_hook_event(entry, ctx, hook_row(name, &run, None, "already-armed"));
+        log_hook_event(
+            entry,
+            ctx,
+            hook_row(name, &run, None, LogDecision::AlreadyArmed),
+        );
         return Reply::none(name);
     }
     let event = to_event(payload, &run, ctx);
@@ -275,8 +283,8 @@ fn post_batch(
             return reply;
         }
     }
-    let decision = format!("batch: {recorded} recorded, {skipped} already recorded");
-    log_hook_event(entry, ctx, hook_row(name, run, None, &decision));
+    let decision = LogDecision::Batch { recorded, skipped };
+    log_hook_event(entry, ctx, hook_row(name, run, None, decision));
     Reply::none(name)
 }
 
