@@ -1,5 +1,7 @@
 //! Decisions as Python objects.
 
+use loopguard_core::Mode;
+use loopguard_events::Effect;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
@@ -17,6 +19,8 @@ pub(crate) fn record(d: &Applied<'_>) -> Vec<u8> {
 /// A decision with everything owned, to carry out of a GIL-released section.
 pub(crate) struct OwnedDecision {
     action: &'static str,
+    /// [`loopguard_events::Effect`]'s name: what the integrations act on.
+    effect: &'static str,
     session: Vec<u8>,
     run: Option<Vec<u8>>,
     call_id: Option<Vec<u8>>,
@@ -50,6 +54,8 @@ impl From<Applied<'_>> for OwnedDecision {
         let f = d.finding.as_ref();
         OwnedDecision {
             action: d.action.as_str(),
+            // The Python guard enforces (backend.rs).
+            effect: Effect::of(&d, Mode::Enforce).as_str(),
             session: bytes(&d.session),
             run: d.run.as_ref().map(bytes),
             call_id: d.call_id.as_ref().map(bytes),
@@ -111,6 +117,13 @@ macro_rules! decision_class {
             fn decision<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
                 PyString::intern(py, self.0.action)
             }
+            /// What to do: "proceed", "notice" (run the call and show the model `message`),
+            /// "refuse" (do not run the call; give the model `message`) or "end_run" (the run is
+            /// over: refuse the call, or stop after this outcome). Computed by the engine.
+            #[getter]
+            fn effect<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+                PyString::intern(py, self.0.effect)
+            }
             #[getter]
             fn detector<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
                 static_str(py, self.0.detector)
@@ -141,6 +154,7 @@ macro_rules! decision_class {
                     stringify!($name),
                     &[
                         ("decision", Some(self.decision(py).into_any())),
+                        ("effect", Some(self.effect(py).into_any())),
                         $((stringify!($shown), self.$shown(py)),)*
                     ],
                     self.0.count,
@@ -160,11 +174,11 @@ decision_class! {
     CallDecision,
     text [message, args_hash, run, call_id, tool, warning_key, paired_tool],
     repr [detector, level, message] {
-        /// True for "block", and for "abort" (a block that also ends the run, as a server
-        /// that words run-ending blocks so records them): the tool must not run.
+        /// True when the tool must not run (effect "refuse" or "end_run"): "block", and
+        /// "abort" (a block that also ends the run, as decision records word it).
         #[getter]
         fn blocked(&self) -> bool {
-            self.0.action == "block" || self.0.action == "abort"
+            matches!(self.0.effect, "refuse" | "end_run")
         }
         #[getter]
         fn emitted(&self) -> Option<bool> {
@@ -180,10 +194,10 @@ decision_class! {
     OutcomeDecision,
     text [message, args_hash, run, call_id, tool],
     repr [detector, message] {
-        /// True for "abort": stop the run.
+        /// True for "abort" (effect "end_run"): stop the run.
         #[getter]
         fn aborted(&self) -> bool {
-            self.0.action == "abort"
+            self.0.effect == "end_run"
         }
         #[getter]
         fn result_hash<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
@@ -273,8 +287,14 @@ pub(crate) fn _decision_from_record<'py>(
     let action = get("decision")?.ok_or_else(|| {
         pyo3::exceptions::PyValueError::new_err("decision record without `decision`")
     })?;
+    let action = known(&action, ACTIONS, "decision")?;
+    let emitted: Option<bool> = get("emitted")?.map(|e| e.extract()).transpose()?;
     let d = OwnedDecision {
-        action: known(&action, ACTIONS, "decision")?,
+        action,
+        // A record does not say the server's mode: its decision is taken as enforced.
+        effect: Effect::of_record(action, emitted)
+            .unwrap_or(Effect::Proceed)
+            .as_str(),
         session: text("session")?.unwrap_or_else(|| b"default".to_vec()),
         run: text("run")?,
         call_id: text("callId")?,
@@ -291,7 +311,7 @@ pub(crate) fn _decision_from_record<'py>(
         message: text("message")?,
         warning_key: text("warningKey")?,
         paired_tool: text("pairedTool")?,
-        emitted: get("emitted")?.map(|e| e.extract()).transpose()?,
+        emitted,
     };
     if wtf8(&kind)? == b"call" {
         Ok(Bound::new(py, CallDecision(d))?.into_any())

@@ -34,18 +34,22 @@ def test_the_readme_example_runs_and_blocks_the_21st_call(capsys) -> None:
 def test_the_readme_loop_through_before_call_and_after_call() -> None:
     guard = loopguard.Guard()
     decisions = []
+    effects = []
     for i in range(25):
         d = guard.before_call("session-1", "read", {"path": "a.txt"}, run="run-1", call_id=f"call-{i}")
         decisions.append((d.decision, d.count, d.emitted))
+        effects.append(d.effect)
         if d.decision == "block":
             o = guard.after_call("session-1", "read", {"path": "a.txt"}, result=d.message, run="run-1", call_id=f"call-{i}")
-            assert o.decision == "ignored" and o.result_hash is None
+            assert o.decision == "ignored" and o.result_hash is None and o.effect == "proceed"
             continue
         o = guard.after_call("session-1", "read", {"path": "a.txt"}, result={"content": [{"type": "text", "text": "same"}]},
                              run="run-1", call_id=f"call-{i}")
         assert o.decision == "recorded" and len(o.result_hash) == 64
     assert decisions[:10] == [("allow", None, None)] * 10
     assert decisions[10] == ("warn", 10, True)
+    assert effects[:10] == ["proceed"] * 10 and effects[10] == "notice"
+    assert effects[11:20] == ["proceed"] * 9 and effects[20:] == ["refuse"] * 5
     assert decisions[11:20] == [("warn", n, False) for n in range(11, 20)]
     assert decisions[20:] == [("block", 20, True)] * 5
     assert d.blocked and d.level == "critical" and d.detector == "generic_repeat"
@@ -62,6 +66,7 @@ def test_post_compaction_guard_aborts() -> None:
         guard.before_call("s", "gateway", {"action": "status"}, run="r")
         outcomes.append(guard.after_call("s", "gateway", {"action": "status"}, run="r", error="503 unavailable"))
     assert [o.decision for o in outcomes] == ["recorded", "recorded", "abort"]
+    assert [o.effect for o in outcomes] == ["proceed", "proceed", "end_run"]
     assert outcomes[2].aborted and outcomes[2].detector == "compaction_loop_persisted" and outcomes[2].count == 3
     assert outcomes[2].result_hash.startswith("error:")
 
@@ -155,6 +160,11 @@ def test_detector_literals_are_the_engines_list() -> None:
     for i in range(12):
         d = guard.before_call("s", "exec", {"command": "npm test"}, run="r")
         seen.add(d.detector)
+        if d.detector == "second_critical_abort":
+            # The local record's word is "block"; the engine's effect says the run is over.
+            assert (d.decision, d.effect, d.blocked) == ("block", "end_run", True)
+        elif d.decision == "block":
+            assert d.effect == "refuse"
         if d.decision != "block":
             guard.after_call("s", "exec", {"command": "npm test"}, error="Exit code 1: Cannot find module 'jest'", run="r")
     assert {"identical_failure_streak", "second_critical_abort"} <= seen, seen
@@ -233,11 +243,20 @@ def test_a_call_record_that_says_abort_is_a_block_that_ends_the_run() -> None:
     d = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "abort",
                                "detector": "second_critical_abort", "level": "critical", "count": 2,
                                "message": "CRITICAL: … this run is ended."})
-    assert (d.decision, d.blocked) == ("abort", True)
+    assert (d.decision, d.blocked, d.effect) == ("abort", True, "end_run")
     assert is_block(d) and ends_run(d, stop_on_block=False)
     plain = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "block",
                                    "detector": "generic_repeat", "level": "critical", "count": 20, "message": "x"})
     assert plain.blocked and not ends_run(plain, stop_on_block=False) and ends_run(plain, stop_on_block=True)
+    assert plain.effect == "refuse"
+    quiet = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "warn",
+                                   "detector": "generic_repeat", "level": "warning", "count": 11, "message": "x",
+                                   "emitted": False})
+    assert (quiet.effect, quiet.blocked) == ("proceed", False)
+    shown = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "warn",
+                                   "detector": "generic_repeat", "level": "warning", "count": 10, "message": "x",
+                                   "emitted": True})
+    assert shown.effect == "notice"
 
 
 def test_remote_records_with_strict_detectors_are_read() -> None:

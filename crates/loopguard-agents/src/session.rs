@@ -23,7 +23,7 @@
 
 use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Event, EventKind, Payload};
-use loopguard_guard::{Guard, GuardError, LogRow, SessionEntry, RESTARTED};
+use loopguard_guard::{Guard, GuardError, LogDecision, LogRow, SessionEntry, RESTARTED};
 
 use crate::protocol::{AgentEvent, Answer, CallOutcome, Kind, ToolUse};
 
@@ -115,13 +115,13 @@ fn log_hook_event(entry: &mut SessionEntry, ctx: &Ctx<'_>, mut row: LogRow) {
 }
 
 /// A log row for an event the engine does not see.
-fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: &str) -> LogRow {
+fn hook_row(name: &str, run: &str, tool: Option<&ToolUse<'_>>, decision: LogDecision) -> LogRow {
     LogRow {
         event: name.into(),
         run: Some(run.to_string()),
         tool: tool.map(|t| lossy(&t.name)),
         call_id: tool.and_then(|t| t.id.as_ref().map(lossy)),
-        decision: decision.into(),
+        decision,
         ..LogRow::default()
     }
 }
@@ -132,7 +132,7 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
         entry.run_seq += 1;
         entry.aborted = None;
         let run = run_id(entry, ev);
-        log_hook_event(entry, ctx, hook_row(name, &run, None, "new-run"));
+        log_hook_event(entry, ctx, hook_row(name, &run, None, LogDecision::NewRun));
         return Answer::default();
     }
     let run = run_id(entry, ev);
@@ -140,7 +140,11 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
         if is_duplicate(entry, ev.kind, tool) {
             // The same hook registered twice (user and project settings), or a retry:
             // each tool call counts once.
-            log_hook_event(entry, ctx, hook_row(name, &run, Some(tool), "duplicate"));
+            log_hook_event(
+                entry,
+                ctx,
+                hook_row(name, &run, Some(tool), LogDecision::Duplicate),
+            );
             return Answer::default();
         }
     }
@@ -149,7 +153,7 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
             let row = LogRow {
                 detector: Some(aborted_detector(&aborted.message).into()),
                 message: Some(aborted.message.clone()),
-                ..hook_row(name, &run, Some(t), "deny-aborted")
+                ..hook_row(name, &run, Some(t), LogDecision::DenyAborted)
             };
             log_hook_event(entry, ctx, row);
             return Answer {
@@ -178,7 +182,11 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
     {
         // Claude Code's PostCompact and SessionStart (compact) both follow one compaction:
         // the guard is armed and has watched nothing yet, so this is the same compaction.
-        log_hook_event(entry, ctx, hook_row(name, &run, None, "already-armed"));
+        log_hook_event(
+            entry,
+            ctx,
+            hook_row(name, &run, None, LogDecision::AlreadyArmed),
+        );
         return Answer::default();
     }
     let event = to_event(ev, &run, ctx);
@@ -239,8 +247,8 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             return answer;
         }
     }
-    let decision = format!("batch: {recorded} recorded, {skipped} already recorded");
-    log_hook_event(entry, ctx, hook_row(name, run, None, &decision));
+    let decision = LogDecision::Batch { recorded, skipped };
+    log_hook_event(entry, ctx, hook_row(name, run, None, decision));
     Answer::default()
 }
 

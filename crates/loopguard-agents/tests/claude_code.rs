@@ -269,7 +269,7 @@ mod claude_code_hook {
             (
                 logged[n - 2].event.as_str(),
                 logged[n - 2].call_id.as_deref(),
-                logged[n - 2].decision.as_str()
+                &*logged[n - 2].decision.text()
             ),
             ("PostToolBatch", Some("t2"), "recorded")
         );

@@ -10,7 +10,9 @@
 //! * [`Event::write_json`] writes an event back as a line;
 //! * [`Decision`] is the record: [`Decision::write_json`] writes it as `loopguard replay
 //!   --json` does (with `line`), [`Decision::write_record`] without `line`, as the live front
-//!   ends (`loopguard serve`, the Python package) return it.
+//!   ends (`loopguard serve`, the Python package) return it;
+//! * [`Effect`] is what a front end does with a decision (proceed, give the model a notice,
+//!   refuse the call, end the run), computed once by [`Effect::of`].
 //!
 //! Events are parsed with JavaScript's JSON semantics (numbers as `f64`, lone surrogates
 //! kept, the last duplicate key wins), so the argument and result hashes computed from them
@@ -31,7 +33,9 @@
 //! ```
 
 mod decision;
+mod effect;
 mod event;
 
 pub use decision::{Action, Decision, Finding};
+pub use effect::Effect;
 pub use event::{parse_event, Event, EventError, EventKind, Payload};

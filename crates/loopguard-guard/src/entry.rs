@@ -21,6 +21,7 @@ use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Val
 use loopguard_core::{Hashing, Outcome};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 
+use crate::logged::LogDecision;
 use crate::profile::{display_message, MappedCall, MappedOutcome, ToolProfile};
 
 /// How events are applied: the same for every session of a front end.
@@ -111,9 +112,9 @@ pub struct LogRow {
     pub tool: Option<String>,
     /// The call id.
     pub call_id: Option<String>,
-    /// What loopguard decided (`allow`, `warn`, `warn-quiet`, `block`, `recorded`,
-    /// `ignored`, `abort`, `armed`, `would-block`, …).
-    pub decision: String,
+    /// What loopguard decided (stored and shown as its word: `allow`, `warn`,
+    /// `warn-quiet`, `block`, `recorded`, `ignored`, `abort`, `armed`, `would-block`, …).
+    pub decision: LogDecision,
     /// The detector that fired.
     pub detector: Option<String>,
     /// Its count.
@@ -420,7 +421,7 @@ fn write_log(out: &mut Vec<u8>, rows: &VecDeque<LogRow>) {
         opt_text(out, r.run.as_ref());
         opt_text(out, r.tool.as_ref());
         opt_text(out, r.call_id.as_ref());
-        text(out, &r.decision);
+        text(out, &r.decision.text());
         opt_text(out, r.detector.as_ref());
         match r.count {
             None => out.push(0),
@@ -912,16 +913,6 @@ fn fill_log_row(
     event: &Event<'_>,
     now_ms: u64,
 ) {
-    let observe = mode == Mode::Observe;
-    let quiet = d.finding.as_ref().is_some_and(|f| f.emitted == Some(false));
-    let decision = match d.action {
-        Action::Warn if observe => "would-warn",
-        Action::Warn if quiet => "warn-quiet",
-        Action::Block if observe && d.ends_run() => "would-abort",
-        Action::Block if observe => "would-block",
-        Action::Abort if observe => "would-abort",
-        _ => d.decision_str(),
-    };
     row.seq = seq;
     row.ts_ms = if event.timestamp_ms > 0 {
         event.timestamp_ms
@@ -932,7 +923,7 @@ fn fill_log_row(
     set_js(&mut row.run, d.run.as_ref());
     set_js(&mut row.tool, d.tool.as_ref());
     set_js(&mut row.call_id, d.call_id.as_ref());
-    set_text(&mut row.decision, decision);
+    row.decision = LogDecision::of(d, mode);
     match &d.finding {
         Some(f) => {
             set_opt(&mut row.detector, Some(f.detector.as_str()));
@@ -1066,12 +1057,8 @@ mod tests {
         assert_eq!(seqs(&entry), (61..=80).collect::<Vec<_>>());
         let last = entry.recent.back().cloned().unwrap();
         assert_eq!(
-            (
-                last.event.as_str(),
-                last.call_id.as_deref(),
-                last.decision.as_str()
-            ),
-            ("outcome", Some("c39"), "recorded")
+            (last.event.as_str(), last.call_id.as_deref(), last.decision),
+            ("outcome", Some("c39"), LogDecision::Recorded)
         );
         assert_eq!(entry.recent[0].call_id.as_deref(), Some("c30"));
         let policy = Policy::enabled();
@@ -1179,7 +1166,7 @@ mod tests {
                 run: some("run-1"),
                 tool: some(&long),
                 call_id: (i % 3 == 0).then(String::new),
-                decision: "allow".into(),
+                decision: LogDecision::Allow,
                 detector: some("generic_repeat"),
                 count: (i % 2 == 1).then_some(n),
                 message: some(&long[..(i * 37) & !1]),
@@ -1196,6 +1183,112 @@ mod tests {
                 "{keep} rows"
             );
         }
+    }
+
+    /// Entries stored before the log's decision was an enum kept its word as a string:
+    /// every word the code of that time wrote reads back as its variant, in the compact form
+    /// (`LGE2`, postcard) and the JSON form (`LGE1`), and is written back as the same word.
+    #[test]
+    fn entries_stored_with_decision_words_still_decode() {
+        #[derive(Serialize)]
+        struct OldRow {
+            seq: u64,
+            ts_ms: u64,
+            event: String,
+            run: Option<String>,
+            tool: Option<String>,
+            call_id: Option<String>,
+            decision: String,
+            detector: Option<String>,
+            count: Option<u64>,
+            message: Option<String>,
+        }
+        #[derive(Serialize)]
+        struct OldHeader {
+            stats: Stats,
+            created_ms: u64,
+            last_seen_ms: u64,
+            recent: Vec<OldRow>,
+            run_seq: u64,
+            aborted: Option<AbortedRun>,
+            meta: BTreeMap<String, String>,
+            blocks: Vec<PendingBlock>,
+        }
+        let words = [
+            ("allow", LogDecision::Allow),
+            ("warn", LogDecision::Warn),
+            ("warn-quiet", LogDecision::WarnQuiet),
+            ("block", LogDecision::Block),
+            ("recorded", LogDecision::Recorded),
+            ("ignored", LogDecision::Ignored),
+            ("abort", LogDecision::Abort),
+            ("armed", LogDecision::Armed),
+            ("would-warn", LogDecision::WouldWarn),
+            ("would-block", LogDecision::WouldBlock),
+            ("would-abort", LogDecision::WouldAbort),
+            ("new-run", LogDecision::NewRun),
+            ("duplicate", LogDecision::Duplicate),
+            ("deny-aborted", LogDecision::DenyAborted),
+            ("already-armed", LogDecision::AlreadyArmed),
+            (
+                "batch: 2 recorded, 1 already recorded",
+                LogDecision::Batch {
+                    recorded: 2,
+                    skipped: 1,
+                },
+            ),
+        ];
+        let source = busy_entry();
+        let header = OldHeader {
+            stats: source.stats,
+            created_ms: 7,
+            last_seen_ms: 9,
+            recent: words
+                .iter()
+                .enumerate()
+                .map(|(i, (word, _))| OldRow {
+                    seq: i as u64 + 1,
+                    ts_ms: 1_796_000_000_000,
+                    event: "PreToolUse".into(),
+                    run: Some("prompt-1".into()),
+                    tool: Some("Bash".into()),
+                    call_id: None,
+                    decision: word.to_string(),
+                    detector: None,
+                    count: None,
+                    message: None,
+                })
+                .collect(),
+            run_seq: 1,
+            aborted: None,
+            meta: BTreeMap::new(),
+            blocks: Vec::new(),
+        };
+        let stored = |magic: &[u8], head: Vec<u8>, state: Vec<u8>| {
+            let mut out = magic.to_vec();
+            out.extend_from_slice(&(head.len() as u32).to_be_bytes());
+            out.extend_from_slice(&head);
+            out.extend_from_slice(&state);
+            out
+        };
+        let mut binary_state = Vec::new();
+        source.session.export_state_binary_into(&mut binary_state);
+        let compact = stored(MAGIC, postcard::to_stdvec(&header).unwrap(), binary_state);
+        let json = stored(
+            MAGIC_JSON,
+            serde_json::to_vec(&header).unwrap(),
+            source.session.export_state(),
+        );
+        for bytes in [compact.clone(), json] {
+            let entry = SessionEntry::decode(&bytes).unwrap();
+            let read: Vec<_> = entry.recent.iter().map(|r| r.decision.clone()).collect();
+            let expected: Vec<_> = words.iter().map(|(_, d)| d.clone()).collect();
+            assert_eq!(read, expected);
+            assert_eq!(entry.stats, source.stats);
+        }
+        // Written back, the header has the old bytes: the word, as before.
+        let entry = SessionEntry::decode(&compact).unwrap();
+        assert_eq!(entry.encode(), compact);
     }
 
     /// The `LGE2` layout is pinned: stores keep entries for days and replicas of two

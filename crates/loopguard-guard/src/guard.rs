@@ -12,6 +12,7 @@ use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
 
 use crate::entry::{Applier, LogRow, Prehashed, SessionEntry, Stats};
+use crate::logged::LogDecision;
 use crate::profile::ToolProfile;
 use crate::store::{now_ms, MemoryOptions, MemoryStore, Store, StoreError};
 
@@ -175,10 +176,10 @@ impl SessionInfo {
 
 /// One `recent[]` item of [`SessionInfo::api_json`].
 fn recent_json(r: &LogRow) -> serde_json::Value {
-    let (decision, emitted) = match r.decision.as_str() {
-        "warn-quiet" => ("warn", Some(false)),
-        "warn" => ("warn", Some(true)),
-        d => (d, None),
+    let (decision, emitted) = match &r.decision {
+        LogDecision::WarnQuiet => ("warn".into(), Some(false)),
+        LogDecision::Warn => ("warn".into(), Some(true)),
+        d => (d.text(), None),
     };
     let mut item = serde_json::Map::new();
     item.insert("seq".into(), r.seq.into());
@@ -189,7 +190,7 @@ fn recent_json(r: &LogRow) -> serde_json::Value {
     if let Some(tool) = &r.tool {
         item.insert("tool".into(), tool.clone().into());
     }
-    item.insert("decision".into(), decision.into());
+    item.insert("decision".into(), decision.into_owned().into());
     if let Some(d) = &r.detector {
         item.insert("detector".into(), d.clone().into());
     }

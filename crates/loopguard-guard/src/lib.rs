@@ -51,6 +51,7 @@ mod digested;
 mod duration;
 mod entry;
 mod guard;
+mod logged;
 pub mod profile;
 mod store;
 
@@ -63,6 +64,7 @@ pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
     SessionInfo,
 };
+pub use logged::LogDecision;
 pub use profile::{ToolProfile, TOOL_PROFILES};
 pub use store::{
     is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore, Store,

@@ -269,11 +269,7 @@ fn handle(
     if opts.mode == Mode::Observe {
         // Observe mode shows the model nothing: the log is where would-be decisions are
         // reviewed (one line each, as they happen; the session's end adds the summary).
-        for row in reply
-            .logged
-            .iter()
-            .filter(|r| r.decision.starts_with("would-"))
-        {
+        for row in reply.logged.iter().filter(|r| r.decision.is_observed()) {
             log_line(
                 opts,
                 &format!(

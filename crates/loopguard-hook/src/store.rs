@@ -81,17 +81,10 @@ impl EndedSession {
         mode: loopguard_core::Mode,
         now_ms: u64,
     ) -> EndedSession {
-        let notable = |d: &str| {
-            let d = d.strip_prefix("would-").unwrap_or(d);
-            matches!(
-                d,
-                "warn" | "warn-quiet" | "block" | "abort" | "deny-aborted"
-            )
-        };
         let mut decisions: Vec<_> = entry
             .recent
             .iter()
-            .filter(|r| notable(&r.decision))
+            .filter(|r| r.decision.is_notable())
             .cloned()
             .collect();
         let skip = decisions.len().saturating_sub(ENDED_DECISIONS_KEPT);

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use loopguard_core::Mode;
-use loopguard_events::{parse_event, Action, Decision};
+use loopguard_events::{parse_event, Action, Decision, Effect};
 use loopguard_guard::{open_store, Guard, ToolProfile};
 
 use crate::options::ProxyOptions;
@@ -99,18 +99,14 @@ impl GuardLayer {
         let line = event_line("call", key, args, None);
         let mut action = Before::Allow;
         self.apply(&line, |d| {
-            // Observe mode (shadow): decisions are logged, the model sees nothing of them.
-            if self.mode != Mode::Enforce {
-                return;
-            }
-            if let Some(f) = &d.finding {
-                match d.action {
-                    Action::Block => action = Before::Block(f.message.to_string()),
-                    Action::Warn if f.emitted == Some(true) => {
-                        action = Before::Warn(f.message.to_string())
-                    }
-                    _ => {}
-                }
+            // Observe mode (shadow): decisions are logged, the model sees nothing of them
+            // (every effect is `Proceed`). A call that ends the run is refused: the proxy has
+            // no run to stop, and the engine refuses the run's later calls too.
+            let Some(f) = &d.finding else { return };
+            match Effect::of(d, self.mode) {
+                Effect::Refuse | Effect::EndRun => action = Before::Block(f.message.to_string()),
+                Effect::Notice => action = Before::Warn(f.message.to_string()),
+                Effect::Proceed => {}
             }
         });
         action
@@ -178,11 +174,8 @@ fn trace_decision(d: &Decision<'_>) {
         );
         return;
     };
-    let shown = match d.action {
-        Action::Block | Action::Abort => true,
-        Action::Warn => f.emitted == Some(true),
-        _ => false,
-    };
+    // What the model is shown in enforce mode (in observe mode, would be shown).
+    let shown = Effect::of(d, Mode::Enforce) != Effect::Proceed;
     let (action, detector, count) = (d.decision_str(), f.detector.as_str(), f.count);
     let message = &f.message;
     if !shown {

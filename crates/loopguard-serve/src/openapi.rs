@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+use loopguard_guard::LogDecision;
 use serde_json::{json, Value};
 
 fn error_response(description: &str) -> Value {
@@ -235,8 +236,8 @@ fn document_without_405() -> Value {
                         "callId": { "type": ["string", "null"] },
                         "tool": { "type": "string" },
                         "decision": { "anyOf": [
-                            { "enum": ["allow", "warn", "block", "recorded", "ignored", "abort", "armed"] },
-                            { "enum": ["would-warn", "would-block", "would-abort", "new-run", "duplicate", "deny-aborted", "already-armed"], "description": "the Claude Code endpoint's words" },
+                            { "enum": recent_engine_words() },
+                            { "enum": LogDecision::OTHER_WORDS, "description": "the Claude Code endpoint's words" },
                             { "type": "string", "pattern": "^batch: ", "description": "a PostToolBatch: how many outcomes it recorded" }
                         ] },
                         "detector": { "$ref": "#/components/schemas/Detector" },
@@ -252,6 +253,15 @@ fn document_without_405() -> Value {
             }
         }
     })
+}
+
+/// The words `recent[]` shows for the engine's decisions: the log's
+/// ([`LogDecision::ENGINE_WORDS`]), a warning kept back being `warn` with `emitted: false`.
+fn recent_engine_words() -> Vec<&'static str> {
+    LogDecision::ENGINE_WORDS
+        .into_iter()
+        .filter(|w| *w != "warn-quiet")
+        .collect()
 }
 
 /// The document, serialised once.

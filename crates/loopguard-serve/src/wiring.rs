@@ -212,47 +212,22 @@ pub(crate) fn agent_hook(
     }
 }
 
-/// The metric labels of a decision the hook endpoint logged: the hook's decision
-/// words (`allow`, `warn`, `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …), the
-/// detector, and the level its decision implies.
+/// The metric labels of a decision the hook endpoint logged: the kind of the logged
+/// decision ([`LogDecision::kind`](loopguard_guard::LogDecision::kind): `allow`, `warn`,
+/// `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …; a warning not shown again is
+/// a warning, as `/v1/events` counts it), the detector, and the level its decision implies.
 fn hook_labels(row: &loopguard_guard::LogRow) -> crate::metrics::DecisionLabels {
-    const DECISIONS: [&str; 16] = [
-        "allow",
-        "warn",
-        "block",
-        "recorded",
-        "ignored",
-        "abort",
-        "armed",
-        "guard-disabled",
-        "would-warn",
-        "would-block",
-        "would-abort",
-        "new-run",
-        "duplicate",
-        "deny-aborted",
-        "already-armed",
-        "batch",
-    ];
-    // `batch: 3 recorded, 0 already recorded` is a batch; a warning not shown again is a
-    // warning, as `/v1/events` counts it.
-    let word = match row.decision.split(':').next().unwrap_or("") {
-        "warn-quiet" => "warn",
-        w => w,
-    };
-    let decision = DECISIONS
-        .iter()
-        .find(|d| **d == word)
-        .copied()
-        .unwrap_or("other");
+    let decision = row.decision.kind();
     let detector = match row.detector.as_deref() {
         None => "",
         Some(name) => loopguard_core::Detector::from_name(name).map_or("other", |d| d.as_str()),
     };
-    let level = match decision {
-        _ if detector.is_empty() => "",
-        "block" | "would-block" | "abort" | "would-abort" | "deny-aborted" => "critical",
-        _ => "warning",
+    let level = if detector.is_empty() {
+        ""
+    } else if row.decision.is_critical() {
+        "critical"
+    } else {
+        "warning"
     };
     crate::metrics::DecisionLabels {
         decision,

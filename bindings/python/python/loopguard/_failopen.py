@@ -22,22 +22,31 @@ def guarded(what: str, tool: str, call: Callable[[], T]) -> Optional[T]:
         return None
 
 
+# What each decision means for the integrations is its ``effect``, computed by the engine
+# (loopguard_events::Effect): "proceed", "notice" (give the model the warning), "refuse" (the
+# call must not run) or "end_run" (the run is over: refuse the call, or stop after the outcome).
+
+
 def is_block(decision: Any) -> bool:
-    """True when the call must not run: "block", or "abort" (a block that ends the run, as
-    run-ending blocks are worded in decision records)."""
-    return decision is not None and decision.decision in ("block", "abort")
-
-
-#: The strict profile's detector that ends a run (after a block, another critical loop).
-ENDS_RUN = "second_critical_abort"
+    """True when the call must not run: effect "refuse" or "end_run"."""
+    return decision is not None and decision.effect in ("refuse", "end_run")
 
 
 def ends_run(decision: Any, stop_on_block: bool) -> bool:
-    """True when a call decision ends the agent's run: a block by ``second_critical_abort``
-    (the engine blocks every further call of the run), or any block with ``stop_on_block``."""
-    return is_block(decision) and (stop_on_block or decision.decision == "abort" or decision.detector == ENDS_RUN)
+    """True when a call decision ends the agent's run: effect "end_run" (the strict profile's
+    ``second_critical_abort``: the engine refuses every further call of the run), or any refused
+    call with ``stop_on_block``."""
+    return is_block(decision) and (stop_on_block or decision.effect == "end_run")
 
 
 def aborted(outcome: Any) -> bool:
-    """True when an outcome decision ends the run (the loop survived a compaction)."""
-    return outcome is not None and outcome.decision == "abort"
+    """True when an outcome decision ends the run (effect "end_run": the loop survived a
+    compaction)."""
+    return outcome is not None and outcome.effect == "end_run"
+
+
+def notice(decision: Any) -> Optional[str]:
+    """The warning to show the model (effect "notice"), or None."""
+    if decision is None or decision.effect != "notice":
+        return None
+    return decision.message or None

@@ -57,8 +57,14 @@ class CallDecision:
     def decision(self) -> Literal["allow", "warn", "block", "abort"]:
         """"abort" is a block that also ends the run, as decision records may word it."""
     @property
+    def effect(self) -> Literal["proceed", "notice", "refuse", "end_run"]:
+        """What to do, computed by the engine: "proceed" (run the tool); "notice" (run it and show
+        the model ``message``: an emitted warning); "refuse" (do not run it, give the model
+        ``message``); "end_run" (do not run it, give the model ``message``, and stop the run: the
+        strict profile's ``second_critical_abort``)."""
+    @property
     def blocked(self) -> bool:
-        """True for "block" and "abort": the tool must not run."""
+        """True when the tool must not run: effect "refuse" or "end_run" ("block" and "abort")."""
     @property
     def detector(self) -> Optional[CallDetector]: ...
     @property
@@ -94,7 +100,12 @@ class OutcomeDecision:
     @property
     def decision(self) -> Literal["recorded", "ignored", "abort"]: ...
     @property
-    def aborted(self) -> bool: ...
+    def effect(self) -> Literal["proceed", "end_run"]:
+        """What to do, computed by the engine: "end_run" when the loop survived a context
+        compaction ("abort": stop the run, telling the model ``message``), else "proceed"."""
+    @property
+    def aborted(self) -> bool:
+        """True for "abort" (effect "end_run"): stop the run."""
     @property
     def detector(self) -> Optional[OutcomeDetector]: ...
     @property

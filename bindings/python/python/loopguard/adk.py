@@ -35,7 +35,7 @@ from collections import OrderedDict
 from typing import Any, Optional
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded, is_block
+from ._failopen import aborted, ends_run, guarded, is_block, notice
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
 
@@ -119,8 +119,8 @@ class LoopGuardCallbacks:
         if aborted(outcome):
             extra["loopguard_abort"] = outcome.message
             _end_invocation(tool_context)
-        elif decision is not None and decision.decision == "warn" and decision.emitted:
-            extra["loopguard_warning"] = decision.message
+        elif (warning := notice(decision)) is not None:
+            extra["loopguard_warning"] = warning
         if not extra:
             return None
         base = dict(tool_response) if isinstance(tool_response, dict) else {"result": tool_response}

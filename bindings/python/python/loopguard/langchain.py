@@ -36,7 +36,7 @@ from langgraph.types import Command
 from typing_extensions import Annotated, NotRequired
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded, is_block
+from ._failopen import aborted, ends_run, guarded, is_block, notice
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
 
@@ -162,8 +162,8 @@ class LoopGuardMiddleware(AgentMiddleware):
         if aborted(outcome) and outcome is not None and outcome.message:
             response = _with_warning(response, outcome.message).model_copy(update={"status": "error"})
             return self._stop(response, outcome.message)
-        elif decision is not None and decision.decision == "warn" and decision.emitted and decision.message:
-            response = _with_warning(response, decision.message)
+        elif (warning := notice(decision)) is not None:
+            response = _with_warning(response, warning)
         return response
 
     def _failed(self, session: str, run: Optional[str], args: dict[str, Any], call: dict[str, Any], exc: BaseException) -> None:

@@ -51,7 +51,7 @@ from agents.tool_guardrails import (
 from agents.tracing import get_current_trace
 
 from . import CallDecision, Guard, GuardAPI
-from ._failopen import aborted, ends_run, guarded, is_block
+from ._failopen import aborted, ends_run, guarded, is_block, notice
 
 __all__ = ["LoopGuard"]
 
@@ -186,11 +186,9 @@ class LoopGuard:
                 agent=self.agent,
             ),
         )
-        note = None
         if aborted(outcome):
             return ToolGuardrailFunctionOutput.raise_exception(output_info=outcome)
-        elif decision is not None and decision.decision == "warn" and decision.emitted:
-            note = decision.message
+        note = notice(decision)
         if note:
             output = data.output if isinstance(data.output, str) else json.dumps(_result(data.output)["content"])
             return ToolGuardrailFunctionOutput.reject_content(f"{output}\n\n{note}", output_info=outcome)
