@@ -22,7 +22,7 @@
 //! ignored, so each call counts once.
 
 use loopguard_core::{JsString, Mode, Value};
-use loopguard_events::{Action, Decision, Event, EventKind, Payload};
+use loopguard_events::{Action, Decision, Effect, Event, EventKind, Payload};
 use loopguard_guard::{Guard, GuardError, LogDecision, LogRow, SessionEntry, RESTARTED};
 
 use crate::protocol::{AgentEvent, Answer, CallOutcome, Kind, ToolUse};
@@ -281,43 +281,43 @@ fn to_event<'p>(ev: &'p AgentEvent<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
     }
 }
 
-/// What the agent is told about a decision.
+/// What the agent is told about a decision: its [`Effect`] (the one reading of a decision
+/// every front end acts on) in the agent's terms.
 fn answer(entry: &mut SessionEntry, d: &Decision<'_>, run: &str, ctx: &Ctx<'_>) -> Answer {
-    let enforce = ctx.mode == Mode::Enforce;
     let tool = d.tool.as_ref().map(lossy).unwrap_or_default();
     let Some(f) = &d.finding else {
         return Answer::default();
     };
     let message = lossy(&f.message);
-    match d.action {
-        Action::Warn if enforce && f.emitted == Some(true) => {
-            Answer::context(&format!("loopguard: {message}"))
-        }
-        Action::Block if enforce => {
-            let notice = format!(
-                "loopguard blocked {tool}: {} (count {})",
-                f.detector, f.count
-            );
-            if f.detector == loopguard_core::Detector::SecondCriticalAbort {
-                // Strict profile: a second critical loop ended this run (the engine blocks
-                // the rest of it); the agent is stopped as well, until the next prompt.
-                // The run is remembered as aborted: its later calls are denied with the
-                // stop, and the PostToolBatch after this denied call stops the agent
-                // (Claude Code does not stop on a PreToolUse deny, see `apply`).
-                let reason = format!("loopguard stopped the agent ({}): {message}", f.detector);
-                entry.aborted = Some(loopguard_guard::AbortedRun {
-                    run: run.to_string(),
-                    message: reason.clone(),
-                });
-                return Answer {
-                    deny: Some(message),
-                    notice: Some(notice),
-                    ..Answer::stop(&reason)
-                };
+    let notice = || {
+        format!(
+            "loopguard blocked {tool}: {} (count {})",
+            f.detector, f.count
+        )
+    };
+    match Effect::of(d, ctx.mode) {
+        Effect::Proceed => Answer::default(),
+        Effect::Notice => Answer::context(&format!("loopguard: {message}")),
+        Effect::Refuse => Answer::deny(&message, &notice()),
+        Effect::EndRun if d.kind == EventKind::Call => {
+            // Strict profile: a second critical loop ended this run (the engine refuses
+            // the rest of it); the agent is stopped as well, until the next prompt. The
+            // run is remembered as aborted: its later calls are denied with the stop, and
+            // the batch event after this denied call stops the agent (Claude Code does not
+            // stop on a PreToolUse deny, see `apply`).
+            let reason = format!("loopguard stopped the agent ({}): {message}", f.detector);
+            entry.aborted = Some(loopguard_guard::AbortedRun {
+                run: run.to_string(),
+                message: reason.clone(),
+            });
+            Answer {
+                deny: Some(message),
+                notice: Some(notice()),
+                ..Answer::stop(&reason)
             }
-            Answer::deny(&message, &notice)
         }
-        Action::Abort if enforce => {
+        Effect::EndRun => {
+            // The post-compaction guard, after a call that ran.
             let reason = format!(
                 "loopguard stopped the agent (compaction_loop_persisted): {tool} repeated {} times with identical arguments and results after a context compaction. {message}",
                 f.count
@@ -328,7 +328,6 @@ fn answer(entry: &mut SessionEntry, d: &Decision<'_>, run: &str, ctx: &Ctx<'_>) 
             });
             Answer::stop(&reason)
         }
-        _ => Answer::default(),
     }
 }
 
