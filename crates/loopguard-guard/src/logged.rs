@@ -20,6 +20,7 @@ use loopguard_events::{Action, Decision};
 /// assert_eq!(LogDecision::parse("would-block"), LogDecision::WouldBlock);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogDecision {
     /// `allow`: a call without a loop.
     #[default]
