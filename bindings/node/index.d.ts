@@ -15,8 +15,19 @@ export type Detector =
   // loopguard's own detectors (the strict profile, or switched on in the `loopguard` config block)
   | (string & {});
 
+/**
+ * What to do with a decision, computed by the engine (one function for every front end):
+ * 'proceed' (run the tool, or go on); 'notice' (run it and show the model `message`: an emitted
+ * warning); 'refuse' (do not run it, give the model `message` as its result); 'end_run' (the run
+ * is over: do not run the tool, or, after an outcome, stop there, telling the model `message`).
+ * In observe mode every decision is 'proceed'.
+ */
+export type Effect = 'proceed' | 'notice' | 'refuse' | 'end_run';
+
 /** Fields every decision has. */
 export interface DecisionBase {
+  /** What to do (see `Effect`). */
+  effect: Effect;
   type: 'call' | 'outcome' | 'compaction';
   session: string;
   run: string | null;
@@ -33,9 +44,9 @@ export interface DecisionBase {
 }
 
 /**
- * The decision before a tool call: on 'block' do not run the tool. 'abort' (the strict
- * profile's second critical loop of a run, `second_critical_abort`): do not run it either,
- * the run is over.
+ * The decision before a tool call: on 'block' (effect 'refuse') do not run the tool. 'abort'
+ * (the strict profile's second critical loop of a run, `second_critical_abort`; effect
+ * 'end_run'): do not run it either, the run is over.
  */
 export interface CallDecision extends DecisionBase {
   action: 'allow' | 'warn' | 'block' | 'abort';
@@ -45,7 +56,7 @@ export interface CallDecision extends DecisionBase {
   emitted?: boolean;
 }
 
-/** The decision after a tool call: on 'abort' stop the run. */
+/** The decision after a tool call: on 'abort' (effect 'end_run') stop the run. */
 export interface OutcomeDecision extends DecisionBase {
   action: 'recorded' | 'ignored' | 'abort';
   resultHash?: string | null;
@@ -140,6 +151,14 @@ export declare class Guard {
   session(id: string): SessionInfo | null;
   sessions(): SessionInfo[];
   forget(id: string): boolean;
+  /**
+   * Records that a run of the session is over (effect 'end_run'), with the message to refuse its
+   * later calls with; kept in the guard's store, so a host restarted on a persistent store
+   * (sqlite:PATH) still finds it. One stopped run per session, the latest.
+   */
+  stopRun(session: string, opts: { run?: string | null; message: string }): void;
+  /** The message `stopRun` recorded for a run of the session, or null when it is not stopped. */
+  stoppedRun(session: string, opts?: { run?: string | null }): string | null;
   /** A handle for `Guard.attach` in a worker thread of this process. */
   share(): number;
   /** The guard behind a handle from `share()`: this process's guard, or a remote guard on the

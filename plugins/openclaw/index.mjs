@@ -3,8 +3,9 @@
 // loopguard's strict profile, answered in process by the loopguard engine.
 //
 //   before_tool_call  -> { block: true, blockReason } when the call is blocked (or its run aborted)
-//   after_tool_call   -> the outcome (result or error) is recorded; an abort stops the run's
-//                        later calls; a warning is logged (OpenClaw's after-hook cannot change
+//   after_tool_call   -> the outcome (result or error) is recorded; an abort (effect 'end_run')
+//                        stops the run's later calls, kept in the guard's store (`store`); a
+//                        warning (effect 'notice') is logged (OpenClaw's after-hook cannot change
 //                        the result the model sees)
 //   after_compaction  -> arms the post-compaction guard of the session and run
 //
@@ -13,6 +14,7 @@
 // store: "sqlite:/path" }. Without one, detection is enabled with OpenClaw's defaults.
 // Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
 import { Guard, StoreError } from 'loopguard';
+import { isStopped, markStopped, refuses, endsRun, notices } from 'loopguard/common';
 
 const STOPPED = 'loopguard stopped this run: a tool-call loop survived a context compaction.';
 
@@ -55,8 +57,6 @@ function scope(event, ctx) {
 export function register(api) {
   const logger = api.logger ?? console;
   const guard = guardFor(api.pluginConfig, logger);
-  const stopped = new Set();
-  const key = (s) => `${s.session}\u0000${s.run ?? ''}`;
   const safely = (what, f) => {
     try {
       return f();
@@ -71,12 +71,12 @@ export function register(api) {
 
   api.on('before_tool_call', (event, ctx) => {
     const s = scope(event, ctx);
-    if (stopped.has(key(s))) return { block: true, blockReason: STOPPED };
+    if (isStopped(guard, s.session, s.run, logger)) return { block: true, blockReason: STOPPED };
     const d = safely(`the check of ${event.toolName}`, () =>
       guard.beforeCall(s.session, event.toolName, event.params ?? {}, { run: s.run, callId: s.callId, agent: s.agent }),
     );
-    if (d?.action === 'block' || d?.action === 'abort') return { block: true, blockReason: d.message };
-    if (d?.action === 'warn' && d.emitted) logger.warn(`loopguard: ${d.message}`);
+    if (refuses(d)) return { block: true, blockReason: d.message };
+    if (notices(d)) logger.warn(`loopguard: ${d.message}`);
     return undefined;
   });
 
@@ -87,8 +87,8 @@ export function register(api) {
     const o = safely(`recording the outcome of ${event.toolName}`, () =>
       guard.afterCall(s.session, event.toolName, event.params ?? {}, { ...outcome, run: s.run, callId: s.callId, agent: s.agent }),
     );
-    if (o?.action === 'abort') {
-      stopped.add(key(s));
+    if (endsRun(o)) {
+      markStopped(guard, s.session, s.run, o.message, logger);
       logger.warn(`loopguard: ${o.message}`);
     }
   });

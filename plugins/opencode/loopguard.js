@@ -2,16 +2,21 @@
 // every session with OpenClaw's loop detection, in process (the `loopguard` npm package).
 //
 //   tool.execute.before  throws the block message: the tool does not run, the model gets the error
-//   tool.execute.after   records the output; an emitted warning is appended to what the model sees;
-//                        an abort (a loop surviving a compaction) is appended too, and every later
-//                        call of the session is refused
+//   tool.execute.after   records the output; an emitted warning (effect 'notice') is appended to
+//                        what the model sees; an abort (effect 'end_run': a loop surviving a
+//                        compaction) is appended too, and every later call of the session is
+//                        refused, also after opencode restarts when the store is persistent
 //   event                session.compacted arms the post-compaction guard of the session
 //
 // Config: LOOPGUARD_CONFIG (a path to an OpenClaw config, JSON5 or JSON) and LOOPGUARD_STORE
 // (memory by default, or sqlite:PATH); without a config, detection is enabled with OpenClaw's
 // defaults. Install: copy this file into .opencode/plugin/ (or ~/.config/opencode/plugin/) and
 // `npm install` loopguard where opencode resolves it.
+//
+// A stopped session and the warning waiting for a call's output are kept through
+// `loopguard/common`: the stop with the session in the guard's store (LOOPGUARD_STORE).
 import { Guard, StoreError } from 'loopguard';
+import { isStopped, markStopped, keepNotice, takeNotice, refuses, endsRun } from 'loopguard/common';
 
 const STOPPED = 'loopguard stopped this session: a tool-call loop survived a context compaction.';
 
@@ -22,8 +27,6 @@ export function createLoopGuardPlugin(options = {}) {
     const guard =
       options.guard ??
       new Guard({ config: process.env.LOOPGUARD_CONFIG || null, store: process.env.LOOPGUARD_STORE || 'memory', logger });
-    const warnings = new Map(); // callID -> the warning to show with its output
-    const stopped = new Set(); // sessions an abort stopped
     const safely = (what, f) => {
       try {
         return f();
@@ -37,22 +40,21 @@ export function createLoopGuardPlugin(options = {}) {
     };
     return {
       'tool.execute.before': async (input, output) => {
-        if (stopped.has(input.sessionID)) throw new Error(STOPPED);
+        if (isStopped(guard, input.sessionID, undefined, logger)) throw new Error(STOPPED);
         const d = safely(`the check of ${input.tool}`, () =>
           guard.beforeCall(input.sessionID, input.tool, output.args ?? {}, { callId: input.callID }),
         );
-        if (d?.action === 'block' || d?.action === 'abort') throw new Error(d.message);
-        if (d?.action === 'warn' && d.emitted) warnings.set(input.callID, d.message);
+        if (refuses(d)) throw new Error(d.message);
+        keepNotice(guard, input.callID, d);
       },
       'tool.execute.after': async (input, output) => {
         const result = { content: [{ type: 'text', text: String(output.output ?? '') }] };
         const o = safely(`recording the outcome of ${input.tool}`, () =>
           guard.afterCall(input.sessionID, input.tool, input.args ?? {}, { result, callId: input.callID }),
         );
-        const warning = warnings.get(input.callID);
-        warnings.delete(input.callID);
-        if (o?.action === 'abort') {
-          stopped.add(input.sessionID);
+        const warning = takeNotice(guard, input.callID);
+        if (endsRun(o)) {
+          markStopped(guard, input.sessionID, undefined, o.message, logger);
           output.output = `${output.output ?? ''}\n\n${o.message}`;
         } else if (warning) {
           output.output = `${output.output ?? ''}\n\n${warning}`;

@@ -2,15 +2,20 @@
 // loop detection, in process (the `loopguard` npm package).
 //
 //   tool_call        { block: true, reason } for a blocked call (pi does not run it)
-//   tool_result      records the outcome (content/details, or the error); an emitted warning is
-//                    added to the content the model sees; an abort too, and the session's later
-//                    calls are refused
+//   tool_result      records the outcome (content/details, or the error); an emitted warning
+//                    (effect 'notice') is added to the content the model sees; an abort (effect
+//                    'end_run') too, and the session's later calls are refused, also after pi
+//                    restarts when the store is persistent
 //   session_compact  arms the post-compaction guard of the session
 //
 // Config: LOOPGUARD_CONFIG (a path to an OpenClaw config) and LOOPGUARD_STORE (memory, or
 // sqlite:PATH). Install: copy into ~/.pi/agent/extensions/ or .pi/extensions/ (or `pi -e`), with
 // `loopguard` installed where it resolves.
+//
+// A stopped session and the warning waiting for a call's result are kept through
+// `loopguard/common`: the stop with the session in the guard's store (LOOPGUARD_STORE).
 import { Guard, StoreError } from 'loopguard';
+import { isStopped, markStopped, keepNotice, takeNotice, refuses, endsRun } from 'loopguard/common';
 
 const STOPPED = 'loopguard stopped this session: a tool-call loop survived a context compaction.';
 
@@ -26,8 +31,6 @@ export function createLoopGuardExtension(options = {}) {
     const guard =
       options.guard ??
       new Guard({ config: process.env.LOOPGUARD_CONFIG || null, store: process.env.LOOPGUARD_STORE || 'memory', logger });
-    const warnings = new Map();
-    const stopped = new Set();
     const safely = (what, f) => {
       try {
         return f();
@@ -42,12 +45,12 @@ export function createLoopGuardExtension(options = {}) {
 
     pi.on('tool_call', async (event, ctx) => {
       const session = sessionOf(ctx);
-      if (stopped.has(session)) return { block: true, reason: STOPPED };
+      if (isStopped(guard, session, undefined, logger)) return { block: true, reason: STOPPED };
       const d = safely(`the check of ${event.toolName}`, () =>
         guard.beforeCall(session, event.toolName, event.input ?? {}, { callId: event.toolCallId }),
       );
-      if (d?.action === 'block' || d?.action === 'abort') return { block: true, reason: d.message };
-      if (d?.action === 'warn' && d.emitted) warnings.set(event.toolCallId ?? `${session}:${event.toolName}`, d.message);
+      if (refuses(d)) return { block: true, reason: d.message };
+      keepNotice(guard, event.toolCallId ?? `${session}:${event.toolName}`, d);
       return undefined;
     });
 
@@ -60,11 +63,10 @@ export function createLoopGuardExtension(options = {}) {
         guard.afterCall(session, event.toolName, event.input ?? {}, { ...outcome, callId: event.toolCallId }),
       );
       const key = event.toolCallId ?? `${session}:${event.toolName}`;
-      const warning = warnings.get(key);
-      warnings.delete(key);
+      const warning = takeNotice(guard, key);
       let shown = null;
-      if (o?.action === 'abort') {
-        stopped.add(session);
+      if (endsRun(o)) {
+        markStopped(guard, session, undefined, o.message, logger);
         shown = o.message;
       } else if (warning) {
         shown = warning;

@@ -8,7 +8,7 @@
 // the AI SDK gives the model as the tool's error; a warning is added to the result the model sees;
 // an abort (the loop survived a context compaction) makes `stopWhen(...)` end the loop after the
 // step. The package does not import `ai` itself: it works on the tools' plain objects.
-const { before, after, isStopped, withWarning, checkContext } = require('./common.cjs');
+const { before, after, isStopped, withWarning, checkContext, refuses, endsRun, notices } = require('./common.cjs');
 
 /** The error a blocked call throws (the model receives its message). */
 class LoopGuardBlockedError extends Error {
@@ -48,7 +48,7 @@ function protectTools(tools, options) {
           throw new LoopGuardBlockedError('loopguard stopped this run: a tool-call loop survived a context compaction.', null);
         }
         const decision = await before(ctx, name, input, callId);
-        if (decision?.action === 'block' || decision?.action === 'abort') throw new LoopGuardBlockedError(decision.message, decision);
+        if (refuses(decision)) throw new LoopGuardBlockedError(decision.message, decision);
         let result;
         try {
           result = await execute.call(tool, input, execOptions);
@@ -57,8 +57,8 @@ function protectTools(tools, options) {
           throw error;
         }
         const outcome = await after(ctx, name, input, callId, { result });
-        if (outcome?.action === 'abort') return withWarning(result, outcome.message);
-        if (decision?.action === 'warn' && decision.emitted) return withWarning(result, decision.message);
+        if (endsRun(outcome)) return withWarning(result, outcome.message);
+        if (notices(decision)) return withWarning(result, decision.message);
         return result;
       },
     };

@@ -9,21 +9,80 @@
 // recorded, with a warning. Nothing is skipped silently.
 const { StoreError } = require('../lib/errors.cjs');
 
+// A stopped run is kept in the guard (`guard.stopRun`, the session's aborted run in its store), so
+// that a host restarted on a persistent store (sqlite:PATH) still refuses the run's calls; and,
+// for a guard that keeps none (a remote guard), here, for this process.
 const stopped = new WeakMap(); // guard -> Set of "session\u0000run"
+// The notices (emitted warnings) a before-call decision gave, until the call's outcome shows them.
+const notes = new WeakMap(); // guard -> Map of key -> message
 
 function key(session, run) {
   return `${session}\u0000${run ?? ''}`;
 }
 
-/** True when an abort decision has stopped this session's run. */
-function isStopped(guard, session, run) {
-  return stopped.get(guard)?.has(key(session, run)) ?? false;
+/** Runs `f` on the guard's store; a store that cannot be reached gives `fallback`, with a warning. */
+function onStore(what, logger, fallback, f) {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof StoreError) {
+      (logger ?? console).warn(`loopguard: ${what} skipped, the store is unavailable (${e.message}); failing open`);
+      return fallback;
+    }
+    throw e;
+  }
 }
 
-function markStopped(guard, session, run) {
+/** True when a decision whose effect ends the run has stopped this session's run. */
+function isStopped(guard, session, run, logger) {
+  if (stopped.get(guard)?.has(key(session, run))) return true;
+  if (typeof guard.stoppedRun !== 'function') return false;
+  return onStore('checking for a stopped run', logger, false, () => guard.stoppedRun(session, { run }) !== null);
+}
+
+/** Marks the session's run stopped, in the guard's store when it has one (`message`: why). */
+function markStopped(guard, session, run, message = 'loopguard stopped this run', logger) {
   let set = stopped.get(guard);
   if (!set) stopped.set(guard, (set = new Set()));
   set.add(key(session, run));
+  if (typeof guard.stopRun === 'function') {
+    onStore('recording the stopped run', logger, undefined, () => guard.stopRun(session, { run, message }));
+  }
+}
+
+/** Keeps the message of a decision whose effect is 'notice' until `takeNotice(guard, id)`. */
+function keepNotice(guard, id, decision) {
+  if (!notices(decision)) return;
+  let map = notes.get(guard);
+  if (!map) notes.set(guard, (map = new Map()));
+  map.set(id, decision.message);
+}
+
+/** The notice kept for `id` (forgotten once taken), or undefined. */
+function takeNotice(guard, id) {
+  const map = notes.get(guard);
+  const message = map?.get(id);
+  map?.delete(id);
+  return message;
+}
+
+// What a decision means is its `effect`, computed by the engine (loopguard_events::Effect):
+// 'proceed', 'notice' (show the model the warning), 'refuse' (the call must not run) or 'end_run'
+// (the run is over: the call must not run, or, after an outcome, the run stops there).
+
+/** True when the call must not run (effect 'refuse' or 'end_run'). */
+function refuses(decision) {
+  return decision?.effect === 'refuse' || decision?.effect === 'end_run';
+}
+
+/** True when the decision ends the run (effect 'end_run'). */
+function endsRun(decision) {
+  return decision?.effect === 'end_run';
+}
+
+/** True when the model should be shown the decision's message alongside the result (effect 'notice'). */
+function notices(decision) {
+  return decision?.effect === 'notice';
 }
 
 /** The value as the model receives it: its JSON (undefined properties left out). */
@@ -86,7 +145,7 @@ async function after(ctx, tool, args, callId, outcome) {
       return null;
     }
   }
-  if (decision?.action === 'abort') markStopped(guard, session, run);
+  if (endsRun(decision)) markStopped(guard, session, run, decision.message, logger);
   return decision;
 }
 
@@ -102,4 +161,17 @@ function withWarning(result, message) {
   return { result, loopguard: message };
 }
 
-module.exports = { before, after, isStopped, markStopped, withWarning, modelView, checkContext };
+module.exports = {
+  before,
+  after,
+  isStopped,
+  markStopped,
+  keepNotice,
+  takeNotice,
+  refuses,
+  endsRun,
+  notices,
+  withWarning,
+  modelView,
+  checkContext,
+};

@@ -1,7 +1,7 @@
 'use strict';
 // The LangChain.js middleware, given the `langchain` module (the CommonJS and ESM entry points
 // each pass their own, so the middleware and the agent share one copy of LangChain's classes).
-const { before, after, isStopped, checkContext } = require('./common.cjs');
+const { before, after, isStopped, checkContext, refuses, endsRun, notices } = require('./common.cjs');
 
 /** A ToolMessage's content in OpenClaw's tool-result shape ({ content: [...] }). */
 function contentResult(content) {
@@ -44,7 +44,7 @@ function build(lc, options) {
       const callId = call.id;
       const ctx = { ...options, session: String(sessionOf(request.runtime)), run, agent };
       const decision = await before(ctx, name, args, callId);
-      if (decision?.action === 'block' || decision?.action === 'abort') {
+      if (refuses(decision)) {
         return new lc.ToolMessage({ content: decision.message, tool_call_id: callId ?? '', name, status: 'error' });
       }
       let response;
@@ -65,8 +65,8 @@ function build(lc, options) {
         callId,
         response.status === 'error' ? { error: response.content } : { result: contentResult(response.content) },
       );
-      if (outcome?.action === 'abort') return withWarning(lc, response, outcome.message, 'error');
-      if (decision?.action === 'warn' && decision.emitted) return withWarning(lc, response, decision.message);
+      if (endsRun(outcome)) return withWarning(lc, response, outcome.message, 'error');
+      if (notices(decision)) return withWarning(lc, response, decision.message);
       return response;
     },
   });

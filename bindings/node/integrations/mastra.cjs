@@ -12,7 +12,7 @@
 // a warning about a string or other non-object output cannot be shown and is logged instead. An
 // abort (a loop surviving a compaction) makes `hooks.stopWhen` end the loop, and every later
 // call of the run is refused. Nothing is imported from Mastra.
-const { before, after, isStopped, checkContext } = require('./common.cjs');
+const { before, after, isStopped, checkContext, refuses, endsRun, notices } = require('./common.cjs');
 
 const STOPPED = 'loopguard stopped this run: a tool-call loop survived a context compaction.';
 
@@ -30,14 +30,14 @@ function createLoopGuardHooks(options) {
     beforeToolCall: async ({ toolName, input, context }) => {
       if (isStopped(ctx.guard, ctx.session, ctx.run)) return { proceed: false, output: STOPPED };
       const decision = await before(ctx, toolName, input ?? {}, callIdOf(context));
-      if (decision?.action === 'block' || decision?.action === 'abort') return { proceed: false, output: decision.message };
+      if (refuses(decision)) return { proceed: false, output: decision.message };
       if (decision && input !== null && typeof input === 'object') decisions.set(input, decision);
       return undefined;
     },
     afterToolCall: async ({ toolName, input, context, output, error }) => {
       const outcome = await after(ctx, toolName, input ?? {}, callIdOf(context), error !== undefined ? { error } : { result: output });
       const decision = input !== null && typeof input === 'object' ? decisions.get(input) : undefined;
-      const shown = outcome?.action === 'abort' ? outcome.message : decision?.action === 'warn' && decision.emitted ? decision.message : null;
+      const shown = endsRun(outcome) ? outcome.message : notices(decision) ? decision.message : null;
       if (shown === null || error !== undefined) return;
       if (output !== null && typeof output === 'object' && !Array.isArray(output) && Object.isExtensible(output)) {
         output.loopguard = shown;

@@ -11,7 +11,7 @@
 // added to the output the model sees (by `rejectContent` with the output and the warning), an
 // abort is `throwException` (the run ends with the SDK's tool guardrail tripwire error). The
 // guardrails are the SDK's plain guardrail objects: nothing is imported from it.
-const { before, after, isStopped, checkContext } = require('./common.cjs');
+const { before, after, isStopped, checkContext, refuses, endsRun, notices } = require('./common.cjs');
 
 const allow = () => ({ behavior: { type: 'allow' } });
 const reject = (message, outputInfo) => ({ outputInfo, behavior: { type: 'rejectContent', message } });
@@ -42,7 +42,7 @@ function loopGuardToolGuardrails(options) {
       if (isStopped(ctx.guard, ctx.session, ctx.run)) return raise({ stopped: true });
       const args = parseArgs(toolCall.arguments);
       const decision = await before(ctx, toolCall.name, args, toolCall.callId);
-      if (decision?.action === 'block' || decision?.action === 'abort') return reject(decision.message, decision);
+      if (refuses(decision)) return reject(decision.message, decision);
       if (toolCall.callId) pending.set(toolCall.callId, decision);
       return allow();
     },
@@ -54,8 +54,8 @@ function loopGuardToolGuardrails(options) {
       const decision = pending.get(toolCall.callId) ?? null;
       pending.delete(toolCall.callId);
       const outcome = await after(ctx, toolCall.name, parseArgs(toolCall.arguments), toolCall.callId, { result });
-      if (outcome?.action === 'abort') return raise(outcome);
-      if (decision?.action === 'warn' && decision.emitted) {
+      if (endsRun(outcome)) return raise(outcome);
+      if (notices(decision)) {
         const shown = typeof result === 'string' ? result : JSON.stringify(result);
         return reject(`${shown}\n\n${decision.message}`, decision);
       }

@@ -97,7 +97,8 @@ class Guard {
    * Applies one event line; returns its decision as the API's object. The addon answers the
    * common decisions in a short form (src/lib.rs, `compact`): a tag letter and the digests'
    * hex, from which the object is built here with the strings the caller gave (the record
-   * echoes them unchanged); any other decision comes as the record's JSON, `action` first.
+   * echoes them unchanged; their effect is 'proceed'); any other decision comes as the record's
+   * JSON, `action` and the decision's `effect` (computed by the engine in the guard's mode) first.
    */
   #decide(line, session, tool, o, engine = this.#engine) {
     let r;
@@ -126,6 +127,7 @@ class Guard {
       case 97: // a: a call allowed
         return {
           action: 'allow',
+          effect: 'proceed',
           type: 'call',
           session,
           run: o.run ?? null,
@@ -213,6 +215,25 @@ class Guard {
   }
 
   /**
+   * Records that a run of the session is over (a decision's effect was 'end_run'), with the
+   * message its later calls are refused with. Kept with the session in the guard's store: with a
+   * persistent store (sqlite:PATH), a restarted host still finds it (`stoppedRun`). One stopped
+   * run per session, the latest.
+   */
+  stopRun(session, opts = NO_OPTIONS) {
+    if (typeof session !== 'string') throw new TypeError('stopRun: expected a string session');
+    const { run, message } = opts ?? NO_OPTIONS;
+    if (typeof message !== 'string') throw new TypeError('stopRun: expected a string message');
+    native(() => this.#native.stopRun(session, runName(run, 'stopRun'), message));
+  }
+
+  /** The message `stopRun` recorded for a run of the session, or null when it is not stopped. */
+  stoppedRun(session, opts = NO_OPTIONS) {
+    if (typeof session !== 'string') throw new TypeError('stoppedRun: expected a string session');
+    return native(() => this.#native.stoppedRun(session, runName((opts ?? NO_OPTIONS).run, 'stoppedRun')));
+  }
+
+  /**
    * A handle a worker thread passes to `Guard.attach` to use this same guard (same sessions,
    * each update atomic). The guard lives while some thread holds it.
    */
@@ -273,10 +294,18 @@ function openInbox() {
   return b;
 }
 
+/** A run as `stopRun` keys it: its name, or '' for none. */
+function runName(run, who) {
+  if (run === undefined || run === null) return '';
+  if (typeof run !== 'string') throw new TypeError(`${who}: expected a string run`);
+  return run;
+}
+
 /** An outcome recorded, in the record's key order. */
 function recorded(session, tool, o, argsHash, resultHash) {
   return {
     action: 'recorded',
+    effect: 'proceed',
     type: 'outcome',
     session,
     run: o.run ?? null,
@@ -296,6 +325,7 @@ function hexHash(tool, r) {
 function undefinedResult(session, tool, outcome) {
   return {
     action: 'recorded',
+    effect: 'proceed',
     type: 'outcome',
     session,
     run: outcome.run ?? null,

@@ -33,8 +33,10 @@ use std::time::Duration;
 
 use loopguard_core::hashing::{hex_bytes, ArgsDigest};
 use loopguard_core::{Mode, OpenClawConfig};
-use loopguard_events::{parse_event, Action, Decision, EventKind};
-use loopguard_guard::{digest_line, open_store, Guard, GuardError, SessionInfo, ToolProfile};
+use loopguard_events::{parse_event, Action, Decision, Effect, EventKind};
+use loopguard_guard::{
+    digest_line, open_store, session_key, AbortedRun, Guard, GuardError, SessionInfo, ToolProfile,
+};
 use napi::bindgen_prelude::{Buffer, Either, Error, Latin1String, Result};
 use napi_derive::napi;
 
@@ -193,6 +195,40 @@ impl NativeGuard {
     #[napi]
     pub fn forget(&self, id: String) -> Result<bool, String> {
         self.backend.guard.forget(None, &id).map_err(guard_error)
+    }
+
+    /// Records that `run` of `session` is stopped (an integration saw a decision whose effect
+    /// ends the run), with the message to refuse its later calls with. Kept with the session
+    /// in the guard's store, as its aborted run ([`AbortedRun`], the Claude Code hook's too),
+    /// so a host restarted on a persistent store still knows; one run per session (the
+    /// latest stopped).
+    #[napi]
+    pub fn stop_run(&self, session: String, run: String, message: String) -> Result<(), String> {
+        self.backend
+            .guard
+            .update(None, &session, |entry| {
+                entry.aborted = Some(AbortedRun {
+                    run: run.clone(),
+                    message: message.clone(),
+                });
+            })
+            .map_err(guard_error)
+    }
+
+    /// The message [`NativeGuard::stop_run`] recorded for `run` of `session`, or `null` when
+    /// the run is not stopped.
+    #[napi]
+    pub fn stopped_run(&self, session: String, run: String) -> Result<Option<String>, String> {
+        let entry = self
+            .backend
+            .guard
+            .store()
+            .load(&session_key(None, &session))
+            .map_err(|e| guard_error(e.into()))?;
+        Ok(entry
+            .and_then(|e| e.aborted)
+            .filter(|a| a.run == run)
+            .map(|a| a.message))
     }
 
     /// A handle another thread of this process passes to [`NativeGuard::attach`] to use the
@@ -374,6 +410,7 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
         }
     }
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
+    let mode = backend.guard.applier().mode;
     let known = match LAST_CALL.get() {
         Some((handle, digest)) if same_args && handle == engine => Some(digest),
         _ => None,
@@ -384,7 +421,7 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
         .apply_then(None, &event, known, |d| {
             let call = (d.kind == EventKind::Call).then_some(d.args);
             let short = known.and_then(|_| compact_reused(d)).map(Either::A);
-            (short.unwrap_or_else(|| answer(d)), call)
+            (short.unwrap_or_else(|| answer(d, mode)), call)
         })
         .map_err(guard_error)?;
     if let Some(args) = call {
@@ -415,12 +452,16 @@ fn decide_fast(
         };
         let fast = digest_line(line, last_call)?;
         let is_call = fast.event.kind == EventKind::Call;
+        let mode = backend.guard.applier().mode;
         let applied = backend
             .guard
             .apply_prehashed_then(None, &fast.event, &fast.pre, |d| {
                 // An outcome read here repeats the call's arguments: their digest is reused.
                 let short = (!is_call).then(|| compact_reused(d)).flatten();
-                (short.map(Either::A).unwrap_or_else(|| answer(d)), d.args)
+                (
+                    short.map(Either::A).unwrap_or_else(|| answer(d, mode)),
+                    d.args,
+                )
             });
         match applied {
             Err(e) => Some(Err(guard_error(e))),
@@ -449,20 +490,30 @@ pub type Answer = Either<Latin1String, String>;
 
 fn decide_line(backend: &Backend, line: &[u8]) -> Result<Answer, String> {
     let event = parse_event(line, 1).map_err(|e| guard_error(e.into()))?;
+    let mode = backend.guard.applier().mode;
     backend
         .guard
-        .apply_then(None, &event, None, answer)
+        .apply_then(None, &event, None, |d| answer(d, mode))
         .map_err(guard_error)
 }
 
-/// [`NativeGuard::decide`]'s answer for a decision.
-fn answer(d: &Decision<'_>) -> Answer {
+/// [`NativeGuard::decide`]'s answer for a decision: its short form, or its record with the
+/// decision's [`Effect`] in the guard's `mode` (the short forms are all `proceed`).
+fn answer(d: &Decision<'_>, mode: Mode) -> Answer {
     if let Some(short) = compact(d) {
         return Either::A(short);
     }
     let mut record = Vec::with_capacity(256);
     d.write_record(&mut record);
-    Either::B(json_text(action_first(record)))
+    Either::B(json_text(action_first(record, Effect::of(d, mode))))
+}
+
+/// The effect of a decision record's `decision` and `emitted` ([`Effect::of_record`]), for the
+/// remote guard, whose answers are `loopguard serve`'s records: `proceed`, `notice`, `refuse`
+/// or `end_run`; `null` for a word that is not a record's.
+#[napi]
+pub fn effect_of_record(decision: String, emitted: Option<bool>) -> Option<&'static str> {
+    Effect::of_record(&decision, emitted).map(Effect::as_str)
 }
 
 /// The short answer of [`NativeGuard::decide`] for the two decisions nearly every event gets,
@@ -535,10 +586,10 @@ fn json_text(mut record: Vec<u8>) -> String {
     String::from_utf8(record).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// `{"type":…,"decision":"X",…}` → `{"action":"X","type":…,…}`. A decision record is flat and
-/// its `"decision":"` key occurs once (a quote inside a JSON string is escaped, so the key's
-/// bytes cannot occur inside a value); a record without it is returned unchanged.
-fn action_first(record: Vec<u8>) -> Vec<u8> {
+/// `{"type":…,"decision":"X",…}` → `{"action":"X","effect":"E","type":…,…}`. A decision record
+/// is flat and its `"decision":"` key occurs once (a quote inside a JSON string is escaped, so
+/// the key's bytes cannot occur inside a value); a record without it is returned unchanged.
+fn action_first(record: Vec<u8>, effect: Effect) -> Vec<u8> {
     const KEY: &[u8] = b",\"decision\":\"";
     let Some(at) = record.windows(KEY.len()).position(|w| w == KEY) else {
         return record;
@@ -548,10 +599,12 @@ fn action_first(record: Vec<u8>) -> Vec<u8> {
         return record;
     };
     let value_end = value_start + len + 1; // past the closing quote
-    let mut out = Vec::with_capacity(record.len() + 2);
+    let mut out = Vec::with_capacity(record.len() + 24);
     out.extend_from_slice(b"{\"action\":\"");
     out.extend_from_slice(&record[value_start..value_end]);
-    out.push(b',');
+    out.extend_from_slice(b",\"effect\":\"");
+    out.extend_from_slice(effect.as_str().as_bytes());
+    out.extend_from_slice(b"\",");
     out.extend_from_slice(&record[1..at]);
     out.extend_from_slice(&record[value_end..]);
     out

@@ -2,7 +2,7 @@
 // type-checks it with `tsc --noEmit --strict` against the declarations the package ships. Each
 // `@ts-expect-error` line is a misuse the declarations must refuse (tsc fails on one they accept).
 import loopguard, { Guard, RemoteGuard, EventError, toEventJson } from 'loopguard';
-import type { CallDecision, OutcomeDecision, SessionInfo, GuardOptions } from 'loopguard';
+import type { CallDecision, OutcomeDecision, SessionInfo, GuardOptions, Effect } from 'loopguard';
 import { protectTools, stopWhen, LoopGuardBlockedError } from 'loopguard/ai-sdk';
 import { createLoopGuardMiddleware } from 'loopguard/langchain';
 import { loopGuardToolGuardrails, protectAgent } from 'loopguard/openai-agents';
@@ -15,6 +15,11 @@ if (call.action === 'block' || call.action === 'abort') {
   const told: string | undefined = call.message;
   void told;
 }
+const effect: Effect = call.effect;
+const refused: boolean = effect === 'refuse' || effect === 'end_run';
+// @ts-expect-error: not an effect
+const notAnEffect: Effect = 'stop';
+void [refused, notAnEffect];
 const after: OutcomeDecision = guard.afterCall('s', 'read', { path: '/a' }, { result: 'text', callId: 'c1' });
 const hash: string | null | undefined = after.resultHash;
 guard.afterCall('s', 'read', {}, { error: new Error('boom') });

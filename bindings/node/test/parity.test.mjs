@@ -37,6 +37,20 @@ for (const name of cases) {
   });
 }
 
+// What each decision of an enforcing guard tells the agent to do (docs/events.md, "Output:
+// decisions"): the `effect` the methods' objects carry. The parity fixtures run the openclaw
+// profile, whose only `abort` is the post-compaction guard's.
+const EFFECTS = {
+  allow: 'proceed',
+  'warn:true': 'notice',
+  'warn:false': 'proceed',
+  block: 'refuse',
+  recorded: 'proceed',
+  ignored: 'proceed',
+  abort: 'end_run',
+  armed: 'proceed',
+};
+
 // The same fixtures through the methods an agent calls. beforeCall and afterCall lines are
 // decided from digests taken straight from their JSON text where the addon can
 // (crates/loopguard-guard/src/digested.rs), and from the parsed line otherwise: the decisions
@@ -59,7 +73,8 @@ for (const name of cases) {
         got = guard.afterCall(session, ev.tool, ev.args ?? {}, outcome);
       } else got = guard.onCompaction(session, { run: ev.run, agent: ev.agent });
       const { line: _line, decision, ...rest } = expected[i];
-      assert.deepEqual(got, { action: decision, ...rest }, `${name} event ${i + 1}: ${JSON.stringify(ev)}`);
+      const effect = EFFECTS[decision === 'warn' ? `warn:${rest.emitted}` : decision];
+      assert.deepEqual(got, { action: decision, effect, ...rest }, `${name} event ${i + 1}: ${JSON.stringify(ev)}`);
     });
   });
 }

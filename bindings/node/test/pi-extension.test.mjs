@@ -3,9 +3,16 @@
 // with a stand-in `pi` object recording the handlers; the loop below plays pi's part (a call runs
 // unless tool_call blocks it). pi-e2e.test.mjs runs the same extension inside the real pi.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { Guard } from 'loopguard';
 import { createLoopGuardExtension } from './pi-extension/loopguard.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 function load() {
   const handlers = {};
@@ -50,4 +57,39 @@ test('session_compact arms the guard: the third identical outcome aborts, later 
   assert.equal(runs, 3);
   assert.match(seen[2], /compaction/i);
   assert.match(seen[3], /^blocked: loopguard stopped this session/);
+});
+
+// pi restarted: a new node process loads the extension on the same store and asks for one call
+// in `session`; what it prints is whether the call ran or the reason it was blocked.
+function restartedPi(store, session) {
+  const code = `
+    import { createLoopGuardExtension } from './pi-extension/loopguard.mjs';
+    process.env.LOOPGUARD_STORE = ${JSON.stringify(store)};
+    const h = {};
+    createLoopGuardExtension()({ on: (name, fn) => (h[name] = fn) });
+    const ctx = { sessionManager: { getSessionId: () => ${JSON.stringify(session)} } };
+    const answer = await h.tool_call({ toolName: 'read', toolCallId: 'after_restart', input: { path: '/same.txt' } }, ctx);
+    console.log(answer?.block ? 'blocked: ' + answer.reason : 'ran');`;
+  return execFileSync(process.execPath, ['--input-type=module', '-e', code], { cwd: here, encoding: 'utf8' }).trim();
+}
+
+test('a stopped session stays stopped when pi restarts on a persistent (SQLite) store', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loopguard-pi-'));
+  try {
+    for (const [store, persistent] of [[`sqlite:${path.join(dir, 'state.sqlite3')}`, true], ['memory', false]]) {
+      const h = {};
+      createLoopGuardExtension({ guard: new Guard({ store }) })({ on: (name, fn) => (h[name] = fn) });
+      await h.session_compact({}, ctxFor('pi-r'));
+      const { runs, seen } = await drive(h, 4, 'pi-r');
+      assert.equal(runs, 3, store);
+      assert.match(seen[3], /^blocked: loopguard stopped this session/, store);
+      // The memory store forgets with the process: the check that the stop came from the store.
+      const answer = restartedPi(store, 'pi-r');
+      if (persistent) assert.match(answer, /^blocked: loopguard stopped this session/);
+      else assert.equal(answer, 'ran');
+      assert.equal(restartedPi(store, 'pi-other'), 'ran', `${store}: another session runs`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -34,6 +34,7 @@ for (const [spec, dts, same] of [
   ['loopguard/langchain', 'integrations/langchain.d.ts', false],
   ['loopguard/openai-agents', 'integrations/openai-agents.d.ts', true],
   ['loopguard/mastra', 'integrations/mastra.d.ts', true],
+  ['loopguard/common', 'integrations/common.d.ts', true],
 ]) {
   test(`${dts} declares exactly what ${spec} exports`, async () => {
     const cjs = require(spec);

@@ -97,7 +97,8 @@ pub struct Decision<'e> {
 impl Decision<'_> {
     /// `true` for a call refused because its run is ended: the strict profile's
     /// `second_critical_abort` (the second critical loop of a run, and every call of the run
-    /// after it). The call is blocked ([`Action::Block`]) and the agent should stop.
+    /// after it). The call is blocked ([`Action::Block`]) and the agent should stop: its
+    /// [`Effect`](crate::Effect) is [`EndRun`](crate::Effect::EndRun), which front ends act on.
     pub fn ends_run(&self) -> bool {
         self.action == Action::Block
             && self

@@ -20,6 +20,7 @@ use loopguard_events::{Action, Decision};
 /// assert_eq!(LogDecision::parse("would-block"), LogDecision::WouldBlock);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogDecision {
     /// `allow`: a call without a loop.
     #[default]
@@ -165,11 +166,27 @@ impl LogDecision {
         }
     }
 
+    /// The word of a variant without data (a match: the log is written on every event).
     fn fixed_word(&self) -> &'static str {
-        WORDS
-            .iter()
-            .find(|(d, _)| d == self)
-            .map_or("other", |(_, w)| w)
+        match self {
+            LogDecision::Allow => "allow",
+            LogDecision::Warn => "warn",
+            LogDecision::WarnQuiet => "warn-quiet",
+            LogDecision::Block => "block",
+            LogDecision::Recorded => "recorded",
+            LogDecision::Ignored => "ignored",
+            LogDecision::Abort => "abort",
+            LogDecision::Armed => "armed",
+            LogDecision::WouldWarn => "would-warn",
+            LogDecision::WouldBlock => "would-block",
+            LogDecision::WouldAbort => "would-abort",
+            LogDecision::NewRun => "new-run",
+            LogDecision::Duplicate => "duplicate",
+            LogDecision::DenyAborted => "deny-aborted",
+            LogDecision::AlreadyArmed => "already-armed",
+            LogDecision::Batch { .. } => "batch",
+            LogDecision::Other(_) => "other",
+        }
     }
 
     /// `true` for what observe mode logs instead of a warning, block or abort.
@@ -301,6 +318,9 @@ mod tests {
             .collect();
         let fixed: Vec<_> = WORDS.iter().map(|(_, w)| *w).collect();
         assert_eq!(words, fixed);
+        for (d, w) in &WORDS {
+            assert_eq!(d.fixed_word(), *w);
+        }
     }
 
     #[test]

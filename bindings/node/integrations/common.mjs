@@ -1,0 +1,17 @@
+import m from './common.cjs';
+
+export const {
+  before,
+  after,
+  isStopped,
+  markStopped,
+  keepNotice,
+  takeNotice,
+  refuses,
+  endsRun,
+  notices,
+  withWarning,
+  modelView,
+  checkContext,
+} = m;
+export default m;
