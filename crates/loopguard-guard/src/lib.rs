@@ -47,17 +47,15 @@
 //! ```
 
 pub mod advice;
-mod digested;
 mod duration;
 mod entry;
 mod guard;
 pub mod profile;
 mod store;
 
-pub use digested::{digest_line, DigestedLine};
 pub use duration::parse_duration;
 pub use entry::{
-    AbortedRun, Applier, EntryError, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
+    AbortedRun, Applier, EntryError, Input, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
 };
 pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
