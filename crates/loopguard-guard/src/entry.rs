@@ -684,22 +684,38 @@ impl SessionEntry {
         line: u64,
         now_ms: u64,
     ) -> Option<Decision<'e>> {
+        if input.needs_values(applier.profile, policy) {
+            return None;
+        }
+        Some(self.apply_accepted(policy, applier, input, line, now_ms))
+    }
+
+    /// [`SessionEntry::apply_input`] of an input whose caller has checked
+    /// [`Input::needs_values`] (the guard, before it touches the store): the decision is
+    /// returned as it is made, not moved through an `Option`.
+    #[inline]
+    pub(crate) fn apply_accepted<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        input: Input<'e>,
+        line: u64,
+        now_ms: u64,
+    ) -> Decision<'e> {
         match input {
-            Input::Event(event) => {
-                Some(self.apply_inner(policy, applier, event, None, line, now_ms))
-            }
+            Input::Event(event) => self.apply_inner(policy, applier, event, None, line, now_ms),
             Input::Profiled(event, profile) => {
                 let applier = Applier {
                     profile,
                     ..*applier
                 };
-                Some(self.apply_inner(policy, &applier, event, None, line, now_ms))
+                self.apply_inner(policy, &applier, event, None, line, now_ms)
             }
             // The digest is a function of the tool and the arguments alone (the tool
             // profile's mapping is too), so an outcome's arguments are not canonicalised
             // and hashed again; the caller vouches that they are the call's.
             Input::WithArgsDigest(event, _) if event.kind != EventKind::Outcome => {
-                Some(self.apply_inner(policy, applier, event, None, line, now_ms))
+                self.apply_inner(policy, applier, event, None, line, now_ms)
             }
             Input::WithArgsDigest(event, args) => {
                 // Only `args` is read for an outcome; without `outcome` the result is
@@ -709,11 +725,10 @@ impl SessionEntry {
                     known_poll: false,
                     outcome: None,
                 };
-                Some(self.apply_inner(policy, applier, event, Some(&pre), line, now_ms))
+                self.apply_inner(policy, applier, event, Some(&pre), line, now_ms)
             }
-            Input::Prehashed(..) if input.needs_values(applier.profile, policy) => None,
             Input::Prehashed(event, pre) => {
-                Some(self.apply_inner(policy, applier, event, Some(pre), line, now_ms))
+                self.apply_inner(policy, applier, event, Some(pre), line, now_ms)
             }
         }
     }

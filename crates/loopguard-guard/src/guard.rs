@@ -513,10 +513,9 @@ impl Guard {
     {
         move |entry| {
             self.begin(entry, &job.key);
-            // `None` only for a declined prehashed input, which `apply` turned away before.
-            if let Some(d) = entry.apply_input(&job.policy, &self.applier, input, 0, job.now) {
-                *out = Some(answer(d));
-            }
+            // A prehashed input that needs its values was turned away before the update.
+            let d = entry.apply_accepted(&job.policy, &self.applier, input, 0, job.now);
+            *out = Some(answer(d));
         }
     }
 
