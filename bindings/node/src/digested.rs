@@ -83,7 +83,7 @@ pub(crate) fn digest_line<'a>(
     let (args, pre, payload) = match kind {
         EventKind::Call => {
             let args = rest.strip_suffix(b"}")?;
-            let digest = args_digest_from_json(tool.as_bytes(), args)?;
+            let digest = with_scratch(|s| args_digest_from_json(tool.as_bytes(), args, s))?;
             let pre = Prehashed {
                 args: digest,
                 known_poll,
@@ -98,7 +98,7 @@ pub(crate) fn digest_line<'a>(
                 .strip_prefix(call_args)?
                 .strip_prefix(b",\"result\":")?
                 .strip_suffix(b"}")?;
-            let hash = outcome_hash_from_json(tool.as_bytes(), result)?;
+            let hash = with_scratch(|s| outcome_hash_from_json(tool.as_bytes(), result, s))?;
             let pre = Prehashed {
                 args: digest,
                 known_poll,
@@ -121,6 +121,22 @@ pub(crate) fn digest_line<'a>(
         timestamp_ms: 0,
     };
     Some(DigestedLine { event, pre, args })
+}
+
+/// Runs `f` with this thread's buffer for the canonical text the digests are taken of,
+/// reused from line to line (the core keeps none), unless `f` leaves it large.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    /// A buffer grown past this by a large value is not kept.
+    const KEEP: usize = 64 * 1024;
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut scratch = SCRATCH.take();
+    let r = f(&mut scratch);
+    if scratch.capacity() <= KEEP {
+        SCRATCH.set(scratch);
+    }
+    r
 }
 
 /// A position in a line.
