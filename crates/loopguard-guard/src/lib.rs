@@ -47,6 +47,7 @@
 //! ```
 
 pub mod advice;
+pub mod config_check;
 mod duration;
 mod entry;
 mod guard;
