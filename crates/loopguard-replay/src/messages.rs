@@ -1,0 +1,160 @@
+//! What a replay tells its user besides the report: the mode line, the notes of a
+//! [`Plan`], a line for each [`Notice`] worth one, and the count of inputs that could not
+//! be replayed. Text only; the caller prints it where it belongs (stderr, the report's
+//! end).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use loopguard_adapters::Format;
+use loopguard_core::Mode;
+
+use crate::plan::{Chosen, Plan, PlanNote};
+use crate::run::{Notice, RunReport};
+
+/// How many skipped lines of one input get a line before they are only counted.
+pub const SHOWN_SKIPPED_LINES: u64 = 10;
+
+impl Plan {
+    /// The mode the report's first line names: `enforce`, `observe`, or which inputs got
+    /// which (`enforce for 1 event stream, observe for 2 transcripts`).
+    pub fn modes_text(&self) -> String {
+        let enforce = self
+            .sources
+            .iter()
+            .filter(|s| s.mode == Mode::Enforce)
+            .count();
+        match (enforce, self.sources.len() - enforce) {
+            (_, 0) if enforce > 0 => "enforce".to_string(),
+            (0, _) => "observe".to_string(),
+            (e, o) => format!(
+                "enforce for {e} event {}, observe for {o} {}",
+                if e == 1 { "stream" } else { "streams" },
+                if o == 1 { "transcript" } else { "transcripts" }
+            ),
+        }
+    }
+}
+
+impl PlanNote {
+    /// The line that tells the user, with `config` the config file given (`--config`).
+    pub fn message(&self, config: Option<&Path>) -> String {
+        match self {
+            PlanNote::DetectorsEnabledForTranscripts => "loopguard: no --config given: transcripts replay with loop detection enabled and OpenClaw's default thresholds".to_string(),
+            PlanNote::ConfigLeavesDetectorsOff => format!(
+                "loopguard: {} does not set tools.loopDetection.enabled: true, so transcripts get only the post-compaction guard (as in OpenClaw); leave out --config to replay them with the detectors on",
+                config.unwrap_or(Path::new("the config")).display()
+            ),
+            PlanNote::DetectorsOffForEventStreams => format!(
+                "loopguard: {}: event streams replay with loop detection off (tools.loopDetection.enabled is not true); only the post-compaction guard runs. Give --config with enabled: true (e.g. examples/openclaw.json5) to find loops",
+                match config {
+                    Some(p) => p.display().to_string(),
+                    None => "no --config given, so OpenClaw's defaults apply".to_string(),
+                }
+            ),
+        }
+    }
+}
+
+impl RunReport {
+    /// Inputs that could not be replayed: failed while read, or skipped with their data.
+    pub fn unreplayed(&self) -> usize {
+        self.failures().count()
+            + self
+                .skipped
+                .iter()
+                .filter(|s| s.reason.loses_data())
+                .count()
+    }
+
+    /// The paragraph that ends the report when some inputs could not be replayed (with a
+    /// blank line before it), else nothing.
+    pub fn unreplayed_text(&self) -> Option<String> {
+        match self.unreplayed() {
+            0 => None,
+            n => Some(format!(
+                "\n{n} {} could not be replayed (see above)\n",
+                if n == 1 { "file" } else { "files" }
+            )),
+        }
+    }
+}
+
+/// The lines a replay's [`Notice`]s give, in order: an input's detected format, its skipped
+/// lines (the first [`SHOWN_SKIPPED_LINES`] of each input, then how many more), its notes,
+/// its calls without results and results without calls, and why it failed.
+#[derive(Debug, Default)]
+pub struct NoticeLines {
+    /// Skipped lines seen per input.
+    shown: HashMap<String, u64>,
+}
+
+impl NoticeLines {
+    /// The lines `notice` gives (often none).
+    pub fn lines(&mut self, notice: Notice<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        match notice {
+            Notice::Start(source) => {
+                if source.chosen == Chosen::Detected && source.format != Format::Events {
+                    out.push(format!(
+                        "{}: reading as {} ({})",
+                        source.display,
+                        source.format.name(),
+                        source.format.describe()
+                    ));
+                }
+            }
+            Notice::LineSkipped(source, diag) => {
+                let shown = self.shown.entry(source.display.clone()).or_default();
+                *shown += 1;
+                if *shown <= SHOWN_SKIPPED_LINES {
+                    // Some adapters' messages already end in "; skipped".
+                    let message = diag
+                        .message
+                        .strip_suffix("; skipped")
+                        .unwrap_or(&diag.message);
+                    out.push(format!(
+                        "{}:{}: skipped: {message}",
+                        source.display, diag.line
+                    ));
+                }
+            }
+            Notice::Note(source, diag) => {
+                out.push(if diag.line > 0 {
+                    format!("{}:{}: note: {}", source.display, diag.line, diag.message)
+                } else {
+                    format!("{}: note: {}", source.display, diag.message)
+                });
+            }
+            Notice::Finished(source, file) => {
+                if file.skipped_lines > SHOWN_SKIPPED_LINES {
+                    out.push(format!(
+                        "{}: … {} more lines skipped",
+                        source.display,
+                        file.skipped_lines - SHOWN_SKIPPED_LINES
+                    ));
+                }
+                let mut parts = Vec::new();
+                if file.unanswered > 0 {
+                    parts.push(match file.unanswered {
+                        1 => "1 call never got a result (replayed without an outcome)".to_string(),
+                        n => format!("{n} calls never got a result (replayed without an outcome)"),
+                    });
+                }
+                if file.orphans > 0 {
+                    parts.push(match file.orphans {
+                        1 => "1 result had no call (not replayed)".to_string(),
+                        n => format!("{n} results had no call (not replayed)"),
+                    });
+                }
+                if !parts.is_empty() {
+                    out.push(format!("{}: {}", source.display, parts.join(", ")));
+                }
+                if let Some(message) = file.failure_message() {
+                    out.push(format!("error: {message}"));
+                }
+            }
+        }
+        out
+    }
+}
