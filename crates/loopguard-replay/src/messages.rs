@@ -158,3 +158,79 @@ impl NoticeLines {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::Input;
+    use crate::plan::Source;
+    use crate::run::FileReport;
+    use loopguard_adapters::{Diagnostic, DiagnosticKind};
+
+    fn source(format: Format, chosen: Chosen) -> Source {
+        Source {
+            input: Input::File("t.jsonl".into()),
+            display: "t.jsonl".to_string(),
+            session: "t".to_string(),
+            agent: None,
+            format,
+            chosen,
+            mode: Mode::Observe,
+            config_given: false,
+        }
+    }
+
+    /// The first ten skipped lines of an input get a line each, the rest a count when it
+    /// is finished; a detected transcript format is named, an event stream's is not.
+    #[test]
+    fn skipped_lines_are_shown_up_to_ten_then_counted() {
+        let s = source(Format::ClaudeCode, Chosen::Detected);
+        let mut lines = NoticeLines::default();
+        let start = lines.lines(Notice::Start(&s));
+        assert_eq!(start.len(), 1);
+        assert!(start[0].starts_with("t.jsonl: reading as "), "{start:?}");
+        let events = source(Format::Events, Chosen::Detected);
+        assert!(lines.lines(Notice::Start(&events)).is_empty());
+        let mut shown = Vec::new();
+        for line in 1..=14 {
+            let d = Diagnostic {
+                line,
+                kind: DiagnosticKind::NotJson,
+                message: "not JSON; skipped".to_string(),
+            };
+            shown.extend(lines.lines(Notice::LineSkipped(&s, &d)));
+        }
+        assert_eq!(shown.len(), 10);
+        assert_eq!(shown[0], "t.jsonl:1: skipped: not JSON");
+        let file = FileReport {
+            display: "t.jsonl".to_string(),
+            format: s.format,
+            chosen: s.chosen,
+            mode: s.mode,
+            events: 3,
+            calls: 2,
+            skipped_lines: 14,
+            unanswered: 1,
+            orphans: 2,
+            failure: None,
+        };
+        assert_eq!(
+            lines.lines(Notice::Finished(&s, &file)),
+            [
+                "t.jsonl: … 4 more lines skipped",
+                "t.jsonl: 1 call never got a result (replayed without an outcome), 2 results had no call (not replayed)",
+            ]
+        );
+    }
+
+    #[test]
+    fn plan_notes_name_the_config() {
+        let off = PlanNote::ConfigLeavesDetectorsOff.message(Some(Path::new("c.json5")));
+        assert!(off.starts_with("loopguard: c.json5 does not set"), "{off}");
+        let streams = PlanNote::DetectorsOffForEventStreams.message(None);
+        assert!(
+            streams.starts_with("loopguard: no --config given, so OpenClaw's defaults apply: "),
+            "{streams}"
+        );
+    }
+}
