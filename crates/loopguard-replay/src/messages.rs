@@ -1,16 +1,47 @@
 //! What a replay tells its user besides the report: the mode line, the notes of a
 //! [`Plan`], a line for each [`Notice`] worth one, and the count of inputs that could not
-//! be replayed. Text only; the caller prints it where it belongs (stderr, the report's
-//! end).
+//! be replayed; and the lines `loopguard convert` writes about the transcript it reads.
+//! Text only; the caller prints it where it belongs (stderr, the report's end).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use loopguard_adapters::Format;
+use loopguard_adapters::{Diagnostic, Format};
 use loopguard_core::Mode;
 
 use crate::plan::{Chosen, Plan, PlanNote};
 use crate::run::{Notice, RunReport};
+
+/// `DISPLAY: reading as FORMAT (WHAT IT IS)`: the format recognised from an input's content.
+pub fn reading_as(display: &str, format: Format) -> String {
+    format!(
+        "{display}: reading as {} ({})",
+        format.name(),
+        format.describe()
+    )
+}
+
+/// `DISPLAY:LINE: skipped: WHY` for a malformed line of a transcript (`note` for a line that
+/// was read), as `loopguard convert` says it; a message ending in `; skipped` does not say
+/// it twice.
+pub fn diagnostic_line(display: &str, d: &Diagnostic) -> String {
+    let what = if d.kind.is_malformed() {
+        "skipped"
+    } else {
+        "note"
+    };
+    // Some adapters' messages already end in "; skipped".
+    let message = d.message.strip_suffix("; skipped").unwrap_or(&d.message);
+    format!("{display}:{}: {what}: {message}", d.line)
+}
+
+/// The error that ends a conversion at a malformed line (`--stop-on-bad-line`).
+pub fn stopped_line(display: &str, d: &Diagnostic) -> String {
+    format!(
+        "error: {display}:{}: {}; stopped here because of --stop-on-bad-line",
+        d.line, d.message
+    )
+}
 
 /// How many skipped lines of one input get a line before they are only counted.
 pub const SHOWN_SKIPPED_LINES: u64 = 10;
@@ -96,12 +127,7 @@ impl NoticeLines {
         match notice {
             Notice::Start(source) => {
                 if source.chosen == Chosen::Detected && source.format != Format::Events {
-                    out.push(format!(
-                        "{}: reading as {} ({})",
-                        source.display,
-                        source.format.name(),
-                        source.format.describe()
-                    ));
+                    out.push(reading_as(&source.display, source.format));
                 }
             }
             Notice::LineSkipped(source, diag) => {
@@ -220,6 +246,34 @@ mod tests {
                 "t.jsonl: … 4 more lines skipped",
                 "t.jsonl: 1 call never got a result (replayed without an outcome), 2 results had no call (not replayed)",
             ]
+        );
+    }
+
+    /// `loopguard convert`'s lines: a malformed line is skipped (its message not saying so
+    /// twice), any other is a note, and the stop names the line.
+    #[test]
+    fn conversion_lines_say_what_became_of_a_line() {
+        let d = |kind, message: &str| Diagnostic {
+            line: 7,
+            kind,
+            message: message.to_string(),
+        };
+        let bad = d(
+            DiagnosticKind::UnknownEntry,
+            "unknown line type \"x\"; skipped",
+        );
+        assert_eq!(
+            diagnostic_line("t.jsonl", &bad),
+            "t.jsonl:7: skipped: unknown line type \"x\""
+        );
+        let joined = d(DiagnosticKind::JoinedLine, "two JSON values on one line");
+        assert_eq!(
+            diagnostic_line("t.jsonl", &joined),
+            "t.jsonl:7: note: two JSON values on one line"
+        );
+        assert_eq!(
+            stopped_line("t.jsonl", &bad),
+            "error: t.jsonl:7: unknown line type \"x\"; skipped; stopped here because of --stop-on-bad-line"
         );
     }
 
