@@ -17,7 +17,7 @@
 //! the strings it already holds, instead of a record to `JSON.parse`. The engine keeps digests,
 //! not values: a line in the layout the JavaScript half writes is read into its envelope and
 //! the digests of its arguments and result, taken straight from the JSON text
-//! ([`loopguard_guard::digest_line`], `decide_fast`), and any other line is parsed whole.
+//! (`digested::digest_line`, `decide_fast`), and any other line is parsed whole.
 //!
 //! Errors are JavaScript `Error`s whose `code` says what failed: `LOOPGUARD_EVENT:<field>` (a
 //! malformed event, naming the field), `LOOPGUARD_CONFIG` (a config OpenClaw would reject),
@@ -35,10 +35,13 @@ use loopguard_core::hashing::{hex_bytes, ArgsDigest};
 use loopguard_core::{Mode, OpenClawConfig};
 use loopguard_events::{parse_event, Action, Decision, Effect, EventKind};
 use loopguard_guard::{
-    digest_line, open_store, session_key, AbortedRun, Guard, GuardError, SessionInfo, ToolProfile,
+    open_store, session_key, AbortedRun, Guard, GuardError, Input, SessionInfo, ToolProfile,
 };
 use napi::bindgen_prelude::{Buffer, Either, Error, Latin1String, Result};
 use napi_derive::napi;
+
+mod digested;
+use digested::digest_line;
 
 fn fail(code: impl Into<String>, message: impl Into<String>) -> Error<String> {
     Error::new(code.into(), message.into())
@@ -288,7 +291,7 @@ thread_local! {
 /// [`NativeGuard::decide`] on the engine whose number [`NativeGuard::engine`] gave: the same
 /// answer, at the cost of a function call. With the top bit (`SAME_ARGS`) set in `engine`, an outcome
 /// reuses the arguments' digest of the last call decided on this thread by the same engine
-/// ([`Guard::apply_with_args_digest`]); the JavaScript half sets it only when the outcome's
+/// ([`Input::WithArgsDigest`]); the JavaScript half sets it only when the outcome's
 /// tool and arguments JSON are that call's. The JavaScript half passes a line this way when it
 /// is too long for its inbox ([`decide_inbox`]).
 #[napi]
@@ -415,13 +418,17 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
         Some((handle, digest)) if same_args && handle == engine => Some(digest),
         _ => None,
     };
+    let input = match known {
+        Some(digest) => Input::WithArgsDigest(&event, digest),
+        None => Input::Event(&event),
+    };
     // The answer is made inside the store's update, from the decision in place.
     let (answer, call) = backend
         .guard
-        .apply_then(None, &event, known, |d| {
+        .apply(None, input, |d| {
             let call = (d.kind == EventKind::Call).then_some(d.args);
-            let short = known.and_then(|_| compact_reused(d)).map(Either::A);
-            (short.unwrap_or_else(|| answer(d, mode)), call)
+            let short = known.and_then(|_| compact_reused(&d)).map(Either::A);
+            (short.unwrap_or_else(|| answer(&d, mode)), call)
         })
         .map_err(guard_error)?;
     if let Some(args) = call {
@@ -455,18 +462,19 @@ fn decide_fast(
         let mode = backend.guard.applier().mode;
         let applied = backend
             .guard
-            .apply_prehashed_then(None, &fast.event, &fast.pre, |d| {
+            .apply(None, Input::Prehashed(&fast.event, &fast.pre), |d| {
                 // An outcome read here repeats the call's arguments: their digest is reused.
-                let short = (!is_call).then(|| compact_reused(d)).flatten();
+                let short = (!is_call).then(|| compact_reused(&d)).flatten();
                 (
-                    short.map(Either::A).unwrap_or_else(|| answer(d, mode)),
+                    short.map(Either::A).unwrap_or_else(|| answer(&d, mode)),
                     d.args,
                 )
             });
         match applied {
+            // The event's policy reads the values: the caller applies the whole line.
+            Err(GuardError::NeedsValues) => None,
             Err(e) => Some(Err(guard_error(e))),
-            Ok(None) => None,
-            Ok(Some((answer, args))) => {
+            Ok((answer, args)) => {
                 if is_call {
                     LAST_CALL.set(args.map(|digest| (engine, digest)));
                     last_args.clear();
@@ -493,7 +501,7 @@ fn decide_line(backend: &Backend, line: &[u8]) -> Result<Answer, String> {
     let mode = backend.guard.applier().mode;
     backend
         .guard
-        .apply_then(None, &event, None, |d| answer(d, mode))
+        .apply(None, &event, |d| answer(&d, mode))
         .map_err(guard_error)
 }
 

@@ -84,7 +84,7 @@ impl Backend {
             field: e.field,
             message: e.message,
         })?;
-        Ok(f(self.guard.apply(None, &event)?))
+        Ok(f(self.guard.apply(None, &event, |d| d)?))
     }
 
     /// What is known about a session.

@@ -5,8 +5,10 @@
 //! the engine keeps digests, not values. Parsing the text into values, then writing the values
 //! in canonical form to hash them, allocates every object and array and copies every key
 //! and string twice; here the text is read once and its canonical form written as it is read
-//! (the two events of a guarded call in Node spend about a third of the addon's
-//! time building values they then throw away).
+//! (the two events of a guarded call in Node spent about a third of the addon's time building
+//! values they then threw away: docs/typescript.md, "Performance"). The canonical text is
+//! written into a buffer the caller passes and reuses from call to call: the core keeps no
+//! state of its own.
 //!
 //! The reader takes the text `JSON.stringify` writes, and declines (`None`) everything else
 //! rather than decide it differently: a key with an escape, a string escape `JSON.stringify`
@@ -43,25 +45,32 @@ const MAX_NEST: usize = 32;
 /// than 32 levels, and text that is not JSON. The caller then parses the text, which gives
 /// the same digest or the error.
 ///
+/// `scratch` receives the canonical text (it is cleared first): pass the same buffer from
+/// call to call, so that hashing on every event does not allocate.
+///
 /// ```
 /// use loopguard_core::{hashing, Value};
+/// let mut scratch = Vec::new();
 /// let json = br#"{"path":"/src/a.ts","offset":0,"limit":200}"#;
-/// let fast = hashing::args_digest_from_json(b"read", json).ok_or("declined")?;
+/// let fast = hashing::args_digest_from_json(b"read", json, &mut scratch).ok_or("declined")?;
 /// assert_eq!(fast, hashing::args_digest_wtf8(b"read", &Value::parse(json)?));
 /// // A key written with an escape is left to the value path.
-/// assert_eq!(hashing::args_digest_from_json(b"read", br#"{"p\u0061th":1}"#), None);
+/// assert_eq!(hashing::args_digest_from_json(b"read", br#"{"p\u0061th":1}"#, &mut scratch), None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn args_digest_from_json(tool: &[u8], json: &[u8]) -> Option<ArgsDigest> {
+pub fn args_digest_from_json(
+    tool: &[u8],
+    json: &[u8],
+    scratch: &mut Vec<u8>,
+) -> Option<ArgsDigest> {
     if tool == b"update_plan" {
         return None;
     }
-    with_buffer(|out| {
-        whole(json, out)?;
-        let mut d = Digest::default();
-        d.write(out);
-        Some(ArgsDigest(d.finish()))
-    })
+    scratch.clear();
+    whole(json, scratch)?;
+    let mut d = Digest::default();
+    d.write(scratch);
+    Some(ArgsDigest(d.finish()))
 }
 
 /// The [`hash_outcome`](crate::hashing::hash_outcome) of a tool's result given as the JSON
@@ -72,18 +81,22 @@ pub fn args_digest_from_json(tool: &[u8], json: &[u8]) -> Option<ArgsDigest> {
 /// way of their own (`exec`, `process`, `update_plan`, `sessions_send`, `message` and the
 /// channel tools, [`CHANNEL_TOOLS`], whose hash may depend on the arguments), and a result
 /// whose `details` mention `tool-loop` (the loop's own veto is not an outcome). Thrown errors
-/// are not taken either.
+/// are not taken either. `scratch` is a buffer for the canonical text, as there.
 ///
 /// ```
 /// use loopguard_core::{hashing, Hashing, Outcome, Value};
 /// let json = br#"{"content":[{"type":"text","text":"line 1\nline 2\n"}],"details":{"ok":true}}"#;
-/// let fast = hashing::outcome_hash_from_json(b"read", json).ok_or("declined")?;
+/// let fast = hashing::outcome_hash_from_json(b"read", json, &mut Vec::new()).ok_or("declined")?;
 /// let result = Value::parse(json)?;
 /// let slow = hashing::hash_outcome(b"read", &Value::Null, Outcome::Result(&result), &Hashing::default());
 /// assert_eq!(fast, slow);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn outcome_hash_from_json(tool: &[u8], json: &[u8]) -> Option<OutcomeHash> {
+pub fn outcome_hash_from_json(
+    tool: &[u8],
+    json: &[u8],
+    scratch: &mut Vec<u8>,
+) -> Option<OutcomeHash> {
     if matches!(
         tool,
         b"exec" | b"process" | b"update_plan" | b"sessions_send" | b"message"
@@ -91,23 +104,22 @@ pub fn outcome_hash_from_json(tool: &[u8], json: &[u8]) -> Option<OutcomeHash> {
     {
         return None;
     }
-    let digest = with_buffer(|out| {
-        let mut r = Reader { s: json, i: 0 };
+    scratch.clear();
+    let mut r = Reader { s: json, i: 0 };
+    r.ws();
+    if r.peek() != Some(b'{') {
+        // Not an object: the digest of the value's canonical form.
+        whole(json, scratch)?;
+    } else {
+        result_object(&mut r, scratch)?;
         r.ws();
-        if r.peek() != Some(b'{') {
-            // Not an object: the digest of the value's canonical form.
-            whole(json, out)?;
-        } else {
-            result_object(&mut r, out)?;
-            r.ws();
-            if r.i != json.len() {
-                return None;
-            }
+        if r.i != json.len() {
+            return None;
         }
-        let mut d = Digest::default();
-        d.write(out);
-        Some(d.finish())
-    })?;
+    }
+    let mut d = Digest::default();
+    d.write(scratch);
+    let digest = d.finish();
     Some(OutcomeHash {
         result_hash: Some(ResultHash {
             is_error: false,
@@ -115,23 +127,6 @@ pub fn outcome_hash_from_json(tool: &[u8], json: &[u8]) -> Option<OutcomeHash> {
         }),
         unknown_tool: None,
     })
-}
-
-/// Runs `f` with an empty buffer for canonical text: the thread's own, reused from call to
-/// call (a front end hashes on every event), unless it is in use or `f` leaves it large.
-fn with_buffer<R>(f: impl FnOnce(&mut Vec<u8>) -> Option<R>) -> Option<R> {
-    /// A buffer grown past this by a large value is not kept.
-    const KEEP: usize = 64 * 1024;
-    thread_local! {
-        static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-    }
-    let mut out = BUFFER.take();
-    out.clear();
-    let r = f(&mut out);
-    if out.capacity() <= KEEP {
-        BUFFER.set(out);
-    }
-    r
 }
 
 /// Writes the canonical form of the one JSON value `json` holds (whitespace around it

@@ -297,7 +297,7 @@ proptest! {
     fn args_digest_from_json_is_the_values(t in tree(), shift in 0usize..7, tool in "[a-z_]{1,8}") {
         let json = text(&t, shift);
         let slow = loopguard_core::hashing::args_digest_wtf8(tool.as_bytes(), &parse(json.as_bytes()).unwrap());
-        let fast = loopguard_core::hashing::args_digest_from_json(tool.as_bytes(), json.as_bytes());
+        let fast = loopguard_core::hashing::args_digest_from_json(tool.as_bytes(), json.as_bytes(), &mut br#"{"left":"over"}"#.to_vec());
         if tool == "update_plan" {
             prop_assert_eq!(fast, None);
         } else {
@@ -319,7 +319,7 @@ proptest! {
         let result = parse(json.as_bytes()).unwrap();
         let slow = loopguard_core::hashing::hash_outcome(
             tool.as_bytes(), &args_of(args), Outcome::Result(&result), &loopguard_core::Hashing::default());
-        let fast = loopguard_core::hashing::outcome_hash_from_json(tool.as_bytes(), json.as_bytes());
+        let fast = loopguard_core::hashing::outcome_hash_from_json(tool.as_bytes(), json.as_bytes(), &mut Vec::new());
         if matches!(tool, "read" | "web_fetch") {
             prop_assert_eq!(fast, Some(slow), "{}", json);
         } else {
@@ -342,8 +342,8 @@ proptest! {
         let i = at.index(bytes.len());
         if cut { bytes.truncate(i); } else { bytes[i] = byte; }
         let parsed = parse(&bytes);
-        let fast_args = loopguard_core::hashing::args_digest_from_json(b"read", &bytes);
-        let fast_outcome = loopguard_core::hashing::outcome_hash_from_json(b"read", &bytes);
+        let fast_args = loopguard_core::hashing::args_digest_from_json(b"read", &bytes, &mut Vec::new());
+        let fast_outcome = loopguard_core::hashing::outcome_hash_from_json(b"read", &bytes, &mut Vec::new());
         match parsed {
             Err(_) => {
                 prop_assert_eq!(fast_args, None);

@@ -49,8 +49,8 @@ fn pairs(c: &mut Criterion) {
     let guard = Guard::builder().build();
     g.bench_function("Guard::apply, memory store", |b| {
         b.iter(|| {
-            let d = guard.apply(None, &call_ev).map(|d| d.action);
-            let o = guard.apply(None, &outcome_ev).map(|d| d.action);
+            let d = guard.apply(None, &call_ev, |d| d.action);
+            let o = guard.apply(None, &outcome_ev, |d| d.action);
             (d, o)
         })
     });

@@ -232,10 +232,10 @@ where
     }
 }
 
-/// An event's values hashed ahead of [`SessionEntry::apply_prehashed`]: the argument
+/// An event's values hashed ahead of applying it ([`Input::Prehashed`]): the argument
 /// digest, whether the call is a known poll, and an outcome's hash. Pure functions of the
 /// event, the tool profile and the hashing settings, so they can be computed on another
-/// thread than the one applying the event (as `loopguard replay`'s reader thread does).
+/// thread than the one applying the event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Prehashed {
     /// The argument digest (`argsHash` without the tool).
@@ -272,6 +272,71 @@ impl Prehashed {
             known_poll: is_known_poll_call(tool, &event.args),
             outcome,
         })
+    }
+}
+
+/// What is applied to a session ([`SessionEntry::apply_input`], `Guard::apply`): an
+/// event, and what the caller already knows of its values. Every form is decided as
+/// [`Input::Event`] is; the others spare the work of hashing what the caller holds.
+///
+/// An `&Event` converts into [`Input::Event`].
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Input<'e> {
+    /// An event, hashed here with the front end's tool profile.
+    Event(&'e Event<'e>),
+    /// An event applied with this tool profile instead of the front end's: for front ends
+    /// whose events come from several runtimes, each named by its source (trace spans from
+    /// Claude Code's telemetry get [`ToolProfile::ClaudeCode`]).
+    Profiled(&'e Event<'e>, ToolProfile),
+    /// An outcome whose arguments' digest the caller holds from the decision of a call with
+    /// the same tool and arguments ([`Decision::args`]): they are not canonicalised and
+    /// hashed again (the npm package passes it when `afterCall` gets the tool and arguments,
+    /// as JSON text, of the `beforeCall` it decided last). Any other event is applied as
+    /// [`Input::Event`].
+    WithArgsDigest(&'e Event<'e>, ArgsDigest),
+    /// An event whose values the caller has already hashed ([`Prehashed::of`], with the
+    /// front end's tool profile and hashing settings), so that it needs only its envelope:
+    /// its `args` and `payload` are not looked at (`loopguard replay` hashes on its reader
+    /// thread; the npm package takes the digests straight from the JSON text). Declined,
+    /// with nothing applied, when the values are needed after all
+    /// ([`Input::needs_values`]).
+    Prehashed(&'e Event<'e>, &'e Prehashed),
+}
+
+impl<'e> Input<'e> {
+    /// An event with another tool profile than the front end's, when there is one
+    /// ([`Input::Profiled`]); `None`: [`Input::Event`].
+    pub fn with_profile(event: &'e Event<'e>, profile: Option<ToolProfile>) -> Input<'e> {
+        match profile {
+            Some(p) => Input::Profiled(event, p),
+            None => Input::Event(event),
+        }
+    }
+
+    /// The event.
+    pub fn event(&self) -> &'e Event<'e> {
+        match *self {
+            Input::Event(e)
+            | Input::Profiled(e, _)
+            | Input::WithArgsDigest(e, _)
+            | Input::Prehashed(e, _) => e,
+        }
+    }
+
+    /// `true` when this input cannot be applied with `profile` and `policy` as it is: an
+    /// [`Input::Prehashed`] under a tool profile that maps calls or outcomes (all but
+    /// [`ToolProfile::Plain`]), or a policy with one of loopguard's extra detectors on, which
+    /// read the values themselves.
+    pub fn needs_values(&self, profile: ToolProfile, policy: &Policy) -> bool {
+        matches!(self, Input::Prehashed(..))
+            && (profile != ToolProfile::Plain || policy.extra.any())
+    }
+}
+
+impl<'a, 'e: 'a> From<&'a Event<'e>> for Input<'a> {
+    fn from(event: &'a Event<'e>) -> Input<'a> {
+        Input::Event(event)
     }
 }
 
@@ -581,92 +646,92 @@ impl SessionEntry {
         self.apply_inner(policy, applier, event, None, line, now_ms)
     }
 
-    /// [`SessionEntry::apply`] with the event's values already hashed ([`Prehashed::of`],
-    /// made with [`Applier::profile`] and this session's hashing settings), so `event.args`
-    /// and `event.payload` are not looked at: `loopguard replay` hashes on its reader thread
-    /// and hands the engine only the envelope (docs/replay.md, its parse worker).
+    /// [`SessionEntry::apply`] of any [`Input`]: an event, an event with another tool
+    /// profile, an outcome with its arguments' digest, or an event whose values are
+    /// already hashed. [`Input::Event`] is decided exactly as [`SessionEntry::apply`]
+    /// decides it, and so are the others (they only spare hashing what is known).
     ///
-    /// `None`, with nothing changed, when the values themselves are needed: a tool profile
-    /// that maps calls or outcomes (only [`ToolProfile::Plain`] does not), or a policy
-    /// with one of loopguard's extra detectors on. Then call [`SessionEntry::apply`].
+    /// `None`, with nothing changed, only for an [`Input::Prehashed`] whose values are
+    /// needed after all ([`Input::needs_values`]): then apply the whole event.
     ///
     /// ```
-    /// use loopguard_guard::{Applier, Prehashed, SessionEntry, ToolProfile};
+    /// use loopguard_guard::{Applier, Input, Prehashed, SessionEntry, ToolProfile};
     /// use loopguard_core::{Hashing, Policy};
-    /// use loopguard_events::parse_event;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let applier = Applier::new(ToolProfile::Plain);
-    /// let policy = Policy::enabled();
-    /// let line = br#"{"type":"outcome","tool":"read","args":{"path":"/a"},"result":"x"}"#;
-    /// let event = parse_event(line, 1)?;
-    /// let pre = Prehashed::of(&event, ToolProfile::Plain, &Hashing::default()).ok_or("mapped")?;
-    /// let mut a = SessionEntry::new("a");
-    /// let mut b = SessionEntry::new("b");
-    /// let direct = a.apply(&policy, &applier, &event, 1, 0);
-    /// assert_eq!(b.apply_prehashed(&policy, &applier, &event, &pre, 1, 0), Some(direct));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn apply_prehashed<'e>(
-        &mut self,
-        policy: &Policy,
-        applier: &Applier,
-        event: &'e Event<'e>,
-        pre: &Prehashed,
-        line: u64,
-        now_ms: u64,
-    ) -> Option<Decision<'e>> {
-        if applier.profile != ToolProfile::Plain || policy.extra.any() {
-            return None;
-        }
-        Some(self.apply_inner(policy, applier, event, Some(pre), line, now_ms))
-    }
-
-    /// [`SessionEntry::apply`] of an outcome whose arguments' digest the caller already
-    /// holds: the one [`Decision::args`] gave for a call with the same tool and arguments.
-    /// The digest is a function of the tool and the arguments alone (the tool profile's
-    /// mapping is too), so the outcome's arguments are not canonicalised and hashed again;
-    /// the caller vouches that they are the call's (the npm package compares their JSON
-    /// text). Any other event is applied as by [`SessionEntry::apply`], and the decision is
-    /// the one [`SessionEntry::apply`] gives.
-    ///
-    /// ```
-    /// use loopguard_guard::{Applier, SessionEntry, ToolProfile};
-    /// use loopguard_core::Policy;
     /// use loopguard_events::parse_event;
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let (policy, applier) = (Policy::enabled(), Applier::new(ToolProfile::Plain));
     /// let call = parse_event(br#"{"type":"call","tool":"read","args":{"path":"/a"}}"#, 1)?;
     /// let outcome = parse_event(br#"{"type":"outcome","tool":"read","args":{"path":"/a"},"result":"x"}"#, 2)?;
-    /// let (mut a, mut b) = (SessionEntry::new("a"), SessionEntry::new("b"));
+    /// let (mut a, mut b, mut c) = (SessionEntry::new("a"), SessionEntry::new("b"), SessionEntry::new("c"));
     /// let digest = a.apply(&policy, &applier, &call, 1, 0).args.ok_or("no digest")?;
     /// b.apply(&policy, &applier, &call, 1, 0);
+    /// c.apply(&policy, &applier, &call, 1, 0);
     /// let direct = a.apply(&policy, &applier, &outcome, 2, 0);
-    /// assert_eq!(b.apply_with_args_digest(&policy, &applier, &outcome, digest, 2, 0), direct);
+    /// // The outcome with its call's digest: its arguments are not hashed again.
+    /// let reused = b.apply_input(&policy, &applier, Input::WithArgsDigest(&outcome, digest), 2, 0);
+    /// assert_eq!(reused.as_ref(), Some(&direct));
+    /// // The outcome hashed ahead (on another thread, say): only its envelope is read.
+    /// let pre = Prehashed::of(&outcome, ToolProfile::Plain, &Hashing::default()).ok_or("mapped")?;
+    /// assert_eq!(c.apply_input(&policy, &applier, Input::Prehashed(&outcome, &pre), 2, 0), Some(direct));
     /// # Ok(())
     /// # }
     /// ```
-    pub fn apply_with_args_digest<'e>(
+    pub fn apply_input<'e>(
         &mut self,
         policy: &Policy,
         applier: &Applier,
-        event: &'e Event<'e>,
-        args: ArgsDigest,
+        input: Input<'e>,
+        line: u64,
+        now_ms: u64,
+    ) -> Option<Decision<'e>> {
+        if input.needs_values(applier.profile, policy) {
+            return None;
+        }
+        Some(self.apply_accepted(policy, applier, input, line, now_ms))
+    }
+
+    /// [`SessionEntry::apply_input`] of an input whose caller has checked
+    /// [`Input::needs_values`] (the guard, before it touches the store): the decision is
+    /// returned as it is made, not moved through an `Option`.
+    #[inline]
+    pub(crate) fn apply_accepted<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        input: Input<'e>,
         line: u64,
         now_ms: u64,
     ) -> Decision<'e> {
-        if event.kind != EventKind::Outcome {
-            return self.apply_inner(policy, applier, event, None, line, now_ms);
+        match input {
+            Input::Event(event) => self.apply_inner(policy, applier, event, None, line, now_ms),
+            Input::Profiled(event, profile) => {
+                let applier = Applier {
+                    profile,
+                    ..*applier
+                };
+                self.apply_inner(policy, &applier, event, None, line, now_ms)
+            }
+            // The digest is a function of the tool and the arguments alone (the tool
+            // profile's mapping is too), so an outcome's arguments are not canonicalised
+            // and hashed again; the caller vouches that they are the call's.
+            Input::WithArgsDigest(event, _) if event.kind != EventKind::Outcome => {
+                self.apply_inner(policy, applier, event, None, line, now_ms)
+            }
+            Input::WithArgsDigest(event, args) => {
+                // Only `args` is read for an outcome; without `outcome` the result is
+                // hashed as usual.
+                let pre = Prehashed {
+                    args,
+                    known_poll: false,
+                    outcome: None,
+                };
+                self.apply_inner(policy, applier, event, Some(&pre), line, now_ms)
+            }
+            Input::Prehashed(event, pre) => {
+                self.apply_inner(policy, applier, event, Some(pre), line, now_ms)
+            }
         }
-        // Only `args` is read for an outcome; without `outcome` the result is hashed as usual.
-        let pre = Prehashed {
-            args,
-            known_poll: false,
-            outcome: None,
-        };
-        self.apply_inner(policy, applier, event, Some(&pre), line, now_ms)
     }
 
     fn apply_inner<'e>(

@@ -5,13 +5,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
-use loopguard_core::hashing::ArgsDigest;
 use loopguard_core::normalize_agent_id;
 use loopguard_core::Hashing;
 use loopguard_core::{JsString, Mode, OpenClawConfig, Policy};
 use loopguard_events::{parse_event, Decision, Event, EventError};
 
-use crate::entry::{Applier, LogRow, Prehashed, SessionEntry, Stats};
+use crate::entry::{Applier, Input, LogRow, SessionEntry, Stats};
 use crate::logged::LogDecision;
 use crate::profile::ToolProfile;
 use crate::store::{now_ms, MemoryOptions, MemoryStore, Store, StoreError};
@@ -26,6 +25,10 @@ pub enum GuardError {
     /// The store failed or cannot be reached: front ends fail open on it.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// An [`Input::Prehashed`] the guard cannot decide from digests alone
+    /// ([`Input::needs_values`]): nothing was applied; apply the whole event.
+    #[error("the event's values are needed (the tool profile maps tools or outcomes, or the policy turns on one of loopguard's extra detectors): apply the whole event")]
+    NeedsValues,
 }
 
 /// The store key of a session: `"<tenant>/<session>"`, `"-/<session>"` without a tenant.
@@ -138,7 +141,7 @@ impl SessionInfo {
     /// use loopguard_events::parse_event;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let guard = Guard::builder().profile(ToolProfile::Plain).build();
-    /// guard.apply(None, &parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?)?;
+    /// guard.apply(None, &parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?, |_| ())?;
     /// let info = guard.session(None, "s")?.ok_or("no session")?;
     /// let json = info.api_json();
     /// assert_eq!((json["calls"].as_u64(), json["recent"][0]["decision"].as_str()), (Some(1), Some("allow")));
@@ -377,142 +380,60 @@ impl Guard {
     }
 
     /// Applies one event to its session (named by the event's `session`, `"default"` when
-    /// absent, inside `tenant`) and returns the decision record.
-    pub fn apply<'e>(
-        &self,
-        tenant: Option<&str>,
-        event: &'e Event<'e>,
-    ) -> Result<Decision<'e>, GuardError> {
-        let job = self.job(tenant, event);
-        let mut decision = None;
-        self.store.update_at(
-            &job.key,
-            job.now,
-            &mut self.applying(&job, event, &mut decision),
-        )?;
-        job.done(decision)
-    }
-
-    /// [`Guard::apply`] of an outcome whose arguments' digest the caller holds from the
-    /// decision of a call with the same tool and arguments ([`Decision::args`]): they are
-    /// not canonicalised and hashed again (see [`SessionEntry::apply_with_args_digest`]).
-    /// The npm package passes it when `afterCall` gets the tool and arguments, as JSON text,
-    /// of the `beforeCall` it decided last. Any other event is applied as by [`Guard::apply`].
+    /// absent, inside `tenant`) and hands its decision record to `answer`, whose result it
+    /// returns: `|d| d` for the decision itself; a front end that turns each decision into
+    /// an answer at once (the npm package) makes it in place, sparing moving the record
+    /// out. The input is an event or what [`Input`] says the caller knows of its values; an
+    /// `&Event` converts into one.
     ///
-    /// ```
-    /// use loopguard_guard::Guard;
-    /// use loopguard_events::parse_event;
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let guard = Guard::builder().build();
-    /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
-    /// let digest = guard.apply(None, &call)?.args.ok_or("no digest")?;
-    /// let outcome = parse_event(br#"{"type":"outcome","session":"s","tool":"read","args":{"p":1},"result":2}"#, 2)?;
-    /// let d = guard.apply_with_args_digest(None, &outcome, digest)?;
-    /// assert_eq!(d.args, Some(digest));
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn apply_with_args_digest<'e>(
-        &self,
-        tenant: Option<&str>,
-        event: &'e Event<'e>,
-        args: ArgsDigest,
-    ) -> Result<Decision<'e>, GuardError> {
-        let job = self.job(tenant, event);
-        let mut decision = None;
-        let applier = self.applier;
-        self.store.update_at(&job.key, job.now, &mut |entry| {
-            self.begin(entry, &job.key);
-            decision =
-                Some(entry.apply_with_args_digest(&job.policy, &applier, event, args, 0, job.now));
-        })?;
-        job.done(decision)
-    }
-
-    /// [`Guard::apply`], or [`Guard::apply_with_args_digest`] when `args` is given, that
-    /// hands the decision to `answer` inside the store's update and returns what it made,
-    /// instead of returning the decision: a front end that turns each decision into an
-    /// answer at once (the npm package) spares moving it out, a few hundred bytes several
-    /// times an event. A store that applies the event again (a shared store whose session
-    /// changed meanwhile) calls `answer` again; the last answer is returned.
-    ///
-    /// ```
-    /// use loopguard_guard::Guard;
-    /// use loopguard_events::parse_event;
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let guard = Guard::builder().build();
-    /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
-    /// let action = guard.apply_then(None, &call, None, |d| d.action.as_str())?;
-    /// assert_eq!(action, "allow");
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn apply_then<'e, R>(
-        &self,
-        tenant: Option<&str>,
-        event: &'e Event<'e>,
-        args: Option<ArgsDigest>,
-        mut answer: impl FnMut(&Decision<'e>) -> R,
-    ) -> Result<R, GuardError> {
-        let job = self.job(tenant, event);
-        let mut out = None;
-        let applier = self.applier;
-        self.store.update_at(&job.key, job.now, &mut |entry| {
-            self.begin(entry, &job.key);
-            let d = match args {
-                Some(a) => {
-                    entry.apply_with_args_digest(&job.policy, &applier, event, a, 0, job.now)
-                }
-                None => entry.apply(&job.policy, &applier, event, 0, job.now),
-            };
-            out = Some(answer(&d));
-        })?;
-        job.done(out)
-    }
-
-    /// [`Guard::apply_then`] of an event whose values the caller has already hashed
-    /// ([`Prehashed`], with this guard's tool profile and hashing settings), so that the
-    /// event needs only its envelope: its `args` and `payload` are not looked at (the npm
-    /// package takes the digests straight from the JSON text its JavaScript half wrote,
-    /// building no values). `Ok(None)`, with nothing applied, when the values are needed after all:
-    /// a tool profile that maps calls or outcomes, or a policy with one of loopguard's extra
-    /// detectors on ([`SessionEntry::apply_prehashed`]); the caller then applies the whole
-    /// event.
+    /// `answer` runs inside the store's update: a store that applies the event again (a
+    /// shared store whose session changed meanwhile) calls it again, and the last answer
+    /// is returned. An [`Input::Prehashed`] this guard cannot apply from digests alone
+    /// ([`Input::needs_values`]) is declined with [`GuardError::NeedsValues`], checked before
+    /// the store is touched.
     ///
     /// ```
     /// use loopguard_core::Hashing;
     /// use loopguard_events::parse_event;
-    /// use loopguard_guard::{Guard, Prehashed, ToolProfile};
+    /// use loopguard_guard::{Guard, Input, Prehashed, ToolProfile};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let guard = Guard::builder().build();
     /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
+    /// let decision = guard.apply(None, &call, |d| d)?;
+    /// assert_eq!(decision.action.as_str(), "allow");
+    /// let digest = decision.args.ok_or("no digest")?;
+    ///
+    /// // An outcome with its call's digest: its arguments are not hashed again.
+    /// let outcome = parse_event(br#"{"type":"outcome","session":"s","tool":"read","args":{"p":1},"result":2}"#, 2)?;
+    /// let args = guard.apply(None, Input::WithArgsDigest(&outcome, digest), |d| d.args)?;
+    /// assert_eq!(args, Some(digest));
+    ///
+    /// // A call hashed ahead: only its envelope is read.
     /// let pre = Prehashed::of(&call, ToolProfile::Plain, &Hashing::default()).ok_or("mapped")?;
-    /// let action = guard.apply_prehashed_then(None, &call, &pre, |d| d.action.as_str())?;
-    /// assert_eq!(action, Some("allow"));
+    /// let action = guard.apply(None, Input::Prehashed(&call, &pre), |d| d.action.as_str())?;
+    /// assert_eq!(action, "allow");
     /// # Ok(())
     /// # }
     /// ```
-    pub fn apply_prehashed_then<'e, R>(
+    pub fn apply<'e, R>(
         &self,
         tenant: Option<&str>,
-        event: &'e Event<'e>,
-        pre: &Prehashed,
-        mut answer: impl FnMut(&Decision<'e>) -> R,
-    ) -> Result<Option<R>, GuardError> {
-        let job = self.job(tenant, event);
+        input: impl Into<Input<'e>>,
+        mut answer: impl FnMut(Decision<'e>) -> R,
+    ) -> Result<R, GuardError> {
+        let input = input.into();
+        let job = self.job(tenant, input.event());
         // Checked before the update, so that a declined event leaves the session untouched.
-        if self.applier.profile != ToolProfile::Plain || job.policy.extra.any() {
-            return Ok(None);
+        if input.needs_values(self.applier.profile, &job.policy) {
+            return Err(GuardError::NeedsValues);
         }
         let mut out = None;
-        let applier = self.applier;
-        self.store.update_at(&job.key, job.now, &mut |entry| {
-            self.begin(entry, &job.key);
-            out = entry
-                .apply_prehashed(&job.policy, &applier, event, pre, 0, job.now)
-                .map(|d| answer(&d));
-        })?;
-        job.done(out).map(Some)
+        self.store.update_at(
+            &job.key,
+            job.now,
+            &mut self.applying(&job, input, &mut answer, &mut out),
+        )?;
+        job.done(out)
     }
 
     /// [`Guard::apply`] for async front ends: awaits the store when it has an awaitable
@@ -526,8 +447,8 @@ impl Guard {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let guard = Guard::builder().build();
     /// let event = parse_event(br#"{"type":"call","session":"s","tool":"read"}"#, 1)?;
-    /// // Inside an async fn: `guard.apply_async(None, &event).await?`.
-    /// let decision = poll_once(guard.apply_async(None, &event))?;
+    /// // Inside an async fn: `guard.apply_async(None, &event, |d| d).await?`.
+    /// let decision = poll_once(guard.apply_async(None, &event, |d| d))?;
     /// assert_eq!(decision.action.as_str(), "allow");
     /// # Ok(())
     /// # }
@@ -537,71 +458,28 @@ impl Guard {
     /// #     match f.as_mut().poll(&mut cx) { std::task::Poll::Ready(v) => v, _ => panic!("pending") }
     /// # }
     /// ```
-    pub async fn apply_async<'e>(
+    pub async fn apply_async<'e, R: Send>(
         &self,
         tenant: Option<&str>,
-        event: &'e Event<'e>,
-    ) -> Result<Decision<'e>, GuardError> {
+        input: impl Into<Input<'e>>,
+        mut answer: impl FnMut(Decision<'e>) -> R + Send,
+    ) -> Result<R, GuardError> {
         let Some(store) = self.store.as_async() else {
-            return self.apply(tenant, event);
+            return self.apply(tenant, input, answer);
         };
-        let job = self.job(tenant, event);
-        let mut decision = None;
-        store
-            .update(&job.key, &mut self.applying(&job, event, &mut decision))
-            .await?;
-        job.done(decision)
-    }
-
-    /// [`Guard::apply`] with another tool profile for this event: for front ends whose
-    /// events come from several runtimes, each named by its source (trace spans from
-    /// Claude Code's telemetry get [`ToolProfile::ClaudeCode`]). `None` uses the guard's.
-    pub fn apply_with_profile<'e>(
-        &self,
-        tenant: Option<&str>,
-        event: &'e Event<'e>,
-        profile: Option<ToolProfile>,
-    ) -> Result<Decision<'e>, GuardError> {
-        let applier = self.applier_for(profile);
-        let job = self.job(tenant, event);
-        let mut decision = None;
-        self.store.update_at(
-            &job.key,
-            job.now,
-            &mut self.applying_as(applier, &job, event, &mut decision),
-        )?;
-        job.done(decision)
-    }
-
-    /// [`Guard::apply_async`] with another tool profile for this event (see
-    /// [`Guard::apply_with_profile`]).
-    pub async fn apply_async_with_profile<'e>(
-        &self,
-        tenant: Option<&str>,
-        event: &'e Event<'e>,
-        profile: Option<ToolProfile>,
-    ) -> Result<Decision<'e>, GuardError> {
-        let Some(store) = self.store.as_async() else {
-            return self.apply_with_profile(tenant, event, profile);
-        };
-        let applier = self.applier_for(profile);
-        let job = self.job(tenant, event);
-        let mut decision = None;
+        let input = input.into();
+        let job = self.job(tenant, input.event());
+        if input.needs_values(self.applier.profile, &job.policy) {
+            return Err(GuardError::NeedsValues);
+        }
+        let mut out = None;
         store
             .update(
                 &job.key,
-                &mut self.applying_as(applier, &job, event, &mut decision),
+                &mut self.applying(&job, input, &mut answer, &mut out),
             )
             .await?;
-        job.done(decision)
-    }
-
-    fn applier_for(&self, profile: Option<ToolProfile>) -> Applier {
-        let mut applier = self.applier;
-        if let Some(p) = profile {
-            applier.profile = p;
-        }
-        applier
+        job.done(out)
     }
 
     /// The session key, policy and time of one event.
@@ -621,44 +499,37 @@ impl Guard {
         }
     }
 
-    /// The store update that applies `event` and leaves its decision in `out`.
-    fn applying<'a, 'e>(
+    /// The store update that applies `input` and leaves what `answer` made of its decision
+    /// in `out`.
+    fn applying<'a, 'e, R, F>(
         &'a self,
         job: &'a Job<'a>,
-        event: &'e Event<'e>,
-        out: &'a mut Option<Decision<'e>>,
-    ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
+        input: Input<'e>,
+        answer: &'a mut F,
+        out: &'a mut Option<R>,
+    ) -> impl FnMut(&mut SessionEntry) + 'a + use<'a, 'e, R, F>
     where
         'e: 'a,
-    {
-        self.applying_as(self.applier, job, event, out)
-    }
-
-    /// [`Guard::applying`] with `applier` instead of the guard's.
-    fn applying_as<'a, 'e>(
-        &'a self,
-        applier: Applier,
-        job: &'a Job<'a>,
-        event: &'e Event<'e>,
-        out: &'a mut Option<Decision<'e>>,
-    ) -> impl FnMut(&mut SessionEntry) + Send + 'a + use<'a, 'e>
-    where
-        'e: 'a,
+        F: FnMut(Decision<'e>) -> R,
     {
         move |entry| {
             self.begin(entry, &job.key);
-            *out = Some(entry.apply(&job.policy, &applier, event, 0, job.now));
+            // A prehashed input that needs its values was turned away before the update.
+            let d = entry.apply_accepted(&job.policy, &self.applier, input, 0, job.now);
+            *out = Some(answer(d));
         }
     }
 
     /// Parses one events.md line, applies it, and returns its decision record as JSON
-    /// (without `line`, with a trailing newline).
+    /// (without `line`, with a trailing newline): [`Guard::apply`] for front ends that speak
+    /// JSONL, text in and text out (the Python package, the tests).
     pub fn apply_line(&self, tenant: Option<&str>, line: &[u8]) -> Result<Vec<u8>, GuardError> {
         let event = parse_event(line, 1)?;
-        let d = self.apply(tenant, &event)?;
-        let mut out = Vec::with_capacity(256);
-        d.write_record(&mut out);
-        Ok(out)
+        self.apply(tenant, &event, |d| {
+            let mut out = Vec::with_capacity(256);
+            d.write_record(&mut out);
+            out
+        })
     }
 
     /// Runs `f` on a session's entry inside one atomic store update, for front ends with
@@ -812,11 +683,11 @@ mod tests {
 
     fn assert_send_sync<T: Send + Sync>() {}
 
-    /// `apply_with_args_digest` (the npm package's `afterCall` with the arguments of the
-    /// call it just had decided) gives the records and the session `apply` gives, through
-    /// a loop's warnings, blocks and the ignored outcomes of blocked calls, with and
-    /// without a tool profile that maps the call; `apply_then` hands over the same
-    /// decisions.
+    /// An outcome with its call's digest (the npm package's `afterCall` with the arguments
+    /// of the call it just had decided) gives the records and the session the event alone
+    /// gives, through a loop's warnings, blocks and the ignored outcomes of blocked calls,
+    /// with and without a tool profile that maps the call; an answer made inside the update
+    /// is made of the same decisions.
     #[test]
     fn an_outcome_with_its_calls_digest_is_decided_as_when_hashed_again() {
         let record = |d: &Decision<'_>| {
@@ -842,16 +713,27 @@ mod tests {
                 );
                 let call = parse_event(call.as_bytes(), 1).unwrap();
                 let outcome = parse_event(outcome.as_bytes(), 2).unwrap();
-                let (ca, cb) = (a.apply(None, &call).unwrap(), b.apply(None, &call).unwrap());
+                let (ca, cb) = (
+                    a.apply(None, &call, |d| d).unwrap(),
+                    b.apply(None, &call, |d| d).unwrap(),
+                );
                 assert_eq!(record(&ca), record(&cb));
                 let digest = cb.args.unwrap();
-                // A call event is applied as `apply` does, whatever digest comes with it.
-                let oa = a.apply(None, &outcome).unwrap();
-                let ob = b.apply_with_args_digest(None, &outcome, digest).unwrap();
+                let oa = a.apply(None, &outcome, |d| d).unwrap();
+                let ob = b
+                    .apply(None, Input::WithArgsDigest(&outcome, digest), |d| d)
+                    .unwrap();
                 assert_eq!(record(&oa), record(&ob), "{profile:?}, pair {i}");
-                let cc = c.apply_then(None, &call, None, record).unwrap();
-                let oc = c.apply_then(None, &outcome, Some(digest), record).unwrap();
-                assert_eq!((cc, oc), (record(&ca), record(&oa)), "apply_then, pair {i}");
+                // A call event is applied as the event alone, whatever digest comes with it.
+                let cc = c
+                    .apply(None, Input::WithArgsDigest(&call, digest), |d| record(&d))
+                    .unwrap();
+                let oc = c
+                    .apply(None, Input::WithArgsDigest(&outcome, digest), |d| {
+                        record(&d)
+                    })
+                    .unwrap();
+                assert_eq!((cc, oc), (record(&ca), record(&oa)), "in place, pair {i}");
                 actions.insert(ca.action.as_str());
                 actions.insert(oa.action.as_str());
             }
@@ -874,6 +756,71 @@ mod tests {
             };
             assert_eq!(rows(&ia), rows(&ib));
         }
+    }
+
+    /// A prehashed event is declined, with the session untouched, by a guard whose profile
+    /// maps tools or whose policy reads the values; accepted and decided as the event alone
+    /// otherwise.
+    #[test]
+    fn a_prehashed_event_is_declined_when_its_values_are_needed() {
+        use loopguard_core::Hashing;
+        let call = parse_event(
+            br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#,
+            1,
+        )
+        .unwrap();
+        let pre = crate::Prehashed::of(&call, ToolProfile::Plain, &Hashing::default()).unwrap();
+        let mapping = Guard::builder().profile(ToolProfile::ClaudeCode).build();
+        let e = mapping
+            .apply(None, Input::Prehashed(&call, &pre), |d| d.action)
+            .unwrap_err();
+        assert!(matches!(e, GuardError::NeedsValues), "{e}");
+        assert!(mapping.session(None, "s").unwrap().is_none());
+        let strict = OpenClawConfig::from_json5(
+            r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict"}}"#,
+        )
+        .unwrap()
+        .config;
+        let strict = Guard::builder().config(strict).build();
+        assert!(matches!(
+            strict.apply(None, Input::Prehashed(&call, &pre), |d| d.action),
+            Err(GuardError::NeedsValues)
+        ));
+        let plain = Guard::builder().build();
+        let direct = Guard::builder().build();
+        assert_eq!(
+            plain
+                .apply(None, Input::Prehashed(&call, &pre), |d| d.args)
+                .unwrap(),
+            direct.apply(None, &call, |d| d.args).unwrap()
+        );
+    }
+
+    /// An event with another tool profile is decided as by a guard with that profile.
+    #[test]
+    fn a_profiled_event_is_decided_with_its_profile() {
+        let plain = Guard::builder().build();
+        let claude = Guard::builder().profile(ToolProfile::ClaudeCode).build();
+        let line = br#"{"type":"call","session":"s","tool":"Bash","args":{"command":"ls","description":"x"}}"#;
+        let call = parse_event(line, 1).unwrap();
+        let record = |d: Decision<'_>| {
+            let mut out = Vec::new();
+            d.write_record(&mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let profiled = plain
+            .apply(
+                None,
+                Input::with_profile(&call, Some(ToolProfile::ClaudeCode)),
+                record,
+            )
+            .unwrap();
+        assert!(profiled.contains(r#""argsHash":"exec:"#), "{profiled}");
+        assert_eq!(profiled, claude.apply(None, &call, record).unwrap());
+        let unmapped = plain
+            .apply(None, Input::with_profile(&call, None), record)
+            .unwrap();
+        assert!(unmapped.contains(r#""argsHash":"Bash:"#), "{unmapped}");
     }
 
     #[test]

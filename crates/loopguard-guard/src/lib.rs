@@ -47,7 +47,7 @@
 //! ```
 
 pub mod advice;
-mod digested;
+pub mod config_check;
 mod duration;
 mod entry;
 mod guard;
@@ -55,10 +55,9 @@ mod logged;
 pub mod profile;
 mod store;
 
-pub use digested::{digest_line, DigestedLine};
 pub use duration::parse_duration;
 pub use entry::{
-    AbortedRun, Applier, EntryError, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
+    AbortedRun, Applier, EntryError, Input, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
 };
 pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,

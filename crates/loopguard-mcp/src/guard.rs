@@ -133,7 +133,7 @@ impl GuardLayer {
             }
         };
         let mut record = Vec::new();
-        match self.guard.apply(None, &event) {
+        match self.guard.apply(None, &event, |d| d) {
             Ok(decision) => {
                 trace_decision(&decision);
                 if self.log.is_some() {

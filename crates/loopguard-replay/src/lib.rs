@@ -36,6 +36,7 @@
 mod ahead;
 pub mod html;
 pub mod inputs;
+mod messages;
 pub mod plan;
 pub mod quality;
 mod replayer;
@@ -49,6 +50,7 @@ use std::io::{self, BufRead, Write};
 pub use inputs::Input;
 pub use loopguard_events::{parse_event, Action, Decision, Event, EventError, EventKind, Payload};
 pub use loopguard_guard::Prehashed;
+pub use messages::{diagnostic_line, reading_as, stopped_line, NoticeLines, SHOWN_SKIPPED_LINES};
 pub use plan::{Chosen, InputKind, Plan, PlanError, PlanNote, ReplayOptions, Source};
 pub use replayer::{Prehasher, Replayer};
 pub use report::Style;

@@ -6,7 +6,7 @@ use loopguard_core::Hashing;
 use loopguard_core::{normalize_agent_id, OpenClawConfig, Policy};
 use loopguard_core::{JsString, Mode};
 use loopguard_events::{Decision, Event};
-use loopguard_guard::{Applier, Prehashed, SessionEntry, ToolProfile};
+use loopguard_guard::{Applier, Input, Prehashed, SessionEntry, ToolProfile};
 
 /// Blocked calls per session that wait for their outcome events in a replay: recorded
 /// streams do send the (ignored) outcomes of blocked calls, sometimes much later.
@@ -107,15 +107,16 @@ impl Replayer {
     /// [`Replayer::process`] of an event whose values were hashed ahead by
     /// [`Replayer::prehasher`] (its `args` and `payload` are not looked at); `None`, with
     /// nothing changed, when the event's policy or the tool profile needs the values
-    /// themselves ([`SessionEntry::apply_prehashed`]): then call [`Replayer::process`].
+    /// themselves ([`Input::needs_values`]): then call [`Replayer::process`].
     pub fn process_prehashed<'e>(
         &mut self,
         event: &'e Event<'e>,
-        pre: &Prehashed,
+        pre: &'e Prehashed,
         line: u64,
     ) -> Option<Decision<'e>> {
         self.with_entry(event, |policy, entry, applier| {
-            entry.apply_prehashed(policy, applier, event, pre, line, event.timestamp_ms)
+            let input = Input::Prehashed(event, pre);
+            entry.apply_input(policy, applier, input, line, event.timestamp_ms)
         })
     }
 

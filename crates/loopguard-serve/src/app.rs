@@ -211,7 +211,7 @@ async fn apply_events(
     for event in &events {
         let decision = state
             .guard
-            .apply_async(tenant, event)
+            .apply_async(tenant, event, |d| d)
             .await
             .map_err(|e| state.guard_error(e))?;
         state.record(&decision, &mut out);

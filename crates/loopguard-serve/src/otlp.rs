@@ -31,6 +31,7 @@ use axum::response::Response;
 use loopguard_adapters::spans::{Span, SpanCall, SpanSet};
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Action;
+use loopguard_guard::Input;
 use opentelemetry_proto::tonic::collector::logs::v1::{
     ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
 };
@@ -255,11 +256,12 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         let mut seen = Vec::new();
         for call in calls {
             for e in &call.events {
-                match s
-                    .traces
-                    .apply_with_profile(tenant, &e.event, call_profile(call))
-                {
-                    Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
+                match s.traces.apply(
+                    tenant,
+                    Input::with_profile(&e.event, call_profile(call)),
+                    |d| owned_decision(&d),
+                ) {
+                    Ok(d) => seen.push((call_labels(call), d)),
                     Err(err) => {
                         tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
                         s.metrics.store_error();
@@ -280,10 +282,14 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
             for e in &call.events {
                 match state
                     .traces
-                    .apply_async_with_profile(tenant.as_deref(), &e.event, call_profile(call))
+                    .apply_async(
+                        tenant.as_deref(),
+                        Input::with_profile(&e.event, call_profile(call)),
+                        |d| owned_decision(&d),
+                    )
                     .await
                 {
-                    Ok(d) => seen.push((call_labels(call), owned_decision(&d))),
+                    Ok(d) => seen.push((call_labels(call), d)),
                     Err(err) => {
                         tracing::warn!(target: "loopguard::serve", "trace {}: {err}", call.trace_id);
                         state.metrics.store_error();

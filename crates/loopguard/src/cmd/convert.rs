@@ -11,6 +11,7 @@ use loopguard_adapters::{Context, Diagnostic, Format};
 
 use loopguard_replay::inputs::session_names;
 use loopguard_replay::plan::{format_list, sniff, Sniffed};
+use loopguard_replay::{diagnostic_line, reading_as, stopped_line};
 
 use crate::cmd::replay::{format_parser, FormatArg};
 
@@ -53,12 +54,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{e}"))?
         {
             Sniffed::Format(f) => {
-                errln!(
-                    "{}: reading as {} ({})",
-                    path.display(),
-                    f.name(),
-                    f.describe()
-                )?;
+                errln!("{}", reading_as(&path.display().to_string(), f))?;
                 f
             }
             Sniffed::Blank => bail!("{}: the file is empty", path.display()),
@@ -80,6 +76,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
     if let (Format::OpenClawSqlite, Some(id)) = (format, &args.session) {
         return convert_sqlite_session(path, id, &ctx);
     }
+    let display = path.display().to_string();
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let mut buf = Vec::with_capacity(1024);
@@ -103,14 +100,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
                 fatal = Some(d);
                 return Flow::Stop;
             }
-            let what = if d.kind.is_malformed() {
-                "skipped"
-            } else {
-                "note"
-            };
-            // Some adapters' messages already end in "; skipped".
-            let message = d.message.strip_suffix("; skipped").unwrap_or(&d.message);
-            if let Err(err) = errln!("{}:{}: {what}: {message}", path.display(), d.line) {
+            if let Err(err) = errln!("{}", diagnostic_line(&display, &d)) {
                 write_error = Some(err);
                 return Flow::Stop;
             }
@@ -127,12 +117,7 @@ pub fn run(args: ConvertArgs) -> Result<ExitCode> {
         Err(ReadError::Stopped) => {
             if let Some(d) = fatal {
                 // Failing anyway: a closed stderr must not turn this into a quiet success.
-                let _ = errln!(
-                    "error: {}:{}: {}; stopped here because of --stop-on-bad-line",
-                    path.display(),
-                    d.line,
-                    d.message
-                );
+                let _ = errln!("{}", stopped_line(&display, &d));
                 return Ok(ExitCode::FAILURE);
             }
             if let Some(e) = write_error {

@@ -5,7 +5,6 @@
 //! progress bar), JSON decisions or the text report on stdout, the HTML page.
 
 use crate::cmd::ModeArg;
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +20,7 @@ use loopguard_core::{DetectorProfile, OpenClawConfig, RunConfigError};
 use loopguard_replay::html::Timeline;
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
-    Chosen, Decision, Notice, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,
+    Decision, Notice, NoticeLines, Observer, Plan, PlanNote, ReplayOptions, RunError, Source, Style,
 };
 
 use crate::progress;
@@ -180,27 +179,6 @@ pub(crate) fn load_config_for_run(path: &Path) -> Result<OpenClawConfig> {
     }
 }
 
-/// The mode line of the report: one mode, or which inputs got which.
-fn modes_text(plan: &Plan) -> String {
-    let enforce = plan
-        .sources
-        .iter()
-        .filter(|s| s.mode == Mode::Enforce)
-        .count();
-    match (enforce, plan.sources.len() - enforce) {
-        (_, 0) if enforce > 0 => "enforce".to_string(),
-        (0, _) => "observe".to_string(),
-        (e, o) => format!(
-            "enforce for {e} event {}, observe for {o} {}",
-            if e == 1 { "stream" } else { "streams" },
-            if o == 1 { "transcript" } else { "transcripts" }
-        ),
-    }
-}
-
-/// How many skipped lines of one file are printed before they are only counted.
-const SHOWN_DIAGNOSTICS: u64 = 10;
-
 /// Prints a replay as it runs.
 struct Printer {
     progress: ProgressBar,
@@ -208,7 +186,7 @@ struct Printer {
     buf: Vec<u8>,
     timeline: Option<Timeline>,
     quality: Option<loopguard_replay::quality::Quality>,
-    shown: HashMap<String, u64>,
+    lines: NoticeLines,
     /// The first message that could not be written (a closed stderr); the next decision
     /// stops the replay with it.
     said: Option<io::Error>,
@@ -255,69 +233,14 @@ impl Observer for Printer {
     }
 
     fn notice(&mut self, notice: Notice<'_>) {
-        match notice {
-            Notice::Start(source) => {
-                self.progress.set_message(source.display.clone());
-                if source.chosen == Chosen::Detected && source.format != Format::Events {
-                    self.say(format!(
-                        "{}: reading as {} ({})",
-                        source.display,
-                        source.format.name(),
-                        source.format.describe()
-                    ));
-                }
-            }
-            Notice::LineSkipped(source, diag) => {
-                let shown = self.shown.entry(source.display.clone()).or_default();
-                *shown += 1;
-                if *shown <= SHOWN_DIAGNOSTICS {
-                    // Some adapters' messages already end in "; skipped".
-                    let message = diag
-                        .message
-                        .strip_suffix("; skipped")
-                        .unwrap_or(&diag.message);
-                    let line = format!("{}:{}: skipped: {message}", source.display, diag.line);
-                    self.say(line);
-                }
-            }
-            Notice::Note(source, diag) => {
-                let line = if diag.line > 0 {
-                    format!("{}:{}: note: {}", source.display, diag.line, diag.message)
-                } else {
-                    format!("{}: note: {}", source.display, diag.message)
-                };
-                self.say(line);
-            }
-            Notice::Finished(source, file) => {
-                if file.skipped_lines > SHOWN_DIAGNOSTICS {
-                    self.say(format!(
-                        "{}: … {} more lines skipped",
-                        source.display,
-                        file.skipped_lines - SHOWN_DIAGNOSTICS
-                    ));
-                }
-                let mut parts = Vec::new();
-                if file.unanswered > 0 {
-                    parts.push(match file.unanswered {
-                        1 => "1 call never got a result (replayed without an outcome)".to_string(),
-                        n => format!("{n} calls never got a result (replayed without an outcome)"),
-                    });
-                }
-                if file.orphans > 0 {
-                    parts.push(match file.orphans {
-                        1 => "1 result had no call (not replayed)".to_string(),
-                        n => format!("{n} results had no call (not replayed)"),
-                    });
-                }
-                if !parts.is_empty() {
-                    self.say(format!("{}: {}", source.display, parts.join(", ")));
-                }
-                if let Some(message) = file.failure_message() {
-                    self.say(format!("error: {message}"));
-                }
-                self.progress.inc(1);
-            }
-            _ => {}
+        if let Notice::Start(source) = notice {
+            self.progress.set_message(source.display.clone());
+        }
+        for line in self.lines.lines(notice) {
+            self.say(line);
+        }
+        if let Notice::Finished(..) = notice {
+            self.progress.inc(1);
         }
     }
 }
@@ -383,28 +306,15 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         errln!("{}: skipped: {}", s.path.display(), s.reason)?;
     }
     for note in &plan.notes {
+        let line = note.message(args.config.as_deref());
         match note {
-            PlanNote::DetectorsEnabledForTranscripts => errln!(
-                "loopguard: no --config given: transcripts replay with loop detection enabled and OpenClaw's default thresholds"
-            ),
-            PlanNote::ConfigLeavesDetectorsOff => errln!(
-                "loopguard: {} does not set tools.loopDetection.enabled: true, so transcripts get only the post-compaction guard (as in OpenClaw); leave out --config to replay them with the detectors on",
-                args.config.as_deref().unwrap_or(Path::new("the config")).display()
-            ),
             // A closed stderr must not end the replay before it says how it went (its
-            // status): the note is best effort.
+            // status): this note is best effort.
             PlanNote::DetectorsOffForEventStreams => {
-                let _ = errln!(
-                "loopguard: {}: event streams replay with loop detection off (tools.loopDetection.enabled is not true); only the post-compaction guard runs. Give --config with enabled: true (e.g. examples/openclaw.json5) to find loops",
-                match &args.config {
-                    Some(p) => p.display().to_string(),
-                    None => "no --config given, so OpenClaw's defaults apply".to_string(),
-                }
-                );
-                Ok(())
+                let _ = errln!("{line}");
             }
-            _ => Ok(()),
-        }?;
+            _ => errln!("{line}")?,
+        }
     }
     if let Some(t) = printer_timeline.as_mut() {
         t.set_settings(loopguard_replay::html::settings(
@@ -421,7 +331,7 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         buf: Vec::with_capacity(1024),
         timeline: printer_timeline,
         quality: summary.then(loopguard_replay::quality::Quality::default),
-        shown: HashMap::new(),
+        lines: NoticeLines::default(),
         said: None,
     };
     let result = plan.run(&mut printer);
@@ -443,25 +353,16 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     drop(printer.json.take());
 
     let failed = report.failures().count();
-    let unread = report
-        .skipped
-        .iter()
-        .filter(|s| s.reason.loses_data())
-        .count();
     // One input that could not be read: its error says it all.
     let nothing_read = report.summary.events == 0 && plan.sources.len() <= 1 && failed > 0;
-    let modes = modes_text(&plan);
+    let modes = plan.modes_text();
     if let Some(q) = &printer.quality {
         let profile = args
             .profile
             .map_or("configured", |p| DetectorProfile::from(p).as_str());
         let mut text = q.render(profile, labels.as_ref());
-        if failed + unread > 0 {
-            let n = failed + unread;
-            text.push_str(&format!(
-                "\n{n} {} could not be replayed (see above)\n",
-                if n == 1 { "file" } else { "files" }
-            ));
+        if let Some(unreplayed) = report.unreplayed_text() {
+            text.push_str(&unreplayed);
         }
         write_stdout(&text)?;
     } else if !args.json && !nothing_read {
@@ -470,12 +371,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             text.push('\n');
             text.push_str(&report.summary.render_table(style));
         }
-        if failed + unread > 0 {
-            let n = failed + unread;
-            text.push_str(&format!(
-                "\n{n} {} could not be replayed (see above)\n",
-                if n == 1 { "file" } else { "files" }
-            ));
+        if let Some(unreplayed) = report.unreplayed_text() {
+            text.push_str(&unreplayed);
         }
         write_stdout(&text)?;
     }

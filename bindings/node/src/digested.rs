@@ -1,5 +1,5 @@
 //! Event lines in the layout the npm package writes, read into their envelope and digests
-//! without building values (building them was about a third of a guarded call's time).
+//! without building values (docs/typescript.md, "Performance").
 //!
 //! The npm package's JavaScript half (`bindings/node/lib/convert.cjs`) writes a call as
 //! `{"type":"call","session":S,"tool":T[,"run":R][,"callId":C][,"agent":A],"args":ARGS}` and
@@ -7,7 +7,7 @@
 //! The engine keeps digests, not values: [`digest_line`] takes the arguments' digest and the
 //! result's hash straight from the JSON text (`args_digest_from_json`,
 //! `outcome_hash_from_json` in `loopguard_core::hashing`), and the guard is handed the
-//! envelope alone ([`Guard::apply_prehashed_then`](crate::Guard::apply_prehashed_then)).
+//! envelope alone ([`Input::Prehashed`](loopguard_guard::Input::Prehashed)).
 //!
 //! Only what is sure to be decided as the whole line would be is read: ids written without
 //! escapes, no `agent` (an agent may have its own policy), a tool without hashing rules of
@@ -15,19 +15,23 @@
 //! arguments of the call just decided, byte for byte, which spares reading them again.
 //! Anything else is `None`, and the caller parses and applies the whole line: the same
 //! decision, or the error naming the field.
+//!
+//! The addon cannot be a Rust test binary (its Node-API symbols resolve only inside a running
+//! `node`), so this module depends on nothing of the addon: `tests/digested.rs` and the
+//! `node_pair` example include it by path.
 
-use crate::entry::Prehashed;
 use loopguard_core::hashing::{args_digest_from_json, outcome_hash_from_json, ArgsDigest};
 use loopguard_core::{JsString, Value};
 use loopguard_events::{Event, EventKind, Payload};
+use loopguard_guard::Prehashed;
 
 /// A line [`digest_line`] read: the envelope as an event, and its values' digests.
 #[derive(Debug)]
-pub struct DigestedLine<'a> {
+pub(crate) struct DigestedLine<'a> {
     /// The envelope (`args` empty, an outcome's `payload` null: neither is looked at).
     pub event: Event<'a>,
     /// The arguments' digest and an outcome's hash, for
-    /// [`Guard::apply_prehashed_then`](crate::Guard::apply_prehashed_then).
+    /// [`Input::Prehashed`](loopguard_guard::Input::Prehashed).
     pub pre: Prehashed,
     /// A call's arguments' JSON text, which the outcome after it repeats (empty for an
     /// outcome).
@@ -39,26 +43,7 @@ pub struct DigestedLine<'a> {
 /// hashing settings. `last_call` is the digest and the JSON text of the arguments of the call
 /// decided before, for an outcome that repeats them; an outcome is read only then. `None` for
 /// any other line, which the caller parses whole.
-///
-/// ```
-/// use loopguard_guard::{digest_line, Guard};
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let guard = Guard::builder().build();
-/// let call = br#"{"type":"call","session":"s","tool":"read","args":{"path":"/a"}}"#;
-/// let read = digest_line(call, None).ok_or("not read")?;
-/// let digest = read.pre.args;
-/// let d = guard.apply_prehashed_then(None, &read.event, &read.pre, |d| d.args)?;
-/// assert_eq!(d, Some(Some(digest)));
-///
-/// let outcome = br#"{"type":"outcome","session":"s","tool":"read","args":{"path":"/a"},"result":"x"}"#;
-/// let read = digest_line(outcome, Some((digest, br#"{"path":"/a"}"#))).ok_or("not read")?;
-/// assert!(read.pre.outcome.is_some());
-/// // Other arguments than the call's: read whole by the caller.
-/// assert!(digest_line(outcome, Some((digest, br#"{"path":"/b"}"#))).is_none());
-/// # Ok(())
-/// # }
-/// ```
-pub fn digest_line<'a>(
+pub(crate) fn digest_line<'a>(
     line: &'a [u8],
     last_call: Option<(ArgsDigest, &[u8])>,
 ) -> Option<DigestedLine<'a>> {
@@ -98,7 +83,7 @@ pub fn digest_line<'a>(
     let (args, pre, payload) = match kind {
         EventKind::Call => {
             let args = rest.strip_suffix(b"}")?;
-            let digest = args_digest_from_json(tool.as_bytes(), args)?;
+            let digest = with_scratch(|s| args_digest_from_json(tool.as_bytes(), args, s))?;
             let pre = Prehashed {
                 args: digest,
                 known_poll,
@@ -113,7 +98,7 @@ pub fn digest_line<'a>(
                 .strip_prefix(call_args)?
                 .strip_prefix(b",\"result\":")?
                 .strip_suffix(b"}")?;
-            let hash = outcome_hash_from_json(tool.as_bytes(), result)?;
+            let hash = with_scratch(|s| outcome_hash_from_json(tool.as_bytes(), result, s))?;
             let pre = Prehashed {
                 args: digest,
                 known_poll,
@@ -136,6 +121,22 @@ pub fn digest_line<'a>(
         timestamp_ms: 0,
     };
     Some(DigestedLine { event, pre, args })
+}
+
+/// Runs `f` with this thread's buffer for the canonical text the digests are taken of,
+/// reused from line to line (the core keeps none), unless `f` leaves it large.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    /// A buffer grown past this by a large value is not kept.
+    const KEEP: usize = 64 * 1024;
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut scratch = SCRATCH.take();
+    let r = f(&mut scratch);
+    if scratch.capacity() <= KEEP {
+        SCRATCH.set(scratch);
+    }
+    r
 }
 
 /// A position in a line.
@@ -175,9 +176,9 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::ToolProfile;
     use loopguard_core::Hashing;
     use loopguard_events::parse_event;
+    use loopguard_guard::{Guard, Input, ToolProfile};
 
     /// What the whole line gives: the event's envelope and its digests.
     fn whole(line: &[u8]) -> (Event<'_>, Prehashed) {
@@ -198,6 +199,50 @@ mod tests {
                 f(&e.tool),
             ],
         )
+    }
+
+    /// A call and its outcome read here and applied as [`Input::Prehashed`] get the decisions
+    /// their whole lines get.
+    #[test]
+    fn a_read_pair_is_decided_as_the_whole_lines_are() {
+        let (fast, slow) = (Guard::builder().build(), Guard::builder().build());
+        let record = |d: loopguard_events::Decision<'_>| {
+            let mut out = Vec::new();
+            d.write_record(&mut out);
+            String::from_utf8(out).expect("UTF-8")
+        };
+        let mut records = String::new();
+        for _ in 0..25 {
+            let call = br#"{"type":"call","session":"s","tool":"read","args":{"path":"/a"}}"#;
+            let read = digest_line(call, None).expect("read");
+            let digest = read.pre.args;
+            let a = fast
+                .apply(None, Input::Prehashed(&read.event, &read.pre), record)
+                .expect("applied");
+            let b = slow
+                .apply(None, &parse_event(call, 1).expect("event"), record)
+                .expect("applied");
+            assert_eq!(a, b);
+            records.push_str(&a);
+            let outcome = br#"{"type":"outcome","session":"s","tool":"read","args":{"path":"/a"},"result":"x"}"#;
+            let read = digest_line(outcome, Some((digest, read.args))).expect("read");
+            assert!(read.pre.outcome.is_some());
+            let a = fast
+                .apply(None, Input::Prehashed(&read.event, &read.pre), record)
+                .expect("applied");
+            let b = slow
+                .apply(None, &parse_event(outcome, 2).expect("event"), record)
+                .expect("applied");
+            assert_eq!(a, b);
+            records.push_str(&a);
+            // Other arguments than the call's: read whole by the caller.
+            assert!(digest_line(outcome, Some((digest, br#"{"path":"/b"}"#))).is_none());
+        }
+        // Through a whole loop: warnings, then blocks and the ignored outcomes of blocked calls.
+        for action in ["warn", "block", "ignored"] {
+            let word = format!(r#""decision":"{action}""#);
+            assert!(records.contains(&word), "{action}: {records}");
+        }
     }
 
     #[test]

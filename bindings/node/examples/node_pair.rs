@@ -4,22 +4,27 @@
 //! decided as the addon's `decide` does. Timing is not a test.
 //!
 //! ```text
-//! cargo build --release -p loopguard-guard --example node_pair
+//! cargo build --release -p loopguard-node --example node_pair
 //! valgrind --tool=callgrind --toggle-collect='*node_pair*measure*' \
 //!     target/release/examples/node_pair 5000 [whole|apply]
 //! ```
 //!
 //! By default each line is read as the addon reads it: its digests taken straight from the
-//! JSON text ([`loopguard_guard::digest_line`]) and the envelope applied
-//! ([`Guard::apply_prehashed_then`]), the outcome with its call's arguments. `whole` parses
-//! each line and applies it, the outcome with its call's digest (the addon before its
-//! digests from text); `apply` also hashes every outcome's arguments again, as front ends
-//! other than the npm package do.
+//! JSON text (the addon's `digest_line`, `src/digested.rs`, included here by path) and the
+//! envelope applied ([`Input::Prehashed`]), the outcome with its call's arguments. `whole`
+//! parses each line and applies it, the outcome with its call's digest
+//! ([`Input::WithArgsDigest`], the addon's path for a line `digest_line` does not read);
+//! `apply` also hashes every outcome's arguments again, as front ends other than the npm
+//! package do.
 //!
 //! The instructions of `measure` divided by its pairs are the engine's cost per pair.
 
 use loopguard_events::parse_event;
-use loopguard_guard::{digest_line, Guard};
+use loopguard_guard::{Guard, Input};
+
+#[path = "../src/digested.rs"]
+mod digested;
+use digested::digest_line;
 
 /// The two lines of pair `i`, as the package writes them.
 fn lines(i: usize) -> (String, String) {
@@ -57,15 +62,13 @@ fn measure(
         for (call, outcome) in pairs {
             let read = digest_line(call.as_bytes(), None).ok_or("the call is read")?;
             let digest = guard
-                .apply_prehashed_then(None, &read.event, &read.pre, |d| d.args)?
-                .flatten()
+                .apply(None, Input::Prehashed(&read.event, &read.pre), |d| d.args)?
                 .ok_or("a call's decision has its digest")?;
             sink += loopguard_core::hashing::hex_bytes(&digest.0)[0] as usize;
             let read = digest_line(outcome.as_bytes(), Some((digest, read.args)))
                 .ok_or("the outcome is read")?;
-            let result = guard
-                .apply_prehashed_then(None, &read.event, &read.pre, |d| d.result)?
-                .flatten();
+            let result =
+                guard.apply(None, Input::Prehashed(&read.event, &read.pre), |d| d.result)?;
             if let Some(h) = result {
                 sink += loopguard_core::hashing::hex_bytes(&h.digest)[0] as usize;
             }
@@ -75,14 +78,14 @@ fn measure(
     let reuse = way == Way::Whole;
     for (call, outcome) in pairs {
         let call = parse_event(call.as_bytes(), 1)?;
-        let d = guard.apply(None, &call)?;
+        let d = guard.apply(None, &call, |d| d)?;
         let digest = d.args.ok_or("a call's decision has its digest")?;
         sink += loopguard_core::hashing::hex_bytes(&digest.0)[0] as usize;
         let outcome = parse_event(outcome.as_bytes(), 2)?;
         let d = if reuse {
-            guard.apply_with_args_digest(None, &outcome, digest)?
+            guard.apply(None, Input::WithArgsDigest(&outcome, digest), |d| d)?
         } else {
-            guard.apply(None, &outcome)?
+            guard.apply(None, &outcome, |d| d)?
         };
         if let Some(h) = d.result {
             sink += loopguard_core::hashing::hex_bytes(&h.digest)[0] as usize;

@@ -1,0 +1,376 @@
+//! The report of `loopguard config check`: a config's diagnostics, the advice notes of
+//! every policy it gives ([`crate::advice`]), and the effective settings of each agent with
+//! where each value came from. A pure function of the config text; the binary prints it.
+//!
+//! ```
+//! use loopguard_guard::config_check::check_config;
+//! let text = "{ tools: { loopDetection: { enabled: true, warningThreshold: 8, criticalThreshold: 16 } } }";
+//! let report = check_config("openclaw.json5", text, None, false);
+//! assert!(report.settings.starts_with("global (tools.loopDetection; agents without an entry)\n"));
+//! assert!(report.settings.contains("  warningThreshold: 8  (global)\n"));
+//! // A warning threshold below 10: warnings the model never sees.
+//! assert_eq!((report.errors, report.warnings), (0, 1));
+//! assert!(report.notes[0].starts_with("openclaw.json5: warning: global"), "{}", report.notes[0]);
+//! assert_eq!(report.verdict.as_deref(), Some("openclaw.json5: ok, 1 warning(s)"));
+//! // With `strict`, warnings are errors.
+//! assert!(check_config("openclaw.json5", text, None, true).failed());
+//! ```
+
+use std::fmt::Write as _;
+
+use loopguard_core::{
+    as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, Severity,
+    DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
+    DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
+};
+
+/// What [`check_config`] found: lines for stderr, the settings for stdout, and the verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigCheck {
+    /// Lines for stderr, in order: the loader's diagnostics
+    /// (`NAME:LINE:COL: SEVERITY: PATH: MESSAGE`), then where a policy protects less than it
+    /// looks (`NAME: warning: TITLE: NOTE`); a config that cannot be read gives one line,
+    /// `NAME: error: WHY`.
+    pub notes: Vec<String>,
+    /// The effective settings of the global block and each agent (or of the one agent asked
+    /// for), newline-terminated lines for stdout; empty when the config cannot be read.
+    pub settings: String,
+    /// The last line, for stderr after the settings: `NAME: ok, W warning(s)` or
+    /// `NAME: E error(s), W warning(s)`. `None` when the config cannot be read.
+    pub verdict: Option<String>,
+    /// Errors counted (warnings among them with `strict`).
+    pub errors: usize,
+    /// Warnings counted.
+    pub warnings: usize,
+}
+
+impl ConfigCheck {
+    /// `true` when the config has errors (or cannot be read): `config check` fails.
+    pub fn failed(&self) -> bool {
+        self.errors > 0
+    }
+}
+
+/// Checks the OpenClaw config `text`, named `name` in every line: its diagnostics, and the
+/// effective settings of `agent` (`None`: the global block and every `agents.list` entry).
+/// With `strict`, warnings (auto-raised thresholds, fallbacks, ignored entries, weak
+/// protection) count as errors.
+pub fn check_config(name: &str, text: &str, agent: Option<&str>, strict: bool) -> ConfigCheck {
+    let loaded = match OpenClawConfig::from_json5(text) {
+        Ok(l) => l,
+        Err(e) => {
+            return ConfigCheck {
+                notes: vec![format!("{name}: error: {e}")],
+                settings: String::new(),
+                verdict: None,
+                errors: 1,
+                warnings: 0,
+            }
+        }
+    };
+    let mut errors = 0;
+    let mut warnings = 0;
+    let mut notes = Vec::new();
+    for d in &loaded.diagnostics {
+        let severity = if strict { Severity::Error } else { d.severity };
+        match severity {
+            Severity::Error => errors += 1,
+            Severity::Warning => warnings += 1,
+        }
+        let tag = if strict && d.severity == Severity::Warning {
+            "error (strict)".to_string()
+        } else {
+            d.severity.to_string()
+        };
+        notes.push(format!(
+            "{name}:{}:{}: {tag}: {}: {}",
+            d.pos.line, d.pos.col, d.path, d.message
+        ));
+    }
+
+    let cfg = &loaded.config;
+    let mut out = String::new();
+    // Where protection is weaker than it looks (detectors off, warnings the model never
+    // sees): warnings, so `strict` makes them errors.
+    let mut weak = |title: &str, agent: Option<&str>| {
+        for note in crate::advice::policy_notes(&cfg.policy_for(agent)) {
+            if strict {
+                errors += 1;
+                notes.push(format!("{name}: error (strict): {title}: {note}"));
+            } else {
+                warnings += 1;
+                notes.push(format!("{name}: warning: {title}: {note}"));
+            }
+        }
+    };
+    match agent {
+        Some(id) => {
+            let entry = cfg.agents.iter().position(|a| {
+                loopguard_core::normalize_agent_id(&a.id) == loopguard_core::normalize_agent_id(id)
+            });
+            let title = match entry {
+                Some(i) => format!("agent {:?} (agents.list[{i}])", cfg.agents[i].id),
+                None => format!("agent {id:?} (no agents.list entry: the global block applies)"),
+            };
+            describe(&mut out, &title, cfg, Some(id));
+            weak(&title, Some(id));
+        }
+        None => {
+            let title = "global (tools.loopDetection; agents without an entry)";
+            describe(&mut out, title, cfg, None);
+            weak(title, None);
+            for (i, a) in cfg.agents.iter().enumerate() {
+                let _ = writeln!(out);
+                let title = format!("agent {:?} (agents.list[{i}])", a.id);
+                describe(&mut out, &title, cfg, Some(&a.id));
+                weak(&title, Some(&a.id));
+            }
+        }
+    }
+    let verdict = if errors > 0 {
+        format!("{name}: {errors} error(s), {warnings} warning(s)")
+    } else {
+        format!("{name}: ok, {warnings} warning(s)")
+    };
+    ConfigCheck {
+        notes,
+        settings: out,
+        verdict: Some(verdict),
+        errors,
+        warnings,
+    }
+}
+
+/// Where a field's value came from.
+fn source(agent: Option<bool>, global: Option<bool>) -> &'static str {
+    match (agent, global) {
+        (Some(true), _) => "agent",
+        (_, Some(true)) => "global",
+        _ => "default",
+    }
+}
+
+fn describe(out: &mut String, title: &str, cfg: &OpenClawConfig, agent: Option<&str>) {
+    let policy: Policy = cfg.policy_for(agent);
+    let r = &policy.resolved;
+    let global = cfg.loop_detection.clone().unwrap_or_default();
+    let own = agent
+        .and_then(|a| cfg.agent(a))
+        .and_then(|a| a.loop_detection.clone())
+        .unwrap_or_default();
+    let merged = policy.block.clone().unwrap_or_default();
+    let _ = writeln!(out, "{title}");
+    let num = loopguard_core::json::format_js_number;
+    let src_num = |f: fn(&LoopDetectionConfig) -> Option<f64>| {
+        source(f(&own).map(|_| true), f(&global).map(|_| true))
+    };
+    let note = |field: Option<f64>, used: f64, default: f64, src: &'static str| -> String {
+        match field {
+            Some(v) if as_positive_int(Some(v), default) != v => {
+                // Wrong types are kept as NaN so that they still override in a merge.
+                let why = if v.is_nan() {
+                    "not a number".to_string()
+                } else {
+                    format!("{} is not a positive integer", num(v))
+                };
+                if used == default {
+                    format!("({src}: {why}; default used)")
+                } else {
+                    format!(
+                        "({src}: {why}; default {} used, raised to {})",
+                        num(default),
+                        num(used)
+                    )
+                }
+            }
+            // Sizes are held in machine integers; a larger setting saturates, which changes
+            // nothing in practice.
+            Some(v) if v > used && used >= f64::from(u32::MAX) => {
+                format!("({src}; beyond anything a session reaches: effectively unlimited)")
+            }
+            Some(v) if v != used => format!("({src}: {} raised)", num(v)),
+            Some(_) => format!("({src})"),
+            None if used != default => format!("(raised from default {})", num(default)),
+            None => "(default)".to_string(),
+        }
+    };
+    let _ = writeln!(
+        out,
+        "  enabled: {}  ({}; rolling-history detectors {})",
+        r.enabled,
+        source(own.enabled.map(|_| true), global.enabled.map(|_| true)),
+        if r.enabled { "on" } else { "off" }
+    );
+    // A saturated size is shown as it was written.
+    let size_shown = |field: Option<f64>, used: f64| match field {
+        Some(v) if v.is_finite() && v.fract() == 0.0 && v > used => num(v),
+        _ => num(used),
+    };
+    type Field = fn(&LoopDetectionConfig) -> Option<f64>;
+    let numeric: [(&str, Field, f64, f64); 5] = [
+        (
+            "historySize",
+            |c| c.history_size,
+            r.history_size as f64,
+            DEFAULT_HISTORY_SIZE as f64,
+        ),
+        (
+            "warningThreshold",
+            |c| c.warning_threshold,
+            r.warning_threshold,
+            DEFAULT_WARNING_THRESHOLD,
+        ),
+        (
+            "criticalThreshold",
+            |c| c.critical_threshold,
+            r.critical_threshold,
+            DEFAULT_CRITICAL_THRESHOLD,
+        ),
+        (
+            "globalCircuitBreakerThreshold",
+            |c| c.global_circuit_breaker_threshold,
+            r.global_circuit_breaker_threshold,
+            DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+        ),
+        (
+            "unknownToolThreshold",
+            |c| c.unknown_tool_threshold,
+            r.unknown_tool_threshold,
+            DEFAULT_UNKNOWN_TOOL_THRESHOLD,
+        ),
+    ];
+    for (name, field, used, default) in numeric {
+        let _ = writeln!(
+            out,
+            "  {name}: {}  {}",
+            size_shown(field(&merged), used),
+            note(field(&merged), used, default, src_num(field))
+        );
+    }
+    let det = |f: fn(&LoopDetectionConfig) -> Option<bool>| {
+        source(f(&own).map(|_| true), f(&global).map(|_| true))
+    };
+    let _ = writeln!(
+        out,
+        "  detectors: genericRepeat={} ({}), knownPollNoProgress={} ({}), pingPong={} ({})",
+        r.generic_repeat,
+        det(|c| c.detectors.as_ref().and_then(|d| d.generic_repeat)),
+        r.known_poll_no_progress,
+        det(|c| c.detectors.as_ref().and_then(|d| d.known_poll_no_progress)),
+        r.ping_pong,
+        det(|c| c.detectors.as_ref().and_then(|d| d.ping_pong)),
+    );
+    let window_field = merged
+        .post_compaction_guard
+        .as_ref()
+        .and_then(|p| p.window_size);
+    let window_used = f64::from(policy.guard.window_size);
+    let _ = writeln!(
+        out,
+        "  postCompactionGuard: {}, windowSize={} {}",
+        if policy.guard.enabled {
+            "on"
+        } else {
+            "off (enabled: false)"
+        },
+        size_shown(window_field, window_used),
+        note(
+            window_field,
+            window_used,
+            f64::from(loopguard_core::DEFAULT_WINDOW_SIZE),
+            src_num(|c| c.post_compaction_guard.as_ref().and_then(|p| p.window_size))
+        )
+    );
+    describe_loopguard(out, cfg, agent, &policy);
+}
+
+/// loopguard's own block: the profile and each extra detector, with where it came from.
+fn describe_loopguard(
+    out: &mut String,
+    cfg: &OpenClawConfig,
+    agent: Option<&str>,
+    policy: &Policy,
+) {
+    let extra = &policy.extra;
+    let own = agent
+        .and_then(|a| cfg.agent(a))
+        .and_then(|a| a.loopguard.clone())
+        .unwrap_or_default();
+    let global = cfg.loopguard.clone().unwrap_or_default();
+    let profile_src = source(own.profile.map(|_| true), global.profile.map(|_| true));
+    let _ = writeln!(
+        out,
+        "  loopguard profile: {}  ({profile_src}){}",
+        extra.profile.as_str(),
+        if !extra.any() {
+            "; no extra detectors"
+        } else if !policy.resolved.enabled {
+            "; extra detectors need enabled: true"
+        } else {
+            ""
+        }
+    );
+    if !extra.any() {
+        return;
+    }
+    let show = |d: &loopguard_core::ExtraDetector, numbers: &str| {
+        if d.enabled {
+            format!("on{numbers}")
+        } else {
+            "off".to_string()
+        }
+    };
+    let at = |d: &loopguard_core::ExtraDetector| {
+        let block = if d.block_at == 0 {
+            "never".to_string()
+        } else {
+            d.block_at.to_string()
+        };
+        format!(" (warnAt={}, blockAt={block})", d.warn_at)
+    };
+    let _ = writeln!(
+        out,
+        "  extra detectors: identicalFailureStreak={}, identicalOutcomeStreak={}, errorDespiteChangingArgs={}",
+        show(&extra.failure_streak, &at(&extra.failure_streak)),
+        show(&extra.outcome_streak, &at(&extra.outcome_streak)),
+        show(&extra.error_changing_args, &at(&extra.error_changing_args)),
+    );
+    let _ = writeln!(
+        out,
+        "    argumentChurn={}, loopAcrossCompactions={}, secondCriticalAbort={}",
+        show(
+            &extra.argument_churn,
+            &format!(
+                " (window={}, maxVariants={}, blockAt={})",
+                extra.argument_churn.window,
+                extra.argument_churn.max_variants,
+                extra.argument_churn.block_at
+            )
+        ),
+        show(
+            &extra.loop_across_compactions,
+            &format!(
+                " (blockAt={} compactions)",
+                extra.loop_across_compactions.block_at
+            )
+        ),
+        show(&extra.second_critical, ""),
+    );
+    let _ = writeln!(
+        out,
+        "    nearRepeat={}, noProgressCycle={}, changingErrorSameCall={}",
+        show(
+            &extra.near_repeat,
+            &format!(
+                " (warnAt={}, blockAt={}, similarity={})",
+                extra.near_repeat.warn_at,
+                extra.near_repeat.block_at,
+                extra.near_repeat.similarity_pct as f64 / 100.0
+            )
+        ),
+        show(&extra.cycle, &at(&extra.cycle)),
+        show(&extra.changing_error, &at(&extra.changing_error)),
+    );
+    let _ = writeln!(out, "    countVetoes={}", extra.count_vetoes);
+}
