@@ -119,7 +119,16 @@ pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
     ),
 ];
 
-/// The top-level keys that only describe a call of `tool` ([`TOOL_BOOKKEEPING`]).
+/// The top-level keys that only describe a call of `tool`, lower-cased without `_` and `-`
+/// (the strict profile's per-tool bookkeeping list: the free-text labels of shell, edit,
+/// read and search tools); empty for a tool the list does not name. Tool names are compared
+/// case-insensitively.
+///
+/// ```
+/// use loopguard_core::detection::tool_bookkeeping_keys;
+/// assert!(tool_bookkeeping_keys(b"Bash").contains(&"description"));
+/// assert!(tool_bookkeeping_keys(b"my_tool").is_empty());
+/// ```
 pub fn tool_bookkeeping_keys(tool: &[u8]) -> &'static [&'static str] {
     TOOL_BOOKKEEPING
         .iter()
