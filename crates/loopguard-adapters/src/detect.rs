@@ -53,11 +53,21 @@ pub enum Format {
     OpenAiAgents,
     /// Claude Managed Agents session events.
     ManagedAgents,
+    /// Gemini CLI chat records (JSON Lines with `$set` updates).
+    Gemini,
+    /// Gemini CLI chat files of older versions (one JSON document with `messages`).
+    GeminiJson,
+    /// Qwen Code chat records.
+    Qwen,
+    /// GitHub Copilot CLI session events (`events.jsonl`).
+    Copilot,
+    /// Factory Droid sessions.
+    Factory,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 21] = [
+    pub const ALL: [Format; 26] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -79,6 +89,11 @@ impl Format {
         Format::Atif,
         Format::OpenAiAgents,
         Format::ManagedAgents,
+        Format::Gemini,
+        Format::GeminiJson,
+        Format::Qwen,
+        Format::Copilot,
+        Format::Factory,
     ];
 
     /// The name used by `--format`.
@@ -105,6 +120,11 @@ impl Format {
             Format::Atif => "atif",
             Format::OpenAiAgents => "openai-agents",
             Format::ManagedAgents => "managed-agents",
+            Format::Gemini => "gemini",
+            Format::GeminiJson => "gemini-json",
+            Format::Qwen => "qwen",
+            Format::Copilot => "copilot",
+            Format::Factory => "factory",
         }
     }
 
@@ -132,6 +152,11 @@ impl Format {
             Format::Atif => "ATIF trajectories (Harbor)",
             Format::OpenAiAgents => "OpenAI Agents SDK trace exports",
             Format::ManagedAgents => "Claude Managed Agents session events",
+            Format::Gemini => "Gemini CLI chat records (session-*.jsonl)",
+            Format::GeminiJson => "Gemini CLI chat file of older versions (session-*.json)",
+            Format::Qwen => "Qwen Code chat records",
+            Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
+            Format::Factory => "Factory Droid session JSONL",
         }
     }
 
@@ -150,6 +175,10 @@ impl Format {
                 | Format::CodexRollout
                 | Format::OpenHandsEvents
                 | Format::OpenHandsEval
+                | Format::Gemini
+                | Format::Qwen
+                | Format::Copilot
+                | Format::Factory
         )
     }
 }
@@ -228,6 +257,11 @@ fn name_hint(name: &str) -> Option<Format> {
 
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
+    // The coding agents' own logs first: Copilot's events look like Managed Agents' at a
+    // glance, Qwen Code's records like Claude Code's, Droid's messages like OpenClaw's.
+    if let Some(f) = agent_log_record(v) {
+        return Some(f);
+    }
     if let Some(f) = export_record(v) {
         return Some(f);
     }
@@ -302,6 +336,22 @@ fn detect_line(v: &Value<'_>) -> Option<Format> {
         return Some(Format::OpenClaw);
     }
     None
+}
+
+/// A record of a coding agent's own session log: Gemini CLI, Qwen Code, Copilot CLI,
+/// Factory Droid.
+fn agent_log_record(v: &Value<'_>) -> Option<Format> {
+    if crate::copilot_session::is_event(v) {
+        Some(Format::Copilot)
+    } else if crate::gemini_chat::is_record(v) {
+        Some(Format::Gemini)
+    } else if crate::qwen::is_record(v) {
+        Some(Format::Qwen)
+    } else if crate::factory::is_record(v) {
+        Some(Format::Factory)
+    } else {
+        None
+    }
 }
 
 /// A whole JSON document's format, from its beginning.
@@ -460,6 +510,9 @@ fn export_document(v: &Value<'_>) -> Option<Format> {
 }
 
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if crate::gemini_chat::is_chat_file(v) {
+        return Some(Format::GeminiJson);
+    }
     if let Some(f) = export_document(v) {
         return Some(f);
     }
