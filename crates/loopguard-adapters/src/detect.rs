@@ -373,7 +373,13 @@ fn detect_document(text: &str) -> Option<Format> {
     let key = |k: &str| text.contains(&format!("\"{k}\""));
     // OTLP JSON cut short, or several pretty-printed documents back to back.
     if text.starts_with('{') || text.starts_with('[') {
-        let head = &text[..text.len().min(4096)];
+        // At most 4096 bytes, cut at a character boundary (a multi-byte character may
+        // straddle byte 4096).
+        let mut end = text.len().min(4096);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &text[..end];
         let near = |k: &str| head.contains(&format!("\"{k}\""));
         if near("resourceSpans")
             || near("resource_spans")
@@ -710,6 +716,18 @@ mod tests {
             ),
             Some(Format::ChatCompletions)
         );
+    }
+
+    #[test]
+    fn a_character_across_byte_4096_of_a_broken_document_is_no_panic() {
+        // Two pretty-printed documents back to back (so not one JSON value), with a
+        // three-byte character straddling byte 4096.
+        for pad in 4090..4100 {
+            let mut text = String::from("{\n  \"a\": \"");
+            text.push_str(&"x".repeat(pad - text.len()));
+            text.push_str("\u{20ac}\u{20ac}\"\n}\n{\n  \"b\": 1\n}\n");
+            assert_eq!(detect("x.json", text.as_bytes()), None, "{pad}");
+        }
     }
 
     #[test]
