@@ -1,6 +1,6 @@
 //! The coding agents' own session logs (docs/transcripts.md): Gemini CLI's chat records
 //! (and the older chat files), Qwen Code's chat records, Copilot CLI's session events,
-//! Factory Droid's sessions, and a Codex 0.171 rollout.
+//! Factory Droid's sessions, a Codex 0.171 rollout and a Claude Code 2.1.197 transcript.
 //!
 //! Each `guarded-loop` fixture was written by the real CLI (Gemini CLI 0.61.0, Qwen Code
 //! 0.24.4, Copilot CLI 1.0.102, Droid 0.225.2, Codex 0.171.0) in the standard loop of
@@ -20,10 +20,10 @@
 mod support;
 
 use loopguard_adapters::{
-    copilot_session::CopilotSessionAdapter, factory::FactoryAdapter,
-    gemini_chat::GeminiChatAdapter, gemini_chat::GeminiChatFile, qwen::QwenAdapter,
-    responses::CodexRolloutAdapter, Context, Diagnostic, DocumentAdapter, Format, LineAdapter,
-    SourcedEvent,
+    claude_code::ClaudeCodeAdapter, copilot_session::CopilotSessionAdapter,
+    factory::FactoryAdapter, gemini_chat::GeminiChatAdapter, gemini_chat::GeminiChatFile,
+    qwen::QwenAdapter, responses::CodexRolloutAdapter, Context, Diagnostic, DocumentAdapter,
+    Format, LineAdapter, SourcedEvent,
 };
 use loopguard_events::{EventKind, Payload};
 use loopguard_guard::ToolProfile;
@@ -40,6 +40,18 @@ fn ctx() -> Context {
 /// The decisions on the calls of `events`, replayed as `loopguard replay` does.
 fn call_decisions(events: &[SourcedEvent]) -> Vec<(Action, Option<loopguard_core::Detector>)> {
     replay_observe_by_source(events, ToolProfile::Plain)
+        .into_iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .map(|d| (d.2, d.3))
+        .collect()
+}
+
+/// The decisions on the calls of `events`, every event through `profile`.
+fn call_decisions_as(
+    events: &[SourcedEvent],
+    profile: ToolProfile,
+) -> Vec<(Action, Option<loopguard_core::Detector>)> {
+    replay_observe_by_source(events, profile)
         .into_iter()
         .filter(|d| d.1 == EventKind::Call)
         .map(|d| (d.2, d.3))
@@ -188,6 +200,24 @@ fn codex_0_171_rollouts_replay_as_decided_live() {
     assert!(diags.is_empty(), "{diags:?}");
     let decided = call_decisions(&events);
     assert_eq!(decided.len(), 25);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+}
+
+/// Claude Code 2.1.197 records the calls its hook denied as `tool_result` blocks with
+/// `is_error: true` and loopguard's message as their text: refusals, so calls 21 to 26 are
+/// all blocked (count 20) instead of the first alone.
+#[test]
+fn claude_code_transcripts_keep_the_hooks_refusals() {
+    let (events, diags) = line_fixture(
+        &mut ClaudeCodeAdapter::new(ctx()),
+        "claude-code",
+        "guarded-loop.jsonl",
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let decided = call_decisions_as(&events, ToolProfile::ClaudeCode);
+    assert_eq!(decided.len(), 26);
     for (i, d) in decided.iter().enumerate() {
         assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
     }

@@ -210,6 +210,12 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         "generic_repeat",
     ),
     (
+        "tests/fixtures/transcripts/claude-code/guarded-loop.jsonl",
+        "claude-code",
+        1,
+        "generic_repeat",
+    ),
+    (
         "tests/fixtures/transcripts/codex/rollout-0.171-guarded-loop.jsonl",
         "codex",
         1,
