@@ -68,6 +68,7 @@ fn each_export_is_recognised_by_structure() {
     for (dir, file, want) in [
         ("langfuse", "observations-api.json", Format::Langfuse),
         ("langfuse", "traces.jsonl", Format::Langfuse),
+        ("langfuse", "trace-download.json", Format::Langfuse),
         ("langsmith", "runs.jsonl", Format::LangSmith),
         ("atif", "trajectory.json", Format::Atif),
         ("openai-agents", "batch.json", Format::OpenAiAgents),
@@ -112,6 +113,20 @@ fn langfuse_tool_observations() {
         .diagnostics
         .iter()
         .any(|d| d.kind == DiagnosticKind::BadField && d.message.contains("o3")));
+}
+
+/// The trace download of Langfuse's UI and API, `{"trace": {…}, "observations": […]}`,
+/// with the observations repeated under `trace.observations` and their input and output
+/// as JSON text: each call read once, deciding as the observations list does.
+#[test]
+fn langfuse_trace_downloads_read_each_observation_once() {
+    let a = adapt_fixture(&Langfuse, "langfuse", "trace-download.json", &ctx());
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    let c = calls(&a);
+    assert_eq!(c.len(), 13);
+    assert_eq!(s(&c[0].event.session), "f/lf-session-3");
+    assert_eq!(c[0].event.args, json(r#"{"query":"refund policy"}"#));
+    warns_on_the_eleventh(&a);
 }
 
 #[test]
