@@ -74,6 +74,7 @@ fn each_export_is_recognised_by_structure() {
         ("openai-agents", "batch.json", Format::OpenAiAgents),
         ("managed-agents", "events.json", Format::ManagedAgents),
         ("managed-agents", "stream.sse", Format::ManagedAgents),
+        ("managed-agents", "wrapped.jsonl", Format::ManagedAgents),
     ] {
         assert_eq!(detect_fixture(dir, file), Some(want), "{dir}/{file}");
     }
@@ -216,6 +217,14 @@ fn managed_agents_events_pair_by_kind_of_id() {
     warns_on_the_eleventh(&a);
     let sse = adapt_fixture(&ManagedAgents, "managed-agents", "stream.sse", &ctx());
     assert_eq!(calls(&sse).len(), 2);
+    // The same events wrapped as `{"role", "kind", "time", "raw"}`, their time on the
+    // wrapper only: the same events, at the same times.
+    let w = adapt_fixture(&ManagedAgents, "managed-agents", "wrapped.jsonl", &ctx());
+    assert_eq!(w.events.len(), a.events.len());
+    for (x, y) in w.events.iter().zip(&a.events) {
+        assert_eq!(x.event, y.event);
+        assert!(x.event.timestamp_ms > 0);
+    }
 }
 
 #[test]
