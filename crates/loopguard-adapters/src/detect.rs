@@ -507,9 +507,24 @@ fn export_document(v: &Value<'_>) -> Option<Format> {
     }
     let items = match v {
         Value::Array(items) => items.as_slice(),
-        Value::Object(_) => ["data", "runs", "observations", "events", "spans"]
+        Value::Object(o) => match ["data", "runs", "observations", "events", "spans"]
             .iter()
-            .find_map(|k| v.get(k).and_then(Value::as_array))?,
+            .find_map(|k| v.get(k).and_then(Value::as_array))
+        {
+            Some(items) => items,
+            // Phoenix: spans grouped under names, `{"<trace name>": [spans…], …}`.
+            None if !o.is_empty() && o.iter().all(|(_, x)| matches!(x, Value::Array(_))) => {
+                let spans = o
+                    .iter()
+                    .filter_map(|(_, x)| x.as_array())
+                    .flat_map(|items| items.iter().take(50));
+                return spans
+                    .filter(|s| is_trace_record(s))
+                    .map(|_| Format::Otlp)
+                    .next();
+            }
+            None => return None,
+        },
         _ => return None,
     };
     items.iter().take(50).find_map(export_record)
