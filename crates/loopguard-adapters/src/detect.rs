@@ -392,6 +392,9 @@ fn detect_document(text: &str) -> Option<Format> {
             return Some(Format::Otlp);
         }
     }
+    if key("projectHash") && key("sessionId") && key("messages") && text.starts_with('{') {
+        return Some(Format::GeminiJson);
+    }
     if key("trajectory_format") && text.contains("mini-swe-agent") {
         return Some(Format::MiniSweAgent);
     }
