@@ -9,8 +9,8 @@
 //! | `tool.execution_complete` `{toolCallId, success, result: {content}, error: {message, code}}` | the outcome of that call: `result.content` as the result when `success` is `true`, `error.message` as a failure otherwise |
 //! | `user.message` | a run boundary |
 //! | `session.compaction_complete` | a compaction |
-//! | every other `session.`, `hook.`, `assistant.`, `system.`, `user.`, `tool.`, `subagent.`, `skill.` event | ignored |
-//! | an event of another family | an `UnknownEntry` diagnostic |
+//! | every other event (`session.*`, `hook.*`, `assistant.*`, `model.*`, `mcp.*`, …: Copilot writes a call and its result only as `tool.execution_*`) | ignored |
+//! | a line without a `type` | an `UnknownEntry` diagnostic |
 //!
 //! Tools are mapped by Copilot's row of the agents' tool table (`bash` and `powershell` are
 //! `Bash` without `description` and `initial_wait`, with the exit code of the trailing
@@ -24,19 +24,6 @@ use loopguard_core::Value;
 use crate::agent_log::{AgentLog, Ended};
 use crate::common::{arguments, content_text, id_field, parse_line, str_field, ts_of};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
-
-/// Event families Copilot CLI writes that carry no tool call of their own.
-const FAMILIES: &[&str] = &[
-    "session.",
-    "hook.",
-    "assistant.",
-    "system.",
-    "user.",
-    "tool.",
-    "subagent.",
-    "skill.",
-    "abort",
-];
 
 /// Copilot CLI session events.
 ///
@@ -63,12 +50,16 @@ impl CopilotSessionAdapter {
     }
 }
 
-/// `true` for a Copilot CLI session event: a dotted `type`, a `data` object and a
-/// `parentId` key.
+/// `true` for a Copilot CLI session event: a dotted `type` and a `data` object beside an
+/// `id`, `parentId` or `timestamp` (Managed Agents events, also dotted, have no `data`).
 pub(crate) fn is_event(v: &Value<'_>) -> bool {
     str_field(v, "type").is_some_and(|t| t.contains('.'))
         && matches!(v.get("data"), Some(Value::Object(_)))
-        && v.as_object().is_some_and(|o| o.get("parentId").is_some())
+        && v.as_object().is_some_and(|o| {
+            ["id", "parentId", "timestamp"]
+                .iter()
+                .any(|k| o.get(k).is_some())
+        })
 }
 
 impl LineAdapter for CopilotSessionAdapter {
@@ -131,19 +122,49 @@ impl LineAdapter for CopilotSessionAdapter {
             }
             "user.message" => self.log.prompt(out),
             "session.compaction_complete" => self.log.compaction(no, ts, out),
-            t if FAMILIES.iter().any(|f| t.starts_with(f)) => {}
-            other => {
-                return Err(Diagnostic::new(
-                    no,
-                    DiagnosticKind::UnknownEntry,
-                    format!("unknown event type {other:?}; skipped"),
-                ))
-            }
+            _ => {}
         }
         Ok(())
     }
 
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
         self.log.finish(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Copilot CLI 1.0.76 writes events of other families too (`model.call_start`,
+    /// `mcp.tools.list_changed`, `ephemeral` streaming deltas): ignored, never reported.
+    #[test]
+    fn other_event_families_are_ignored_and_calls_read() {
+        let lines = [
+            r#"{"type":"mcp.tools.list_changed","data":{"serverName":"github-mcp-server"},"ephemeral":true,"id":"a","timestamp":"2026-07-30T01:56:52.973Z","parentId":"p"}"#,
+            r#"{"type":"user.message","data":{"content":"go"},"id":"b","timestamp":"2026-07-30T01:56:54.006Z","parentId":"a"}"#,
+            r#"{"type":"model.call_start","data":{"turnId":"0","model":"m"},"ephemeral":true,"id":"c","timestamp":"2026-07-30T01:56:54.159Z","parentId":"b"}"#,
+            r#"{"type":"assistant.tool_call_delta","data":{"toolCallId":"t1","toolName":"skill","inputDelta":"{"},"ephemeral":true,"id":"d","timestamp":"2026-07-30T01:56:57.223Z","parentId":"c"}"#,
+            r#"{"type":"tool.execution_start","data":{"toolCallId":"t1","toolName":"skill","arguments":{"skill":"s"}},"id":"e","timestamp":"2026-07-30T01:56:57.308Z","parentId":"d"}"#,
+            r#"{"type":"tool.execution_complete","data":{"toolCallId":"t1","success":true,"result":{"content":"loaded","detailedContent":"long"}},"id":"f","timestamp":"2026-07-30T01:56:57.310Z","parentId":"e"}"#,
+        ];
+        let mut a = CopilotSessionAdapter::new(Context::default());
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            events[0].event.tool.as_ref().and_then(|t| t.as_str()),
+            Some("skill")
+        );
+        let v = |s: &str| Value::parse(s.as_bytes()).unwrap().into_owned();
+        assert!(is_event(&v(lines[0])));
+        // Without `parentId` (as some writers leave it out), still an event.
+        assert!(is_event(&v(
+            r#"{"type":"user.message","data":{},"timestamp":"t"}"#
+        )));
+        // Managed Agents events are dotted too, but have no `data`.
+        assert!(!is_event(&v(
+            r#"{"type":"agent.tool_use","id":"x","name":"bash"}"#
+        )));
     }
 }
