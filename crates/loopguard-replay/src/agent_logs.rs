@@ -164,3 +164,105 @@ fn walk(
         }
     }
 }
+
+/// The loops of one agent, tool and detector, across the sessions replayed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentLoops {
+    /// The agent whose logs they are.
+    pub agent: String,
+    /// The tool that looped (as the engine names it: shell tools are `Bash`).
+    pub tool: String,
+    /// The detector that found them first.
+    pub detector: String,
+    /// How many loops.
+    pub loops: u64,
+    /// Sessions they were in.
+    pub sessions: u64,
+    /// Calls made inside them after their first warning.
+    pub calls: u64,
+    /// Tokens spent on those calls, where the logs record them.
+    pub tokens: u64,
+}
+
+/// The loops of `summary` grouped by agent (`agent_of` a session's source, `None` for
+/// sessions of no agent's folder), tool and first detector, most expensive first (calls
+/// after the first warning, then tokens).
+///
+/// ```
+/// use loopguard_replay::agent_logs::by_agent;
+/// use loopguard_replay::Summary;
+/// assert!(by_agent(&Summary::default(), |_| Some("codex")).is_empty());
+/// ```
+pub fn by_agent<'s>(
+    summary: &'s crate::Summary,
+    agent_of: impl Fn(&str) -> Option<&'s str>,
+) -> Vec<AgentLoops> {
+    let mut rows: Vec<AgentLoops> = Vec::new();
+    let mut seen: Vec<(usize, String)> = Vec::new();
+    for (session, l) in summary.loops() {
+        let Some(agent) = session.source.as_deref().and_then(&agent_of) else {
+            continue;
+        };
+        let detector = l.detectors.first().map_or("-", |d| d.as_str());
+        let i = match rows
+            .iter()
+            .position(|r| r.agent == agent && r.tool == l.tool && r.detector == detector)
+        {
+            Some(i) => i,
+            None => {
+                rows.push(AgentLoops {
+                    agent: agent.to_string(),
+                    tool: l.tool.clone(),
+                    detector: detector.to_string(),
+                    loops: 0,
+                    sessions: 0,
+                    calls: 0,
+                    tokens: 0,
+                });
+                rows.len() - 1
+            }
+        };
+        let r = &mut rows[i];
+        r.loops += 1;
+        r.calls += l.calls_after_warning;
+        r.tokens += l.tokens_after_warning.unwrap_or(0);
+        if !seen.iter().any(|(j, s)| *j == i && *s == session.name) {
+            seen.push((i, session.name.clone()));
+            r.sessions += 1;
+        }
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse((r.calls, r.tokens)));
+    rows
+}
+
+/// [`by_agent`]'s rows as a text table (empty when there are none).
+pub fn render_by_agent(rows: &[AgentLoops]) -> String {
+    use std::fmt::Write as _;
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("loops by agent, tool and detector, most expensive first:\n");
+    let _ = writeln!(
+        out,
+        "{:<12} {:<24} {:<26} {:>5} {:>8} {:>14} {:>10}",
+        "agent", "tool", "detector", "loops", "sessions", "calls in loops", "tokens"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<24} {:<26} {:>5} {:>8} {:>14} {:>10}",
+            r.agent,
+            r.tool,
+            r.detector,
+            r.loops,
+            r.sessions,
+            r.calls,
+            if r.tokens > 0 {
+                r.tokens.to_string()
+            } else {
+                "-".to_string()
+            }
+        );
+    }
+    out
+}

@@ -115,6 +115,51 @@ fn every_agents_logs_are_found_and_replayed_as_decided_live() {
     let report = replay(home.path(), &["--agent", "all"]);
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(text.contains("total (6)"), "{text}");
+    // Then the loops by agent, tool and detector, most expensive first: Claude Code's
+    // loop went on for one call more (its model asked 26 times).
+    let (_, by_agent) = text
+        .split_once("loops by agent, tool and detector, most expensive first:\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    let rows: Vec<Vec<&str>> = by_agent
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 6, "{by_agent}");
+    assert_eq!(
+        rows[0],
+        [
+            "claude-code",
+            "Bash",
+            "generic_repeat",
+            "1",
+            "1",
+            "16",
+            "96"
+        ],
+        "{by_agent}"
+    );
+    let mut agents: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    agents.sort_unstable();
+    assert_eq!(
+        agents,
+        [
+            "claude-code",
+            "codex",
+            "copilot",
+            "factory",
+            "gemini",
+            "qwen"
+        ]
+    );
+    // Replaying the same files by path gives no agent table.
+    let paths: Vec<String> = LAYOUT
+        .iter()
+        .map(|(_, at, _)| home.path().join(at).display().to_string())
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    let plain = cmd.arg("replay").args(&paths).output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("loops by agent"));
 }
 
 #[test]

@@ -134,9 +134,11 @@ fn since_parser(s: &str) -> Result<std::time::Duration, String> {
     loopguard_guard::parse_duration(s)
 }
 
-/// The inputs of `--agent`: each agent's session logs, said on stderr; an error when
-/// none is found.
-fn agent_inputs(agent: &str, since: Option<std::time::Duration>) -> Result<Vec<PathBuf>> {
+/// The inputs of `--agent`: each agent's session logs (with the agent), said on stderr.
+fn agent_inputs(
+    agent: &str,
+    since: Option<std::time::Duration>,
+) -> Result<Vec<(PathBuf, &'static str)>> {
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .context("--agent needs HOME to find the agents' folders")?;
@@ -154,7 +156,7 @@ fn agent_inputs(agent: &str, since: Option<std::time::Duration>) -> Result<Vec<P
                 f.dir.display()
             )?;
         }
-        files.extend(f.files);
+        files.extend(f.files.into_iter().map(|p| (p, f.agent)));
     }
     Ok(files)
 }
@@ -426,6 +428,8 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         bail!("--summary and --json are two different outputs: choose one");
     }
     let mut inputs = args.inputs.clone();
+    // Each `--agent` log's agent, by the name its report uses.
+    let mut agent_of: HashMap<String, &'static str> = HashMap::new();
     if let Some(agent) = &args.agent {
         let found = agent_inputs(agent, args.since)?;
         if found.is_empty() && inputs.is_empty() {
@@ -434,7 +438,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
                 if args.since.is_some() { " in that time" } else { "" }
             );
         }
-        inputs.extend(found);
+        for (path, a) in found {
+            agent_of.insert(path.display().to_string(), a);
+            inputs.push(path);
+        }
     }
     let plan = Plan::new(&inputs, options)?;
     let mut printer_timeline = html.as_ref().map(|_| Timeline::default());
@@ -528,6 +535,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         if plan.sources.len() > 1 {
             text.push('\n');
             text.push_str(&report.summary.render_table(style));
+        }
+        let by_agent = loopguard_replay::agent_logs::by_agent(&report.summary, |source| {
+            agent_of.get(source).copied()
+        });
+        if !by_agent.is_empty() {
+            text.push('\n');
+            text.push_str(&loopguard_replay::agent_logs::render_by_agent(&by_agent));
         }
         if failed + unread > 0 {
             let n = failed + unread;
