@@ -540,16 +540,20 @@ pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
 /// agent recorded for it: the first line holds `CRITICAL: …` or `loopguard stopped the
 /// agent (…` after at most a short label of the agent's own ending with `: ` (`Tool
 /// execution blocked: `, `Denied by preToolUse hook: `, `Error: `, `Command blocked by
-/// PreToolUse hook: `). The message runs to the end of that line (Codex appends the
-/// command after `. Command:`). A tool's own output starting `CRITICAL:` after a longer
-/// text is not a refusal.
+/// PreToolUse hook: `), and is one of the engine's critical messages (it says the call is
+/// blocked, or the run ended). The message runs to the end of that line (Codex appends the
+/// command after `. Command:`). A tool's own output is not a refusal, even when it starts
+/// with `CRITICAL:`.
 ///
 /// ```
 /// use loopguard_adapters::common::loopguard_refusal;
-/// let t = "Tool execution blocked: CRITICAL: Called x with identical arguments 20 times.";
-/// assert_eq!(loopguard_refusal(t).as_deref(), Some("CRITICAL: Called x with identical arguments 20 times."));
+/// let m = "CRITICAL: Called x with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops.";
+/// let t = format!("Tool execution blocked: {m}");
+/// assert_eq!(loopguard_refusal(&t).as_deref(), Some(m));
 /// assert_eq!(loopguard_refusal("FAIL\nCRITICAL: disk full"), None);
 /// assert_eq!(loopguard_refusal("the log says CRITICAL: disk full"), None);
+/// // A tool's own output that starts `CRITICAL:` is not one of loopguard's messages.
+/// assert_eq!(loopguard_refusal("CRITICAL: disk full on /dev/sda1"), None);
 /// ```
 pub fn loopguard_refusal(text: &str) -> Option<String> {
     let first = text.trim_start().lines().next()?;
@@ -569,7 +573,24 @@ pub fn loopguard_refusal(text: &str) -> Option<String> {
     {
         return None;
     }
-    Some(first[at..].trim_end().to_string())
+    let message = first[at..].trim_end();
+    // One of the engine's critical messages (docs/detectors.md): each says the call is
+    // blocked or the run ended, in these words.
+    const ENDS: [&str; 5] = [
+        "Session execution blocked",
+        "the call is blocked.",
+        "This call is blocked.",
+        "Aborting to prevent runaway resource use.",
+        "Stop retrying that missing tool",
+    ];
+    const RUN_ENDED: [&str; 3] = [
+        "CRITICAL: A second critical loop in this run (",
+        "CRITICAL: This run was ended after a second critical loop",
+        "loopguard stopped the agent (",
+    ];
+    let ours = ENDS.iter().any(|e| message.contains(e))
+        || RUN_ENDED.iter().any(|p| message.starts_with(p));
+    ours.then(|| message.to_string())
 }
 
 /// The outcome of a call loopguard refused, as OpenClaw records its own veto (a result
