@@ -10,7 +10,7 @@
 //! | record | becomes |
 //! |--------|---------|
 //! | `gemini` message, `toolCalls[]` entry `{id, name, args, status, result: [{functionResponse: {response}}]}` with a result | a call and its outcome, once per call `id`: `response.output` (or the whole `response`) as the result when `status` is `success`, `response.error` as a failure otherwise |
-//! | a `toolCalls` entry without a result yet | waits for the message to be written again; never answered: replayed alone and reported |
+//! | a `toolCalls` entry without a result yet | waits for the message to be written again; still without one at the next prompt or the end of the file: replayed alone (the hook saw it before it ran) and reported |
 //! | `user` message without `functionResponse` parts (a prompt) | a run boundary |
 //! | `$set` with `messages` | each message, as above (calls already read are not read again) |
 //! | the header, other `$set` updates, `user` messages carrying tool results, `info`, `error`, `warning` messages | ignored |
@@ -54,7 +54,19 @@ const SEEN_LIMIT: usize = 65_536;
 pub struct GeminiChatAdapter {
     log: AgentLog,
     done: HashSet<String>,
-    waiting: HashSet<String>,
+    /// Calls written without their result yet.
+    waiting: Vec<Waiting>,
+}
+
+/// A call written without its result yet.
+#[derive(Debug)]
+struct Waiting {
+    id: String,
+    line: u64,
+    tool: String,
+    args: Value<'static>,
+    ts: u64,
+    tokens: Option<u64>,
 }
 
 impl GeminiChatAdapter {
@@ -63,7 +75,7 @@ impl GeminiChatAdapter {
         GeminiChatAdapter {
             log: AgentLog::new("gemini", &ctx),
             done: HashSet::new(),
-            waiting: HashSet::new(),
+            waiting: Vec::new(),
         }
     }
 
@@ -78,6 +90,7 @@ impl GeminiChatAdapter {
                     .and_then(Value::as_array)
                     .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()));
                 if !results {
+                    self.flush_waiting(out);
                     self.log.prompt(out);
                 }
             }
@@ -118,10 +131,19 @@ impl GeminiChatAdapter {
             };
             let Some(response) = response_of(c) else {
                 // Not run yet: the message is written again when it has.
-                self.waiting.insert(id);
+                if !self.waiting.iter().any(|w| w.id == id) {
+                    self.waiting.push(Waiting {
+                        id,
+                        line: no,
+                        tool: name.to_string(),
+                        args: arguments(c.get("args")),
+                        ts,
+                        tokens,
+                    });
+                }
                 continue;
             };
-            self.waiting.remove(&id);
+            self.waiting.retain(|w| w.id != id);
             if self.done.len() >= SEEN_LIMIT {
                 self.done.clear();
             }
@@ -156,18 +178,14 @@ impl GeminiChatAdapter {
         }
     }
 
-    fn finish_waiting(&mut self) -> Vec<Diagnostic> {
-        let mut ids: Vec<String> = self.waiting.drain().collect();
-        ids.sort();
-        ids.into_iter()
-            .map(|id| {
-                Diagnostic::new(
-                    0,
-                    DiagnosticKind::Unanswered,
-                    format!("tool call {id} never got a result; not replayed"),
-                )
-            })
-            .collect()
+    /// Calls still without a result: replayed alone when their turn ends (the pairing
+    /// reports them).
+    fn flush_waiting(&mut self, out: &mut Vec<SourcedEvent>) {
+        for w in std::mem::take(&mut self.waiting) {
+            self.done.insert(w.id.clone());
+            self.log
+                .call(w.line, Some(w.id), &w.tool, &w.args, w.ts, w.tokens, out);
+        }
     }
 }
 
@@ -238,9 +256,8 @@ impl LineAdapter for GeminiChatAdapter {
     }
 
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        let mut diags = self.log.finish(out);
-        diags.extend(self.finish_waiting());
-        diags
+        self.flush_waiting(out);
+        self.log.finish(out)
     }
 }
 
@@ -276,5 +293,63 @@ impl DocumentAdapter for GeminiChatFile {
             events,
             diagnostics,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loopguard_events::EventKind;
+
+    fn gemini(id: &str, call: &str, result: Option<&str>) -> String {
+        let result = result.map_or(String::new(), |r| {
+            format!(r#","status":"success","result":[{{"functionResponse":{{"id":"{call}","name":"read_file","response":{{"output":"{r}"}}}}}}]"#)
+        });
+        format!(
+            r#"{{"id":"{id}","timestamp":"2026-01-01T00:00:00Z","type":"gemini","content":"","toolCalls":[{{"id":"{call}","name":"read_file","args":{{"path":"a"}}{result}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn a_call_is_read_once_when_its_message_is_written_again_with_the_result() {
+        let lines = [
+            gemini("m1", "c1", None),
+            gemini("m1", "c1", Some("x")),
+            gemini("m1", "c1", Some("x")),
+            r#"{"$set":{"lastUpdated":"2026-01-01T00:00:01Z"}}"#.to_string(),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut a = GeminiChatAdapter::new(Context::default());
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        assert!(diags.is_empty(), "{diags:?}");
+        let kinds: Vec<_> = events.iter().map(|e| e.event.kind).collect();
+        assert_eq!(kinds, [EventKind::Call, EventKind::Outcome]);
+    }
+
+    #[test]
+    fn a_call_that_never_got_its_result_is_replayed_alone_at_the_next_prompt() {
+        let lines = [
+            gemini("m1", "c1", None),
+            r#"{"id":"u2","timestamp":"2026-01-01T00:00:02Z","type":"user","content":[{"text":"next"}]}"#.to_string(),
+            gemini("m2", "c2", Some("y")),
+            r#"{"kind":"main","sessionId":"s","projectHash":"h"}"#.to_string(),
+            r#"{"type":"surprise","id":"z"}"#.to_string(),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut a = GeminiChatAdapter::new(Context::default());
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        let runs: Vec<String> = events
+            .iter()
+            .map(|e| e.event.run.as_ref().unwrap().to_string())
+            .collect();
+        assert_eq!(runs, ["run-1", "run-2", "run-2"]);
+        let kinds: Vec<_> = diags.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (5, DiagnosticKind::UnknownEntry),
+                (1, DiagnosticKind::Unanswered)
+            ]
+        );
     }
 }
