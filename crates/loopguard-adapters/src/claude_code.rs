@@ -8,7 +8,7 @@
 //! | line | becomes |
 //! |------|---------|
 //! | `assistant`, `message.content[]` block `{"type":"tool_use","id","name","input"}` | a call; the name is kept whole (`mcp__server__tool` included), args = `input` |
-//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call, as the hook's `PostToolUse` would carry it: `is_error: true` → an error with the content text; otherwise the line's structured (object) top-level `toolUseResult` when it has one and a single `tool_result` block (Claude Code's `tool_response`), else the content text. Replay maps it with the Claude Code tool profile of `loopguard-guard`, exactly as the hook does (volatile fields such as `durationMs` are dropped there) |
+//! | `user`, block `{"type":"tool_result","tool_use_id","content","is_error"?}` | the outcome of that call, as the hook's `PostToolUse` would carry it: `is_error: true` → an error with the content text, or, when the text is loopguard's own deny (`CRITICAL: …`, see [`crate::common::loopguard_refusal`]), OpenClaw's loop veto, so a call the hook blocked stays blocked in replay; otherwise the line's structured (object) top-level `toolUseResult` when it has one and a single `tool_result` block (Claude Code's `tool_response`), else the content text. Replay maps it with the Claude Code tool profile of `loopguard-guard`, exactly as the hook does (volatile fields such as `durationMs` are dropped there) |
 //! | `user` without `tool_result` blocks, not `isMeta`/`isCompactSummary` | a run boundary (`run-1`, `run-2`, …; a new run starts only when the current one made calls) |
 //! | `system` with `subtype:"compact_boundary"` | a compaction |
 //! | `isMeta` / `isCompactSummary` user lines, other `system` subtypes, `summary`, `file-history-snapshot`, `queue-operation`, `progress`, `attachment` and other bookkeeping types | ignored |
@@ -286,7 +286,14 @@ impl ClaudeCodeAdapter {
         for r in results {
             let id = id_field(r, "tool_use_id");
             let text = content_text(r.get("content").unwrap_or(&Value::Null));
-            let payload = if r.get("is_error").and_then(Value::as_bool) == Some(true) {
+            let is_error = r.get("is_error").and_then(Value::as_bool) == Some(true);
+            let payload = if let Some(refused) = is_error
+                .then(|| crate::common::refusal_payload(&text))
+                .flatten()
+            {
+                // loopguard's own deny: a block, not a new outcome.
+                refused
+            } else if is_error {
                 Payload::Error(Value::from(text))
             } else if let Some(d) = &structured {
                 Payload::Result(d.clone())

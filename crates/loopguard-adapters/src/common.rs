@@ -535,3 +535,95 @@ pub(crate) fn id_field(v: &Value<'_>, key: &str) -> Option<String> {
 pub(crate) fn write_value(out: &mut Vec<u8>, v: &Value<'_>) {
     loopguard_core::json::write_json_value(out, v);
 }
+
+/// The detection message of a call loopguard itself refused, when `text` is the refusal an
+/// agent recorded for it: the first line holds `CRITICAL: …` or `loopguard stopped the
+/// agent (…` after at most a short label of the agent's own ending with `: ` (`Tool
+/// execution blocked: `, `Denied by preToolUse hook: `, `Error: `, `Command blocked by
+/// PreToolUse hook: `), and is one of the engine's critical messages (it says the call is
+/// blocked, or the run ended). The message runs to the end of that line (Codex appends the
+/// command after `. Command:`). A tool's own output is not a refusal, even when it starts
+/// with `CRITICAL:`.
+///
+/// ```
+/// use loopguard_adapters::common::loopguard_refusal;
+/// let m = "CRITICAL: Called x with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops.";
+/// let t = format!("Tool execution blocked: {m}");
+/// assert_eq!(loopguard_refusal(&t).as_deref(), Some(m));
+/// assert_eq!(loopguard_refusal("FAIL\nCRITICAL: disk full"), None);
+/// assert_eq!(loopguard_refusal("the log says CRITICAL: disk full"), None);
+/// // A tool's own output that starts `CRITICAL:` is not one of loopguard's messages.
+/// assert_eq!(loopguard_refusal("CRITICAL: disk full on /dev/sda1"), None);
+/// ```
+pub fn loopguard_refusal(text: &str) -> Option<String> {
+    let first = text.trim_start().lines().next()?;
+    let at = ["CRITICAL: ", "loopguard stopped the agent ("]
+        .iter()
+        .filter_map(|m| first.find(m))
+        .min()?;
+    let label = &first[..at];
+    if !(label.is_empty() || (label.len() <= 60 && label.ends_with(": "))) {
+        return None;
+    }
+    // A label is words and spaces (`Denied by preToolUse hook: `), not a sentence.
+    if !label
+        .trim_end_matches(": ")
+        .chars()
+        .all(|c| c.is_alphanumeric() || c == ' ' || c == '-' || c == '_')
+    {
+        return None;
+    }
+    let message = first[at..].trim_end();
+    // One of the engine's critical messages (docs/detectors.md): each says the call is
+    // blocked or the run ended, in these words.
+    const ENDS: [&str; 5] = [
+        "Session execution blocked",
+        "the call is blocked.",
+        "This call is blocked.",
+        "Aborting to prevent runaway resource use.",
+        "Stop retrying that missing tool",
+    ];
+    const RUN_ENDED: [&str; 3] = [
+        "CRITICAL: A second critical loop in this run (",
+        "CRITICAL: This run was ended after a second critical loop",
+        "loopguard stopped the agent (",
+    ];
+    let ours = ENDS.iter().any(|e| message.contains(e))
+        || RUN_ENDED.iter().any(|p| message.starts_with(p));
+    ours.then(|| message.to_string())
+}
+
+/// The outcome of a call loopguard refused, as OpenClaw records its own veto (a result
+/// that has no hash and changes nothing: see docs/events.md "Enforce and observe"), when
+/// `text` is that refusal ([`loopguard_refusal`]).
+pub(crate) fn refusal_payload(text: &str) -> Option<Payload<'static>> {
+    loopguard_refusal(text)
+        .map(|m| Payload::Result(loopguard_core::veto_result(&JsString::from(m))))
+}
+
+/// `text` without the notes loopguard's hooks add to a tool's result for the model (a
+/// line starting `loopguard: `, or Gemini CLI's `<hook_context>loopguard: …`, and what
+/// follows it): the tool's own output, as the hook saw it before adding them.
+///
+/// ```
+/// use loopguard_adapters::common::without_loopguard_notes;
+/// assert_eq!(without_loopguard_notes("FAIL\n\nloopguard: WARNING: x"), "FAIL");
+/// assert_eq!(without_loopguard_notes("ok\n\n<hook_context>loopguard: WARNING: x</hook_context>"), "ok");
+/// assert_eq!(without_loopguard_notes("ok"), "ok");
+/// ```
+pub fn without_loopguard_notes(text: &str) -> &str {
+    let mut at = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("loopguard: ") || t.starts_with("<hook_context>loopguard: ") {
+            at = Some(offset);
+            break;
+        }
+        offset += line.len();
+    }
+    match at {
+        Some(i) => text[..i].trim_end(),
+        None => text,
+    }
+}

@@ -53,11 +53,21 @@ pub enum Format {
     OpenAiAgents,
     /// Claude Managed Agents session events.
     ManagedAgents,
+    /// Gemini CLI chat records (JSON Lines with `$set` updates).
+    Gemini,
+    /// Gemini CLI chat files of older versions (one JSON document with `messages`).
+    GeminiJson,
+    /// Qwen Code chat records.
+    Qwen,
+    /// GitHub Copilot CLI session events (`events.jsonl`).
+    Copilot,
+    /// Factory Droid sessions.
+    Factory,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 21] = [
+    pub const ALL: [Format; 26] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -79,6 +89,11 @@ impl Format {
         Format::Atif,
         Format::OpenAiAgents,
         Format::ManagedAgents,
+        Format::Gemini,
+        Format::GeminiJson,
+        Format::Qwen,
+        Format::Copilot,
+        Format::Factory,
     ];
 
     /// The name used by `--format`.
@@ -105,6 +120,11 @@ impl Format {
             Format::Atif => "atif",
             Format::OpenAiAgents => "openai-agents",
             Format::ManagedAgents => "managed-agents",
+            Format::Gemini => "gemini",
+            Format::GeminiJson => "gemini-json",
+            Format::Qwen => "qwen",
+            Format::Copilot => "copilot",
+            Format::Factory => "factory",
         }
     }
 
@@ -132,6 +152,11 @@ impl Format {
             Format::Atif => "ATIF trajectories (Harbor)",
             Format::OpenAiAgents => "OpenAI Agents SDK trace exports",
             Format::ManagedAgents => "Claude Managed Agents session events",
+            Format::Gemini => "Gemini CLI chat records (session-*.jsonl)",
+            Format::GeminiJson => "Gemini CLI chat file of older versions (session-*.json)",
+            Format::Qwen => "Qwen Code chat records",
+            Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
+            Format::Factory => "Factory Droid session JSONL",
         }
     }
 
@@ -150,6 +175,10 @@ impl Format {
                 | Format::CodexRollout
                 | Format::OpenHandsEvents
                 | Format::OpenHandsEval
+                | Format::Gemini
+                | Format::Qwen
+                | Format::Copilot
+                | Format::Factory
         )
     }
 }
@@ -228,6 +257,11 @@ fn name_hint(name: &str) -> Option<Format> {
 
 /// One JSONL record's format.
 fn detect_line(v: &Value<'_>) -> Option<Format> {
+    // The coding agents' own logs first: Copilot's events look like Managed Agents' at a
+    // glance, Qwen Code's records like Claude Code's, Droid's messages like OpenClaw's.
+    if let Some(f) = agent_log_record(v) {
+        return Some(f);
+    }
     if let Some(f) = export_record(v) {
         return Some(f);
     }
@@ -304,6 +338,22 @@ fn detect_line(v: &Value<'_>) -> Option<Format> {
     None
 }
 
+/// A record of a coding agent's own session log: Gemini CLI, Qwen Code, Copilot CLI,
+/// Factory Droid.
+fn agent_log_record(v: &Value<'_>) -> Option<Format> {
+    if crate::copilot_session::is_event(v) {
+        Some(Format::Copilot)
+    } else if crate::gemini_chat::is_record(v) {
+        Some(Format::Gemini)
+    } else if crate::qwen::is_record(v) {
+        Some(Format::Qwen)
+    } else if crate::factory::is_record(v) {
+        Some(Format::Factory)
+    } else {
+        None
+    }
+}
+
 /// A whole JSON document's format, from its beginning.
 fn detect_document(text: &str) -> Option<Format> {
     let first = text.chars().next()?;
@@ -323,7 +373,13 @@ fn detect_document(text: &str) -> Option<Format> {
     let key = |k: &str| text.contains(&format!("\"{k}\""));
     // OTLP JSON cut short, or several pretty-printed documents back to back.
     if text.starts_with('{') || text.starts_with('[') {
-        let head = &text[..text.len().min(4096)];
+        // At most 4096 bytes, cut at a character boundary (a multi-byte character may
+        // straddle byte 4096).
+        let mut end = text.len().min(4096);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &text[..end];
         let near = |k: &str| head.contains(&format!("\"{k}\""));
         if near("resourceSpans")
             || near("resource_spans")
@@ -335,6 +391,9 @@ fn detect_document(text: &str) -> Option<Format> {
         {
             return Some(Format::Otlp);
         }
+    }
+    if key("projectHash") && key("sessionId") && key("messages") && text.starts_with('{') {
+        return Some(Format::GeminiJson);
     }
     if key("trajectory_format") && text.contains("mini-swe-agent") {
         return Some(Format::MiniSweAgent);
@@ -451,15 +510,33 @@ fn export_document(v: &Value<'_>) -> Option<Format> {
     }
     let items = match v {
         Value::Array(items) => items.as_slice(),
-        Value::Object(_) => ["data", "runs", "observations", "events", "spans"]
+        Value::Object(o) => match ["data", "runs", "observations", "events", "spans"]
             .iter()
-            .find_map(|k| v.get(k).and_then(Value::as_array))?,
+            .find_map(|k| v.get(k).and_then(Value::as_array))
+        {
+            Some(items) => items,
+            // Phoenix: spans grouped under names, `{"<trace name>": [spans…], …}`.
+            None if !o.is_empty() && o.iter().all(|(_, x)| matches!(x, Value::Array(_))) => {
+                let spans = o
+                    .iter()
+                    .filter_map(|(_, x)| x.as_array())
+                    .flat_map(|items| items.iter().take(50));
+                return spans
+                    .filter(|s| is_trace_record(s))
+                    .map(|_| Format::Otlp)
+                    .next();
+            }
+            None => return None,
+        },
         _ => return None,
     };
     items.iter().take(50).find_map(export_record)
 }
 
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if crate::gemini_chat::is_chat_file(v) {
+        return Some(Format::GeminiJson);
+    }
     if let Some(f) = export_document(v) {
         return Some(f);
     }
@@ -657,6 +734,18 @@ mod tests {
             ),
             Some(Format::ChatCompletions)
         );
+    }
+
+    #[test]
+    fn a_character_across_byte_4096_of_a_broken_document_is_no_panic() {
+        // Two pretty-printed documents back to back (so not one JSON value), with a
+        // three-byte character straddling byte 4096.
+        for pad in 4090..4100 {
+            let mut text = String::from("{\n  \"a\": \"");
+            text.push_str(&"x".repeat(pad - text.len()));
+            text.push_str("\u{20ac}\u{20ac}\"\n}\n{\n  \"b\": 1\n}\n");
+            assert_eq!(detect("x.json", text.as_bytes()), None, "{pad}");
+        }
     }
 
     #[test]

@@ -5,7 +5,10 @@
 //! `parentObservationId`). Read: a list of observations (JSON, JSON Lines, or the public
 //! API's `GET /api/public/observations` answer `{"data":[…],"meta":{…}}`), and traces with
 //! their `observations` (`GET /api/public/traces/{id}`, a list of those, or
-//! `{"data":[…]}`). snake_case field names (`trace_id`, `start_time`, …) are read too.
+//! `{"data":[…]}`), and the trace download of Langfuse's UI and API, one object
+//! `{"trace": {…}, "observations": […]}` (whose trace may repeat the same observations
+//! under `trace.observations`: they are read once, from the top-level list when it is
+//! there). snake_case field names (`trace_id`, `start_time`, …) are read too.
 //!
 //! A session per trace (`<context session>/<sessionId or traceId>`); a `TOOL` observation
 //! is a call whose arguments are its `input` (JSON text parsed), its result the `output`, an
@@ -49,8 +52,17 @@ pub(crate) fn is_observation(v: &Value<'_>) -> bool {
     ) && (v.get("traceId").is_some() || v.get("trace_id").is_some())
 }
 
+/// A Langfuse trace download: `{"trace": {id, …}, "observations": […]}`.
+pub(crate) fn is_trace_download(v: &Value<'_>) -> bool {
+    v.get("trace").is_some_and(|t| t.get("id").is_some())
+        && matches!(v.get("observations"), Some(Value::Array(_)))
+}
+
 /// A Langfuse trace holding its observations.
 pub(crate) fn is_trace(v: &Value<'_>) -> bool {
+    if is_trace_download(v) {
+        return true;
+    }
     matches!(v.get("observations"), Some(Value::Array(o)) if o.iter().any(is_observation) || o.is_empty())
         && v.get("id").is_some()
 }
@@ -61,8 +73,12 @@ impl DocumentAdapter for Langfuse {
         let mut recs = Vec::new();
         for (line, item) in &items {
             if is_trace(item) {
-                let session = str2(item, "sessionId", "session_id")
-                    .or_else(|| item.get("id").and_then(Value::as_str))
+                let trace = match item.get("trace") {
+                    Some(t) if is_trace_download(item) => t,
+                    _ => item,
+                };
+                let session = str2(trace, "sessionId", "session_id")
+                    .or_else(|| trace.get("id").and_then(Value::as_str))
                     .map(str::to_string);
                 for o in item
                     .get("observations")

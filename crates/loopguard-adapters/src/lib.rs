@@ -21,6 +21,10 @@
 //! | [`atif`] | ATIF trajectories (Harbor's Agent Trajectory Interchange Format) |
 //! | [`openai_agents`] | OpenAI Agents SDK trace exports (`function` spans) |
 //! | [`managed_agents`] | Claude Managed Agents session events (`agent.tool_use`, …) |
+//! | [`gemini_chat`] | Gemini CLI chat records (`session-*.jsonl`) and older chat files (`session-*.json`) |
+//! | [`qwen`] | Qwen Code chat records |
+//! | [`copilot_session`] | GitHub Copilot CLI session events (`events.jsonl`) |
+//! | [`factory`] | Factory Droid sessions |
 //! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
@@ -39,6 +43,7 @@
 //! * a line that cannot be used is a [`Diagnostic`] naming the line; the caller decides
 //!   whether that is fatal (`--stop-on-bad-line`) or skipped.
 
+mod agent_log;
 pub mod anthropic;
 pub mod atif;
 pub mod call_stream;
@@ -46,8 +51,11 @@ pub mod chat_completions;
 pub mod chat_log;
 pub mod claude_code;
 pub mod common;
+pub mod copilot_session;
 pub mod detect;
 pub mod events;
+pub mod factory;
+pub mod gemini_chat;
 pub mod langfuse;
 pub mod langsmith;
 pub mod managed_agents;
@@ -57,6 +65,7 @@ pub mod openclaw_sqlite;
 pub mod openhands;
 pub mod otlp;
 mod pairing;
+pub mod qwen;
 pub mod reader;
 mod records;
 pub mod responses;

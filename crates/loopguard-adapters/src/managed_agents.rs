@@ -11,6 +11,10 @@
 //! All events go to the context's session (one file is one session); calls are paired with
 //! their results by id and replayed in file order; MCP tools are named
 //! `<mcp_server_name>.<name>`. `processed_at` is the timestamp.
+//!
+//! Event logs that wrap each event as `{"role", "kind", "time", "raw": {event}}` (as
+//! programs that record a session's stream beside their own messages do) are read through
+//! `raw`, the wrapper's `time` standing in for a missing `processed_at`.
 
 use std::collections::HashMap;
 
@@ -47,11 +51,21 @@ const RESULTS: [(&str, &str); 3] = [
 
 /// A Managed Agents session event (`agent.*`, `user.*`, `session.*`, `span.*`).
 pub(crate) fn is_event(v: &Value<'_>) -> bool {
+    if let Some(raw) = wrapped(v) {
+        return is_event(raw);
+    }
     v.get("type").and_then(Value::as_str).is_some_and(|t| {
         ["agent.", "user.", "session.", "span."]
             .iter()
             .any(|p| t.starts_with(p))
     }) && (v.get("processed_at").is_some() || v.get("id").is_some())
+}
+
+/// The event inside a `{"role", "kind", "time", "raw": {…}}` wrapper.
+fn wrapped<'v, 'a>(v: &'v Value<'a>) -> Option<&'v Value<'a>> {
+    let raw = v.get("raw")?;
+    (raw.as_object().is_some() && (v.get("kind").is_some() || v.get("role").is_some()))
+        .then_some(raw)
 }
 
 impl DocumentAdapter for ManagedAgents {
@@ -73,7 +87,8 @@ impl DocumentAdapter for ManagedAgents {
         let (items, mut diagnostics) = records(doc, &["data", "events"])?;
         let mut recs: Vec<ToolRecord> = Vec::new();
         let mut by_id: HashMap<String, usize> = HashMap::new();
-        for (line, e) in &items {
+        for (line, item) in &items {
+            let e = wrapped(item).unwrap_or(item);
             if !is_event(e) {
                 diagnostics.push(Diagnostic::new(
                     *line,
@@ -83,7 +98,10 @@ impl DocumentAdapter for ManagedAgents {
                 continue;
             }
             let ty = e.get("type").and_then(Value::as_str).unwrap_or("");
-            let ts = time2(e, "processed_at", "processed_at");
+            let ts = match time2(e, "processed_at", "processed_at") {
+                0 => time2(item, "time", "timestamp"),
+                t => t,
+            };
             if USES.contains(&ty) {
                 let id = e.get("id").and_then(Value::as_str).map(str::to_string);
                 let Some(name) = e.get("name").and_then(Value::as_str) else {

@@ -124,6 +124,12 @@ fn line_adapter<'a>(
             Box::new(crate::openhands::OpenHandsEventsAdapter::new(ctx.clone()))
         }
         Format::OpenHandsEval => Box::new(crate::openhands::OpenHandsEvalAdapter::new(ctx.clone())),
+        Format::Gemini => Box::new(crate::gemini_chat::GeminiChatAdapter::new(ctx.clone())),
+        Format::Qwen => Box::new(crate::qwen::QwenAdapter::new(ctx.clone())),
+        Format::Copilot => Box::new(crate::copilot_session::CopilotSessionAdapter::new(
+            ctx.clone(),
+        )),
+        Format::Factory => Box::new(crate::factory::FactoryAdapter::new(ctx.clone())),
         _ => return Ok(None),
     }))
 }
@@ -145,6 +151,7 @@ fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
         Format::Atif => Box::new(crate::atif::Atif),
         Format::OpenAiAgents => Box::new(crate::openai_agents::OpenAiAgents),
         Format::ManagedAgents => Box::new(crate::managed_agents::ManagedAgents),
+        Format::GeminiJson => Box::new(crate::gemini_chat::GeminiChatFile),
         _ => return None,
     })
 }

@@ -28,7 +28,13 @@
 //! of the same command, so such an output becomes
 //! `{"content":[{"type":"text","text":"…"}],"details":{"exitCode":0}}`: the output and the
 //! exit code are hashed, the duration is not (as the README promises), and a command that
-//! keeps printing the same thing is seen as a loop.
+//! keeps printing the same thing is seen as a loop. Newer Codex versions (0.171) write
+//! `Chunk ID: …\nWall time: …\nProcess exited with code N\nOriginal token count: T\nOutput:\n…`:
+//! the same shape is kept, without the chunk id, time and token count.
+//!
+//! **Refusals.** An output that is loopguard's own deny (`Command blocked by PreToolUse
+//! hook: CRITICAL: …`) is OpenClaw's loop veto, which has no hash: a call the hook blocked
+//! stays blocked in replay, and the next identical call is blocked again, as live.
 //!
 //! ## Codex CLI rollouts ([`CodexRolloutAdapter`])
 //!
@@ -46,7 +52,8 @@
 //! * `event_msg` `{"type":"user_message"}` or a `response_item` user message: a run
 //!   boundary. Codex writes both for one prompt, and a boundary only starts a new run when
 //!   the current run made calls, so they count once;
-//! * `session_meta`, `turn_context` and the other `event_msg` types: ignored;
+//! * `session_meta`, `turn_context`, `world_state`, `token_usage_record` (Codex 0.171) and
+//!   the other `event_msg` types: ignored;
 //! * any other line type: an `UnknownEntry` diagnostic.
 //!
 //! Timestamps come from each line's `timestamp`. Codex's `token_count` events arrive after
@@ -90,7 +97,12 @@ fn output_payload(v: Option<&Value<'_>>) -> Value<'static> {
 }
 
 /// The result of an output text: a Codex exec output without its timing, else the text.
+/// A call loopguard's hook refused (`Command blocked by PreToolUse hook: CRITICAL: …`) is
+/// OpenClaw's loop veto, which has no hash ([`crate::common::loopguard_refusal`]).
 fn text_payload(text: &str) -> Value<'static> {
+    if let Some(message) = crate::common::loopguard_refusal(text) {
+        return loopguard_core::veto_result(&JsString::from(message));
+    }
     exec_result(text).unwrap_or_else(|| text_result(text))
 }
 
@@ -114,7 +126,9 @@ fn text_payload(text: &str) -> Value<'static> {
 ///   → {"content":[{"type":"text","text":"ok\n"}],"details":{"exitCode":0}}
 /// ```
 fn exec_result(text: &str) -> Option<Value<'static>> {
-    let (output, mut details) = structured_exec(text).or_else(|| freeform_exec(text))?;
+    let (output, mut details) = structured_exec(text)
+        .or_else(|| freeform_exec(text))
+        .or_else(|| chunked_exec(text))?;
     let output = match strip_timeout(&output) {
         Some(rest) => {
             details.push(("timedOut".into(), Value::Bool(true)));
@@ -169,6 +183,49 @@ fn structured_exec(text: &str) -> Option<(String, ExecDetails)> {
         }
     }
     Some((output, details))
+}
+
+/// The unified-exec form of newer Codex versions: `Chunk ID: X`, `Wall time: X
+/// seconds`, then `Process exited with code N` (or `Process running with session ID N`,
+/// kept as `sessionId`), optionally `Original token count: T` and `Total output lines: L`,
+/// then `Output:` and the output, one per line. The chunk id, wall time and token count
+/// change on every run (they are among the agents' volatile lines) and are dropped.
+fn chunked_exec(text: &str) -> Option<(String, ExecDetails)> {
+    if !text.starts_with("Chunk ID: ") {
+        return None;
+    }
+    let mut details: ExecDetails = Vec::new();
+    let mut rest = text;
+    loop {
+        let (line, tail) = rest.split_once('\n').unwrap_or((rest, ""));
+        if line == "Output:" {
+            rest = tail;
+            break;
+        }
+        if let Some(c) = line.strip_prefix("Process exited with code ") {
+            details.push((
+                "exitCode".into(),
+                Value::from(c.trim().parse::<i64>().ok()?),
+            ));
+        } else if let Some(id) = line.strip_prefix("Process running with session ID ") {
+            details.push(("sessionId".into(), Value::from(id.trim().to_string())));
+        } else if let Some(n) = line.strip_prefix("Total output lines: ") {
+            details.push((
+                "totalOutputLines".into(),
+                Value::from(n.trim().parse::<i64>().ok()?),
+            ));
+        } else if !["Chunk ID: ", "Wall time: ", "Original token count: "]
+            .iter()
+            .any(|p| line.starts_with(p))
+        {
+            return None;
+        }
+        if tail.is_empty() {
+            return None;
+        }
+        rest = tail;
+    }
+    Some((rest.to_string(), details))
 }
 
 /// The freeform form: `Exit code: N`, `Wall time: X seconds`, optionally `Total output
@@ -550,7 +607,8 @@ impl LineAdapter for CodexRolloutAdapter {
         let ts = ts_of(&v, "timestamp");
         let payload = v.get("payload");
         match ty {
-            "session_meta" | "turn_context" => Ok(()),
+            // Codex 0.171 adds `world_state` and `token_usage_record` bookkeeping lines.
+            "session_meta" | "turn_context" | "world_state" | "token_usage_record" => Ok(()),
             "response_item" => match payload {
                 Some(p @ Value::Object(_)) => self.items.item(no, p, ts, out),
                 _ => Err(bad(no, "response_item: field `payload` missing")),

@@ -214,6 +214,45 @@ fn cases() -> Vec<(Format, &'static str, Count)> {
             "transcripts/managed-agents/events.json",
             |t| grep(t, r#"tool_use","#),
         ),
+        (
+            Format::Gemini,
+            "transcripts/gemini/guarded-loop.jsonl",
+            |t| {
+                // Messages are written again as they change: distinct call ids.
+                let mut ids: Vec<String> = t
+                    .lines()
+                    .map(json)
+                    .flat_map(|v| v["toolCalls"].as_array().cloned().unwrap_or_default())
+                    .map(|c| c["id"].as_str().unwrap().to_string())
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids.len()
+            },
+        ),
+        (
+            Format::GeminiJson,
+            "transcripts/gemini-json/session-guarded-loop.json",
+            |t| {
+                arr(&json(t)["messages"])
+                    .iter()
+                    .map(|m| m["toolCalls"].as_array().map_or(0, Vec::len))
+                    .sum()
+            },
+        ),
+        (Format::Qwen, "transcripts/qwen/guarded-loop.jsonl", |t| {
+            grep(t, r#""functionCall":"#)
+        }),
+        (
+            Format::Copilot,
+            "transcripts/copilot/guarded-loop.events.jsonl",
+            |t| grep(t, r#""type":"tool.execution_start""#),
+        ),
+        (
+            Format::Factory,
+            "transcripts/factory/guarded-loop.jsonl",
+            |t| grep(t, r#""type":"tool_use""#),
+        ),
     ]
 }
 

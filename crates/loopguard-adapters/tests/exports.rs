@@ -68,11 +68,13 @@ fn each_export_is_recognised_by_structure() {
     for (dir, file, want) in [
         ("langfuse", "observations-api.json", Format::Langfuse),
         ("langfuse", "traces.jsonl", Format::Langfuse),
+        ("langfuse", "trace-download.json", Format::Langfuse),
         ("langsmith", "runs.jsonl", Format::LangSmith),
         ("atif", "trajectory.json", Format::Atif),
         ("openai-agents", "batch.json", Format::OpenAiAgents),
         ("managed-agents", "events.json", Format::ManagedAgents),
         ("managed-agents", "stream.sse", Format::ManagedAgents),
+        ("managed-agents", "wrapped.jsonl", Format::ManagedAgents),
     ] {
         assert_eq!(detect_fixture(dir, file), Some(want), "{dir}/{file}");
     }
@@ -112,6 +114,20 @@ fn langfuse_tool_observations() {
         .diagnostics
         .iter()
         .any(|d| d.kind == DiagnosticKind::BadField && d.message.contains("o3")));
+}
+
+/// The trace download of Langfuse's UI and API, `{"trace": {…}, "observations": […]}`,
+/// with the observations repeated under `trace.observations` and their input and output
+/// as JSON text: each call read once, deciding as the observations list does.
+#[test]
+fn langfuse_trace_downloads_read_each_observation_once() {
+    let a = adapt_fixture(&Langfuse, "langfuse", "trace-download.json", &ctx());
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    let c = calls(&a);
+    assert_eq!(c.len(), 13);
+    assert_eq!(s(&c[0].event.session), "f/lf-session-3");
+    assert_eq!(c[0].event.args, json(r#"{"query":"refund policy"}"#));
+    warns_on_the_eleventh(&a);
 }
 
 #[test]
@@ -201,6 +217,14 @@ fn managed_agents_events_pair_by_kind_of_id() {
     warns_on_the_eleventh(&a);
     let sse = adapt_fixture(&ManagedAgents, "managed-agents", "stream.sse", &ctx());
     assert_eq!(calls(&sse).len(), 2);
+    // The same events wrapped as `{"role", "kind", "time", "raw"}`, their time on the
+    // wrapper only: the same events, at the same times.
+    let w = adapt_fixture(&ManagedAgents, "managed-agents", "wrapped.jsonl", &ctx());
+    assert_eq!(w.events.len(), a.events.len());
+    for (x, y) in w.events.iter().zip(&a.events) {
+        assert_eq!(x.event, y.event);
+        assert!(x.event.timestamp_ms > 0);
+    }
 }
 
 #[test]

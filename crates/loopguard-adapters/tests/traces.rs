@@ -56,6 +56,7 @@ fn every_trace_form_is_recognised_by_structure() {
         "bare-resource-spans.json",
         "bad-and-partial.jsonl",
         "phoenix-spans.jsonl",
+        "phoenix-named.json",
     ] {
         assert_eq!(detect_fixture("otlp", file), Some(Format::Otlp), "{file}");
     }
@@ -190,6 +191,20 @@ fn phoenix_span_dump_with_nested_attributes() {
     assert_eq!(c[0].event.args, json(r#"{"order_id":"A7"}"#));
     assert_eq!(c[1].line, 2);
     assert_eq!(c[0].event.timestamp_ms, 1_788_622_010_000);
+}
+
+/// Phoenix spans grouped under names (`{"<trace name>": [spans…], …}`): recognised by
+/// the spans in the lists, and read as the same spans one per line are.
+#[test]
+fn phoenix_named_span_lists() {
+    let a = adapt_fixture(&OtlpJson, "otlp", "phoenix-named.json", &ctx(""));
+    assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+    let flat = adapt_fixture(&OtlpJson, "otlp", "phoenix-spans.jsonl", &ctx(""));
+    let c = calls(&a);
+    assert_eq!(c.len(), 2);
+    for (x, y) in c.iter().zip(calls(&flat)) {
+        assert_eq!(x.event, y.event);
+    }
 }
 
 #[test]

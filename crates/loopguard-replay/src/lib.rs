@@ -33,6 +33,7 @@
 //! assert!(String::from_utf8(out).unwrap().contains(r#""decision":"recorded""#));
 //! ```
 
+pub mod agent_logs;
 mod ahead;
 pub mod html;
 pub mod inputs;

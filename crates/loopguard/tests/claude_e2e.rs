@@ -221,6 +221,8 @@ struct Run {
     stdout: String,
     /// `loopguard status --json` after the run.
     status: Value,
+    /// The session transcript Claude Code wrote (`~/.claude/projects/…/ID.jsonl`).
+    transcript: String,
 }
 
 fn is_root() -> bool {
@@ -343,12 +345,64 @@ fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let transcript = transcript_of(&home.join(".claude/projects"));
+    if let Some(dir) = std::env::var_os("LOOPGUARD_SAVE_AGENT_LOGS") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(Path::new(&dir).join("claude-code.jsonl"), &transcript).unwrap();
+    }
     Run {
         runs,
         seen: server.seen(),
         stdout,
         status: serde_json::from_slice(&out.stdout).unwrap(),
+        transcript,
     }
+}
+
+/// The one main session transcript under `dir` (Claude Code's projects folder).
+fn transcript_of(dir: &Path) -> String {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                found.push(p);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "one transcript expected: {found:?}");
+    std::fs::read_to_string(&found[0]).unwrap()
+}
+
+/// `loopguard replay --json` of `transcript`: each call's decision and count.
+fn replay_calls(transcript: &str) -> Vec<(String, Option<u64>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    std::fs::write(&file, transcript).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|d| d["type"] == "call")
+        .map(|d| {
+            (
+                d["decision"].as_str().unwrap().to_string(),
+                d["count"].as_u64(),
+            )
+        })
+        .collect()
 }
 
 /// The default profile: the command runs 20 times, the warning comes with tool result 11,
@@ -399,6 +453,23 @@ fn claude_code_runs_the_command_20_times_warned_at_11_blocked_from_21() {
     let ended = &run.status["ended"][0];
     assert_eq!(ended["calls"], MODEL_CALLS, "{}", run.status);
     assert_eq!(ended["blocks"], MODEL_CALLS - 20, "{}", run.status);
+    // The transcript Claude Code wrote replays as the hook decided: the calls it denied
+    // (their `tool_result` is loopguard's deny text) are blocks, not new outcomes.
+    let replayed = replay_calls(&run.transcript);
+    assert_eq!(replayed.len(), MODEL_CALLS, "{replayed:?}");
+    for (i, (decision, count)) in replayed.iter().enumerate() {
+        let want = match i + 1 {
+            1..=10 => "allow",
+            11..=20 => "warn",
+            _ => "block",
+        };
+        assert_eq!(decision, want, "call {}: {replayed:?}", i + 1);
+        if i + 1 > 20 {
+            assert_eq!(*count, Some(20), "call {}", i + 1);
+        }
+    }
+    let warnings = replayed.iter().filter(|(d, _)| d == "warn").count();
+    assert_eq!(ended["warnings"], warnings, "{}", run.status);
 }
 
 /// The strict profile: after the block, the next identical call ends the run

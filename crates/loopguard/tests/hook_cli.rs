@@ -853,7 +853,10 @@ fn status_without_a_database_or_session() {
     sb.hook(&cc.pre("Read", json!({}), "t"), &[])
         .assert_untouched();
     let out = sb.run(&["status"], b"");
-    assert!(String::from_utf8(out.stdout).unwrap().contains(SESSION));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(SESSION));
+    // It points to the replay of what the agents wrote themselves.
+    assert!(text.contains("loopguard replay --agent all"), "{text}");
     let out = sb.run(&["status", "no-such-session"], b"");
     assert!(!out.status.success());
     assert!(String::from_utf8(out.stderr)

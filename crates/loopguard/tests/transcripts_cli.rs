@@ -178,6 +178,49 @@ const CASES: &[(&str, &str, usize, &str)] = &[
         1,
         "generic_repeat",
     ),
+    // The coding agents' own session logs, written by the real CLIs under loopguard's hook.
+    (
+        "tests/fixtures/transcripts/gemini/guarded-loop.jsonl",
+        "gemini",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/gemini-json/session-guarded-loop.json",
+        "gemini-json",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/qwen/guarded-loop.jsonl",
+        "qwen",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/copilot/guarded-loop.events.jsonl",
+        "copilot",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/factory/guarded-loop.jsonl",
+        "factory",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/claude-code/guarded-loop.jsonl",
+        "claude-code",
+        1,
+        "generic_repeat",
+    ),
+    (
+        "tests/fixtures/transcripts/codex/rollout-0.171-guarded-loop.jsonl",
+        "codex",
+        1,
+        "generic_repeat",
+    ),
 ];
 
 #[test]

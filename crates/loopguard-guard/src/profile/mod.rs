@@ -112,6 +112,12 @@ impl ToolProfile {
     /// The outcome the engine hashes for a result of `tool` (the runtime's name), or `None`
     /// when it is used as given.
     pub fn map_result<'a>(self, tool: &JsString<'_>, result: &Value<'a>) -> Option<Value<'a>> {
+        // A loop veto (a call loopguard refused, read back from a transcript) stays a
+        // veto: it has no outcome hash, whatever the tool (docs/events.md, "Enforce and
+        // observe").
+        if is_loop_veto(result) {
+            return None;
+        }
         match self {
             ToolProfile::Plain | ToolProfile::OpenClaw => None,
             ToolProfile::ClaudeCode => Some(claude_code::map_result(tool, result)),
@@ -215,6 +221,16 @@ pub fn display_message(message: &str, engine_tool: &str, runtime_tool: &str) -> 
     }
 }
 
+/// `true` for OpenClaw's loop veto result (`details.status: "blocked"`,
+/// `details.deniedReason: "tool-loop"`), which no profile maps.
+fn is_loop_veto(result: &Value<'_>) -> bool {
+    let Some(details) = result.get("details") else {
+        return false;
+    };
+    details.get("status").and_then(Value::as_str) == Some("blocked")
+        && details.get("deniedReason").and_then(Value::as_str) == Some("tool-loop")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +268,18 @@ mod tests {
         let m = ToolProfile::Mcp.map_result(&"t".into(), &r).unwrap();
         assert!(m.get("_meta").is_none());
         assert!(m.get("isError").is_some());
+    }
+
+    #[test]
+    fn a_loop_veto_is_never_mapped() {
+        let veto = loopguard_core::veto_result(&"CRITICAL: stop".into());
+        for tool in ["Bash", "Read", "BashOutput"] {
+            assert_eq!(
+                ToolProfile::ClaudeCode.map_result(&tool.into(), &veto),
+                None,
+                "{tool}"
+            );
+        }
+        assert_eq!(ToolProfile::Mcp.map_result(&"t".into(), &veto), None);
     }
 }

@@ -535,6 +535,9 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
                 (Some(l), None) => outln!("log: {} (no fail-open in it)", l.display()),
                 (None, _) => outln!("log: none written yet"),
             }?;
+            outln!(
+                "the agents' own session logs: loopguard replay --agent all --since 7d (docs/replay.md)"
+            )?;
             // The config each session's hook loads: unreadable means unprotected.
             for r in &rows {
                 for n in

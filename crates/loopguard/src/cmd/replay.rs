@@ -5,6 +5,7 @@
 //! progress bar), JSON decisions or the text report on stdout, the HTML page.
 
 use crate::cmd::ModeArg;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -104,10 +105,60 @@ pub struct ReplayArgs {
     /// Colour the report: auto (when writing to a terminal), always, never.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
+    /// Also replay the session logs a coding agent keeps on this machine (its default
+    /// folders, honouring `CODEX_HOME` and `CLAUDE_CONFIG_DIR`): `claude-code`, `codex`,
+    /// `gemini`, `qwen`, `copilot`, `factory`, or `all`.
+    #[arg(long, value_name = "AGENT", value_parser = agent_parser())]
+    agent: Option<String>,
+    /// With `--agent`: only the logs modified in the last DURATION (`90s`, `30m`, `24h`,
+    /// `7d`).
+    #[arg(long, value_name = "DURATION", requires = "agent", value_parser = since_parser)]
+    since: Option<std::time::Duration>,
     /// Event streams, transcripts, directories (searched recursively) or glob patterns;
     /// `-` reads an event stream (or a line-based `--format`) from standard input.
-    #[arg(value_name = "PATH", required = true)]
+    #[arg(value_name = "PATH", required_unless_present = "agent")]
     inputs: Vec<PathBuf>,
+}
+
+/// The `--agent` parser: the agents whose logs are known, and `all`.
+fn agent_parser() -> impl TypedValueParser<Value = String> {
+    PossibleValuesParser::new(
+        loopguard_replay::agent_logs::AGENTS
+            .iter()
+            .copied()
+            .chain(std::iter::once("all")),
+    )
+}
+
+fn since_parser(s: &str) -> Result<std::time::Duration, String> {
+    loopguard_guard::parse_duration(s)
+}
+
+/// The inputs of `--agent`: each agent's session logs (with the agent), said on stderr.
+fn agent_inputs(
+    agent: &str,
+    since: Option<std::time::Duration>,
+) -> Result<Vec<(PathBuf, &'static str)>> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .context("--agent needs HOME to find the agents' folders")?;
+    let since = since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
+    let found = loopguard_replay::agent_logs::find(agent, &home, &|v| std::env::var(v).ok(), since)
+        .with_context(|| format!("--agent {agent}: not an agent whose logs loopguard knows"))?;
+    let mut files = Vec::new();
+    for f in found {
+        if !f.files.is_empty() {
+            errln!(
+                "loopguard: {}: {} session {} in {}",
+                f.agent,
+                f.files.len(),
+                if f.files.len() == 1 { "log" } else { "logs" },
+                f.dir.display()
+            )?;
+        }
+        files.extend(f.files.into_iter().map(|p| (p, f.agent)));
+    }
+    Ok(files)
 }
 
 /// Detector profile.
@@ -300,7 +351,23 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
     if summary && args.json {
         bail!("--summary and --json are two different outputs: choose one");
     }
-    let plan = Plan::new(&args.inputs, options)?;
+    let mut inputs = args.inputs.clone();
+    // Each `--agent` log's agent, by the name its report uses.
+    let mut agent_of: HashMap<String, &'static str> = HashMap::new();
+    if let Some(agent) = &args.agent {
+        let found = agent_inputs(agent, args.since)?;
+        if found.is_empty() && inputs.is_empty() {
+            bail!(
+                "--agent {agent}: no session log found{} (docs/replay.md lists where each agent keeps them)",
+                if args.since.is_some() { " in that time" } else { "" }
+            );
+        }
+        for (path, a) in found {
+            agent_of.insert(path.display().to_string(), a);
+            inputs.push(path);
+        }
+    }
+    let plan = Plan::new(&inputs, options)?;
     let mut printer_timeline = html.as_ref().map(|_| Timeline::default());
     for s in &plan.skipped {
         errln!("{}: skipped: {}", s.path.display(), s.reason)?;
@@ -370,6 +437,13 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         if plan.sources.len() > 1 {
             text.push('\n');
             text.push_str(&report.summary.render_table(style));
+        }
+        let by_agent = loopguard_replay::agent_logs::by_agent(&report.summary, |source| {
+            agent_of.get(source).copied()
+        });
+        if !by_agent.is_empty() {
+            text.push('\n');
+            text.push_str(&loopguard_replay::agent_logs::render_by_agent(&by_agent));
         }
         if let Some(unreplayed) = report.unreplayed_text() {
             text.push_str(&unreplayed);

@@ -1,0 +1,224 @@
+//! The coding agents' own session logs (docs/transcripts.md): Gemini CLI's chat records
+//! (and the older chat files), Qwen Code's chat records, Copilot CLI's session events,
+//! Factory Droid's sessions, a Codex 0.171 rollout and a Claude Code 2.1.197 transcript.
+//!
+//! Each `guarded-loop` fixture was written by the real CLI (Gemini CLI 0.61.0, Qwen Code
+//! 0.24.4, Copilot CLI 1.0.102, Droid 0.225.2, Codex 0.171.0) in the standard loop of
+//! `crates/loopguard/tests/agent_logs.rs`: a scripted model asks 25 times for the same
+//! failing shell command while `loopguard hook AGENT` guards the agent, which warned with
+//! the result of call 11 and refused calls 21 to 25. The older Gemini chat file
+//! (`gemini-json/session-guarded-loop.json`) holds the same messages in the one-document
+//! shape older Gemini CLI versions wrote (`{sessionId, projectHash, startTime,
+//! lastUpdated, messages}`), each message in its last written form.
+//!
+//! Replayed with the profile each event names (`claude-code`, as the hooks judge the
+//! agents' tools), every one decides as the hook did live: allowed to 10, warned from 11,
+//! blocked from 21, the refused calls read as refusals (blocks that stay blocks) rather
+//! than as new outcomes.
+
+#[allow(dead_code)]
+mod support;
+
+use loopguard_adapters::{
+    claude_code::ClaudeCodeAdapter, copilot_session::CopilotSessionAdapter,
+    factory::FactoryAdapter, gemini_chat::GeminiChatAdapter, gemini_chat::GeminiChatFile,
+    qwen::QwenAdapter, responses::CodexRolloutAdapter, Context, Diagnostic, DocumentAdapter,
+    Format, LineAdapter, SourcedEvent,
+};
+use loopguard_events::{EventKind, Payload};
+use loopguard_guard::ToolProfile;
+use loopguard_replay::Action;
+use support::{detect_fixture, feed, fixture, repeat_decision, replay_observe_by_source};
+
+fn ctx() -> Context {
+    Context {
+        session: "s".into(),
+        agent: None,
+    }
+}
+
+/// The decisions on the calls of `events`, replayed as `loopguard replay` does.
+fn call_decisions(events: &[SourcedEvent]) -> Vec<(Action, Option<loopguard_core::Detector>)> {
+    replay_observe_by_source(events, ToolProfile::Plain)
+        .into_iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .map(|d| (d.2, d.3))
+        .collect()
+}
+
+/// The decisions on the calls of `events`, every event through `profile`.
+fn call_decisions_as(
+    events: &[SourcedEvent],
+    profile: ToolProfile,
+) -> Vec<(Action, Option<loopguard_core::Detector>)> {
+    replay_observe_by_source(events, profile)
+        .into_iter()
+        .filter(|d| d.1 == EventKind::Call)
+        .map(|d| (d.2, d.3))
+        .collect()
+}
+
+/// The standard guarded loop: 25 calls of one shell command, each with its outcome, the
+/// last five refused live; replay warns from 11 and blocks from 21, as the hook did.
+fn assert_guarded_loop(name: &str, events: &[SourcedEvent], diags: &[Diagnostic], tool: &str) {
+    assert!(diags.is_empty(), "{name}: {diags:?}");
+    let calls: Vec<&SourcedEvent> = events
+        .iter()
+        .filter(|e| e.event.kind == EventKind::Call)
+        .collect();
+    assert_eq!(calls.len(), 25, "{name}");
+    assert_eq!(events.len(), 50, "{name}: a call and its outcome each");
+    for c in &calls {
+        assert_eq!(c.profile, Some("claude-code"), "{name}");
+        assert_eq!(
+            c.event.tool.as_ref().map(|t| t.to_string()),
+            Some(tool.into())
+        );
+    }
+    // The refused calls' outcomes are OpenClaw's loop veto.
+    let refused = events
+        .iter()
+        .filter(|e| match &e.event.payload {
+            Some(Payload::Result(v)) => {
+                v.get("details")
+                    .and_then(|d| d.get("deniedReason"))
+                    .and_then(|r| r.as_str())
+                    == Some("tool-loop")
+            }
+            _ => false,
+        })
+        .count();
+    assert_eq!(refused, 5, "{name}");
+    let decided = call_decisions(events);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "{name}: call {}", i + 1);
+    }
+}
+
+fn line_fixture(
+    adapter: &mut dyn LineAdapter,
+    dir: &str,
+    file: &str,
+) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    feed(adapter, &fixture(dir, file))
+}
+
+#[test]
+fn gemini_chat_records_replay_as_decided_live() {
+    assert_eq!(
+        detect_fixture("gemini", "guarded-loop.jsonl"),
+        Some(Format::Gemini)
+    );
+    let (events, diags) = line_fixture(
+        &mut GeminiChatAdapter::new(ctx()),
+        "gemini",
+        "guarded-loop.jsonl",
+    );
+    assert_guarded_loop("gemini", &events, &diags, "Bash");
+    // The rewording model's `description` is not hashed, nor Gemini's process group id.
+    assert!(events[0].event.args.get("description").is_none());
+    // The message that made each call: 15 tokens (`tokens.total`).
+    assert_eq!(events[0].tokens, Some(15));
+}
+
+#[test]
+fn older_gemini_chat_files_replay_the_same() {
+    assert_eq!(
+        detect_fixture("gemini-json", "session-guarded-loop.json"),
+        Some(Format::GeminiJson)
+    );
+    let adapted = GeminiChatFile
+        .adapt(&fixture("gemini-json", "session-guarded-loop.json"), &ctx())
+        .unwrap();
+    assert_guarded_loop("gemini-json", &adapted.events, &adapted.diagnostics, "Bash");
+}
+
+#[test]
+fn qwen_chat_records_replay_as_decided_live() {
+    assert_eq!(
+        detect_fixture("qwen", "guarded-loop.jsonl"),
+        Some(Format::Qwen)
+    );
+    let (events, diags) = line_fixture(&mut QwenAdapter::new(ctx()), "qwen", "guarded-loop.jsonl");
+    assert_guarded_loop("qwen", &events, &diags, "Bash");
+    // Qwen Code reports a failing command as a failure; loopguard's warning, appended to
+    // the 11th, is not part of it.
+    let errors: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event.payload {
+            Some(Payload::Error(v)) => Some(v.as_str().unwrap_or_default().to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 20);
+    assert!(errors.iter().all(|e| e == &errors[0]), "{errors:#?}");
+    assert!(errors[0].starts_with("Exit code 1\n"), "{}", errors[0]);
+}
+
+#[test]
+fn copilot_session_events_replay_as_decided_live() {
+    assert_eq!(
+        detect_fixture("copilot", "guarded-loop.events.jsonl"),
+        Some(Format::Copilot)
+    );
+    let (events, diags) = line_fixture(
+        &mut CopilotSessionAdapter::new(ctx()),
+        "copilot",
+        "guarded-loop.events.jsonl",
+    );
+    assert_guarded_loop("copilot", &events, &diags, "Bash");
+    // `<shellId: N completed with exit code 1>`: the id dropped, the exit code kept.
+    let Some(Payload::Result(first)) = &events[1].event.payload else {
+        panic!("{:?}", events[1]);
+    };
+    assert_eq!(first.get("exitCode").and_then(|c| c.as_f64()), Some(1.0));
+}
+
+#[test]
+fn factory_sessions_replay_as_decided_live() {
+    assert_eq!(
+        detect_fixture("factory", "guarded-loop.jsonl"),
+        Some(Format::Factory)
+    );
+    let (events, diags) = line_fixture(
+        &mut FactoryAdapter::new(ctx()),
+        "factory",
+        "guarded-loop.jsonl",
+    );
+    assert_guarded_loop("factory", &events, &diags, "Bash");
+    assert!(events[0].event.args.get("summary").is_none());
+}
+
+/// Codex 0.171's unified exec output starts with a chunk id and a wall time that change
+/// on every run, and the calls its hook refused read `Command blocked by PreToolUse hook:
+/// CRITICAL: …`: without both, every outcome looked new and no call was blocked.
+#[test]
+fn codex_0_171_rollouts_replay_as_decided_live() {
+    let file = "rollout-0.171-guarded-loop.jsonl";
+    assert_eq!(detect_fixture("codex", file), Some(Format::CodexRollout));
+    let (events, diags) = line_fixture(&mut CodexRolloutAdapter::new(ctx()), "codex", file);
+    assert!(diags.is_empty(), "{diags:?}");
+    let decided = call_decisions(&events);
+    assert_eq!(decided.len(), 25);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+}
+
+/// Claude Code 2.1.197 records the calls its hook denied as `tool_result` blocks with
+/// `is_error: true` and loopguard's message as their text: refusals, so calls 21 to 26 are
+/// all blocked (count 20) instead of the first alone.
+#[test]
+fn claude_code_transcripts_keep_the_hooks_refusals() {
+    let (events, diags) = line_fixture(
+        &mut ClaudeCodeAdapter::new(ctx()),
+        "claude-code",
+        "guarded-loop.jsonl",
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let decided = call_decisions_as(&events, ToolProfile::ClaudeCode);
+    assert_eq!(decided.len(), 26);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+}

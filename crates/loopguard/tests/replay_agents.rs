@@ -1,0 +1,201 @@
+//! `loopguard replay --agent NAME`: the session logs the coding agents keep on this machine,
+//! found in their default folders under HOME (and `CODEX_HOME`, `CLAUDE_CONFIG_DIR`),
+//! filtered by `--since`, replayed as one report. The logs are the fixtures the real CLIs
+//! wrote (tests/fixtures/transcripts/*/guarded-loop*), laid out as each agent lays them out.
+
+mod common;
+use common::root;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+/// (fixture, where the agent keeps it under the fake HOME, the format it is read as)
+const LAYOUT: &[(&str, &str, &str)] = &[
+    (
+        "claude-code/guarded-loop.jsonl",
+        "claude/projects/-tmp-work/5e1f.jsonl",
+        "claude-code",
+    ),
+    (
+        "codex/rollout-0.171-guarded-loop.jsonl",
+        "codex-home/sessions/2026/12/07/rollout-2026-12-07T17-53-15-01a.jsonl",
+        "codex",
+    ),
+    (
+        "gemini/guarded-loop.jsonl",
+        ".gemini/tmp/work/chats/session-2026-12-07T17-53-cc8ad293.jsonl",
+        "gemini",
+    ),
+    (
+        "qwen/guarded-loop.jsonl",
+        ".qwen/projects/-tmp-work/chats/79cfd199.jsonl",
+        "qwen",
+    ),
+    (
+        "copilot/guarded-loop.events.jsonl",
+        ".copilot/session-state/9377cbcb/events.jsonl",
+        "copilot",
+    ),
+    (
+        "factory/guarded-loop.jsonl",
+        ".factory/sessions/-tmp-work/e6e73d2c.jsonl",
+        "factory",
+    ),
+];
+
+fn home() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (fixture, at, _) in LAYOUT {
+        let to = dir.path().join(at);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join("tests/fixtures/transcripts").join(fixture), &to).unwrap();
+    }
+    // Files of the agents' folders that are not session logs are passed over.
+    std::fs::write(dir.path().join(".gemini/tmp/work/logs.json"), "[]").unwrap();
+    std::fs::write(
+        dir.path()
+            .join(".copilot/session-state/9377cbcb/workspace.yaml"),
+        "id: 9377cbcb\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn replay(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .arg("replay")
+        .args(args)
+        .env("HOME", home)
+        .env("CODEX_HOME", home.join("codex-home"))
+        .env("CLAUDE_CONFIG_DIR", home.join("claude"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The file each `--json` decision names, in order of first appearance, with its blocks.
+fn sessions(out: &Output) -> Vec<(String, usize)> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let d: Value = serde_json::from_str(line).unwrap();
+        let session = d["session"].as_str().unwrap_or_default().to_string();
+        let block = usize::from(d["decision"] == "block");
+        match seen.iter_mut().find(|(s, _)| *s == session) {
+            Some((_, n)) => *n += block,
+            None => seen.push((session, block)),
+        }
+    }
+    seen
+}
+
+#[test]
+fn every_agents_logs_are_found_and_replayed_as_decided_live() {
+    let home = home();
+    let out = replay(home.path(), &["--agent", "all", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for (_, at, format) in LAYOUT {
+        let path: PathBuf = home.path().join(at);
+        assert!(
+            stderr.contains(&format!("{}: reading as {format} (", path.display())),
+            "{at}: {stderr}"
+        );
+    }
+    assert!(!stderr.contains("logs.json"), "{stderr}");
+    let found = sessions(&out);
+    assert_eq!(found.len(), LAYOUT.len(), "{found:?}");
+    // Each guarded loop: the calls the hook refused live are blocks (Claude Code's run
+    // asked 26 times, the others 25).
+    let blocks: Vec<usize> = found.iter().map(|(_, b)| *b).collect();
+    assert_eq!(blocks, [6, 5, 5, 5, 5, 5], "{found:?}");
+    // The text report ends with the table across them.
+    let report = replay(home.path(), &["--agent", "all"]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("total (6)"), "{text}");
+    // Then the loops by agent, tool and detector, most expensive first: Claude Code's
+    // loop went on for one call more (its model asked 26 times).
+    let (_, by_agent) = text
+        .split_once("loops by agent, tool and detector, most expensive first:\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    let rows: Vec<Vec<&str>> = by_agent
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 6, "{by_agent}");
+    assert_eq!(
+        rows[0],
+        [
+            "claude-code",
+            "Bash",
+            "generic_repeat",
+            "1",
+            "1",
+            "16",
+            "96"
+        ],
+        "{by_agent}"
+    );
+    let mut agents: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    agents.sort_unstable();
+    assert_eq!(
+        agents,
+        [
+            "claude-code",
+            "codex",
+            "copilot",
+            "factory",
+            "gemini",
+            "qwen"
+        ]
+    );
+    // Replaying the same files by path gives no agent table.
+    let paths: Vec<String> = LAYOUT
+        .iter()
+        .map(|(_, at, _)| home.path().join(at).display().to_string())
+        .collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    let plain = cmd.arg("replay").args(&paths).output().unwrap();
+    assert!(!String::from_utf8_lossy(&plain.stdout).contains("loops by agent"));
+}
+
+#[test]
+fn since_keeps_the_recent_logs_and_says_when_there_are_none() {
+    let home = home();
+    let old = SystemTime::now() - Duration::from_secs(3 * 86_400);
+    for (_, at, _) in LAYOUT.iter().filter(|(_, _, f)| *f != "copilot") {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(home.path().join(at))
+            .unwrap();
+        file.set_modified(old).unwrap();
+    }
+    let out = replay(home.path(), &["--agent", "all", "--since", "1d", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sessions(&out).len(), 1);
+    let out = replay(home.path(), &["--agent", "factory", "--since", "1d"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--agent factory: no session log found"),
+        "{stderr}"
+    );
+    let out = replay(
+        home.path(),
+        &["--agent", "factory", "--since", "7d", "--json"],
+    );
+    assert_eq!(sessions(&out).len(), 1);
+    // --since needs --agent; an unknown agent is refused by name.
+    assert!(!replay(home.path(), &["--since", "1d", "x.jsonl"])
+        .status
+        .success());
+    let out = replay(home.path(), &["--agent", "nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+}
