@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use loopguard_agents::install::{self as agent_install, shell_quote, Change};
 use loopguard_agents::{Agent, AgentReply};
@@ -20,10 +20,8 @@ use loopguard_core::Mode;
 use loopguard_guard::advice::policy_notes;
 use loopguard_guard::parse_duration;
 use loopguard_hook::config::{ConfigSource, HookConfig};
-use loopguard_hook::paths::{existing_log, Env};
-use loopguard_hook::status::last_fail_open;
-use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
-use loopguard_hook::store::{SqliteOptions, SqliteStore, StoreError};
+use loopguard_hook::paths::Env;
+use loopguard_hook::status::{report, StatusQuery};
 use loopguard_hook::{log_line, HookOptions};
 
 /// `loopguard hook …`
@@ -394,218 +392,15 @@ fn uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The config a hook started in the current directory would load, and where it is weaker
-/// than it looks (a new session gets it).
-fn print_config_here(env: &Env) -> std::io::Result<()> {
-    let cwd = std::env::current_dir().ok();
-    match HookConfig::discover(None, cwd.as_deref(), env) {
-        Ok(c) => {
-            outln!("config for a session started here: {}", c.source)?;
-            for n in policy_notes(&c.policy_for(None)) {
-                outln!("WARNING: {n}")?;
-            }
-            Ok(())
-        }
-        Err(e) => outln!(
-            "WARNING: config for a session started here: {e}: every hook call fails open (nothing is checked)"
-        ),
-    }
-}
-
-/// How many sessions each front end has in the database.
-fn front_ends<'a>(front_ends: impl Iterator<Item = &'a str>) -> String {
-    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for name in front_ends {
-        *counts.entry(name).or_default() += 1;
-    }
-    if counts.is_empty() {
-        return "none yet".into();
-    }
-    counts
-        .iter()
-        .map(|(k, n)| format!("{k} ({n} session{})", if *n == 1 { "" } else { "s" }))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Agents whose hook is installed (in the user's settings under `HOME`, or the current
-/// project's) while no session of theirs is among `sessions`: the hook never ran. For
-/// Codex the usual cause is trust: Codex runs a new hook only once the user reviewed it,
-/// and `codex exec` skips an untrusted one without a word.
-fn never_ran_notes<'a>(env: &Env, front_ends: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let seen: std::collections::HashSet<Agent> =
-        front_ends.filter_map(|f| f.parse::<Agent>().ok()).collect();
-    let cwd = std::env::current_dir().ok();
-    let mut notes = Vec::new();
-    for &agent in loopguard_agents::AGENTS {
-        // Claude Code runs every hook it finds (no trust step), and the plugin installs it
-        // without a settings file: nothing to notice there.
-        if seen.contains(&agent) || agent == Agent::ClaudeCode {
-            continue;
-        }
-        let mut paths = Vec::new();
-        if let Ok(p) = agent_install::settings_path(agent, env.home.as_deref(), None) {
-            paths.push(p);
-        }
-        if let Some(d) = &cwd {
-            if let Ok(p) = agent_install::settings_path(agent, None, Some(d)) {
-                if !paths.contains(&p) {
-                    paths.push(p);
-                }
-            }
-        }
-        for p in paths {
-            match agent_install::is_installed(agent, &p) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    notes.push(format!("{agent}: cannot read its hook settings: {e}"));
-                    continue;
-                }
-            }
-            let why = match agent {
-                Agent::Codex => "Codex skips untrusted hooks; run /hooks in Codex to trust it (`codex exec` skips it without a word; `--dangerously-bypass-hook-trust` runs it for one invocation)".to_string(),
-                _ => format!("no {agent} session has used it yet (or its hook command writes to another --state database)"),
-            };
-            notes.push(format!(
-                "{agent}: hook installed in {} but never ran: {why}",
-                p.display()
-            ));
-        }
-    }
-    notes
-}
-
-/// Runs `loopguard status`.
+/// Runs `loopguard status` (the report is `loopguard_hook::status`'s).
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let path = match args.state.or_else(|| env.default_state_db()) {
-        Some(p) => p,
-        None => bail!("cannot determine the state directory; use --state PATH"),
+    let query = StatusQuery {
+        session: args.session,
+        state: args.state,
+        json: args.json,
+        events: args.events,
     };
-    let store = match SqliteStore::open_existing(&path, &SqliteOptions::default()) {
-        Ok(s) => s,
-        Err(StoreError::Missing { .. }) => {
-            if args.json {
-                outln!(
-                    "{}",
-                    serde_json::json!({ "database": path, "sessions": [] })
-                )?;
-            } else {
-                outln!(
-                    "no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)",
-                    path.display()
-                )?;
-            }
-            if let Some(l) = existing_log(Some(&path), &env) {
-                if let Some(line) = last_fail_open(&l, None) {
-                    outln!("last fail-open (log {}): {line}", l.display())?;
-                }
-            }
-            if !args.json {
-                for n in never_ran_notes(&env, std::iter::empty()) {
-                    outln!("WARNING: {n}")?;
-                }
-                print_config_here(&env)?;
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let log = existing_log(Some(&path), &env);
-    let ended = loopguard_hook::store::ended_sessions(&path, &SqliteOptions::default())?;
-    let Some(wanted) = args.session else {
-        let rows = list_sessions(&store)?;
-        let last = log.as_deref().and_then(|l| last_fail_open(l, None));
-        if args.json {
-            outln!(
-                "{}",
-                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows, "ended": ended })
-            )?;
-        } else {
-            outln!("database: {}", path.display())?;
-            outln!(
-                "front ends: {}",
-                front_ends(rows.iter().map(|r| r.front_end))
-            )?;
-            out!("{}", render_list(&rows))?;
-            out!("{}", loopguard_hook::status::render_ended_list(&ended))?;
-            match (&log, &last) {
-                (Some(l), Some(line)) => outln!("last fail-open (log {}): {line}", l.display()),
-                (Some(l), None) => outln!("log: {} (no fail-open in it)", l.display()),
-                (None, _) => outln!("log: none written yet"),
-            }?;
-            // The config each session's hook loads: unreadable means unprotected.
-            for r in &rows {
-                for n in
-                    loopguard_hook::status::config_notes(r.config.as_deref(), r.agent.as_deref())
-                {
-                    outln!("WARNING: session {}: {n}", r.session_id)?;
-                }
-            }
-            for n in never_ran_notes(&env, rows.iter().map(|r| r.front_end)) {
-                outln!("WARNING: {n}")?;
-            }
-            print_config_here(&env)?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    };
-    let rows = list_sessions(&store)?;
-    let id = match rows.iter().any(|r| r.session_id == wanted) {
-        true => wanted,
-        false => {
-            let matches: Vec<_> = rows
-                .into_iter()
-                .filter(|r| r.session_id.starts_with(&wanted))
-                .map(|r| r.session_id)
-                .collect();
-            match matches.as_slice() {
-                [one] => one.clone(),
-                [] => {
-                    // An ended session: what remains of it (SessionEnd keeps a summary).
-                    let found: Vec<_> = ended
-                        .iter()
-                        .filter(|e| e.session_id.starts_with(&wanted))
-                        .collect();
-                    let found = match found.iter().find(|e| e.session_id == wanted) {
-                        Some(exact) => vec![*exact],
-                        None => found,
-                    };
-                    match found.as_slice() {
-                        [one] if args.json => {
-                            let mut v = serde_json::to_value(one)?;
-                            v["ended"] = serde_json::json!(true);
-                            outln!("{v}")?;
-                        }
-                        [one] => out!("{}", loopguard_hook::status::render_ended(one))?,
-                        [] => bail!("no session {wanted} in {}", path.display()),
-                        many => bail!(
-                            "{wanted} matches {} ended sessions: {}",
-                            many.len(),
-                            many.iter()
-                                .map(|e| e.session_id.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    }
-                    return Ok(ExitCode::SUCCESS);
-                }
-                many => bail!(
-                    "{wanted} matches {} sessions: {}",
-                    many.len(),
-                    many.join(", ")
-                ),
-            }
-        }
-    };
-    let Some(mut st) = session_status(&store, &id, args.events)? else {
-        bail!("no session {id} in {}", path.display());
-    };
-    st.last_fail_open = log.as_deref().and_then(|l| last_fail_open(l, Some(&id)));
-    if args.json {
-        outln!("{}", serde_json::to_string(&st)?)?;
-    } else {
-        out!("{}", render_session(&st))?;
-    }
+    let cwd = std::env::current_dir().ok();
+    out!("{}", report(&query, &Env::from_process(), cwd.as_deref())?)?;
     Ok(ExitCode::SUCCESS)
 }
