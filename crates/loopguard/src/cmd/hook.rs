@@ -9,17 +9,15 @@
 
 use crate::cmd::ModeArg;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Subcommand;
-use loopguard_agents::install::{self as agent_install, shell_quote, Change};
 use loopguard_agents::{Agent, AgentReply};
 use loopguard_core::Mode;
-use loopguard_guard::advice::policy_notes;
 use loopguard_guard::parse_duration;
-use loopguard_hook::config::{ConfigSource, HookConfig};
+use loopguard_hook::install::{install, uninstall, Install, Line, Report, Target};
 use loopguard_hook::paths::Env;
 use loopguard_hook::status::{report, StatusQuery};
 use loopguard_hook::{log_line, HookOptions};
@@ -172,8 +170,23 @@ pub fn run(cmd: HookCommand) -> Result<ExitCode> {
         HookCommand::Cline(args) => Ok(agent_hook(Agent::Cline, args)),
         HookCommand::Windsurf(args) => Ok(agent_hook(Agent::Windsurf, args)),
         HookCommand::Kiro(args) => Ok(agent_hook(Agent::Kiro, args)),
-        HookCommand::Install(args) => install(args.agent_name.parse()?, args),
-        HookCommand::Uninstall(args) => uninstall(args.agent_name.parse()?, args),
+        HookCommand::Install(args) => {
+            let agent = args.agent_name.parse()?;
+            let req = Install {
+                target: target(args.target),
+                exe: args.exe,
+                state: args.state,
+                config: args.config,
+                agent: args.agent,
+                observe: args.observe,
+            };
+            print(install(agent, &req, &Env::from_process()))
+        }
+        HookCommand::Uninstall(args) => print(uninstall(
+            args.agent_name.parse()?,
+            &target(args.target),
+            &Env::from_process(),
+        )),
     }
 }
 
@@ -254,142 +267,25 @@ fn agent_hook(agent: Agent, args: HookArgs) -> ExitCode {
     ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(0))
 }
 
-/// The settings file `install` / `uninstall` edit for `agent`, and the project directory
-/// with `--project`.
-fn settings_path(
-    agent: Agent,
-    target: &TargetArgs,
-    env: &Env,
-) -> Result<(PathBuf, Option<PathBuf>)> {
-    let project = match (target.project, &target.project_dir) {
-        (false, _) => None,
-        (true, Some(d)) => Some(d.clone()),
-        (true, None) => {
-            Some(std::env::current_dir().context("cannot determine the current directory")?)
-        }
-    };
-    if let Some(p) = &target.settings {
-        return Ok((p.clone(), project));
-    }
-    let path = agent_install::settings_path(agent, env.home.as_deref(), project.as_deref())
-        .context("use --settings FILE")?;
-    Ok((path, project))
-}
-
-/// How `install` / `uninstall` name the agent.
-fn display_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::ClaudeCode => "Claude Code",
-        other => other.as_str(),
-    }
-}
-
-/// A path given to `install`, as the hook command names it. For Claude Code's project
-/// settings a path inside the project becomes `"${CLAUDE_PROJECT_DIR}"/…`, so the command
-/// works wherever the project is cloned; a path outside it is named as it is, with a
-/// warning.
-fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let Some(project) = project else {
-        return shell_quote(&abs.to_string_lossy());
-    };
-    let root = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
-    match abs.strip_prefix(&root) {
-        Ok(rel) if !rel.as_os_str().is_empty() => {
-            format!(
-                "\"${{CLAUDE_PROJECT_DIR}}\"/{}",
-                shell_quote(&rel.to_string_lossy())
-            )
-        }
-        _ => {
-            // A warning about the command being built; install reports its own result.
-            let _ = errln!(
-                "warning: {flag} {} is outside the project: the shared .claude/settings.json will name a path of this machine",
-                abs.display()
-            );
-            shell_quote(&abs.to_string_lossy())
+/// Prints what `install` / `uninstall` report, in order; their error comes last.
+fn print(report: Report) -> Result<ExitCode> {
+    for line in &report.lines {
+        match line {
+            Line::Out(l) => outln!("{l}")?,
+            Line::Err(l) => errln!("{l}")?,
         }
     }
-}
-
-/// `loopguard hook install AGENT`: one installer for every agent's settings
-/// (`loopguard_agents::install`).
-fn install(agent: Agent, args: InstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let (path, project) = settings_path(agent, &args.target, &env)?;
-    // A config the hook could not load would make every call fail open: refuse it now.
-    let config = match &args.config {
-        Some(c) => Some(
-            HookConfig::load(c, ConfigSource::Flag(c.clone()))
-                .map_err(|e| anyhow::anyhow!("--config: {e}; nothing was installed"))?,
-        ),
-        None => None,
-    };
-    let exe = match (&args.exe, &project) {
-        (Some(e), _) => shell_quote(&e.to_string_lossy()),
-        // A project's settings are shared: `loopguard` through PATH works everywhere.
-        (None, Some(_)) => "loopguard".to_string(),
-        (None, None) => shell_quote(
-            &std::env::current_exe()
-                .context("cannot find the loopguard executable; use --exe PATH")?
-                .to_string_lossy(),
-        ),
-    };
-    // Only Claude Code sets `CLAUDE_PROJECT_DIR` for its hook commands.
-    let in_project = project.as_deref().filter(|_| agent == Agent::ClaudeCode);
-    let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];
-    for (flag, p) in [("--state", &args.state), ("--config", &args.config)] {
-        if let Some(p) = p {
-            words.push(flag.into());
-            words.push(path_word(p, in_project, flag));
-        }
-    }
-    if let Some(a) = &args.agent {
-        words.push("--agent".into());
-        words.push(shell_quote(a));
-    }
-    if args.observe {
-        words.push("--mode".into());
-        words.push("observe".into());
-    }
-    let command = words.join(" ");
-    let change = agent_install::install(agent, &path, &command)?;
-    let what = format!("loopguard's {} hooks installed", display_name(agent));
-    outln!("{}", change.describe(&path, &what))?;
-    outln!("hook command: {command}")?;
-    if agent == Agent::Codex {
-        outln!("note: Codex runs a new hook only once you trust it: start `codex` and review it in /hooks. `codex exec` skips untrusted hooks without a word (`--dangerously-bypass-hook-trust` runs them for one invocation).")?;
-    }
-    // Say where protection is weaker than it looks: the config the hook will load.
-    let config = match config {
-        Some(c) => Ok(c),
-        None => HookConfig::discover(None, project.as_deref(), &env),
-    };
-    match config {
-        Ok(c) => {
-            outln!("config: {}", c.source)?;
-            for note in policy_notes(&c.policy_for(args.agent.as_deref())) {
-                errln!("warning: {note}")?;
-            }
-        }
-        Err(e) => errln!(
-            "warning: {e}: until it is fixed, every hook call fails open (nothing is checked)"
-        )?,
-    }
+    report.result?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `loopguard hook uninstall AGENT`.
-fn uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let (path, _) = settings_path(agent, &args.target, &env)?;
-    let change = agent_install::uninstall(agent, &path)?;
-    let what = match change {
-        Change::Unchanged => "has no loopguard hooks".to_string(),
-        _ => format!("loopguard's {} hooks removed", display_name(agent)),
-    };
-    outln!("{}", change.describe(&path, &what))?;
-    Ok(ExitCode::SUCCESS)
+/// The settings file `install` / `uninstall` edit.
+fn target(args: TargetArgs) -> Target {
+    Target {
+        project: args.project,
+        project_dir: args.project_dir,
+        settings: args.settings,
+    }
 }
 
 /// Runs `loopguard status` (the report is `loopguard_hook::status`'s).
