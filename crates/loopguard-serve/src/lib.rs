@@ -30,6 +30,7 @@ mod error;
 mod metrics;
 mod openapi;
 mod otlp;
+mod size;
 mod state;
 mod tokens;
 mod trace_buffer;
@@ -44,6 +45,7 @@ use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
 pub use error::{ApiError, ServeError};
+pub use size::{parse_max_body, MaxBodyError};
 pub use tokens::{Tokens, TokensError};
 pub use trace_buffer::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
 
