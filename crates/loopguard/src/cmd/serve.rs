@@ -74,24 +74,14 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("--redis-ca {}: cannot read the file", path.display()))?;
         builder = builder.redis_ca(pem);
     }
-    let tenants = match &args.tokens {
-        Some(path) => {
-            let tokens = Tokens::load(path)?;
-            let n = tokens.len();
-            builder = builder.tokens(tokens);
-            Some(n)
-        }
-        None => None,
-    };
+    if let Some(path) = &args.tokens {
+        builder = builder.tokens(Tokens::load(path)?);
+    }
     let server = builder.build()?;
-    let store = server.store_spec().to_string();
+    let says = server.listening_line();
     server.run(|addr| {
-        let auth = match tenants {
-            Some(n) => format!("{n} bearer tokens"),
-            None => "no authentication".to_string(),
-        };
         // A server keeps serving when nobody reads its stderr any more.
-        let _ = errln!("loopguard serve: listening on http://{addr} (store: {store}; {auth})");
+        let _ = errln!("{}", says(addr));
     })?;
     errln!("loopguard serve: stopped")?;
     Ok(ExitCode::SUCCESS)
