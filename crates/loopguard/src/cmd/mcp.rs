@@ -5,11 +5,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use loopguard_agents::install::mcp as mcp_install;
 use loopguard_core::Mode;
-use loopguard_mcp::ProxyOptions;
+use loopguard_mcp::{Endpoints, ProxyOptions};
 
 use crate::cmd::replay::load_config_for_run;
 use crate::cmd::ModeArg;
@@ -161,13 +161,14 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode> {
         builder = builder.log_file(log);
     }
     let options = builder.build();
-    let code = match (&args.upstream, &args.listen, args.command.is_empty()) {
-        (None, None, false) => loopguard_mcp::run_stdio(&options, &args.command)?,
-        (Some(url), Some(addr), true) => loopguard_mcp::run_http_upstream(&options, url, addr)?,
-        (None, Some(addr), false) => loopguard_mcp::run_http_command(&options, addr, &args.command)?,
-        (Some(url), None, true) => loopguard_mcp::run_stdio_upstream(&options, url, &args.header)?,
-        (Some(_), _, false) => bail!("give either --upstream URL or a server COMMAND after --, not both"),
-        (None, _, true) => bail!("no MCP server: give a COMMAND after -- (e.g. loopguard mcp -- npx -y SERVER) or --upstream URL"),
-    };
+    let code = loopguard_mcp::run(
+        &options,
+        Endpoints {
+            upstream: args.upstream.as_deref(),
+            listen: args.listen.as_deref(),
+            command: &args.command,
+            headers: &args.header,
+        },
+    )?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
