@@ -4,8 +4,8 @@
 //! The protocols are the `loopguard-agents` crate's (Claude Code, Codex, Gemini CLI, Qwen
 //! Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro), and so is the one installer of
 //! their settings; the `loopguard-hook` crate is the shell around them (the SQLite store,
-//! config discovery, fail-open, the log, `status`). This module parses arguments, reads
-//! standard input and prints.
+//! config discovery, fail-open, the log, `status`'s report, what `install` says). This
+//! module parses arguments, reads standard input and prints.
 
 use crate::cmd::ModeArg;
 use std::io::{Read, Write};
