@@ -267,15 +267,25 @@ fn agent_hook(agent: Agent, args: HookArgs) -> ExitCode {
     ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(0))
 }
 
-/// Prints what `install` / `uninstall` report, in order; their error comes last.
+/// Prints what `install` / `uninstall` report, in order; their error comes last. A print
+/// error is kept until then (a closed pipe only ends a command that was going to succeed);
+/// a warning that cannot be written does not keep what was done from being said on stdout.
 fn print(report: Report) -> Result<ExitCode> {
+    let mut printed: std::io::Result<()> = Ok(());
     for line in &report.lines {
-        match line {
-            Line::Out(l) => outln!("{l}")?,
-            Line::Err(l) => errln!("{l}")?,
+        let (written, on_stdout) = match line {
+            Line::Out(l) => (outln!("{l}"), true),
+            Line::Err(l) => (errln!("{l}"), false),
+        };
+        if let Err(e) = written {
+            printed = printed.and(Err(e));
+            if on_stdout {
+                break;
+            }
         }
     }
     report.result?;
+    printed?;
     Ok(ExitCode::SUCCESS)
 }
 
