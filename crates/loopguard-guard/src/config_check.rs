@@ -19,7 +19,7 @@
 use std::fmt::Write as _;
 
 use loopguard_core::{
-    as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, Severity,
+    as_positive_int, LoopDetectionConfig, OpenClawConfig, Policy, RunConfigError, Severity,
     DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE,
     DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
 };
@@ -49,6 +49,63 @@ impl ConfigCheck {
     /// `true` when the config has errors (or cannot be read): `config check` fails.
     pub fn failed(&self) -> bool {
         self.errors > 0
+    }
+}
+
+/// A config read for running (`--config` of `replay`, `mcp` and `serve`) with the engine's
+/// run-time loader ([`OpenClawConfig::load_for_run`]): what to say about it, and the config
+/// or why it is refused.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RunConfig {
+    /// Lines for stderr, each `NAME: DIAGNOSTIC`: the values that fell back to their
+    /// defaults and the thresholds raised (a config that runs), or every problem OpenClaw
+    /// refuses to start with (a config that is refused).
+    pub notes: Vec<String>,
+    /// The config, or why it is refused (printed after the notes).
+    pub result: Result<OpenClawConfig, ConfigRefused>,
+}
+
+/// Why a config cannot be run: one line naming the file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigRefused(String);
+
+/// Reads the OpenClaw config `text`, named `name`, for running (not checking): unknown keys
+/// and text that is not JSON5 refuse it; a numeric value that is not a positive integer
+/// falls back to its default and, like an auto-raised threshold, is noted.
+///
+/// ```
+/// use loopguard_guard::config_check::config_for_run;
+/// let run = config_for_run("c.json5", "{ tools: { loopDetection: { enabled: true } } }");
+/// assert!(run.notes.is_empty() && run.result.is_ok());
+/// let run = config_for_run("c.json5", "{ tools: { loopDetection: { enabeld: true } } }");
+/// assert_eq!(
+///     run.result.unwrap_err().to_string(),
+///     "c.json5: OpenClaw would reject this config; run `loopguard config check c.json5` for details"
+/// );
+/// assert!(run.notes[0].starts_with("c.json5: "), "{:?}", run.notes);
+/// ```
+pub fn config_for_run(name: &str, text: &str) -> RunConfig {
+    match OpenClawConfig::load_for_run(text) {
+        Ok(loaded) => RunConfig {
+            notes: loaded
+                .diagnostics
+                .iter()
+                .map(|d| format!("{name}: {d}"))
+                .collect(),
+            result: Ok(loaded.config),
+        },
+        Err(RunConfigError::Rejected(fatal)) => RunConfig {
+            notes: fatal.iter().map(|d| format!("{name}: {d}")).collect(),
+            result: Err(ConfigRefused(format!(
+                "{name}: OpenClaw would reject this config; run `loopguard config check {name}` for details"
+            ))),
+        },
+        Err(e) => RunConfig {
+            notes: Vec::new(),
+            result: Err(ConfigRefused(format!("{name}: {e}"))),
+        },
     }
 }
 
@@ -373,4 +430,43 @@ fn describe_loopguard(
         show(&extra.changing_error, &at(&extra.changing_error)),
     );
     let _ = writeln!(out, "    countVetoes={}", extra.count_vetoes);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_that_runs_notes_its_fallbacks() {
+        let run = config_for_run(
+            "c.json5",
+            "{ tools: { loopDetection: { enabled: true, warningThreshold: -1, criticalThreshold: 5 } } }",
+        );
+        assert_eq!(run.notes.len(), 2, "{:?}", run.notes);
+        assert!(run.notes[0].starts_with("c.json5: warning: line 1, column "));
+        assert!(run.notes[0].contains("warningThreshold: -1 is not a positive integer"));
+        assert!(
+            run.notes[1].contains("it is raised to 11"),
+            "{:?}",
+            run.notes
+        );
+        let config = run.result.unwrap();
+        assert_eq!(config.policy_for(None).resolved.critical_threshold, 11.0);
+    }
+
+    #[test]
+    fn a_refused_config_names_every_problem_then_the_file() {
+        let run = config_for_run(
+            "c.json5",
+            "{ tools: { loopDetection: { enabeld: true, nope: 1 } } }",
+        );
+        assert_eq!(run.notes.len(), 2, "{:?}", run.notes);
+        assert!(run.notes.iter().all(|n| n.starts_with("c.json5: ")));
+        assert!(run.result.is_err());
+        let run = config_for_run("c.json5", "{ nope");
+        assert!(run.notes.is_empty());
+        let e = run.result.unwrap_err().to_string();
+        assert!(e.starts_with("c.json5: "), "{e}");
+        assert!(!e.contains("loopguard config check"), "{e}");
+    }
 }

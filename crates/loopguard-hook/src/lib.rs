@@ -17,6 +17,8 @@
 //! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
 //!   timeout, pruning, schema version) and what outlives a session;
 //! * [`config`]: which config file applies;
+//! * [`install`]: `loopguard hook install` / `uninstall`, and what they say about the hook
+//!   they write (the config it will load);
 //! * [`status`]: what `loopguard status` shows;
 //! * [`paths`]: where the database, log and config files live.
 //!
@@ -41,6 +43,7 @@
 
 pub mod config;
 pub mod hook;
+pub mod install;
 pub mod paths;
 pub mod status;
 pub mod store;

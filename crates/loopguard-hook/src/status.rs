@@ -1,4 +1,6 @@
-//! `loopguard status`: what the database knows about the sessions it protects.
+//! `loopguard status`: what the database knows about the sessions it protects. [`report`]
+//! is the whole command's output (the binary prints it); the pieces it is made of are
+//! public too.
 //!
 //! Without a session id: every session, most recent first, with its event count and run.
 //! With one: its recent hook events (tool, decision, detector, count, message), the
@@ -27,14 +29,19 @@
 //! ```
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use loopguard_core::detection::no_progress_streak;
 use serde::Serialize;
 
+use loopguard_agents::install as agent_install;
 use loopguard_agents::Agent;
+use loopguard_guard::advice::policy_notes;
 use loopguard_guard::{LogRow, SessionEntry, Store as _};
 
-use crate::store::{key, SqliteStore, StoreError};
+use crate::config::HookConfig;
+use crate::paths::{existing_log, Env};
+use crate::store::{ended_sessions, key, SqliteOptions, SqliteStore, StoreError};
 
 /// The front end that wrote a stored session: `status` speaks of it, not of Claude Code
 /// for every session.
@@ -646,6 +653,316 @@ pub fn render_session(st: &SessionStatus) -> String {
     out
 }
 
+/// What `loopguard status` is asked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusQuery {
+    /// A session id or a unique prefix of one; `None` lists every session.
+    pub session: Option<String>,
+    /// The state database (`--state`); default: [`Env::default_state_db`].
+    pub state: Option<PathBuf>,
+    /// JSON instead of text (`--json`).
+    pub json: bool,
+    /// How many recent events a session's status shows (`--events`).
+    pub events: usize,
+}
+
+/// Why `loopguard status` has nothing to show.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// Neither `--state` nor a state directory.
+    #[error("cannot determine the state directory; use --state PATH")]
+    NoStateDir,
+    /// The database could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No live or ended session has this id or prefix.
+    #[error("no session {session} in {}", database.display())]
+    NoSession {
+        /// The id or prefix asked for.
+        session: String,
+        /// The database.
+        database: PathBuf,
+    },
+    /// The prefix matches several live sessions.
+    #[error("{prefix} matches {} sessions: {}", ids.len(), ids.join(", "))]
+    Ambiguous {
+        /// The prefix asked for.
+        prefix: String,
+        /// The sessions it matches.
+        ids: Vec<String>,
+    },
+    /// The prefix matches no live session but several ended ones.
+    #[error("{prefix} matches {} ended sessions: {}", ids.len(), ids.join(", "))]
+    AmbiguousEnded {
+        /// The prefix asked for.
+        prefix: String,
+        /// The ended sessions it matches.
+        ids: Vec<String>,
+    },
+    /// A status could not be written as JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// Everything `loopguard status` prints on standard output, for `query` in the environment
+/// `env` with the current directory `cwd` (where a new session's config and the project's
+/// hook settings are looked for).
+///
+/// Without a session: the database, how many sessions each front end has, the session list
+/// ([`render_list`]) and the ended sessions ([`render_ended_list`]), the last fail-open of
+/// the log, each session's config notes, the installed hooks that never ran, and the config
+/// a session started here would get. With one (an id or a unique prefix): its status
+/// ([`render_session`]), or what remains of it once ended ([`render_ended`]). A missing
+/// database is not an error: the text says the hook has not run yet.
+///
+/// ```
+/// use loopguard_hook::paths::Env;
+/// use loopguard_hook::status::{report, StatusQuery};
+/// let dir = tempfile::tempdir()?;
+/// let query = StatusQuery { state: Some(dir.path().join("db")), events: 20, ..StatusQuery::default() };
+/// let text = report(&query, &Env::default(), None)?;
+/// assert!(text.starts_with("no sessions yet: "), "{text}");
+/// assert!(text.ends_with("config for a session started here: built-in (no config file: enabled with defaults)\n"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn report(query: &StatusQuery, env: &Env, cwd: Option<&Path>) -> Result<String, StatusError> {
+    let path = match query.state.clone().or_else(|| env.default_state_db()) {
+        Some(p) => p,
+        None => return Err(StatusError::NoStateDir),
+    };
+    let mut out = String::new();
+    let store = match SqliteStore::open_existing(&path, &SqliteOptions::default()) {
+        Ok(s) => s,
+        Err(StoreError::Missing { .. }) => {
+            missing_database(&mut out, &path, query.json, env, cwd);
+            return Ok(out);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let log = existing_log(Some(&path), env);
+    let ended = ended_sessions(&path, &SqliteOptions::default())?;
+    let Some(wanted) = &query.session else {
+        let rows = list_sessions(&store)?;
+        let last = log.as_deref().and_then(|l| last_fail_open(l, None));
+        if query.json {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows, "ended": ended })
+            );
+        } else {
+            let _ = writeln!(out, "database: {}", path.display());
+            let _ = writeln!(
+                out,
+                "front ends: {}",
+                front_end_counts(rows.iter().map(|r| r.front_end))
+            );
+            out.push_str(&render_list(&rows));
+            out.push_str(&render_ended_list(&ended));
+            let _ = match (&log, &last) {
+                (Some(l), Some(line)) => {
+                    writeln!(out, "last fail-open (log {}): {line}", l.display())
+                }
+                (Some(l), None) => writeln!(out, "log: {} (no fail-open in it)", l.display()),
+                (None, _) => writeln!(out, "log: none written yet"),
+            };
+            let _ = writeln!(
+                out,
+                "the agents' own session logs: loopguard replay --agent all --since 7d (docs/replay.md)"
+            );
+            // The config each session's hook loads: unreadable means unprotected.
+            for r in &rows {
+                for n in config_notes(r.config.as_deref(), r.agent.as_deref()) {
+                    let _ = writeln!(out, "WARNING: session {}: {n}", r.session_id);
+                }
+            }
+            for n in never_ran_notes(env, cwd, rows.iter().map(|r| r.front_end)) {
+                let _ = writeln!(out, "WARNING: {n}");
+            }
+            config_here(&mut out, env, cwd);
+        }
+        return Ok(out);
+    };
+    let rows = list_sessions(&store)?;
+    let id = if rows.iter().any(|r| r.session_id == *wanted) {
+        wanted.clone()
+    } else {
+        let matches: Vec<_> = rows
+            .into_iter()
+            .filter(|r| r.session_id.starts_with(wanted.as_str()))
+            .map(|r| r.session_id)
+            .collect();
+        match matches.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                // An ended session: what remains of it (SessionEnd keeps a summary).
+                let found: Vec<_> = ended
+                    .iter()
+                    .filter(|e| e.session_id.starts_with(wanted.as_str()))
+                    .collect();
+                let found = match found.iter().find(|e| e.session_id == *wanted) {
+                    Some(exact) => vec![*exact],
+                    None => found,
+                };
+                match found.as_slice() {
+                    [one] if query.json => {
+                        let mut v = serde_json::to_value(one)?;
+                        v["ended"] = serde_json::json!(true);
+                        let _ = writeln!(out, "{v}");
+                    }
+                    [one] => out.push_str(&render_ended(one)),
+                    [] => {
+                        return Err(StatusError::NoSession {
+                            session: wanted.clone(),
+                            database: path,
+                        })
+                    }
+                    many => {
+                        return Err(StatusError::AmbiguousEnded {
+                            prefix: wanted.clone(),
+                            ids: many.iter().map(|e| e.session_id.clone()).collect(),
+                        })
+                    }
+                }
+                return Ok(out);
+            }
+            _ => {
+                return Err(StatusError::Ambiguous {
+                    prefix: wanted.clone(),
+                    ids: matches,
+                })
+            }
+        }
+    };
+    let Some(mut st) = session_status(&store, &id, query.events)? else {
+        return Err(StatusError::NoSession {
+            session: id,
+            database: path,
+        });
+    };
+    st.last_fail_open = log.as_deref().and_then(|l| last_fail_open(l, Some(&id)));
+    if query.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&st)?);
+    } else {
+        out.push_str(&render_session(&st));
+    }
+    Ok(out)
+}
+
+/// What `status` says when the database does not exist yet.
+fn missing_database(out: &mut String, path: &Path, json: bool, env: &Env, cwd: Option<&Path>) {
+    if json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "database": path, "sessions": [] })
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)",
+            path.display()
+        );
+    }
+    if let Some(l) = existing_log(Some(path), env) {
+        if let Some(line) = last_fail_open(&l, None) {
+            let _ = writeln!(out, "last fail-open (log {}): {line}", l.display());
+        }
+    }
+    if !json {
+        for n in never_ran_notes(env, cwd, std::iter::empty()) {
+            let _ = writeln!(out, "WARNING: {n}");
+        }
+        config_here(out, env, cwd);
+    }
+}
+
+/// The config a hook started in `cwd` would load, and where it is weaker than it looks (a
+/// new session gets it).
+fn config_here(out: &mut String, env: &Env, cwd: Option<&Path>) {
+    match HookConfig::discover(None, cwd, env) {
+        Ok(c) => {
+            let _ = writeln!(out, "config for a session started here: {}", c.source);
+            for n in policy_notes(&c.policy_for(None)) {
+                let _ = writeln!(out, "WARNING: {n}");
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "WARNING: config for a session started here: {e}: every hook call fails open (nothing is checked)"
+            );
+        }
+    }
+}
+
+/// How many sessions each front end has in the database.
+fn front_end_counts<'a>(front_ends: impl Iterator<Item = &'a str>) -> String {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for name in front_ends {
+        *counts.entry(name).or_default() += 1;
+    }
+    if counts.is_empty() {
+        return "none yet".into();
+    }
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k} ({n} session{})", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Agents whose hook is installed (in the user's settings under `env.home`, or the
+/// project's in `cwd`) while no session of theirs is among `front_ends`: the hook never
+/// ran. For Codex the usual cause is trust: Codex runs a new hook only once the user
+/// reviewed it, and `codex exec` skips an untrusted one without a word.
+fn never_ran_notes<'a>(
+    env: &Env,
+    cwd: Option<&Path>,
+    front_ends: impl Iterator<Item = &'a str>,
+) -> Vec<String> {
+    let seen: std::collections::HashSet<Agent> =
+        front_ends.filter_map(|f| f.parse::<Agent>().ok()).collect();
+    let mut notes = Vec::new();
+    for &agent in loopguard_agents::AGENTS {
+        // Claude Code runs every hook it finds (no trust step), and the plugin installs it
+        // without a settings file: nothing to notice there.
+        if seen.contains(&agent) || agent == Agent::ClaudeCode {
+            continue;
+        }
+        let mut paths = Vec::new();
+        if let Ok(p) = agent_install::settings_path(agent, env.home.as_deref(), None) {
+            paths.push(p);
+        }
+        if let Some(d) = cwd {
+            if let Ok(p) = agent_install::settings_path(agent, None, Some(d)) {
+                if !paths.contains(&p) {
+                    paths.push(p);
+                }
+            }
+        }
+        for p in paths {
+            match agent_install::is_installed(agent, &p) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    notes.push(format!("{agent}: cannot read its hook settings: {e}"));
+                    continue;
+                }
+            }
+            let why = match agent {
+                Agent::Codex => "Codex skips untrusted hooks; run /hooks in Codex to trust it (`codex exec` skips it without a word; `--dangerously-bypass-hook-trust` runs it for one invocation)".to_string(),
+                _ => format!("no {agent} session has used it yet (or its hook command writes to another --state database)"),
+            };
+            notes.push(format!(
+                "{agent}: hook installed in {} but never ran: {why}",
+                p.display()
+            ));
+        }
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,5 +1015,194 @@ mod tests {
         assert!(session_status(&store, "nope", 5).unwrap().is_none());
         let json = serde_json::to_value(&st).unwrap();
         assert_eq!(json["events"][0]["event"], "UserPromptSubmit");
+    }
+
+    /// A sandbox: home, state and config directories under one temporary directory.
+    fn sandbox() -> (tempfile::TempDir, Env) {
+        let dir = tempfile::tempdir().unwrap();
+        let env = Env {
+            home: Some(dir.path().join("home")),
+            state_home: Some(dir.path().join("state")),
+            config_home: Some(dir.path().join("config")),
+            project_dir: None,
+        };
+        (dir, env)
+    }
+
+    fn query(session: Option<&str>, json: bool) -> StatusQuery {
+        StatusQuery {
+            session: session.map(str::to_string),
+            json,
+            events: 20,
+            ..StatusQuery::default()
+        }
+    }
+
+    #[test]
+    fn a_missing_database_says_why_and_what_would_run() {
+        let (dir, env) = sandbox();
+        let db = env.default_state_db().unwrap();
+        // A Codex hook installed for the user, a Gemini one in the project, neither ran.
+        let codex = agent_install::settings_path(Agent::Codex, env.home.as_deref(), None).unwrap();
+        agent_install::install(Agent::Codex, &codex, "loopguard hook codex").unwrap();
+        let work = dir.path().join("work");
+        let gemini = agent_install::settings_path(Agent::Gemini, None, Some(&work)).unwrap();
+        agent_install::install(Agent::Gemini, &gemini, "loopguard hook gemini").unwrap();
+        std::fs::write(
+            work.join(".loopguard.json5"),
+            "{ tools: { loopDetection: { enabled: false } } }",
+        )
+        .unwrap();
+        let text = report(&query(None, false), &env, Some(&work)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            format!("no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)", db.display())
+        );
+        assert_eq!(
+            lines[1],
+            format!("WARNING: codex: hook installed in {} but never ran: Codex skips untrusted hooks; run /hooks in Codex to trust it (`codex exec` skips it without a word; `--dangerously-bypass-hook-trust` runs it for one invocation)", codex.display())
+        );
+        assert_eq!(
+            lines[2],
+            format!("WARNING: gemini: hook installed in {} but never ran: no gemini session has used it yet (or its hook command writes to another --state database)", gemini.display())
+        );
+        assert_eq!(
+            lines[3],
+            format!(
+                "config for a session started here: {} (project)",
+                work.join(".loopguard.json5").display()
+            )
+        );
+        assert!(
+            lines[4].starts_with("WARNING: enabled is not true"),
+            "{text}"
+        );
+        assert_eq!(lines.len(), 5, "{text}");
+        // Without the current directory, the project's hook and config are not looked for;
+        // a broken user config means every call fails open.
+        let user = env.user_config().unwrap();
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        std::fs::write(&user, "{ nope").unwrap();
+        let text = report(&query(None, false), &env, None).unwrap();
+        assert!(!text.contains("gemini"), "{text}");
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with(&format!(
+                "WARNING: config for a session started here: bad config {}",
+                user.display()
+            )) && last.ends_with(": every hook call fails open (nothing is checked)"),
+            "{last}"
+        );
+        // JSON: the database and no sessions, then the log's last fail-open.
+        let log = crate::paths::log_file_for(&db);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(
+            &log,
+            "t loopguard: session s: bad; the call is allowed (fail-open). Log: x\n",
+        )
+        .unwrap();
+        let text = report(&query(None, true), &env, Some(&work)).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "{}\nlast fail-open (log {}): t loopguard: session s: bad; the call is allowed (fail-open). Log: x\n",
+                serde_json::json!({ "database": db, "sessions": [] }),
+                log.display()
+            )
+        );
+    }
+
+    #[test]
+    fn sessions_are_listed_found_by_prefix_and_ended() {
+        let (dir, env) = sandbox();
+        let opts = HookOptions {
+            env: env.clone(),
+            ..HookOptions::default()
+        };
+        let send = |j: String| run(Agent::ClaudeCode, j.as_bytes(), &opts);
+        for id in ["abc-1", "abc-2", "end-1", "end-2"] {
+            send(format!(
+                r#"{{"session_id":"{id}","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{{}}}}"#
+            ));
+        }
+        for id in ["end-1", "end-2"] {
+            send(format!(
+                r#"{{"session_id":"{id}","hook_event_name":"SessionEnd","reason":"clear"}}"#
+            ));
+        }
+        let db = env.default_state_db().unwrap();
+        let text = report(&query(None, false), &env, Some(dir.path())).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("database: {}", db.display()));
+        assert_eq!(lines[1], "front ends: claude-code (2 sessions)");
+        assert!(lines[2].starts_with("session "), "{text}");
+        assert!(text.contains("ended sessions (the last "), "{text}");
+        let log = crate::paths::log_file_for(&db);
+        assert!(
+            text.contains(&format!("\nlog: {} (no fail-open in it)\n", log.display())),
+            "{text}"
+        );
+        assert_eq!(
+            lines.last(),
+            Some(&"config for a session started here: built-in (no config file: enabled with defaults)")
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&report(&query(None, true), &env, None).unwrap()).unwrap();
+        assert_eq!(json["sessions"].as_array().unwrap().len(), 2);
+        assert_eq!(json["ended"].as_array().unwrap().len(), 2);
+        assert_eq!(json["log"], serde_json::json!(log));
+        assert_eq!(json["lastFailOpen"], serde_json::Value::Null);
+
+        let one = report(&query(Some("abc-1"), false), &env, None).unwrap();
+        assert!(
+            one.starts_with("session abc-1\n  front end: Claude Code hook"),
+            "{one}"
+        );
+        let e = report(&query(Some("abc"), false), &env, None).unwrap_err();
+        assert_eq!(e.to_string(), "abc matches 2 sessions: abc-2, abc-1");
+        let e = report(&query(Some("end"), false), &env, None).unwrap_err();
+        assert_eq!(e.to_string(), "end matches 2 ended sessions: end-2, end-1");
+        let e = report(&query(Some("nope"), false), &env, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("no session nope in {}", db.display())
+        );
+        let ended = report(&query(Some("end-1"), false), &env, None).unwrap();
+        assert!(ended.starts_with("session end-1 (ended "), "{ended}");
+        let ended: serde_json::Value =
+            serde_json::from_str(&report(&query(Some("end-2"), true), &env, None).unwrap())
+                .unwrap();
+        assert_eq!(ended["ended"], true);
+        assert_eq!(ended["sessionId"], "end-2");
+    }
+
+    #[test]
+    fn no_state_directory_and_an_unreadable_database_are_errors() {
+        let e = report(&query(None, false), &Env::default(), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot determine the state directory; use --state PATH"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, "not a database".repeat(100)).unwrap();
+        let q = StatusQuery {
+            state: Some(garbage),
+            ..query(None, false)
+        };
+        assert!(matches!(
+            report(&q, &Env::default(), None),
+            Err(StatusError::Store(_))
+        ));
+    }
+
+    #[test]
+    fn front_ends_are_counted() {
+        assert_eq!(front_end_counts(std::iter::empty()), "none yet");
+        assert_eq!(
+            front_end_counts(["mcp", "codex", "mcp"].into_iter()),
+            "codex (1 session), mcp (2 sessions)"
+        );
     }
 }

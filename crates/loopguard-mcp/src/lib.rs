@@ -57,6 +57,48 @@ pub enum McpError {
     /// An option's value is not usable.
     #[error("{0}")]
     Invalid(String),
+    /// Both `--upstream` and a server command.
+    #[error("give either --upstream URL or a server COMMAND after --, not both")]
+    TwoServers,
+    /// Neither `--upstream` nor a server command.
+    #[error("no MCP server: give a COMMAND after -- (e.g. loopguard mcp -- npx -y SERVER) or --upstream URL")]
+    NoServer,
+}
+
+/// Where `loopguard mcp` meets its client and its server: the command line's `--upstream`,
+/// `--listen`, `--header` and the server command after `--`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Endpoints<'a> {
+    /// A streamable HTTP server to forward to (`--upstream URL`).
+    pub upstream: Option<&'a str>,
+    /// Serve streamable HTTP on this address (`--listen ADDR`) instead of stdio.
+    pub listen: Option<&'a str>,
+    /// The stdio server's command and arguments.
+    pub command: &'a [OsString],
+    /// Headers sent to the upstream (`Name: value`), for a stdio client.
+    pub headers: &'a [String],
+}
+
+/// Runs the proxy the endpoints describe: [`run_stdio`] (a command), [`run_http_command`]
+/// (a command and `listen`), [`run_stdio_upstream`] (`upstream`), [`run_http_upstream`]
+/// (`upstream` and `listen`). Exactly one server is needed: an upstream or a command.
+///
+/// ```
+/// use loopguard_mcp::{run, Endpoints, McpError, ProxyOptions};
+/// let options = ProxyOptions::builder().build();
+/// assert!(matches!(run(&options, Endpoints::default()), Err(McpError::NoServer)));
+/// let both = Endpoints { upstream: Some("http://127.0.0.1:1/mcp"), command: &["true".into()], ..Endpoints::default() };
+/// assert!(matches!(run(&options, both), Err(McpError::TwoServers)));
+/// ```
+pub fn run(options: &ProxyOptions, at: Endpoints<'_>) -> Result<i32, McpError> {
+    match (at.upstream, at.listen, at.command.is_empty()) {
+        (None, None, false) => run_stdio(options, at.command),
+        (Some(url), Some(addr), true) => run_http_upstream(options, url, addr),
+        (None, Some(addr), false) => run_http_command(options, addr, at.command),
+        (Some(url), None, true) => run_stdio_upstream(options, url, at.headers),
+        (Some(_), _, false) => Err(McpError::TwoServers),
+        (None, _, true) => Err(McpError::NoServer),
+    }
 }
 
 /// A connection's id: unique per process and time.

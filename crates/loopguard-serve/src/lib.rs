@@ -30,6 +30,7 @@ mod error;
 mod metrics;
 mod openapi;
 mod otlp;
+mod size;
 mod state;
 mod tokens;
 mod trace_buffer;
@@ -44,6 +45,7 @@ use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
 pub use error::{ApiError, ServeError};
+pub use size::{parse_max_body, MaxBodyError};
 pub use tokens::{Tokens, TokensError};
 pub use trace_buffer::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
 
@@ -199,6 +201,29 @@ impl Server {
     /// The `--store` value, with any password replaced by `***`.
     pub fn store_spec(&self) -> String {
         loopguard_guard::redact_spec(&self.store)
+    }
+
+    /// What `loopguard serve` says once it listens: given the bound address, one line naming
+    /// it, the store (any password hidden) and the authentication (how many bearer tokens,
+    /// or none). Taken before [`Server::run`], which consumes the server.
+    ///
+    /// ```
+    /// use loopguard_serve::Server;
+    /// let server = Server::builder().store("memory").build()?;
+    /// let says = server.listening_line();
+    /// assert_eq!(
+    ///     says("127.0.0.1:7878".parse().expect("an address")),
+    ///     "loopguard serve: listening on http://127.0.0.1:7878 (store: memory; no authentication)"
+    /// );
+    /// # Ok::<(), loopguard_serve::ServeError>(())
+    /// ```
+    pub fn listening_line(&self) -> impl Fn(SocketAddr) -> String {
+        let store = self.store_spec();
+        let auth = match self.state.tokens.as_ref().map(Tokens::len) {
+            Some(n) => format!("{n} bearer tokens"),
+            None => "no authentication".to_string(),
+        };
+        move |addr| format!("loopguard serve: listening on http://{addr} (store: {store}; {auth})")
     }
 
     /// Serves on `listener` until `shutdown` completes (in-flight requests are finished).

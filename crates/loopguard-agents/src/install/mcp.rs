@@ -18,6 +18,44 @@ use serde::{Deserialize, Serialize};
 
 use super::file::{self, io, Change, InstallError};
 
+/// The command `loopguard mcp install` writes into client configs when none is given: `loopguard`
+/// when the first `loopguard` on `PATH` is this very program (the same file, through any
+/// symlinks), so the entry survives upgrades and reads as a user would write it; else this
+/// executable's absolute path (e.g. a build directory when run through cargo).
+pub fn running_loopguard() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "loopguard".to_owned();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("loopguard"))
+            .find(|c| c.is_file())
+    });
+    if on_path.is_some_and(|found| same_file(&found, &exe)) {
+        return "loopguard".to_owned();
+    }
+    exe.to_string_lossy().into_owned()
+}
+
+/// `true` when both paths lead to the same file (device and inode, symlinks followed).
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// `true` when both paths lead to the same file (symlinks followed).
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// An MCP client whose config `install` can edit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Client {
@@ -599,4 +637,31 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
         .unwrap_or_default();
     name.push(suffix);
     path.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_running_program_is_named_by_its_path_unless_path_finds_it() {
+        // The test binary is not the `loopguard` PATH finds (if any).
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(running_loopguard(), exe.to_string_lossy());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn same_file_follows_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("loopguard");
+        let other = dir.path().join("other");
+        std::fs::write(&real, "a").unwrap();
+        std::fs::write(&other, "a").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(same_file(&link, &real));
+        assert!(!same_file(&other, &real));
+        assert!(!same_file(&dir.path().join("missing"), &real));
+    }
 }

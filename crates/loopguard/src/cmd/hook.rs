@@ -4,26 +4,22 @@
 //! The protocols are the `loopguard-agents` crate's (Claude Code, Codex, Gemini CLI, Qwen
 //! Code, Copilot, Cursor, Factory, Cline, Windsurf, Kiro), and so is the one installer of
 //! their settings; the `loopguard-hook` crate is the shell around them (the SQLite store,
-//! config discovery, fail-open, the log, `status`). This module parses arguments, reads
-//! standard input and prints.
+//! config discovery, fail-open, the log, `status`'s report, what `install` says). This
+//! module parses arguments, reads standard input and prints.
 
 use crate::cmd::ModeArg;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::Subcommand;
-use loopguard_agents::install::{self as agent_install, shell_quote, Change};
 use loopguard_agents::{Agent, AgentReply};
 use loopguard_core::Mode;
-use loopguard_guard::advice::policy_notes;
 use loopguard_guard::parse_duration;
-use loopguard_hook::config::{ConfigSource, HookConfig};
-use loopguard_hook::paths::{existing_log, Env};
-use loopguard_hook::status::last_fail_open;
-use loopguard_hook::status::{list_sessions, render_list, render_session, session_status};
-use loopguard_hook::store::{SqliteOptions, SqliteStore, StoreError};
+use loopguard_hook::install::{install, uninstall, Install, Line, Report, Target};
+use loopguard_hook::paths::Env;
+use loopguard_hook::status::{report, StatusQuery};
 use loopguard_hook::{log_line, HookOptions};
 
 /// `loopguard hook …`
@@ -174,8 +170,23 @@ pub fn run(cmd: HookCommand) -> Result<ExitCode> {
         HookCommand::Cline(args) => Ok(agent_hook(Agent::Cline, args)),
         HookCommand::Windsurf(args) => Ok(agent_hook(Agent::Windsurf, args)),
         HookCommand::Kiro(args) => Ok(agent_hook(Agent::Kiro, args)),
-        HookCommand::Install(args) => install(args.agent_name.parse()?, args),
-        HookCommand::Uninstall(args) => uninstall(args.agent_name.parse()?, args),
+        HookCommand::Install(args) => {
+            let agent = args.agent_name.parse()?;
+            let req = Install {
+                target: target(args.target),
+                exe: args.exe,
+                state: args.state,
+                config: args.config,
+                agent: args.agent,
+                observe: args.observe,
+            };
+            print(install(agent, &req, &Env::from_process()))
+        }
+        HookCommand::Uninstall(args) => print(uninstall(
+            args.agent_name.parse()?,
+            &target(args.target),
+            &Env::from_process(),
+        )),
     }
 }
 
@@ -256,359 +267,46 @@ fn agent_hook(agent: Agent, args: HookArgs) -> ExitCode {
     ExitCode::from(u8::try_from(reply.exit_code).unwrap_or(0))
 }
 
-/// The settings file `install` / `uninstall` edit for `agent`, and the project directory
-/// with `--project`.
-fn settings_path(
-    agent: Agent,
-    target: &TargetArgs,
-    env: &Env,
-) -> Result<(PathBuf, Option<PathBuf>)> {
-    let project = match (target.project, &target.project_dir) {
-        (false, _) => None,
-        (true, Some(d)) => Some(d.clone()),
-        (true, None) => {
-            Some(std::env::current_dir().context("cannot determine the current directory")?)
-        }
-    };
-    if let Some(p) = &target.settings {
-        return Ok((p.clone(), project));
-    }
-    let path = agent_install::settings_path(agent, env.home.as_deref(), project.as_deref())
-        .context("use --settings FILE")?;
-    Ok((path, project))
-}
-
-/// How `install` / `uninstall` name the agent.
-fn display_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::ClaudeCode => "Claude Code",
-        other => other.as_str(),
-    }
-}
-
-/// A path given to `install`, as the hook command names it. For Claude Code's project
-/// settings a path inside the project becomes `"${CLAUDE_PROJECT_DIR}"/…`, so the command
-/// works wherever the project is cloned; a path outside it is named as it is, with a
-/// warning.
-fn path_word(p: &Path, project: Option<&Path>, flag: &str) -> String {
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let Some(project) = project else {
-        return shell_quote(&abs.to_string_lossy());
-    };
-    let root = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
-    match abs.strip_prefix(&root) {
-        Ok(rel) if !rel.as_os_str().is_empty() => {
-            format!(
-                "\"${{CLAUDE_PROJECT_DIR}}\"/{}",
-                shell_quote(&rel.to_string_lossy())
-            )
-        }
-        _ => {
-            // A warning about the command being built; install reports its own result.
-            let _ = errln!(
-                "warning: {flag} {} is outside the project: the shared .claude/settings.json will name a path of this machine",
-                abs.display()
-            );
-            shell_quote(&abs.to_string_lossy())
-        }
-    }
-}
-
-/// `loopguard hook install AGENT`: one installer for every agent's settings
-/// (`loopguard_agents::install`).
-fn install(agent: Agent, args: InstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let (path, project) = settings_path(agent, &args.target, &env)?;
-    // A config the hook could not load would make every call fail open: refuse it now.
-    let config = match &args.config {
-        Some(c) => Some(
-            HookConfig::load(c, ConfigSource::Flag(c.clone()))
-                .map_err(|e| anyhow::anyhow!("--config: {e}; nothing was installed"))?,
-        ),
-        None => None,
-    };
-    let exe = match (&args.exe, &project) {
-        (Some(e), _) => shell_quote(&e.to_string_lossy()),
-        // A project's settings are shared: `loopguard` through PATH works everywhere.
-        (None, Some(_)) => "loopguard".to_string(),
-        (None, None) => shell_quote(
-            &std::env::current_exe()
-                .context("cannot find the loopguard executable; use --exe PATH")?
-                .to_string_lossy(),
-        ),
-    };
-    // Only Claude Code sets `CLAUDE_PROJECT_DIR` for its hook commands.
-    let in_project = project.as_deref().filter(|_| agent == Agent::ClaudeCode);
-    let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];
-    for (flag, p) in [("--state", &args.state), ("--config", &args.config)] {
-        if let Some(p) = p {
-            words.push(flag.into());
-            words.push(path_word(p, in_project, flag));
-        }
-    }
-    if let Some(a) = &args.agent {
-        words.push("--agent".into());
-        words.push(shell_quote(a));
-    }
-    if args.observe {
-        words.push("--mode".into());
-        words.push("observe".into());
-    }
-    let command = words.join(" ");
-    let change = agent_install::install(agent, &path, &command)?;
-    let what = format!("loopguard's {} hooks installed", display_name(agent));
-    outln!("{}", change.describe(&path, &what))?;
-    outln!("hook command: {command}")?;
-    if agent == Agent::Codex {
-        outln!("note: Codex runs a new hook only once you trust it: start `codex` and review it in /hooks. `codex exec` skips untrusted hooks without a word (`--dangerously-bypass-hook-trust` runs them for one invocation).")?;
-    }
-    // Say where protection is weaker than it looks: the config the hook will load.
-    let config = match config {
-        Some(c) => Ok(c),
-        None => HookConfig::discover(None, project.as_deref(), &env),
-    };
-    match config {
-        Ok(c) => {
-            outln!("config: {}", c.source)?;
-            for note in policy_notes(&c.policy_for(args.agent.as_deref())) {
-                errln!("warning: {note}")?;
+/// Prints what `install` / `uninstall` report, in order; their error comes last. A print
+/// error is kept until then (a closed pipe only ends a command that was going to succeed);
+/// a warning that cannot be written does not keep what was done from being said on stdout.
+fn print(report: Report) -> Result<ExitCode> {
+    let mut printed: std::io::Result<()> = Ok(());
+    for line in &report.lines {
+        let (written, on_stdout) = match line {
+            Line::Out(l) => (outln!("{l}"), true),
+            Line::Err(l) => (errln!("{l}"), false),
+        };
+        if let Err(e) = written {
+            printed = printed.and(Err(e));
+            if on_stdout {
+                break;
             }
         }
-        Err(e) => errln!(
-            "warning: {e}: until it is fixed, every hook call fails open (nothing is checked)"
-        )?,
     }
+    report.result?;
+    printed?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `loopguard hook uninstall AGENT`.
-fn uninstall(agent: Agent, args: UninstallArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let (path, _) = settings_path(agent, &args.target, &env)?;
-    let change = agent_install::uninstall(agent, &path)?;
-    let what = match change {
-        Change::Unchanged => "has no loopguard hooks".to_string(),
-        _ => format!("loopguard's {} hooks removed", display_name(agent)),
-    };
-    outln!("{}", change.describe(&path, &what))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The config a hook started in the current directory would load, and where it is weaker
-/// than it looks (a new session gets it).
-fn print_config_here(env: &Env) -> std::io::Result<()> {
-    let cwd = std::env::current_dir().ok();
-    match HookConfig::discover(None, cwd.as_deref(), env) {
-        Ok(c) => {
-            outln!("config for a session started here: {}", c.source)?;
-            for n in policy_notes(&c.policy_for(None)) {
-                outln!("WARNING: {n}")?;
-            }
-            Ok(())
-        }
-        Err(e) => outln!(
-            "WARNING: config for a session started here: {e}: every hook call fails open (nothing is checked)"
-        ),
+/// The settings file `install` / `uninstall` edit.
+fn target(args: TargetArgs) -> Target {
+    Target {
+        project: args.project,
+        project_dir: args.project_dir,
+        settings: args.settings,
     }
 }
 
-/// How many sessions each front end has in the database.
-fn front_ends<'a>(front_ends: impl Iterator<Item = &'a str>) -> String {
-    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for name in front_ends {
-        *counts.entry(name).or_default() += 1;
-    }
-    if counts.is_empty() {
-        return "none yet".into();
-    }
-    counts
-        .iter()
-        .map(|(k, n)| format!("{k} ({n} session{})", if *n == 1 { "" } else { "s" }))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Agents whose hook is installed (in the user's settings under `HOME`, or the current
-/// project's) while no session of theirs is among `sessions`: the hook never ran. For
-/// Codex the usual cause is trust: Codex runs a new hook only once the user reviewed it,
-/// and `codex exec` skips an untrusted one without a word.
-fn never_ran_notes<'a>(env: &Env, front_ends: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let seen: std::collections::HashSet<Agent> =
-        front_ends.filter_map(|f| f.parse::<Agent>().ok()).collect();
-    let cwd = std::env::current_dir().ok();
-    let mut notes = Vec::new();
-    for &agent in loopguard_agents::AGENTS {
-        // Claude Code runs every hook it finds (no trust step), and the plugin installs it
-        // without a settings file: nothing to notice there.
-        if seen.contains(&agent) || agent == Agent::ClaudeCode {
-            continue;
-        }
-        let mut paths = Vec::new();
-        if let Ok(p) = agent_install::settings_path(agent, env.home.as_deref(), None) {
-            paths.push(p);
-        }
-        if let Some(d) = &cwd {
-            if let Ok(p) = agent_install::settings_path(agent, None, Some(d)) {
-                if !paths.contains(&p) {
-                    paths.push(p);
-                }
-            }
-        }
-        for p in paths {
-            match agent_install::is_installed(agent, &p) {
-                Ok(true) => {}
-                Ok(false) => continue,
-                Err(e) => {
-                    notes.push(format!("{agent}: cannot read its hook settings: {e}"));
-                    continue;
-                }
-            }
-            let why = match agent {
-                Agent::Codex => "Codex skips untrusted hooks; run /hooks in Codex to trust it (`codex exec` skips it without a word; `--dangerously-bypass-hook-trust` runs it for one invocation)".to_string(),
-                _ => format!("no {agent} session has used it yet (or its hook command writes to another --state database)"),
-            };
-            notes.push(format!(
-                "{agent}: hook installed in {} but never ran: {why}",
-                p.display()
-            ));
-        }
-    }
-    notes
-}
-
-/// Runs `loopguard status`.
+/// Runs `loopguard status` (the report is `loopguard_hook::status`'s).
 pub fn status(args: StatusArgs) -> Result<ExitCode> {
-    let env = Env::from_process();
-    let path = match args.state.or_else(|| env.default_state_db()) {
-        Some(p) => p,
-        None => bail!("cannot determine the state directory; use --state PATH"),
+    let query = StatusQuery {
+        session: args.session,
+        state: args.state,
+        json: args.json,
+        events: args.events,
     };
-    let store = match SqliteStore::open_existing(&path, &SqliteOptions::default()) {
-        Ok(s) => s,
-        Err(StoreError::Missing { .. }) => {
-            if args.json {
-                outln!(
-                    "{}",
-                    serde_json::json!({ "database": path, "sessions": [] })
-                )?;
-            } else {
-                outln!(
-                    "no sessions yet: {} does not exist (the hook has not run, or failed before it could create it)",
-                    path.display()
-                )?;
-            }
-            if let Some(l) = existing_log(Some(&path), &env) {
-                if let Some(line) = last_fail_open(&l, None) {
-                    outln!("last fail-open (log {}): {line}", l.display())?;
-                }
-            }
-            if !args.json {
-                for n in never_ran_notes(&env, std::iter::empty()) {
-                    outln!("WARNING: {n}")?;
-                }
-                print_config_here(&env)?;
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let log = existing_log(Some(&path), &env);
-    let ended = loopguard_hook::store::ended_sessions(&path, &SqliteOptions::default())?;
-    let Some(wanted) = args.session else {
-        let rows = list_sessions(&store)?;
-        let last = log.as_deref().and_then(|l| last_fail_open(l, None));
-        if args.json {
-            outln!(
-                "{}",
-                serde_json::json!({ "database": path, "log": log, "lastFailOpen": last, "sessions": rows, "ended": ended })
-            )?;
-        } else {
-            outln!("database: {}", path.display())?;
-            outln!(
-                "front ends: {}",
-                front_ends(rows.iter().map(|r| r.front_end))
-            )?;
-            out!("{}", render_list(&rows))?;
-            out!("{}", loopguard_hook::status::render_ended_list(&ended))?;
-            match (&log, &last) {
-                (Some(l), Some(line)) => outln!("last fail-open (log {}): {line}", l.display()),
-                (Some(l), None) => outln!("log: {} (no fail-open in it)", l.display()),
-                (None, _) => outln!("log: none written yet"),
-            }?;
-            outln!(
-                "the agents' own session logs: loopguard replay --agent all --since 7d (docs/replay.md)"
-            )?;
-            // The config each session's hook loads: unreadable means unprotected.
-            for r in &rows {
-                for n in
-                    loopguard_hook::status::config_notes(r.config.as_deref(), r.agent.as_deref())
-                {
-                    outln!("WARNING: session {}: {n}", r.session_id)?;
-                }
-            }
-            for n in never_ran_notes(&env, rows.iter().map(|r| r.front_end)) {
-                outln!("WARNING: {n}")?;
-            }
-            print_config_here(&env)?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    };
-    let rows = list_sessions(&store)?;
-    let id = match rows.iter().any(|r| r.session_id == wanted) {
-        true => wanted,
-        false => {
-            let matches: Vec<_> = rows
-                .into_iter()
-                .filter(|r| r.session_id.starts_with(&wanted))
-                .map(|r| r.session_id)
-                .collect();
-            match matches.as_slice() {
-                [one] => one.clone(),
-                [] => {
-                    // An ended session: what remains of it (SessionEnd keeps a summary).
-                    let found: Vec<_> = ended
-                        .iter()
-                        .filter(|e| e.session_id.starts_with(&wanted))
-                        .collect();
-                    let found = match found.iter().find(|e| e.session_id == wanted) {
-                        Some(exact) => vec![*exact],
-                        None => found,
-                    };
-                    match found.as_slice() {
-                        [one] if args.json => {
-                            let mut v = serde_json::to_value(one)?;
-                            v["ended"] = serde_json::json!(true);
-                            outln!("{v}")?;
-                        }
-                        [one] => out!("{}", loopguard_hook::status::render_ended(one))?,
-                        [] => bail!("no session {wanted} in {}", path.display()),
-                        many => bail!(
-                            "{wanted} matches {} ended sessions: {}",
-                            many.len(),
-                            many.iter()
-                                .map(|e| e.session_id.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    }
-                    return Ok(ExitCode::SUCCESS);
-                }
-                many => bail!(
-                    "{wanted} matches {} sessions: {}",
-                    many.len(),
-                    many.join(", ")
-                ),
-            }
-        }
-    };
-    let Some(mut st) = session_status(&store, &id, args.events)? else {
-        bail!("no session {id} in {}", path.display());
-    };
-    st.last_fail_open = log.as_deref().and_then(|l| last_fail_open(l, Some(&id)));
-    if args.json {
-        outln!("{}", serde_json::to_string(&st)?)?;
-    } else {
-        out!("{}", render_session(&st))?;
-    }
+    let cwd = std::env::current_dir().ok();
+    out!("{}", report(&query, &Env::from_process(), cwd.as_deref())?)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,11 +5,11 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use loopguard_agents::install::mcp as mcp_install;
 use loopguard_core::Mode;
-use loopguard_mcp::ProxyOptions;
+use loopguard_mcp::{Endpoints, ProxyOptions};
 
 use crate::cmd::replay::load_config_for_run;
 use crate::cmd::ModeArg;
@@ -130,7 +130,7 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     };
     let exe = match args.loopguard {
         Some(l) => l,
-        None => loopguard_command(),
+        None => mcp_install::running_loopguard(),
     };
     let installer = mcp_install::Installer::new(client, &path).loopguard_command(exe);
     let report = if install {
@@ -140,34 +140,6 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
     };
     out!("{}", report.render())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The command written into client configs: `loopguard` when the first `loopguard` on
-/// `PATH` is this very program (the same file, through any symlinks), so the entry survives
-/// upgrades and reads as a user would write it; else this executable's absolute path (e.g. a
-/// build directory when run through cargo).
-fn loopguard_command() -> String {
-    let Ok(exe) = std::env::current_exe() else {
-        return "loopguard".to_owned();
-    };
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("loopguard"))
-            .find(|c| c.is_file())
-    });
-    if on_path.is_some_and(|found| same_file(&found, &exe)) {
-        return "loopguard".to_owned();
-    }
-    exe.to_string_lossy().into_owned()
-}
-
-/// `true` when both paths lead to the same file (device and inode, symlinks followed).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
-    }
 }
 
 fn proxy(args: ProxyArgs) -> Result<ExitCode> {
@@ -189,13 +161,14 @@ fn proxy(args: ProxyArgs) -> Result<ExitCode> {
         builder = builder.log_file(log);
     }
     let options = builder.build();
-    let code = match (&args.upstream, &args.listen, args.command.is_empty()) {
-        (None, None, false) => loopguard_mcp::run_stdio(&options, &args.command)?,
-        (Some(url), Some(addr), true) => loopguard_mcp::run_http_upstream(&options, url, addr)?,
-        (None, Some(addr), false) => loopguard_mcp::run_http_command(&options, addr, &args.command)?,
-        (Some(url), None, true) => loopguard_mcp::run_stdio_upstream(&options, url, &args.header)?,
-        (Some(_), _, false) => bail!("give either --upstream URL or a server COMMAND after --, not both"),
-        (None, _, true) => bail!("no MCP server: give a COMMAND after -- (e.g. loopguard mcp -- npx -y SERVER) or --upstream URL"),
-    };
+    let code = loopguard_mcp::run(
+        &options,
+        Endpoints {
+            upstream: args.upstream.as_deref(),
+            listen: args.listen.as_deref(),
+            command: &args.command,
+            headers: &args.header,
+        },
+    )?;
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }

@@ -17,7 +17,8 @@ use clap::ValueEnum;
 use indicatif::ProgressBar;
 use loopguard_adapters::Format;
 use loopguard_core::Mode;
-use loopguard_core::{DetectorProfile, OpenClawConfig, RunConfigError};
+use loopguard_core::{DetectorProfile, OpenClawConfig};
+use loopguard_guard::config_check::config_for_run;
 use loopguard_replay::html::Timeline;
 use loopguard_replay::summary::{EventMeta, Observed};
 use loopguard_replay::{
@@ -201,32 +202,26 @@ impl ColorArg {
     }
 }
 
-/// Loads a config file for running (not checking) with the engine's run-time loader
-/// ([`OpenClawConfig::load_for_run`]): unknown keys and files that are not JSON5 stop, a
-/// numeric value that is not a positive integer falls back to its default and, like the
-/// auto-raised thresholds, is reported on stderr.
+/// Loads a config file for running (not checking): `loopguard_guard::config_check`'s
+/// `config_for_run` says what to print about it and whether it runs.
 pub(crate) fn load_config_for_run(path: &Path) -> Result<OpenClawConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))?;
-    match OpenClawConfig::load_for_run(&text) {
-        Ok(loaded) => {
-            for d in &loaded.diagnostics {
-                errln!("{}: {d}", path.display())?;
+    let run = config_for_run(&path.display().to_string(), &text);
+    match run.result {
+        Ok(config) => {
+            for line in &run.notes {
+                errln!("{line}")?;
             }
-            Ok(loaded.config)
+            Ok(config)
         }
-        Err(RunConfigError::Rejected(fatal)) => {
+        Err(refused) => {
             // Failing anyway: a closed stderr must not turn this into a quiet success.
-            for d in &fatal {
-                let _ = errln!("{}: {d}", path.display());
+            for line in &run.notes {
+                let _ = errln!("{line}");
             }
-            bail!(
-                "{}: OpenClaw would reject this config; run `loopguard config check {}` for details",
-                path.display(),
-                path.display()
-            )
+            Err(refused.into())
         }
-        Err(e) => bail!("{}: {e}", path.display()),
     }
 }
 

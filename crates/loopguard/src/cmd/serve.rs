@@ -48,28 +48,6 @@ pub struct ServeArgs {
     trace_wait: String,
 }
 
-fn parse_size(text: &str) -> Result<usize> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&t[..i], t[i..].trim()),
-        None => (t, ""),
-    };
-    let n: usize = digits.parse().with_context(|| {
-        format!("--max-body {text:?}: expected a number of bytes, e.g. 1048576 or 4M")
-    })?;
-    let mult = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        _ => anyhow::bail!("--max-body {text:?}: unknown unit {unit:?} (use K or M)"),
-    };
-    let bytes = n
-        .checked_mul(mult)
-        .with_context(|| format!("--max-body {text:?} is too large"))?;
-    anyhow::ensure!(bytes > 0, "--max-body must be positive");
-    Ok(bytes)
-}
-
 /// Runs `loopguard serve` until Ctrl-C or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
     let mut builder = Server::builder()
@@ -79,7 +57,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             loopguard_guard::parse_duration(&args.idle_ttl)
                 .map_err(|e| anyhow::anyhow!("--idle-ttl {:?}: {e}", args.idle_ttl))?,
         )
-        .max_body(parse_size(&args.max_body)?)
+        .max_body(loopguard_serve::parse_max_body(&args.max_body)?)
         .body_timeout(
             loopguard_guard::parse_duration(&args.body_timeout)
                 .map_err(|e| anyhow::anyhow!("--body-timeout {:?}: {e}", args.body_timeout))?,
@@ -96,40 +74,15 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             .with_context(|| format!("--redis-ca {}: cannot read the file", path.display()))?;
         builder = builder.redis_ca(pem);
     }
-    let tenants = match &args.tokens {
-        Some(path) => {
-            let tokens = Tokens::load(path)?;
-            let n = tokens.len();
-            builder = builder.tokens(tokens);
-            Some(n)
-        }
-        None => None,
-    };
+    if let Some(path) = &args.tokens {
+        builder = builder.tokens(Tokens::load(path)?);
+    }
     let server = builder.build()?;
-    let store = server.store_spec().to_string();
+    let says = server.listening_line();
     server.run(|addr| {
-        let auth = match tenants {
-            Some(n) => format!("{n} bearer tokens"),
-            None => "no authentication".to_string(),
-        };
         // A server keeps serving when nobody reads its stderr any more.
-        let _ = errln!("loopguard serve: listening on http://{addr} (store: {store}; {auth})");
+        let _ = errln!("{}", says(addr));
     })?;
     errln!("loopguard serve: stopped")?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
-        assert_eq!(parse_size("4M").unwrap(), 4 << 20);
-        assert_eq!(parse_size("64k").unwrap(), 64 << 10);
-        assert!(parse_size("4G").is_err());
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("x").is_err());
-    }
 }
