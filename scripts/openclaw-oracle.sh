@@ -8,7 +8,7 @@
 #   scripts/openclaw-oracle.sh NAME...    # only these cases (their inputs are rewritten too)
 #
 # Not run by the test suite: the expected files are committed, and the parity test
-# (crates/loopguard-guard/tests/parity_openclaw_2026_9_6.rs) compares the engine with them.
+# (crates/loopguard-core/tests/openclaw_2026_9_6.rs) compares the engine with them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fixtures=$PWD/tests/fixtures/openclaw-2026.9.6

@@ -119,7 +119,7 @@ pub const TOOL_BOOKKEEPING: &[(&[&str], &[&str])] = &[
     ),
 ];
 
-/// The top-level keys that only describe a call of `tool` ([`TOOL_BOOKKEEPING`]).
+/// The top-level keys that only describe a call of `tool` (the crate's `TOOL_BOOKKEEPING`).
 pub fn tool_bookkeeping_keys(tool: &[u8]) -> &'static [&'static str] {
     TOOL_BOOKKEEPING
         .iter()

@@ -1,0 +1,233 @@
+//! The `openclaw-2026.9.6` engine against the decisions of the shipped release: every case of
+//! `tests/fixtures/openclaw-2026.9.6` (produced by running the `openclaw@2026.9.6` npm
+//! package's own detector and wrapper code, see that directory's README) replayed event by
+//! event through a `ShippedSession` per session gives exactly the expected records.
+//!
+//! The outcomes of blocked calls are absorbed here as docs/events.md describes (the guard
+//! layer's job in the front ends).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use loopguard_core::openclaw_2026_9_6::{
+    channels, loop_detection_enabled, ShippedSession, ShippedVerdict,
+};
+use loopguard_core::{Outcome, Value};
+use serde_json::{json, Map, Value as Json};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/openclaw-2026.9.6")
+}
+
+fn cases() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .expect("the fixtures directory")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_suffix(".events.jsonl").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    assert!(
+        names.len() >= 50,
+        "openclaw-2026.9.6 fixtures missing: {}",
+        names.len()
+    );
+    names
+}
+
+fn opt_str(ev: &Value<'_>, key: &str) -> Option<String> {
+    ev.get(key)
+        .and_then(Value::as_js_str)
+        .map(|s| s.to_string_lossy().into_owned())
+}
+
+struct Blocked {
+    call_id: Option<String>,
+    run: Option<String>,
+    tool: Vec<u8>,
+    args_hash: String,
+}
+
+fn run_case(name: &str) -> Vec<Json> {
+    let config_text = std::fs::read(dir().join(format!("{name}.config.json"))).expect("config");
+    let config = Value::parse(&config_text).expect("config JSON");
+    let chans = channels(&config);
+    let events = std::fs::read(dir().join(format!("{name}.events.jsonl"))).expect("events");
+    let mut sessions: HashMap<String, (ShippedSession, Vec<Blocked>)> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, line) in events.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let ev = Value::parse(line).unwrap_or_else(|e| panic!("{name}:{}: {e}", i + 1));
+        let session = opt_str(&ev, "session").unwrap_or_else(|| "default".into());
+        let run_raw = opt_str(&ev, "run");
+        let run = run_raw
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned);
+        let call_id = opt_str(&ev, "callId").filter(|c| !c.is_empty());
+        let agent = opt_str(&ev, "agent");
+        let enabled = loop_detection_enabled(&config, agent.as_deref());
+        let (s, blocked) = sessions.entry(session.clone()).or_default();
+        let mut rec = Map::new();
+        rec.insert("line".into(), json!(i + 1));
+        let ty = opt_str(&ev, "type").expect("type");
+        rec.insert("type".into(), json!(ty));
+        rec.insert("session".into(), json!(session));
+        rec.insert("run".into(), json!(run));
+        rec.insert("callId".into(), json!(call_id));
+        let run_b = run_raw.as_deref().map(str::as_bytes);
+        let call_b = call_id.as_deref().map(str::as_bytes);
+        if ty == "compaction" {
+            let armed = s.on_compaction(enabled, run_b);
+            rec.insert(
+                "decision".into(),
+                json!(if armed { "armed" } else { "ignored" }),
+            );
+            out.push(Json::Object(rec));
+            continue;
+        }
+        let tool_raw = ev.get("tool").and_then(Value::as_js_str).expect("tool");
+        let empty = Value::empty_object();
+        let args = ev.get("args").unwrap_or(&empty);
+        if ty == "call" {
+            let d = s.before_call(enabled, tool_raw.as_wtf8(), args, call_b, run_b);
+            rec.insert("tool".into(), json!(String::from_utf8_lossy(&d.tool)));
+            rec.insert("argsHash".into(), json!(d.args_hash));
+            match d.verdict {
+                ShippedVerdict::Allow => {
+                    rec.insert("decision".into(), json!("allow"));
+                }
+                ShippedVerdict::Warn {
+                    detection,
+                    key,
+                    emitted,
+                    note,
+                } => {
+                    rec.insert("decision".into(), json!("warn"));
+                    rec.insert("detector".into(), json!(detection.detector));
+                    rec.insert("level".into(), json!("warning"));
+                    rec.insert("count".into(), json!(detection.count));
+                    rec.insert("message".into(), json!(detection.message));
+                    rec.insert("warningKey".into(), json!(key));
+                    if let Some(p) = detection.paired_tool {
+                        rec.insert("pairedTool".into(), json!(p));
+                    }
+                    rec.insert("emitted".into(), json!(emitted));
+                    if let Some(n) = note {
+                        rec.insert("shown".into(), json!(n));
+                    }
+                }
+                ShippedVerdict::Block {
+                    detection,
+                    key,
+                    ends_run,
+                    shown,
+                } => {
+                    rec.insert(
+                        "decision".into(),
+                        json!(if ends_run { "abort" } else { "block" }),
+                    );
+                    rec.insert("detector".into(), json!(detection.detector));
+                    rec.insert("level".into(), json!("critical"));
+                    rec.insert("count".into(), json!(detection.count));
+                    rec.insert("message".into(), json!(detection.message));
+                    rec.insert("warningKey".into(), json!(key));
+                    if let Some(p) = detection.paired_tool {
+                        rec.insert("pairedTool".into(), json!(p));
+                    }
+                    rec.insert("shown".into(), json!(shown));
+                    blocked.push(Blocked {
+                        call_id: call_id.clone(),
+                        run: run.clone(),
+                        tool: d.tool.clone(),
+                        args_hash: d.args_hash.clone(),
+                    });
+                }
+            }
+            out.push(Json::Object(rec));
+            continue;
+        }
+        assert_eq!(ty, "outcome", "{name}:{}", i + 1);
+        let tool = loopguard_core::openclaw_2026_9_6::normalize_tool_name(tool_raw.as_wtf8());
+        let args_hash = loopguard_core::openclaw_2026_9_6::args_hash(&tool, args);
+        rec.insert("tool".into(), json!(String::from_utf8_lossy(&tool)));
+        rec.insert("argsHash".into(), json!(args_hash));
+        let at = blocked.iter().rposition(|b| match &call_id {
+            Some(c) => b.call_id.as_deref() == Some(c.as_str()),
+            None => b.run == run && b.tool == tool && b.args_hash == args_hash,
+        });
+        if let Some(at) = at {
+            blocked.remove(at);
+            rec.insert("resultHash".into(), Json::Null);
+            rec.insert("decision".into(), json!("ignored"));
+            out.push(Json::Object(rec));
+            continue;
+        }
+        let outcome = match (ev.get("error"), ev.get("result")) {
+            (Some(e), _) => Outcome::Error(e),
+            (None, Some(r)) => Outcome::Result(r),
+            (None, None) => Outcome::Undefined,
+        };
+        let d = s.after_call(
+            enabled,
+            tool_raw.as_wtf8(),
+            args,
+            call_b,
+            run_b,
+            outcome,
+            chans,
+        );
+        rec.insert("resultHash".into(), json!(d.result_hash));
+        match d.abort {
+            Some(a) => {
+                rec.insert("decision".into(), json!("abort"));
+                rec.insert("detector".into(), json!("compaction_loop_persisted"));
+                rec.insert("level".into(), json!("critical"));
+                rec.insert("count".into(), json!(a.count));
+                rec.insert("message".into(), json!(a.message));
+            }
+            None => {
+                rec.insert("decision".into(), json!("recorded"));
+            }
+        }
+        out.push(Json::Object(rec));
+    }
+    out
+}
+
+#[test]
+fn every_case_matches_the_shipped_release() {
+    let mut failures = Vec::new();
+    let names = cases();
+    for name in &names {
+        let expected = std::fs::read_to_string(dir().join(format!("{name}.expected.jsonl")))
+            .expect("expected decisions");
+        let want: Vec<Json> = expected
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("expected JSON"))
+            .collect();
+        let got = run_case(name);
+        if got.len() != want.len() {
+            failures.push(format!(
+                "{name}: {} records, expected {}",
+                got.len(),
+                want.len()
+            ));
+            continue;
+        }
+        if let Some((g, w)) = got.iter().zip(&want).find(|(g, w)| g != w) {
+            failures.push(format!("{name}:\n  got      {g}\n  expected {w}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
+}
