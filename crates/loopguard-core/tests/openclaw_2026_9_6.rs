@@ -95,7 +95,7 @@ fn run_case(name: &str) -> Vec<Json> {
         let args = ev.get("args").unwrap_or(&empty);
         if ty == "call" {
             let d = s.before_call(enabled, tool_raw.as_wtf8(), args, call_b, run_b);
-            rec.insert("tool".into(), json!(String::from_utf8_lossy(&d.tool)));
+            rec.insert("tool".into(), json!(tool_raw.to_string_lossy()));
             rec.insert("argsHash".into(), json!(d.args_hash));
             match d.verdict {
                 ShippedVerdict::Allow => {
@@ -139,6 +139,7 @@ fn run_case(name: &str) -> Vec<Json> {
                     if let Some(p) = detection.paired_tool {
                         rec.insert("pairedTool".into(), json!(p));
                     }
+                    rec.insert("emitted".into(), json!(true));
                     rec.insert("shown".into(), json!(shown));
                     blocked.push(Blocked {
                         call_id: call_id.clone(),
@@ -154,7 +155,7 @@ fn run_case(name: &str) -> Vec<Json> {
         assert_eq!(ty, "outcome", "{name}:{}", i + 1);
         let tool = loopguard_core::openclaw_2026_9_6::normalize_tool_name(tool_raw.as_wtf8());
         let args_hash = loopguard_core::openclaw_2026_9_6::args_hash(&tool, args);
-        rec.insert("tool".into(), json!(String::from_utf8_lossy(&tool)));
+        rec.insert("tool".into(), json!(tool_raw.to_string_lossy()));
         rec.insert("argsHash".into(), json!(args_hash));
         let at = blocked.iter().rposition(|b| match &call_id {
             Some(c) => b.call_id.as_deref() == Some(c.as_str()),
