@@ -695,9 +695,9 @@ impl Cx {
                 NodeValue::String(s) => match DetectorProfile::parse(s) {
                     Some(profile) => cfg.profile = Some(profile),
                     None => {
-                        let suggestion = suggest(s, &["openclaw", "strict"]);
+                        let suggestion = suggest(s, &["openclaw", "strict", "openclaw-2026.9.6"]);
                         let mut message = format!(
-                            "unknown profile {s:?}; known profiles: \"openclaw\", \"strict\""
+                            "unknown profile {s:?}; known profiles: \"openclaw\", \"strict\", \"openclaw-2026.9.6\""
                         );
                         if let Some(sg) = &suggestion {
                             message.push_str(&format!("; did you mean {sg:?}?"));

@@ -226,6 +226,21 @@ impl ShippedSession {
         call_id: Option<&[u8]>,
         run: Option<&[u8]>,
     ) -> ShippedCall {
+        self.before_call_in(enabled, tool, args, call_id, run, false)
+    }
+
+    /// [`ShippedSession::before_call`], in shadow mode when `observe` is set: a critical is
+    /// reported as in enforce mode, but the call is recorded as if it ran (a pending record,
+    /// not a veto record).
+    pub fn before_call_in(
+        &mut self,
+        enabled: Enabled,
+        tool: &[u8],
+        args: &Value<'_>,
+        call_id: Option<&[u8]>,
+        run: Option<&[u8]>,
+        observe: bool,
+    ) -> ShippedCall {
         let tool = normalize_tool_name(tool);
         let args_hash = hash::args_hash(&tool, args);
         let run = run_key(run);
@@ -254,7 +269,11 @@ impl ShippedSession {
                     call_id,
                     run: run.clone(),
                     result: None,
-                    kind: OutcomeKind::Veto,
+                    kind: if observe {
+                        OutcomeKind::None
+                    } else {
+                        OutcomeKind::Veto
+                    },
                     failure_identity: None,
                     no_progress: false,
                     unknown_tool: None,
@@ -752,5 +771,218 @@ fn ping_pong(history: &[&Record], current: &str) -> PingPong {
         paired_tool: Some(lossy(&last.tool)),
         paired_signature: Some(last.args.clone()),
         no_progress,
+    }
+}
+
+/// A WTF-8 string as a [`JsString`](crate::JsString) for writing (lone surrogates are the
+/// bytes `ED A0..BF xx`).
+fn js(bytes: &[u8]) -> crate::value::JsString<'_> {
+    let lone = bytes
+        .windows(2)
+        .any(|w| w[0] == 0xED && (0xA0..=0xBF).contains(&w[1]));
+    crate::value::JsString::from_wtf8(std::borrow::Cow::Borrowed(bytes), lone)
+}
+
+fn write_opt(out: &mut Vec<u8>, v: Option<&[u8]>) {
+    match v {
+        Some(b) => crate::canonical::write_json_string(out, &js(b)),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+/// Where a snapshot of a [`ShippedSession`] is wrong: a path and what was expected there.
+pub type SnapshotError = (String, &'static str);
+
+impl ShippedSession {
+    /// The session's state as JSON (part of [`crate::Session::export_state`]'s snapshot):
+    /// `{"history":[…],"warnings":[[key,bucket],…],"runs":[…]}`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"history\":[");
+        for (i, r) in self.history.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'[');
+            crate::canonical::write_json_string(out, &js(&r.tool));
+            out.push(b',');
+            crate::canonical::write_json_string(out, &js(r.args.as_bytes()));
+            out.push(b',');
+            write_opt(out, r.call_id.as_deref());
+            out.push(b',');
+            write_opt(out, r.run.as_deref());
+            out.push(b',');
+            write_opt(out, r.result.as_deref().map(str::as_bytes));
+            out.push(b',');
+            out.push(match r.kind {
+                OutcomeKind::None => b'0',
+                OutcomeKind::Veto => b'1',
+                OutcomeKind::TerminalExecFailure => b'2',
+            });
+            out.push(b',');
+            let failure = r.failure_identity.map(|f| crate::canonical::hex(&f));
+            write_opt(out, failure.as_deref().map(str::as_bytes));
+            out.push(b',');
+            out.extend_from_slice(if r.no_progress { b"true" } else { b"false" });
+            out.push(b',');
+            write_opt(out, r.unknown_tool.as_deref().map(str::as_bytes));
+            out.push(b']');
+        }
+        out.extend_from_slice(b"],\"warnings\":[");
+        for (i, (key, bucket)) in self.buckets.entries().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'[');
+            crate::canonical::write_json_string(out, &js(key));
+            out.push(b',');
+            crate::canonical::write_number(out, bucket as f64);
+            out.push(b']');
+        }
+        out.extend_from_slice(b"],\"runs\":[");
+        let mut runs: Vec<_> = self.runs.iter().collect();
+        runs.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, (run, s)) in runs.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'[');
+            write_opt(out, run.as_deref());
+            out.extend_from_slice(if s.critical_seen {
+                b",true,"
+            } else {
+                b",false,"
+            });
+            out.extend_from_slice(if s.guard_enabled { b"true," } else { b"false," });
+            crate::canonical::write_number(out, s.remaining as f64);
+            out.extend_from_slice(b",[");
+            for (j, (t, a, r)) in s.window.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                out.push(b'[');
+                crate::canonical::write_json_string(out, &js(t));
+                out.push(b',');
+                crate::canonical::write_json_string(out, &js(a.as_bytes()));
+                out.push(b',');
+                crate::canonical::write_json_string(out, &js(r.as_bytes()));
+                out.push(b']');
+            }
+            out.extend_from_slice(b"]]");
+        }
+        out.extend_from_slice(b"]}");
+    }
+
+    /// Reads what [`ShippedSession::write_json`] wrote.
+    pub fn from_json(v: &Value<'_>) -> Result<ShippedSession, SnapshotError> {
+        fn bytes(v: &Value<'_>, path: &str) -> Result<Vec<u8>, SnapshotError> {
+            match v {
+                Value::String(s) => Ok(s.as_wtf8().to_vec()),
+                _ => Err((path.to_owned(), "a string")),
+            }
+        }
+        fn opt(v: &Value<'_>, path: &str) -> Result<Option<Vec<u8>>, SnapshotError> {
+            match v {
+                Value::Null => Ok(None),
+                other => bytes(other, path).map(Some),
+            }
+        }
+        fn text(v: Vec<u8>, path: &str) -> Result<String, SnapshotError> {
+            String::from_utf8(v).map_err(|_| (path.to_owned(), "UTF-8 text"))
+        }
+        fn array<'v>(
+            v: Option<&'v Value<'v>>,
+            path: &str,
+        ) -> Result<&'v [Value<'v>], SnapshotError> {
+            v.and_then(Value::as_array)
+                .ok_or((path.to_owned(), "an array"))
+        }
+        fn count(v: &Value<'_>, path: &str) -> Result<u64, SnapshotError> {
+            match v.as_f64() {
+                Some(n) if n >= 0.0 && n.fract() == 0.0 && n < 9.0e15 => Ok(n as u64),
+                _ => Err((path.to_owned(), "a count")),
+            }
+        }
+        let mut s = ShippedSession::default();
+        for (i, r) in array(v.get("history"), "shipped.history")?
+            .iter()
+            .enumerate()
+        {
+            let p = format!("shipped.history[{i}]");
+            let [tool, args, call_id, run, result, kind, failure, no_progress, unknown] =
+                r.as_array().unwrap_or_default()
+            else {
+                return Err((p, "a record of 9 fields"));
+            };
+            let failure_identity = match opt(failure, &p)? {
+                None => None,
+                Some(hex) if hex.len() == 64 => {
+                    let mut out = [0u8; 32];
+                    let text = text(hex, &p)?;
+                    for (k, o) in out.iter_mut().enumerate() {
+                        *o = u8::from_str_radix(&text[2 * k..2 * k + 2], 16)
+                            .map_err(|_| (p.clone(), "a hex digest"))?;
+                    }
+                    Some(out)
+                }
+                Some(_) => return Err((p, "a hex digest")),
+            };
+            s.history.push(Record {
+                tool: bytes(tool, &p)?,
+                args: text(bytes(args, &p)?, &p)?,
+                call_id: opt(call_id, &p)?,
+                run: opt(run, &p)?,
+                result: opt(result, &p)?.map(|r| text(r, &p)).transpose()?,
+                kind: match count(kind, &p)? {
+                    0 => OutcomeKind::None,
+                    1 => OutcomeKind::Veto,
+                    2 => OutcomeKind::TerminalExecFailure,
+                    _ => return Err((p, "an outcome kind 0, 1 or 2")),
+                },
+                failure_identity,
+                no_progress: no_progress.as_bool().ok_or((p.clone(), "a boolean"))?,
+                unknown_tool: opt(unknown, &p)?.map(|u| text(u, &p)).transpose()?,
+            });
+        }
+        let mut buckets = Vec::new();
+        for (i, w) in array(v.get("warnings"), "shipped.warnings")?
+            .iter()
+            .enumerate()
+        {
+            let p = format!("shipped.warnings[{i}]");
+            let [key, bucket] = w.as_array().unwrap_or_default() else {
+                return Err((p, "a [key, bucket] pair"));
+            };
+            buckets.push((bytes(key, &p)?.into_boxed_slice(), count(bucket, &p)?));
+        }
+        s.buckets = WarningBuckets::from_entries(buckets);
+        for (i, r) in array(v.get("runs"), "shipped.runs")?.iter().enumerate() {
+            let p = format!("shipped.runs[{i}]");
+            let [run, critical_seen, guard_enabled, remaining, window] =
+                r.as_array().unwrap_or_default()
+            else {
+                return Err((p, "a run of 5 fields"));
+            };
+            let mut w = Vec::new();
+            for t in array(Some(window), &p)? {
+                let [tool, args, result] = t.as_array().unwrap_or_default() else {
+                    return Err((p, "a [tool, args, result] triple"));
+                };
+                w.push((
+                    bytes(tool, &p)?,
+                    text(bytes(args, &p)?, &p)?,
+                    text(bytes(result, &p)?, &p)?,
+                ));
+            }
+            s.runs.insert(
+                opt(run, &p)?,
+                RunState {
+                    critical_seen: critical_seen.as_bool().ok_or((p.clone(), "a boolean"))?,
+                    guard_enabled: guard_enabled.as_bool().ok_or((p.clone(), "a boolean"))?,
+                    remaining: (count(remaining, &p)? as usize).min(WINDOW_SIZE),
+                    window: w,
+                },
+            );
+        }
+        Ok(s)
     }
 }
