@@ -79,8 +79,8 @@ fn run_case(name: &str) -> Vec<Json> {
         let ty = opt_str(&ev, "type").expect("type");
         rec.insert("type".into(), json!(ty));
         rec.insert("session".into(), json!(session));
-        rec.insert("run".into(), json!(run));
-        rec.insert("callId".into(), json!(call_id));
+        rec.insert("run".into(), json!(run_raw));
+        rec.insert("callId".into(), json!(opt_str(&ev, "callId")));
         let run_b = run_raw.as_deref().map(str::as_bytes);
         let call_b = call_id.as_deref().map(str::as_bytes);
         if ty == "compaction" {
@@ -275,8 +275,8 @@ fn run_case_through_session(name: &str) -> Vec<Json> {
         let ty = opt_str(&ev, "type").expect("type");
         rec.insert("type".into(), json!(ty));
         rec.insert("session".into(), json!(key));
-        rec.insert("run".into(), json!(run));
-        rec.insert("callId".into(), json!(call_id));
+        rec.insert("run".into(), json!(run_raw));
+        rec.insert("callId".into(), json!(opt_str(&ev, "callId")));
         if ty == "compaction" {
             let run_js = ev.get("run").and_then(Value::as_js_str);
             let d = session.on_compaction(&policy, run_js);

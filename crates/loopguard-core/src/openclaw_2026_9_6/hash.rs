@@ -16,6 +16,14 @@ pub(crate) fn write_plain<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>) {
     write(out, v, false);
 }
 
+/// The SHA-256 of the arguments' canonical form, as the release takes it (`argsHash` is
+/// `tool:` and its hex).
+pub fn args_digest(params: &Value<'_>) -> [u8; 32] {
+    let mut d = Digest::default();
+    write_plain(&mut d, params);
+    d.finish()
+}
+
 /// The `argsHash` of a call: `tool:` and the hex SHA-256 of the arguments' canonical form.
 pub fn args_hash(tool: &[u8], params: &Value<'_>) -> String {
     let mut d = Digest::default();

@@ -21,7 +21,9 @@ use crate::value::{utf16_cmp, Value};
 use crate::warnings::WarningBuckets;
 
 pub use config::{channels, loop_detection_enabled, normalize_agent_id, Enabled};
-pub use hash::{args_hash, hash_outcome, is_known_poll, Channels, OutcomeKind, ShippedOutcome};
+pub use hash::{
+    args_digest, args_hash, hash_outcome, is_known_poll, Channels, OutcomeKind, ShippedOutcome,
+};
 
 /// The release's fixed history size.
 pub const HISTORY_SIZE: usize = 30;
