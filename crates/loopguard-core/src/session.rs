@@ -1123,7 +1123,9 @@ impl Session {
         outcome: Outcome<'_, '_>,
     ) -> OutcomeDecision {
         let enabled = shipped_enabled(policy);
-        let channels = self.shipped_channels;
+        let channels = crate::openclaw_2026_9_6::Channels {
+            telegram: self.shipped_channels.telegram || policy.shipped_channels.telegram,
+        };
         let shipped = self.shipped.get_or_insert_with(Default::default);
         let d = shipped.after_call(
             enabled,
