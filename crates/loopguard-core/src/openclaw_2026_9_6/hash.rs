@@ -58,7 +58,7 @@ fn write<S: Sink + ?Sized>(out: &mut S, v: &Value<'_>, normalize: bool) {
 }
 
 fn write_str<S: Sink + ?Sized>(out: &mut S, s: &JsString<'_>, normalize: bool) {
-    if normalize {
+    if normalize && may_hold_envelope(s) {
         if let Some(bytes) = canonical_envelopes(s.as_wtf8()) {
             let lone = s.has_lone_surrogates();
             canonical::write_json_string(out, &JsString::from_wtf8(Cow::Owned(bytes), lone));
@@ -109,6 +109,18 @@ fn write_object<S: Sink + ?Sized>(out: &mut S, o: &Object<'_>, normalize: bool) 
 }
 
 const OPEN: &[u8] = b"<<<EXTERNAL_UNTRUSTED_CONTENT id=";
+
+/// `false` when `s` cannot hold an envelope, decided on its JSON source when it still has
+/// one (so a long string is not decoded for nothing): without `\u` escapes, decoding
+/// produces none of the marker's characters, so the marker is in the source or nowhere.
+fn may_hold_envelope(s: &JsString<'_>) -> bool {
+    match s.escaped_source() {
+        Some(src) => {
+            memchr::memmem::find(src, b"\\u").is_some() || memchr::memmem::find(src, OPEN).is_some()
+        }
+        None => true,
+    }
+}
 const CLOSE: &[u8] = b"<<<END_EXTERNAL_UNTRUSTED_CONTENT id=";
 const ZEROS: &[u8] = b"0000000000000000";
 

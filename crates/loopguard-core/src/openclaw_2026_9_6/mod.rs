@@ -13,8 +13,6 @@
 mod config;
 mod hash;
 
-use std::collections::HashMap;
-
 use crate::history::normalize_run;
 use crate::outcome::Outcome;
 use crate::value::{utf16_cmp, Value};
@@ -191,7 +189,7 @@ struct RunState {
 pub struct ShippedSession {
     history: Vec<Record>,
     buckets: WarningBuckets,
-    runs: HashMap<Option<Vec<u8>>, RunState>,
+    runs: Vec<(Option<Vec<u8>>, RunState)>,
 }
 
 fn run_key(run: Option<&[u8]>) -> Option<Vec<u8>> {
@@ -203,11 +201,33 @@ fn lossy(b: &[u8]) -> String {
 }
 
 impl ShippedSession {
+    /// The state of `run`, created on first use; the most recently used run is last, and
+    /// beyond [`crate::MAX_RUN_GUARDS`] runs the least recently used is forgotten (a run
+    /// that comes back starts afresh, as a new one does).
     fn run_state(&mut self, enabled: Enabled, run: &Option<Vec<u8>>) -> &mut RunState {
-        self.runs.entry(run.clone()).or_insert_with(|| RunState {
-            guard_enabled: enabled != Enabled::False,
-            ..Default::default()
-        })
+        let last = self.runs.len().wrapping_sub(1);
+        let i = match self.runs.iter().rposition(|(k, _)| k == run) {
+            Some(i) if i == last => i,
+            Some(i) => {
+                let entry = self.runs.remove(i);
+                self.runs.push(entry);
+                self.runs.len() - 1
+            }
+            None => {
+                if self.runs.len() >= crate::session::MAX_RUN_GUARDS {
+                    self.runs.remove(0);
+                }
+                self.runs.push((
+                    run.clone(),
+                    RunState {
+                        guard_enabled: enabled != Enabled::False,
+                        ..Default::default()
+                    },
+                ));
+                self.runs.len() - 1
+            }
+        };
+        &mut self.runs[i].1
     }
 
     fn push(&mut self, record: Record) {
@@ -443,9 +463,9 @@ impl ShippedSession {
         let name = lossy(tool);
         let unknown = unknown_tool_streak(&history, tool);
         let no_progress = no_progress_streak(&history, tool, current);
-        let churn = argument_churn(&history, tool, current);
         let known_poll = hash::is_known_poll(tool, params);
-        let ping_pong = ping_pong(&history, current);
+        // The rest is computed when its rule is reached (the functions are pure, so the
+        // release's eager order gives the same result).
         let latest = no_progress.1.unwrap_or("none");
         let d = |detector, critical, count, message: String, key: String| ShippedDetection {
             detector,
@@ -493,6 +513,7 @@ impl ShippedSession {
                 format!("poll:{name}:{current}:{latest}"),
             ));
         }
+        let ping_pong = ping_pong(&history, current);
         let pp_key = match &ping_pong.paired_signature {
             Some(paired) => {
                 let (a, b) = if utf16_cmp(current.as_bytes(), paired.as_bytes()).is_le() {
@@ -535,6 +556,7 @@ impl ShippedSession {
                 format!("generic:{name}:{current}:{latest}"),
             ));
         }
+        let churn = argument_churn(&history, tool, current);
         if churn.0 >= WARNING_THRESHOLD {
             return Some(d(
                 "argument_churn",
@@ -841,9 +863,7 @@ impl ShippedSession {
             out.push(b']');
         }
         out.extend_from_slice(b"],\"runs\":[");
-        let mut runs: Vec<_> = self.runs.iter().collect();
-        runs.sort_by(|a, b| a.0.cmp(b.0));
-        for (i, (run, s)) in runs.into_iter().enumerate() {
+        for (i, (run, s)) in self.runs.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
@@ -975,7 +995,7 @@ impl ShippedSession {
                     text(bytes(result, &p)?, &p)?,
                 ));
             }
-            s.runs.insert(
+            s.runs.push((
                 opt(run, &p)?,
                 RunState {
                     critical_seen: critical_seen.as_bool().ok_or((p.clone(), "a boolean"))?,
@@ -983,7 +1003,7 @@ impl ShippedSession {
                     remaining: (count(remaining, &p)? as usize).min(WINDOW_SIZE),
                     window: w,
                 },
-            );
+            ));
         }
         Ok(s)
     }
