@@ -1009,22 +1009,6 @@ fn shipped_enabled(policy: &Policy) -> crate::openclaw_2026_9_6::Enabled {
     }
 }
 
-/// The 32 bytes of the hex digest that ends an `argsHash` or a result hash.
-fn digest_of(hash: &str) -> [u8; 32] {
-    let hex = hash.as_bytes();
-    let hex = &hex[hex.len().saturating_sub(64)..];
-    let mut out = [0u8; 32];
-    for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-        let nibble = |b: u8| match b {
-            b'0'..=b'9' => b - b'0',
-            b'a'..=b'f' => b - b'a' + 10,
-            _ => 0,
-        };
-        *o = nibble(pair[0]) << 4 | nibble(pair[1]);
-    }
-    out
-}
-
 fn shipped_detection(d: crate::openclaw_2026_9_6::ShippedDetection) -> Detection {
     let detector = match d.detector {
         "unknown_tool_repeat" => Detector::UnknownToolRepeat,
@@ -1079,7 +1063,7 @@ impl Session {
             call.run.as_ref().map(JsString::as_wtf8),
             observe,
         );
-        let args = ArgsDigest(digest_of(&d.args_hash));
+        let args = ArgsDigest(d.args);
         let (verdict, ends_run) = match d.verdict {
             ShippedVerdict::Allow => (Verdict::Allow, false),
             ShippedVerdict::Warn {
@@ -1136,17 +1120,14 @@ impl Session {
             outcome,
             channels,
         );
-        let result = d.result_hash.as_deref().map(|h| ResultHash {
-            is_error: h.starts_with("error:"),
-            digest: digest_of(h),
-        });
+        let result = d.result;
         let abort = d.abort.map(|a| GuardAbort {
             count: a.count,
             tool: Name::from(String::from_utf8_lossy(&d.tool).into_owned()),
             message: Name::from(a.message),
         });
         OutcomeDecision {
-            args: ArgsDigest(digest_of(&d.args_hash)),
+            args: ArgsDigest(d.args),
             result,
             abort,
         }

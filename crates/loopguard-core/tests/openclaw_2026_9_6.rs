@@ -97,8 +97,9 @@ fn run_case(name: &str) -> Vec<Json> {
         let args = ev.get("args").unwrap_or(&empty);
         if ty == "call" {
             let d = s.before_call(enabled, tool_raw.as_wtf8(), args, call_b, run_b);
+            let call_args_hash = d.args_hash();
             rec.insert("tool".into(), json!(tool_raw.to_string_lossy()));
-            rec.insert("argsHash".into(), json!(d.args_hash));
+            rec.insert("argsHash".into(), json!(call_args_hash));
             match d.verdict {
                 ShippedVerdict::Allow => {
                     rec.insert("decision".into(), json!("allow"));
@@ -147,7 +148,7 @@ fn run_case(name: &str) -> Vec<Json> {
                         call_id: call_id.clone(),
                         run: run.clone(),
                         tool: d.tool.clone(),
-                        args_hash: d.args_hash.clone(),
+                        args_hash: call_args_hash.clone(),
                     });
                 }
             }
@@ -184,7 +185,7 @@ fn run_case(name: &str) -> Vec<Json> {
             outcome,
             chans,
         );
-        rec.insert("resultHash".into(), json!(d.result_hash));
+        rec.insert("resultHash".into(), json!(d.result.map(|r| r.to_string())));
         match d.abort {
             Some(a) => {
                 rec.insert("decision".into(), json!("abort"));

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 use crate::canonical::{self, Digest, Sink};
-use crate::outcome::{extract_text, extract_unknown_tool, Outcome};
+use crate::outcome::{extract_text, extract_unknown_tool, Outcome, ResultHash};
 use crate::text::{js_trim, js_whitespace_at};
 use crate::value::{utf16_cmp, JsString, Object, Value};
 
@@ -263,8 +263,8 @@ fn quotes_agree(middle: &[u8], escapes: usize) -> bool {
 /// What the release records for an outcome (`hashToolOutcome`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShippedOutcome {
-    /// The outcome hash (`error:` and hex for errors), when there is one.
-    pub result_hash: Option<String>,
+    /// The outcome hash (displayed `error:` and hex for errors), when there is one.
+    pub result: Option<ResultHash>,
     /// The kind of outcome.
     pub kind: OutcomeKind,
     /// A terminal exec failure's identity (volatile parts of its output masked).
@@ -287,10 +287,13 @@ pub enum OutcomeKind {
     TerminalExecFailure,
 }
 
-fn digest_outcome_value(v: &Value<'_>) -> String {
+fn digest_outcome_value(v: &Value<'_>) -> ResultHash {
     let mut d = Digest::default();
     write(&mut d, v, true);
-    canonical::hex(&d.finish())
+    ResultHash {
+        is_error: false,
+        digest: d.finish(),
+    }
 }
 
 /// An object built for hashing, its keys given in sorted order.
@@ -303,7 +306,14 @@ enum Field<'v, 'a> {
     Bool(bool),
 }
 
-fn digest_fields(fields: &[(&str, Field<'_, '_>)]) -> String {
+fn digest_fields(fields: &[(&str, Field<'_, '_>)]) -> ResultHash {
+    ResultHash {
+        is_error: false,
+        digest: digest_fields_raw(fields),
+    }
+}
+
+fn digest_fields_raw(fields: &[(&str, Field<'_, '_>)]) -> [u8; 32] {
     let mut d = Digest::default();
     d.write(b"{");
     for (i, (k, v)) in fields.iter().enumerate() {
@@ -323,16 +333,7 @@ fn digest_fields(fields: &[(&str, Field<'_, '_>)]) -> String {
         }
     }
     d.write(b"}");
-    canonical::hex(&d.finish())
-}
-
-fn digest_fields_raw(fields: &[(&str, Field<'_, '_>)]) -> [u8; 32] {
-    let hex = digest_fields(fields);
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
-    out
+    d.finish()
 }
 
 /// `formatErrorForHash` for a JSON error value (the release keeps lone surrogates).
@@ -493,7 +494,10 @@ pub fn hash_outcome(
             let mut d = Digest::default();
             write_str(&mut d, &formatted, true);
             return ShippedOutcome {
-                result_hash: Some(format!("error:{}", canonical::hex(&d.finish()))),
+                result: Some(ResultHash {
+                    is_error: true,
+                    digest: d.finish(),
+                }),
                 no_progress: true,
                 unknown_tool: extract_unknown_tool(formatted.as_wtf8()),
                 ..Default::default()
@@ -503,7 +507,7 @@ pub fn hash_outcome(
     };
     let Value::Object(_) = result else {
         return ShippedOutcome {
-            result_hash: Some(digest_outcome_value(result)),
+            result: Some(digest_outcome_value(result)),
             ..Default::default()
         };
     };
@@ -531,7 +535,7 @@ pub fn hash_outcome(
     }
     if tool == b"write" && get("changed") == Some(&Value::Bool(false)) {
         return ShippedOutcome {
-            result_hash: Some(digest_fields(&[(
+            result: Some(digest_fields(&[(
                 "status",
                 Field::Str(JsString::from("unchanged")),
             )])),
@@ -553,7 +557,7 @@ pub fn hash_outcome(
         match action.map(JsString::as_wtf8) {
             Some(b"poll") => {
                 return ShippedOutcome {
-                    result_hash: Some(digest_fields(&[
+                    result: Some(digest_fields(&[
                         ("action", Field::Str(JsString::from("poll"))),
                         ("aggregated", or_null("aggregated")),
                         ("exitCode", or_null("exitCode")),
@@ -566,7 +570,7 @@ pub fn hash_outcome(
             }
             Some(b"log") => {
                 return ShippedOutcome {
-                    result_hash: Some(digest_fields(&[
+                    result: Some(digest_fields(&[
                         ("action", Field::Str(JsString::from("log"))),
                         ("exitCode", or_null("exitCode")),
                         ("exitSignal", or_null("exitSignal")),
@@ -584,14 +588,14 @@ pub fn hash_outcome(
     }
     if is_volatile_send(tool, params, channels) {
         return ShippedOutcome {
-            result_hash: Some(digest_outcome_value(&strip_volatile_send_ids(
+            result: Some(digest_outcome_value(&strip_volatile_send_ids(
                 details_value,
             ))),
             ..Default::default()
         };
     }
     ShippedOutcome {
-        result_hash: Some(digest_fields(&[
+        result: Some(digest_fields(&[
             ("details", Field::Val(details_value)),
             ("text", Field::Str(text.reborrow())),
         ])),
@@ -612,8 +616,8 @@ fn hash_exec(
         _ if empty => Field::Str(JsString::from("")),
         _ => Field::Null,
     };
-    let hashed = |hash: String| ShippedOutcome {
-        result_hash: Some(hash),
+    let hashed = |hash: ResultHash| ShippedOutcome {
+        result: Some(hash),
         ..Default::default()
     };
     match s {
@@ -658,7 +662,7 @@ fn hash_exec(
                 ("timedOut", Field::Bool(timed_out)),
             ]);
             Some(ShippedOutcome {
-                result_hash: Some(hash),
+                result: Some(hash),
                 kind: OutcomeKind::TerminalExecFailure,
                 failure_identity: Some(identity),
                 ..Default::default()

@@ -14,7 +14,7 @@ mod config;
 mod hash;
 
 use crate::history::normalize_run;
-use crate::outcome::Outcome;
+use crate::outcome::{Outcome, ResultHash};
 use crate::value::{utf16_cmp, Value};
 use crate::warnings::WarningBuckets;
 
@@ -67,10 +67,11 @@ pub fn normalize_tool_name(raw: &[u8]) -> Vec<u8> {
 #[derive(Clone, Debug)]
 struct Record {
     tool: Vec<u8>,
-    args: String,
+    /// The argument digest (`argsHash` is `tool:` and its hex).
+    args: [u8; 32],
     call_id: Option<Vec<u8>>,
     run: Option<Vec<u8>>,
-    result: Option<String>,
+    result: Option<ResultHash>,
     kind: OutcomeKind,
     failure_identity: Option<[u8; 32]>,
     no_progress: bool,
@@ -130,8 +131,8 @@ pub enum ShippedVerdict {
 pub struct ShippedCall {
     /// The normalised tool name.
     pub tool: Vec<u8>,
-    /// `argsHash`.
-    pub args_hash: String,
+    /// The argument digest ([`ShippedCall::args_hash`] is `tool:` and its hex).
+    pub args: [u8; 32],
     /// The verdict.
     pub verdict: ShippedVerdict,
 }
@@ -150,10 +151,10 @@ pub struct ShippedAbort {
 pub struct ShippedOutcomeDecision {
     /// The normalised tool name.
     pub tool: Vec<u8>,
-    /// `argsHash`.
-    pub args_hash: String,
+    /// The argument digest ([`ShippedOutcomeDecision::args_hash`] is `tool:` and its hex).
+    pub args: [u8; 32],
     /// The recorded outcome hash, if any.
-    pub result_hash: Option<String>,
+    pub result: Option<ResultHash>,
     /// Set when the post-compaction guard ends the run.
     pub abort: Option<ShippedAbort>,
 }
@@ -163,7 +164,29 @@ struct RunState {
     critical_seen: bool,
     guard_enabled: bool,
     remaining: usize,
-    window: Vec<(Vec<u8>, String, String)>,
+    window: Vec<(Vec<u8>, [u8; 32], ResultHash)>,
+}
+
+/// `tool:` and the hex digest: the release's `argsHash`.
+fn signature(tool: &[u8], args: &[u8; 32]) -> String {
+    let mut s = lossy(tool);
+    s.push(':');
+    s.push_str(&crate::canonical::hex(args));
+    s
+}
+
+impl ShippedCall {
+    /// `argsHash`: the normalised tool, `:` and the hex digest.
+    pub fn args_hash(&self) -> String {
+        signature(&self.tool, &self.args)
+    }
+}
+
+impl ShippedOutcomeDecision {
+    /// `argsHash`: the normalised tool, `:` and the hex digest.
+    pub fn args_hash(&self) -> String {
+        signature(&self.tool, &self.args)
+    }
 }
 
 /// One session of the release: its history, warning buckets and, per run, the one chance
@@ -264,17 +287,17 @@ impl ShippedSession {
         observe: bool,
     ) -> ShippedCall {
         let tool = normalize_tool_name(tool);
-        let args_hash = hash::args_hash(&tool, args);
+        let digest = hash::args_digest(args);
         let run = run_key(run);
         self.run_state(enabled, &run);
         if enabled != Enabled::True {
             return ShippedCall {
                 tool,
-                args_hash,
+                args: digest,
                 verdict: ShippedVerdict::Allow,
             };
         }
-        let detection = self.detect(&tool, args, &args_hash, run.as_deref());
+        let detection = self.detect(&tool, args, &digest, run.as_deref());
         let call_id = call_id.filter(|c| !c.is_empty()).map(<[u8]>::to_vec);
         let prefixed = |key: &str| match &run {
             Some(r) => format!("{}:{key}", lossy(r)),
@@ -287,7 +310,7 @@ impl ShippedSession {
                 state.critical_seen = true;
                 self.push(Record {
                     tool: tool.clone(),
-                    args: args_hash.clone(),
+                    args: digest,
                     call_id,
                     run: run.clone(),
                     result: None,
@@ -329,7 +352,7 @@ impl ShippedSession {
                 };
                 self.push(Record {
                     tool: tool.clone(),
-                    args: args_hash.clone(),
+                    args: digest,
                     call_id,
                     run,
                     result: None,
@@ -343,7 +366,7 @@ impl ShippedSession {
         };
         ShippedCall {
             tool,
-            args_hash,
+            args: digest,
             verdict,
         }
     }
@@ -362,16 +385,16 @@ impl ShippedSession {
         channels: Channels,
     ) -> ShippedOutcomeDecision {
         let tool = normalize_tool_name(tool);
-        let args_hash = hash::args_hash(&tool, args);
+        let digest = hash::args_digest(args);
         let run = run_key(run);
         self.run_state(enabled, &run);
         let call_id = call_id.filter(|c| !c.is_empty());
         let hashed = hash::hash_outcome(&tool, args, outcome, channels);
-        if hashed.result_hash.is_none() && hashed.kind == OutcomeKind::None {
+        if hashed.result.is_none() && hashed.kind == OutcomeKind::None {
             return ShippedOutcomeDecision {
                 tool,
-                args_hash,
-                result_hash: None,
+                args: digest,
+                result: None,
                 abort: None,
             };
         }
@@ -379,24 +402,24 @@ impl ShippedSession {
             r.run == run
                 && call_id.is_none_or(|c| r.call_id.as_deref() == Some(c))
                 && r.tool == tool
-                && r.args == args_hash
+                && r.args == digest
                 && r.result.is_none()
                 && r.kind == OutcomeKind::None
         });
         match pending {
             Some(r) => {
                 r.kind = hashed.kind;
-                r.result = hashed.result_hash.clone();
+                r.result = hashed.result;
                 r.failure_identity = hashed.failure_identity;
                 r.no_progress = hashed.no_progress;
                 r.unknown_tool = hashed.unknown_tool.clone();
             }
             None => self.push(Record {
                 tool: tool.clone(),
-                args: args_hash.clone(),
+                args: digest,
                 call_id: call_id.map(<[u8]>::to_vec),
                 run: run.clone(),
-                result: hashed.result_hash.clone(),
+                result: hashed.result,
                 kind: hashed.kind,
                 failure_identity: hashed.failure_identity,
                 no_progress: hashed.no_progress,
@@ -404,17 +427,15 @@ impl ShippedSession {
             }),
         }
         let mut abort = None;
-        if let Some(result) = &hashed.result_hash {
+        if let Some(result) = hashed.result {
             let state = self.run_state(enabled, &run);
             if state.guard_enabled && state.remaining > 0 {
                 state.remaining -= 1;
-                state
-                    .window
-                    .push((tool.clone(), args_hash.clone(), result.clone()));
+                state.window.push((tool.clone(), digest, result));
                 let matches = state
                     .window
                     .iter()
-                    .filter(|(t, a, r)| *t == tool && *a == args_hash && r == result)
+                    .filter(|(t, a, r)| *t == tool && *a == digest && *r == result)
                     .count();
                 if matches >= WINDOW_SIZE {
                     abort = Some(ShippedAbort {
@@ -431,8 +452,8 @@ impl ShippedSession {
         }
         ShippedOutcomeDecision {
             tool,
-            args_hash,
-            result_hash: hashed.result_hash,
+            args: digest,
+            result: hashed.result,
             abort,
         }
     }
@@ -452,7 +473,7 @@ impl ShippedSession {
         &self,
         tool: &[u8],
         params: &Value<'_>,
-        current: &str,
+        current: &[u8; 32],
         run: Option<&[u8]>,
     ) -> Option<ShippedDetection> {
         let history: Vec<&Record> = self
@@ -466,7 +487,12 @@ impl ShippedSession {
         let known_poll = hash::is_known_poll(tool, params);
         // The rest is computed when its rule is reached (the functions are pure, so the
         // release's eager order gives the same result).
-        let latest = no_progress.1.unwrap_or("none");
+        let latest = || {
+            no_progress
+                .1
+                .map_or_else(|| "none".to_owned(), |r| r.to_string())
+        };
+        let sig = || signature(tool, current);
         let d = |detector, critical, count, message: String, key: String| ShippedDetection {
             detector,
             critical,
@@ -492,7 +518,7 @@ impl ShippedSession {
                 true,
                 streak,
                 format!("CRITICAL: {name} repeated identical no-progress outcomes {streak} times. Session execution blocked by global circuit breaker to prevent runaway loops."),
-                format!("global:{name}:{current}:{latest}"),
+                format!("global:{name}:{}:{}", sig(), latest()),
             ));
         }
         if known_poll && streak >= CRITICAL_THRESHOLD {
@@ -501,7 +527,7 @@ impl ShippedSession {
                 true,
                 streak,
                 format!("CRITICAL: Called {name} with identical arguments and no progress {streak} times. This appears to be a stuck polling loop. Session execution blocked to prevent resource waste."),
-                format!("poll:{name}:{current}:{latest}"),
+                format!("poll:{name}:{}:{}", sig(), latest()),
             ));
         }
         if known_poll && streak >= WARNING_THRESHOLD {
@@ -510,20 +536,21 @@ impl ShippedSession {
                 false,
                 streak,
                 format!("WARNING: You have called {name} {streak} times with identical arguments and no progress. Stop polling and either (1) increase wait time between checks, or (2) report the task as failed if the process is stuck."),
-                format!("poll:{name}:{current}:{latest}"),
+                format!("poll:{name}:{}:{}", sig(), latest()),
             ));
         }
-        let ping_pong = ping_pong(&history, current);
-        let pp_key = match &ping_pong.paired_signature {
+        let ping_pong = ping_pong(&history, tool, current);
+        let pp_key = || match &ping_pong.paired_signature {
             Some(paired) => {
+                let (current, paired) = (sig(), signature(&paired.0, &paired.1));
                 let (a, b) = if utf16_cmp(current.as_bytes(), paired.as_bytes()).is_le() {
-                    (current, paired.as_str())
+                    (current, paired)
                 } else {
-                    (paired.as_str(), current)
+                    (paired, current)
                 };
                 format!("pingpong:{a}|{b}")
             }
-            None => format!("pingpong:{name}:{current}"),
+            None => format!("pingpong:{name}:{}", sig()),
         };
         if ping_pong.count >= CRITICAL_THRESHOLD && ping_pong.no_progress {
             let mut found = d(
@@ -531,7 +558,7 @@ impl ShippedSession {
                 true,
                 ping_pong.count,
                 format!("CRITICAL: You are alternating between repeated tool-call patterns ({} consecutive calls) with no progress. This appears to be a stuck ping-pong loop. Session execution blocked to prevent resource waste.", ping_pong.count),
-                pp_key,
+                pp_key(),
             );
             found.paired_tool = ping_pong.paired_tool;
             return Some(found);
@@ -542,7 +569,7 @@ impl ShippedSession {
                 false,
                 ping_pong.count,
                 format!("WARNING: You are alternating between repeated tool-call patterns ({} consecutive calls). This looks like a ping-pong loop; stop retrying and report the task as failed.", ping_pong.count),
-                pp_key,
+                pp_key(),
             );
             found.paired_tool = ping_pong.paired_tool;
             return Some(found);
@@ -553,7 +580,7 @@ impl ShippedSession {
                 true,
                 streak,
                 format!("CRITICAL: Called {name} with identical outcomes {streak} times. Session execution blocked to prevent runaway loops."),
-                format!("generic:{name}:{current}:{latest}"),
+                format!("generic:{name}:{}:{}", sig(), latest()),
             ));
         }
         let churn = argument_churn(&history, tool, current);
@@ -568,7 +595,7 @@ impl ShippedSession {
         }
         let recent = history
             .iter()
-            .filter(|r| r.tool == tool && r.args == current)
+            .filter(|r| r.tool == tool && r.args == *current)
             .count() as u64;
         if !known_poll && recent >= WARNING_THRESHOLD {
             return Some(d(
@@ -576,7 +603,7 @@ impl ShippedSession {
                 false,
                 recent,
                 format!("WARNING: You have called {name} {recent} times with identical arguments. If this is not making progress, stop retrying and report the task as failed."),
-                format!("generic:{name}:{current}"),
+                format!("generic:{name}:{}", sig()),
             ));
         }
         None
@@ -603,11 +630,11 @@ fn unknown_tool_streak<'h>(history: &[&'h Record], tool: &[u8]) -> (u64, Option<
 }
 
 /// `getNoProgressStreak`: the count and the latest result hash.
-fn no_progress_streak<'h>(
-    history: &[&'h Record],
+fn no_progress_streak(
+    history: &[&Record],
     tool: &[u8],
-    args: &str,
-) -> (u64, Option<&'h str>) {
+    args: &[u8; 32],
+) -> (u64, Option<ResultHash>) {
     let repeated = count_no_progress(history, tool, args, false);
     if tool != b"exec" {
         return repeated;
@@ -620,12 +647,12 @@ fn no_progress_streak<'h>(
     }
 }
 
-fn count_no_progress<'h>(
-    history: &[&'h Record],
+fn count_no_progress(
+    history: &[&Record],
     tool: &[u8],
-    args: &str,
+    args: &[u8; 32],
     terminal_only: bool,
-) -> (u64, Option<&'h str>) {
+) -> (u64, Option<ResultHash>) {
     let mut streak = 0;
     let mut latest: Option<&Record> = None;
     let mut crossed = false;
@@ -637,14 +664,14 @@ fn count_no_progress<'h>(
             }
             continue;
         }
-        if !terminal_only && r.args != args {
+        if !terminal_only && r.args != *args {
             continue;
         }
         if r.kind == OutcomeKind::Veto {
             pending_vetoes += 1;
             continue;
         }
-        let Some(result) = r.result.as_deref() else {
+        let Some(result) = r.result else {
             continue;
         };
         if terminal_only && r.kind != OutcomeKind::TerminalExecFailure {
@@ -652,23 +679,23 @@ fn count_no_progress<'h>(
         }
         let Some(first) = latest else {
             latest = Some(r);
-            crossed = r.args != args;
+            crossed = r.args != *args;
             streak = pending_vetoes + 1;
             pending_vetoes = 0;
             continue;
         };
         if terminal_only {
-            if crossed && r.args == args {
+            if crossed && r.args == *args {
                 break;
             }
-            if r.args != args {
+            if r.args != *args {
                 crossed = true;
             }
         }
         let same_failure = terminal_only
             && r.failure_identity.is_some()
             && r.failure_identity == first.failure_identity;
-        if Some(result) != first.result.as_deref() && !same_failure {
+        if Some(result) != first.result && !same_failure {
             break;
         }
         streak += pending_vetoes + 1;
@@ -679,24 +706,24 @@ fn count_no_progress<'h>(
         None if terminal_only => 0,
         None => pending_vetoes,
     };
-    (count, latest.and_then(|r| r.result.as_deref()))
+    (count, latest.and_then(|r| r.result))
 }
 
 /// `getArgumentChurnNoProgressStreak`: the count and the number of variants.
-fn argument_churn(history: &[&Record], tool: &[u8], current: &str) -> (u64, u64) {
-    // (argsHash, resultHash, count), in insertion order.
-    let mut outcomes: Vec<(&str, &str, u64)> = Vec::new();
+fn argument_churn(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> (u64, u64) {
+    // (argument digest, outcome hash, count), in insertion order; one tool throughout.
+    let mut outcomes: Vec<(&[u8; 32], ResultHash, u64)> = Vec::new();
     for r in history.iter().rev() {
         if r.tool != tool {
             break;
         }
-        let Some(result) = r.result.as_deref() else {
+        let Some(result) = r.result else {
             continue;
         };
         if !r.no_progress {
             break;
         }
-        match outcomes.iter_mut().find(|o| o.0 == r.args) {
+        match outcomes.iter_mut().find(|o| *o.0 == r.args) {
             Some(o) if o.1 != result => break,
             Some(o) => o.2 += 1,
             None => outcomes.push((&r.args, result, 1)),
@@ -723,11 +750,16 @@ fn argument_churn(history: &[&Record], tool: &[u8], current: &str) -> (u64, u64)
 struct PingPong {
     count: u64,
     paired_tool: Option<String>,
-    paired_signature: Option<String>,
+    paired_signature: Option<(Vec<u8>, [u8; 32])>,
     no_progress: bool,
 }
 
-fn ping_pong(history: &[&Record], current: &str) -> PingPong {
+/// The release compares `argsHash`es, `tool:` and the digest: both parts.
+fn same_call(a: &Record, b: &Record) -> bool {
+    a.args == b.args && a.tool == b.tool
+}
+
+fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
     let none = PingPong {
         count: 0,
         paired_tool: None,
@@ -740,39 +772,35 @@ fn ping_pong(history: &[&Record], current: &str) -> PingPong {
     let Some(other) = history[..history.len() - 1]
         .iter()
         .rev()
-        .find(|r| r.args != last.args)
+        .find(|r| !same_call(r, last))
     else {
         return none;
     };
-    if other.args.is_empty() || other.tool.is_empty() {
+    if other.tool.is_empty() {
         return none;
     }
     let mut tail = 0usize;
     for r in history.iter().rev() {
-        let expected = if tail.is_multiple_of(2) {
-            &last.args
-        } else {
-            &other.args
-        };
-        if r.args != *expected {
+        let expected = if tail.is_multiple_of(2) { last } else { other };
+        if !same_call(r, expected) {
             break;
         }
         tail += 1;
     }
-    if tail < 2 || current != other.args {
+    if tail < 2 || *current != other.args || tool != other.tool.as_slice() {
         return none;
     }
-    let mut first_a: Option<&str> = None;
-    let mut first_b: Option<&str> = None;
+    let mut first_a: Option<ResultHash> = None;
+    let mut first_b: Option<ResultHash> = None;
     let mut no_progress = true;
     for r in &history[history.len() - tail..] {
-        let Some(result) = r.result.as_deref() else {
+        let Some(result) = r.result else {
             no_progress = false;
             break;
         };
-        let slot = if r.args == last.args {
+        let slot = if same_call(r, last) {
             &mut first_a
-        } else if r.args == other.args {
+        } else if same_call(r, other) {
             &mut first_b
         } else {
             no_progress = false;
@@ -793,7 +821,7 @@ fn ping_pong(history: &[&Record], current: &str) -> PingPong {
     PingPong {
         count: tail as u64 + 1,
         paired_tool: Some(lossy(&last.tool)),
-        paired_signature: Some(last.args.clone()),
+        paired_signature: Some((last.tool.clone(), last.args)),
         no_progress,
     }
 }
@@ -829,13 +857,14 @@ impl ShippedSession {
             out.push(b'[');
             crate::canonical::write_json_string(out, &js(&r.tool));
             out.push(b',');
-            crate::canonical::write_json_string(out, &js(r.args.as_bytes()));
+            crate::canonical::write_json_string(out, &js(signature(&r.tool, &r.args).as_bytes()));
             out.push(b',');
             write_opt(out, r.call_id.as_deref());
             out.push(b',');
             write_opt(out, r.run.as_deref());
             out.push(b',');
-            write_opt(out, r.result.as_deref().map(str::as_bytes));
+            let result = r.result.map(|h| h.to_string());
+            write_opt(out, result.as_deref().map(str::as_bytes));
             out.push(b',');
             out.push(match r.kind {
                 OutcomeKind::None => b'0',
@@ -884,9 +913,9 @@ impl ShippedSession {
                 out.push(b'[');
                 crate::canonical::write_json_string(out, &js(t));
                 out.push(b',');
-                crate::canonical::write_json_string(out, &js(a.as_bytes()));
+                crate::canonical::write_json_string(out, &js(signature(t, a).as_bytes()));
                 out.push(b',');
-                crate::canonical::write_json_string(out, &js(r.as_bytes()));
+                crate::canonical::write_json_string(out, &js(r.to_string().as_bytes()));
                 out.push(b']');
             }
             out.extend_from_slice(b"]]");
@@ -910,6 +939,31 @@ impl ShippedSession {
         }
         fn text(v: Vec<u8>, path: &str) -> Result<String, SnapshotError> {
             String::from_utf8(v).map_err(|_| (path.to_owned(), "UTF-8 text"))
+        }
+        /// The 32 bytes of the 64 hex digits that end `s`.
+        fn hex32(s: &str, path: &str) -> Result<[u8; 32], SnapshotError> {
+            let hex = s
+                .len()
+                .checked_sub(64)
+                .and_then(|at| s.get(at..))
+                .ok_or((path.to_owned(), "a hex digest"))?;
+            let mut out = [0u8; 32];
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = u8::from_str_radix(&hex[2 * k..2 * k + 2], 16)
+                    .map_err(|_| (path.to_owned(), "a hex digest"))?;
+            }
+            Ok(out)
+        }
+        fn result_hash(s: &str, path: &str) -> Result<ResultHash, SnapshotError> {
+            let is_error = s.starts_with("error:");
+            let len = if is_error { 70 } else { 64 };
+            if s.len() != len {
+                return Err((path.to_owned(), "an outcome hash"));
+            }
+            Ok(ResultHash {
+                is_error,
+                digest: hex32(s, path)?,
+            })
         }
         fn array<'v>(
             v: Option<&'v Value<'v>>,
@@ -937,23 +991,18 @@ impl ShippedSession {
             };
             let failure_identity = match opt(failure, &p)? {
                 None => None,
-                Some(hex) if hex.len() == 64 => {
-                    let mut out = [0u8; 32];
-                    let text = text(hex, &p)?;
-                    for (k, o) in out.iter_mut().enumerate() {
-                        *o = u8::from_str_radix(&text[2 * k..2 * k + 2], 16)
-                            .map_err(|_| (p.clone(), "a hex digest"))?;
-                    }
-                    Some(out)
-                }
+                Some(hex) if hex.len() == 64 => Some(hex32(&text(hex, &p)?, &p)?),
                 Some(_) => return Err((p, "a hex digest")),
             };
             s.history.push(Record {
                 tool: bytes(tool, &p)?,
-                args: text(bytes(args, &p)?, &p)?,
+                args: hex32(&text(bytes(args, &p)?, &p)?, &p)?,
                 call_id: opt(call_id, &p)?,
                 run: opt(run, &p)?,
-                result: opt(result, &p)?.map(|r| text(r, &p)).transpose()?,
+                result: match opt(result, &p)? {
+                    Some(r) => Some(result_hash(&text(r, &p)?, &p)?),
+                    None => None,
+                },
                 kind: match count(kind, &p)? {
                     0 => OutcomeKind::None,
                     1 => OutcomeKind::Veto,
@@ -991,8 +1040,8 @@ impl ShippedSession {
                 };
                 w.push((
                     bytes(tool, &p)?,
-                    text(bytes(args, &p)?, &p)?,
-                    text(bytes(result, &p)?, &p)?,
+                    hex32(&text(bytes(args, &p)?, &p)?, &p)?,
+                    result_hash(&text(bytes(result, &p)?, &p)?, &p)?,
                 ));
             }
             s.runs.push((
