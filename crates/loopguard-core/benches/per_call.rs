@@ -138,6 +138,50 @@ fn bench_pair(c: &mut Criterion) {
             })
         });
 
+        // The `openclaw-2026.9.6` profile (the shipped release's detector and wrapper) on
+        // the same calls: its budget is the default's pair.
+        let mut shipped = loopguard_core::openclaw_2026_9_6::ShippedSession::default();
+        let on = loopguard_core::openclaw_2026_9_6::Enabled::True;
+        let channels = loopguard_core::openclaw_2026_9_6::Channels::default();
+        for (k, a) in args.iter().take(40).enumerate() {
+            let _ = shipped.before_call(on, b"read", a, None, Some(b"run-1"));
+            let _ = shipped.after_call(
+                on,
+                b"read",
+                a,
+                None,
+                Some(b"run-1"),
+                Outcome::Result(&results[k % RESULTS]),
+                channels,
+            );
+        }
+        group.bench_function(
+            BenchmarkId::new("before_after_pair_openclaw_2026_9_6", label),
+            |b| {
+                b.iter(|| {
+                    let a = &args[i % ROTATION];
+                    i += 1;
+                    let d = shipped.before_call(
+                        on,
+                        b"read",
+                        black_box(a),
+                        Some(b"call-1"),
+                        Some(b"run-1"),
+                    );
+                    let o = shipped.after_call(
+                        on,
+                        b"read",
+                        a,
+                        Some(b"call-1"),
+                        Some(b"run-1"),
+                        Outcome::Result(black_box(&results[i % RESULTS])),
+                        channels,
+                    );
+                    black_box((d, o))
+                })
+            },
+        );
+
         // For reference: the strict profile without its drift detectors (the rules that
         // existed before the drift detectors).
         let mut no_drift = loopguard_core::ExtraPolicy::strict();

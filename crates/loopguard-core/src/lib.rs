@@ -131,6 +131,8 @@ mod state;
 mod state_binary;
 mod text;
 mod value;
+
+pub mod openclaw_2026_9_6;
 mod warnings;
 
 // The engine: one session per agent session, driven call by call.

@@ -22,7 +22,7 @@
 use indexmap::IndexMap;
 
 use crate::compaction_guard::{CompactionGuard, GuardAbort};
-use crate::config::Policy;
+use crate::config::{DetectorProfile, Policy};
 use crate::detectors::ledger::Ledger;
 use crate::detectors::{self, Detection, Detector, Level, Probe};
 use crate::fingerprint::{args_digest_wtf8, ArgsDigest};
@@ -326,6 +326,11 @@ pub struct Session {
     /// The tool buffer and the numbers' box of the last sketch `after_call` used up, for
     /// the next call's (no allocation per call).
     sketch_buffers: Option<(Vec<u8>, Box<crate::detectors::sketch::Echoed>)>,
+    /// The state of the `openclaw-2026.9.6` profile, which has its own engine
+    /// ([`crate::openclaw_2026_9_6`]); created by the first event under that profile.
+    shipped: Option<Box<crate::openclaw_2026_9_6::ShippedSession>>,
+    /// The channel plugins the `openclaw-2026.9.6` profile takes as set up.
+    shipped_channels: crate::openclaw_2026_9_6::Channels,
 }
 
 /// The drift sketch of the last call checked: its digest, tool, argument sketch and short
@@ -500,6 +505,8 @@ impl Session {
             last_sketch: None,
             spare_sketch: None,
             sketch_buffers: None,
+            shipped: None,
+            shipped_channels: Default::default(),
         }
     }
 
@@ -635,6 +642,9 @@ impl Session {
 
     /// The before-call check: detect, de-duplicate warnings, record the call.
     pub fn before_call(&mut self, policy: &Policy, call: &Call<'_>) -> CallDecision {
+        if policy.extra.profile == DetectorProfile::OpenClaw2026_9_6 {
+            return self.shipped_before_call(policy, call);
+        }
         self.ensure_guard(policy, call.run_key());
         let args = call.digest();
 
@@ -745,6 +755,9 @@ impl Session {
         call: &Call<'_>,
         outcome: Outcome<'_, '_>,
     ) -> OutcomeDecision {
+        if policy.extra.profile == DetectorProfile::OpenClaw2026_9_6 {
+            return self.shipped_after_call(policy, call, outcome);
+        }
         let args = call.digest();
         self.after_call_with(policy, call, outcome, args)
     }
@@ -777,7 +790,9 @@ impl Session {
         call: &Call<'_>,
         hashed: &OutcomeHash,
     ) -> Option<OutcomeDecision> {
-        if policy.resolved.enabled && policy.extra.records_outcomes() {
+        if (policy.resolved.enabled && policy.extra.records_outcomes())
+            || policy.extra.profile == DetectorProfile::OpenClaw2026_9_6
+        {
             return None;
         }
         let args = call.digest();
@@ -888,6 +903,13 @@ impl Session {
         policy: &Policy,
         run: Option<&JsString<'_>>,
     ) -> CompactionDecision {
+        if policy.extra.profile == DetectorProfile::OpenClaw2026_9_6 {
+            let enabled = shipped_enabled(policy);
+            let shipped = self.shipped.get_or_insert_with(Default::default);
+            return CompactionDecision {
+                armed: shipped.on_compaction(enabled, run.map(JsString::as_wtf8)),
+            };
+        }
         let run = normalize_run(run.map(JsString::as_wtf8));
         self.ensure_guard(policy, run);
         if policy.resolved.enabled && policy.extra.loop_across_compactions.enabled {
@@ -972,6 +994,144 @@ pub fn veto_result(message: &JsString<'_>) -> Value<'static> {
         ("details".into(), details),
     ]))
     .into_owned()
+}
+
+/// The resolved `enabled` as the `openclaw-2026.9.6` profile reads it: `true`, `false`
+/// (`records_calls` is `enabled !== false`), or unset.
+fn shipped_enabled(policy: &Policy) -> crate::openclaw_2026_9_6::Enabled {
+    use crate::openclaw_2026_9_6::Enabled;
+    if policy.resolved.enabled {
+        Enabled::True
+    } else if !policy.records_calls {
+        Enabled::False
+    } else {
+        Enabled::Unset
+    }
+}
+
+fn shipped_detection(d: crate::openclaw_2026_9_6::ShippedDetection) -> Detection {
+    let detector = match d.detector {
+        "unknown_tool_repeat" => Detector::UnknownToolRepeat,
+        "global_circuit_breaker" => Detector::GlobalCircuitBreaker,
+        "known_poll_no_progress" => Detector::KnownPollNoProgress,
+        "ping_pong" => Detector::PingPong,
+        "argument_churn" => Detector::ArgumentChurn,
+        _ => Detector::GenericRepeat,
+    };
+    Detection {
+        detector,
+        level: if d.critical {
+            Level::Critical
+        } else {
+            Level::Warning
+        },
+        count: d.count,
+        message: Name::from(d.message),
+        warning_key: Name::from(d.warning_key),
+        paired_tool: d.paired_tool.map(Name::from),
+    }
+}
+
+impl Session {
+    /// The channel plugins the `openclaw-2026.9.6` profile takes as set up (the release
+    /// recognises a channel tool's sends only through a loaded channel plugin; see
+    /// [`crate::openclaw_2026_9_6::channels`] to read them from a config).
+    pub fn set_shipped_channels(&mut self, channels: crate::openclaw_2026_9_6::Channels) {
+        self.shipped_channels = channels;
+    }
+
+    /// Replaces the `openclaw-2026.9.6` profile's state (for [`crate::state`]).
+    pub(crate) fn set_shipped(&mut self, shipped: crate::openclaw_2026_9_6::ShippedSession) {
+        self.shipped = Some(Box::new(shipped));
+    }
+
+    /// The `openclaw-2026.9.6` profile's state, when it has seen an event.
+    pub fn shipped(&self) -> Option<&crate::openclaw_2026_9_6::ShippedSession> {
+        self.shipped.as_deref()
+    }
+
+    fn shipped_before_call(&mut self, policy: &Policy, call: &Call<'_>) -> CallDecision {
+        use crate::openclaw_2026_9_6::ShippedVerdict;
+        let enabled = shipped_enabled(policy);
+        let observe = self.mode == Mode::Observe;
+        let shipped = self.shipped.get_or_insert_with(Default::default);
+        let d = shipped.before_call_in(
+            enabled,
+            call.tool.as_wtf8(),
+            call.args,
+            call.call_id.as_ref().map(JsString::as_wtf8),
+            call.run.as_ref().map(JsString::as_wtf8),
+            observe,
+        );
+        let args = ArgsDigest(d.args);
+        let (verdict, ends_run) = match d.verdict {
+            ShippedVerdict::Allow => (Verdict::Allow, false),
+            ShippedVerdict::Warn {
+                detection,
+                key,
+                emitted,
+                ..
+            } => (
+                Verdict::Warn {
+                    detection: shipped_detection(detection),
+                    key: Name::from(key),
+                    emitted,
+                },
+                false,
+            ),
+            ShippedVerdict::Block {
+                detection,
+                key,
+                ends_run,
+                ..
+            } => (
+                Verdict::Block {
+                    detection: shipped_detection(detection),
+                    key: Name::from(key),
+                },
+                ends_run,
+            ),
+        };
+        self.report(call, &verdict);
+        CallDecision {
+            args,
+            verdict,
+            ends_run,
+        }
+    }
+
+    fn shipped_after_call(
+        &mut self,
+        policy: &Policy,
+        call: &Call<'_>,
+        outcome: Outcome<'_, '_>,
+    ) -> OutcomeDecision {
+        let enabled = shipped_enabled(policy);
+        let channels = crate::openclaw_2026_9_6::Channels {
+            telegram: self.shipped_channels.telegram || policy.shipped_channels.telegram,
+        };
+        let shipped = self.shipped.get_or_insert_with(Default::default);
+        let d = shipped.after_call(
+            enabled,
+            call.tool.as_wtf8(),
+            call.args,
+            call.call_id.as_ref().map(JsString::as_wtf8),
+            call.run.as_ref().map(JsString::as_wtf8),
+            outcome,
+            channels,
+        );
+        let result = d.result;
+        let abort = d.abort.map(|a| GuardAbort {
+            count: a.count,
+            tool: Name::from(String::from_utf8_lossy(&d.tool).into_owned()),
+            message: Name::from(a.message),
+        });
+        OutcomeDecision {
+            args: ArgsDigest(d.args),
+            result,
+            abort,
+        }
+    }
 }
 
 #[cfg(test)]

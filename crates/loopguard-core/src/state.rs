@@ -14,7 +14,9 @@
 //!
 //! The format is JSON written with the crate's own serialiser and read with its own parser
 //! (no serde): an object with `format`, `version` ([`STATE_VERSION`]), `id`, `mode`,
-//! `history`, `warnings` and `guards`. Names are JavaScript strings (lone surrogates are
+//! `history`, `warnings` and `guards`, plus `ledger` when the strict profile's detectors
+//! kept outcomes and `shipped` when the `openclaw-2026.9.6` profile was used (its own
+//! history, buckets and runs). Names are JavaScript strings (lone surrogates are
 //! written as `\udxxx` escapes and read back as they were); digests are 64 hex digits; an
 //! error outcome hash is `error:` and its hex. Not saved: the outcome-hashing settings
 //! ([`Session::with_hashing`] again after an import if you changed them) and internal
@@ -161,6 +163,11 @@ impl Session {
             out.write(b",\"ledger\":");
             write_ledger(&mut out, self.ledger());
         }
+        // The `openclaw-2026.9.6` profile's own state, only when it was used.
+        if let Some(shipped) = self.shipped() {
+            out.write(b",\"shipped\":");
+            shipped.write_json(&mut out);
+        }
         out.write(b"}");
         out
     }
@@ -252,6 +259,9 @@ pub(crate) fn read(
     );
     if let Some(ledger) = v.as_object().and_then(|o| o.get("ledger")) {
         session.set_ledger(read_ledger(&root.key("ledger"), ledger)?);
+    }
+    if let Some(shipped) = v.as_object().and_then(|o| o.get("shipped")) {
+        session.set_shipped(read_shipped(shipped)?);
     }
     Ok(session)
 }
@@ -704,6 +714,14 @@ fn read_guard(p: &Path, v: &Value<'_>) -> Result<GuardEntry, StateError> {
             window,
         ),
     ))
+}
+
+/// The `openclaw-2026.9.6` profile's state in a snapshot (`shipped`).
+pub(crate) fn read_shipped(
+    v: &Value<'_>,
+) -> Result<crate::openclaw_2026_9_6::ShippedSession, StateError> {
+    crate::openclaw_2026_9_6::ShippedSession::from_json(v)
+        .map_err(|(path, expected)| StateError::Field { path, expected })
 }
 
 #[cfg(test)]

@@ -134,6 +134,14 @@ impl Session {
                 }
             }
         }
+        // The `openclaw-2026.9.6` profile's own state, only when it was used: a 1 and its
+        // JSON (as in the JSON form's `shipped`).
+        if let Some(shipped) = self.shipped() {
+            let mut json = Vec::new();
+            shipped.write_json(&mut json);
+            w.0.push(1);
+            w.bytes(&json);
+        }
         *out = w.0;
     }
 }
@@ -350,6 +358,17 @@ pub(crate) fn read(
         }
         _ => return Err(err("ledger", "a ledger or none")),
     };
+    let shipped = match r.byte() {
+        None => None,
+        Some(1) => {
+            let json = r
+                .bytes()
+                .ok_or_else(|| err("shipped", "the shipped state"))?;
+            let v = crate::parse::parse(json)?;
+            Some(crate::state::read_shipped(&v)?)
+        }
+        Some(_) => return Err(err("", "the end of the snapshot (bytes follow it)")),
+    };
     if !r.rest.is_empty() {
         return Err(err("", "the end of the snapshot (bytes follow it)"));
     }
@@ -364,6 +383,9 @@ pub(crate) fn read(
     );
     if let Some(l) = ledger {
         session.set_ledger(l);
+    }
+    if let Some(s) = shipped {
+        session.set_shipped(s);
     }
     Ok(session)
 }

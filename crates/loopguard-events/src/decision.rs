@@ -92,19 +92,25 @@ pub struct Decision<'e> {
     pub action: Action,
     /// Detection details for warn, block and abort.
     pub finding: Option<Finding>,
+    /// A block that also ends the run, whatever its detector (the `openclaw-2026.9.6`
+    /// profile: a run's critical after its first). See [`Decision::ends_run`].
+    pub ends_run: bool,
 }
 
 impl Decision<'_> {
     /// `true` for a call refused because its run is ended: the strict profile's
     /// `second_critical_abort` (the second critical loop of a run, and every call of the run
-    /// after it). The call is blocked ([`Action::Block`]) and the agent should stop: its
-    /// [`Effect`](crate::Effect) is [`EndRun`](crate::Effect::EndRun), which front ends act on.
+    /// after it), or a critical after the run's first under the `openclaw-2026.9.6` profile
+    /// ([`Decision::ends_run`](field@Decision::ends_run)). The call is blocked
+    /// ([`Action::Block`]) and the agent should stop: its [`Effect`](crate::Effect) is
+    /// [`EndRun`](crate::Effect::EndRun), which front ends act on.
     pub fn ends_run(&self) -> bool {
         self.action == Action::Block
-            && self
-                .finding
-                .as_ref()
-                .is_some_and(|f| f.detector == Detector::SecondCriticalAbort)
+            && (self.ends_run
+                || self
+                    .finding
+                    .as_ref()
+                    .is_some_and(|f| f.detector == Detector::SecondCriticalAbort))
     }
 
     /// The record's `decision` word: [`Action::as_str`], except that a block that ends the
@@ -116,7 +122,7 @@ impl Decision<'_> {
     /// let d = Decision {
     ///     line: 1, kind: EventKind::Call, session: "s".into(), run: None, call_id: None,
     ///     tool: Some("t".into()), engine_tool: None, args: None, result: None,
-    ///     action: Action::Block, finding: None,
+    ///     action: Action::Block, finding: None, ends_run: false,
     /// };
     /// assert_eq!(d.decision_str(), "block");
     /// ```
@@ -145,7 +151,7 @@ impl Decision<'_> {
     /// use loopguard_events::{Action, Decision, EventKind};
     /// let d = Decision {
     ///     line: 3, kind: EventKind::Compaction, session: "s".into(), run: None, call_id: None,
-    ///     tool: None, engine_tool: None, args: None, result: None, action: Action::Armed, finding: None,
+    ///     tool: None, engine_tool: None, args: None, result: None, action: Action::Armed, finding: None, ends_run: false,
     /// };
     /// let mut out = Vec::new();
     /// d.write_record(&mut out);

@@ -25,7 +25,7 @@ use crate::{Action, Decision};
 /// let d = Decision {
 ///     line: 1, kind: EventKind::Call, session: "s".into(), run: None, call_id: None,
 ///     tool: Some("t".into()), engine_tool: None, args: None, result: None,
-///     action: Action::Allow, finding: None,
+///     action: Action::Allow, finding: None, ends_run: false,
 /// };
 /// assert_eq!(Effect::of(&d, Mode::Enforce), Effect::Proceed);
 /// assert_eq!(Effect::of(&d, Mode::Enforce).as_str(), "proceed");
@@ -167,6 +167,7 @@ mod tests {
                 paired_tool: None,
                 emitted,
             }),
+            ends_run: false,
         }
     }
 

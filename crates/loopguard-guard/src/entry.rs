@@ -326,11 +326,11 @@ impl<'e> Input<'e> {
 
     /// `true` when this input cannot be applied with `profile` and `policy` as it is: an
     /// [`Input::Prehashed`] under a tool profile that maps calls or outcomes (all but
-    /// [`ToolProfile::Plain`]), or a policy with one of loopguard's extra detectors on, which
-    /// read the values themselves.
+    /// [`ToolProfile::Plain`]), or a policy with one of loopguard's extra detectors on or the
+    /// `openclaw-2026.9.6` profile, which read the values themselves.
     pub fn needs_values(&self, profile: ToolProfile, policy: &Policy) -> bool {
         matches!(self, Input::Prehashed(..))
-            && (profile != ToolProfile::Plain || policy.extra.any())
+            && (profile != ToolProfile::Plain || policy.extra.any() || shipped(policy))
     }
 }
 
@@ -769,6 +769,7 @@ impl SessionEntry {
             result: None,
             action: Action::Allow,
             finding: None,
+            ends_run: false,
         };
 
         match (event.kind, &event.tool) {
@@ -820,6 +821,14 @@ impl SessionEntry {
         }
         let d = self.session.before_call(policy, &call);
         decision.args = Some(d.args);
+        // The `openclaw-2026.9.6` profile hashes the release's normalised tool name, and
+        // a critical after the run's first ends the run.
+        let shipped_tool = shipped(policy).then(|| shipped_name(engine_tool));
+        if let Some(t) = &shipped_tool {
+            decision.engine_tool = Some(t.clone());
+            decision.ends_run = d.ends_run;
+        }
+        let engine_tool = shipped_tool.as_ref().unwrap_or(engine_tool);
         match d.verdict {
             Verdict::Allow => decision.action = Action::Allow,
             Verdict::Warn {
@@ -852,7 +861,9 @@ impl SessionEntry {
                 }
             }
         }
-        rename_message(decision, engine_tool, tool);
+        if shipped_tool.is_none() {
+            rename_message(decision, engine_tool, tool);
+        }
     }
 
     fn outcome<'e>(
@@ -866,8 +877,16 @@ impl SessionEntry {
     ) {
         let mapped = applier.profile.map_call(tool, &event.args);
         let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
+        let shipped_tool = shipped(policy).then(|| shipped_name(engine_tool));
+        if let Some(t) = &shipped_tool {
+            decision.engine_tool = Some(t.clone());
+        }
+        let engine_tool = shipped_tool.as_ref().unwrap_or(engine_tool);
         // Hashed once here (or ahead), reused by the session below.
         let digest = match pre {
+            _ if shipped_tool.is_some() => {
+                ArgsDigest(loopguard_core::openclaw_2026_9_6::args_digest(args))
+            }
             Some(p) => p.args,
             None => args_digest_wtf8(engine_tool.as_wtf8(), args),
         };
@@ -907,7 +926,9 @@ impl SessionEntry {
                 paired_tool: None,
                 emitted: None,
             });
-            rename_message(decision, engine_tool, tool);
+            if shipped_tool.is_none() {
+                rename_message(decision, engine_tool, tool);
+            }
         }
     }
 
@@ -1076,6 +1097,17 @@ fn engine_call<'c>(event: &'c Event<'c>, tool: &'c JsString<'c>, args: &'c Value
     call.call_id = event.call_id.as_ref().map(JsString::reborrow);
     call.agent = event.agent.as_ref().map(JsString::reborrow);
     call
+}
+
+/// `true` under the `openclaw-2026.9.6` profile (the shipped release's engine).
+fn shipped(policy: &Policy) -> bool {
+    policy.extra.profile == loopguard_core::DetectorProfile::OpenClaw2026_9_6
+}
+
+/// The tool name as the `openclaw-2026.9.6` profile hashes it.
+fn shipped_name(tool: &JsString<'_>) -> JsString<'static> {
+    let name = loopguard_core::openclaw_2026_9_6::normalize_tool_name(tool.as_wtf8());
+    JsString::from(String::from_utf8_lossy(&name).into_owned())
 }
 
 fn nonempty<'a>(id: Option<&'a JsString<'_>>) -> Option<&'a [u8]> {

@@ -50,18 +50,23 @@ pub enum DetectorProfile {
     OpenClaw,
     /// OpenClaw's detectors plus every extra detector, with the strict defaults.
     Strict,
+    /// The detector and tool wrapper of the `openclaw` npm release 2026.9.6, byte for byte
+    /// (docs/decisions.md, "Two eras of OpenClaw"): only `enabled` is read, and every extra
+    /// detector is off.
+    OpenClaw2026_9_6,
 }
 
 impl DetectorProfile {
-    /// `"openclaw"` or `"strict"`.
+    /// `"openclaw"`, `"strict"` or `"openclaw-2026.9.6"`.
     pub fn as_str(self) -> &'static str {
         match self {
             DetectorProfile::OpenClaw => "openclaw",
             DetectorProfile::Strict => "strict",
+            DetectorProfile::OpenClaw2026_9_6 => "openclaw-2026.9.6",
         }
     }
 
-    /// Parses `"openclaw"` / `"strict"`.
+    /// Parses `"openclaw"` / `"strict"` / `"openclaw-2026.9.6"`.
     ///
     /// ```
     /// use loopguard_core::DetectorProfile;
@@ -72,6 +77,7 @@ impl DetectorProfile {
         match s {
             "openclaw" => Some(DetectorProfile::OpenClaw),
             "strict" => Some(DetectorProfile::Strict),
+            "openclaw-2026.9.6" => Some(DetectorProfile::OpenClaw2026_9_6),
             _ => None,
         }
     }

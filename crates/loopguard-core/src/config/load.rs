@@ -279,6 +279,25 @@ fn known_mistake(key: &str) -> Option<&'static str> {
     }
 }
 
+/// A JSON5 node as a [`Value`](crate::value::Value) (the last of repeated keys wins, as in
+/// `JSON.parse`).
+fn node_value(node: &Node) -> crate::value::Value<'static> {
+    use crate::value::{JsString, Object, Value};
+    match &node.value {
+        NodeValue::Null => Value::Null,
+        NodeValue::Bool(b) => Value::Bool(*b),
+        NodeValue::Number(n) => Value::Number(*n),
+        NodeValue::String(s) => Value::String(JsString::from(s.clone())),
+        NodeValue::Array(items) => Value::Array(items.iter().map(node_value).collect()),
+        NodeValue::Object(entries) => Value::Object(Object::from_entries(
+            entries
+                .iter()
+                .map(|e| (JsString::from(e.key.clone()), node_value(&e.value)))
+                .collect(),
+        )),
+    }
+}
+
 pub(super) fn load(text: &str) -> Result<Loaded, LoadError> {
     let root = json5::parse(text)?;
     let NodeValue::Object(_) = root.value else {
@@ -288,7 +307,10 @@ pub(super) fn load(text: &str) -> Result<Loaded, LoadError> {
         });
     };
     let mut cx = Cx::default();
-    let mut config = OpenClawConfig::default();
+    let mut config = OpenClawConfig {
+        raw: Some(std::sync::Arc::new(node_value(&root))),
+        ..Default::default()
+    };
     cx.check_duplicates(&root, "");
 
     let mut global_pos = Positions::default();
@@ -695,9 +717,9 @@ impl Cx {
                 NodeValue::String(s) => match DetectorProfile::parse(s) {
                     Some(profile) => cfg.profile = Some(profile),
                     None => {
-                        let suggestion = suggest(s, &["openclaw", "strict"]);
+                        let suggestion = suggest(s, &["openclaw", "strict", "openclaw-2026.9.6"]);
                         let mut message = format!(
-                            "unknown profile {s:?}; known profiles: \"openclaw\", \"strict\""
+                            "unknown profile {s:?}; known profiles: \"openclaw\", \"strict\", \"openclaw-2026.9.6\""
                         );
                         if let Some(sg) = &suggestion {
                             message.push_str(&format!("; did you mean {sg:?}?"));
@@ -933,7 +955,16 @@ mod tests {
     fn defaults_from_an_empty_file() {
         let l = load("{}").unwrap();
         assert!(l.diagnostics.is_empty());
-        assert_eq!(l.config, OpenClawConfig::default());
+        // The file as read is kept (for the openclaw-2026.9.6 profile); nothing else is set.
+        assert_eq!(
+            l.config.raw.as_deref(),
+            Some(&crate::value::Value::empty_object())
+        );
+        let config = OpenClawConfig {
+            raw: None,
+            ..l.config
+        };
+        assert_eq!(config, OpenClawConfig::default());
     }
 
     #[test]

@@ -292,6 +292,9 @@ pub struct Policy {
     /// loopguard's extra detectors (the `loopguard` block; all off in the default
     /// `openclaw` profile).
     pub extra: ExtraPolicy,
+    /// The channel plugins the config sets up (`channels`), as the `openclaw-2026.9.6`
+    /// profile reads them; unused by the other profiles.
+    pub shipped_channels: crate::openclaw_2026_9_6::Channels,
 }
 
 impl Policy {
@@ -319,6 +322,7 @@ impl Policy {
                 },
             },
             extra: ExtraPolicy::default(),
+            shipped_channels: Default::default(),
         }
     }
 
@@ -403,6 +407,10 @@ pub struct OpenClawConfig {
     pub agents: Vec<AgentConfig>,
     /// The top-level `loopguard` block (loopguard's extension; see [`LoopguardConfig`]).
     pub loopguard: Option<LoopguardConfig>,
+    /// The whole file as read, for the `openclaw-2026.9.6` profile, which reads it as that
+    /// release does (`enabled` per agent from `agents.list` or `agents.entries`, the
+    /// channel plugins under `channels`). `None` for a config built in code.
+    pub raw: Option<std::sync::Arc<crate::value::Value<'static>>>,
 }
 
 /// Agent ids are compared trimmed (JavaScript's `trim`) and case-insensitively
@@ -455,7 +463,18 @@ impl OpenClawConfig {
             .loopguard_for(agent_id)
             .map(|l| l.resolve())
             .unwrap_or_default();
-        Policy::from_block(self.block_for(agent_id)).with_extra(extra)
+        let mut policy = Policy::from_block(self.block_for(agent_id)).with_extra(extra);
+        if policy.extra.profile == DetectorProfile::OpenClaw2026_9_6 {
+            if let Some(raw) = &self.raw {
+                use crate::openclaw_2026_9_6::{channels, loop_detection_enabled, Enabled};
+                let enabled = loop_detection_enabled(raw, agent_id);
+                policy.resolved.enabled = enabled == Enabled::True;
+                policy.records_calls = enabled != Enabled::False;
+                policy.guard.enabled = enabled != Enabled::False;
+                policy.shipped_channels = channels(raw);
+            }
+        }
+        policy
     }
 
     /// Selects `profile` for every agent, overriding what the file chose (the file's

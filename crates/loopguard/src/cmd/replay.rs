@@ -169,6 +169,9 @@ pub enum ProfileArg {
     Openclaw,
     /// OpenClaw's detectors plus loopguard's extra detectors.
     Strict,
+    /// The detector and tool wrapper of the `openclaw` npm release 2026.9.6, byte for byte.
+    #[value(name = "openclaw-2026.9.6")]
+    Openclaw2026_9_6,
 }
 
 impl From<ProfileArg> for DetectorProfile {
@@ -176,6 +179,7 @@ impl From<ProfileArg> for DetectorProfile {
         match p {
             ProfileArg::Openclaw => DetectorProfile::OpenClaw,
             ProfileArg::Strict => DetectorProfile::Strict,
+            ProfileArg::Openclaw2026_9_6 => DetectorProfile::OpenClaw2026_9_6,
         }
     }
 }
