@@ -1136,6 +1136,12 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn both_profiles_keep_the_same_number_of_runs() {
+        assert_eq!(MAX_RUN_GUARDS, crate::openclaw_2026_9_6::MAX_RUNS);
+    }
+
     use super::*;
 
     /// Found by differential testing: an outcome whose pending record is trimmed away

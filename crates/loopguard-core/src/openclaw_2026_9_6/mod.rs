@@ -223,10 +223,15 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The most runs a session keeps the state of: the same bound as the default profile's
+/// ([`crate::MAX_RUN_GUARDS`]; a test of the session module keeps the two equal). Kept here
+/// so this module depends on nothing that depends on it.
+pub(crate) const MAX_RUNS: usize = 64;
+
 impl ShippedSession {
     /// The state of `run`, created on first use; the most recently used run is last, and
-    /// beyond [`crate::MAX_RUN_GUARDS`] runs the least recently used is forgotten (a run
-    /// that comes back starts afresh, as a new one does).
+    /// beyond [`MAX_RUNS`] runs the least recently used is forgotten (a run that comes back
+    /// starts afresh, as a new one does).
     fn run_state(&mut self, enabled: Enabled, run: &Option<Vec<u8>>) -> &mut RunState {
         let last = self.runs.len().wrapping_sub(1);
         let i = match self.runs.iter().rposition(|(k, _)| k == run) {
@@ -237,7 +242,7 @@ impl ShippedSession {
                 self.runs.len() - 1
             }
             None => {
-                if self.runs.len() >= crate::session::MAX_RUN_GUARDS {
+                if self.runs.len() >= MAX_RUNS {
                     self.runs.remove(0);
                 }
                 self.runs.push((
