@@ -273,7 +273,7 @@ fn strip_timeout(output: &str) -> Option<&str> {
 /// A Codex poll of a running command, as OpenClaw's known poll `process`
 /// `{action: "poll", sessionId}`: `write_stdin` with empty `chars`, or a code-mode `exec`
 /// script (`input`) whose only call is `tools.write_stdin({session_id, chars: ""})`. The
-/// hook maps the same calls the same way (`loopguard_agents::profile`), so replay of a
+/// hook maps the same calls the same way (`loopguard_guard::profile::agents`), so replay of a
 /// rollout and the live hook agree.
 pub(crate) fn codex_poll(tool: &str, args: &Value<'_>) -> Option<Value<'static>> {
     let id = match tool {
