@@ -48,9 +48,10 @@ use std::collections::{HashSet, VecDeque};
 use loopguard_core::Value;
 use loopguard_events::Payload;
 
+use crate::common::object_line;
 use crate::common::{
-    content_text, id_field, parse_line, str_field, tool_use_parts, ts_of, usage_tokens,
-    PendingCall, Runs, Tracker,
+    content_text, id_field, str_field, tool_use_parts, ts_of, usage_tokens, PendingCall, Runs,
+    Tracker,
 };
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
@@ -330,17 +331,9 @@ impl LineAdapter for ClaudeCodeAdapter {
         text: &[u8],
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        if text.trim_ascii().is_empty() {
+        let Some(v) = object_line(no, text, "a Claude Code line")? else {
             return Ok(());
-        }
-        let v = parse_line(no, text)?;
-        if v.as_object().is_none() {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "a Claude Code line must be a JSON object",
-            ));
-        }
+        };
         let Some(ty) = str_field(&v, "type") else {
             return Err(Diagnostic::new(
                 no,

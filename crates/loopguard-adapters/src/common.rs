@@ -352,6 +352,28 @@ pub fn parse_line(no: u64, text: &[u8]) -> Result<Value<'_>, crate::Diagnostic> 
     })
 }
 
+/// One line of a JSONL log read as a JSON object: `Ok(None)` for a blank line, an error
+/// naming the line for anything that is not JSON or not an object. `what` names such a line
+/// in the error (`"a Claude Code line"` gives "a Claude Code line must be a JSON object").
+pub(crate) fn object_line<'t>(
+    no: u64,
+    text: &'t [u8],
+    what: &str,
+) -> Result<Option<Value<'t>>, crate::Diagnostic> {
+    if text.trim_ascii().is_empty() {
+        return Ok(None);
+    }
+    let v = parse_line(no, text)?;
+    if v.as_object().is_none() {
+        return Err(crate::Diagnostic::new(
+            no,
+            crate::DiagnosticKind::BadField,
+            format!("{what} must be a JSON object"),
+        ));
+    }
+    Ok(Some(v))
+}
+
 pub(crate) use crate::pairing::{PendingCall, Tracker};
 
 /// The tokens of a Messages API `usage` object (Anthropic, Claude Code), when it has any

@@ -22,7 +22,8 @@
 use loopguard_core::Value;
 
 use crate::agent_log::{AgentLog, Ended};
-use crate::common::{arguments, content_text, id_field, parse_line, str_field, ts_of};
+use crate::common::object_line;
+use crate::common::{arguments, content_text, id_field, str_field, ts_of};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
 /// Copilot CLI session events.
@@ -69,17 +70,9 @@ impl LineAdapter for CopilotSessionAdapter {
         text: &[u8],
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        if text.trim_ascii().is_empty() {
+        let Some(v) = object_line(no, text, "a Copilot CLI event")? else {
             return Ok(());
-        }
-        let v = parse_line(no, text)?;
-        if v.as_object().is_none() {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "a Copilot CLI event must be a JSON object",
-            ));
-        }
+        };
         let Some(ty) = str_field(&v, "type") else {
             return Err(Diagnostic::new(
                 no,

@@ -31,7 +31,8 @@ use std::collections::HashSet;
 use loopguard_core::Value;
 
 use crate::agent_log::{AgentLog, Ended};
-use crate::common::{arguments, content_text, id_field, parse_line, str_field, ts_of};
+use crate::common::object_line;
+use crate::common::{arguments, content_text, id_field, str_field, ts_of};
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
 };
@@ -219,17 +220,9 @@ impl LineAdapter for GeminiChatAdapter {
         text: &[u8],
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        if text.trim_ascii().is_empty() {
+        let Some(v) = object_line(no, text, "a Gemini CLI chat record")? else {
             return Ok(());
-        }
-        let v = parse_line(no, text)?;
-        if v.as_object().is_none() {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "a Gemini CLI chat record must be a JSON object",
-            ));
-        }
+        };
         if let Some(set) = v.get("$set") {
             if let Some(messages) = set.get("messages").and_then(Value::as_array) {
                 for m in messages {

@@ -23,7 +23,8 @@
 use loopguard_core::Value;
 
 use crate::agent_log::{AgentLog, Ended};
-use crate::common::{arguments, content_text, id_field, parse_line, str_field, ts_of};
+use crate::common::object_line;
+use crate::common::{arguments, content_text, id_field, str_field, ts_of};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
 /// Qwen Code chat records.
@@ -75,17 +76,9 @@ impl LineAdapter for QwenAdapter {
         text: &[u8],
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        if text.trim_ascii().is_empty() {
+        let Some(v) = object_line(no, text, "a Qwen Code line")? else {
             return Ok(());
-        }
-        let v = parse_line(no, text)?;
-        if v.as_object().is_none() {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::BadField,
-                "a Qwen Code line must be a JSON object",
-            ));
-        }
+        };
         let ts = ts_of(&v, "timestamp");
         match str_field(&v, "type") {
             Some("assistant") => {

@@ -65,8 +65,9 @@
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Payload;
 
+use crate::common::object_line;
 use crate::common::{
-    arguments, content_text, document_error, each_numbered, empty, id_field, parse_line, str_field,
+    arguments, content_text, document_error, each_numbered, empty, id_field, str_field,
     text_result, ts_of, PendingCall, Runs, Tracker,
 };
 use crate::{
@@ -590,13 +591,9 @@ impl LineAdapter for CodexRolloutAdapter {
         text: &[u8],
         out: &mut Vec<SourcedEvent>,
     ) -> Result<(), Diagnostic> {
-        if text.trim_ascii().is_empty() {
+        let Some(v) = object_line(no, text, "a rollout line")? else {
             return Ok(());
-        }
-        let v = parse_line(no, text)?;
-        if v.as_object().is_none() {
-            return Err(bad(no, "a rollout line must be a JSON object"));
-        }
+        };
         let Some(ty) = str_field(&v, "type") else {
             return Err(Diagnostic::new(
                 no,
