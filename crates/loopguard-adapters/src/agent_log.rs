@@ -28,6 +28,14 @@ use crate::{Context, Diagnostic, SourcedEvent};
 /// The profile every event of an agent's session log is judged with.
 pub(crate) const PROFILE: &str = "claude-code";
 
+/// A turn's token count shared among its `calls` tool calls (the logs give one total per
+/// model turn); `None` without a usable count.
+pub(crate) fn tokens_per_call(total: Option<f64>, calls: usize) -> Option<u64> {
+    total
+        .filter(|t| *t >= 0.0)
+        .map(|t| t as u64 / calls.max(1) as u64)
+}
+
 /// What a log recorded of one call's end.
 pub(crate) enum Ended {
     /// The tool's result (text, or the agent's structured result).

@@ -48,11 +48,11 @@ use std::collections::{HashSet, VecDeque};
 use loopguard_core::Value;
 use loopguard_events::Payload;
 
-use crate::common::object_line;
 use crate::common::{
     content_text, id_field, str_field, tool_use_parts, ts_of, usage_tokens, PendingCall, Runs,
     Tracker,
 };
+use crate::common::{line_type, object_line};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
 /// `tool_use` ids remembered for de-duplication.
@@ -334,13 +334,7 @@ impl LineAdapter for ClaudeCodeAdapter {
         let Some(v) = object_line(no, text, "a Claude Code line")? else {
             return Ok(());
         };
-        let Some(ty) = str_field(&v, "type") else {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::UnknownEntry,
-                "a line without a `type`; skipped",
-            ));
-        };
+        let ty = line_type(no, &v, "a line")?;
         let ts = ts_of(&v, "timestamp");
         match ty {
             "assistant" => self.assistant(no, &v, ts, out),

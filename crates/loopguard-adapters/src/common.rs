@@ -374,6 +374,22 @@ pub(crate) fn object_line<'t>(
     Ok(Some(v))
 }
 
+/// A log line's `type`, or an `UnknownEntry` diagnostic naming the line (`what`: "a line"
+/// gives "a line without a `type`; skipped").
+pub(crate) fn line_type<'v>(
+    no: u64,
+    v: &'v Value<'_>,
+    what: &str,
+) -> Result<&'v str, crate::Diagnostic> {
+    str_field(v, "type").ok_or_else(|| {
+        crate::Diagnostic::new(
+            no,
+            crate::DiagnosticKind::UnknownEntry,
+            format!("{what} without a `type`; skipped"),
+        )
+    })
+}
+
 pub(crate) use crate::pairing::{PendingCall, Tracker};
 
 /// The tokens of a Messages API `usage` object (Anthropic, Claude Code), when it has any

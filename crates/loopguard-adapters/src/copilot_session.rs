@@ -22,8 +22,8 @@
 use loopguard_core::Value;
 
 use crate::agent_log::{AgentLog, Ended};
-use crate::common::object_line;
 use crate::common::{arguments, content_text, id_field, str_field, ts_of};
+use crate::common::{line_type, object_line};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
 
 /// Copilot CLI session events.
@@ -73,13 +73,7 @@ impl LineAdapter for CopilotSessionAdapter {
         let Some(v) = object_line(no, text, "a Copilot CLI event")? else {
             return Ok(());
         };
-        let Some(ty) = str_field(&v, "type") else {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::UnknownEntry,
-                "an event without a `type`; skipped",
-            ));
-        };
+        let ty = line_type(no, &v, "an event")?;
         let ts = ts_of(&v, "timestamp");
         let data = v.get("data").unwrap_or(&Value::Null);
         match ty {

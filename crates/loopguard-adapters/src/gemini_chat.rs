@@ -30,7 +30,7 @@ use std::collections::HashSet;
 
 use loopguard_core::Value;
 
-use crate::agent_log::{AgentLog, Ended};
+use crate::agent_log::{tokens_per_call, AgentLog, Ended};
 use crate::common::object_line;
 use crate::common::{arguments, content_text, id_field, str_field, ts_of};
 use crate::{
@@ -103,12 +103,12 @@ impl GeminiChatAdapter {
         let Some(calls) = v.get("toolCalls").and_then(Value::as_array) else {
             return;
         };
-        let tokens = v
-            .get("tokens")
-            .and_then(|t| t.get("total"))
-            .and_then(Value::as_f64)
-            .filter(|t| *t >= 0.0)
-            .map(|t| t as u64 / calls.len().max(1) as u64);
+        let tokens = tokens_per_call(
+            v.get("tokens")
+                .and_then(|t| t.get("total"))
+                .and_then(Value::as_f64),
+            calls.len(),
+        );
         for (i, c) in calls.iter().enumerate() {
             let Some(id) = id_field(c, "id") else {
                 self.log.tracker.diagnose(

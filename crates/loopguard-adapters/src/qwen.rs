@@ -22,7 +22,7 @@
 
 use loopguard_core::Value;
 
-use crate::agent_log::{AgentLog, Ended};
+use crate::agent_log::{tokens_per_call, AgentLog, Ended};
 use crate::common::object_line;
 use crate::common::{arguments, content_text, id_field, str_field, ts_of};
 use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
@@ -86,12 +86,12 @@ impl LineAdapter for QwenAdapter {
                     .iter()
                     .filter_map(|p| p.get("functionCall"))
                     .collect();
-                let tokens = v
-                    .get("usageMetadata")
-                    .and_then(|u| u.get("totalTokenCount"))
-                    .and_then(Value::as_f64)
-                    .filter(|t| *t >= 0.0)
-                    .map(|t| t as u64 / calls.len().max(1) as u64);
+                let tokens = tokens_per_call(
+                    v.get("usageMetadata")
+                        .and_then(|u| u.get("totalTokenCount"))
+                        .and_then(Value::as_f64),
+                    calls.len(),
+                );
                 for (i, c) in calls.into_iter().enumerate() {
                     let Some(name) = str_field(c, "name") else {
                         self.log.tracker.diagnose(

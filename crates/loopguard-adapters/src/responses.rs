@@ -65,11 +65,11 @@
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Payload;
 
-use crate::common::object_line;
 use crate::common::{
     arguments, content_text, document_error, each_numbered, empty, id_field, str_field,
     text_result, ts_of, PendingCall, Runs, Tracker,
 };
+use crate::common::{line_type, object_line};
 use crate::{
     Adapted, Context, Diagnostic, DiagnosticKind, DocumentAdapter, LineAdapter, SourcedEvent,
 };
@@ -594,13 +594,7 @@ impl LineAdapter for CodexRolloutAdapter {
         let Some(v) = object_line(no, text, "a rollout line")? else {
             return Ok(());
         };
-        let Some(ty) = str_field(&v, "type") else {
-            return Err(Diagnostic::new(
-                no,
-                DiagnosticKind::UnknownEntry,
-                "a rollout line without a `type`; skipped",
-            ));
-        };
+        let ty = line_type(no, &v, "a rollout line")?;
         let ts = ts_of(&v, "timestamp");
         let payload = v.get("payload");
         match ty {
