@@ -515,6 +515,15 @@ fn write_ledger(out: &mut Vec<u8>, l: &Ledger) {
             canonical::write_number(out, f64::from(sk.flags));
             out.write(b",\"argsFlags\":");
             canonical::write_number(out, f64::from(sk.args.flags));
+            // Written only when set, so a state without them reads back the same.
+            if sk.args.numbers != 0 {
+                out.write(b",\"numbers\":");
+                write_str(out, &format!("{:016x}", sk.args.numbers));
+            }
+            if sk.args.target != 0 {
+                out.write(b",\"target\":");
+                write_str(out, &format!("{:016x}", sk.args.target));
+            }
             out.write(b",\"tokens\":[");
             for (i, t) in sk.args.tokens.iter().enumerate() {
                 if i > 0 {
@@ -571,7 +580,8 @@ fn parse_hex8(s: &str) -> Option<[u8; 8]> {
     Some(out)
 }
 
-/// A drift sketch: `{shape, outcome, flags, argsFlags, tokens}` (hashes as 16 hex digits).
+/// A drift sketch: `{shape, outcome, flags, argsFlags, tokens}`, optionally `numbers` and
+/// `target` (absent in states of earlier versions: 0) (hashes as 16 hex digits).
 fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sketch, StateError> {
     use crate::detectors::sketch::{ArgsSketch, Sketch};
     let hex64 = |k: &'static str| -> Result<u64, StateError> {
@@ -584,6 +594,12 @@ fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sket
     let byte = |k: &'static str| -> Result<u8, StateError> {
         u8::try_from(p.key(k).uint(p.field(v, k)?)?).map_err(|_| p.key(k).err("a byte"))
     };
+    let opt_hex64 = |k: &'static str| -> Result<u64, StateError> {
+        match v.get(k) {
+            None => Ok(0),
+            Some(_) => hex64(k),
+        }
+    };
     let tp = p.key("tokens");
     let mut tokens = Vec::new();
     for (i, t) in tp.array(p.field(v, "tokens")?)?.iter().enumerate() {
@@ -595,6 +611,8 @@ fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sket
             shape: hex64("shape")?,
             tokens,
             flags: byte("argsFlags")?,
+            numbers: opt_hex64("numbers")?,
+            target: opt_hex64("target")?,
         },
         outcome: hex64("outcome")?,
         flags: byte("flags")?,

@@ -121,7 +121,9 @@ impl Session {
                 match &e.sketch {
                     None => w.0.push(0),
                     Some(sk) => {
-                        w.0.push(1);
+                        // 1: a sketch; 2: a sketch with its numbers and write target.
+                        let extended = sk.args.numbers != 0 || sk.args.target != 0;
+                        w.0.push(if extended { 2 } else { 1 });
                         w.0.extend_from_slice(&sk.args.shape.to_le_bytes());
                         w.0.extend_from_slice(&sk.outcome.to_le_bytes());
                         w.0.push(sk.flags);
@@ -129,6 +131,10 @@ impl Session {
                         w.uint(sk.args.tokens.len() as u64);
                         for t in sk.args.tokens.iter() {
                             w.0.extend_from_slice(&t.to_le_bytes());
+                        }
+                        if extended {
+                            w.0.extend_from_slice(&sk.args.numbers.to_le_bytes());
+                            w.0.extend_from_slice(&sk.args.target.to_le_bytes());
                         }
                     }
                 }
@@ -538,7 +544,7 @@ impl<'b> Reader<'b> {
         use crate::detectors::sketch::{ArgsSketch, Sketch};
         match self.byte()? {
             0 => Some(None),
-            1 => {
+            tag @ (1 | 2) => {
                 let shape = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
                 let outcome = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
                 let flags = self.byte()?;
@@ -551,11 +557,21 @@ impl<'b> Reader<'b> {
                 for _ in 0..n {
                     tokens.push(u32::from_le_bytes(self.take(4)?.try_into().ok()?));
                 }
+                let (numbers, target) = if tag == 2 {
+                    (
+                        u64::from_le_bytes(self.take(8)?.try_into().ok()?),
+                        u64::from_le_bytes(self.take(8)?.try_into().ok()?),
+                    )
+                } else {
+                    (0, 0)
+                };
                 Some(Some(Box::new(Sketch {
                     args: ArgsSketch {
                         shape,
                         tokens,
                         flags: args_flags,
+                        numbers,
+                        target,
                     },
                     outcome,
                     flags,

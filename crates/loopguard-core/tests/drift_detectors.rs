@@ -300,27 +300,32 @@ fn a_three_call_round_with_unchanged_results_blocks_on_the_third_round() {
         ok("search", r#"{"query":"rate limit header"}"#, "no results"),
         ok("list", r#"{"dir":"docs/"}"#, "index.md api.md"),
     ];
-    let steps: Vec<Step> = round.iter().cycle().take(12).cloned().collect();
+    let steps: Vec<Step> = round.iter().cycle().take(14).cloned().collect();
     let seen = replay(&strict(), &steps);
-    assert_eq!(seen.first_block, Some((9, Detector::NoProgressCycle)));
+    // Three tools: warned after two rounds, blocked after four (a round of one tool, three
+    // URLs fetched in turn, is blocked at its 8th call: `tests/progressions.rs`).
+    assert_eq!(seen.first_block, Some((12, Detector::NoProgressCycle)));
     assert_eq!(seen.first_warn, Some((6, Detector::NoProgressCycle)));
 }
 
 #[test]
-fn a_near_alternation_with_drifting_numbers_is_a_cycle() {
-    // A, B, A', B', ...: the same two calls, line numbers drifting, results unchanged.
+fn a_near_alternation_with_drifting_spelling_is_a_cycle() {
+    // A, B, A', B', ...: the same two calls, quoting and spacing drifting, results
+    // unchanged. (Numbers counting up would be a progression: `tests/progressions.rs`.)
     let steps: Vec<Step> = (0..10)
         .map(|i| {
             if i % 2 == 0 {
+                let q = if i % 4 == 0 { "'" } else { "\"" };
                 ok(
                     "bash",
-                    &sh(&format!("grep -n 'def parse' src/p{}.py", 1)),
+                    &sh(&format!("grep -n {q}def parse{q} src/p1.py")),
                     "src/p1.py:12:def parse(s):",
                 )
             } else {
+                let gap = if i % 4 == 1 { " " } else { "  " };
                 ok(
                     "bash",
-                    &sh(&format!("sed -n '{},{}p' src/p1.py", 10 + i, 20 + i)),
+                    &sh(&format!("sed -n{gap}'10,20p' src/p1.py")),
                     "def parse(s):\n    return s",
                 )
             }

@@ -13,6 +13,17 @@
 //! - when the proposed call is an output-only confirmation (`echo`, `printf`, `true`,
 //!   `:` and nothing else), every earlier confirmation, whatever its wording.
 //!
+//! A successful call is never a repeat of a newer one that counts up from it or writes
+//! elsewhere ([`ArgsSketch::progresses_from`]): the same shape with other numbers (`ls 3`
+//! after `ls 2`, the next page of `view --view_range`, `calculate` with new operands, whose
+//! large or decimal answers normalise alike) or a write to another file (a batch writing
+//! one text to 30 files). Failures still count across changing numbers: a usage error to
+//! drifting line numbers is the same answer. The held-out real runs behind this rule (a
+//! `calculate` tool blocked at its 4th call, paging blocked at the 9th, a SWE-agent run
+//! whose masked numbers made a progression read as a repeat) and the peers' tests (OpenClaw's
+//! one-shot batch of distinct arguments, OpenHands' counting `ls N` / `read fileN.txt`)
+//! are in `tests/progressions.rs`.
+//!
 //! The same call failing the same way is left to `identical_failure_streak` (agents do
 //! recover from a few identical malformed turns). Failures of other calls in between (a malformed turn, a failing command) are skipped,
 //! at most four in a row; any other call ends the walk, and so does a poll (waiting is
@@ -47,6 +58,7 @@ pub(crate) fn count(
     let mut echoes = 0u64;
     let mut reference: Option<u64> = None;
     let mut newer: &[u32] = &args.tokens;
+    let mut newer_args = args;
     let mut skipped = 0u32;
     for e in tail.rev() {
         let Some(s) = e.sketch.as_deref() else { break };
@@ -65,7 +77,11 @@ pub(crate) fn count(
         let exact_failure = e.failure.is_some() && e.same_call(tool, digest) && !s.vetoed();
         // The outcome first (one comparison), the similarity only when it can matter; the
         // newer repeat is the proposed call itself until one is found.
+        // A call that succeeded and that the newer repeat counts up from (other numbers:
+        // the next file, page or operand) or a write to another target is a progression.
+        let progression = e.failure.is_none() && !s.vetoed() && newer_args.progresses_from(&s.args);
         let alike = !exact_failure
+            && !progression
             && reference.is_none_or(|r| r == s.outcome)
             && super::ledger::same_bytes(e.tool.as_wtf8(), tool)
             && if s.empty_outcome() {
@@ -79,6 +95,7 @@ pub(crate) fn count(
         if alike {
             reference = Some(s.outcome);
             newer = &s.args.tokens;
+            newer_args = &s.args;
             n += 1;
             skipped = 0;
             continue;

