@@ -273,3 +273,203 @@ fn three_urls_fetched_in_turn_are_stopped_by_the_eighth_call() {
     );
     assert!(seen.first_warn.is_some_and(|(n, _)| n < seen.first_block.unwrap().0));
 }
+
+// ---- empty_search_sweep -------------------------------------------------------------
+
+/// `find / -name "<guess>*"` with a new guess each time, every answer empty (a held-out
+/// real run had 36 in a row): warned, then blocked at the 8th search.
+#[test]
+fn a_sweep_of_guessed_names_with_empty_answers_is_stopped_at_the_eighth() {
+    let guesses = [
+        "settings", "config", "conf", "setup", "local_settings", "prod", "base", "common",
+        "defaults", "env",
+    ];
+    let steps: Vec<Step> = guesses
+        .iter()
+        .map(|g| ok("bash", sh(&format!("find / -name \"{g}*.py\" 2>/dev/null")), ""))
+        .collect();
+    let seen = replay(&strict(), &steps);
+    assert_eq!(seen.first_block, Some((8, Detector::EmptySearchSweep)), "{seen:?}");
+    assert_eq!(seen.first_warn, Some((5, Detector::EmptySearchSweep)));
+    // The typo that hides the shell's error (`find.`) is the same sweep.
+    let typo: Vec<Step> = guesses
+        .iter()
+        .map(|g| ok("bash", sh(&format!("cd /repo && find. -name '{g}*' 2>/dev/null")), ""))
+        .collect();
+    assert_eq!(
+        strict_block(&typo),
+        Some((8, Detector::EmptySearchSweep))
+    );
+    // And grep finding nothing (exit 1, no text) with a search tool.
+    let greps: Vec<Step> = guesses
+        .iter()
+        .map(|g| fail("Grep", serde_json::json!({ "pattern": format!("def {g}_loader") }), ""))
+        .collect();
+    assert!(strict_block(&greps).is_some_and(|(n, _)| n <= 8));
+}
+
+/// A sweep broken by a search that finds something, or by progress in another call, starts
+/// again: three empty guesses between reads never add up.
+#[test]
+fn searches_that_find_things_or_progress_between_them_are_no_sweep() {
+    let mut steps = Vec::new();
+    for i in 0..12 {
+        for g in ["alpha", "beta", "gamma"] {
+            steps.push(ok("bash", sh(&format!("grep -rn '{g}_{i}' src/")), ""));
+        }
+        steps.push(ok(
+            "bash",
+            sh(&format!("cat src/mod{i}.py")),
+            &format!("def handler_{i}(): return {i}"),
+        ));
+    }
+    assert_eq!(strict_block(&steps), None);
+    // Listings that find something each time.
+    let lists: Vec<Step> = (0..20)
+        .map(|i| ok("ls", serde_json::json!({ "path": format!("pkg/sub{i}") }), &format!("mod_{i}.py")))
+        .collect();
+    assert_eq!(replay(&strict(), &lists), Seen::default());
+}
+
+/// 38 empty polls of a background process in a row, while other calls show progress: not a
+/// sweep (polls are waiting), not a loop.
+#[test]
+fn long_empty_polls_while_other_calls_progress_stay_free() {
+    let mut steps = Vec::new();
+    for i in 0..38 {
+        steps.push(ok(
+            "BashOutput",
+            serde_json::json!({ "bash_id": "build", "filter": format!("step {i}") }),
+            "",
+        ));
+        if i % 4 == 3 {
+            steps.push(ok(
+                "Edit",
+                serde_json::json!({ "file_path": format!("src/part{i}.rs"), "old_string": "a", "new_string": "b" }),
+                "The file has been updated.",
+            ));
+        }
+    }
+    assert_eq!(strict_block(&steps), None);
+    // Byte-identical empty polls are OpenClaw's own poll and repeat rules' (the default
+    // profile's, unchanged): no strict detector ever counts a poll.
+    let same: Vec<Step> = steps
+        .iter()
+        .map(|s| {
+            if s.0 == "BashOutput" {
+                ok("BashOutput", serde_json::json!({ "bash_id": "build" }), "")
+            } else {
+                s.clone()
+            }
+        })
+        .collect();
+    let seen = replay(&strict(), &same);
+    for (_, d) in seen.first_warn.iter().chain(seen.first_block.iter()) {
+        assert!(!Detector::EXTRA.contains(d), "{seen:?}");
+    }
+}
+
+// ---- unrunnable_commands ------------------------------------------------------------
+
+/// Prose sent as commands, each answered by one of two bash errors: stopped at the 5th.
+#[test]
+fn prose_sent_as_commands_is_stopped_at_the_fifth() {
+    let prose = [
+        "Now I will inspect the settings module to understand the bug",
+        "Let me look at how the parser handles empty strings",
+        "I should check the tests first, then apply the fix",
+        "Next, we open the file and review the function carefully",
+        "First we need to understand the failing test's expectations",
+        "The fix requires changing the return statement",
+    ];
+    let steps: Vec<Step> = prose
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let word = p.split(' ').next().unwrap().trim_end_matches(',');
+            let err = if i % 2 == 0 {
+                format!("bash: line 1: {word}: command not found")
+            } else {
+                "bash: -c: line 1: syntax error near unexpected token `('".to_string()
+            };
+            fail("bash", sh(p), &err)
+        })
+        .collect();
+    let seen = replay(&strict(), &steps);
+    assert_eq!(seen.first_block, Some((5, Detector::UnrunnableCommands)), "{seen:?}");
+    assert_eq!(seen.first_warn, Some((3, Detector::UnrunnableCommands)));
+}
+
+/// One mistyped command, then real ones: never counted past one.
+#[test]
+fn one_typo_then_real_commands_stays_free() {
+    let mut steps = Vec::new();
+    for i in 0..6 {
+        steps.push(fail(
+            "bash",
+            sh(&format!("pyhton test_{i}.py")),
+            "bash: pyhton: command not found",
+        ));
+        steps.push(ok("bash", sh(&format!("python test_{i}.py")), &format!("{i} passed")));
+    }
+    assert_eq!(replay(&strict(), &steps), Seen::default());
+}
+
+// ---- error_cascade ------------------------------------------------------------------
+
+/// Every call failing, across tools: warned after six, blocked at the 11th.
+#[test]
+fn failures_in_a_row_across_tools_are_a_cascade() {
+    let tools = ["read", "bash", "write", "web_fetch", "grep"];
+    let steps: Vec<Step> = (0..14)
+        .map(|i| {
+            let tool = tools[i % tools.len()];
+            fail(
+                tool,
+                serde_json::json!({ "target": format!("item-{}", (b'a' + i as u8) as char) }),
+                &format!("{tool}: permission denied ({})", (b'a' + i as u8) as char),
+            )
+        })
+        .collect();
+    let seen = replay(&strict(), &steps);
+    assert_eq!(seen.first_block, Some((11, Detector::ErrorCascade)), "{seen:?}");
+    assert!(seen.first_warn.is_some_and(|(n, _)| n <= 7));
+}
+
+/// Test reruns after each patch fail (the test ran; the command succeeded), edits succeed:
+/// no cascade, no loop. `sleep N && tail log` restart cycles and heartbeat re-reads with
+/// changing answers are free too.
+#[test]
+fn test_reruns_restart_cycles_and_heartbeats_stay_free() {
+    let mut steps = Vec::new();
+    for i in 0..10 {
+        steps.push(ok(
+            "Edit",
+            serde_json::json!({ "file_path": "src/lib.rs", "old_string": format!("v{i}"), "new_string": format!("v{}", i + 1) }),
+            "The file has been updated.",
+        ));
+        steps.push(fail(
+            "bash",
+            sh("cargo test -q"),
+            &format!("test result: FAILED. {} passed; {} failed", 10 + i, 10 - i),
+        ));
+    }
+    for i in 0..8 {
+        steps.push(ok("bash", sh("systemctl restart app"), ""));
+        steps.push(ok(
+            "bash",
+            sh(&format!("sleep {} && tail -n 5 app.log", 5 * (i + 1))),
+            &format!("started worker {i}; ready"),
+        ));
+    }
+    for i in 0..12 {
+        steps.push(ok(
+            "read",
+            serde_json::json!({ "path": "HEARTBEAT.md" }),
+            &format!("last beat: step {i}"),
+        ));
+        steps.push(ok("bash", sh(&format!("make step{i}")), &format!("step {i} done")));
+    }
+    assert_eq!(strict_block(&steps), None);
+}
+

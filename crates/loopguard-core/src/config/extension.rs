@@ -84,7 +84,7 @@ impl DetectorProfile {
 }
 
 /// The keys of `loopguard.detectors`, in the order the README lists them.
-pub const EXTRA_DETECTOR_KEYS: [&str; 9] = [
+pub const EXTRA_DETECTOR_KEYS: [&str; 12] = [
     "identicalFailureStreak",
     "identicalOutcomeStreak",
     "errorDespiteChangingArgs",
@@ -94,6 +94,9 @@ pub const EXTRA_DETECTOR_KEYS: [&str; 9] = [
     "nearRepeat",
     "noProgressCycle",
     "changingErrorSameCall",
+    "emptySearchSweep",
+    "unrunnableCommands",
+    "errorCascade",
 ];
 
 /// One extra detector's block as written: a switch and its numbers (`None` = not set).
@@ -162,6 +165,12 @@ pub struct LoopguardConfig {
     pub no_progress_cycle: Option<ExtraDetectorConfig>,
     /// `detectors.changingErrorSameCall`.
     pub changing_error_same_call: Option<ExtraDetectorConfig>,
+    /// `detectors.emptySearchSweep`.
+    pub empty_search_sweep: Option<ExtraDetectorConfig>,
+    /// `detectors.unrunnableCommands`.
+    pub unrunnable_commands: Option<ExtraDetectorConfig>,
+    /// `detectors.errorCascade`.
+    pub error_cascade: Option<ExtraDetectorConfig>,
     /// `countVetoes`: whether a blocked call counts toward the streak it was blocked for
     /// (strict: `true`).
     pub count_vetoes: Option<bool>,
@@ -221,6 +230,15 @@ pub const DEFAULT_NEAR_REPEAT_SIMILARITY: f64 = 0.6;
 pub const DEFAULT_CYCLE: (u64, u64) = (6, 8);
 /// Strict default of `changingErrorSameCall`: warn after 2 failures, block after 3.
 pub const DEFAULT_CHANGING_ERROR: (u64, u64) = (2, 3);
+/// Strict default of `emptySearchSweep`: warn after 4 searches with one empty answer,
+/// block after 7 (the 8th search of a sweep).
+pub const DEFAULT_EMPTY_SEARCH_SWEEP: (u64, u64) = (4, 7);
+/// Strict default of `unrunnableCommands`: warn after 2 commands the shell refused, block
+/// after 4.
+pub const DEFAULT_UNRUNNABLE_COMMANDS: (u64, u64) = (2, 4);
+/// Strict default of `errorCascade`: warn after 6 failures in a row across tools, block
+/// after 10.
+pub const DEFAULT_ERROR_CASCADE: (u64, u64) = (6, 10);
 /// Strict default of `loopAcrossCompactions`: block when the loop resumes after its 2nd
 /// compaction.
 pub const DEFAULT_COMPACTIONS: u64 = 2;
@@ -256,6 +274,12 @@ pub struct ExtraPolicy {
     pub cycle: ExtraDetector,
     /// `same_call_changing_error`.
     pub changing_error: ExtraDetector,
+    /// `empty_search_sweep`.
+    pub empty_search_sweep: ExtraDetector,
+    /// `unrunnable_commands`.
+    pub unrunnable_commands: ExtraDetector,
+    /// `error_cascade`.
+    pub error_cascade: ExtraDetector,
     /// A call blocked in enforce mode counts toward the streak it was blocked for, as if
     /// it had run and got the same answer again (OpenClaw's newest behaviour): a model
     /// retrying a blocked call escalates instead of meeting the same block forever.
@@ -294,13 +318,19 @@ impl ExtraPolicy {
             || self.argument_churn.enabled
             || self.loop_across_compactions.enabled
             || self.second_critical.enabled
+            || self.error_cascade.enabled
             || self.drift()
     }
 
-    /// `true` when a drift detector (near repeat, cycle, changing error) runs: the ledger
-    /// then keeps normalised sketches of calls and outcomes.
+    /// `true` when a drift detector (near repeat, cycle, changing error, empty search
+    /// sweep, unrunnable commands) runs: the ledger then keeps normalised sketches of calls
+    /// and outcomes.
     pub fn drift(&self) -> bool {
-        self.near_repeat.enabled || self.cycle.enabled || self.changing_error.enabled
+        self.near_repeat.enabled
+            || self.cycle.enabled
+            || self.changing_error.enabled
+            || self.empty_search_sweep.enabled
+            || self.unrunnable_commands.enabled
     }
 
     /// The count at which `detector` (one of [`crate::Detector::EXTRA`]) starts warning;
@@ -316,6 +346,9 @@ impl ExtraPolicy {
             D::NearRepeat => self.near_repeat.warn_at,
             D::NoProgressCycle => self.cycle.warn_at,
             D::ChangingErrorSameCall => self.changing_error.warn_at,
+            D::EmptySearchSweep => self.empty_search_sweep.warn_at,
+            D::UnrunnableCommands => self.unrunnable_commands.warn_at,
+            D::ErrorCascade => self.error_cascade.warn_at,
             _ => return None,
         })
     }
@@ -327,6 +360,7 @@ impl ExtraPolicy {
             || self.error_changing_args.enabled
             || self.argument_churn.enabled
             || self.loop_across_compactions.enabled
+            || self.error_cascade.enabled
             || self.drift()
     }
 }
@@ -382,6 +416,9 @@ impl LoopguardConfig {
             near_repeat: m(&g.near_repeat, &a.near_repeat),
             no_progress_cycle: m(&g.no_progress_cycle, &a.no_progress_cycle),
             changing_error_same_call: m(&g.changing_error_same_call, &a.changing_error_same_call),
+            empty_search_sweep: m(&g.empty_search_sweep, &a.empty_search_sweep),
+            unrunnable_commands: m(&g.unrunnable_commands, &a.unrunnable_commands),
+            error_cascade: m(&g.error_cascade, &a.error_cascade),
             count_vetoes: a.count_vetoes.or(g.count_vetoes),
         })
     }
@@ -447,6 +484,12 @@ impl LoopguardConfig {
             near_repeat,
             cycle: thresholds(&self.no_progress_cycle, DEFAULT_CYCLE),
             changing_error: thresholds(&self.changing_error_same_call, DEFAULT_CHANGING_ERROR),
+            empty_search_sweep: thresholds(&self.empty_search_sweep, DEFAULT_EMPTY_SEARCH_SWEEP),
+            unrunnable_commands: thresholds(
+                &self.unrunnable_commands,
+                DEFAULT_UNRUNNABLE_COMMANDS,
+            ),
+            error_cascade: thresholds(&self.error_cascade, DEFAULT_ERROR_CASCADE),
             count_vetoes: self
                 .count_vetoes
                 .unwrap_or(profile == DetectorProfile::Strict),
@@ -465,6 +508,9 @@ impl LoopguardConfig {
             "nearRepeat" => &mut self.near_repeat,
             "noProgressCycle" => &mut self.no_progress_cycle,
             "changingErrorSameCall" => &mut self.changing_error_same_call,
+            "emptySearchSweep" => &mut self.empty_search_sweep,
+            "unrunnableCommands" => &mut self.unrunnable_commands,
+            "errorCascade" => &mut self.error_cascade,
             _ => return None,
         })
     }
@@ -493,6 +539,9 @@ pub(crate) fn extra_default(key: &str, field: &str) -> f64 {
         "nearRepeat" => DEFAULT_NEAR_REPEAT,
         "noProgressCycle" => DEFAULT_CYCLE,
         "changingErrorSameCall" => DEFAULT_CHANGING_ERROR,
+        "emptySearchSweep" => DEFAULT_EMPTY_SEARCH_SWEEP,
+        "unrunnableCommands" => DEFAULT_UNRUNNABLE_COMMANDS,
+        "errorCascade" => DEFAULT_ERROR_CASCADE,
         _ => (0, DEFAULT_COMPACTIONS),
     };
     match field {

@@ -324,7 +324,7 @@ impl Ledger {
             let args = proposed.cloned().unwrap_or_else(|| s.args.clone());
             Box::new(super::sketch::Sketch {
                 flags: args.flags
-                    | (s.flags & super::sketch::EMPTY_OUTCOME)
+                    | (s.flags & (super::sketch::EMPTY_OUTCOME | super::sketch::SHELL_ERROR))
                     | super::sketch::VETOED,
                 args,
                 outcome: s.outcome,

@@ -16,7 +16,8 @@
 //! consults them in this order, and a critical from either side wins over a warning:
 //! [`failure_streak`], [`outcome_streak`], [`error_changing_args`],
 //! [`loop_across_compactions`], [`changing_error`], [`near_repeat`], [`no_progress_cycle`],
-//! [`argument_churn`]; the session applies [`second_critical`] to every critical. The drift
+//! [`argument_churn`], [`empty_search_sweep`], [`unrunnable_commands`], [`error_cascade`];
+//! the session applies [`second_critical`] to every critical. The drift
 //! detectors work over normalised [`sketch`]es of calls and outcomes kept in the ledger:
 //! [`near_repeat`] (near-identical calls, output-only confirmations), [`no_progress_cycle`]
 //! (cycles of 2-4 calls) and [`changing_error`] (the same call failing differently each
@@ -28,6 +29,8 @@
 
 pub mod argument_churn;
 pub mod changing_error;
+pub mod empty_search_sweep;
+pub mod error_cascade;
 pub mod error_changing_args;
 pub mod failure_streak;
 pub mod generic_repeat;
@@ -43,6 +46,7 @@ pub mod ping_pong;
 pub mod second_critical;
 pub mod sketch;
 pub mod unknown_tool;
+pub mod unrunnable_commands;
 
 use std::fmt;
 
@@ -104,6 +108,12 @@ pub enum Detector {
     NoProgressCycle,
     /// Strict profile: the same call failing with a different error each time.
     ChangingErrorSameCall,
+    /// Strict profile: searches with different arguments, one empty or no-match answer.
+    EmptySearchSweep,
+    /// Strict profile: commands the shell cannot run (prose sent as commands).
+    UnrunnableCommands,
+    /// Strict profile: failures in a row across different tools.
+    ErrorCascade,
 }
 
 impl Detector {
@@ -125,6 +135,9 @@ impl Detector {
             Detector::NearRepeat => "near_repeat_no_progress",
             Detector::NoProgressCycle => "no_progress_cycle",
             Detector::ChangingErrorSameCall => "same_call_changing_error",
+            Detector::EmptySearchSweep => "empty_search_sweep",
+            Detector::UnrunnableCommands => "unrunnable_commands",
+            Detector::ErrorCascade => "error_cascade",
         }
     }
 
@@ -141,7 +154,7 @@ impl Detector {
     /// loopguard's extra detectors (the `strict` profile). Not their priority order, which is
     /// `detect_extra`'s (the table of `docs/detectors.md`), but the order the OpenAPI
     /// document and the Python package list their names in.
-    pub const EXTRA: [Detector; 9] = [
+    pub const EXTRA: [Detector; 12] = [
         Detector::IdenticalFailureStreak,
         Detector::IdenticalOutcomeStreak,
         Detector::ErrorDespiteChangingArgs,
@@ -151,6 +164,9 @@ impl Detector {
         Detector::NearRepeat,
         Detector::NoProgressCycle,
         Detector::ChangingErrorSameCall,
+        Detector::EmptySearchSweep,
+        Detector::UnrunnableCommands,
+        Detector::ErrorCascade,
     ];
 
     /// Parses a name written by [`Detector::as_str`].
@@ -407,6 +423,26 @@ pub(crate) fn detect_extra(
         args,
         cfg
     ));
+    consider!(extra.empty_search_sweep, |cfg| match drift.as_ref() {
+        Some(drift) => empty_search_sweep::check(tail.clone(), tool, args, drift, cfg),
+        None => None,
+    });
+    consider!(extra.unrunnable_commands, |cfg| if newest_failed
+        || tail
+            .clone()
+            .next_back()
+            .and_then(|e| e.sketch.as_deref())
+            .is_some_and(|s| s.shell_error())
+    {
+        unrunnable_commands::check(tail.clone(), tool, cfg)
+    } else {
+        None
+    });
+    consider!(extra.error_cascade, |cfg| if newest_failed {
+        error_cascade::check(tail.clone(), tool, cfg)
+    } else {
+        None
+    });
     if base.is_some() {
         return base;
     }

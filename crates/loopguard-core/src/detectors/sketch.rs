@@ -162,6 +162,15 @@ pub const EMPTY_OUTCOME: u8 = 4;
 /// Flag: the call was blocked and never ran; the ledger counts it as one more repeat of
 /// the outcome it was blocked for (`countVetoes`).
 pub const VETOED: u8 = 8;
+/// Flag: the call searches or lists (a search tool, or a shell command that is `find`,
+/// `grep`, `rg`, `ls`, … after any `cd DIR &&`): its empty answer means "not found".
+pub const SEARCH: u8 = 16;
+/// Flag: the outcome is the shell refusing the command itself (`command not found`, a
+/// syntax error): what prose sent as a command gets back.
+pub const SHELL_ERROR: u8 = 32;
+/// Flag: a short outcome saying nothing was found (`No matches found`, `No files found`,
+/// `0 results`, …): a search tool's way of answering empty.
+pub const NO_MATCH: u8 = 64;
 
 /// The normalised arguments of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -218,6 +227,18 @@ impl Sketch {
     /// Whether the call was blocked, its outcome copied from the one it repeats.
     pub fn vetoed(&self) -> bool {
         self.flags & VETOED != 0
+    }
+    /// Whether the call was a search or listing ([`SEARCH`]).
+    pub fn search(&self) -> bool {
+        self.flags & SEARCH != 0
+    }
+    /// Whether the outcome was empty or said that nothing was found ([`NO_MATCH`]).
+    pub fn nothing_found(&self) -> bool {
+        self.flags & (EMPTY_OUTCOME | NO_MATCH) != 0
+    }
+    /// Whether the outcome was the shell refusing the command ([`SHELL_ERROR`]).
+    pub fn shell_error(&self) -> bool {
+        self.flags & SHELL_ERROR != 0
     }
 }
 
@@ -710,6 +731,9 @@ pub(crate) fn args_sketch_reusing(
     if is_wait_call(tool, args) {
         flags |= POLL;
     }
+    if is_search_call(tool, args) {
+        flags |= SEARCH;
+    }
     (
         ArgsSketch {
             shape,
@@ -720,6 +744,94 @@ pub(crate) fn args_sketch_reusing(
         },
         echoed,
     )
+}
+
+/// Tools that search or list, by name (lowercase, `_`/`-` ignored): OpenClaw's and the
+/// coding agents' search, glob, grep and listing tools.
+const SEARCH_TOOLS: [&str; 14] = [
+    "grep",
+    "glob",
+    "find",
+    "search",
+    "ls",
+    "listfiles",
+    "listdir",
+    "listdirectory",
+    "findfiles",
+    "searchfiles",
+    "filesearch",
+    "grepsearch",
+    "codebasesearch",
+    "searchfilecontent",
+];
+
+/// Programs whose empty answer means "not found", as the first word of a shell command.
+const SEARCH_PROGRAMS: [&[u8]; 11] = [
+    b"find", b"grep", b"egrep", b"fgrep", b"rg", b"ag", b"ack", b"fd", b"locate", b"ls", b"which",
+];
+
+/// Whether a call searches or lists ([`SEARCH`]): a search tool by name, or a shell
+/// command whose first program (after `cd DIR &&` and `2>/dev/null`-style noise) is one of
+/// [`SEARCH_PROGRAMS`]. `find.` (a typo the shell cannot run, hidden by `2>/dev/null`)
+/// counts as `find`: its answer is just as empty.
+pub fn is_search_call(tool: &[u8], args: &Value<'_>) -> bool {
+    if SEARCH_TOOLS.iter().any(|n| key_is(tool, n)) {
+        return true;
+    }
+    let Some(cmd) = shell_command(args) else {
+        return false;
+    };
+    let mut rest = cmd;
+    // Skip leading `cd DIR &&` (or `;`) statements.
+    loop {
+        let trimmed = trim_start(rest);
+        if trimmed.starts_with(b"cd ") {
+            let end = trimmed
+                .windows(2)
+                .position(|w| w == b"&&")
+                .map(|i| i + 2)
+                .or_else(|| trimmed.iter().position(|&b| b == b';').map(|i| i + 1));
+            match end {
+                Some(i) => rest = &trimmed[i..],
+                None => return false,
+            }
+        } else {
+            rest = trimmed;
+            break;
+        }
+    }
+    let word_end = rest
+        .iter()
+        .position(|b| !b.is_ascii_alphanumeric() && *b != b'_' && *b != b'-')
+        .unwrap_or(rest.len());
+    let word = &rest[..word_end];
+    if word == b"git" {
+        return trim_start(&rest[word_end..]).starts_with(b"grep");
+    }
+    SEARCH_PROGRAMS.contains(&word)
+}
+
+fn trim_start(b: &[u8]) -> &[u8] {
+    let n = b.iter().take_while(|c| c.is_ascii_whitespace()).count();
+    &b[n..]
+}
+
+/// Whether a failure's text is the shell refusing the command itself ([`SHELL_ERROR`]):
+/// `command not found`, a syntax error, an unexpected token or end of file. Only the first
+/// 512 bytes are looked at (where the shell puts it).
+pub fn is_shell_error(text: &[u8]) -> bool {
+    const SIGNS: [&[u8]; 5] = [
+        b"command not found",
+        b"syntax error",
+        b"unexpected token",
+        b"unexpected end of file",
+        b"unexpected eof",
+    ];
+    let head = &text[..text.len().min(512)];
+    let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
+    SIGNS
+        .iter()
+        .any(|s| lower.windows(s.len()).any(|w| w == *s))
 }
 
 /// Keys whose value is what a write puts in its target (OpenClaw's `write`, Claude Code's
@@ -1316,6 +1428,11 @@ pub fn sketch(
         h.bytes(&result.digest);
     }
     let mut flags = args.flags;
+    // Only a failure (or a result marked as an error) can be the shell refusing a command;
+    // mini-swe-agent's observation of exit code 127 (`command not found`) or 2 too.
+    if (failed || contains_returncode_failure(text)) && is_shell_error(text) {
+        flags |= SHELL_ERROR;
+    }
     if text.len() < 64 {
         // Normalising never lengthens a text: it fits on the stack, never flushed.
         let mut buf = [0u8; 64 + 2 * STEP];
@@ -1334,6 +1451,8 @@ pub fn sketch(
         };
         if empty {
             flags |= EMPTY_OUTCOME;
+        } else if says_nothing_found(small) {
+            flags |= NO_MATCH;
         }
         h.bytes(small);
     } else if text.len() <= 2 * NORMALISED_ENDS {
@@ -1364,6 +1483,28 @@ pub fn sketch(
         outcome: h.finish(),
         flags,
     }
+}
+
+/// Whether a short normalised outcome says that nothing was found.
+fn says_nothing_found(text: &[u8]) -> bool {
+    const SIGNS: [&[u8]; 6] = [
+        b"no match",
+        b"no files found",
+        b"no results",
+        b"not found",
+        b"found 0 ",
+        b"# matches",
+    ];
+    SIGNS.iter().any(|s| text.windows(s.len()).any(|w| w == *s))
+        || text.starts_with(b"0 match")
+        || text.starts_with(b"0 result")
+        || text.starts_with(b"0 files")
+}
+
+/// Whether a text opens with mini-swe-agent's `<returncode>N</returncode>` and N is not 0.
+fn contains_returncode_failure(text: &[u8]) -> bool {
+    let t = trim_start(text);
+    t.starts_with(b"<returncode>") && !t[12..].starts_with(b"0<")
 }
 
 /// Jaccard similarity of two sorted token sets, in percent.
