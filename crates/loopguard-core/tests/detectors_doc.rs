@@ -130,6 +130,9 @@ fn strict_config(policy: &ExtraPolicy, d: Detector) -> &ExtraDetector {
         Detector::NearRepeat => &policy.near_repeat,
         Detector::NoProgressCycle => &policy.cycle,
         Detector::ChangingErrorSameCall => &policy.changing_error,
+        Detector::EmptySearchSweep => &policy.empty_search_sweep,
+        Detector::UnrunnableCommands => &policy.unrunnable_commands,
+        Detector::ErrorCascade => &policy.error_cascade,
         other => panic!("{other} is not an extra detector"),
     }
 }

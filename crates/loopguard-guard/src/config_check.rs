@@ -429,6 +429,13 @@ fn describe_loopguard(
         show(&extra.cycle, &at(&extra.cycle)),
         show(&extra.changing_error, &at(&extra.changing_error)),
     );
+    let _ = writeln!(
+        out,
+        "    emptySearchSweep={}, unrunnableCommands={}, errorCascade={}",
+        show(&extra.empty_search_sweep, &at(&extra.empty_search_sweep)),
+        show(&extra.unrunnable_commands, &at(&extra.unrunnable_commands)),
+        show(&extra.error_cascade, &at(&extra.error_cascade)),
+    );
     let _ = writeln!(out, "    countVetoes={}", extra.count_vetoes);
 }
 

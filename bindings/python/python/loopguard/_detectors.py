@@ -27,6 +27,9 @@ CallDetector = Literal[
     "near_repeat_no_progress",
     "no_progress_cycle",
     "same_call_changing_error",
+    "empty_search_sweep",
+    "unrunnable_commands",
+    "error_cascade",
 ]
 
 #: What ``OutcomeDecision.detector`` can be: the post-compaction guard.
