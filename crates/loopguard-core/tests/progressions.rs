@@ -132,13 +132,20 @@ fn counting_ls_and_reads_between_condensations_are_not_stuck() {
     for i in 1..=20 {
         for (tool, args) in [
             ("bash", sh(&format!("ls {i}"))),
-            ("read", serde_json::json!({ "path": format!("file{i}.txt") })),
+            (
+                "read",
+                serde_json::json!({ "path": format!("file{i}.txt") }),
+            ),
         ] {
             let args = v(&args.to_string());
             let call = Call::new(tool, &args).run("r");
             let d = s.before_call(&p, &call);
             assert!(!d.is_block(), "call {i} {tool}: {:?}", d.detection());
-            let out = if tool == "bash" { "total 0" } else { "(empty file)" };
+            let out = if tool == "bash" {
+                "total 0"
+            } else {
+                "(empty file)"
+            };
             let _ = s.after_call(&p, &call, Outcome::Result(&text(out)));
         }
         if i % 5 == 0 {
@@ -155,7 +162,11 @@ fn three_different_calls_three_times_warn_but_are_not_blocked() {
     let round = [
         ok("testTool", serde_json::json!({ "param": "value1" }), "ok"),
         ok("testTool", serde_json::json!({ "param": "value2" }), "ok"),
-        ok("anotherTool", serde_json::json!({ "param": "value1" }), "ok"),
+        ok(
+            "anotherTool",
+            serde_json::json!({ "param": "value1" }),
+            "ok",
+        ),
     ];
     let steps: Vec<Step> = round.iter().cycle().take(9).cloned().collect();
     let seen = replay(&strict(), &steps);
@@ -222,7 +233,11 @@ fn moving_windows_with_alike_answers_are_not_repeats() {
     for i in 0..14 {
         steps.push(ok(
             "bash",
-            sh(&format!("sed -n '{},{}p' src/big_table.py", 1000 + i * 100, 1099 + i * 100)),
+            sh(&format!(
+                "sed -n '{},{}p' src/big_table.py",
+                1000 + i * 100,
+                1099 + i * 100
+            )),
             "    ROW,\n    ROW,\n    ROW,",
         ));
     }
@@ -267,11 +282,10 @@ fn three_urls_fetched_in_turn_are_stopped_by_the_eighth_call() {
         })
         .collect();
     let seen = replay(&strict(), &steps);
-    assert!(
-        seen.first_block.is_some_and(|(n, _)| n <= 8),
-        "{seen:?}"
-    );
-    assert!(seen.first_warn.is_some_and(|(n, _)| n < seen.first_block.unwrap().0));
+    assert!(seen.first_block.is_some_and(|(n, _)| n <= 8), "{seen:?}");
+    assert!(seen
+        .first_warn
+        .is_some_and(|(n, _)| n < seen.first_block.unwrap().0));
 }
 
 // ---- empty_search_sweep -------------------------------------------------------------
@@ -281,29 +295,56 @@ fn three_urls_fetched_in_turn_are_stopped_by_the_eighth_call() {
 #[test]
 fn a_sweep_of_guessed_names_with_empty_answers_is_stopped_at_the_eighth() {
     let guesses = [
-        "settings", "config", "conf", "setup", "local_settings", "prod", "base", "common",
-        "defaults", "env",
+        "settings",
+        "config",
+        "conf",
+        "setup",
+        "local_settings",
+        "prod",
+        "base",
+        "common",
+        "defaults",
+        "env",
     ];
     let steps: Vec<Step> = guesses
         .iter()
-        .map(|g| ok("bash", sh(&format!("find / -name \"{g}*.py\" 2>/dev/null")), ""))
+        .map(|g| {
+            ok(
+                "bash",
+                sh(&format!("find / -name \"{g}*.py\" 2>/dev/null")),
+                "",
+            )
+        })
         .collect();
     let seen = replay(&strict(), &steps);
-    assert_eq!(seen.first_block, Some((8, Detector::EmptySearchSweep)), "{seen:?}");
+    assert_eq!(
+        seen.first_block,
+        Some((8, Detector::EmptySearchSweep)),
+        "{seen:?}"
+    );
     assert_eq!(seen.first_warn, Some((5, Detector::EmptySearchSweep)));
     // The typo that hides the shell's error (`find.`) is the same sweep.
     let typo: Vec<Step> = guesses
         .iter()
-        .map(|g| ok("bash", sh(&format!("cd /repo && find. -name '{g}*' 2>/dev/null")), ""))
+        .map(|g| {
+            ok(
+                "bash",
+                sh(&format!("cd /repo && find. -name '{g}*' 2>/dev/null")),
+                "",
+            )
+        })
         .collect();
-    assert_eq!(
-        strict_block(&typo),
-        Some((8, Detector::EmptySearchSweep))
-    );
+    assert_eq!(strict_block(&typo), Some((8, Detector::EmptySearchSweep)));
     // And grep finding nothing (exit 1, no text) with a search tool.
     let greps: Vec<Step> = guesses
         .iter()
-        .map(|g| fail("Grep", serde_json::json!({ "pattern": format!("def {g}_loader") }), ""))
+        .map(|g| {
+            fail(
+                "Grep",
+                serde_json::json!({ "pattern": format!("def {g}_loader") }),
+                "",
+            )
+        })
         .collect();
     assert!(strict_block(&greps).is_some_and(|(n, _)| n <= 8));
 }
@@ -326,7 +367,13 @@ fn searches_that_find_things_or_progress_between_them_are_no_sweep() {
     assert_eq!(strict_block(&steps), None);
     // Listings that find something each time.
     let lists: Vec<Step> = (0..20)
-        .map(|i| ok("ls", serde_json::json!({ "path": format!("pkg/sub{i}") }), &format!("mod_{i}.py")))
+        .map(|i| {
+            ok(
+                "ls",
+                serde_json::json!({ "path": format!("pkg/sub{i}") }),
+                &format!("mod_{i}.py"),
+            )
+        })
         .collect();
     assert_eq!(replay(&strict(), &lists), Seen::default());
 }
@@ -396,7 +443,11 @@ fn prose_sent_as_commands_is_stopped_at_the_fifth() {
         })
         .collect();
     let seen = replay(&strict(), &steps);
-    assert_eq!(seen.first_block, Some((5, Detector::UnrunnableCommands)), "{seen:?}");
+    assert_eq!(
+        seen.first_block,
+        Some((5, Detector::UnrunnableCommands)),
+        "{seen:?}"
+    );
     assert_eq!(seen.first_warn, Some((3, Detector::UnrunnableCommands)));
 }
 
@@ -410,7 +461,11 @@ fn one_typo_then_real_commands_stays_free() {
             sh(&format!("pyhton test_{i}.py")),
             "bash: pyhton: command not found",
         ));
-        steps.push(ok("bash", sh(&format!("python test_{i}.py")), &format!("{i} passed")));
+        steps.push(ok(
+            "bash",
+            sh(&format!("python test_{i}.py")),
+            &format!("{i} passed"),
+        ));
     }
     assert_eq!(replay(&strict(), &steps), Seen::default());
 }
@@ -432,7 +487,11 @@ fn failures_in_a_row_across_tools_are_a_cascade() {
         })
         .collect();
     let seen = replay(&strict(), &steps);
-    assert_eq!(seen.first_block, Some((11, Detector::ErrorCascade)), "{seen:?}");
+    assert_eq!(
+        seen.first_block,
+        Some((11, Detector::ErrorCascade)),
+        "{seen:?}"
+    );
     assert!(seen.first_warn.is_some_and(|(n, _)| n <= 7));
 }
 
@@ -468,8 +527,11 @@ fn test_reruns_restart_cycles_and_heartbeats_stay_free() {
             serde_json::json!({ "path": "HEARTBEAT.md" }),
             &format!("last beat: step {i}"),
         ));
-        steps.push(ok("bash", sh(&format!("make step{i}")), &format!("step {i} done")));
+        steps.push(ok(
+            "bash",
+            sh(&format!("make step{i}")),
+            &format!("step {i} done"),
+        ));
     }
     assert_eq!(strict_block(&steps), None);
 }
-

@@ -180,6 +180,46 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
     );
 }
 
+/// `--compare openclaw,strict` prints each profile's table, the same as `--summary` with
+/// that `--profile`, one after the other.
+#[test]
+fn compare_prints_each_profiles_table_in_turn() {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args([
+            "replay",
+            "--format",
+            "mini-swe-agent",
+            "--mode",
+            "observe",
+            "--color",
+            "never",
+            "--compare",
+            "strict,openclaw",
+            "--labels",
+        ])
+        .arg(dir().join("labels.csv"))
+        .arg(dir())
+        .output()
+        .expect("run loopguard");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(
+        got,
+        format!("{}\n{}", summary("strict"), summary("openclaw"))
+    );
+    let refused = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--compare", "openclaw,strict", "--json"])
+        .arg(dir())
+        .output()
+        .expect("run loopguard");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--compare"));
+}
+
 /// A labels file with a mistake is refused, naming the file and the line.
 #[test]
 fn summary_refuses_a_bad_labels_file() {

@@ -485,10 +485,7 @@ impl LoopguardConfig {
             cycle: thresholds(&self.no_progress_cycle, DEFAULT_CYCLE),
             changing_error: thresholds(&self.changing_error_same_call, DEFAULT_CHANGING_ERROR),
             empty_search_sweep: thresholds(&self.empty_search_sweep, DEFAULT_EMPTY_SEARCH_SWEEP),
-            unrunnable_commands: thresholds(
-                &self.unrunnable_commands,
-                DEFAULT_UNRUNNABLE_COMMANDS,
-            ),
+            unrunnable_commands: thresholds(&self.unrunnable_commands, DEFAULT_UNRUNNABLE_COMMANDS),
             error_cascade: thresholds(&self.error_cascade, DEFAULT_ERROR_CASCADE),
             count_vetoes: self
                 .count_vetoes

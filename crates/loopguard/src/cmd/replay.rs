@@ -45,7 +45,7 @@ pub fn format_parser() -> impl TypedValueParser<Value = FormatArg> {
 }
 
 /// Arguments of `loopguard replay`.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct ReplayArgs {
     /// An OpenClaw config file (JSON5 or JSON) with `tools.loopDetection`, for every
     /// input. Without it, event streams get OpenClaw's defaults (detectors off,
@@ -103,6 +103,11 @@ pub struct ReplayArgs {
     /// the loop's start and healthy runs stopped.
     #[arg(long, value_name = "FILE")]
     labels: Option<PathBuf>,
+    /// Compare detector profiles on the inputs: the `--summary` table of each profile
+    /// named (comma-separated, e.g. `openclaw,strict`), one after the other, from the
+    /// same replay settings. Takes `--labels`; not with `--profile`, `--json` or `--html`.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PROFILES")]
+    compare: Vec<ProfileArg>,
     /// Colour the report: auto (when writing to a terminal), always, never.
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
@@ -304,6 +309,9 @@ fn write_stdout(text: &str) -> Result<()> {
 
 /// Runs `loopguard replay`.
 pub fn run(args: ReplayArgs) -> Result<ExitCode> {
+    if !args.compare.is_empty() {
+        return compare(args);
+    }
     let mut options = ReplayOptions::new()
         .stop_on_bad_line(args.stop_on_bad_line)
         .active_branch(args.active_branch)
@@ -456,6 +464,31 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         errln!("wrote {}", path.display())?;
     }
     Ok(if report.lost_data() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--compare`: each profile's detection-quality table, in the order given.
+fn compare(args: ReplayArgs) -> Result<ExitCode> {
+    if args.profile.is_some() || args.json || args.html.is_some() {
+        bail!("--compare prints one --summary table per profile: not with --profile, --json or --html");
+    }
+    let mut failed = false;
+    for (i, p) in args.compare.iter().enumerate() {
+        if i > 0 {
+            write_stdout("\n")?;
+        }
+        let mut one = args.clone();
+        one.compare.clear();
+        one.profile = Some(*p);
+        one.summary = true;
+        // Any profile's failure (an input that could not be read) fails the whole
+        // comparison; the others still print.
+        failed |= run(one)? == ExitCode::FAILURE;
+    }
+    Ok(if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
