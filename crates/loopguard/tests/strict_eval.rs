@@ -218,6 +218,14 @@ fn compare_prints_each_profiles_table_in_turn() {
         .expect("run loopguard");
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--compare"));
+    // The published benchmark page is this comparison, as `scripts/detection-benchmark.sh`
+    // writes it: regenerate it after a change.
+    let page_path = common::fixtures().join("../../docs/detection-benchmark.md");
+    let page = std::fs::read_to_string(&page_path).expect("docs/detection-benchmark.md");
+    assert!(
+        page.ends_with(&format!("\n{got}")),
+        "docs/detection-benchmark.md is out of date: run scripts/detection-benchmark.sh"
+    );
 }
 
 /// A labels file with a mistake is refused, naming the file and the line.
