@@ -566,7 +566,9 @@ proptest! {
 
     /// A call whose result changes every time never gets blocked by an extra detector,
     /// however its arguments, tools and errors are mixed (errors carry the attempt number
-    /// in a way normalisation keeps: a different word each time).
+    /// in a way normalisation keeps: a different word each time), except for the two loops
+    /// made of changing errors: the same call failing differently, and a cascade of
+    /// failures across tools.
     #[test]
     fn changing_results_never_block_by_an_extra_detector(
         steps in proptest::collection::vec((0u8..3, 0u8..3, any::<bool>()), 1..80),
@@ -587,11 +589,17 @@ proptest! {
                 // different error each time is a loop (`same_call_changing_error`).
                 let same_failing = past.len() >= 3
                     && past[past.len() - 3..].iter().all(|&(t, a, e)| t == tool_i && a == arg && e);
+                // And ten failures in a row across tools, whatever their errors, are an
+                // error cascade (`error_cascade`).
+                let cascade = past.len() >= 10
+                    && past[past.len() - 10..].iter().all(|&(_, _, e)| e)
+                    && past[past.len() - 10..].iter().chain([&(tool_i, arg, true)]).any(|&(t, _, _)| t != tool_i);
                 // After that block, the next critical of the run ends it
                 // (`second_critical_abort`), whatever the call.
                 prop_assert!(
                     !Detector::EXTRA.contains(&det)
                         || (det == Detector::ChangingErrorSameCall && same_failing)
+                        || (det == Detector::ErrorCascade && cascade)
                         || (det == Detector::SecondCriticalAbort && blocked_before),
                     "blocked by {det} at step {i}"
                 );
