@@ -583,3 +583,41 @@ fn numbers_and_write_targets_survive_export_and_import() {
     strip(&mut old);
     assert!(Session::import_state(old.to_string().as_bytes(), "t").is_ok());
 }
+
+/// Each new detector switches on alone in the `openclaw` profile, off or warn-only in the
+/// strict one, from the config file's `loopguard.detectors` block.
+#[test]
+fn the_new_detectors_switch_on_alone_and_off_from_the_config() {
+    let load = |t: &str| {
+        let l = loopguard_core::OpenClawConfig::from_json5(t).unwrap();
+        assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+        l.config.policy_for(None)
+    };
+    let sweep: Vec<Step> = (0..10)
+        .map(|i| {
+            ok(
+                "bash",
+                sh(&format!("find / -name 'guess{}*'", (b'a' + i) as char)),
+                "",
+            )
+        })
+        .collect();
+    let alone = load(
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{detectors:{emptySearchSweep:true}}}"#,
+    );
+    assert!(alone.extra.empty_search_sweep.enabled && !alone.extra.near_repeat.enabled);
+    assert_eq!(
+        replay(&alone, &sweep).first_block,
+        Some((8, Detector::EmptySearchSweep))
+    );
+    let default = load(r#"{tools:{loopDetection:{enabled:true}}}"#);
+    assert_eq!(replay(&default, &sweep), Seen::default());
+    let warn_only = load(
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict",detectors:{emptySearchSweep:{warnAt:2,blockAt:0},unrunnableCommands:false,errorCascade:{blockAt:12}}}}"#,
+    );
+    let seen = replay(&warn_only, &sweep);
+    assert_eq!(seen.first_warn, Some((3, Detector::EmptySearchSweep)));
+    assert_eq!(seen.first_block, None);
+    assert!(!warn_only.extra.unrunnable_commands.enabled);
+    assert_eq!(warn_only.extra.error_cascade.block_at, 12);
+}
