@@ -27,9 +27,11 @@
 
 mod app;
 mod error;
+mod listener;
 mod metrics;
 mod openapi;
 mod otlp;
+mod protocol_errors;
 mod size;
 mod state;
 mod tokens;
@@ -61,6 +63,15 @@ const BLOCKING_THREADS: usize = 8;
 /// How long a client may take to send its body before it is answered 408.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Default `--header-timeout`: how long a client may take to send a request's head (its
+/// request line and headers), on a new connection or a kept-alive one, before the
+/// connection is closed.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default `--max-connections`: connections open at once. Below the usual file-descriptor
+/// limit of 1024, with room for the store's connections and files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
 /// Configures a [`Server`].
 #[derive(Debug)]
 pub struct ServerBuilder {
@@ -73,6 +84,8 @@ pub struct ServerBuilder {
     body_timeout: Duration,
     redis_ca: Option<Vec<u8>>,
     trace_wait: Duration,
+    header_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Default for ServerBuilder {
@@ -87,6 +100,8 @@ impl Default for ServerBuilder {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             redis_ca: None,
             trace_wait: DEFAULT_TRACE_WAIT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -144,6 +159,20 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a client may take to send a request's head before its connection is
+    /// closed (`--header-timeout`; see [`DEFAULT_HEADER_TIMEOUT`]).
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// At most this many connections open at once (`--max-connections`; see
+    /// [`DEFAULT_MAX_CONNECTIONS`]): at the cap, new clients wait until one closes.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
@@ -169,6 +198,10 @@ impl ServerBuilder {
         Ok(Server {
             listen: self.listen,
             store: self.store,
+            limits: listener::Limits {
+                header_timeout: self.header_timeout,
+                max_connections: self.max_connections,
+            },
             state: Arc::new(state),
         })
     }
@@ -179,6 +212,7 @@ impl ServerBuilder {
 pub struct Server {
     listen: SocketAddr,
     store: String,
+    limits: listener::Limits,
     state: Arc<state::AppState>,
 }
 
@@ -235,21 +269,18 @@ impl Server {
         // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
-        // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
-        // kept-alive connection has an answer still unacknowledged (bench/history/
-        // replay-and-serve-redis.md, "Fifth pass: serve with Redis").
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(no_delay as fn(&mut tokio::net::TcpStream));
-        let served = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|source| ServeError::Io {
-                context: "serving".to_string(),
-                source,
-            });
+        let state = self.state.clone();
+        listener::serve(
+            listener,
+            self.router(),
+            self.limits,
+            move || state.metrics.connection_cap(),
+            shutdown,
+        )
+        .await;
         flusher.abort();
         otlp::flush(&self.state, true).await;
-        served
+        Ok(())
     }
 
     /// Binds the address, calls `on_listening` with the bound address (the port is chosen
@@ -281,13 +312,6 @@ impl Server {
             on_listening(addr);
             self.serve(listener, shutdown_signal()).await
         })
-    }
-}
-
-/// Sets `TCP_NODELAY` on an accepted connection (a failure only costs latency).
-fn no_delay(stream: &mut tokio::net::TcpStream) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(target: "loopguard::serve", error = %e, "cannot set TCP_NODELAY");
     }
 }
 

@@ -66,6 +66,7 @@ pub(crate) struct Metrics {
     trace_spans: Family<SpanLabels, Counter>,
     late_spans: Counter,
     traces_buffered: Gauge,
+    connection_cap: Counter,
     /// What `store_retries` last saw from the store's own counter.
     retries_seen: AtomicU64,
     render_lock: Mutex<()>,
@@ -135,7 +136,14 @@ impl Metrics {
             "Traces received on POST /v1/traces waiting for their spans to stop arriving (--trace-wait)",
             traces_buffered.clone(),
         );
+        let connection_cap = Counter::default();
+        registry.register(
+            "loopguard_http_connection_cap_reached",
+            "Times the listener reached --max-connections and stopped accepting until a connection closed",
+            connection_cap.clone(),
+        );
         Metrics {
+            connection_cap,
             traces_buffered,
             trace_loops,
             trace_spans,
@@ -202,6 +210,11 @@ impl Metrics {
     /// Spans that arrived after their trace was applied.
     pub(crate) fn late_spans(&self, n: u64) {
         self.late_spans.inc_by(n);
+    }
+
+    /// The listener reached its connection cap.
+    pub(crate) fn connection_cap(&self) {
+        self.connection_cap.inc();
     }
 
     pub(crate) fn store_error(&self) {
