@@ -27,6 +27,7 @@
 
 mod app;
 mod error;
+mod exposition;
 mod listener;
 mod metrics;
 mod openapi;
@@ -79,6 +80,7 @@ pub struct ServerBuilder {
     config: Option<OpenClawConfig>,
     store: String,
     tokens: Option<Tokens>,
+    metrics_token: Option<String>,
     idle_ttl: Duration,
     max_body: usize,
     body_timeout: Duration,
@@ -95,6 +97,7 @@ impl Default for ServerBuilder {
             config: None,
             store: "memory".to_string(),
             tokens: None,
+            metrics_token: None,
             idle_ttl: DEFAULT_IDLE_TTL,
             max_body: DEFAULT_MAX_BODY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -128,6 +131,13 @@ impl ServerBuilder {
     /// token's tenant.
     pub fn tokens(mut self, tokens: Tokens) -> Self {
         self.tokens = Some(tokens);
+        self
+    }
+    /// The bearer token that reads every series of `GET /metrics` (`--metrics-token`).
+    /// With it, `/metrics` needs a token: this one, or with [`tokens`](Self::tokens) a
+    /// tenant's, which reads only that tenant's series.
+    pub fn metrics_token(mut self, token: impl Into<String>) -> Self {
+        self.metrics_token = Some(token.into());
         self
     }
     /// Sessions idle for longer are forgotten (`--idle-ttl`).
@@ -186,6 +196,7 @@ impl ServerBuilder {
             traces: Arc::new(opened.traces),
             traces_buffer: trace_buffer::TraceBuffer::new(self.trace_wait),
             tokens: self.tokens,
+            metrics_token: self.metrics_token,
             metrics: metrics::Metrics::new(),
             blocking: opened.blocking,
             awaitable: opened.awaitable,

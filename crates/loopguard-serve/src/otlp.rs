@@ -273,7 +273,8 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
     };
     let seen = if state.blocking {
         let me = state.clone();
-        tokio::task::spawn_blocking(move || apply(&me, tenant.as_deref(), &calls))
+        let t = tenant.clone();
+        tokio::task::spawn_blocking(move || apply(&me, t.as_deref(), &calls))
             .await
             .unwrap_or_default()
     } else {
@@ -299,14 +300,19 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         }
         seen
     };
-    for ((service, agent), (action, detector, level)) in seen {
-        state.metrics.decision(crate::metrics::DecisionLabels {
-            decision: action.as_str(),
-            detector,
-            level,
-        });
-        if matches!(action, Action::Warn | Action::Block) {
-            state.metrics.trace_loop(detector, level, &service, &agent);
+    for ((service, agent), (decision, warned, detector, level)) in seen {
+        state.metrics.decision(
+            tenant.as_deref(),
+            crate::metrics::DecisionLabels {
+                decision,
+                detector,
+                level,
+            },
+        );
+        if warned {
+            state
+                .metrics
+                .trace_loop(tenant.as_deref(), detector, level, &service, &agent);
         }
     }
 }
@@ -324,10 +330,16 @@ fn call_labels(call: &SpanCall) -> (String, String) {
     )
 }
 
-fn owned_decision(d: &loopguard_events::Decision<'_>) -> (Action, &'static str, &'static str) {
+/// A trace's decision as its metrics count it: the word of observe mode (`would-warn`,
+/// `would-block`, `would-abort`: the traced calls already ran, nothing was blocked), as the
+/// session's record says; whether it was a loop (a warning, block or abort); the finding.
+fn owned_decision(
+    d: &loopguard_events::Decision<'_>,
+) -> (&'static str, bool, &'static str, &'static str) {
     let f = d.finding.as_ref();
     (
-        d.action,
+        loopguard_guard::LogDecision::of(d, loopguard_core::Mode::Observe).kind(),
+        matches!(d.action, Action::Warn | Action::Block | Action::Abort),
         f.map_or("", |f| f.detector.as_str()),
         f.map_or("", |f| f.level.as_str()),
     )
