@@ -46,6 +46,9 @@ bash scripts/setup-claude.sh >/dev/null
 echo "== the OpenTelemetry SDK, Pydantic AI, Rotel and the observability SDKs for the trace tests (venvs under target/)"
 bash scripts/setup-otel.sh
 
+echo "== Schemathesis for the contract test of loopguard serve (venv under target/)"
+bash scripts/setup-schemathesis.sh
+
 echo "== cargo test --workspace"
 cargo test --workspace
 

@@ -117,6 +117,20 @@ async fn receive(
                 None,
             )
         })?;
+        // OTLP/JSON: one ExportTraceServiceRequest (ExportLogsServiceRequest) object.
+        if !matches!(value, Value::Object(_)) {
+            return Err(ApiError::bad_request(
+                format!(
+                    "an OTLP/JSON body is one {} object, not {}",
+                    match signal {
+                        Signal::Traces => "ExportTraceServiceRequest",
+                        Signal::Logs => "ExportLogsServiceRequest",
+                    },
+                    json_kind(&value)
+                ),
+                None,
+            ));
+        }
         let mut set = SpanSet::default();
         loopguard_adapters::otlp::read_value(&value, 1, &mut set);
         let problems: Vec<String> = set.diagnostics.iter().map(|d| d.message.clone()).collect();
@@ -180,6 +194,18 @@ async fn receive(
         );
         json_response(out, "application/json")
     })
+}
+
+/// What a JSON value is, for an error message.
+fn json_kind(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn content_type(headers: &HeaderMap) -> String {

@@ -17,7 +17,8 @@ fn enabled() -> OpenClawConfig {
 }
 
 const CALL: &str = r#"{"type":"call","session":"s1","tool":"read","args":{"path":"/a.txt"}}"#;
-const OUTCOME: &str = r#"{"type":"outcome","session":"s1","tool":"read","args":{"path":"/a.txt"},"result":"same"}"#;
+const OUTCOME: &str =
+    r#"{"type":"outcome","session":"s1","tool":"read","args":{"path":"/a.txt"},"result":"same"}"#;
 
 fn post_calls(server: &Running, token: Option<&str>, n: usize) {
     let auth = token.map(|t| format!("Bearer {t}"));
