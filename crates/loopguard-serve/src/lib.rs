@@ -29,6 +29,7 @@ mod app;
 mod error;
 mod exposition;
 mod listener;
+mod loop_log;
 mod metrics;
 mod openapi;
 mod otlp;
@@ -198,6 +199,7 @@ impl ServerBuilder {
             tokens: self.tokens,
             metrics_token: self.metrics_token,
             metrics: metrics::Metrics::new(),
+            loops: loop_log::LoopLog::default(),
             blocking: opened.blocking,
             awaitable: opened.awaitable,
             max_body: self.max_body,

@@ -285,7 +285,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                 match s.traces.apply(
                     tenant,
                     Input::with_profile(&e.event, call_profile(call)),
-                    |d| owned_decision(&d),
+                    |d| {
+                        s.loops.decision(tenant, &d, observed(&d));
+                        owned_decision(&d)
+                    },
                 ) {
                     Ok(d) => seen.push((call_labels(call), d)),
                     Err(err) => {
@@ -312,7 +315,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     .apply_async(
                         tenant.as_deref(),
                         Input::with_profile(&e.event, call_profile(call)),
-                        |d| owned_decision(&d),
+                        |d| {
+                            state.loops.decision(tenant.as_deref(), &d, observed(&d));
+                            owned_decision(&d)
+                        },
                     )
                     .await
                 {
@@ -356,6 +362,11 @@ fn call_labels(call: &SpanCall) -> (String, String) {
     )
 }
 
+/// The word of observe mode for a trace's decision (`would-warn`, `would-block`, …).
+fn observed(d: &loopguard_events::Decision<'_>) -> &'static str {
+    loopguard_guard::LogDecision::of(d, loopguard_core::Mode::Observe).kind()
+}
+
 /// A trace's decision as its metrics count it: the word of observe mode (`would-warn`,
 /// `would-block`, `would-abort`: the traced calls already ran, nothing was blocked), as the
 /// session's record says; whether it was a loop (a warning, block or abort); the finding.
@@ -364,7 +375,7 @@ fn owned_decision(
 ) -> (&'static str, bool, &'static str, &'static str) {
     let f = d.finding.as_ref();
     (
-        loopguard_guard::LogDecision::of(d, loopguard_core::Mode::Observe).kind(),
+        observed(d),
         matches!(d.action, Action::Warn | Action::Block | Action::Abort),
         f.map_or("", |f| f.detector.as_str()),
         f.map_or("", |f| f.level.as_str()),

@@ -29,6 +29,8 @@ pub(crate) struct AppState {
     /// `--metrics-token`: the bearer token that reads every series of `GET /metrics`.
     pub metrics_token: Option<String>,
     pub metrics: Metrics,
+    /// One log line per loop event.
+    pub loops: crate::loop_log::LoopLog,
     /// The store's blocking calls wait for I/O (SQLite's disk, Redis's network): they run
     /// on tokio's blocking pool. The memory store is a mutex held for microseconds and is
     /// called directly (see docs/serve.md, "Performance").
@@ -243,6 +245,8 @@ impl AppState {
                 level: finding.map_or("", |f| f.level.as_str()),
             },
         );
+        self.loops
+            .decision(tenant, decision, decision.decision_str());
         decision.write_record(out);
     }
 }
