@@ -49,6 +49,9 @@ bash scripts/setup-otel.sh
 echo "== Schemathesis for the contract test of loopguard serve (venv under target/)"
 bash scripts/setup-schemathesis.sh
 
+echo "== Prometheus and promtool for the tests of the ops assets in deploy/ (apt-get)"
+bash scripts/setup-prometheus.sh
+
 echo "== cargo test --workspace"
 cargo test --workspace
 
