@@ -431,7 +431,7 @@ fn the_dockerfile_is_multi_stage_non_root_and_passes_real_flags() {
     let user = final_stage
         .lines()
         .filter_map(|l| l.trim().strip_prefix("USER "))
-        .last()
+        .next_back()
         .expect("the final stage sets USER");
     let uid = user.split(':').next().unwrap_or("");
     assert!(
