@@ -36,6 +36,7 @@ mod otlp;
 mod protocol_errors;
 mod size;
 mod state;
+mod tls;
 mod tokens;
 mod trace_buffer;
 mod wiring;
@@ -89,6 +90,7 @@ pub struct ServerBuilder {
     trace_wait: Duration,
     header_timeout: Duration,
     max_connections: usize,
+    tls: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Default for ServerBuilder {
@@ -106,6 +108,7 @@ impl Default for ServerBuilder {
             trace_wait: DEFAULT_TRACE_WAIT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            tls: None,
         }
     }
 }
@@ -184,12 +187,25 @@ impl ServerBuilder {
         self
     }
 
+    /// TLS on the listener: the certificate chain and its private key, PEM (`--tls-cert`,
+    /// `--tls-key`). Checked by [`build`](Self::build).
+    pub fn tls(mut self, cert_pem: Vec<u8>, key_pem: Vec<u8>) -> Self {
+        self.tls = Some((cert_pem, key_pem));
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
         if !self.listen.ip().is_loopback() && self.tokens.is_none() {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
+        let tls = match &self.tls {
+            Some((cert, key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(
+                cert, key,
+            )?)),
+            None => None,
+        };
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let state = state::AppState {
             guard: Arc::new(opened.guard),
@@ -214,6 +230,7 @@ impl ServerBuilder {
             limits: listener::Limits {
                 header_timeout: self.header_timeout,
                 max_connections: self.max_connections,
+                tls,
             },
             state: Arc::new(state),
         })
@@ -270,7 +287,14 @@ impl Server {
             Some(n) => format!("{n} bearer tokens"),
             None => "no authentication".to_string(),
         };
-        move |addr| format!("loopguard serve: listening on http://{addr} (store: {store}; {auth})")
+        let scheme = if self.limits.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        move |addr| {
+            format!("loopguard serve: listening on {scheme}://{addr} (store: {store}; {auth})")
+        }
     }
 
     /// Serves on `listener` until `shutdown` completes (in-flight requests are finished).
@@ -286,7 +310,7 @@ impl Server {
         listener::serve(
             listener,
             self.router(),
-            self.limits,
+            self.limits.clone(),
             move || state.metrics.connection_cap(),
             shutdown,
         )

@@ -19,19 +19,31 @@ use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tower::ServiceExt;
 
 use crate::protocol_errors::JsonProtocolErrors;
 
 /// How the listener treats connections.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub(crate) struct Limits {
-    /// The head of a request must arrive within this.
+    /// The head of a request must arrive within this (and a TLS handshake too).
     pub header_timeout: Duration,
     /// At most this many connections are open at once.
     pub max_connections: usize,
+    /// TLS on every connection (`--tls-cert`, `--tls-key`).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("header_timeout", &self.header_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then lets open connections
@@ -90,26 +102,41 @@ pub(crate) async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(target: "loopguard::serve", error = %e, "cannot set TCP_NODELAY");
         }
-        tokio::spawn(connection(
-            stream,
-            router.clone(),
-            limits.header_timeout,
-            stopped.clone(),
-            permit,
-        ));
+        let (router, stopped, timeout) = (router.clone(), stopped.clone(), limits.header_timeout);
+        match limits.tls.clone() {
+            None => {
+                tokio::spawn(connection(stream, router, timeout, stopped, permit));
+            }
+            Some(acceptor) => {
+                tokio::spawn(async move {
+                    // The handshake is bounded like a request head.
+                    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => connection(tls, router, timeout, stopped, permit).await,
+                        Ok(Err(e)) => {
+                            tracing::debug!(target: "loopguard::serve", "TLS handshake failed: {e}");
+                        }
+                        Err(_) => {
+                            tracing::debug!(target: "loopguard::serve", "TLS handshake timed out");
+                        }
+                    }
+                });
+            }
+        }
     }
     let _ = stop.send(true);
     // Every connection holds a permit until it closes.
     let _ = permits.acquire_many(max as u32).await;
 }
 
-async fn connection(
-    stream: TcpStream,
+async fn connection<I>(
+    stream: I,
     router: Router,
     header_timeout: Duration,
     mut stopped: watch::Receiver<bool>,
     _permit: tokio::sync::OwnedSemaphorePermit,
-) {
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let io = TokioIo::new(JsonProtocolErrors::new(stream));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let router = router.clone();

@@ -64,6 +64,12 @@ pub struct ServeArgs {
     /// events' fields: tenant, session, tool, detector, loop_level, decision, count).
     #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Serve HTTPS: the certificate chain (PEM) of the listener. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// `--log-format`.
@@ -123,6 +129,13 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             );
         }
         builder = builder.metrics_token(token);
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path)
+                .with_context(|| format!("{flag} {}: cannot read the file", path.display()))
+        };
+        builder = builder.tls(read("--tls-cert", cert)?, read("--tls-key", key)?);
     }
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
