@@ -9,8 +9,9 @@
 //!
 //! Spans of one trace may arrive out of order and in several batches, so spans are buffered
 //! per trace (and tenant): a trace is applied once no span of it arrived for the wait
-//! (`--trace-wait`, default [`DEFAULT_TRACE_WAIT`](crate::DEFAULT_TRACE_WAIT)), or at the latest [`MAX_HOLD_FACTOR`](crate::MAX_HOLD_FACTOR)
-//! waits after its first span, its tool calls sorted by start time. A span arriving for a
+//! (`--trace-wait`, default [`DEFAULT_TRACE_WAIT`](crate::DEFAULT_TRACE_WAIT)) and no span
+//! of it names a parent that has not arrived (an agent's span ends after its tool calls),
+//! or at the latest [`MAX_HOLD_FACTOR`](crate::MAX_HOLD_FACTOR) waits after its first span, its tool calls sorted by start time. A span arriving for a
 //! trace already applied is late: it is buffered again and applied, with the other late
 //! spans of that trace, after the spans already applied (counted in
 //! `loopguard_trace_late_spans_total`). When more than [`MAX_BUFFERED_SPANS`](crate::MAX_BUFFERED_SPANS) spans wait,

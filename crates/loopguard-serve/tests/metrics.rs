@@ -198,3 +198,75 @@ fn a_trace_in_observe_mode_counts_would_block_not_block() {
     assert!(session.contains("would-block"), "{session}");
     assert!(!session.contains(r#""block""#), "{session}");
 }
+
+/// A turn longer than `--trace-wait`: the tool spans arrive, the trace goes quiet for several
+/// waits (a long model call), then the agent's span (which names the agent) ends last. The
+/// loop is counted under one agent label, the agent's, not under `""` first.
+#[test]
+fn a_loop_has_one_agent_label_when_the_agent_span_ends_after_a_long_turn() {
+    let server = Running::start(
+        Server::builder()
+            .config(enabled())
+            .trace_wait(Duration::from_millis(200)),
+    );
+    let trace = "5b8efff798038103d269b633813fc60c";
+    let agent_span = "00000000000000aa";
+    let t0 = 1_700_000_000_000_000_000u64;
+    let tool = |i: u64| {
+        format!(
+            r#"{{"traceId":"{trace}","spanId":"{:016x}","parentSpanId":"{agent_span}","name":"execute_tool bash","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"execute_tool"}}}},{{"key":"gen_ai.tool.name","value":{{"stringValue":"bash"}}}},{{"key":"gen_ai.tool.call.arguments","value":{{"stringValue":"{{\"command\":\"make test\"}}"}}}},{{"key":"gen_ai.tool.call.result","value":{{"stringValue":"FAILED"}}}}]}}"#,
+            i + 1,
+            t0 + i * 1_000_000_000,
+            t0 + i * 1_000_000_000 + 500,
+        )
+    };
+    let post = |spans: Vec<String>| {
+        let body = format!(
+            r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"ci-bot"}}}}]}},"scopeSpans":[{{"spans":[{}]}}]}}]}}"#,
+            spans.join(",")
+        );
+        let (status, _, answer) = request(
+            &server,
+            "POST",
+            "/v1/traces",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{answer}");
+    };
+    post((0..15).map(tool).collect());
+    // Quiet for five waits: the agent is thinking.
+    std::thread::sleep(Duration::from_millis(1000));
+    post((15..25).map(tool).collect());
+    std::thread::sleep(Duration::from_millis(1000));
+    post(vec![format!(
+        r#"{{"traceId":"{trace}","spanId":"{agent_span}","name":"invoke_agent fixer","startTimeUnixNano":"{}","endTimeUnixNano":"{}","attributes":[{{"key":"gen_ai.operation.name","value":{{"stringValue":"invoke_agent"}}}},{{"key":"gen_ai.agent.name","value":{{"stringValue":"fixer"}}}}]}}"#,
+        t0 - 1,
+        t0 + 30 * 1_000_000_000,
+    )]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let (_, _, text) = scrape(&server, &[]);
+        if text.contains(r#"decision="would-block""#) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let loops: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("loopguard_trace_loops_total{"))
+        .collect();
+    assert!(!loops.is_empty(), "{text}");
+    for l in &loops {
+        assert!(l.contains(r#"agent="fixer""#), "{l}\n{text}");
+    }
+    // All 25 calls were judged, in order: 10 warnings then 5 blocks (observe mode).
+    let count = |level: &str| -> u64 {
+        loops
+            .iter()
+            .filter(|l| l.contains(&format!(r#"level="{level}""#)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!((count("warning"), count("critical")), (10, 5), "{text}");
+}

@@ -41,8 +41,9 @@ pub struct ServeArgs {
     /// Answer 408 to a client that takes longer than this to send its body.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     body_timeout: String,
-    /// `POST /v1/traces` (OTLP/HTTP): how long a trace must be quiet (no new span) before its
-    /// tool spans are applied; a trace is applied at the latest 12 waits after its first span.
+    /// `POST /v1/traces` (OTLP/HTTP): how long a trace must be quiet (no new span, and no
+    /// parent span still missing) before its tool spans are applied; a trace is applied at the
+    /// latest 12 waits after its first span.
     /// Spans arriving after their trace was applied are applied after it (docs/traces/live.md).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     trace_wait: String,
