@@ -21,7 +21,11 @@ pub(crate) struct DecisionLabels {
 
 /// The families whose series carry a `tenant` label (always their first label, which
 /// [`crate::exposition`] relies on to show a tenant only its own series).
-pub(crate) const PER_TENANT: [&str; 2] = ["loopguard_decisions", "loopguard_trace_loops"];
+pub(crate) const PER_TENANT: [&str; 3] = [
+    "loopguard_decisions",
+    "loopguard_trace_loops",
+    "loopguard_trace_spans",
+];
 
 /// Labels of `loopguard_decisions_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -46,6 +50,8 @@ struct TraceLoopLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SpanLabels {
+    /// First: see [`PER_TENANT`].
+    tenant: String,
     kind: &'static str,
 }
 
@@ -137,7 +143,7 @@ impl Metrics {
         let trace_spans = Family::<SpanLabels, Counter>::default();
         registry.register(
             "loopguard_trace_spans",
-            "Spans received on POST /v1/traces, by kind (tool: a tool execution; other)",
+            "Spans received on POST /v1/traces, by tenant and kind (tool: a tool execution; other)",
             trace_spans.clone(),
         );
         let late_spans = Counter::default();
@@ -218,12 +224,19 @@ impl Metrics {
     }
 
     /// Spans received: `tools` tool executions and `other` spans.
-    pub(crate) fn trace_spans(&self, tools: u64, other: u64) {
+    pub(crate) fn trace_spans(&self, tenant: Option<&str>, tools: u64, other: u64) {
+        let tenant = tenant.unwrap_or_default().to_string();
         self.trace_spans
-            .get_or_create(&SpanLabels { kind: "tool" })
+            .get_or_create(&SpanLabels {
+                tenant: tenant.clone(),
+                kind: "tool",
+            })
             .inc_by(tools);
         self.trace_spans
-            .get_or_create(&SpanLabels { kind: "other" })
+            .get_or_create(&SpanLabels {
+                tenant,
+                kind: "other",
+            })
             .inc_by(other);
     }
 

@@ -141,7 +141,9 @@ async fn receive(
         .iter()
         .filter(|s| loopguard_adapters::spans::tool_span(s).is_some())
         .count() as u64;
-    state.metrics.trace_spans(tools, spans.len() as u64 - tools);
+    state
+        .metrics
+        .trace_spans(tenant.as_deref(), tools, spans.len() as u64 - tools);
     let late = state.traces_buffer.add(tenant, spans, Instant::now());
     state.metrics.late_spans(late);
     state.metrics.traces_buffered(state.traces_buffer.traces());

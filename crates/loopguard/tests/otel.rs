@@ -308,7 +308,7 @@ fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
     assert!(line.contains("agent=\"looper\""), "{line}");
     assert!(line.ends_with(" 5"), "{line}");
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"acme\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }
@@ -534,7 +534,7 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
     assert!(line.contains("service=\"codex_exec\""), "{line}");
     // Every tool call arrived as a tool event: 25 calls, each with its outcome.
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }
@@ -682,7 +682,7 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
     let (metrics, line) = wait_for_critical_loop(&server, "Claude Code", &stderr);
     assert!(line.contains("service=\"claude-code\""), "{line}");
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }
