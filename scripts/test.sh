@@ -13,7 +13,11 @@
 #     and Rotel (a collector) in target/otel-venv, and the Traceloop, LangSmith, Langfuse and
 #     Phoenix SDKs in target/otel-sdks-venv, for the trace tests (crates/loopguard/tests/otel.rs);
 #   - Claude Code (npm, pinned) in target/claude-code for crates/loopguard/tests/claude_e2e.rs
-#     and the plugin validator (scripts/setup-claude.sh).
+#     and the plugin validator (scripts/setup-claude.sh);
+#   - Schemathesis (PyPI, pinned) in target/schemathesis-venv for the contract test of
+#     `loopguard serve` (scripts/setup-schemathesis.sh);
+#   - Prometheus and promtool (Debian package) for the tests of deploy/
+#     (scripts/setup-prometheus.sh).
 # Then runs `cargo test --workspace`, the Python package's suite (scripts/test-python.sh: a fresh
 # venv under target/, the frameworks from PyPI, pytest), the npm package's suite
 # (scripts/test-node.sh: the packed tarball in a project under target/, node --test) and the Claude Code plugin through Claude
@@ -45,6 +49,12 @@ bash scripts/setup-claude.sh >/dev/null
 
 echo "== the OpenTelemetry SDK, Pydantic AI, Rotel and the observability SDKs for the trace tests (venvs under target/)"
 bash scripts/setup-otel.sh
+
+echo "== Schemathesis for the contract test of loopguard serve (venv under target/)"
+bash scripts/setup-schemathesis.sh
+
+echo "== Prometheus and promtool for the tests of the ops assets in deploy/ (apt-get)"
+bash scripts/setup-prometheus.sh
 
 echo "== cargo test --workspace"
 cargo test --workspace

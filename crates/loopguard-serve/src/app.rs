@@ -214,7 +214,7 @@ async fn apply_events(
             .apply_async(tenant, event, |d| d)
             .await
             .map_err(|e| state.guard_error(e))?;
-        state.record(&decision, &mut out);
+        state.record(tenant, &decision, &mut out);
     }
     Ok(out)
 }
@@ -385,13 +385,21 @@ async fn readyz(State(state): State<Shared>) -> Result<Response, ApiError> {
     Ok(json_response(r#"{"status":"ready"}"#, "application/json"))
 }
 
-async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
+/// `GET /metrics`: see [`crate::exposition`] for who reads what, in which format.
+async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let view = crate::exposition::view(&state, &headers)?;
+    let openmetrics = crate::exposition::wants_openmetrics(&headers);
     let text = state
         .run(|s| s.metrics.render((s.retries)(), (s.session_count)()))
         .await?;
+    let text = crate::exposition::render(&text, &view, openmetrics);
     Ok(json_response(
         text,
-        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        if openmetrics {
+            crate::exposition::OPENMETRICS
+        } else {
+            crate::exposition::TEXT_004
+        },
     ))
 }
 

@@ -94,6 +94,9 @@ pub enum ServeError {
         /// What went wrong.
         message: String,
     },
+    /// `--tls-cert` / `--tls-key` cannot be used.
+    #[error("{0}")]
+    Tls(String),
     /// Binding or serving failed.
     #[error("{context}: {source}")]
     Io {

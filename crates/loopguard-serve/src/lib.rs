@@ -27,11 +27,16 @@
 
 mod app;
 mod error;
+mod exposition;
+mod listener;
+mod loop_log;
 mod metrics;
 mod openapi;
 mod otlp;
+mod protocol_errors;
 mod size;
 mod state;
+mod tls;
 mod tokens;
 mod trace_buffer;
 mod wiring;
@@ -61,6 +66,15 @@ const BLOCKING_THREADS: usize = 8;
 /// How long a client may take to send its body before it is answered 408.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Default `--header-timeout`: how long a client may take to send a request's head (its
+/// request line and headers), on a new connection or a kept-alive one, before the
+/// connection is closed.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default `--max-connections`: connections open at once. Below the usual file-descriptor
+/// limit of 1024, with room for the store's connections and files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
 /// Configures a [`Server`].
 #[derive(Debug)]
 pub struct ServerBuilder {
@@ -68,11 +82,15 @@ pub struct ServerBuilder {
     config: Option<OpenClawConfig>,
     store: String,
     tokens: Option<Tokens>,
+    metrics_token: Option<String>,
     idle_ttl: Duration,
     max_body: usize,
     body_timeout: Duration,
     redis_ca: Option<Vec<u8>>,
     trace_wait: Duration,
+    header_timeout: Duration,
+    max_connections: usize,
+    tls: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Default for ServerBuilder {
@@ -82,11 +100,15 @@ impl Default for ServerBuilder {
             config: None,
             store: "memory".to_string(),
             tokens: None,
+            metrics_token: None,
             idle_ttl: DEFAULT_IDLE_TTL,
             max_body: DEFAULT_MAX_BODY,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             redis_ca: None,
             trace_wait: DEFAULT_TRACE_WAIT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            tls: None,
         }
     }
 }
@@ -113,6 +135,13 @@ impl ServerBuilder {
     /// token's tenant.
     pub fn tokens(mut self, tokens: Tokens) -> Self {
         self.tokens = Some(tokens);
+        self
+    }
+    /// The bearer token that reads every series of `GET /metrics` (`--metrics-token`).
+    /// With it, `/metrics` needs a token: this one, or with [`tokens`](Self::tokens) a
+    /// tenant's, which reads only that tenant's series.
+    pub fn metrics_token(mut self, token: impl Into<String>) -> Self {
+        self.metrics_token = Some(token.into());
         self
     }
     /// Sessions idle for longer are forgotten (`--idle-ttl`).
@@ -144,12 +173,39 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a client may take to send a request's head before its connection is
+    /// closed (`--header-timeout`; see [`DEFAULT_HEADER_TIMEOUT`]).
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// At most this many connections open at once (`--max-connections`; see
+    /// [`DEFAULT_MAX_CONNECTIONS`]): at the cap, new clients wait until one closes.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// TLS on the listener: the certificate chain and its private key, PEM (`--tls-cert`,
+    /// `--tls-key`). Checked by [`build`](Self::build).
+    pub fn tls(mut self, cert_pem: Vec<u8>, key_pem: Vec<u8>) -> Self {
+        self.tls = Some((cert_pem, key_pem));
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
         if !self.listen.ip().is_loopback() && self.tokens.is_none() {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
+        let tls = match &self.tls {
+            Some((cert, key)) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(
+                cert, key,
+            )?)),
+            None => None,
+        };
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let state = state::AppState {
             guard: Arc::new(opened.guard),
@@ -157,7 +213,9 @@ impl ServerBuilder {
             traces: Arc::new(opened.traces),
             traces_buffer: trace_buffer::TraceBuffer::new(self.trace_wait),
             tokens: self.tokens,
+            metrics_token: self.metrics_token,
             metrics: metrics::Metrics::new(),
+            loops: loop_log::LoopLog::default(),
             blocking: opened.blocking,
             awaitable: opened.awaitable,
             max_body: self.max_body,
@@ -169,6 +227,11 @@ impl ServerBuilder {
         Ok(Server {
             listen: self.listen,
             store: self.store,
+            limits: listener::Limits {
+                header_timeout: self.header_timeout,
+                max_connections: self.max_connections,
+                tls,
+            },
             state: Arc::new(state),
         })
     }
@@ -179,6 +242,7 @@ impl ServerBuilder {
 pub struct Server {
     listen: SocketAddr,
     store: String,
+    limits: listener::Limits,
     state: Arc<state::AppState>,
 }
 
@@ -223,7 +287,14 @@ impl Server {
             Some(n) => format!("{n} bearer tokens"),
             None => "no authentication".to_string(),
         };
-        move |addr| format!("loopguard serve: listening on http://{addr} (store: {store}; {auth})")
+        let scheme = if self.limits.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        move |addr| {
+            format!("loopguard serve: listening on {scheme}://{addr} (store: {store}; {auth})")
+        }
     }
 
     /// Serves on `listener` until `shutdown` completes (in-flight requests are finished).
@@ -235,21 +306,18 @@ impl Server {
         // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
-        // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
-        // kept-alive connection has an answer still unacknowledged (bench/history/
-        // replay-and-serve-redis.md, "Fifth pass: serve with Redis").
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(no_delay as fn(&mut tokio::net::TcpStream));
-        let served = axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|source| ServeError::Io {
-                context: "serving".to_string(),
-                source,
-            });
+        let state = self.state.clone();
+        listener::serve(
+            listener,
+            self.router(),
+            self.limits.clone(),
+            move || state.metrics.connection_cap(),
+            shutdown,
+        )
+        .await;
         flusher.abort();
         otlp::flush(&self.state, true).await;
-        served
+        Ok(())
     }
 
     /// Binds the address, calls `on_listening` with the bound address (the port is chosen
@@ -281,13 +349,6 @@ impl Server {
             on_listening(addr);
             self.serve(listener, shutdown_signal()).await
         })
-    }
-}
-
-/// Sets `TCP_NODELAY` on an accepted connection (a failure only costs latency).
-fn no_delay(stream: &mut tokio::net::TcpStream) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(target: "loopguard::serve", error = %e, "cannot set TCP_NODELAY");
     }
 }
 

@@ -11,17 +11,37 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-/// Labels of `loopguard_decisions_total`.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// What a decision is counted by in `loopguard_decisions_total` (with its tenant).
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 pub(crate) struct DecisionLabels {
     pub decision: &'static str,
     pub detector: &'static str,
     pub level: &'static str,
 }
 
+/// The families whose series carry a `tenant` label (always their first label, which
+/// [`crate::exposition`] relies on to show a tenant only its own series).
+pub(crate) const PER_TENANT: [&str; 3] = [
+    "loopguard_decisions",
+    "loopguard_trace_loops",
+    "loopguard_trace_spans",
+];
+
+/// Labels of `loopguard_decisions_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantDecisionLabels {
+    /// The bearer token's tenant (empty without `--tokens`). First: see [`PER_TENANT`].
+    tenant: String,
+    decision: &'static str,
+    detector: &'static str,
+    level: &'static str,
+}
+
 /// Labels of `loopguard_trace_loops_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TraceLoopLabels {
+    /// First: see [`PER_TENANT`].
+    tenant: String,
     detector: &'static str,
     level: &'static str,
     service: String,
@@ -30,6 +50,8 @@ struct TraceLoopLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SpanLabels {
+    /// First: see [`PER_TENANT`].
+    tenant: String,
     kind: &'static str,
 }
 
@@ -56,7 +78,7 @@ fn latency_histogram() -> Histogram {
 /// Every metric the server exports.
 pub(crate) struct Metrics {
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
+    decisions: Family<TenantDecisionLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
     requests: Family<StatusLabels, Counter>,
     store_errors: Counter,
@@ -66,6 +88,7 @@ pub(crate) struct Metrics {
     trace_spans: Family<SpanLabels, Counter>,
     late_spans: Counter,
     traces_buffered: Gauge,
+    connection_cap: Counter,
     /// What `store_retries` last saw from the store's own counter.
     retries_seen: AtomicU64,
     render_lock: Mutex<()>,
@@ -74,10 +97,10 @@ pub(crate) struct Metrics {
 impl Metrics {
     pub(crate) fn new() -> Metrics {
         let mut registry = Registry::default();
-        let decisions = Family::<DecisionLabels, Counter>::default();
+        let decisions = Family::<TenantDecisionLabels, Counter>::default();
         registry.register(
             "loopguard_decisions",
-            "Decisions made, by decision, detector and level (detector and level empty when none fired)",
+            "Decisions made, by tenant, decision, detector and level (tenant empty without --tokens; detector and level empty when none fired)",
             decisions.clone(),
         );
         let latency: Family<RouteLabels, Histogram, fn() -> Histogram> =
@@ -114,13 +137,13 @@ impl Metrics {
         let trace_loops = Family::<TraceLoopLabels, Counter>::default();
         registry.register(
             "loopguard_trace_loops",
-            "Tool calls from OTLP traces (POST /v1/traces) found in a loop (warned or blocked in observe mode), by detector, level, service (service.name) and agent (gen_ai.agent.name)",
+            "Tool calls from OTLP traces (POST /v1/traces) found in a loop (warned or blocked in observe mode), by tenant, detector, level, service (service.name) and agent (gen_ai.agent.name)",
             trace_loops.clone(),
         );
         let trace_spans = Family::<SpanLabels, Counter>::default();
         registry.register(
             "loopguard_trace_spans",
-            "Spans received on POST /v1/traces, by kind (tool: a tool execution; other)",
+            "Spans received on POST /v1/traces, by tenant and kind (tool: a tool execution; other)",
             trace_spans.clone(),
         );
         let late_spans = Counter::default();
@@ -135,7 +158,14 @@ impl Metrics {
             "Traces received on POST /v1/traces waiting for their spans to stop arriving (--trace-wait)",
             traces_buffered.clone(),
         );
+        let connection_cap = Counter::default();
+        registry.register(
+            "loopguard_http_connection_cap_reached",
+            "Times the listener reached --max-connections and stopped accepting until a connection closed",
+            connection_cap.clone(),
+        );
         Metrics {
+            connection_cap,
             traces_buffered,
             trace_loops,
             trace_spans,
@@ -152,8 +182,16 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn decision(&self, labels: DecisionLabels) {
-        self.decisions.get_or_create(&labels).inc();
+    /// A decision for `tenant` (`None` without `--tokens`).
+    pub(crate) fn decision(&self, tenant: Option<&str>, labels: DecisionLabels) {
+        self.decisions
+            .get_or_create(&TenantDecisionLabels {
+                tenant: tenant.unwrap_or_default().to_string(),
+                decision: labels.decision,
+                detector: labels.detector,
+                level: labels.level,
+            })
+            .inc();
     }
 
     pub(crate) fn request(&self, route: &'static str, status: u16, elapsed: Duration) {
@@ -168,6 +206,7 @@ impl Metrics {
     /// A trace tool call warned or blocked.
     pub(crate) fn trace_loop(
         &self,
+        tenant: Option<&str>,
         detector: &'static str,
         level: &'static str,
         service: &str,
@@ -175,6 +214,7 @@ impl Metrics {
     ) {
         self.trace_loops
             .get_or_create(&TraceLoopLabels {
+                tenant: tenant.unwrap_or_default().to_string(),
                 detector,
                 level,
                 service: service.to_string(),
@@ -184,12 +224,19 @@ impl Metrics {
     }
 
     /// Spans received: `tools` tool executions and `other` spans.
-    pub(crate) fn trace_spans(&self, tools: u64, other: u64) {
+    pub(crate) fn trace_spans(&self, tenant: Option<&str>, tools: u64, other: u64) {
+        let tenant = tenant.unwrap_or_default().to_string();
         self.trace_spans
-            .get_or_create(&SpanLabels { kind: "tool" })
+            .get_or_create(&SpanLabels {
+                tenant: tenant.clone(),
+                kind: "tool",
+            })
             .inc_by(tools);
         self.trace_spans
-            .get_or_create(&SpanLabels { kind: "other" })
+            .get_or_create(&SpanLabels {
+                tenant,
+                kind: "other",
+            })
             .inc_by(other);
     }
 
@@ -204,12 +251,18 @@ impl Metrics {
         self.late_spans.inc_by(n);
     }
 
+    /// The listener reached its connection cap.
+    pub(crate) fn connection_cap(&self) {
+        self.connection_cap.inc();
+    }
+
     pub(crate) fn store_error(&self) {
         self.store_errors.inc();
     }
 
-    /// Renders the text format; `retries_total` is the store's own retry counter and
+    /// Renders OpenMetrics 1.0 text; `retries_total` is the store's own retry counter and
     /// `sessions` the session count (when the store could count them).
+    /// [`crate::exposition`] turns it into what the scraper asked for.
     pub(crate) fn render(&self, retries_total: u64, sessions: Option<u64>) -> String {
         let _guard = self.render_lock.lock().unwrap_or_else(|e| e.into_inner());
         let seen = self.retries_seen.swap(retries_total, Ordering::Relaxed);

@@ -28,6 +28,11 @@ fn build() -> Value {
             }
         }
     }
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for (agent, schema) in agent_hooks() {
+            paths.insert(format!("/v1/hooks/{agent}"), agent_hook_path(agent, schema));
+        }
+    }
     doc["components"]["schemas"]["Detector"] = json!({
         "enum": loopguard_core::Detector::ALL
             .into_iter()
@@ -37,6 +42,146 @@ fn build() -> Value {
         "description": "OpenClaw's detectors, then the strict profile's"
     });
     doc
+}
+
+/// The tool events of the payloads shaped like Claude Code's: they need a `tool_name`.
+const TOOL_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "PostToolUseFailure"];
+
+/// A hook payload: an object with these string fields required, and a `tool_name` string
+/// when `event_field` names a tool event.
+fn hook_payload(required: &[&str], event_field: Option<&str>, description: &str) -> Value {
+    let mut props = serde_json::Map::new();
+    for f in required {
+        props.insert((*f).to_owned(), json!({ "type": "string" }));
+    }
+    let mut schema = json!({
+        "type": "object",
+        "description": description,
+        "required": required,
+        "properties": props,
+    });
+    if let Some(event) = event_field {
+        schema["if"] = json!({ "properties": { event: { "enum": TOOL_EVENTS } } });
+        schema["then"] = json!({ "required": ["tool_name"], "properties": { "tool_name": { "type": "string" } } });
+    }
+    schema
+}
+
+/// Claude Code's hook input, as `loopguard_agents`' Claude Code protocol reads it: the
+/// events it acts on check their fields' types; any other event is answered `{}` unread.
+fn claude_code_hook() -> Value {
+    let opt = json!({ "type": ["string", "null"] });
+    let context = json!({ "properties": {
+        "cwd": opt, "agent_id": opt, "agent_type": opt, "permission_mode": opt, "transcript_path": opt
+    } });
+    let tool = json!({
+        "required": ["tool_name", "tool_input"],
+        "properties": { "tool_name": { "type": "string" }, "tool_input": {}, "tool_use_id": opt }
+    });
+    let when = |events: &[&str], then: Value| json!({ "if": { "properties": { "hook_event_name": { "enum": events } } }, "then": then });
+    json!({
+        "type": "object",
+        "description": "The hook input Claude Code sends (session_id, hook_event_name, tool_name, tool_input, tool_use_id, tool_response, ...). Events other than those below are answered {} without reading further.",
+        "required": ["session_id", "hook_event_name"],
+        "properties": { "session_id": { "type": "string" }, "hook_event_name": { "type": "string" } },
+        "allOf": [
+            when(&["PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "UserPromptSubmit", "PostCompact", "SessionEnd"], context.clone()),
+            when(&["SessionStart"], json!({
+                "properties": { "source": opt },
+                "if": { "required": ["source"], "properties": { "source": { "const": "compact" } } },
+                "then": context
+            })),
+            when(&["PreToolUse", "PostToolUse", "PostToolUseFailure"], tool.clone()),
+            when(&["PostToolUse"], json!({ "required": ["tool_response"] })),
+            when(&["PostToolUseFailure"], json!({
+                "properties": { "error": opt, "is_interrupt": { "type": ["boolean", "null"] } },
+                "if": { "required": ["error"] },
+                "else": { "properties": { "error_message": opt } }
+            })),
+            when(&["PostToolBatch"], json!({
+                "required": ["tool_calls"],
+                "properties": { "tool_calls": { "type": "array", "items": { "type": "object", "allOf": [tool] } } }
+            })),
+            when(&["SessionEnd"], json!({ "properties": { "reason": opt } }))
+        ]
+    })
+}
+
+/// The other agents whose hooks answer in JSON, and what their payloads must hold (each
+/// agent's protocol in `loopguard_agents`).
+fn agent_hooks() -> Vec<(&'static str, Value)> {
+    let claude_like = |agent: &str| {
+        hook_payload(
+            &["session_id", "hook_event_name"],
+            Some("hook_event_name"),
+            &format!("The hook input {agent} sends, shaped like Claude Code's (session_id, hook_event_name, tool_name, tool_input, ...)"),
+        )
+    };
+    vec![
+        ("codex", claude_like("Codex")),
+        ("gemini", {
+            let mut s = hook_payload(&["session_id", "hook_event_name"], None, "The hook input Gemini CLI sends (session_id, hook_event_name, tool_name, tool_input, ...)");
+            s["if"] = json!({ "properties": { "hook_event_name": { "enum": ["BeforeTool", "AfterTool"] } } });
+            s["then"] = json!({ "required": ["tool_name"], "properties": { "tool_name": { "type": "string" } } });
+            s
+        }),
+        ("qwen", claude_like("Qwen Code")),
+        ("factory", claude_like("Factory Droid")),
+        (
+            "copilot",
+            json!({
+                "type": "object",
+                "description": "The hook input GitHub Copilot sends (sessionId, toolName, toolArgs, toolResult, ...; the event from hook_event_name or the fields present). The session is sessionId, else session_id, else the cwd.",
+                "anyOf": [
+                    { "required": ["sessionId"], "properties": { "sessionId": { "type": "string" } } },
+                    { "required": ["session_id"], "properties": { "session_id": { "type": "string" } } },
+                    { "required": ["cwd"], "properties": { "cwd": { "type": "string" } } }
+                ]
+            }),
+        ),
+        ("cursor", {
+            let mut s = hook_payload(&["conversation_id", "hook_event_name"], None, "The hook input Cursor sends (conversation_id, hook_event_name, tool_name, command, ...)");
+            s["allOf"] = json!([
+                { "if": { "properties": { "hook_event_name": { "enum": ["preToolUse", "postToolUse", "postToolUseFailure", "beforeMCPExecution", "afterMCPExecution"] } } },
+                  "then": { "required": ["tool_name"], "properties": { "tool_name": { "type": "string" } } } },
+                { "if": { "properties": { "hook_event_name": { "enum": ["beforeShellExecution", "afterShellExecution"] } } },
+                  "then": { "required": ["command"], "properties": { "command": { "type": "string" } } } }
+            ]);
+            s
+        }),
+        ("cline", {
+            let mut s = hook_payload(
+                &["taskId", "hookName"],
+                None,
+                "The hook input Cline sends (taskId, hookName, preToolUse / postToolUse, ...)",
+            );
+            let body = |key: &str| json!({ "required": [key], "properties": { key: { "type": "object", "required": ["toolName"], "properties": { "toolName": { "type": "string" } } } } });
+            s["allOf"] = json!([
+                { "if": { "properties": { "hookName": { "const": "PreToolUse" } } }, "then": body("preToolUse") },
+                { "if": { "properties": { "hookName": { "const": "PostToolUse" } } }, "then": body("postToolUse") }
+            ]);
+            s
+        }),
+    ]
+}
+
+/// `POST /v1/hooks/{agent}` for one agent.
+fn agent_hook_path(agent: &str, schema: Value) -> Value {
+    let e = error_response;
+    json!({ "post": {
+        "operationId": format!("{agent}Hook"),
+        "summary": format!("{agent}'s hooks: the answer is what `loopguard hook {agent}` prints for the same input"),
+        "requestBody": { "required": true, "content": { "application/json": { "schema": schema } } },
+        "responses": {
+            "200": { "description": "The hook output in the agent's format (`{}` when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
+            "400": e("Malformed request: `error` says what is wrong, `field` names the field"),
+            "401": e("Missing or unknown bearer token (only when the server runs with --tokens)"),
+            "405": e("Not a method of this path; `Allow` lists the methods"),
+            "413": e("The body is over --max-body"),
+            "408": e("The body did not arrive in time"),
+            "503": e("The session store cannot be reached; callers should fail open (let the call run)")
+        }
+    } })
 }
 
 fn document_without_405() -> Value {
@@ -109,26 +254,16 @@ fn document_without_405() -> Value {
             "/v1/hooks/claude-code": { "post": {
                 "operationId": "claudeCodeHook",
                 "summary": "Claude Code's `type: \"http\"` hook: the answer is what `loopguard hook claude-code` prints for the same input",
-                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The hook input Claude Code sends (session_id, hook_event_name, tool_name, tool_input, tool_use_id, tool_response, ...)" } } } },
+                "requestBody": { "required": true, "content": { "application/json": { "schema": claude_code_hook() } } },
                 "responses": {
                     "200": { "description": "The hook output (`{}` when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
                     "400": e400, "401": e401, "413": e413, "503": e503
                 }
             } },
-            "/v1/hooks/{agent}": { "post": {
-                "operationId": "agentHook",
-                "summary": "Another coding agent's hook (codex, gemini, qwen, copilot, cursor, factory, cline; Qwen Code's `type: \"http\"` hooks post here): the answer is what `loopguard hook AGENT` prints for the same input",
-                "parameters": [ { "name": "agent", "in": "path", "required": true, "schema": { "type": "string", "enum": ["codex", "gemini", "qwen", "copilot", "cursor", "factory", "cline"] } } ],
-                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "description": "The hook input the agent sends, in its own shape" } } } },
-                "responses": {
-                    "200": { "description": "The hook output in the agent's format (empty when there is nothing to say)", "content": { "application/json": { "schema": { "type": "object" } } } },
-                    "400": e400, "401": e401, "404": e404, "413": e413, "503": e503
-                }
-            } },
             "/v1/traces": { "post": {
                 "operationId": "postTraces",
                 "summary": "OTLP/HTTP trace receiver: tool spans become events, applied in observe mode once their trace is quiet",
-                "description": "An OpenTelemetry Collector's otlphttp exporter or an SDK's OTLP/HTTP exporter posts ExportTraceServiceRequest bodies here. Tool spans (GenAI execute_tool, Pydantic AI, OpenInference TOOL, Traceloop tool) are buffered per trace and applied --trace-wait after the trace's last span (at the latest 12 waits after its first); late spans are applied after the spans already applied. Loops show in /metrics (loopguard_trace_loops_total by detector, level, service, agent) and in GET /v1/sessions/{session} (the session is the gen_ai.conversation.id, else the trace id). See docs/traces/live.md.",
+                "description": "An OpenTelemetry Collector's otlphttp exporter or an SDK's OTLP/HTTP exporter posts ExportTraceServiceRequest bodies here. Tool spans (GenAI execute_tool, Pydantic AI, OpenInference TOOL, Traceloop tool) are buffered per trace and applied --trace-wait after the trace's last span once the parents its spans name have arrived (at the latest 12 waits after its first); late spans are applied after the spans already applied. Loops show in /metrics (loopguard_trace_loops_total by tenant, detector, level, service, agent) and in GET /v1/sessions/{session} (the session is the gen_ai.conversation.id, else the trace id). See docs/traces/live.md.",
                 "requestBody": { "required": true, "content": {
                     "application/x-protobuf": { "schema": { "type": "string", "format": "binary", "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest; Content-Encoding: gzip accepted" } },
                     "application/json": { "schema": { "type": "object", "description": "The OTLP/JSON encoding of ExportTraceServiceRequest (resourceSpans); Content-Encoding: gzip accepted" } }
@@ -165,8 +300,15 @@ fn document_without_405() -> Value {
                 "responses": { "200": { "description": "Up", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ok" } } } } } } } } },
             "/readyz": { "get": { "operationId": "readyz", "summary": "The session store answers", "security": [],
                 "responses": { "200": { "description": "Ready", "content": { "application/json": { "schema": { "type": "object", "properties": { "status": { "const": "ready" } } } } } }, "503": e503 } } },
-            "/metrics": { "get": { "operationId": "metrics", "summary": "Prometheus / OpenMetrics text", "security": [],
-                "responses": { "200": { "description": "Decisions by detector and level, request latency histogram, store errors and retries, sessions", "content": { "application/openmetrics-text": { "schema": { "type": "string" } } } } } } },
+            "/metrics": { "get": { "operationId": "metrics", "summary": "Prometheus text 0.0.4, or OpenMetrics 1.0 when the Accept header prefers application/openmetrics-text", "security": [ { "bearer": [] }, {} ],
+                "description": "Open without --tokens and --metrics-token. With --metrics-token, that bearer token reads every series; with --tokens, a tenant's token reads only its own tenant's series (loopguard_decisions_total and loopguard_trace_loops_total with its tenant label).",
+                "responses": {
+                    "200": { "description": "Decisions by tenant, detector and level, trace loops, request latency histogram, store errors and retries, sessions", "content": {
+                        "text/plain": { "schema": { "type": "string" } },
+                        "application/openmetrics-text": { "schema": { "type": "string" } }
+                    } },
+                    "401": error_response("With --metrics-token or --tokens: a missing or unknown bearer token")
+                } } },
             "/openapi.json": { "get": { "operationId": "openapi", "summary": "This document", "security": [],
                 "responses": { "200": { "description": "OpenAPI 3.1", "content": { "application/json": { "schema": { "type": "object" } } } } } } }
         },
@@ -174,20 +316,27 @@ fn document_without_405() -> Value {
             "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer", "description": "A token of the --tokens file; it selects the tenant" } },
             "schemas": {
                 "Event": {
-                    "type": "object", "description": "One events.md event",
+                    "type": "object", "description": "One events.md event. Fields not listed are ignored; on a compaction, tool, args, result and error are ignored.",
                     "required": ["type"],
                     "properties": {
                         "type": { "enum": ["call", "outcome", "compaction"] },
-                        "session": { "type": "string", "default": "default" },
+                        "session": { "type": ["string", "null"], "default": "default", "description": "null is absent" },
                         "run": { "type": ["string", "null"] },
-                        "agent": { "type": "string", "description": "selects the config's agents.list[] entry" },
-                        "callId": { "type": "string" },
-                        "tool": { "type": "string", "description": "required for call and outcome" },
-                        "args": { "type": "object", "default": {} },
-                        "result": { "description": "outcome: the tool's result" },
-                        "error": { "description": "outcome: what the tool threw (a string is the message)" },
-                        "ts": { "type": "number", "description": "milliseconds since 1970 (UTC)" }
-                    }
+                        "agent": { "type": ["string", "null"], "description": "selects the config's agents.list[] entry" },
+                        "callId": { "type": ["string", "null"] },
+                        "tool": { "description": "calls and outcomes: the tool name, a string (required)" },
+                        "args": { "default": {}, "description": "the tool's parameters: any JSON (null is kept as null; only a missing args is {})" },
+                        "result": { "description": "outcome: the tool's result (any JSON; exactly one of result and error)" },
+                        "error": { "description": "outcome: what the tool threw (any JSON, a string is the message; exactly one of result and error)" },
+                        "ts": { "description": "milliseconds since 1970 (UTC): a finite non-negative number is used, any other value is ignored (treated as absent)" }
+                    },
+                    "allOf": [
+                        { "if": { "properties": { "type": { "const": "call" } } },
+                          "then": { "required": ["tool"], "properties": { "tool": { "type": "string" } } } },
+                        { "if": { "properties": { "type": { "const": "outcome" } } },
+                          "then": { "required": ["tool"], "properties": { "tool": { "type": "string" } },
+                                    "oneOf": [ { "required": ["result"] }, { "required": ["error"] } ] } }
+                    ]
                 },
                 "Decision": {
                     "type": "object", "description": "The decision record, as `loopguard replay --json` writes it without `line`",

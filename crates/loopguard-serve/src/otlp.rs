@@ -9,8 +9,9 @@
 //!
 //! Spans of one trace may arrive out of order and in several batches, so spans are buffered
 //! per trace (and tenant): a trace is applied once no span of it arrived for the wait
-//! (`--trace-wait`, default [`DEFAULT_TRACE_WAIT`](crate::DEFAULT_TRACE_WAIT)), or at the latest [`MAX_HOLD_FACTOR`](crate::MAX_HOLD_FACTOR)
-//! waits after its first span, its tool calls sorted by start time. A span arriving for a
+//! (`--trace-wait`, default [`DEFAULT_TRACE_WAIT`](crate::DEFAULT_TRACE_WAIT)) and no span
+//! of it names a parent that has not arrived (an agent's span ends after its tool calls),
+//! or at the latest [`MAX_HOLD_FACTOR`](crate::MAX_HOLD_FACTOR) waits after its first span, its tool calls sorted by start time. A span arriving for a
 //! trace already applied is late: it is buffered again and applied, with the other late
 //! spans of that trace, after the spans already applied (counted in
 //! `loopguard_trace_late_spans_total`). When more than [`MAX_BUFFERED_SPANS`](crate::MAX_BUFFERED_SPANS) spans wait,
@@ -117,6 +118,20 @@ async fn receive(
                 None,
             )
         })?;
+        // OTLP/JSON: one ExportTraceServiceRequest (ExportLogsServiceRequest) object.
+        if !matches!(value, Value::Object(_)) {
+            return Err(ApiError::bad_request(
+                format!(
+                    "an OTLP/JSON body is one {} object, not {}",
+                    match signal {
+                        Signal::Traces => "ExportTraceServiceRequest",
+                        Signal::Logs => "ExportLogsServiceRequest",
+                    },
+                    json_kind(&value)
+                ),
+                None,
+            ));
+        }
         let mut set = SpanSet::default();
         loopguard_adapters::otlp::read_value(&value, 1, &mut set);
         let problems: Vec<String> = set.diagnostics.iter().map(|d| d.message.clone()).collect();
@@ -126,7 +141,9 @@ async fn receive(
         .iter()
         .filter(|s| loopguard_adapters::spans::tool_span(s).is_some())
         .count() as u64;
-    state.metrics.trace_spans(tools, spans.len() as u64 - tools);
+    state
+        .metrics
+        .trace_spans(tenant.as_deref(), tools, spans.len() as u64 - tools);
     let late = state.traces_buffer.add(tenant, spans, Instant::now());
     state.metrics.late_spans(late);
     state.metrics.traces_buffered(state.traces_buffer.traces());
@@ -180,6 +197,18 @@ async fn receive(
         );
         json_response(out, "application/json")
     })
+}
+
+/// What a JSON value is, for an error message.
+fn json_kind(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn content_type(headers: &HeaderMap) -> String {
@@ -259,7 +288,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                 match s.traces.apply(
                     tenant,
                     Input::with_profile(&e.event, call_profile(call)),
-                    |d| owned_decision(&d),
+                    |d| {
+                        s.loops.decision(tenant, &d, observed(&d));
+                        owned_decision(&d)
+                    },
                 ) {
                     Ok(d) => seen.push((call_labels(call), d)),
                     Err(err) => {
@@ -273,7 +305,8 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
     };
     let seen = if state.blocking {
         let me = state.clone();
-        tokio::task::spawn_blocking(move || apply(&me, tenant.as_deref(), &calls))
+        let t = tenant.clone();
+        tokio::task::spawn_blocking(move || apply(&me, t.as_deref(), &calls))
             .await
             .unwrap_or_default()
     } else {
@@ -285,7 +318,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     .apply_async(
                         tenant.as_deref(),
                         Input::with_profile(&e.event, call_profile(call)),
-                        |d| owned_decision(&d),
+                        |d| {
+                            state.loops.decision(tenant.as_deref(), &d, observed(&d));
+                            owned_decision(&d)
+                        },
                     )
                     .await
                 {
@@ -299,14 +335,19 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         }
         seen
     };
-    for ((service, agent), (action, detector, level)) in seen {
-        state.metrics.decision(crate::metrics::DecisionLabels {
-            decision: action.as_str(),
-            detector,
-            level,
-        });
-        if matches!(action, Action::Warn | Action::Block) {
-            state.metrics.trace_loop(detector, level, &service, &agent);
+    for ((service, agent), (decision, warned, detector, level)) in seen {
+        state.metrics.decision(
+            tenant.as_deref(),
+            crate::metrics::DecisionLabels {
+                decision,
+                detector,
+                level,
+            },
+        );
+        if warned {
+            state
+                .metrics
+                .trace_loop(tenant.as_deref(), detector, level, &service, &agent);
         }
     }
 }
@@ -324,10 +365,21 @@ fn call_labels(call: &SpanCall) -> (String, String) {
     )
 }
 
-fn owned_decision(d: &loopguard_events::Decision<'_>) -> (Action, &'static str, &'static str) {
+/// The word of observe mode for a trace's decision (`would-warn`, `would-block`, …).
+fn observed(d: &loopguard_events::Decision<'_>) -> &'static str {
+    loopguard_guard::LogDecision::of(d, loopguard_core::Mode::Observe).kind()
+}
+
+/// A trace's decision as its metrics count it: the word of observe mode (`would-warn`,
+/// `would-block`, `would-abort`: the traced calls already ran, nothing was blocked), as the
+/// session's record says; whether it was a loop (a warning, block or abort); the finding.
+fn owned_decision(
+    d: &loopguard_events::Decision<'_>,
+) -> (&'static str, bool, &'static str, &'static str) {
     let f = d.finding.as_ref();
     (
-        d.action,
+        observed(d),
+        matches!(d.action, Action::Warn | Action::Block | Action::Abort),
         f.map_or("", |f| f.detector.as_str()),
         f.map_or("", |f| f.level.as_str()),
     )

@@ -26,7 +26,11 @@ pub(crate) struct AppState {
     /// Spans waiting for their trace to be complete (`POST /v1/traces`).
     pub traces_buffer: TraceBuffer,
     pub tokens: Option<Tokens>,
+    /// `--metrics-token`: the bearer token that reads every series of `GET /metrics`.
+    pub metrics_token: Option<String>,
     pub metrics: Metrics,
+    /// One log line per loop event.
+    pub loops: crate::loop_log::LoopLog,
     /// The store's blocking calls wait for I/O (SQLite's disk, Redis's network): they run
     /// on tokio's blocking pool. The memory store is a mutex held for microseconds and is
     /// called directly (see docs/serve.md, "Performance").
@@ -231,13 +235,18 @@ pub(crate) fn json_response(body: impl Into<Body>, content_type: &'static str) -
 
 impl AppState {
     /// Counts a decision in the metrics and writes its record (a line) to `out`.
-    pub(crate) fn record(&self, decision: &Decision<'_>, out: &mut Vec<u8>) {
+    pub(crate) fn record(&self, tenant: Option<&str>, decision: &Decision<'_>, out: &mut Vec<u8>) {
         let finding = decision.finding.as_ref();
-        self.metrics.decision(DecisionLabels {
-            decision: decision.decision_str(),
-            detector: finding.map_or("", |f| f.detector.as_str()),
-            level: finding.map_or("", |f| f.level.as_str()),
-        });
+        self.metrics.decision(
+            tenant,
+            DecisionLabels {
+                decision: decision.decision_str(),
+                detector: finding.map_or("", |f| f.detector.as_str()),
+                level: finding.map_or("", |f| f.level.as_str()),
+            },
+        );
+        self.loops
+            .decision(tenant, decision, decision.decision_str());
         decision.write_record(out);
     }
 }

@@ -93,8 +93,10 @@ impl TraceBuffer {
         let mut ready: Vec<Key> = inner
             .traces
             .iter()
-            .filter(|(_, p)| {
-                all || now.duration_since(p.last) >= wait || now.duration_since(p.first) >= hold
+            .filter(|(k, p)| {
+                all || now.duration_since(p.first) >= hold
+                    || (now.duration_since(p.last) >= wait
+                        && (inner.applied.contains_key(*k) || !awaits_parent(&p.spans)))
             })
             .map(|(k, _)| k.clone())
             .collect();
@@ -136,6 +138,25 @@ impl TraceBuffer {
     pub(crate) fn traces(&self) -> usize {
         self.lock().traces.len()
     }
+}
+
+/// Whether a span of the trace names a parent that has not arrived. Spans are exported
+/// when they end, so an agent's span (which names the agent and often the conversation)
+/// arrives after all of its tool calls: a trace quiet for the wait because the agent is
+/// waiting for a long model turn is held for its parent, up to the longest hold, so that
+/// every call of a loop is judged and labelled with the same agent. (A late piece of a
+/// trace already applied is not held: its first piece decided already.)
+fn awaits_parent(spans: &[Span]) -> bool {
+    let ids: std::collections::HashSet<&str> = spans
+        .iter()
+        .filter(|s| !s.span_id.is_empty())
+        .map(|s| s.span_id.as_str())
+        .collect();
+    spans.iter().any(|s| {
+        s.parent_id
+            .as_deref()
+            .is_some_and(|p| !p.is_empty() && !ids.contains(p))
+    })
 }
 
 /// The trace a span is buffered with: its trace id, or for a log record outside any trace

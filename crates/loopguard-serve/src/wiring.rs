@@ -200,7 +200,8 @@ pub(crate) fn agent_hook(
     match result {
         Ok(reply) => {
             for row in &reply.logged {
-                state.metrics.decision(hook_labels(row));
+                state.loops.hook_row(tenant, agent.as_str(), row);
+                state.metrics.decision(tenant, hook_labels(row));
             }
             Ok(reply.http_body().as_bytes().to_vec())
         }

@@ -94,15 +94,19 @@ fn main() -> ExitCode {
     // shows a stdio server's stderr in its logs; stdout stays the protocol's.)
     // `loopguard mcp` writes one line per warning, block or abort shown to the model (its
     // own); the engine's per-detector lines say the same things again, so they wait for -v.
+    // `loopguard serve` writes one line per loop event itself (loopguard::serve::loop); the
+    // engine's lines (one per detector per call, some forty for one loop) wait for -v.
     let quiet_level = match &cli.command {
-        Command::Serve(_) => Some("warn"),
+        Command::Serve(_) => Some("warn,loopguard::detector=off,loopguard::tool_loop=off"),
         Command::Mcp(_) => Some("warn,loopguard::detector=off,loopguard::tool_loop=off"),
         _ => None,
     };
+    let json = matches!(&cli.command, Command::Serve(args) if args.json_logs());
     init_logging(
         cli.verbose,
         quiet_level,
         color.enabled(io::stderr().is_terminal()),
+        json,
     );
     let result = match cli.command {
         Command::Replay(args) => cmd::replay::run(args),
@@ -133,7 +137,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn init_logging(verbose: u8, quiet_level: Option<&str>, ansi: bool) {
+fn init_logging(verbose: u8, quiet_level: Option<&str>, ansi: bool, json: bool) {
     let level = match (verbose, quiet_level) {
         (0, None) => return,
         (0, Some(level)) => level,
@@ -142,9 +146,13 @@ fn init_logging(verbose: u8, quiet_level: Option<&str>, ansi: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("LOOPGUARD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("loopguard={level}")));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .with_ansi(ansi)
-        .try_init();
+        .with_writer(io::stderr);
+    let _ = if json {
+        // One JSON object a line, the event's fields at the top level, for log pipelines.
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder.with_ansi(ansi).try_init()
+    };
 }

@@ -200,6 +200,22 @@ fn wait_for(
     }
 }
 
+/// `GET /metrics` as tenant `acme` (`tok-acme`): its own series only.
+fn tenant_metrics(agent: &ureq::Agent, server: &Serve) -> String {
+    let anonymous = get(agent, &server.url("/metrics"));
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    let a = request(
+        agent,
+        "GET",
+        &server.url("/metrics"),
+        &[("Authorization", "Bearer tok-acme")],
+        None,
+    )
+    .unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body
+}
+
 /// Waits for tenant `tok-acme`'s `session` to count 25 calls, checks it was warned 10 times
 /// and blocked 5 times, and that `/metrics` counts a critical trace loop of `service` (five
 /// of them when `five`).
@@ -222,14 +238,15 @@ fn assert_session_looped(
         (Some(10), Some(5)),
         "{s}"
     );
-    let metrics = get(agent, &server.url("/metrics")).body;
+    // With --tokens, a tenant reads its own series of /metrics.
+    let metrics = tenant_metrics(agent, server);
     assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("loopguard_trace_loops_total{")
+        metrics.lines().any(
+            |l| l.starts_with("loopguard_trace_loops_total{tenant=\"acme\",")
                 && l.contains(&format!("service=\"{service}\""))
                 && l.contains("level=\"critical\"")
-                && (!five || l.ends_with(" 5"))),
+                && (!five || l.ends_with(" 5"))
+        ),
         "{metrics}"
     );
 }
@@ -278,7 +295,7 @@ fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
     )
     .unwrap();
     assert_eq!(other.status, 401);
-    let metrics = get(&agent, &server.url("/metrics")).body;
+    let metrics = tenant_metrics(&agent, &server);
     let line = metrics
         .lines()
         .find(|l| {
@@ -291,7 +308,7 @@ fn serve_receives_the_real_otlp_http_exporter_protobuf_gzip() {
     assert!(line.contains("agent=\"looper\""), "{line}");
     assert!(line.ends_with(" 5"), "{line}");
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"acme\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }
@@ -517,7 +534,7 @@ fn serve_finds_the_loop_in_the_real_codex_telemetry() {
     assert!(line.contains("service=\"codex_exec\""), "{line}");
     // Every tool call arrived as a tool event: 25 calls, each with its outcome.
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }
@@ -665,7 +682,7 @@ fn serve_finds_the_loop_in_the_real_claude_code_telemetry() {
     let (metrics, line) = wait_for_critical_loop(&server, "Claude Code", &stderr);
     assert!(line.contains("service=\"claude-code\""), "{line}");
     assert!(
-        metrics.contains("loopguard_trace_spans_total{kind=\"tool\"} 25"),
+        metrics.contains("loopguard_trace_spans_total{tenant=\"\",kind=\"tool\"} 25"),
         "{metrics}"
     );
 }

@@ -226,9 +226,23 @@ fn tenants_are_isolated_and_tokens_required() {
     )
     .unwrap();
     assert_eq!(a.status, 404);
-    // health and metrics need no token
+    // health needs no token; metrics need a tenant's, and show that tenant's series
     assert_eq!(get(&agent, &server.url("/healthz")).status, 200);
-    assert_eq!(get(&agent, &server.url("/metrics")).status, 200);
+    assert_eq!(get(&agent, &server.url("/metrics")).status, 401);
+    let m = request(
+        &agent,
+        "GET",
+        &server.url("/metrics"),
+        &[("authorization", h)],
+        None,
+    )
+    .unwrap();
+    assert_eq!(m.status, 200, "{}", m.body);
+    assert!(
+        m.body.contains("loopguard_decisions_total{tenant=\""),
+        "{}",
+        m.body
+    );
 }
 
 /// Refuses to start: a non-loopback address without --tokens; a config with errors; a bad
@@ -446,12 +460,13 @@ fn metrics_and_openapi() {
     assert_eq!(m.status, 200);
     // with ten identical calls before it, the 11th warns, and so does the 12th
     assert!(
-        m.body
-            .contains(r#"loopguard_decisions_total{decision="allow",detector="",level=""} 10"#),
+        m.body.contains(
+            r#"loopguard_decisions_total{tenant="",decision="allow",detector="",level=""} 10"#
+        ),
         "{}",
         m.body
     );
-    assert!(m.body.contains(r#"loopguard_decisions_total{decision="warn",detector="generic_repeat",level="warning"} 2"#), "{}", m.body);
+    assert!(m.body.contains(r#"loopguard_decisions_total{tenant="",decision="warn",detector="generic_repeat",level="warning"} 2"#), "{}", m.body);
     assert!(
         m.body
             .contains(r#"loopguard_http_request_duration_seconds_count{route="/v1/events"} 12"#),
@@ -561,17 +576,17 @@ fn claude_code_http_hook_denies_from_the_21st_identical_read() {
             .map_or(0, |v| v.trim().parse().unwrap())
     };
     assert_eq!(
-        count(r#"decision="block",detector="generic_repeat",level="critical""#),
+        count(r#"tenant="",decision="block",detector="generic_repeat",level="critical""#),
         5,
         "{metrics}"
     );
     assert_eq!(
-        count(r#"decision="warn",detector="generic_repeat",level="warning""#),
+        count(r#"tenant="",decision="warn",detector="generic_repeat",level="warning""#),
         10,
         "{metrics}"
     );
     assert_eq!(
-        count(r#"decision="recorded",detector="",level="""#),
+        count(r#"tenant="",decision="recorded",detector="",level="""#),
         20,
         "{metrics}"
     );

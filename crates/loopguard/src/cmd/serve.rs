@@ -41,15 +41,57 @@ pub struct ServeArgs {
     /// Answer 408 to a client that takes longer than this to send its body.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     body_timeout: String,
-    /// `POST /v1/traces` (OTLP/HTTP): how long a trace must be quiet (no new span) before its
-    /// tool spans are applied; a trace is applied at the latest 12 waits after its first span.
+    /// `POST /v1/traces` (OTLP/HTTP): how long a trace must be quiet (no new span, and no
+    /// parent span still missing) before its tool spans are applied; a trace is applied at the
+    /// latest 12 waits after its first span.
     /// Spans arriving after their trace was applied are applied after it (docs/traces/live.md).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     trace_wait: String,
+    /// Close a connection whose client takes longer than this to send a request's line and
+    /// headers (a new connection's first request, or the next one on a kept-alive one).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    header_timeout: String,
+    /// At most this many connections open at once; at the cap new clients wait until one
+    /// closes (logged, and counted in loopguard_http_connection_cap_reached_total). Keep it
+    /// below the process's file-descriptor limit (ulimit -n).
+    #[arg(long, value_name = "N", default_value_t = loopguard_serve::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// A file holding the bearer token that reads all of GET /metrics (for Prometheus).
+    /// With it, /metrics needs a token; with --tokens, a tenant's token reads only that
+    /// tenant's series.
+    #[arg(long, value_name = "FILE")]
+    metrics_token: Option<PathBuf>,
+    /// The log on stderr: `text` lines, or `json` (one JSON object a line, with the loop
+    /// events' fields: tenant, session, tool, detector, loop_level, decision, count).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Serve HTTPS: the certificate chain (PEM) of the listener. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+impl ServeArgs {
+    /// Whether the log is JSON (`--log-format json`); read before the log is set up.
+    pub fn json_logs(&self) -> bool {
+        self.log_format == LogFormat::Json
+    }
 }
 
 /// Runs `loopguard serve` until Ctrl-C or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<ExitCode> {
+    let json = args.json_logs();
     let mut builder = Server::builder()
         .listen(args.listen)
         .store(args.store)
@@ -66,6 +108,36 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             loopguard_guard::parse_duration(&args.trace_wait)
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
         );
+    let header_timeout = loopguard_guard::parse_duration(&args.header_timeout)
+        .map_err(|e| anyhow::anyhow!("--header-timeout {:?}: {e}", args.header_timeout))?;
+    if header_timeout.is_zero() {
+        anyhow::bail!("--header-timeout 0: every connection would be closed at once");
+    }
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections 0: the server could accept nobody");
+    }
+    builder = builder
+        .header_timeout(header_timeout)
+        .max_connections(args.max_connections);
+    if let Some(path) = &args.metrics_token {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--metrics-token {}: cannot read the file", path.display()))?;
+        let token = text.trim();
+        if token.is_empty() || token.contains(char::is_whitespace) {
+            anyhow::bail!(
+                "--metrics-token {}: the file must hold one token (no spaces)",
+                path.display()
+            );
+        }
+        builder = builder.metrics_token(token);
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        let read = |flag: &str, path: &PathBuf| {
+            std::fs::read(path)
+                .with_context(|| format!("{flag} {}: cannot read the file", path.display()))
+        };
+        builder = builder.tls(read("--tls-cert", cert)?, read("--tls-key", key)?);
+    }
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
     }
@@ -79,10 +151,21 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     }
     let server = builder.build()?;
     let says = server.listening_line();
+    // With --log-format json every line of stderr is a JSON object, these two included.
+    let say = move |message: &str| {
+        if json {
+            errln!(
+                "{}",
+                serde_json::json!({ "level": "INFO", "target": "loopguard::serve", "message": message })
+            )
+        } else {
+            errln!("{message}")
+        }
+    };
     server.run(|addr| {
         // A server keeps serving when nobody reads its stderr any more.
-        let _ = errln!("{}", says(addr));
+        let _ = say(&says(addr));
     })?;
-    errln!("loopguard serve: stopped")?;
+    say("loopguard serve: stopped")?;
     Ok(ExitCode::SUCCESS)
 }
