@@ -299,6 +299,16 @@ fn answer(entry: &mut SessionEntry, d: &Decision<'_>, run: &str, ctx: &Ctx<'_>) 
         Effect::Proceed => Answer::default(),
         Effect::Notice => Answer::context(&format!("loopguard: {message}")),
         Effect::Refuse => Answer::deny(&message, &notice()),
+        // `onCritical: "ask"`: the user decides; if the call runs and the loop goes on,
+        // the engine's next critical decision of the run ends it (`EndRun` below).
+        Effect::Ask => Answer {
+            ask: Some(message),
+            notice: Some(format!(
+                "loopguard asks before {tool} runs: {} (count {})",
+                f.detector, f.count
+            )),
+            ..Answer::default()
+        },
         Effect::EndRun if d.kind == EventKind::Call => {
             // Strict profile: a second critical loop ended this run (the engine refuses
             // the rest of it); the agent is stopped as well, until the next prompt. The

@@ -104,6 +104,10 @@ pub enum Detector {
     NoProgressCycle,
     /// Strict profile: the same call failing with a different error each time.
     ChangingErrorSameCall,
+    /// Not a detector of the engine: a cap of `loopguard.budgets` reached (a warning at
+    /// 80%, a refusal at 100%), decided by the guard layer (`loopguard-guard`), which keeps
+    /// the counts.
+    Budget,
 }
 
 impl Detector {
@@ -125,6 +129,7 @@ impl Detector {
             Detector::NearRepeat => "near_repeat_no_progress",
             Detector::NoProgressCycle => "no_progress_cycle",
             Detector::ChangingErrorSameCall => "same_call_changing_error",
+            Detector::Budget => "budget",
         }
     }
 
