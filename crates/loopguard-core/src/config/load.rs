@@ -1162,6 +1162,47 @@ mod tests {
     }
 
     #[test]
+    fn on_critical_and_budgets_are_validated_naming_the_field() {
+        let text = r#"{
+          loopguard: { onCritical: "ends-run", budgets: { callsPerRun: 0, costPerRun: 2.5,
+            tokensPerRun: 1.5, tools: { web_fetch: "30", read: 40 }, perTool: {} } },
+          agents: { list: [ { id: "ci", loopguard: { onCritical: true } } ] },
+        }"#;
+        let d = diags(text);
+        let got: Vec<(&str, &str)> = d.iter().map(|d| (d.1.as_str(), d.3.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "loopguard.onCritical",
+                    "unknown value \"ends-run\"; known values: \"block\", \"ask\", \"end-run\"; did you mean \"end-run\"?"
+                ),
+                ("loopguard.budgets.callsPerRun", "must be a positive integer, found 0"),
+                ("loopguard.budgets.tokensPerRun", "must be a positive integer, found 1.5"),
+                ("loopguard.budgets.tools.web_fetch", "must be a positive integer, found \"30\""),
+                (
+                    "loopguard.budgets.perTool",
+                    "unknown key (the block is strict); known keys: callsPerRun, callsPerSession, tokensPerRun, costPerRun, tools"
+                ),
+                (
+                    "agents.list[0].loopguard.onCritical",
+                    "expected one of \"block\", \"ask\", \"end-run\", found a boolean"
+                ),
+            ]
+        );
+        assert!(d.iter().all(|d| d.0 == Severity::Error));
+        let l = load(text).unwrap();
+        let e = l.config.policy_for(None).escalation;
+        assert_eq!(e.on_critical, OnCritical::Block);
+        assert_eq!(e.budgets.cost_per_run, Some(2.5));
+        assert_eq!(e.budgets.tools.get("read"), Some(&40));
+        assert_eq!(e.budgets.calls_per_run, None);
+        assert!(super::super::Policy::from_block(None)
+            .escalation
+            .is_default());
+    }
+
+    #[test]
     fn invalid_agent_numbers_override_then_fall_back_to_defaults() {
         let text = r#"{"tools":{"loopDetection":{"enabled":true,"warningThreshold":2,"unknownToolThreshold":1,"postCompactionGuard":{"windowSize":5}}},
           "agents":{"list":[{"id":"a","tools":{"loopDetection":{"warningThreshold":2.5,"unknownToolThreshold":0,"postCompactionGuard":{"windowSize":0}}}}]}}"#;
