@@ -232,6 +232,7 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             args: tool.input.clone(),
             payload: Some(Payload::Result(response.clone())),
             timestamp_ms: ctx.now,
+            usage: None,
         };
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
@@ -278,6 +279,7 @@ fn to_event<'p>(ev: &'p AgentEvent<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
         args: tool.map(|t| t.input.clone()).unwrap_or(Value::Null),
         payload: result,
         timestamp_ms: ctx.now,
+        usage: None,
     }
 }
 

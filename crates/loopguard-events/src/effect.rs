@@ -199,7 +199,7 @@ mod tests {
             (EventKind::Call, Block, loop_, Some(true), Refuse),
             (EventKind::Call, Block, None, None, Refuse),
             (EventKind::Call, Block, ends, Some(true), EndRun),
-            (EventKind::Call, Ask, loop_, Some(true), Ask),
+            (EventKind::Call, Action::Ask, loop_, Some(true), Effect::Ask),
             (EventKind::Outcome, Recorded, None, None, Proceed),
             (EventKind::Outcome, Ignored, None, None, Proceed),
             (EventKind::Outcome, Abort, compaction, None, EndRun),

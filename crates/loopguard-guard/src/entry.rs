@@ -338,8 +338,15 @@ impl<'e> Input<'e> {
     /// [`ToolProfile::Plain`]), or a policy with one of loopguard's extra detectors on or the
     /// `openclaw-2026.9.6` profile, which read the values themselves.
     pub fn needs_values(&self, profile: ToolProfile, policy: &Policy) -> bool {
+        let spend = &policy.escalation.budgets;
         matches!(self, Input::Prehashed(..))
-            && (profile != ToolProfile::Plain || policy.extra.any() || shipped(policy))
+            && (profile != ToolProfile::Plain
+                || policy.extra.any()
+                || shipped(policy)
+                // A spend budget reads the event's `usage`, which a caller hashing
+                // ahead may not have kept (the npm package's digests of JSON text).
+                || spend.tokens_per_run.is_some()
+                || spend.cost_per_run.is_some())
     }
 }
 
@@ -849,6 +856,10 @@ impl SessionEntry {
             (_, None) => {}
             (EventKind::Call, Some(tool)) => {
                 self.stats.calls += 1;
+                if let (Some(u), false) = (&event.usage, policy.escalation.is_default()) {
+                    let run = event.run.as_ref().map(|r| r.to_string_lossy().into_owned());
+                    self.escalation.add_usage(run.as_deref(), u.tokens, u.cost);
+                }
                 if policy.escalation.is_default() {
                     self.call(policy, applier, event, tool, pre, &mut decision);
                 } else {

@@ -176,3 +176,43 @@ fn budgets_warn_then_refuse() {
         "{d}"
     );
 }
+
+/// Spend budgets read the events' `usage` extension: the run's tokens and cost add up,
+/// 80% warns, and once the spend has reached the cap the next call is refused.
+#[test]
+fn spend_budgets_from_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = sqlite_guard(
+        &dir,
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{budgets:{tokensPerRun:1000,costPerRun:1}}}"#,
+    );
+    let call = |i: usize, usage: &str| {
+        let d = apply(
+            &guard,
+            &format!(
+                r#"{{"type":"call","session":"s","run":"r","callId":"c{i}","tool":"read","args":{{"path":"/f{i}"}},"usage":{usage}}}"#
+            ),
+        );
+        format!(
+            "{}:{}",
+            d["decision"].as_str().unwrap(),
+            d["detector"].as_str().unwrap_or("-")
+        )
+    };
+    assert_eq!(
+        call(1, r#"{"inputTokens":300,"outputTokens":100}"#),
+        "allow:-"
+    );
+    assert_eq!(call(2, r#"{"tokens":450}"#), "warn:budget");
+    assert_eq!(call(3, r#"{"tokens":100,"cost":0.5}"#), "allow:-");
+    assert_eq!(call(4, r#"{"tokens":150}"#), "block:budget");
+    let d = apply(
+        &guard,
+        r#"{"type":"call","session":"s","run":"r2","callId":"x","tool":"read","args":{"path":"/x"},"usage":{"tokens":10,"cost":1.2}}"#,
+    );
+    assert_eq!(d["detector"], "budget");
+    assert_eq!(
+        d["message"],
+        "CRITICAL: This run has used its cost budget of 1 (loopguard.budgets.costPerRun); the call was not run. Stop calling tools and report the task as failed or ask the user for a larger budget."
+    );
+}
