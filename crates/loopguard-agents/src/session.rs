@@ -16,7 +16,10 @@
 //! (shown by `loopguard status`).
 //!
 //! Runs follow OpenClaw's run scoping: each prompt is a run, and calls made inside a
-//! subagent form their own run, `prompt-N/<agent_id>`. After an abort, further calls of
+//! subagent form their own run, `prompt-N/<agent_id>`, in a session of their own
+//! (`SESSION/<agent_id>`: each sub-agent keeps its own loop state, and the parent's history
+//! holds its own calls, among them the sub-agent launches, whose repetition is a loop at
+//! the parent). With `loopguard.budgets`, the parent's session counts its sub-agents' calls. After an abort, further calls of
 //! the same run are denied until the next prompt. A tool event whose call id was already
 //! applied (the hook registered in both the user and the project settings, a retry) is
 //! ignored, so each call counts once.
@@ -49,6 +52,59 @@ pub(crate) fn apply_event(
         guard.forget(tenant, &ev.session)?;
         return Ok(Answer::default());
     }
+    if let (Some(sub), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
+        return apply_subagent(guard, tenant, ev, sub, agent, config, now, notes);
+    }
+    apply_to(guard, tenant, ev, agent, config, now, notes, None)
+}
+
+/// A sub-agent's call or outcome: applied to the sub-agent's own session
+/// (`SESSION/AGENT_ID`, its own loop state, so its calls never crowd the parent's history
+/// out of its window), in the parent's current prompt; the parent's session counts the
+/// sub-agent's calls that ran toward its `callsPerSession` budget, and the sub-agent's
+/// budget check starts from the parent's count.
+#[allow(clippy::too_many_arguments)]
+fn apply_subagent(
+    guard: &Guard,
+    tenant: Option<&str>,
+    ev: &AgentEvent<'_>,
+    sub: &str,
+    agent: Option<&str>,
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+) -> Result<Answer, GuardError> {
+    let key = loopguard_guard::session_key(tenant, &ev.session);
+    let parent = guard.store().load(&key)?;
+    let (run_seq, parent_calls) = parent.map_or((0, 0), |p| (p.run_seq, p.budgeted_calls()));
+    let mut child = ev.clone();
+    child.session = format!("{}/{sub}", ev.session);
+    let inherited = Some((run_seq, parent_calls));
+    let answer = apply_to(guard, tenant, &child, agent, config, now, notes, inherited)?;
+    let budgeted = !guard
+        .policy(agent.map(|a| JsString::from(a.to_string())).as_ref())
+        .escalation
+        .budgets
+        .is_empty();
+    if ev.kind == Kind::Pre && answer.deny.is_none() && budgeted {
+        guard.update(tenant, &ev.session, |e| {
+            e.attribute_subagent_call();
+        })?;
+    }
+    Ok(answer)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_to(
+    guard: &Guard,
+    tenant: Option<&str>,
+    ev: &AgentEvent<'_>,
+    agent: Option<&str>,
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+    parent: Option<(u64, u64)>,
+) -> Result<Answer, GuardError> {
     let ctx = Ctx {
         guard,
         mode: guard.applier().mode,
@@ -56,6 +112,10 @@ pub(crate) fn apply_event(
         now,
     };
     guard.update(tenant, &ev.session, |entry| {
+        if let Some((run_seq, calls)) = parent {
+            entry.run_seq = run_seq;
+            entry.inherit_parent_calls(calls);
+        }
         if let Some(note) = entry.meta.remove(RESTARTED) {
             notes.push(format!("loopguard: {note}"));
         }

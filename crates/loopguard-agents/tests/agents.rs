@@ -838,3 +838,103 @@ fn ask_answer_payloads() {
         assert_eq!(a, want, "{agent}");
     }
 }
+
+/// Sub-agents in Claude Code: each launch (`Agent`/`Task`) is a call of the parent's run,
+/// the sub-agent's own calls (which carry `agent_id`) a run of their own, so each sub-agent
+/// keeps its own loop state while the parent sees the repetition of whole launches: the
+/// same sub-agent spawned with the same task and the same failing report, 21 times, is a
+/// loop at the parent (the launch's new `agentId`, duration and token counts do not make
+/// its outcome new). The session's budget counts the sub-agents' calls.
+#[test]
+fn claude_code_repeated_subagent_launches_are_a_loop_at_the_parent() {
+    let cfg = r#"{ tools: { loopDetection: { enabled: true } },
+                   loopguard: { budgets: { callsPerSession: 1000 } } }"#;
+    let mut h = Harness::with_config(Agent::ClaudeCode, config(cfg));
+    let base = json!({"session_id":"cc-sub","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+        "permission_mode":"default"});
+    let with = |extra: Value| {
+        let mut v = base.clone();
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    h.send(&with(
+        json!({"hook_event_name":"UserPromptSubmit","prompt":"fix the tests"}),
+    ));
+    let launch_input = json!({"description":"Fix tests","prompt":"Make npm test pass","subagent_type":"general-purpose"});
+    let mut parent = Vec::new();
+    for i in 1..=21 {
+        let id = format!("toolu_task_{i}");
+        let pre = with(json!({"hook_event_name":"PreToolUse","tool_name":"Agent",
+            "tool_input":launch_input,"tool_use_id":id}));
+        let a = out(&h.send(&pre));
+        let decision = a["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap_or("run");
+        parent.push(decision.to_string());
+        if decision == "deny" {
+            continue;
+        }
+        // The sub-agent's own calls: three failing test runs, in its own run.
+        let agent_id = format!("a{i:04}");
+        for j in 1..=3 {
+            let call = json!({"hook_event_name":"PreToolUse","tool_name":"Bash",
+                "tool_input":{"command":"npm test"},"tool_use_id":format!("toolu_{i}_{j}"),
+                "agent_id":agent_id,"agent_type":"general-purpose"});
+            let sub = out(&h.send(&with(call.clone())));
+            assert_eq!(sub, Value::Null, "sub-agent {i} call {j}: {sub}");
+            let mut post = with(call);
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] =
+                json!({"stdout":"FAIL","stderr":"","interrupted":false,"isImage":false});
+            h.send(&post);
+        }
+        let post = with(json!({"hook_event_name":"PostToolUse","tool_name":"Agent",
+            "tool_input":launch_input,"tool_use_id":id,
+            "tool_response":{"status":"completed","prompt":"Make npm test pass","agentId":agent_id,
+                "content":[{"type":"text","text":"The tests still fail: npm test exits 1."}],
+                "totalDurationMs":1000 + i,"totalTokens":5000 + i,"totalToolUseCount":3,
+                "usage":{"input_tokens":10 + i,"output_tokens":5}}}));
+        h.send(&post);
+    }
+    assert_eq!(parent[..20], ["run"; 20]);
+    assert_eq!(parent[20], "deny");
+    let entry = h
+        .guard
+        .store()
+        .load(&loopguard_guard::session_key(None, "cc-sub"))
+        .unwrap()
+        .unwrap();
+    let critical: Vec<(Option<String>, Option<String>)> = entry
+        .recent
+        .iter()
+        .filter(|r| r.decision.is_critical())
+        .map(|r| (r.run.clone(), r.detector.clone()))
+        .collect();
+    assert_eq!(
+        critical,
+        [(Some("prompt-1".into()), Some("generic_repeat".into()))],
+        "only the parent's run saw a loop"
+    );
+    // The parent's own calls are its 21 launches; the session's budget counted the 20
+    // launches that ran and their sub-agents' 60 calls.
+    assert_eq!(entry.stats.calls, 21);
+    assert_eq!(entry.budgeted_calls(), 80);
+    // Each sub-agent kept its own session and loop state.
+    let sub = h
+        .guard
+        .store()
+        .load(&loopguard_guard::session_key(None, "cc-sub/a0001"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(sub.stats.calls, 3);
+    assert_eq!(
+        sub.recent
+            .iter()
+            .filter_map(|r| r.run.clone())
+            .next()
+            .as_deref(),
+        Some("prompt-1/a0001")
+    );
+}

@@ -686,6 +686,27 @@ impl SessionEntry {
         out
     }
 
+    /// Counts a call its sub-agent ran toward this (the parent's) session's
+    /// `loopguard.budgets.callsPerSession`; returns the session's count. A sub-agent keeps
+    /// its own session (its own loop state), so its calls reach the parent only this way.
+    pub fn attribute_subagent_call(&mut self) -> u64 {
+        self.escalation.count_call(None, "", true);
+        self.escalation.session_calls()
+    }
+
+    /// Starts a sub-agent's session from its parent's count of calls
+    /// ([`SessionEntry::attribute_subagent_call`]), so its budget check sees the whole
+    /// session's.
+    pub fn inherit_parent_calls(&mut self, parent_calls: u64) {
+        self.escalation.inherit_session_calls(parent_calls);
+    }
+
+    /// Calls that ran in the session and its sub-agents, as the budgets count them (0 when
+    /// no budget is set).
+    pub fn budgeted_calls(&self) -> u64 {
+        self.escalation.session_calls()
+    }
+
     /// Blocked calls still waiting for their outcome events.
     pub fn pending_blocks(&self) -> usize {
         self.blocks.order.len()

@@ -133,6 +133,17 @@ impl State {
         rung
     }
 
+    /// Calls that ran in the session, its sub-agents' included.
+    pub(crate) fn session_calls(&self) -> u64 {
+        self.session_calls
+    }
+
+    /// A sub-agent's session starts from its parent's count, so that `callsPerSession`
+    /// covers the parent and all its sub-agents.
+    pub(crate) fn inherit_session_calls(&mut self, parent: u64) {
+        self.session_calls = self.session_calls.max(parent);
+    }
+
     /// Adds a model usage report to `run`.
     pub(crate) fn add_usage(&mut self, run: Option<&str>, tokens: u64, cost: f64) {
         let state = self.get(run);
