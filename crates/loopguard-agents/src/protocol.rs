@@ -153,7 +153,7 @@ pub struct Answer {
     /// Add this to the model's context (an emitted warning).
     pub context: Option<String>,
     /// Ask the user whether the call may run, with this reason (before a call;
-    /// `loopguard.onCritical: "ask"`). The run path turns it into [`Answer::deny`] for an
+    /// `loopguard.onCritical: "ask"`). The run path turns it into a deny (the field `deny`) for an
     /// agent that cannot ask ([`Protocol::asks`]).
     pub ask: Option<String>,
     /// Stop the agent with this reason.
@@ -281,7 +281,7 @@ pub trait Protocol: Sync {
 
     /// `true` when the agent's hook can answer "ask the user" before a call (its own
     /// approval prompt), so [`Answer::ask`] is rendered as such; otherwise an ask is a
-    /// refusal ([`Answer::deny`]).
+    /// refusal (the answer's `deny`).
     fn asks(&self) -> bool {
         false
     }
