@@ -356,6 +356,7 @@ mod tests {
                 "warn",
                 "warn",
                 "block",
+                "ask",
                 "recorded",
                 "ignored",
                 "abort",
@@ -380,6 +381,7 @@ mod tests {
             critical,
             [
                 "block",
+                "ask",
                 "abort",
                 "would-block",
                 "would-abort",
@@ -397,6 +399,7 @@ mod tests {
                 "warn",
                 "warn-quiet",
                 "block",
+                "ask",
                 "abort",
                 "would-warn",
                 "would-block",
