@@ -186,14 +186,6 @@ impl PendingBlocks {
         self.order.push_back(b);
     }
 
-    /// Forgets the block pushed last (a call the front end asks the user about, whose
-    /// outcome is recorded if the user lets it run).
-    fn pop_newest(&mut self) {
-        if let Some(b) = self.order.pop_back() {
-            self.unindex(&b);
-        }
-    }
-
     fn unindex(&mut self, b: &PendingBlock) {
         if let Some(id) = &b.call_id {
             remove_seq(&mut self.by_id, id, b.seq);
@@ -1054,12 +1046,12 @@ impl SessionEntry {
                 {
                     Rung::Block => {}
                     Rung::Ask => {
-                        // The call runs if the user lets it: its outcome is recorded then,
-                        // not absorbed as a blocked call's.
+                        // The engine took the call as blocked, and its outcome, if one comes,
+                        // is absorbed as a blocked call's: a host that refuses (Claude Code
+                        // headless reports the reason as the call's error) or a user who lets
+                        // it run leaves the loop's streak as it was, so the loop going on
+                        // meets the next critical at once.
                         decision.action = Action::Ask;
-                        if applier.mode == Mode::Enforce {
-                            self.blocks.pop_newest();
-                        }
                     }
                     Rung::EndRun => {
                         decision.ends_run = true;

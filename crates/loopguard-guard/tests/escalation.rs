@@ -36,13 +36,20 @@ fn step(guard: &Guard, run: &str, i: usize, tool: &str, path: &str) -> String {
         let outcome = format!(
             r#"{{"type":"outcome","session":"s","run":"{run}","callId":"c{i}","tool":"{tool}","args":{{"path":"{path}"}},"result":"same"}}"#
         );
-        assert_eq!(apply(guard, &outcome)["decision"], "recorded");
+        // An asked call's outcome (the user let it run, or the host refused it and reported
+        // the refusal) is absorbed as a blocked call's: the loop's streak is unchanged.
+        let want = if decision == "ask" {
+            "ignored"
+        } else {
+            "recorded"
+        };
+        assert_eq!(apply(guard, &outcome)["decision"], want);
     }
     format!("{decision}:{}", d["detector"].as_str().unwrap_or("-"))
 }
 
-/// `ask`: the first critical asks; the call runs (its outcome is recorded, not absorbed as
-/// a blocked call's), the loop goes on, and the next critical ends the run; every later
+/// `ask`: the first critical asks; the call runs (its outcome is absorbed as a blocked
+/// call's), the loop goes on, and the next critical ends the run; every later
 /// call of the run is refused with the run's end. Another run starts at the bottom.
 #[test]
 fn ask_then_the_loop_goes_on_then_the_run_ends() {

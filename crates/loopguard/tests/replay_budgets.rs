@@ -16,7 +16,11 @@ fn a_sidechain_counts_toward_the_sessions_budget() {
         .arg(root.join("tests/fixtures/transcripts/claude-code/healthy.jsonl"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let calls: Vec<String> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
