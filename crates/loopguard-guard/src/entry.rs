@@ -1261,8 +1261,9 @@ fn set_js(slot: &mut Option<String>, text: Option<&JsString<'_>>) {
 }
 
 /// The detector of a name written by [`Detector::as_str`] (the ladder keeps the name of the
-/// detector that ended a run); an unknown name, from a later version's entry, reads as
-/// `generic_repeat`'s rule of last resort: the run stays ended either way.
+/// detector that ended a run). A name this version does not know (written by a later one)
+/// reads as `generic_repeat`: the run stays ended either way, only the record's detector
+/// differs.
 fn detector_named(name: &str) -> Detector {
     Detector::ALL
         .into_iter()
