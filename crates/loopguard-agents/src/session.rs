@@ -48,7 +48,16 @@ pub(crate) fn apply_event(
         return Ok(Answer::default());
     }
     if ev.kind == Kind::End {
-        // The session's runs are over: its state and decision log go.
+        // The session's runs are over: its state and decision log go, and its sub-agents'.
+        let key = loopguard_guard::session_key(tenant, &ev.session);
+        let subagents = guard
+            .store()
+            .load(&key)?
+            .and_then(|e| e.meta.get(SUBAGENTS).cloned())
+            .unwrap_or_default();
+        for sub in subagents.split('\n').filter(|s| !s.is_empty()) {
+            guard.forget(tenant, &format!("{}/{sub}", ev.session))?;
+        }
         guard.forget(tenant, &ev.session)?;
         return Ok(Answer::default());
     }
@@ -76,7 +85,23 @@ fn apply_subagent(
 ) -> Result<Answer, GuardError> {
     let key = loopguard_guard::session_key(tenant, &ev.session);
     let parent = guard.store().load(&key)?;
+    let known = parent.as_ref().is_some_and(|p| {
+        p.meta
+            .get(SUBAGENTS)
+            .is_some_and(|list| list.split('\n').any(|s| s == sub))
+    });
     let (run_seq, parent_calls) = parent.map_or((0, 0), |p| (p.run_seq, p.budgeted_calls()));
+    if !known {
+        // The parent remembers its sub-agents' sessions, to forget them with it.
+        guard.update(tenant, &ev.session, |e| {
+            let list = e.meta.entry(SUBAGENTS.into()).or_default();
+            let mut ids: Vec<&str> = list.split('\n').filter(|s| !s.is_empty()).collect();
+            ids.push(sub);
+            // Bounded: the oldest are left to the store's idle expiry.
+            let keep = ids.len().saturating_sub(MAX_SUBAGENTS);
+            *list = ids[keep..].join("\n");
+        })?;
+    }
     let mut child = ev.clone();
     child.session = format!("{}/{sub}", ev.session);
     let inherited = Some((run_seq, parent_calls));
@@ -141,6 +166,13 @@ fn apply_to(
         answer
     })
 }
+
+/// The `meta` key of a session's sub-agents (their `agent_id`s, one per line, the newest
+/// last), whose sessions (`SESSION/<agent_id>`) are forgotten with it.
+pub const SUBAGENTS: &str = "subagents";
+
+/// Sub-agents a session remembers.
+const MAX_SUBAGENTS: usize = 256;
 
 /// The `meta` key of the last `permission_mode` a payload carried.
 pub const PERMISSION_MODE: &str = "permission_mode";

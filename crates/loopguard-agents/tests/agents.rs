@@ -929,6 +929,14 @@ fn claude_code_repeated_subagent_launches_are_a_loop_at_the_parent() {
         .unwrap()
         .unwrap();
     assert_eq!(sub.stats.calls, 3);
+    // The session's end forgets the sub-agents' sessions with it.
+    h.send(&with(
+        json!({"hook_event_name":"SessionEnd","reason":"other"}),
+    ));
+    for id in ["cc-sub", "cc-sub/a0001", "cc-sub/a0020"] {
+        let key = loopguard_guard::session_key(None, id);
+        assert!(h.guard.store().load(&key).unwrap().is_none(), "{id}");
+    }
     assert_eq!(
         sub.recent
             .iter()
