@@ -22,7 +22,7 @@ export type Detector =
  * is over: do not run the tool, or, after an outcome, stop there, telling the model `message`).
  * In observe mode every decision is 'proceed'.
  */
-export type Effect = 'proceed' | 'notice' | 'refuse' | 'end_run';
+export type Effect = 'proceed' | 'notice' | 'refuse' | 'ask' | 'end_run';
 
 /** Fields every decision has. */
 export interface DecisionBase {

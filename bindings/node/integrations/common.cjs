@@ -67,12 +67,16 @@ function takeNotice(guard, id) {
 }
 
 // What a decision means is its `effect`, computed by the engine (loopguard_events::Effect):
-// 'proceed', 'notice' (show the model the warning), 'refuse' (the call must not run) or 'end_run'
-// (the run is over: the call must not run, or, after an outcome, the run stops there).
+// 'proceed', 'notice' (show the model the warning), 'refuse' (the call must not run), 'ask'
+// (`loopguard.onCritical: "ask"`: the user decides; the integrations have no approval flow yet,
+// so the call is refused) or 'end_run' (the run is over: the call must not run, or, after an
+// outcome, the run stops there).
 
-/** True when the call must not run (effect 'refuse' or 'end_run'). */
+/** True when the call must not run (effect 'refuse', 'ask' or 'end_run'). */
 function refuses(decision) {
-  return decision?.effect === 'refuse' || decision?.effect === 'end_run';
+  return (
+    decision?.effect === 'refuse' || decision?.effect === 'ask' || decision?.effect === 'end_run'
+  );
 }
 
 /** True when the decision ends the run (effect 'end_run'). */

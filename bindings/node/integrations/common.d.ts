@@ -36,7 +36,7 @@ export declare function markStopped(
 export declare function keepNotice(guard: Guard | RemoteGuard, id: string, decision: AnyDecision): void;
 /** The notice kept for `id` (forgotten once taken), or undefined. */
 export declare function takeNotice(guard: Guard | RemoteGuard, id: string): string | undefined;
-/** True when the call must not run (effect 'refuse' or 'end_run'). */
+/** True when the call must not run (effect 'refuse', 'ask' or 'end_run'). */
 export declare function refuses(decision: AnyDecision): boolean;
 /** True when the decision ends the run (effect 'end_run'). */
 export declare function endsRun(decision: AnyDecision): boolean;

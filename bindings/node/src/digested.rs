@@ -119,6 +119,9 @@ pub(crate) fn digest_line<'a>(
         args: Value::Object(Default::default()),
         payload,
         timestamp_ms: 0,
+        // Not read from the text: a policy with spend budgets declines this fast path
+        // (`Input::needs_values`), and the whole line is parsed.
+        usage: None,
     };
     Some(DigestedLine { event, pre, args })
 }

@@ -174,11 +174,12 @@ decision_class! {
     CallDecision,
     text [message, args_hash, run, call_id, tool, warning_key, paired_tool],
     repr [detector, level, message] {
-        /// True when the tool must not run (effect "refuse" or "end_run"): "block", and
+        /// True when the tool must not run (effect "refuse", "ask" or "end_run"): "block",
+        /// "ask" (`loopguard.onCritical: "ask"`, refused where nobody can be asked), and
         /// "abort" (a block that also ends the run, as decision records word it).
         #[getter]
         fn blocked(&self) -> bool {
-            matches!(self.0.effect, "refuse" | "end_run")
+            matches!(self.0.effect, "refuse" | "ask" | "end_run")
         }
         #[getter]
         fn emitted(&self) -> Option<bool> {

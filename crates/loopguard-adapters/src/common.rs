@@ -59,6 +59,7 @@ impl Builder {
             args,
             payload,
             timestamp_ms: ts_ms,
+            usage: None,
         }
     }
 

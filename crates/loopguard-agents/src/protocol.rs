@@ -152,6 +152,10 @@ pub struct Answer {
     pub deny: Option<String>,
     /// Add this to the model's context (an emitted warning).
     pub context: Option<String>,
+    /// Ask the user whether the call may run, with this reason (before a call;
+    /// `loopguard.onCritical: "ask"`). The run path turns it into a deny (the field `deny`) for an
+    /// agent that cannot ask ([`Protocol::asks`]).
+    pub ask: Option<String>,
     /// Stop the agent with this reason.
     pub stop: Option<String>,
     /// A notice for the user.
@@ -165,6 +169,7 @@ impl Answer {
     /// `true` when there is nothing to say.
     pub fn is_empty(&self) -> bool {
         self.deny.is_none()
+            && self.ask.is_none()
             && self.context.is_none()
             && self.stop.is_none()
             && self.notice.is_none()
@@ -271,6 +276,13 @@ pub trait Protocol: Sync {
     /// `true` when the agent cannot show the model a message before a call, so a warning
     /// decided before the call is kept and given with that call's result.
     fn defers_warnings(&self) -> bool {
+        false
+    }
+
+    /// `true` when the agent's hook can answer "ask the user" before a call (its own
+    /// approval prompt), so [`Answer::ask`] is rendered as such; otherwise an ask is a
+    /// refusal (the answer's `deny`).
+    fn asks(&self) -> bool {
         false
     }
 

@@ -222,6 +222,12 @@ pub fn answer_event(
         )?
     };
     answer.context = deferred_context(protocol, guard, scope.tenant, ev, &answer)?;
+    if !protocol.asks() {
+        // A host without an approval flow cannot ask: the call is refused instead.
+        if let Some(reason) = answer.ask.take() {
+            answer.deny = Some(reason);
+        }
+    }
     let logged = std::mem::take(&mut answer.logged);
     let shown = in_agents_words(answer, ev);
     let mut reply = AgentReply::from_rendered(protocol.render(ev, &shown));
@@ -244,6 +250,7 @@ fn in_agents_words(answer: Answer, ev: &AgentEvent<'_>) -> Answer {
     };
     Answer {
         deny: rename(answer.deny),
+        ask: rename(answer.ask),
         context: rename(answer.context),
         stop: rename(answer.stop),
         notice: rename(answer.notice),

@@ -16,7 +16,10 @@
 //! (shown by `loopguard status`).
 //!
 //! Runs follow OpenClaw's run scoping: each prompt is a run, and calls made inside a
-//! subagent form their own run, `prompt-N/<agent_id>`. After an abort, further calls of
+//! subagent form their own run, `prompt-N/<agent_id>`, in a session of their own
+//! (`SESSION/<agent_id>`: each sub-agent keeps its own loop state, and the parent's history
+//! holds its own calls, among them the sub-agent launches, whose repetition is a loop at
+//! the parent). With `loopguard.budgets`, the parent's session counts its sub-agents' calls. After an abort, further calls of
 //! the same run are denied until the next prompt. A tool event whose call id was already
 //! applied (the hook registered in both the user and the project settings, a retry) is
 //! ignored, so each call counts once.
@@ -45,10 +48,88 @@ pub(crate) fn apply_event(
         return Ok(Answer::default());
     }
     if ev.kind == Kind::End {
-        // The session's runs are over: its state and decision log go.
+        // The session's runs are over: its state and decision log go, and its sub-agents'.
+        let key = loopguard_guard::session_key(tenant, &ev.session);
+        let subagents = guard
+            .store()
+            .load(&key)?
+            .and_then(|e| e.meta.get(SUBAGENTS).cloned())
+            .unwrap_or_default();
+        for sub in subagents.split('\n').filter(|s| !s.is_empty()) {
+            guard.forget(tenant, &format!("{}/{sub}", ev.session))?;
+        }
         guard.forget(tenant, &ev.session)?;
         return Ok(Answer::default());
     }
+    if let (Some(sub), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
+        return apply_subagent(guard, tenant, ev, sub, agent, config, now, notes);
+    }
+    apply_to(guard, tenant, ev, agent, config, now, notes, None)
+}
+
+/// A sub-agent's call or outcome: applied to the sub-agent's own session
+/// (`SESSION/AGENT_ID`, its own loop state, so its calls never crowd the parent's history
+/// out of its window), in the parent's current prompt; the parent's session counts the
+/// sub-agent's calls that ran toward its `callsPerSession` budget, and the sub-agent's
+/// budget check starts from the parent's count.
+#[allow(clippy::too_many_arguments)]
+fn apply_subagent(
+    guard: &Guard,
+    tenant: Option<&str>,
+    ev: &AgentEvent<'_>,
+    sub: &str,
+    agent: Option<&str>,
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+) -> Result<Answer, GuardError> {
+    let key = loopguard_guard::session_key(tenant, &ev.session);
+    let parent = guard.store().load(&key)?;
+    let known = parent.as_ref().is_some_and(|p| {
+        p.meta
+            .get(SUBAGENTS)
+            .is_some_and(|list| list.split('\n').any(|s| s == sub))
+    });
+    let (run_seq, parent_calls) = parent.map_or((0, 0), |p| (p.run_seq, p.budgeted_calls()));
+    if !known {
+        // The parent remembers its sub-agents' sessions, to forget them with it.
+        guard.update(tenant, &ev.session, |e| {
+            let list = e.meta.entry(SUBAGENTS.into()).or_default();
+            let mut ids: Vec<&str> = list.split('\n').filter(|s| !s.is_empty()).collect();
+            ids.push(sub);
+            // Bounded: the oldest are left to the store's idle expiry.
+            let keep = ids.len().saturating_sub(MAX_SUBAGENTS);
+            *list = ids[keep..].join("\n");
+        })?;
+    }
+    let mut child = ev.clone();
+    child.session = format!("{}/{sub}", ev.session);
+    let inherited = Some((run_seq, parent_calls));
+    let answer = apply_to(guard, tenant, &child, agent, config, now, notes, inherited)?;
+    let budgeted = !guard
+        .policy(agent.map(|a| JsString::from(a.to_string())).as_ref())
+        .escalation
+        .budgets
+        .is_empty();
+    if ev.kind == Kind::Pre && answer.deny.is_none() && budgeted {
+        guard.update(tenant, &ev.session, |e| {
+            e.attribute_subagent_call();
+        })?;
+    }
+    Ok(answer)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply_to(
+    guard: &Guard,
+    tenant: Option<&str>,
+    ev: &AgentEvent<'_>,
+    agent: Option<&str>,
+    config: &str,
+    now: u64,
+    notes: &mut Vec<String>,
+    parent: Option<(u64, u64)>,
+) -> Result<Answer, GuardError> {
     let ctx = Ctx {
         guard,
         mode: guard.applier().mode,
@@ -56,6 +137,10 @@ pub(crate) fn apply_event(
         now,
     };
     guard.update(tenant, &ev.session, |entry| {
+        if let Some((run_seq, calls)) = parent {
+            entry.run_seq = run_seq;
+            entry.inherit_parent_calls(calls);
+        }
         if let Some(note) = entry.meta.remove(RESTARTED) {
             notes.push(format!("loopguard: {note}"));
         }
@@ -81,6 +166,13 @@ pub(crate) fn apply_event(
         answer
     })
 }
+
+/// The `meta` key of a session's sub-agents (their `agent_id`s, one per line, the newest
+/// last), whose sessions (`SESSION/<agent_id>`) are forgotten with it.
+pub const SUBAGENTS: &str = "subagents";
+
+/// Sub-agents a session remembers.
+const MAX_SUBAGENTS: usize = 256;
 
 /// The `meta` key of the last `permission_mode` a payload carried.
 pub const PERMISSION_MODE: &str = "permission_mode";
@@ -232,6 +324,7 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             args: tool.input.clone(),
             payload: Some(Payload::Result(response.clone())),
             timestamp_ms: ctx.now,
+            usage: None,
         };
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
@@ -278,6 +371,7 @@ fn to_event<'p>(ev: &'p AgentEvent<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
         args: tool.map(|t| t.input.clone()).unwrap_or(Value::Null),
         payload: result,
         timestamp_ms: ctx.now,
+        usage: None,
     }
 }
 
@@ -299,6 +393,16 @@ fn answer(entry: &mut SessionEntry, d: &Decision<'_>, run: &str, ctx: &Ctx<'_>) 
         Effect::Proceed => Answer::default(),
         Effect::Notice => Answer::context(&format!("loopguard: {message}")),
         Effect::Refuse => Answer::deny(&message, &notice()),
+        // `onCritical: "ask"`: the user decides; if the call runs and the loop goes on,
+        // the engine's next critical decision of the run ends it (`EndRun` below).
+        Effect::Ask => Answer {
+            ask: Some(message),
+            notice: Some(format!(
+                "loopguard asks before {tool} runs: {} (count {})",
+                f.detector, f.count
+            )),
+            ..Answer::default()
+        },
         Effect::EndRun if d.kind == EventKind::Call => {
             // Strict profile: a second critical loop ended this run (the engine refuses
             // the rest of it); the agent is stopped as well, until the next prompt. The

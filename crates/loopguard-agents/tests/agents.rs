@@ -685,3 +685,264 @@ fn codex_code_mode_polls_without_progress_are_known_polls() {
     assert!(said.contains("no progress"), "{said}");
     assert!(said.contains("stuck polling loop"), "{said}");
 }
+
+/// The reason of the ask, in the agent's format, if the answer asks the user.
+fn asked(agent: Agent, r: &AgentReply) -> Option<String> {
+    let o = out(r);
+    let s = |v: &Value| v.as_str().map(str::to_string);
+    match agent {
+        Agent::ClaudeCode => (o["hookSpecificOutput"]["permissionDecision"] == "ask")
+            .then(|| s(&o["hookSpecificOutput"]["permissionDecisionReason"]))
+            .flatten(),
+        Agent::Copilot => (o["permissionDecision"] == "ask")
+            .then(|| s(&o["permissionDecisionReason"]))
+            .flatten(),
+        Agent::Cursor => (o["permission"] == "ask")
+            .then(|| s(&o["agent_message"]))
+            .flatten(),
+        _ => None,
+    }
+}
+
+fn config(text: &str) -> loopguard_core::OpenClawConfig {
+    let loaded = loopguard_core::OpenClawConfig::load_for_run(text).expect("config");
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    loaded.config
+}
+
+/// `onCritical: "ask"` for every agent: the first critical (call 21) asks the user where
+/// the agent's hook can (Claude Code, Copilot, Cursor) and is refused elsewhere; the user
+/// lets the call run, the loop goes on, and call 22 ends the run: refused, and every later
+/// call of the run is refused too.
+#[test]
+fn on_critical_ask_asks_where_the_agent_can_then_ends_the_run() {
+    let cfg =
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "ask" } }"#;
+    for &agent in loopguard_agents::AGENTS {
+        let mut h = Harness::with_config(agent, config(cfg));
+        let mut rungs = Vec::new();
+        for i in 1..=23 {
+            let (pre, post) = shell_call(agent, i);
+            let a = h.send(&pre);
+            if let Some(reason) = asked(agent, &a) {
+                assert!(
+                    reason.starts_with("CRITICAL: Called ") && reason.contains(tool_name(agent)),
+                    "{agent}: {reason}"
+                );
+                rungs.push((i, "ask"));
+                // The user lets it run: its outcome is reported.
+                h.send(&post);
+            } else if let Some(reason) = denied(agent, &a, false) {
+                let ended = rungs.iter().any(|r| r.1 == "ask" || r.1 == "refuse");
+                rungs.push((i, if ended { "end" } else { "refuse" }));
+                if ended {
+                    assert!(reason.contains("CRITICAL"), "{agent} call {i}: {reason}");
+                }
+            } else {
+                h.send(&post);
+            }
+        }
+        let can_ask = matches!(agent, Agent::ClaudeCode | Agent::Copilot | Agent::Cursor);
+        let first = if can_ask { "ask" } else { "refuse" };
+        assert_eq!(rungs, [(21, first), (22, "end"), (23, "end")], "{agent}");
+        // The session's log says what the guard decided: an ask, then the run's end.
+        let entry = h
+            .guard
+            .store()
+            .load(&loopguard_guard::session_key(None, &session_of(agent)))
+            .expect("store")
+            .expect("session");
+        let words: Vec<String> = entry
+            .recent
+            .iter()
+            .filter(|r| r.decision.is_critical())
+            .map(|r| r.decision.to_string())
+            .collect();
+        assert_eq!(words, ["ask", "abort", "deny-aborted"], "{agent}");
+    }
+}
+
+/// The session key each agent's payloads in `shell_call` land in.
+fn session_of(agent: Agent) -> String {
+    match agent {
+        Agent::ClaudeCode => "cc-1".into(),
+        Agent::Codex => "codex:019a-codex".into(),
+        Agent::Gemini => "gemini:gem-1".into(),
+        Agent::Qwen => "qwen:qwen-1".into(),
+        Agent::Copilot => "copilot:cwd:/nonexistent".into(),
+        Agent::Cursor => "cursor:conv-1".into(),
+        Agent::Factory => "factory:droid-1".into(),
+        Agent::Cline => "cline:task-1".into(),
+        Agent::Windsurf => "windsurf:traj-1".into(),
+        Agent::Kiro => "kiro:cwd:/nonexistent".into(),
+    }
+}
+
+/// `onCritical: "end-run"`: the first critical ends the run (Claude Code: the call is
+/// denied and the agent told to stop).
+#[test]
+fn on_critical_end_run_ends_the_run_at_the_first_critical() {
+    let cfg =
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "end-run" } }"#;
+    let mut h = Harness::with_config(Agent::ClaudeCode, config(cfg));
+    for i in 1..=20 {
+        let (pre, post) = shell_call(Agent::ClaudeCode, i);
+        assert_eq!(
+            denied(Agent::ClaudeCode, &h.send(&pre), false),
+            None,
+            "call {i}"
+        );
+        h.send(&post);
+    }
+    let (pre, _) = shell_call(Agent::ClaudeCode, 21);
+    let a = out(&h.send(&pre));
+    assert_eq!(a["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(a["continue"], false);
+    let stop = a["stopReason"].as_str().unwrap_or_default();
+    assert!(
+        stop.starts_with("loopguard stopped the agent (generic_repeat): CRITICAL: Called Bash"),
+        "{stop}"
+    );
+}
+
+/// The exact answer of each agent that can ask, for the first critical of a run.
+#[test]
+fn ask_answer_payloads() {
+    let cfg =
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "ask" } }"#;
+    for agent in [Agent::ClaudeCode, Agent::Copilot, Agent::Cursor] {
+        let mut h = Harness::with_config(agent, config(cfg));
+        for i in 1..=20 {
+            let (pre, post) = shell_call(agent, i);
+            h.send(&pre);
+            h.send(&post);
+        }
+        let (pre, _) = shell_call(agent, 21);
+        let a = out(&h.send(&pre));
+        let message = "CRITICAL: Called TOOL with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops.";
+        let message = message.replace("TOOL", tool_name(agent));
+        let notice = format!(
+            "loopguard asks before {} runs: generic_repeat (count 20)",
+            tool_name(agent)
+        );
+        let want = match agent {
+            Agent::ClaudeCode => json!({"hookSpecificOutput":{"hookEventName":"PreToolUse",
+                "permissionDecision":"ask","permissionDecisionReason":message},
+                "systemMessage":notice}),
+            Agent::Copilot => {
+                json!({"permissionDecision":"ask","permissionDecisionReason":message})
+            }
+            _ => json!({"permission":"ask","user_message":format!("{notice}: {message}"),
+                "agent_message":message}),
+        };
+        assert_eq!(a, want, "{agent}");
+    }
+}
+
+/// Sub-agents in Claude Code: each launch (`Agent`/`Task`) is a call of the parent's run,
+/// the sub-agent's own calls (which carry `agent_id`) a run of their own, so each sub-agent
+/// keeps its own loop state while the parent sees the repetition of whole launches: the
+/// same sub-agent spawned with the same task and the same failing report, 21 times, is a
+/// loop at the parent (the launch's new `agentId`, duration and token counts do not make
+/// its outcome new). The session's budget counts the sub-agents' calls.
+#[test]
+fn claude_code_repeated_subagent_launches_are_a_loop_at_the_parent() {
+    let cfg = r#"{ tools: { loopDetection: { enabled: true } },
+                   loopguard: { budgets: { callsPerSession: 1000 } } }"#;
+    let mut h = Harness::with_config(Agent::ClaudeCode, config(cfg));
+    let base = json!({"session_id":"cc-sub","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+        "permission_mode":"default"});
+    let with = |extra: Value| {
+        let mut v = base.clone();
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    h.send(&with(
+        json!({"hook_event_name":"UserPromptSubmit","prompt":"fix the tests"}),
+    ));
+    let launch_input = json!({"description":"Fix tests","prompt":"Make npm test pass","subagent_type":"general-purpose"});
+    let mut parent = Vec::new();
+    for i in 1..=21 {
+        let id = format!("toolu_task_{i}");
+        let pre = with(json!({"hook_event_name":"PreToolUse","tool_name":"Agent",
+            "tool_input":launch_input,"tool_use_id":id}));
+        let a = out(&h.send(&pre));
+        let decision = a["hookSpecificOutput"]["permissionDecision"]
+            .as_str()
+            .unwrap_or("run");
+        parent.push(decision.to_string());
+        if decision == "deny" {
+            continue;
+        }
+        // The sub-agent's own calls: three failing test runs, in its own run.
+        let agent_id = format!("a{i:04}");
+        for j in 1..=3 {
+            let call = json!({"hook_event_name":"PreToolUse","tool_name":"Bash",
+                "tool_input":{"command":"npm test"},"tool_use_id":format!("toolu_{i}_{j}"),
+                "agent_id":agent_id,"agent_type":"general-purpose"});
+            let sub = out(&h.send(&with(call.clone())));
+            assert_eq!(sub, Value::Null, "sub-agent {i} call {j}: {sub}");
+            let mut post = with(call);
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] =
+                json!({"stdout":"FAIL","stderr":"","interrupted":false,"isImage":false});
+            h.send(&post);
+        }
+        let post = with(json!({"hook_event_name":"PostToolUse","tool_name":"Agent",
+            "tool_input":launch_input,"tool_use_id":id,
+            "tool_response":{"status":"completed","prompt":"Make npm test pass","agentId":agent_id,
+                "content":[{"type":"text","text":"The tests still fail: npm test exits 1."}],
+                "totalDurationMs":1000 + i,"totalTokens":5000 + i,"totalToolUseCount":3,
+                "usage":{"input_tokens":10 + i,"output_tokens":5}}}));
+        h.send(&post);
+    }
+    assert_eq!(parent[..20], ["run"; 20]);
+    assert_eq!(parent[20], "deny");
+    let entry = h
+        .guard
+        .store()
+        .load(&loopguard_guard::session_key(None, "cc-sub"))
+        .unwrap()
+        .unwrap();
+    let critical: Vec<(Option<String>, Option<String>)> = entry
+        .recent
+        .iter()
+        .filter(|r| r.decision.is_critical())
+        .map(|r| (r.run.clone(), r.detector.clone()))
+        .collect();
+    assert_eq!(
+        critical,
+        [(Some("prompt-1".into()), Some("generic_repeat".into()))],
+        "only the parent's run saw a loop"
+    );
+    // The parent's own calls are its 21 launches; the session's budget counted the 20
+    // launches that ran and their sub-agents' 60 calls.
+    assert_eq!(entry.stats.calls, 21);
+    assert_eq!(entry.budgeted_calls(), 80);
+    // Each sub-agent kept its own session and loop state.
+    let sub = h
+        .guard
+        .store()
+        .load(&loopguard_guard::session_key(None, "cc-sub/a0001"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(sub.stats.calls, 3);
+    // The session's end forgets the sub-agents' sessions with it.
+    h.send(&with(
+        json!({"hook_event_name":"SessionEnd","reason":"other"}),
+    ));
+    for id in ["cc-sub", "cc-sub/a0001", "cc-sub/a0020"] {
+        let key = loopguard_guard::session_key(None, id);
+        assert!(h.guard.store().load(&key).unwrap().is_none(), "{id}");
+    }
+    assert_eq!(
+        sub.recent
+            .iter()
+            .filter_map(|r| r.run.clone())
+            .next()
+            .as_deref(),
+        Some("prompt-1/a0001")
+    );
+}

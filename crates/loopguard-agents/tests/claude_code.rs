@@ -313,9 +313,20 @@ mod claude_code_hook {
         );
         let runs: std::collections::BTreeSet<_> =
             h.logged().into_iter().filter_map(|e| e.run).collect();
+        assert_eq!(runs.into_iter().collect::<Vec<_>>(), ["prompt-1"]);
+        // The subagent's calls are in a session of their own, in the same prompt.
+        let sub_runs: std::collections::BTreeSet<_> = h
+            .guard
+            .update(None, "s/agent-1", |e| {
+                e.recent.iter().cloned().collect::<Vec<_>>()
+            })
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| e.run)
+            .collect();
         assert_eq!(
-            runs.into_iter().collect::<Vec<_>>(),
-            ["prompt-1", "prompt-1/agent-1"]
+            sub_runs.into_iter().collect::<Vec<_>>(),
+            ["prompt-1/agent-1"]
         );
         // Back in the main thread: the fifth call completes the streak, the sixth is
         // blocked (five identical outcomes), as if the subagent had not run.

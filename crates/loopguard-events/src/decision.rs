@@ -20,6 +20,10 @@ pub enum Action {
     /// block also ends the run (the strict profile's `second_critical_abort`), the record
     /// says `abort` (see [`Decision::decision_str`]).
     Block,
+    /// call: a critical loop under `loopguard.onCritical: "ask"`: the front end asks the
+    /// user whether the call may run, through the host's approval flow, and refuses it
+    /// where the host cannot ask. The record says `ask`.
+    Ask,
     /// outcome: recorded.
     Recorded,
     /// outcome: absorbed by a blocked call, no state changed.
@@ -39,6 +43,7 @@ impl Action {
             Action::Allow => "allow",
             Action::Warn => "warn",
             Action::Block => "block",
+            Action::Ask => "ask",
             Action::Recorded => "recorded",
             Action::Ignored | Action::GuardDisabled => "ignored",
             Action::Abort => "abort",

@@ -14,6 +14,7 @@ use crate::{Action, Decision};
 /// | `allow`, `recorded`, `ignored`, `armed`; a `warn` the de-duplication kept back (`emitted: false`) | [`Effect::Proceed`] |
 /// | `warn` with `emitted: true` | [`Effect::Notice`] |
 /// | `block` | [`Effect::Refuse`] |
+/// | `ask` (`loopguard.onCritical: "ask"`, the first critical of a run) | [`Effect::Ask`] |
 /// | `block` by the strict profile's `second_critical_abort` (recorded as `abort`); `abort` of an outcome (the post-compaction guard) | [`Effect::EndRun`] |
 ///
 /// In observe mode (shadow mode) every decision is [`Effect::Proceed`]: decisions are
@@ -38,6 +39,11 @@ pub enum Effect {
     Notice,
     /// Do not run the call; give the model the decision's `message` as the tool's result.
     Refuse,
+    /// Ask the user whether the call may run, through the host's approval flow, showing the
+    /// decision's `message`; where the host cannot ask, do as [`Effect::Refuse`]. If the
+    /// user lets it run and the loop goes on, the next critical decision of the run is
+    /// [`Effect::EndRun`].
+    Ask,
     /// The run is over: do not run the call (on a call), give the model the decision's
     /// `message`, and stop the agent's run. On an outcome (the post-compaction guard) the
     /// call has already run; the run stops after it. Every later call of the run is refused
@@ -47,10 +53,11 @@ pub enum Effect {
 
 impl Effect {
     /// Every effect, in the order of the table above.
-    pub const ALL: [Effect; 4] = [
+    pub const ALL: [Effect; 5] = [
         Effect::Proceed,
         Effect::Notice,
         Effect::Refuse,
+        Effect::Ask,
         Effect::EndRun,
     ];
 
@@ -71,6 +78,7 @@ impl Effect {
             Action::Warn if emitted == Some(true) => Effect::Notice,
             Action::Block if ends_run => Effect::EndRun,
             Action::Block => Effect::Refuse,
+            Action::Ask => Effect::Ask,
             Action::Abort => Effect::EndRun,
             Action::Allow
             | Action::Warn
@@ -97,6 +105,7 @@ impl Effect {
             "allow" => Action::Allow,
             "warn" => Action::Warn,
             "block" => Action::Block,
+            "ask" => Action::Ask,
             "recorded" => Action::Recorded,
             "ignored" => Action::Ignored,
             "abort" => Action::Abort,
@@ -107,19 +116,22 @@ impl Effect {
     }
 
     /// The effect's name, as the Python and Node packages expose it: `proceed`, `notice`,
-    /// `refuse` or `end_run`.
+    /// `refuse`, `ask` or `end_run`.
     pub fn as_str(self) -> &'static str {
         match self {
             Effect::Proceed => "proceed",
             Effect::Notice => "notice",
             Effect::Refuse => "refuse",
+            Effect::Ask => "ask",
             Effect::EndRun => "end_run",
         }
     }
 
-    /// `true` when the call must not run ([`Effect::Refuse`], [`Effect::EndRun`]).
+    /// `true` when the call must not run ([`Effect::Refuse`], [`Effect::EndRun`]), or may
+    /// run only if the user allows it ([`Effect::Ask`]): what a front end that cannot ask
+    /// does.
     pub fn refuses(self) -> bool {
-        matches!(self, Effect::Refuse | Effect::EndRun)
+        matches!(self, Effect::Refuse | Effect::Ask | Effect::EndRun)
     }
 
     /// `true` when the agent's run must stop ([`Effect::EndRun`]).
@@ -187,6 +199,7 @@ mod tests {
             (EventKind::Call, Block, loop_, Some(true), Refuse),
             (EventKind::Call, Block, None, None, Refuse),
             (EventKind::Call, Block, ends, Some(true), EndRun),
+            (EventKind::Call, Action::Ask, loop_, Some(true), Effect::Ask),
             (EventKind::Outcome, Recorded, None, None, Proceed),
             (EventKind::Outcome, Ignored, None, None, Proceed),
             (EventKind::Outcome, Abort, compaction, None, EndRun),
@@ -217,11 +230,11 @@ mod tests {
     #[test]
     fn names_and_predicates() {
         let names: Vec<_> = Effect::ALL.iter().map(|e| e.as_str()).collect();
-        assert_eq!(names, ["proceed", "notice", "refuse", "end_run"]);
+        assert_eq!(names, ["proceed", "notice", "refuse", "ask", "end_run"]);
         let refused: Vec<_> = Effect::ALL.iter().map(|e| e.refuses()).collect();
-        assert_eq!(refused, [false, false, true, true]);
+        assert_eq!(refused, [false, false, true, true, true]);
         let ended: Vec<_> = Effect::ALL.iter().map(|e| e.ends_run()).collect();
-        assert_eq!(ended, [false, false, false, true]);
+        assert_eq!(ended, [false, false, false, false, true]);
         assert_eq!(format!("{:<8}|", Effect::Notice), "notice  |");
     }
 

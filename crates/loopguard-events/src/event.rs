@@ -34,6 +34,17 @@ pub enum Payload<'a> {
     Error(Value<'a>),
 }
 
+/// The model usage an event reports (`usage`, an optional extension): what the model turn
+/// that made a call used. Budgets (`loopguard.budgets.tokensPerRun`, `costPerRun`) add it
+/// up per run; it never changes a detector's decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// Tokens: `tokens`, else `inputTokens + outputTokens`.
+    pub tokens: u64,
+    /// `cost`, in the producer's unit (0 when not given).
+    pub cost: f64,
+}
+
 /// A parsed event, borrowing from its line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event<'a> {
@@ -56,6 +67,8 @@ pub struct Event<'a> {
     /// `ts`: milliseconds since the epoch when the producer recorded them (an optional
     /// extension used by transcript adapters; it never changes a decision), else 0.
     pub timestamp_ms: u64,
+    /// `usage`: the model usage the event reports, when the producer knows it.
+    pub usage: Option<Usage>,
 }
 
 impl Event<'_> {
@@ -74,6 +87,7 @@ impl Event<'_> {
                 Payload::Error(v) => Payload::Error(v.into_owned()),
             }),
             timestamp_ms: self.timestamp_ms,
+            usage: self.usage,
         }
     }
 
@@ -125,6 +139,14 @@ impl Event<'_> {
         }
         if self.timestamp_ms > 0 {
             out.extend_from_slice(format!(",\"ts\":{}", self.timestamp_ms).as_bytes());
+        }
+        if let Some(u) = &self.usage {
+            out.extend_from_slice(format!(",\"usage\":{{\"tokens\":{}", u.tokens).as_bytes());
+            if u.cost > 0.0 {
+                out.extend_from_slice(b",\"cost\":");
+                loopguard_core::json::write_json_value(out, &Value::Number(u.cost));
+            }
+            out.push(b'}');
         }
         out.extend_from_slice(b"}\n");
     }
@@ -185,7 +207,7 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
 pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError> {
     // The envelope's fields are read into their slots; a repeated field keeps its last
     // value, as with `JSON.parse`. Type checks come after, so the last value is checked.
-    let mut slots: [Option<Value<'_>>; 10] = Default::default();
+    let mut slots: [Option<Value<'_>>; 11] = Default::default();
     let parsed = parse_object_fields(line_bytes, &mut slots, |k| {
         Some(match k {
             b"type" => 0,
@@ -198,10 +220,11 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
             b"result" => 7,
             b"error" => 8,
             b"ts" => 9,
+            b"usage" => 10,
             _ => return None,
         })
     });
-    let [kind, session, run, agent, call_id, tool, args, result, error, ts] = slots;
+    let [kind, session, run, agent, call_id, tool, args, result, error, ts, usage] = slots;
     let ts = match ts {
         Some(Value::Number(n)) if n.is_finite() && n >= 0.0 => n as u64,
         _ => 0,
@@ -219,6 +242,7 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
         }
         return Err(json_error(line, &e));
     }
+    let usage = usage.map(|v| read_usage(&v, line)).transpose()?.flatten();
     let session = session
         .map(|v| opt_string(v, line, "session"))
         .transpose()?
@@ -312,7 +336,52 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
         args: args.unwrap_or_else(|| Value::Object(Default::default())),
         payload,
         timestamp_ms: ts,
+        usage,
     })
+}
+
+/// `usage`: `null`, or an object of non-negative numbers `tokens`, `inputTokens`,
+/// `outputTokens`, `cost` (each optional; `tokens`, when given, is the total).
+fn read_usage(v: &Value<'_>, line: u64) -> Result<Option<Usage>, EventError> {
+    let o = match v {
+        Value::Null => return Ok(None),
+        Value::Object(o) => o,
+        other => {
+            return Err(err(
+                line,
+                Some("usage"),
+                format!(
+                    "field `usage`: expected an object, found {}",
+                    describe(other)
+                ),
+            ))
+        }
+    };
+    let number = |k: &str| -> Result<Option<f64>, EventError> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.is_finite() && *n >= 0.0 => Ok(Some(*n)),
+            Some(other) => Err(err(
+                line,
+                Some("usage"),
+                format!(
+                    "field `usage.{k}`: expected a non-negative number, found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    };
+    let (total, input, output, cost) = (
+        number("tokens")?,
+        number("inputTokens")?,
+        number("outputTokens")?,
+        number("cost")?,
+    );
+    let tokens = total.unwrap_or(input.unwrap_or(0.0) + output.unwrap_or(0.0));
+    Ok(Some(Usage {
+        tokens: tokens as u64,
+        cost: cost.unwrap_or(0.0),
+    }))
 }
 
 fn opt_string<'a>(
@@ -402,5 +471,46 @@ mod tests {
         assert_eq!(ev.payload, Some(Payload::Error(Value::Null)));
         let ev = e(r#"{"type":"compaction"}"#).unwrap();
         assert!(ev.tool.is_none());
+    }
+
+    #[test]
+    fn usage_is_read_checked_and_written_back() {
+        let ev = e(r#"{"type":"call","tool":"x","usage":{"inputTokens":100,"outputTokens":20,"cost":0.25}}"#).unwrap();
+        assert_eq!(
+            ev.usage,
+            Some(Usage {
+                tokens: 120,
+                cost: 0.25
+            })
+        );
+        let mut out = Vec::new();
+        ev.write_json(&mut out);
+        assert_eq!(
+            out,
+            b"{\"type\":\"call\",\"tool\":\"x\",\"args\":{},\"usage\":{\"tokens\":120,\"cost\":0.25}}\n"
+        );
+        assert_eq!(parse_event(out.trim_ascii_end(), 1).unwrap(), ev);
+        let ev = e(r#"{"type":"call","tool":"x","usage":{"tokens":7}}"#).unwrap();
+        assert_eq!(
+            ev.usage,
+            Some(Usage {
+                tokens: 7,
+                cost: 0.0
+            })
+        );
+        assert_eq!(
+            e(r#"{"type":"call","tool":"x","usage":null}"#)
+                .unwrap()
+                .usage,
+            None
+        );
+        for bad in [
+            r#"{"type":"call","tool":"x","usage":5}"#,
+            r#"{"type":"call","tool":"x","usage":{"cost":"1"}}"#,
+            r#"{"type":"call","tool":"x","usage":{"tokens":-1}}"#,
+        ] {
+            let got = e(bad).unwrap_err();
+            assert_eq!(got.field, Some("usage"), "{bad}: {got}");
+        }
     }
 }

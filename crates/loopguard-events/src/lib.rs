@@ -38,4 +38,4 @@ mod event;
 
 pub use decision::{Action, Decision, Finding};
 pub use effect::Effect;
-pub use event::{parse_event, Event, EventError, EventKind, Payload};
+pub use event::{parse_event, Event, EventError, EventKind, Payload, Usage};

@@ -368,6 +368,34 @@ fn describe_loopguard(
             ""
         }
     );
+    let escalation = &policy.escalation;
+    if !escalation.is_default() {
+        // Said only when set, so the report of every other config is as it was.
+        let b = &escalation.budgets;
+        let mut caps: Vec<String> = [
+            ("callsPerRun", b.calls_per_run.map(|n| n.to_string())),
+            (
+                "callsPerSession",
+                b.calls_per_session.map(|n| n.to_string()),
+            ),
+            ("tokensPerRun", b.tokens_per_run.map(|n| n.to_string())),
+            ("costPerRun", b.cost_per_run.map(|n| n.to_string())),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+        .collect();
+        caps.extend(b.tools.iter().map(|(t, n)| format!("tools.{t}={n}")));
+        let caps = if caps.is_empty() {
+            "none".to_string()
+        } else {
+            caps.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  onCritical: {}; budgets: {caps}",
+            escalation.on_critical.as_str()
+        );
+    }
     if !extra.any() {
         return;
     }
@@ -442,6 +470,30 @@ fn describe_loopguard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_critical_and_budgets_are_reported_when_set() {
+        let text = r#"{ loopguard: { onCritical: "end-run", budgets: { callsPerRun: 50, tools: { web_fetch: 30 } } },
+                        agents: { list: [ { id: "chat", loopguard: { onCritical: "ask" } } ] } }"#;
+        let report = check_config("c.json5", text, None, false);
+        assert!(
+            report
+                .settings
+                .contains("  onCritical: end-run; budgets: callsPerRun=50, tools.web_fetch=30\n"),
+            "{}",
+            report.settings
+        );
+        let report = check_config("c.json5", text, Some("chat"), false);
+        assert!(
+            report
+                .settings
+                .contains("  onCritical: ask; budgets: callsPerRun=50, tools.web_fetch=30\n"),
+            "{}",
+            report.settings
+        );
+        let plain = check_config("c.json5", "{}", None, false);
+        assert!(!plain.settings.contains("onCritical"), "{}", plain.settings);
+    }
 
     #[test]
     fn a_config_that_runs_notes_its_fallbacks() {

@@ -21,6 +21,7 @@ use loopguard_core::{Call, Detector, JsString, Level, Mode, Policy, Session, Val
 use loopguard_core::{Hashing, Outcome};
 use loopguard_events::{Action, Decision, Event, EventKind, Finding, Payload};
 
+use crate::escalation::{self, Rung};
 use crate::logged::LogDecision;
 use crate::profile::{display_message, MappedCall, MappedOutcome, ToolProfile};
 
@@ -329,8 +330,15 @@ impl<'e> Input<'e> {
     /// [`ToolProfile::Plain`]), or a policy with one of loopguard's extra detectors on or the
     /// `openclaw-2026.9.6` profile, which read the values themselves.
     pub fn needs_values(&self, profile: ToolProfile, policy: &Policy) -> bool {
+        let spend = &policy.escalation.budgets;
         matches!(self, Input::Prehashed(..))
-            && (profile != ToolProfile::Plain || policy.extra.any() || shipped(policy))
+            && (profile != ToolProfile::Plain
+                || policy.extra.any()
+                || shipped(policy)
+                // A spend budget reads the event's `usage`, which a caller hashing
+                // ahead may not have kept (the npm package's digests of JSON text).
+                || spend.tokens_per_run.is_some()
+                || spend.cost_per_run.is_some())
     }
 }
 
@@ -388,6 +396,8 @@ pub struct SessionEntry {
     pub aborted: Option<AbortedRun>,
     /// Labels a front end keeps with the session (`cwd`, `agent`, `config`, …).
     pub meta: BTreeMap<String, String>,
+    /// The escalation ladder's and the budgets' state (empty unless they are configured).
+    escalation: escalation::State,
 }
 
 /// Why stored bytes are not a session entry.
@@ -421,12 +431,31 @@ struct Header {
     blocks: Vec<PendingBlock>,
 }
 
+/// The bookkeeping part of an entry with escalation state (`LGE3`): [`Header`]'s fields,
+/// then the state.
+#[derive(Deserialize)]
+struct Header3 {
+    stats: Stats,
+    created_ms: u64,
+    last_seen_ms: u64,
+    recent: VecDeque<LogRow>,
+    run_seq: u64,
+    aborted: Option<AbortedRun>,
+    meta: BTreeMap<String, String>,
+    blocks: Vec<PendingBlock>,
+    escalation: escalation::State,
+}
+
 /// The [`SessionEntry::meta`] key under which a store notes that it found the session's
 /// stored entry unreadable and started it afresh; the front end reports it and removes it.
 pub const RESTARTED: &str = "loopguard.restarted";
 
 /// The first bytes of an encoded entry: the compact form written now.
 const MAGIC: &[u8; 4] = b"LGE2";
+/// The first bytes of the compact form with escalation state (`loopguard.onCritical`,
+/// `loopguard.budgets`): written only by sessions that have some, so every other entry
+/// keeps the bytes it always had.
+const MAGIC_ESCALATION: &[u8; 4] = b"LGE3";
 /// The first bytes of an entry written by an earlier loopguard (JSON), still read.
 const MAGIC_JSON: &[u8; 4] = b"LGE1";
 
@@ -531,7 +560,8 @@ impl SessionEntry {
     /// ```
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        out.extend_from_slice(MAGIC);
+        let with_state = !self.escalation.is_empty();
+        out.extend_from_slice(if with_state { MAGIC_ESCALATION } else { MAGIC });
         out.extend_from_slice(&[0; 4]);
         // The header is `Header` in postcard's bytes. Postcard writes a struct as its fields
         // one after the other, so it is written in three parts: the fields before the
@@ -546,6 +576,10 @@ impl SessionEntry {
         let after = (self.run_seq, &self.aborted, &self.meta, &self.blocks.order);
         let mut written =
             postcard::serialize_with_flavor(&after, VecOut(written)).unwrap_or_default();
+        if with_state {
+            written = postcard::serialize_with_flavor(&self.escalation, VecOut(written))
+                .unwrap_or_default();
+        }
         let len = u32::try_from(written.len().saturating_sub(start + 8)).unwrap_or(u32::MAX);
         if let Some(slot) = written.get_mut(start + 4..start + 8) {
             slot.copy_from_slice(&len.to_be_bytes());
@@ -561,7 +595,10 @@ impl SessionEntry {
         let (binary, rest) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_JSON)) {
             (Some(rest), _) => (true, rest),
             (None, Some(rest)) => (false, rest),
-            (None, None) => return Err(EntryError::Header),
+            (None, None) => match bytes.strip_prefix(MAGIC_ESCALATION) {
+                Some(rest) => return SessionEntry::decode_escalation(rest),
+                None => return Err(EntryError::Header),
+            },
         };
         let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
         let len = u32::from_be_bytes(*len) as usize;
@@ -585,6 +622,31 @@ impl SessionEntry {
             run_seq: h.run_seq,
             aborted: h.aborted,
             meta: h.meta,
+            escalation: escalation::State::default(),
+        })
+    }
+
+    /// [`SessionEntry::decode`] of an `LGE3` entry, after its magic.
+    fn decode_escalation(rest: &[u8]) -> Result<SessionEntry, EntryError> {
+        let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err(EntryError::Header);
+        }
+        let (head, state) = rest.split_at(len);
+        let h: Header3 = postcard::from_bytes(head)?;
+        let session = Session::import_state(state, String::new())?;
+        Ok(SessionEntry {
+            session,
+            blocks: PendingBlocks::from_list(h.blocks),
+            stats: h.stats,
+            created_ms: h.created_ms,
+            last_seen_ms: h.last_seen_ms,
+            recent: h.recent,
+            run_seq: h.run_seq,
+            aborted: h.aborted,
+            meta: h.meta,
+            escalation: h.escalation,
         })
     }
 
@@ -614,6 +676,27 @@ impl SessionEntry {
         out.extend_from_slice(&json);
         out.extend_from_slice(&state);
         out
+    }
+
+    /// Counts a call its sub-agent ran toward this (the parent's) session's
+    /// `loopguard.budgets.callsPerSession`; returns the session's count. A sub-agent keeps
+    /// its own session (its own loop state), so its calls reach the parent only this way.
+    pub fn attribute_subagent_call(&mut self) -> u64 {
+        self.escalation.count_call(None, "", true);
+        self.escalation.session_calls()
+    }
+
+    /// Starts a sub-agent's session from its parent's count of calls
+    /// ([`SessionEntry::attribute_subagent_call`]), so its budget check sees the whole
+    /// session's.
+    pub fn inherit_parent_calls(&mut self, parent_calls: u64) {
+        self.escalation.inherit_session_calls(parent_calls);
+    }
+
+    /// Calls that ran in the session and its sub-agents, as the budgets count them (0 when
+    /// no budget is set).
+    pub fn budgeted_calls(&self) -> u64 {
+        self.escalation.session_calls()
     }
 
     /// Blocked calls still waiting for their outcome events.
@@ -786,7 +869,15 @@ impl SessionEntry {
             (_, None) => {}
             (EventKind::Call, Some(tool)) => {
                 self.stats.calls += 1;
-                self.call(policy, applier, event, tool, pre, &mut decision);
+                if let (Some(u), false) = (&event.usage, policy.escalation.is_default()) {
+                    let run = event.run.as_ref().map(|r| r.to_string_lossy().into_owned());
+                    self.escalation.add_usage(run.as_deref(), u.tokens, u.cost);
+                }
+                if policy.escalation.is_default() {
+                    self.call(policy, applier, event, tool, pre, &mut decision);
+                } else {
+                    self.escalated_call(policy, applier, event, tool, pre, &mut decision);
+                }
             }
             (EventKind::Outcome, Some(tool)) => {
                 self.stats.outcomes += 1;
@@ -863,6 +954,128 @@ impl SessionEntry {
         }
         if shipped_tool.is_none() {
             rename_message(decision, engine_tool, tool);
+        }
+    }
+
+    /// A call under `loopguard.onCritical` or `loopguard.budgets` (the `escalation`
+    /// module): a call of a run the ladder ended is refused, ending the run again; a budget
+    /// reached refuses it; else the engine decides, and its critical decision climbs the
+    /// ladder. A call that may run is counted, and warned about at 80% of a budget when the
+    /// engine has nothing to say.
+    fn escalated_call<'e>(
+        &mut self,
+        policy: &Policy,
+        applier: &Applier,
+        event: &'e Event<'e>,
+        tool: &'e JsString<'e>,
+        pre: Option<&Prehashed>,
+        decision: &mut Decision<'e>,
+    ) {
+        let run_name = event.run.as_ref().map(|r| r.to_string_lossy().into_owned());
+        let run = run_name.as_deref();
+        let tool_name = tool.to_string_lossy().into_owned();
+        let refusal = match self.escalation.ended(run) {
+            Some((name, count)) => {
+                let detector = detector_named(name);
+                Some((
+                    detector,
+                    count,
+                    escalation::ended_message(name),
+                    Name::from(format!("run-ended:{}", run.unwrap_or("none"))),
+                    true,
+                ))
+            }
+            None => None,
+        };
+        let budget = match refusal {
+            Some(_) => None,
+            None => self
+                .escalation
+                .check(&policy.escalation.budgets, run, &tool_name),
+        };
+        let refusal = refusal.or_else(|| {
+            budget
+                .as_ref()
+                .filter(|b| b.level == Level::Critical)
+                .map(|b| {
+                    let (m, k) = (b.message.clone(), b.key.clone());
+                    (Detector::Budget, b.count, m, k, false)
+                })
+        });
+        if let Some((detector, count, message, key, ends_run)) = refusal {
+            // Refused before the engine: the call does not run and is not recorded.
+            let mapped = applier.profile.map_call(tool, &event.args);
+            let (engine_tool, args) = engine_view(&mapped, tool, &event.args, decision);
+            let digest = args_digest_wtf8(engine_tool.as_wtf8(), args);
+            decision.args = Some(digest);
+            decision.action = Action::Block;
+            decision.ends_run = ends_run;
+            decision.finding = Some(Finding {
+                detector,
+                level: Level::Critical,
+                count,
+                message,
+                warning_key: Some(key),
+                paired_tool: None,
+                emitted: Some(true),
+            });
+            self.stats.blocks += 1;
+            if ends_run {
+                self.stats.aborts += 1;
+            }
+            if applier.mode == Mode::Enforce {
+                self.blocks.push(
+                    nonempty(event.call_id.as_ref()).map(Into::into),
+                    BlockKey {
+                        run: run_key(event),
+                        tool: engine_tool.as_wtf8().into(),
+                        args: digest.0,
+                    },
+                    applier.pending_blocks,
+                );
+            }
+            return;
+        }
+        self.call(policy, applier, event, tool, pre, decision);
+        if decision.action == Action::Block && !decision.ends_run() {
+            if let Some(f) = &decision.finding {
+                let on_critical = policy.escalation.on_critical;
+                match self
+                    .escalation
+                    .escalate(on_critical, run, f.detector, f.count)
+                {
+                    Rung::Block => {}
+                    Rung::Ask => {
+                        // The engine took the call as blocked, and its outcome, if one comes,
+                        // is absorbed as a blocked call's: a host that refuses (Claude Code
+                        // headless reports the reason as the call's error) or a user who lets
+                        // it run leaves the loop's streak as it was, so the loop going on
+                        // meets the next critical at once.
+                        decision.action = Action::Ask;
+                    }
+                    Rung::EndRun => {
+                        decision.ends_run = true;
+                        self.stats.aborts += 1;
+                    }
+                }
+            }
+        }
+        if matches!(decision.action, Action::Allow | Action::Warn | Action::Ask) {
+            self.escalation.count_call(run, &tool_name, false);
+            if let Some(b) = budget.filter(|_| decision.action == Action::Allow) {
+                self.escalation.note_warning(run, &b.key.to_string_lossy());
+                self.stats.warnings += 1;
+                decision.action = Action::Warn;
+                decision.finding = Some(Finding {
+                    detector: Detector::Budget,
+                    level: Level::Warning,
+                    count: b.count,
+                    message: b.message,
+                    warning_key: Some(b.key),
+                    paired_tool: None,
+                    emitted: Some(true),
+                });
+            }
         }
     }
 
@@ -1045,6 +1258,19 @@ fn set_js(slot: &mut Option<String>, text: Option<&JsString<'_>>) {
         Some(t) => set_opt(slot, Some(&t.to_string_lossy())),
         None => *slot = None,
     }
+}
+
+/// The detector of a name written by [`Detector::as_str`] (the ladder keeps the name of the
+/// detector that ended a run). A name this version does not know (written by a later one)
+/// reads as `generic_repeat`: the run stays ended either way, only the record's detector
+/// differs.
+fn detector_named(name: &str) -> Detector {
+    Detector::ALL
+        .into_iter()
+        .chain(Detector::EXTRA)
+        .chain([Detector::Budget])
+        .find(|d| d.as_str() == name)
+        .unwrap_or(Detector::GenericRepeat)
 }
 
 fn finding(d: loopguard_core::Detection, key: Option<Name>, emitted: Option<bool>) -> Finding {

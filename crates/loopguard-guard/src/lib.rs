@@ -50,6 +50,7 @@ pub mod advice;
 pub mod config_check;
 mod duration;
 mod entry;
+mod escalation;
 mod guard;
 mod logged;
 pub mod profile;

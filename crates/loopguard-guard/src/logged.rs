@@ -31,6 +31,8 @@ pub enum LogDecision {
     WarnQuiet,
     /// `block`: the call was refused.
     Block,
+    /// `ask`: the user was asked whether the call may run (`onCritical: "ask"`).
+    Ask,
     /// `recorded`: an outcome recorded.
     Recorded,
     /// `ignored`: an outcome absorbed by a blocked call, or a compaction with the guard off.
@@ -67,11 +69,12 @@ pub enum LogDecision {
 }
 
 /// The words of the variants without data, in declaration order.
-const WORDS: [(LogDecision, &str); 15] = [
+const WORDS: [(LogDecision, &str); 16] = [
     (LogDecision::Allow, "allow"),
     (LogDecision::Warn, "warn"),
     (LogDecision::WarnQuiet, "warn-quiet"),
     (LogDecision::Block, "block"),
+    (LogDecision::Ask, "ask"),
     (LogDecision::Recorded, "recorded"),
     (LogDecision::Ignored, "ignored"),
     (LogDecision::Abort, "abort"),
@@ -88,11 +91,12 @@ const WORDS: [(LogDecision, &str); 15] = [
 impl LogDecision {
     /// The words of the engine's decisions as the log writes them in enforce mode (those of
     /// a decision record, `warn-quiet` aside: a record says `warn` with `emitted: false`).
-    pub const ENGINE_WORDS: [&'static str; 8] = [
+    pub const ENGINE_WORDS: [&'static str; 9] = [
         "allow",
         "warn",
         "warn-quiet",
         "block",
+        "ask",
         "recorded",
         "ignored",
         "abort",
@@ -125,6 +129,8 @@ impl LogDecision {
             Action::Block if observe => LogDecision::WouldBlock,
             Action::Block if d.ends_run() => LogDecision::Abort,
             Action::Block => LogDecision::Block,
+            Action::Ask if observe => LogDecision::WouldBlock,
+            Action::Ask => LogDecision::Ask,
             Action::Abort if observe => LogDecision::WouldAbort,
             Action::Abort => LogDecision::Abort,
             Action::Allow => LogDecision::Allow,
@@ -173,6 +179,7 @@ impl LogDecision {
             LogDecision::Warn => "warn",
             LogDecision::WarnQuiet => "warn-quiet",
             LogDecision::Block => "block",
+            LogDecision::Ask => "ask",
             LogDecision::Recorded => "recorded",
             LogDecision::Ignored => "ignored",
             LogDecision::Abort => "abort",
@@ -203,6 +210,7 @@ impl LogDecision {
         matches!(
             self,
             LogDecision::Block
+                | LogDecision::Ask
                 | LogDecision::Abort
                 | LogDecision::DenyAborted
                 | LogDecision::WouldBlock
@@ -348,6 +356,7 @@ mod tests {
                 "warn",
                 "warn",
                 "block",
+                "ask",
                 "recorded",
                 "ignored",
                 "abort",
@@ -372,6 +381,7 @@ mod tests {
             critical,
             [
                 "block",
+                "ask",
                 "abort",
                 "would-block",
                 "would-abort",
@@ -389,6 +399,7 @@ mod tests {
                 "warn",
                 "warn-quiet",
                 "block",
+                "ask",
                 "abort",
                 "would-warn",
                 "would-block",

@@ -33,10 +33,17 @@ fn without_line(line: &str) -> Value {
     v
 }
 
-fn check(store: impl Fn() -> Arc<dyn Store>) {
+fn check(store: impl Fn() -> Arc<dyn Store>) -> usize {
+    check_with(store, |text| text)
+}
+
+/// [`check`] with each case's config rewritten by `edit`; the number of decisions checked.
+fn check_with(store: impl Fn() -> Arc<dyn Store>, edit: impl Fn(String) -> String) -> usize {
+    let mut checked = 0;
     for name in cases() {
         let dir = parity_dir();
         let text = std::fs::read_to_string(dir.join(format!("{name}.config.json"))).unwrap();
+        let text = edit(text);
         let config = OpenClawConfig::from_json5(&text).unwrap().config;
         let guard = Guard::builder().config(config).store(store()).build();
         let events = std::fs::read_to_string(dir.join(format!("{name}.events.jsonl"))).unwrap();
@@ -48,8 +55,31 @@ fn check(store: impl Fn() -> Arc<dyn Store>) {
             let got = guard.apply_line(None, event.as_bytes()).unwrap();
             let got: Value = serde_json::from_slice(&got).unwrap();
             assert_eq!(got, without_line(want), "{name}, event {}", i + 1);
+            checked += 1;
         }
     }
+    checked
+}
+
+/// The escalation settings at their defaults, and budgets no case reaches, take the
+/// guard's escalation path (the ladder and the budget counts run on every call) and leave
+/// every decision OpenClaw's.
+#[test]
+fn parity_cases_with_on_critical_block_and_unreached_budgets() {
+    let checked = check_with(
+        || Arc::new(MemoryStore::new(MemoryOptions::default())),
+        |text| {
+            let mut v: Value = serde_json::from_str(&text).unwrap();
+            assert!(v.get("loopguard").is_none());
+            v["loopguard"] = serde_json::json!({
+                "onCritical": "block",
+                "budgets": {"callsPerRun": 1_000_000, "callsPerSession": 1_000_000}
+            });
+            v.to_string()
+        },
+    );
+    let plain = check(|| Arc::new(MemoryStore::new(MemoryOptions::default())));
+    assert_eq!(checked, plain);
 }
 
 #[test]

@@ -266,6 +266,13 @@ fn handle(
         now: opts.now(),
     };
     let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    // Under `loopguard run`, the wrapper learns the critical decisions from its log.
+    if let Err(e) = crate::wrap::record(protocol.name(), &ev.session, &reply.logged) {
+        log_line(
+            opts,
+            &format!("loopguard: session {}: verdict log: {e}", ev.session),
+        );
+    }
     if opts.mode == Mode::Observe {
         // Observe mode shows the model nothing: the log is where would-be decisions are
         // reviewed (one line each, as they happen; the session's end adds the summary).

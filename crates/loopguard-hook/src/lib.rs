@@ -47,5 +47,6 @@ pub mod install;
 pub mod paths;
 pub mod status;
 pub mod store;
+pub mod wrap;
 
 pub use hook::{log_line, run, HookError, HookOptions};

@@ -104,7 +104,11 @@ impl GuardLayer {
             // no run to stop, and the engine refuses the run's later calls too.
             let Some(f) = &d.finding else { return };
             match Effect::of(d, self.mode) {
-                Effect::Refuse | Effect::EndRun => action = Before::Block(f.message.to_string()),
+                // The proxy has no approval flow of its own yet: an ask is refused, as
+                // where a host cannot ask (docs/mcp.md).
+                Effect::Refuse | Effect::Ask | Effect::EndRun => {
+                    action = Before::Block(f.message.to_string())
+                }
                 Effect::Notice => action = Before::Warn(f.message.to_string()),
                 Effect::Proceed => {}
             }

@@ -64,6 +64,7 @@ struct Ready {
     line: Range<usize>,
     kind: EventKind,
     timestamp_ms: u64,
+    usage: Option<loopguard_events::Usage>,
     /// Session, run, agent, call id and tool, in [`Batch::strings`].
     strings: [Option<(Range<usize>, Shape)>; 5],
     /// `None`: the engine parses the line itself.
@@ -119,6 +120,7 @@ impl Batch {
             line,
             kind: event.kind,
             timestamp_ms: event.timestamp_ms,
+            usage: event.usage,
             strings,
             pre,
         });
@@ -527,6 +529,7 @@ fn apply_ready<E>(
         args: loopguard_core::Value::Null,
         payload: None,
         timestamp_ms: ready.timestamp_ms,
+        usage: ready.usage,
     };
     each(
         ready.number,

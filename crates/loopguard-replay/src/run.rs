@@ -538,7 +538,14 @@ impl Runner<'_> {
         let mut stop: Option<Stop> = None;
         let mut no_calls = None;
         let mut sink = |item: Item| match item {
-            Item::Event(sourced) => {
+            Item::Event(mut sourced) => {
+                // The transcript's tokens of a call are its `usage` (for spend budgets),
+                // unless the event line gave one.
+                if sourced.event.usage.is_none() {
+                    sourced.event.usage = sourced
+                        .tokens
+                        .map(|tokens| loopguard_events::Usage { tokens, cost: 0.0 });
+                }
                 // A call from a known agent's telemetry gets that agent's profile.
                 replayer.set_profile(crate::plan::profile_of(&sourced, format_profile));
                 let d = replayer.process(&sourced.event, sourced.line);

@@ -73,6 +73,9 @@ enum Command {
     Mcp(cmd::mcp::McpArgs),
     /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
     Serve(cmd::serve::ServeArgs),
+    /// Wrap a headless agent run (`loopguard run -- claude -p …`): print a JSON verdict and
+    /// exit 3 when a loop ended the run, 2 when loopguard refused calls.
+    Run(cmd::run::RunArgs),
 }
 
 #[derive(Subcommand)]
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Status(args) => cmd::hook::status(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Run(args) => cmd::run::run(args),
     };
     match result {
         Ok(code) => code,

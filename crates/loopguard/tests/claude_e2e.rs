@@ -223,6 +223,8 @@ struct Run {
     status: Value,
     /// The session transcript Claude Code wrote (`~/.claude/projects/…/ID.jsonl`).
     transcript: String,
+    /// Under `loopguard run`: its exit status and its verdict.
+    wrapped: Option<(Option<i32>, Value)>,
 }
 
 fn is_root() -> bool {
@@ -233,11 +235,12 @@ fn is_root() -> bool {
 }
 
 fn run_claude(config: &str) -> Run {
-    run_claude_with(config, &[])
+    run_claude_with(config, &[], false)
 }
 
-/// As [`run_claude`], with extra `loopguard hook install` flags (`--observe`).
-fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
+/// As [`run_claude`], with extra `loopguard hook install` flags (`--observe`), and the CLI
+/// wrapped by `loopguard run --verdict FILE --` when `wrap`.
+fn run_claude_with(config: &str, install_flags: &[&str], wrap: bool) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");
@@ -275,7 +278,18 @@ fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
         "echo ran >> {}; echo service unavailable",
         ran.display()
     ));
-    let mut cmd = Command::new(claude());
+    let verdict_file = dir.path().join("verdict.json");
+    let mut cmd = if wrap {
+        let mut c = Command::new(loopguard);
+        c.arg("run")
+            .arg("--verdict")
+            .arg(&verdict_file)
+            .arg("--")
+            .arg(claude());
+        c
+    } else {
+        Command::new(claude())
+    };
     env(&mut cmd);
     cmd.args([
         "-p",
@@ -326,8 +340,13 @@ fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
     };
     let stdout = out_thread.join().unwrap();
     let stderr = err_thread.join().unwrap();
+    let wrapped = wrap.then(|| {
+        let text = std::fs::read_to_string(&verdict_file)
+            .unwrap_or_else(|e| panic!("no verdict ({e}): {stderr}\n{stdout}"));
+        (status.code(), serde_json::from_str::<Value>(&text).unwrap())
+    });
     assert!(
-        status.success(),
+        wrap || status.success(),
         "claude failed ({status}): {stderr}\n{stdout}"
     );
     let runs = std::fs::read_to_string(&ran)
@@ -356,6 +375,7 @@ fn run_claude_with(config: &str, install_flags: &[&str]) -> Run {
         stdout,
         status: serde_json::from_slice(&out.stdout).unwrap(),
         transcript,
+        wrapped,
     }
 }
 
@@ -511,6 +531,7 @@ fn claude_code_in_observe_mode_leaves_a_record_after_the_run() {
     let run = run_claude_with(
         "{ tools: { loopDetection: { enabled: true } } }",
         &["--observe"],
+        false,
     );
     assert_eq!(
         run.runs, MODEL_CALLS,
@@ -534,4 +555,65 @@ fn claude_code_in_observe_mode_leaves_a_record_after_the_run() {
         .collect();
     assert!(decisions.contains(&"would-block"), "{decisions:?}");
     assert!(decisions.contains(&"would-warn"), "{decisions:?}");
+}
+
+/// `onCritical: "end-run"` under `loopguard run`: the first critical loop ends the run, the
+/// CLI stops (the model is not asked again), and the wrapper exits 3 with a verdict naming
+/// the loop.
+#[test]
+fn claude_code_under_loopguard_run_ends_at_the_first_critical_and_exits_3() {
+    let run = run_claude_with(
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "end-run" } }"#,
+        &[],
+        true,
+    );
+    assert_eq!(run.runs, 20, "{}", run.stdout);
+    assert!(
+        run.seen.len() < MODEL_CALLS,
+        "the agent was not stopped: the model was asked {} times",
+        run.seen.len()
+    );
+    let (code, verdict) = run.wrapped.expect("wrapped");
+    assert_eq!(code, Some(3), "{verdict}");
+    assert_eq!(verdict["outcome"], "ended");
+    assert_eq!(verdict["agentExitCode"], 0);
+    let first = &verdict["decisions"][0];
+    assert_eq!(first["agent"], "claude-code");
+    assert_eq!(first["tool"], "Bash");
+    assert_eq!(first["decision"], "abort");
+    assert_eq!(first["detector"], "generic_repeat");
+    assert_eq!(first["count"], 20);
+}
+
+/// `onCritical: "ask"` with the real CLI, headless: call 21 is answered
+/// `permissionDecision: "ask"`. With nobody to ask (`-p`), Claude Code does not run the call
+/// and gives the model the reason as the call's error; the model asks for the same call
+/// again, that next critical ends the run, and the CLI stops.
+#[test]
+fn claude_code_ask_then_the_next_critical_ends_the_run() {
+    let run = run_claude_with(
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "ask" } }"#,
+        &[],
+        true,
+    );
+    let (code, verdict) = run.wrapped.expect("wrapped");
+    let words: Vec<&str> = verdict["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(words.first(), Some(&"ask"), "{verdict}");
+    assert_eq!(words.get(1), Some(&"abort"), "{verdict}");
+    assert_eq!(verdict["decisions"][0]["count"], 20);
+    assert_eq!(code, Some(3));
+    // The asked call did not run: the command ran 20 times.
+    assert_eq!(run.runs, 20, "{}", run.stdout);
+    let asked = run
+        .seen
+        .iter()
+        .position(|s| s.last.contains("CRITICAL"))
+        .expect("the ask's reason reached the model");
+    assert!(run.seen[asked].last.contains("\"is_error\":true"));
+    assert!(run.seen.len() < MODEL_CALLS, "{}", run.stdout);
 }

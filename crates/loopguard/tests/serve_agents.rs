@@ -91,3 +91,58 @@ fn agents_that_cannot_be_answered_over_http_are_named() {
         );
     }
 }
+
+/// `loopguard.onCritical: "ask"` through `POST /v1/hooks/claude-code` (Claude Code's
+/// `type: "http"` hooks): the same Protocol renders the ask (`permissionDecision: "ask"`) at
+/// the first critical, and the next critical ends the run; Qwen Code's route, whose hooks
+/// cannot ask, refuses instead.
+#[test]
+fn the_hook_routes_render_the_ask_of_their_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("ask.json5");
+    std::fs::write(
+        &config,
+        r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: "ask" } }"#,
+    )
+    .unwrap();
+    let server = Serve::start(&["--config", config.to_str().unwrap()]);
+    let http = agent();
+    let url = server.url("/v1/hooks/claude-code");
+    let mut answers = Vec::new();
+    for i in 1..=22 {
+        let base = json!({"session_id":"cc-http","transcript_path":"/t.jsonl","cwd":"/nonexistent",
+            "tool_name":"Bash","tool_input":{"command":"npm test"},"tool_use_id":format!("toolu_{i}")});
+        let mut pre = base.clone();
+        pre["hook_event_name"] = json!("PreToolUse");
+        let a = post_json(&http, &url, pre.to_string().as_bytes());
+        assert_eq!(a.status, 200, "{}", a.body);
+        let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+        answers.push(
+            v["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap_or("-")
+                .to_string(),
+        );
+        let mut post = base;
+        post["hook_event_name"] = json!("PostToolUse");
+        post["tool_response"] =
+            json!({"stdout":"FAIL","stderr":"","interrupted":false,"isImage":false});
+        post_json(&http, &url, post.to_string().as_bytes());
+        if i == 22 {
+            assert_eq!(v["continue"], false, "{v}");
+        }
+    }
+    assert_eq!(answers[20], "ask");
+    assert_eq!(answers[21], "deny");
+    let url = server.url("/v1/hooks/qwen");
+    let mut refused = None;
+    for i in 1..=21 {
+        for post in [false, true] {
+            let a = post_json(&http, &url, qwen(i, post).as_bytes());
+            if !post && a.body.contains("\"permissionDecision\":\"deny\"") {
+                refused.get_or_insert(i);
+            }
+        }
+    }
+    assert_eq!(refused, Some(21));
+}

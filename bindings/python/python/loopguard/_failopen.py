@@ -24,12 +24,14 @@ def guarded(what: str, tool: str, call: Callable[[], T]) -> Optional[T]:
 
 # What each decision means for the integrations is its ``effect``, computed by the engine
 # (loopguard_events::Effect): "proceed", "notice" (give the model the warning), "refuse" (the
-# call must not run) or "end_run" (the run is over: refuse the call, or stop after the outcome).
+# call must not run), "ask" (``loopguard.onCritical: "ask"``: the user decides; the integrations
+# have no approval flow yet, so the call is refused) or "end_run" (the run is over: refuse the
+# call, or stop after the outcome).
 
 
 def is_block(decision: Any) -> bool:
-    """True when the call must not run: effect "refuse" or "end_run"."""
-    return decision is not None and decision.effect in ("refuse", "end_run")
+    """True when the call must not run: effect "refuse", "ask" or "end_run"."""
+    return decision is not None and decision.effect in ("refuse", "ask", "end_run")
 
 
 def ends_run(decision: Any, stop_on_block: bool) -> bool:

@@ -57,14 +57,16 @@ class CallDecision:
     def decision(self) -> Literal["allow", "warn", "block", "abort"]:
         """"abort" is a block that also ends the run, as decision records may word it."""
     @property
-    def effect(self) -> Literal["proceed", "notice", "refuse", "end_run"]:
+    def effect(self) -> Literal["proceed", "notice", "refuse", "ask", "end_run"]:
         """What to do, computed by the engine: "proceed" (run the tool); "notice" (run it and show
         the model ``message``: an emitted warning); "refuse" (do not run it, give the model
-        ``message``); "end_run" (do not run it, give the model ``message``, and stop the run: the
+        ``message``); "ask" (``loopguard.onCritical: "ask"``: ask the user whether it may run,
+        refuse it where nobody can be asked); "end_run" (do not run it, give the model ``message``, and stop the run: the
         strict profile's ``second_critical_abort``)."""
     @property
     def blocked(self) -> bool:
-        """True when the tool must not run: effect "refuse" or "end_run" ("block" and "abort")."""
+        """True when the tool must not run: effect "refuse", "ask" or "end_run" ("block", "ask"
+        and "abort")."""
     @property
     def detector(self) -> Optional[CallDetector]: ...
     @property

@@ -30,6 +30,8 @@
 //!
 //! The answer: `hookSpecificOutput.permissionDecision: "deny"` with
 //! `permissionDecisionReason` stops a call (the reason is shown to the model);
+//! `permissionDecision: "ask"` (`loopguard.onCritical: "ask"`) puts the call to the user
+//! in Claude Code's permission prompt, with the reason;
 //! `hookSpecificOutput.additionalContext` adds a warning to the model's context;
 //! `continue: false` with `stopReason` stops the agent (after a call that ran, also
 //! `decision: "block"` with `reason`); `systemMessage` is a notice for the user. Nothing to
@@ -141,6 +143,10 @@ impl Protocol for ClaudeCode {
         true
     }
 
+    fn asks(&self) -> bool {
+        true
+    }
+
     fn read<'a>(&self, payload: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let f = Both(payload);
         let session = f.string("session_id")?;
@@ -236,6 +242,10 @@ pub fn render(event: &str, answer: &Answer) -> Rendered {
     let mut specific = Map::new();
     if let Some(reason) = &answer.deny {
         specific.insert("permissionDecision".into(), json!("deny"));
+        specific.insert("permissionDecisionReason".into(), json!(reason));
+    } else if let Some(reason) = &answer.ask {
+        // Claude Code shows the reason to the user in its permission prompt.
+        specific.insert("permissionDecision".into(), json!("ask"));
         specific.insert("permissionDecisionReason".into(), json!(reason));
     }
     if let Some(ctx) = &answer.context {

@@ -19,6 +19,10 @@
 //! `preToolUse`, `prompt` a `userPromptSubmitted`, `reason` a `sessionEnd`. A failing shell command is a `postToolUse` with `resultType:
 //! "success"`; its exit code is in the result's last line.
 //!
+//! Asking (`loopguard.onCritical: "ask"`): `{"permissionDecision":"ask",
+//! "permissionDecisionReason":…}` prompts the user for approval in an interactive session
+//! (the Copilot SDK's hooks reference, "Permission decisions").
+//!
 //! Stopping: Copilot CLI's hook answers cannot end a turn (`preToolUse` reads
 //! `permissionDecision`, `modifiedArgs`, `additionalContext`, `suppressOutput`;
 //! `postToolUse` `modifiedResult` and `additionalContext`; only a user prompt can be
@@ -113,6 +117,10 @@ impl Protocol for Copilot {
         Ok(ev)
     }
 
+    fn asks(&self) -> bool {
+        true
+    }
+
     fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {
         if ev.claude_shaped {
             return super::claude_code::render(&ev.event, a);
@@ -123,6 +131,10 @@ impl Protocol for Copilot {
                 o.insert("permissionDecision".into(), json!("deny"));
                 o.insert("permissionDecisionReason".into(), json!(reason));
             }
+        } else if let (Some(reason), Kind::Pre) = (&a.ask, ev.kind) {
+            // Copilot prompts the user in an interactive session.
+            o.insert("permissionDecision".into(), json!("ask"));
+            o.insert("permissionDecisionReason".into(), json!(reason));
         }
         if let Some(c) = &a.context {
             o.insert("additionalContext".into(), json!(c));

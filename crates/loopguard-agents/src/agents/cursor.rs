@@ -9,7 +9,8 @@
 //! starts a prompt; `preCompact` precedes a compaction.
 //!
 //! Answers: `{"permission":"deny","user_message":…,"agent_message":…}` denies (the agent
-//! message reaches the model). A warning is given with the call's result through
+//! message reaches the model); `{"permission":"ask",…}` (`loopguard.onCritical: "ask"`)
+//! asks the user, showing the user message. A warning is given with the call's result through
 //! `postToolUse`'s `additional_context`.
 //!
 //! Session: `conversation_id`. Runs: `beforeSubmitPrompt`. Compaction: only `preCompact`
@@ -92,10 +93,26 @@ impl Protocol for Cursor {
                 o.insert("agent_message".into(), json!(reason));
             }
         }
+        if let (Some(reason), true, Kind::Pre) = (&a.ask, o.is_empty(), ev.kind) {
+            // Cursor puts the call to the user, showing `user_message`.
+            o.insert("permission".into(), json!("ask"));
+            o.insert(
+                "user_message".into(),
+                json!(a
+                    .notice
+                    .clone()
+                    .map_or_else(|| reason.clone(), |n| format!("{n}: {reason}"))),
+            );
+            o.insert("agent_message".into(), json!(reason));
+        }
         if let Some(c) = &a.context {
             o.insert("additional_context".into(), json!(c));
         }
         super::json_or_nothing(o)
+    }
+
+    fn asks(&self) -> bool {
+        true
     }
 
     fn defers_warnings(&self) -> bool {

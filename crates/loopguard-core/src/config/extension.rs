@@ -174,6 +174,10 @@ pub struct LoopguardConfig {
     /// `countVetoes`: whether a blocked call counts toward the streak it was blocked for
     /// (strict: `true`).
     pub count_vetoes: Option<bool>,
+    /// `onCritical`: what a critical detection does (see [`super::Escalation`]).
+    pub on_critical: Option<super::OnCritical>,
+    /// `budgets`.
+    pub budgets: Option<super::Budgets>,
 }
 
 /// A resolved extra detector: on or off, and its numbers.
@@ -420,7 +424,17 @@ impl LoopguardConfig {
             unrunnable_commands: m(&g.unrunnable_commands, &a.unrunnable_commands),
             error_cascade: m(&g.error_cascade, &a.error_cascade),
             count_vetoes: a.count_vetoes.or(g.count_vetoes),
+            on_critical: a.on_critical.or(g.on_critical),
+            budgets: super::Budgets::merge(g.budgets.as_ref(), a.budgets.as_ref()),
         })
+    }
+
+    /// The resolved ladder and budgets.
+    pub fn escalation(&self) -> super::Escalation {
+        super::Escalation {
+            on_critical: self.on_critical.unwrap_or_default(),
+            budgets: self.budgets.clone().unwrap_or_default(),
+        }
     }
 
     /// The resolved settings. Numbers that are not positive integers fall back to the

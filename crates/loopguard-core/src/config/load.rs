@@ -15,10 +15,11 @@ use std::fmt;
 use super::extension::{detector_number_keys, extra_default};
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
-    AgentConfig, DetectorProfile, DetectorSwitches, ExtraDetectorConfig, LoopDetectionConfig,
-    LoopguardConfig, OpenClawConfig, PostCompactionGuardConfig, DEFAULT_CRITICAL_THRESHOLD,
-    DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD, DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD,
-    DEFAULT_WARNING_THRESHOLD, DEFAULT_WINDOW_SIZE, EXTRA_DETECTOR_KEYS,
+    AgentConfig, Budgets, DetectorProfile, DetectorSwitches, ExtraDetectorConfig,
+    LoopDetectionConfig, LoopguardConfig, OnCritical, OpenClawConfig, PostCompactionGuardConfig,
+    BUDGET_KEYS, DEFAULT_CRITICAL_THRESHOLD, DEFAULT_GLOBAL_CIRCUIT_BREAKER_THRESHOLD,
+    DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
+    DEFAULT_WINDOW_SIZE, EXTRA_DETECTOR_KEYS,
 };
 
 /// How bad a [`Diagnostic`] is.
@@ -264,7 +265,13 @@ const BLOCK_KEYS: &[&str] = &[
 ];
 const DETECTOR_KEYS: &[&str] = &["genericRepeat", "knownPollNoProgress", "pingPong"];
 const GUARD_KEYS: &[&str] = &["windowSize"];
-const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors", "countVetoes"];
+const LOOPGUARD_KEYS: &[&str] = &[
+    "profile",
+    "detectors",
+    "countVetoes",
+    "onCritical",
+    "budgets",
+];
 
 /// Keys people have put in this block that are worth a specific explanation.
 fn known_mistake(key: &str) -> Option<&'static str> {
@@ -746,6 +753,8 @@ impl Cx {
             }
         }
         cfg.count_vetoes = self.boolean(node, path, "countVetoes");
+        cfg.on_critical = self.on_critical(node, path);
+        cfg.budgets = self.budgets(node, path);
         if let Some(d) = node.get("detectors") {
             let p = join(path, "detectors");
             if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {
@@ -781,6 +790,103 @@ impl Cx {
             }
         }
         Some(cfg)
+    }
+
+    /// `onCritical`: one of its three words; anything else is an error naming the field.
+    fn on_critical(&mut self, node: &Node, path: &str) -> Option<OnCritical> {
+        let e = node.get("onCritical")?;
+        let p = join(path, "onCritical");
+        let words: Vec<&str> = OnCritical::ALL.iter().map(|o| o.as_str()).collect();
+        let known = words
+            .iter()
+            .map(|w| format!("{w:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        match &e.value.value {
+            NodeValue::String(s) => {
+                if let Some(o) = OnCritical::parse(s) {
+                    return Some(o);
+                }
+                let suggestion = suggest(s, &words);
+                let mut message = format!("unknown value {s:?}; known values: {known}");
+                if let Some(sg) = &suggestion {
+                    message.push_str(&format!("; did you mean {sg:?}?"));
+                }
+                self.push(
+                    Severity::Error,
+                    DiagnosticKind::UnknownKey { suggestion },
+                    &p,
+                    e.key_pos,
+                    message,
+                );
+            }
+            other => self.push(
+                Severity::Error,
+                DiagnosticKind::WrongType,
+                &p,
+                e.key_pos,
+                format!("expected one of {known}, found {}", other.type_name()),
+            ),
+        }
+        None
+    }
+
+    /// `budgets`: positive caps (integers but `costPerRun`), and `tools` mapping tool names
+    /// to positive integers. A cap that is not one is an error naming it: there is no
+    /// default to fall back to, and a budget silently dropped would let a run go unbounded.
+    fn budgets(&mut self, node: &Node, path: &str) -> Option<Budgets> {
+        let e = node.get("budgets")?;
+        let p = join(path, "budgets");
+        let bn = self.expect_object(&e.value, &p, e.key_pos)?;
+        self.check_duplicates(bn, &p);
+        self.unknown_keys(bn, &p, &BUDGET_KEYS);
+        let mut b = Budgets {
+            calls_per_run: self.cap(bn, &p, "callsPerRun", true).map(|n| n as u64),
+            calls_per_session: self.cap(bn, &p, "callsPerSession", true).map(|n| n as u64),
+            tokens_per_run: self.cap(bn, &p, "tokensPerRun", true).map(|n| n as u64),
+            cost_per_run: self.cap(bn, &p, "costPerRun", false),
+            ..Budgets::default()
+        };
+        if let Some(t) = bn.get("tools") {
+            let tp = join(&p, "tools");
+            if let Some(tn) = self.expect_object(&t.value, &tp, t.key_pos) {
+                self.check_duplicates(tn, &tp);
+                if let NodeValue::Object(entries) = &tn.value {
+                    for te in entries {
+                        if let Some(n) = self.cap(tn, &tp, &te.key, true) {
+                            b.tools.insert(te.key.clone(), n as u64);
+                        }
+                    }
+                }
+            }
+        }
+        Some(b)
+    }
+
+    /// One cap of `budgets`: a positive number (an integer when `integer`).
+    fn cap(&mut self, node: &Node, path: &str, key: &str, integer: bool) -> Option<f64> {
+        let e = node.get(key)?;
+        match e.value.value {
+            NodeValue::Number(n)
+                if n.is_finite() && n > 0.0 && (!integer || (n.fract() == 0.0 && n < 9.0e15)) =>
+            {
+                return Some(n)
+            }
+            _ => {}
+        }
+        let what = if integer {
+            "a positive integer"
+        } else {
+            "a positive number"
+        };
+        self.push(
+            Severity::Error,
+            DiagnosticKind::WrongType,
+            &join(path, key),
+            e.key_pos,
+            format!("must be {what}, found {}", shown(&e.value.value)),
+        );
+        None
     }
 
     fn extra_detector(&mut self, node: &Node, path: &str, key: &str) -> ExtraDetectorConfig {
@@ -1053,6 +1159,47 @@ mod tests {
         assert_eq!(p.resolved.critical_threshold, 26.0);
         assert!(!p.resolved.generic_repeat && !p.resolved.ping_pong);
         assert!(l.config.policy_for(Some("beta")).resolved.generic_repeat);
+    }
+
+    #[test]
+    fn on_critical_and_budgets_are_validated_naming_the_field() {
+        let text = r#"{
+          loopguard: { onCritical: "ends-run", budgets: { callsPerRun: 0, costPerRun: 2.5,
+            tokensPerRun: 1.5, tools: { web_fetch: "30", read: 40 }, perTool: {} } },
+          agents: { list: [ { id: "ci", loopguard: { onCritical: true } } ] },
+        }"#;
+        let d = diags(text);
+        let got: Vec<(&str, &str)> = d.iter().map(|d| (d.1.as_str(), d.3.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "loopguard.onCritical",
+                    "unknown value \"ends-run\"; known values: \"block\", \"ask\", \"end-run\"; did you mean \"end-run\"?"
+                ),
+                ("loopguard.budgets.callsPerRun", "must be a positive integer, found 0"),
+                ("loopguard.budgets.tokensPerRun", "must be a positive integer, found 1.5"),
+                ("loopguard.budgets.tools.web_fetch", "must be a positive integer, found \"30\""),
+                (
+                    "loopguard.budgets.perTool",
+                    "unknown key (the block is strict); known keys: callsPerRun, callsPerSession, tokensPerRun, costPerRun, tools"
+                ),
+                (
+                    "agents.list[0].loopguard.onCritical",
+                    "expected one of \"block\", \"ask\", \"end-run\", found a boolean"
+                ),
+            ]
+        );
+        assert!(d.iter().all(|d| d.0 == Severity::Error));
+        let l = load(text).unwrap();
+        let e = l.config.policy_for(None).escalation;
+        assert_eq!(e.on_critical, OnCritical::Block);
+        assert_eq!(e.budgets.cost_per_run, Some(2.5));
+        assert_eq!(e.budgets.tools.get("read"), Some(&40));
+        assert_eq!(e.budgets.calls_per_run, None);
+        assert!(super::super::Policy::from_block(None)
+            .escalation
+            .is_default());
     }
 
     #[test]

@@ -16,10 +16,12 @@
 //! is the checker's view (everything wrong is an error), [`OpenClawConfig::load_for_run`]
 //! the run-time view (what OpenClaw tolerates falls back, with a warning).
 
+mod escalation;
 mod extension;
 pub mod json5;
 mod load;
 
+pub use escalation::{Budgets, Escalation, OnCritical, BUDGET_KEYS};
 pub use extension::{
     DetectorProfile, ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig,
     DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,
@@ -295,6 +297,9 @@ pub struct Policy {
     /// The channel plugins the config sets up (`channels`), as the `openclaw-2026.9.6`
     /// profile reads them; unused by the other profiles.
     pub shipped_channels: crate::openclaw_2026_9_6::Channels,
+    /// The escalation ladder and the budgets (the `loopguard` block's `onCritical` and
+    /// `budgets`), applied by the guard layer after the engine's decision.
+    pub escalation: Escalation,
 }
 
 impl Policy {
@@ -323,6 +328,7 @@ impl Policy {
             },
             extra: ExtraPolicy::default(),
             shipped_channels: Default::default(),
+            escalation: Escalation::default(),
         }
     }
 
@@ -459,11 +465,10 @@ impl OpenClawConfig {
 
     /// The resolved policy for an agent: OpenClaw's block and loopguard's extension.
     pub fn policy_for(&self, agent_id: Option<&str>) -> Policy {
-        let extra = self
-            .loopguard_for(agent_id)
-            .map(|l| l.resolve())
-            .unwrap_or_default();
+        let loopguard = self.loopguard_for(agent_id);
+        let extra = loopguard.as_ref().map(|l| l.resolve()).unwrap_or_default();
         let mut policy = Policy::from_block(self.block_for(agent_id)).with_extra(extra);
+        policy.escalation = loopguard.map(|l| l.escalation()).unwrap_or_default();
         if policy.extra.profile == DetectorProfile::OpenClaw2026_9_6 {
             if let Some(raw) = &self.raw {
                 use crate::openclaw_2026_9_6::{channels, loop_detection_enabled, Enabled};

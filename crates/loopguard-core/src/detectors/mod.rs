@@ -114,6 +114,10 @@ pub enum Detector {
     UnrunnableCommands,
     /// Strict profile: failures in a row across different tools.
     ErrorCascade,
+    /// Not a detector of the engine: a cap of `loopguard.budgets` reached (a warning at
+    /// 80%, a refusal at 100%), decided by the guard layer (`loopguard-guard`), which keeps
+    /// the counts.
+    Budget,
 }
 
 impl Detector {
@@ -138,6 +142,7 @@ impl Detector {
             Detector::EmptySearchSweep => "empty_search_sweep",
             Detector::UnrunnableCommands => "unrunnable_commands",
             Detector::ErrorCascade => "error_cascade",
+            Detector::Budget => "budget",
         }
     }
 

@@ -10,7 +10,7 @@
 //! | `Bash` failing (`PostToolUseFailure`) | `exec` | as above | `{status:"failed", exitCode: N from a leading "Exit code N", aggregated: the rest of the error, timedOut: is_interrupt}` |
 //! | `BashOutput`, `TaskOutput`, `AgentOutputTool` (background-shell and task polling) | `process` with `action: "poll"` | `{action:"poll", sessionId: bash_id / shell_id / task_id / agentId, filter?}` (`block` and `timeout` do not make a poll different) | `{content:[output], details:{status, exitCode, aggregated: output}}` from the response (or its `task`); a poll whose answer does not change is a known poll without progress |
 //! | `TodoWrite` | `update_plan` | `{plan:[{step: content, status}]}`: the engine keeps only the statuses and the number of steps, so rewording the same list is a repeat | `{details:{plan: newTodos}}`, hashed by shape the same way |
-//! | anything else, including `mcp__server__tool` | the same name, whole | `tool_input` as given | a string becomes `{content:[{type:"text",text}]}`, an array `{content: array}`, an object `{content: its content array, details: its other fields}` without the volatile `durationMs`, `duration_ms`, `durationSeconds`, `totalDurationMs`, `totalTokens`, `totalToolUseCount`, `usage`, `timestamp` |
+//! | anything else, including `mcp__server__tool` | the same name, whole | `tool_input` as given | a string becomes `{content:[{type:"text",text}]}`, an array `{content: array}`, an object `{content: its content array, details: its other fields}` without the volatile `durationMs`, `duration_ms`, `durationSeconds`, `totalDurationMs`, `totalTokens`, `totalToolUseCount`, `usage`, `timestamp`, and `agentId` (a sub-agent launch's new id) |
 //! | anything else failing | the same name | as above | the `error` text, hashed as a thrown error |
 //!
 //! Messages given to the model name the Claude Code tool (`Bash`, not `exec`): see
@@ -61,6 +61,10 @@ pub const VOLATILE_RESULT_KEYS: &[&str] = &[
     "totalToolUseCount",
     "usage",
     "timestamp",
+    // A sub-agent launch (`Task`, `Agent`) names the sub-agent it started, new on every
+    // launch: without it, the same sub-agent spawned with the same task and the same
+    // report is a repeated outcome at the parent.
+    "agentId",
 ];
 
 /// Which mapping applies to a tool name.

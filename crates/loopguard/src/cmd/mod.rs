@@ -5,6 +5,7 @@ pub mod convert;
 pub mod hook;
 pub mod mcp;
 pub mod replay;
+pub mod run;
 pub mod serve;
 
 use clap::ValueEnum;
