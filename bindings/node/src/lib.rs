@@ -101,12 +101,9 @@ impl NativeGuard {
                 format!("idleTtl: expected a positive number of seconds, got {idle_ttl_secs}"),
             ));
         }
-        let profile = ToolProfile::from_str(&profile).map_err(|e| {
-            fail(
-                "LOOPGUARD_ARG",
-                format!("profile: {e} (none, openclaw, claude-code or mcp)"),
-            )
-        })?;
+        // The error lists the choices itself.
+        let profile = ToolProfile::from_str(&profile)
+            .map_err(|e| fail("LOOPGUARD_ARG", format!("profile: {e}")))?;
         let mode = match mode.as_str() {
             "enforce" => Mode::Enforce,
             "observe" => Mode::Observe,
@@ -122,7 +119,7 @@ impl NativeGuard {
             Some(text) => load_config(&text, &origin)?,
         };
         let store_impl = open_store(&store, Duration::from_secs_f64(idle_ttl_secs))
-            .map_err(|e| fail("LOOPGUARD_STORE", format!("{store}: {e}")))?;
+            .map_err(|e| fail("LOOPGUARD_STORE", e.opening(&store)))?;
         let guard = Guard::builder()
             .config(config)
             .profile(profile)
@@ -650,5 +647,11 @@ fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>)
             ),
         ));
     }
+    let mut all = all;
+    // Detection a given config leaves off, or warnings it hides, said once where the user looks.
+    all.extend(loopguard_guard::advice::config_notes(
+        origin,
+        &loaded.config,
+    ));
     Ok((loaded.config, all))
 }
