@@ -40,7 +40,7 @@ cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/open
 mkdir -p "$proj/opencode-plugin"
 cp plugins/opencode/loopguard.js "$proj/opencode-plugin/"
 mkdir -p "$proj/pi-extension"
-cp plugins/pi/loopguard.mjs "$proj/pi-extension/"
+cp plugins/pi/loopguard.js "$proj/pi-extension/"
 echo "== npm install: the tarball and the pinned frameworks into $proj"
 start=$(date +%s)
 (cd "$proj" && npm install --no-audit --no-fund --loglevel=error --cache "$repo/target/npm-cache" \
