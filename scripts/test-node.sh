@@ -24,6 +24,8 @@ echo "== node $(node --version), npm $(npm --version)"
 echo "== build and pack the package (scripts/build-node.sh)"
 tarball=$(bash scripts/build-node.sh | tail -n 1)
 echo "   $tarball ($(du -h "$tarball" | cut -f1))"
+# The OpenClaw plugin's install test installs it into the plugin's folder, as its guide says.
+export LOOPGUARD_NODE_TARBALL="$repo/$tarball"
 
 # Guard.remote is tested against a real `loopguard serve`.
 cargo build -q -p loopguard
