@@ -13,19 +13,24 @@
 // { tools: { loopDetection: {...} }, loopguard: { profile: "strict" }, agents: { list: [...] },
 // store: "sqlite:/path" }. Without one, detection is enabled with OpenClaw's defaults.
 // Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
-const { Guard, StoreError, isStopped, markStopped, refuses, endsRun, notices } = await loadLoopguard();
+import { createRequire } from 'node:module';
+
+const { Guard, StoreError, isStopped, markStopped, refuses, endsRun, notices } = loadLoopguard();
 
 /**
  * The `loopguard` package, or an error saying it is missing: a static import would fail with
  * "does not provide an export named 'Guard'" when another package of that name is installed (the
  * npm registry has one), or with a bare "Cannot find package" when none is.
  */
-async function loadLoopguard() {
+function loadLoopguard() {
+  // Synchronous (OpenClaw require()s plugins: no top-level await); the package's CommonJS
+  // entries are the ones its ES modules re-export.
+  const require = createRequire(import.meta.url);
   try {
-    const [main, common] = await Promise.all([import('loopguard'), import('loopguard/common')]);
+    const [main, common] = [require('loopguard'), require('loopguard/common')];
     if (typeof main.Guard === 'function' && typeof common.refuses === 'function') return { ...main, ...common };
   } catch (e) {
-    if (!['ERR_MODULE_NOT_FOUND', 'ERR_PACKAGE_PATH_NOT_EXPORTED'].includes(e?.code)) throw e;
+    if (!['MODULE_NOT_FOUND', 'ERR_PACKAGE_PATH_NOT_EXPORTED'].includes(e?.code)) throw e;
   }
   throw new Error(
     "loopguard OpenClaw plugin: the `loopguard` npm package (loopguard's engine) is missing from the plugin's folder, " +
