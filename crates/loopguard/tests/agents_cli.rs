@@ -67,7 +67,9 @@ fn project_install_without_loopguard_on_path_names_this_executable_and_the_hook_
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("warning: `loopguard` is not on PATH: the hook command names this executable"),
+        stderr.contains(
+            "warning: `loopguard` is not on PATH: the hook command names this executable"
+        ),
         "{stderr}"
     );
     let settings: serde_json::Value = serde_json::from_str(
