@@ -31,6 +31,8 @@ test('the shipped declarations type-check a consumer program (tsc --strict)', ()
     '--module', 'nodenext',
     '--moduleResolution', 'nodenext',
     '--target', 'es2022',
+    // LangChain's declarations (the middleware's type) need the DOM's and `using`'s globals.
+    '--lib', 'es2022,esnext.disposable,dom',
     '--skipLibCheck', 'false',
     consumer,
   ];
@@ -54,6 +56,8 @@ test('the subpaths type-check under moduleResolution node10 too (typesVersions)'
     '--module', 'commonjs',
     '--moduleResolution', 'node10',
     '--target', 'es2022',
+    '--lib', 'es2022,esnext.disposable,dom',
+    '--esModuleInterop',
     '--skipLibCheck', 'false',
     consumer,
   ];
