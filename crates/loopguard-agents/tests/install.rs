@@ -297,6 +297,12 @@ fn qwen_uninstall_tolerates_the_version_qwen_adds() {
     qwen_ran(&had);
     uninstall(Agent::Qwen, &had).unwrap();
     let left = std::fs::read_to_string(&had).unwrap();
-    assert_eq!(left, format!("{{\n  \"$version\": 4,{}", original.strip_prefix('{').unwrap()));
+    assert_eq!(
+        left,
+        format!(
+            "{{\n  \"$version\": 4,{}",
+            original.strip_prefix('{').unwrap()
+        )
+    );
     assert!(!left.contains("loopguard"), "{left}");
 }

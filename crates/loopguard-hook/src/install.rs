@@ -170,25 +170,25 @@ fn path_word(p: &Path, project: Option<&Path>, flag: &str, lines: &mut Vec<Line>
     }
 }
 
-/// Whether a shell would find `exe`: a path (with a `/`) that is an executable file, or a
-/// bare name found as one in a directory of `PATH`.
-fn runnable(exe: &Path) -> bool {
-    fn executable(p: &Path) -> bool {
+/// Whether a shell would find the command `name` through `env.path` (an executable file
+/// of that name in one of its directories); `true` when `env.path` is not known.
+fn on_path(name: &str, env: &Env) -> bool {
+    let Some(path) = &env.path else {
+        return true;
+    };
+    std::env::split_paths(path).any(|dir| {
+        let file = dir.join(name);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(&file)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         }
         #[cfg(not(unix))]
         {
-            p.is_file() || p.with_extension("exe").is_file()
+            file.is_file() || file.with_extension("exe").is_file()
         }
-    }
-    if exe.components().count() > 1 || exe.is_absolute() {
-        return executable(exe);
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(exe))))
+    })
 }
 
 /// `loopguard hook install AGENT`: writes loopguard's hook into `agent`'s settings and says
@@ -211,18 +211,10 @@ pub fn install(agent: Agent, req: &Install, env: &Env) -> Report {
     };
     let mut lines = Vec::new();
     let exe = match (&req.exe, &project) {
-        (Some(e), _) => {
-            if !runnable(e) {
-                lines.push(Line::Err(format!(
-                    "warning: --exe {}: no such executable here (not a file, nor on PATH): the agent will fail to run the hook",
-                    e.display()
-                )));
-            }
-            shell_quote(&e.to_string_lossy())
-        }
+        (Some(e), _) => shell_quote(&e.to_string_lossy()),
         // A project's settings are shared: `loopguard` through PATH works everywhere, when it
         // is there; else the hook names this executable, so that it runs at least here.
-        (None, Some(_)) if runnable(Path::new("loopguard")) => "loopguard".to_string(),
+        (None, Some(_)) if on_path("loopguard", env) => "loopguard".to_string(),
         (None, _) => match std::env::current_exe() {
             Ok(e) => {
                 if project.is_some() {

@@ -1056,6 +1056,7 @@ mod tests {
             state_home: Some(dir.path().join("state")),
             config_home: Some(dir.path().join("config")),
             project_dir: None,
+            path: None,
         };
         (dir, env)
     }
