@@ -702,9 +702,16 @@ fn the_log_names_the_agents_own_tool() {
     for r in &rows {
         assert_eq!(r.tool.as_deref(), Some("run_shell_command"), "{r:?}");
     }
-    let warned: Vec<_> = info.recent.iter().filter_map(|r| r.message.as_deref()).collect();
+    let warned: Vec<_> = info
+        .recent
+        .iter()
+        .filter_map(|r| r.message.as_deref())
+        .collect();
     assert!(!warned.is_empty(), "{:?}", info.recent);
     for m in warned {
-        assert!(m.contains("run_shell_command") && !m.contains(" Bash "), "{m}");
+        assert!(
+            m.contains("run_shell_command") && !m.contains(" Bash "),
+            "{m}"
+        );
     }
 }
