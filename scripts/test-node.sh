@@ -24,6 +24,8 @@ echo "== node $(node --version), npm $(npm --version)"
 echo "== build and pack the package (scripts/build-node.sh)"
 tarball=$(bash scripts/build-node.sh | tail -n 1)
 echo "   $tarball ($(du -h "$tarball" | cut -f1))"
+# The OpenClaw plugin's install test installs it into the plugin's folder, as its guide says.
+export LOOPGUARD_NODE_TARBALL="$repo/$tarball"
 
 # Guard.remote is tested against a real `loopguard serve`.
 cargo build -q -p loopguard
@@ -40,7 +42,7 @@ cp plugins/openclaw/index.mjs plugins/openclaw/openclaw.plugin.json plugins/open
 mkdir -p "$proj/opencode-plugin"
 cp plugins/opencode/loopguard.js "$proj/opencode-plugin/"
 mkdir -p "$proj/pi-extension"
-cp plugins/pi/loopguard.mjs "$proj/pi-extension/"
+cp plugins/pi/loopguard.js "$proj/pi-extension/"
 echo "== npm install: the tarball and the pinned frameworks into $proj"
 start=$(date +%s)
 (cd "$proj" && npm install --no-audit --no-fund --loglevel=error --cache "$repo/target/npm-cache" \

@@ -161,6 +161,13 @@ export declare class Guard {
   stoppedRun(session: string, opts?: { run?: string | null }): string | null;
   /** A handle for `Guard.attach` in a worker thread of this process. */
   share(): number;
+  /**
+   * Lets go of the guard: its store is closed (a SQLite file released) once no thread holds it.
+   * Later calls throw a `LoopguardError`; closing twice does nothing.
+   */
+  close(): void;
+  /** `close()`, for `using guard = new Guard(...)`. */
+  [Symbol.dispose](): void;
   /** The guard behind a handle from `share()`: this process's guard, or a remote guard on the
    * same server for a `RemoteGuard`'s handle. */
   static attach(handle: number): Guard;
@@ -226,3 +233,10 @@ declare const loopguard: {
   toEventJson: typeof toEventJson;
 };
 export default loopguard;
+
+declare global {
+  interface SymbolConstructor {
+    /** The explicit resource management symbol (Node 20.4+; `lib.esnext.disposable`). */
+    readonly dispose: unique symbol;
+  }
+}

@@ -13,8 +13,31 @@
 // { tools: { loopDetection: {...} }, loopguard: { profile: "strict" }, agents: { list: [...] },
 // store: "sqlite:/path" }. Without one, detection is enabled with OpenClaw's defaults.
 // Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
-import { Guard, StoreError } from 'loopguard';
-import { isStopped, markStopped, refuses, endsRun, notices } from 'loopguard/common';
+import { createRequire } from 'node:module';
+
+const { Guard, StoreError, isStopped, markStopped, refuses, endsRun, notices } = loadLoopguard();
+
+/**
+ * The `loopguard` package, or an error saying it is missing: a static import would fail with
+ * "does not provide an export named 'Guard'" when another package of that name is installed (the
+ * npm registry has one), or with a bare "Cannot find package" when none is.
+ */
+function loadLoopguard() {
+  // Synchronous (OpenClaw require()s plugins: no top-level await); the package's CommonJS
+  // entries are the ones its ES modules re-export.
+  const require = createRequire(import.meta.url);
+  try {
+    const [main, common] = [require('loopguard'), require('loopguard/common')];
+    if (typeof main.Guard === 'function' && typeof common.refuses === 'function') return { ...main, ...common };
+  } catch (e) {
+    if (!['MODULE_NOT_FOUND', 'ERR_PACKAGE_PATH_NOT_EXPORTED'].includes(e?.code)) throw e;
+  }
+  throw new Error(
+    "loopguard OpenClaw plugin: the `loopguard` npm package (loopguard's engine) is missing from the plugin's folder, " +
+      'or another package of that name is installed there; install it into the plugin folder before `openclaw plugins install` ' +
+      '(npm install --no-save target/npm/loopguard-0.1.0.tgz, built by scripts/build-node.sh; see docs/typescript/openclaw.md)',
+  );
+}
 
 const STOPPED = 'loopguard stopped this run: a tool-call loop survived a context compaction.';
 

@@ -104,6 +104,20 @@ function checkContext(ctx, who) {
   }
 }
 
+// What was said about values the events format cannot carry, per logger: the same result
+// (a tool that returns `{ x: undefined }` on every call) is said once, not on every call.
+const said = new WeakMap();
+const SAID_MAX = 1000;
+function sayOnce(logger, text) {
+  const key = typeof logger === 'object' && logger !== null ? logger : console;
+  let seen = said.get(key);
+  if (seen === undefined) said.set(key, (seen = new Set()));
+  if (seen.has(text)) return;
+  if (seen.size >= SAID_MAX) seen.clear();
+  seen.add(text);
+  logger.warn(`${text} (said once)`);
+}
+
 /** The before-call decision, or null when the store is unreachable (failing open). */
 async function before(ctx, tool, args, callId) {
   const { guard, session = 'default', run, agent } = ctx;
@@ -116,7 +130,7 @@ async function before(ctx, tool, args, callId) {
       return null;
     }
     if (e instanceof TypeError) {
-      logger.warn(`loopguard: ${tool}: ${e.message}; checking the arguments as the model sent them (JSON)`);
+      sayOnce(logger, `loopguard: ${tool}: ${e.message}; checking the arguments as the model sent them (JSON)`);
       return guard.beforeCall(session, tool, modelView(args), { run, callId, agent });
     }
     throw e;
@@ -143,7 +157,7 @@ async function after(ctx, tool, args, callId, outcome) {
         ? { error: outcome.error instanceof Error ? outcome.error : modelView(outcome.error) }
         : { result: modelView(outcome.result) };
       decision = await guard.afterCall(session, tool, modelView(args), { ...viewed, ...ids });
-      logger.warn(`loopguard: ${tool}: ${e.message}; recorded the outcome as the model receives it (JSON)`);
+      sayOnce(logger, `loopguard: ${tool}: ${e.message}; recorded the outcome as the model receives it (JSON)`);
     } catch (e2) {
       logger.warn(`loopguard: outcome of ${tool} not recorded: ${e2.message}`);
       return null;

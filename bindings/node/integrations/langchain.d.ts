@@ -1,3 +1,4 @@
+import type { AgentMiddleware } from 'langchain';
 import type { Guard, RemoteGuard } from '../index';
 
 /** Options of the LangChain.js middleware. */
@@ -11,4 +12,4 @@ export interface LoopGuardMiddlewareOptions {
 }
 
 /** The loopguard middleware for LangChain's `createAgent` (`wrapToolCall`, `beforeModel`). */
-export declare function createLoopGuardMiddleware(options: LoopGuardMiddlewareOptions): any;
+export declare function createLoopGuardMiddleware(options: LoopGuardMiddlewareOptions): AgentMiddleware;

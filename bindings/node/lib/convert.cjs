@@ -111,6 +111,23 @@ function isPlain(v, depth) {
   }
 }
 
+/** True when `value` nests objects or arrays more than `max` levels deep (without recursion). */
+function deeperThan(value, max) {
+  const seen = new Set();
+  let level = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    if (depth > max) return true;
+    const next = [];
+    for (const v of level) {
+      if (v === null || typeof v !== 'object' || seen.has(v)) continue;
+      seen.add(v);
+      for (const k of Object.keys(v)) next.push(v[k]);
+    }
+    level = next;
+  }
+  return false;
+}
+
 /** The exact path: every JavaScript value, with errors naming the path. */
 function exactJson(value, root) {
   const stack = new Set();
@@ -202,7 +219,16 @@ function exactJson(value, root) {
     });
     out.push('}');
   };
-  write(value);
+  try {
+    write(value);
+  } catch (e) {
+    // JavaScript's stack can end before MAX_DEPTH levels (each level takes a few frames):
+    // the error names the depth, not the stack.
+    if (e instanceof RangeError && !e.message.includes('nested deeper than') && deeperThan(value, MAX_DEPTH)) {
+      throw new RangeError(`${root}: nested deeper than ${MAX_DEPTH} levels`);
+    }
+    throw e;
+  }
   return out.join('');
 }
 

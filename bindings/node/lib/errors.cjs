@@ -31,6 +31,7 @@ function native(call) {
     if (code === 'LOOPGUARD_CONFIG') throw new ConfigError(e.message);
     if (code === 'LOOPGUARD_STORE') throw new StoreError(e.message);
     if (code === 'LOOPGUARD_ARG') throw new TypeError(e.message);
+    if (code === 'LOOPGUARD_CLOSED') throw new LoopguardError(e.message);
     throw e;
   }
 }

@@ -58,6 +58,12 @@ class Guard {
       this.#engine = this.#native.engine();
       return;
     }
+    // A misspelled option would otherwise be dropped without a word (`profil`, `mod`).
+    for (const key of Object.keys(options)) {
+      if (!OPTIONS.includes(key)) {
+        throw new TypeError(`Guard: unknown option ${JSON.stringify(key)} (the options are ${OPTIONS.join(', ')})`);
+      }
+    }
     const { config = null, store = 'memory', profile = 'none', mode = 'enforce', idleTtl = 86400 } = options;
     const logger = options.logger ?? console;
     let text = null;
@@ -90,7 +96,30 @@ class Guard {
 
   /** Applies one event line; returns its decision record. */
   #apply(line) {
-    return JSON.parse(native(() => this.#native.apply(line)));
+    return JSON.parse(native(() => this.#live().apply(line)));
+  }
+
+  /** The addon's guard, or the error of a closed one. */
+  #live() {
+    if (this.#native === null) throw closedError();
+    return this.#native;
+  }
+
+  /**
+   * Lets go of the guard: its store is closed (a SQLite file released) once no thread holds it
+   * (`share`/`attach`). Every later call is an error; closing twice does nothing. Also what
+   * `using guard = new Guard(...)` calls (`Symbol.dispose`).
+   */
+  close() {
+    if (this.#native === null) return;
+    this.#native.close();
+    this.#native = null;
+    // No engine has number 0 (src/lib.rs, `register`): a later decision fails, and says why.
+    this.#engine = 0;
+  }
+
+  [Symbol.dispose ?? Symbol.for('nodejs.dispose')]() {
+    this.close();
   }
 
   /**
@@ -119,6 +148,7 @@ class Guard {
         r = addon.decide(engine, line);
       }
     } catch (e) {
+      if (this.#native === null) throw closedError();
       native(() => {
         throw e;
       });
@@ -199,19 +229,19 @@ class Guard {
   /** What the guard knows about a session (counters, recent decisions), or null. */
   session(id) {
     if (typeof id !== 'string') throw new TypeError('session: expected a string');
-    const json = native(() => this.#native.session(id));
+    const json = native(() => this.#live().session(id));
     return json === null ? null : JSON.parse(json);
   }
 
   /** Every session the guard holds. */
   sessions() {
-    return JSON.parse(native(() => this.#native.sessions()));
+    return JSON.parse(native(() => this.#live().sessions()));
   }
 
   /** Forgets a session; true when it existed. */
   forget(id) {
     if (typeof id !== 'string') throw new TypeError('forget: expected a string');
-    return native(() => this.#native.forget(id));
+    return native(() => this.#live().forget(id));
   }
 
   /**
@@ -224,13 +254,13 @@ class Guard {
     if (typeof session !== 'string') throw new TypeError('stopRun: expected a string session');
     const { run, message } = opts ?? NO_OPTIONS;
     if (typeof message !== 'string') throw new TypeError('stopRun: expected a string message');
-    native(() => this.#native.stopRun(session, runName(run, 'stopRun'), message));
+    native(() => this.#live().stopRun(session, runName(run, 'stopRun'), message));
   }
 
   /** The message `stopRun` recorded for a run of the session, or null when it is not stopped. */
   stoppedRun(session, opts = NO_OPTIONS) {
     if (typeof session !== 'string') throw new TypeError('stoppedRun: expected a string session');
-    return native(() => this.#native.stoppedRun(session, runName((opts ?? NO_OPTIONS).run, 'stoppedRun')));
+    return native(() => this.#live().stoppedRun(session, runName((opts ?? NO_OPTIONS).run, 'stoppedRun')));
   }
 
   /**
@@ -238,7 +268,7 @@ class Guard {
    * each update atomic). The guard lives while some thread holds it.
    */
   share() {
-    return this.#native.share();
+    return native(() => this.#live().share());
   }
 
   /**
@@ -263,6 +293,12 @@ class Guard {
 }
 
 const attachKey = Symbol('loopguard.attach');
+/** The options `new Guard` takes. */
+const OPTIONS = Object.freeze(['config', 'store', 'profile', 'mode', 'idleTtl', 'logger']);
+/** The error of a call on a closed guard. */
+function closedError() {
+  return new errors.LoopguardError('loopguard: the guard is closed (guard.close() was called)');
+}
 /** The options of a call given none (shared: nothing writes to it). */
 const NO_OPTIONS = Object.freeze({});
 /** The flag bit of `decide`'s engine number (src/lib.rs, SAME_ARGS). */

@@ -77,7 +77,8 @@ fn shared() -> &'static Mutex<HashMap<u32, Weak<Backend>>> {
 /// The guard as the JavaScript `Guard` class uses it: events in, decision records out.
 #[napi]
 pub struct NativeGuard {
-    backend: Arc<Backend>,
+    /// `None` once [`NativeGuard::close`] let go of it.
+    backend: Option<Arc<Backend>>,
 }
 
 #[napi]
@@ -101,12 +102,9 @@ impl NativeGuard {
                 format!("idleTtl: expected a positive number of seconds, got {idle_ttl_secs}"),
             ));
         }
-        let profile = ToolProfile::from_str(&profile).map_err(|e| {
-            fail(
-                "LOOPGUARD_ARG",
-                format!("profile: {e} (none, openclaw, claude-code or mcp)"),
-            )
-        })?;
+        // The error lists the choices itself.
+        let profile = ToolProfile::from_str(&profile)
+            .map_err(|e| fail("LOOPGUARD_ARG", format!("profile: {e}")))?;
         let mode = match mode.as_str() {
             "enforce" => Mode::Enforce,
             "observe" => Mode::Observe,
@@ -122,7 +120,7 @@ impl NativeGuard {
             Some(text) => load_config(&text, &origin)?,
         };
         let store_impl = open_store(&store, Duration::from_secs_f64(idle_ttl_secs))
-            .map_err(|e| fail("LOOPGUARD_STORE", format!("{store}: {e}")))?;
+            .map_err(|e| fail("LOOPGUARD_STORE", e.opening(&store)))?;
         let guard = Guard::builder()
             .config(config)
             .profile(profile)
@@ -130,20 +128,35 @@ impl NativeGuard {
             .store(store_impl)
             .build();
         Ok(NativeGuard {
-            backend: Arc::new(Backend {
+            backend: Some(Arc::new(Backend {
                 fast: guard.applier().profile == ToolProfile::Plain
                     && !guard.policy(None).extra.any(),
                 guard,
                 diagnostics,
-            }),
+            })),
         })
+    }
+
+    /// This thread's hold on the guard, or an error once it was closed.
+    fn backend(&self) -> Result<&Arc<Backend>, String> {
+        self.backend.as_ref().ok_or_else(closed)
+    }
+
+    /// Lets go of this thread's hold on the guard: once no thread holds it (see
+    /// [`NativeGuard::share`]), its store is closed (a SQLite file released). Every later
+    /// call of this object is an error; closing twice does nothing.
+    #[napi]
+    pub fn close(&mut self) {
+        self.backend = None;
     }
 
     /// The config's non-fatal diagnostics (out-of-range numbers that fell back, raised
     /// thresholds), each naming the config.
     #[napi]
     pub fn diagnostics(&self) -> Vec<String> {
-        self.backend.diagnostics.clone()
+        self.backend
+            .as_ref()
+            .map_or_else(Vec::new, |b| b.diagnostics.clone())
     }
 
     /// Applies one events.md line and returns its decision record as JSON.
@@ -160,7 +173,7 @@ impl NativeGuard {
     /// `decision` renamed `action` and moved first.
     #[napi]
     pub fn decide(&self, line: String) -> Result<Answer, String> {
-        decide_line(&self.backend, line.as_bytes())
+        decide_line(self.backend()?, line.as_bytes())
     }
 
     /// The engine's handle for [`decide`], which JavaScript calls on every event: a plain
@@ -168,12 +181,12 @@ impl NativeGuard {
     /// an external value goes through (unwrapping, a registry lookup under a lock, borrow
     /// tracking).
     #[napi]
-    pub fn engine(&self) -> u32 {
+    pub fn engine(&self) -> Result<u32, String> {
         self.register()
     }
 
     fn record(&self, line: &str) -> Result<Vec<u8>, String> {
-        self.backend
+        self.backend()?
             .guard
             .apply_line(None, line.as_bytes())
             .map_err(guard_error)
@@ -183,21 +196,25 @@ impl NativeGuard {
     /// `GET /v1/sessions/{id}` (`null` when it has none).
     #[napi]
     pub fn session(&self, id: String) -> Result<Option<String>, String> {
-        let info = self.backend.guard.session(None, &id).map_err(guard_error)?;
+        let info = self
+            .backend()?
+            .guard
+            .session(None, &id)
+            .map_err(guard_error)?;
         Ok(info.map(|i| session_json(&i).to_string()))
     }
 
     /// Every session the guard holds, as a JSON array of what [`NativeGuard::session`] gives.
     #[napi]
     pub fn sessions(&self) -> Result<String, String> {
-        let all = self.backend.guard.sessions().map_err(guard_error)?;
+        let all = self.backend()?.guard.sessions().map_err(guard_error)?;
         Ok(serde_json::Value::Array(all.iter().map(session_json).collect()).to_string())
     }
 
     /// Forgets a session; true when it existed.
     #[napi]
     pub fn forget(&self, id: String) -> Result<bool, String> {
-        self.backend.guard.forget(None, &id).map_err(guard_error)
+        self.backend()?.guard.forget(None, &id).map_err(guard_error)
     }
 
     /// Records that `run` of `session` is stopped (an integration saw a decision whose effect
@@ -207,7 +224,7 @@ impl NativeGuard {
     /// latest stopped).
     #[napi]
     pub fn stop_run(&self, session: String, run: String, message: String) -> Result<(), String> {
-        self.backend
+        self.backend()?
             .guard
             .update(None, &session, |entry| {
                 entry.aborted = Some(AbortedRun {
@@ -223,7 +240,7 @@ impl NativeGuard {
     #[napi]
     pub fn stopped_run(&self, session: String, run: String) -> Result<Option<String>, String> {
         let entry = self
-            .backend
+            .backend()?
             .guard
             .store()
             .load(&session_key(None, &session))
@@ -237,19 +254,20 @@ impl NativeGuard {
     /// A handle another thread of this process passes to [`NativeGuard::attach`] to use the
     /// same guard (the same sessions, updated atomically).
     #[napi]
-    pub fn share(&self) -> u32 {
+    pub fn share(&self) -> Result<u32, String> {
         self.register()
     }
 
     /// A new handle of this guard in [`shared`].
-    fn register(&self) -> u32 {
+    fn register(&self) -> Result<u32, String> {
+        let backend = Arc::downgrade(self.backend()?);
         static NEXT: AtomicU32 = AtomicU32::new(1);
         // Below SAME_ARGS, the flag bit of `decide`'s engine number.
         let handle = NEXT.fetch_add(1, Ordering::Relaxed) & !SAME_ARGS;
         let mut map = shared().lock().unwrap_or_else(|p| p.into_inner());
         map.retain(|_, w| w.strong_count() > 0);
-        map.insert(handle, Arc::downgrade(&self.backend));
-        handle
+        map.insert(handle, backend);
+        Ok(handle)
     }
 
     /// The guard behind a handle from [`NativeGuard::share`].
@@ -258,7 +276,9 @@ impl NativeGuard {
         let map = shared().lock().unwrap_or_else(|p| p.into_inner());
         map.get(&handle)
             .and_then(Weak::upgrade)
-            .map(|backend| NativeGuard { backend })
+            .map(|backend| NativeGuard {
+                backend: Some(backend),
+            })
             .ok_or_else(|| {
                 fail(
                     "LOOPGUARD_ARG",
@@ -268,6 +288,14 @@ impl NativeGuard {
                 )
             })
     }
+}
+
+/// The error of a call on a closed guard.
+fn closed() -> Error<String> {
+    fail(
+        "LOOPGUARD_CLOSED",
+        "the guard is closed (guard.close() was called)",
+    )
 }
 
 /// The bit of [`decide`]'s engine number that says the outcome's tool and arguments are, as
@@ -400,7 +428,7 @@ fn decide_engine(engine: u32, line: &[u8]) -> Result<Answer, String> {
             let backend = found.ok_or_else(|| {
                 fail(
                     "LOOPGUARD_ARG",
-                    format!("decide: no engine with handle {engine} (it was garbage-collected, or the handle is not one NativeGuard.engine gave)"),
+                    format!("decide: no engine with handle {engine} (its guard was closed or garbage-collected, or the handle is not one NativeGuard.engine gave)"),
                 )
             })?;
             LAST_ENGINE.with(|last| *last.borrow_mut() = Some((engine, Arc::downgrade(&backend))));
@@ -650,5 +678,11 @@ fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>)
             ),
         ));
     }
+    let mut all = all;
+    // Detection a given config leaves off, or warnings it hides, said once where the user looks.
+    all.extend(loopguard_guard::advice::config_notes(
+        origin,
+        &loaded.config,
+    ));
     Ok((loaded.config, all))
 }

@@ -30,6 +30,8 @@ const info: SessionInfo | null = guard.session('s');
 const all: SessionInfo[] = guard.sessions();
 const forgotten: boolean = guard.forget('s');
 const same: Guard = Guard.attach(guard.share());
+same.close();
+same[Symbol.dispose]();
 const text: string = toEventJson({ a: 1 }, 'args');
 const isEventError = (e: unknown): boolean => e instanceof EventError && e.field !== undefined;
 void [hash, word, info, all, forgotten, same, text, isEventError, loopguard.Guard];
@@ -46,6 +48,11 @@ void remote;
 const tools = protectTools({ read: { execute: async () => 'x' } }, { guard, session: 's' });
 const stop: (state: unknown) => boolean = stopWhen({ guard });
 const blocked = (e: unknown): CallDecision | null => (e instanceof LoopGuardBlockedError ? e.decision : null);
+const middleware = createLoopGuardMiddleware({ guard });
+const named: string = middleware.name;
+// @ts-expect-error: the middleware is typed (not `any`)
+middleware.noSuchHook();
+void named;
 void [tools, stop, blocked, createLoopGuardMiddleware, loopGuardToolGuardrails, protectAgent, createLoopGuardHooks];
 
 // Misuses the declarations refuse.

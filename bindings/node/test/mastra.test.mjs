@@ -2,7 +2,11 @@
 // MockLanguageModelV4, scripted to call the same tool with the same arguments 25 times. The real
 // tool runs 20 times; the model gets the warning with result 11 and the block from result 21 on.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { Agent } from '@mastra/core/agent';
 import { createTool } from '@mastra/core/tools';
 import { stepCountIs } from 'ai';
@@ -10,6 +14,9 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { Guard } from 'loopguard';
 import { createLoopGuardHooks } from 'loopguard/mastra';
 import * as z from 'zod';
+import { agentsDir, runProgram } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
 
 const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
 
@@ -86,4 +93,24 @@ test('an abort (a loop surviving a compaction) ends the loop through hooks.stopW
   assert.equal(counter.runs, 3);
   assert.equal(guard.session('mastra-abort').aborts, 1);
   assert.equal(hooks.stopWhen(), true);
+});
+
+test('a Mastra that ignores tool hooks (@mastra/core 0.24, what npm installs on Node 20) is refused at wrap time', async () => {
+  // The real 0.24.9 package, installed by scripts/setup-node-agents.sh into its own project; the
+  // program runs there, as a user's would.
+  const project = path.join(agentsDir(), 'mastra-0');
+  const pkg = path.join(project, 'node_modules/@mastra/core/package.json');
+  assert.ok(fs.existsSync(pkg), `${pkg} is missing: run scripts/setup-node-agents.sh`);
+  const program = [
+    `const { Guard } = require(${JSON.stringify(require.resolve('loopguard'))});`,
+    `const { createLoopGuardHooks } = require(${JSON.stringify(require.resolve('loopguard/mastra'))});`,
+    "try { createLoopGuardHooks({ guard: new Guard() }); console.log('accepted'); } catch (e) { console.log(e.message); }",
+  ].join('\n');
+  const out = await runProgram(process.execPath, ['-e', program], { cwd: project });
+  assert.equal(out.code, 0, out.stderr);
+  assert.match(out.stdout, /@mastra\/core 0\.24\.9 ignores an agent's tool hooks/);
+  assert.match(out.stdout, /install @mastra\/core 1\.x/);
+  // The same program in the tested project (1.71.0) is accepted.
+  const ok = await runProgram(process.execPath, ['-e', program], { cwd: path.dirname(fileURLToPath(import.meta.url)) });
+  assert.equal(ok.stdout.trim(), 'accepted', ok.stderr);
 });

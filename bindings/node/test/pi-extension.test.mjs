@@ -1,4 +1,4 @@
-// The pi extension (plugins/pi/loopguard.mjs) through pi's documented extension events
+// The pi extension (plugins/pi/loopguard.js) through pi's documented extension events
 // (`tool_call` answering { block, reason }, `tool_result` answering { content }, `session_compact`),
 // with a stand-in `pi` object recording the handlers; the loop below plays pi's part (a call runs
 // unless tool_call blocks it). pi-e2e.test.mjs runs the same extension inside the real pi.
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Guard } from 'loopguard';
-import { createLoopGuardExtension } from './pi-extension/loopguard.mjs';
+import { createLoopGuardExtension } from './pi-extension/loopguard.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -63,7 +63,7 @@ test('session_compact arms the guard: the third identical outcome aborts, later 
 // in `session`; what it prints is whether the call ran or the reason it was blocked.
 function restartedPi(store, session) {
   const code = `
-    import { createLoopGuardExtension } from './pi-extension/loopguard.mjs';
+    import { createLoopGuardExtension } from './pi-extension/loopguard.js';
     process.env.LOOPGUARD_STORE = ${JSON.stringify(store)};
     const h = {};
     createLoopGuardExtension()({ on: (name, fn) => (h[name] = fn) });

@@ -31,6 +31,8 @@ test('the shipped declarations type-check a consumer program (tsc --strict)', ()
     '--module', 'nodenext',
     '--moduleResolution', 'nodenext',
     '--target', 'es2022',
+    // LangChain's declarations (the middleware's type) need the DOM's and `using`'s globals.
+    '--lib', 'es2022,esnext.disposable,dom',
     '--skipLibCheck', 'false',
     consumer,
   ];
@@ -41,4 +43,27 @@ test('the shipped declarations type-check a consumer program (tsc --strict)', ()
     assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
   }
   assert.equal(out.trim(), '');
+});
+
+test('the subpaths type-check under moduleResolution node10 too (typesVersions)', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  const consumer = path.join(here, 'consumer-node10.ts');
+  assert.ok(fs.existsSync(consumer), `${consumer}: scripts/test-node.sh copies it beside the tests`);
+  const args = [
+    tsc,
+    '--noEmit',
+    '--strict',
+    '--module', 'commonjs',
+    '--moduleResolution', 'node10',
+    '--target', 'es2022',
+    '--lib', 'es2022,esnext.disposable,dom',
+    '--esModuleInterop',
+    '--skipLibCheck', 'false',
+    consumer,
+  ];
+  try {
+    execFileSync(process.execPath, args, { cwd: here, encoding: 'utf8', stdio: 'pipe', timeout: 180_000 });
+  } catch (e) {
+    assert.fail(`tsc found errors:\n${e.stdout}${e.stderr}`);
+  }
 });

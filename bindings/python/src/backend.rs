@@ -56,8 +56,8 @@ impl Backend {
             None => (loopguard_guard::enabled_config(), Vec::new()),
             Some(text) => load_config(text, origin).map_err(BackendFailure::Config)?,
         };
-        let store_impl = open_store(store, idle_ttl)
-            .map_err(|e| BackendFailure::Store(format!("{store}: {e}")))?;
+        let store_impl =
+            open_store(store, idle_ttl).map_err(|e| BackendFailure::Store(e.opening(store)))?;
         let guard = Guard::builder()
             .config(config)
             .profile(ToolProfile::Plain)
@@ -173,5 +173,11 @@ fn load_config(text: &str, origin: &str) -> Result<(OpenClawConfig, Vec<String>)
             all,
         ));
     }
+    let mut all = all;
+    // Detection a given config leaves off, or warnings it hides, said once where the user looks.
+    all.extend(loopguard_guard::advice::config_notes(
+        origin,
+        &loaded.config,
+    ));
     Ok((loaded.config, all))
 }

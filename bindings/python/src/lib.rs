@@ -9,7 +9,7 @@ mod backend;
 mod convert;
 mod decision;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -52,7 +52,8 @@ const DETACH_BYTES: usize = 4096;
 /// The guard: sessions, OpenClaw's detectors, and one decision per event.
 #[pyclass(frozen, module = "loopguard")]
 struct Guard {
-    backend: Arc<Backend>,
+    /// `None` once `close()` let go of it (the class is frozen: shared between threads).
+    backend: RwLock<Option<Arc<Backend>>>,
 }
 
 fn to_py_err(e: BackendError) -> PyErr {
@@ -69,6 +70,19 @@ fn to_py_err(e: BackendError) -> PyErr {
 }
 
 impl Guard {
+    /// The engine, or the error of a closed guard.
+    fn backend(&self) -> PyResult<Arc<Backend>> {
+        self.backend
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err(
+                    "loopguard: the guard is closed (guard.close() was called)",
+                )
+            })
+    }
+
     /// Applies one event line, releasing the GIL for large ones.
     fn apply<T: Send>(
         &self,
@@ -76,7 +90,7 @@ impl Guard {
         line: Vec<u8>,
         f: impl FnOnce(decision::Applied<'_>) -> T + Send,
     ) -> PyResult<T> {
-        let backend = &self.backend;
+        let backend = self.backend()?;
         let result = if line.len() >= DETACH_BYTES {
             py.detach(|| backend.apply_line(&line, f))
         } else {
@@ -289,7 +303,7 @@ impl Guard {
             }
         }
         Ok(Guard {
-            backend: Arc::new(backend),
+            backend: RwLock::new(Some(Arc::new(backend))),
         })
     }
 
@@ -367,7 +381,7 @@ impl Guard {
     /// decisions), as a dict in the shape of `loopguard serve`'s `GET /v1/sessions/{id}`
     /// (what `Guard.remote(...).session(id)` returns); None when it has no such session.
     fn session<'py>(&self, py: Python<'py>, session: &str) -> PyResult<Bound<'py, PyAny>> {
-        match self.backend.session(session).map_err(to_py_err)? {
+        match self.backend()?.session(session).map_err(to_py_err)? {
             Some(info) => to_python(py, &info.api_json()),
             None => Ok(py.None().into_bound(py)),
         }
@@ -375,7 +389,7 @@ impl Guard {
 
     /// Every session the guard holds, as dicts shaped as `session()`'s.
     fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let all = self.backend.sessions().map_err(to_py_err)?;
+        let all = self.backend()?.sessions().map_err(to_py_err)?;
         to_python(
             py,
             &all.iter().map(SessionInfo::api_json).collect::<Vec<_>>(),
@@ -384,7 +398,7 @@ impl Guard {
 
     /// Forgets a session; True when it existed.
     fn forget(&self, session: &str) -> PyResult<bool> {
-        self.backend.forget(session).map_err(to_py_err)
+        self.backend()?.forget(session).map_err(to_py_err)
     }
 
     /// `Guard.remote(url, token=None)`: the same API, answered by `loopguard serve`.
@@ -401,8 +415,31 @@ impl Guard {
             .call1((url, token, timeout))
     }
 
+    /// Lets go of the guard's engine and its store (a SQLite file is released). Every later
+    /// call is an error; closing twice does nothing. `with Guard(...) as guard:` closes it
+    /// at the end of the block.
+    fn close(&self) {
+        self.backend
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
     fn __repr__(&self) -> String {
-        format!("<loopguard.Guard {}>", self.backend.describe())
+        match &*self.backend.read().unwrap_or_else(|p| p.into_inner()) {
+            Some(b) => format!("<loopguard.Guard {}>", b.describe()),
+            None => "<loopguard.Guard closed>".to_string(),
+        }
     }
 }
 

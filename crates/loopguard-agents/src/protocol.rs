@@ -130,6 +130,19 @@ impl<'a> AgentEvent<'a> {
         }
     }
 
+    /// `text` naming the agent's own tool where it names the one the tool table mapped it to
+    /// (`Called run_shell_command …`, not `Called Bash …`); `None` when the tool kept its name.
+    pub fn in_agents_words(&self, text: &str) -> Option<String> {
+        let (Some(shown), Some(t)) = (&self.tool_shown, &self.tool) else {
+            return None;
+        };
+        let mapped = t.name.to_string_lossy();
+        Some(
+            text.replace(&format!(" {mapped} "), &format!(" {shown} "))
+                .replace(&format!(" {mapped}:"), &format!(" {shown}:")),
+        )
+    }
+
     /// An event with nothing for loopguard.
     pub fn ignore(event: &str, session: &str) -> AgentEvent<'a> {
         AgentEvent::new(Kind::Ignore, event, session)

@@ -238,16 +238,10 @@ pub fn answer_event(
 /// The answer's texts name the agent's tool, not the name the tool table gave it
 /// (`Called run_shell_command with identical arguments`, not `Called Bash …`).
 fn in_agents_words(answer: Answer, ev: &AgentEvent<'_>) -> Answer {
-    let (Some(shown), Some(t)) = (&ev.tool_shown, &ev.tool) else {
+    if ev.tool_shown.is_none() {
         return answer;
-    };
-    let mapped = t.name.to_string_lossy();
-    let rename = |s: Option<String>| {
-        s.map(|text| {
-            text.replace(&format!(" {mapped} "), &format!(" {shown} "))
-                .replace(&format!(" {mapped}:"), &format!(" {shown}:"))
-        })
-    };
+    }
+    let rename = |s: Option<String>| s.map(|text| ev.in_agents_words(&text).unwrap_or(text));
     Answer {
         deny: rename(answer.deny),
         ask: rename(answer.ask),

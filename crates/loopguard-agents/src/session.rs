@@ -157,6 +157,19 @@ fn apply_to(
         }
         let before = entry.stats.events;
         let mut answer = apply(entry, ev, &ctx);
+        // The log (`loopguard status`, the hook's log) names the agent's own tool, as the
+        // model was told it (Gemini CLI's `run_shell_command`, not the table's `Bash`).
+        if let (Some(shown), Some(t)) = (&ev.tool_shown, &ev.tool) {
+            let mapped = t.name.to_string_lossy();
+            for r in entry.recent.iter_mut().filter(|r| r.seq > before) {
+                if r.tool.as_deref() == Some(mapped.as_ref()) {
+                    r.tool = Some(shown.clone());
+                }
+                if let Some(m) = &r.message {
+                    r.message = ev.in_agents_words(m);
+                }
+            }
+        }
         answer.logged = entry
             .recent
             .iter()

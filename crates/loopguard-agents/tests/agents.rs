@@ -945,4 +945,33 @@ fn claude_code_repeated_subagent_launches_are_a_loop_at_the_parent() {
             .as_deref(),
         Some("prompt-1/a0001")
     );
+
+/// The decision log (`loopguard status`, the hook's log) names Gemini CLI's shell tool as the
+/// model was told it, `run_shell_command`, not the tool table's `Bash`.
+#[test]
+fn the_log_names_the_agents_own_tool() {
+    let mut h = Harness::new(Agent::Gemini);
+    for i in 1..=11 {
+        let (pre, post) = shell_call(Agent::Gemini, i);
+        h.send(&pre);
+        h.send(&post);
+    }
+    let info = h.guard.session(None, "gemini:gem-1").unwrap().unwrap();
+    let rows: Vec<_> = info.recent.iter().filter(|r| r.tool.is_some()).collect();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r.tool.as_deref(), Some("run_shell_command"), "{r:?}");
+    }
+    let warned: Vec<_> = info
+        .recent
+        .iter()
+        .filter_map(|r| r.message.as_deref())
+        .collect();
+    assert!(!warned.is_empty(), "{:?}", info.recent);
+    for m in warned {
+        assert!(
+            m.contains("run_shell_command") && !m.contains(" Bash "),
+            "{m}"
+        );
+    }
 }

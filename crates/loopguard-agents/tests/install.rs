@@ -270,3 +270,39 @@ fn codex_config_toml_round_trips() {
         }
     }
 }
+
+/// Qwen Code adds `"$version": 4` to a settings file that lacks it when it runs: uninstall
+/// removes only loopguard's hooks, keeps that key in a file that was there before, and
+/// deletes a file loopguard created that holds nothing else.
+#[test]
+fn qwen_uninstall_tolerates_the_version_qwen_adds() {
+    let dir = tempfile::tempdir().unwrap();
+    let qwen_ran = |path: &Path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let body = text.trim_start().strip_prefix('{').unwrap();
+        std::fs::write(path, format!("{{\n  \"$version\": 4,{body}")).unwrap();
+    };
+    // A file loopguard created.
+    let created = dir.path().join("created/settings.json");
+    install(Agent::Qwen, &created, "loopguard hook qwen").unwrap();
+    qwen_ran(&created);
+    uninstall(Agent::Qwen, &created).unwrap();
+    assert!(!created.exists(), "{:?}", std::fs::read_to_string(&created));
+    // A file the user had.
+    let had = dir.path().join("had/settings.json");
+    std::fs::create_dir_all(had.parent().unwrap()).unwrap();
+    let original = "{\n  // mine\n  \"model\": {\"name\": \"qwen3-coder\"}\n}\n";
+    std::fs::write(&had, original).unwrap();
+    install(Agent::Qwen, &had, "loopguard hook qwen").unwrap();
+    qwen_ran(&had);
+    uninstall(Agent::Qwen, &had).unwrap();
+    let left = std::fs::read_to_string(&had).unwrap();
+    assert_eq!(
+        left,
+        format!(
+            "{{\n  \"$version\": 4,{}",
+            original.strip_prefix('{').unwrap()
+        )
+    );
+    assert!(!left.contains("loopguard"), "{left}");
+}

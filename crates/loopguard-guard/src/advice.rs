@@ -19,8 +19,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use loopguard_core::Policy;
 use loopguard_core::BUCKET_SIZE;
+use loopguard_core::{OpenClawConfig, Policy};
+
+/// The notes for a config a guard was given (named `origin`), each naming its setting:
+/// what the npm and Python packages report once when a guard is built. A config that is
+/// given keeps OpenClaw's meaning (`{}` leaves the rolling-history detectors off), which a
+/// user who passed one rarely means, so it is said where they look.
+///
+/// ```
+/// use loopguard_core::OpenClawConfig;
+/// let loaded = OpenClawConfig::from_json5("{}")?;
+/// let notes = loopguard_guard::advice::config_notes("config", &loaded.config);
+/// assert!(notes[0].starts_with("config: tools.loopDetection.enabled is not true"), "{}", notes[0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn config_notes(origin: &str, config: &OpenClawConfig) -> Vec<String> {
+    policy_notes(&config.policy_for(None))
+        .into_iter()
+        .map(|note| format!("{origin}: tools.loopDetection.{note}"))
+        .collect()
+}
 
 /// The notes for one effective policy (empty when it protects as it looks).
 pub fn policy_notes(policy: &Policy) -> Vec<String> {

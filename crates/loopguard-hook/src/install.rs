@@ -170,6 +170,27 @@ fn path_word(p: &Path, project: Option<&Path>, flag: &str, lines: &mut Vec<Line>
     }
 }
 
+/// Whether a shell would find the command `name` through `env.path` (an executable file
+/// of that name in one of its directories); `true` when `env.path` is not known.
+fn on_path(name: &str, env: &Env) -> bool {
+    let Some(path) = &env.path else {
+        return true;
+    };
+    std::env::split_paths(path).any(|dir| {
+        let file = dir.join(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&file)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        }
+        #[cfg(not(unix))]
+        {
+            file.is_file() || file.with_extension("exe").is_file()
+        }
+    })
+}
+
 /// `loopguard hook install AGENT`: writes loopguard's hook into `agent`'s settings and says
 /// what was done, the hook command, and the config the hook will load (with a warning for
 /// each place it is weaker than it looks, or, when it cannot be loaded, that every hook call
@@ -188,16 +209,25 @@ pub fn install(agent: Agent, req: &Install, env: &Env) -> Report {
         },
         None => None,
     };
+    let mut lines = Vec::new();
     let exe = match (&req.exe, &project) {
         (Some(e), _) => shell_quote(&e.to_string_lossy()),
-        // A project's settings are shared: `loopguard` through PATH works everywhere.
-        (None, Some(_)) => "loopguard".to_string(),
-        (None, None) => match std::env::current_exe() {
-            Ok(e) => shell_quote(&e.to_string_lossy()),
-            Err(e) => return Report::failed(Vec::new(), SetupError::Exe(e)),
+        // A project's settings are shared: `loopguard` through PATH works everywhere, when it
+        // is there; else the hook names this executable, so that it runs at least here.
+        (None, Some(_)) if on_path("loopguard", env) => "loopguard".to_string(),
+        (None, _) => match std::env::current_exe() {
+            Ok(e) => {
+                if project.is_some() {
+                    lines.push(Line::Err(format!(
+                        "warning: `loopguard` is not on PATH: the hook command names this executable ({}), a path of this machine; put loopguard on PATH (or pass --exe) for a command that runs in every clone",
+                        e.display()
+                    )));
+                }
+                shell_quote(&e.to_string_lossy())
+            }
+            Err(e) => return Report::failed(lines, SetupError::Exe(e)),
         },
     };
-    let mut lines = Vec::new();
     // Only Claude Code sets `CLAUDE_PROJECT_DIR` for its hook commands.
     let in_project = project.as_deref().filter(|_| agent == Agent::ClaudeCode);
     let mut words = vec![exe, "hook".to_string(), agent.as_str().to_string()];

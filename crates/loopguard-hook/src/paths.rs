@@ -42,6 +42,9 @@ pub struct Env {
     pub config_home: Option<PathBuf>,
     /// `$CLAUDE_PROJECT_DIR`, which Claude Code sets for hook commands.
     pub project_dir: Option<PathBuf>,
+    /// `$PATH`, where `hook install --project` looks for `loopguard` (`None`: not looked
+    /// for, as if it were there).
+    pub path: Option<std::ffi::OsString>,
 }
 
 fn abs_env(name: &str) -> Option<PathBuf> {
@@ -67,6 +70,7 @@ impl Env {
             state_home,
             config_home,
             project_dir: abs_env("CLAUDE_PROJECT_DIR"),
+            path: Some(std::env::var_os("PATH").unwrap_or_default()),
         }
     }
 

@@ -755,7 +755,10 @@ pub fn report(query: &StatusQuery, env: &Env, cwd: Option<&Path>) -> Result<Stri
             let _ = writeln!(
                 out,
                 "front ends: {}",
-                front_end_counts(rows.iter().map(|r| r.front_end))
+                front_end_counts(
+                    rows.iter().map(|r| r.front_end),
+                    ended.iter().map(ended_front_end)
+                )
             );
             out.push_str(&render_list(&rows));
             out.push_str(&render_ended_list(&ended));
@@ -776,7 +779,11 @@ pub fn report(query: &StatusQuery, env: &Env, cwd: Option<&Path>) -> Result<Stri
                     let _ = writeln!(out, "WARNING: session {}: {n}", r.session_id);
                 }
             }
-            for n in never_ran_notes(env, cwd, rows.iter().map(|r| r.front_end)) {
+            let ran = rows
+                .iter()
+                .map(|r| r.front_end)
+                .chain(ended.iter().map(ended_front_end));
+            for n in never_ran_notes(env, cwd, ran) {
                 let _ = writeln!(out, "WARNING: {n}");
             }
             config_here(&mut out, env, cwd);
@@ -896,20 +903,44 @@ fn config_here(out: &mut String, env: &Env, cwd: Option<&Path>) {
     }
 }
 
-/// How many sessions each front end has in the database.
-fn front_end_counts<'a>(front_ends: impl Iterator<Item = &'a str>) -> String {
-    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
-    for name in front_ends {
-        *counts.entry(name).or_default() += 1;
+/// How many sessions each front end has in the database, live and ended (a front end whose
+/// sessions all ended did run: an agent that ends its sessions, as Gemini CLI, Copilot CLI
+/// and Droid do, leaves no live one behind).
+fn front_end_counts<'a>(
+    live: impl Iterator<Item = &'a str>,
+    ended: impl Iterator<Item = &'a str>,
+) -> String {
+    let mut counts: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for name in live {
+        counts.entry(name).or_default().0 += 1;
+    }
+    for name in ended {
+        counts.entry(name).or_default().1 += 1;
     }
     if counts.is_empty() {
         return "none yet".into();
     }
     counts
         .iter()
-        .map(|(k, n)| format!("{k} ({n} session{})", if *n == 1 { "" } else { "s" }))
+        .map(|(k, &(live, ended))| match (live, ended) {
+            (n, 0) => format!("{k} ({n} session{})", if n == 1 { "" } else { "s" }),
+            (0, e) => format!("{k} ({e} ended)"),
+            (n, e) => format!(
+                "{k} ({n} session{}, {e} ended)",
+                if n == 1 { "" } else { "s" }
+            ),
+        })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The front end of an ended session ([`FrontEnd::of`], with the config its hook recorded).
+fn ended_front_end(e: &crate::store::EndedSession) -> &'static str {
+    let mut meta = std::collections::BTreeMap::new();
+    if let Some(c) = &e.config {
+        meta.insert("config".to_string(), c.clone());
+    }
+    FrontEnd::of(&e.session_id, &meta).key()
 }
 
 /// Agents whose hook is installed (in the user's settings under `env.home`, or the
@@ -1025,6 +1056,7 @@ mod tests {
             state_home: Some(dir.path().join("state")),
             config_home: Some(dir.path().join("config")),
             project_dir: None,
+            path: None,
         };
         (dir, env)
     }
@@ -1135,7 +1167,7 @@ mod tests {
         let text = report(&query(None, false), &env, Some(dir.path())).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], format!("database: {}", db.display()));
-        assert_eq!(lines[1], "front ends: claude-code (2 sessions)");
+        assert_eq!(lines[1], "front ends: claude-code (2 sessions, 2 ended)");
         assert!(lines[2].starts_with("session "), "{text}");
         assert!(text.contains("ended sessions (the last "), "{text}");
         let log = crate::paths::log_file_for(&db);
@@ -1198,11 +1230,46 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_whose_sessions_ended_ran_and_is_not_never_seen() {
+        let (dir, env) = sandbox();
+        let work = dir.path().join("work");
+        let gemini = agent_install::settings_path(Agent::Gemini, None, Some(&work)).unwrap();
+        agent_install::install(Agent::Gemini, &gemini, "loopguard hook gemini").unwrap();
+        let opts = HookOptions {
+            env: env.clone(),
+            ..HookOptions::default()
+        };
+        for event in [
+            r#"{"session_id":"g1","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"path":"a"},"cwd":"/w","transcript_path":""}"#,
+            r#"{"session_id":"g1","hook_event_name":"SessionEnd","reason":"exit","cwd":"/w","transcript_path":""}"#,
+        ] {
+            run(Agent::Gemini, event.as_bytes(), &opts);
+        }
+        let text = report(&query(None, false), &env, Some(&work)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "front ends: gemini (1 ended)", "{text}");
+        assert!(!text.contains("never ran"), "{text}");
+        // Installed and never seen is still said.
+        let codex = agent_install::settings_path(Agent::Codex, env.home.as_deref(), None).unwrap();
+        agent_install::install(Agent::Codex, &codex, "loopguard hook codex").unwrap();
+        let text = report(&query(None, false), &env, Some(&work)).unwrap();
+        assert!(text.contains("WARNING: codex: hook installed in"), "{text}");
+        assert!(!text.contains("gemini: hook installed"), "{text}");
+    }
+
+    #[test]
     fn front_ends_are_counted() {
-        assert_eq!(front_end_counts(std::iter::empty()), "none yet");
         assert_eq!(
-            front_end_counts(["mcp", "codex", "mcp"].into_iter()),
+            front_end_counts(std::iter::empty(), std::iter::empty()),
+            "none yet"
+        );
+        assert_eq!(
+            front_end_counts(["mcp", "codex", "mcp"].into_iter(), std::iter::empty()),
             "codex (1 session), mcp (2 sessions)"
+        );
+        assert_eq!(
+            front_end_counts(["codex"].into_iter(), ["gemini", "codex"].into_iter()),
+            "codex (1 session, 1 ended), gemini (1 ended)"
         );
     }
 }

@@ -9,6 +9,23 @@ fn loopguard() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loopguard"))
 }
 
+/// `PATH` with the directory of the binary under test first: `loopguard` is on it.
+fn path_with_loopguard() -> std::ffi::OsString {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_loopguard"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).unwrap()
+}
+
+/// `PATH` without any directory holding a `loopguard`.
+fn path_without_loopguard() -> std::ffi::OsString {
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::env::split_paths(&rest).filter(|d| !d.join("loopguard").exists()))
+        .unwrap()
+}
+
 fn hook(
     agent: &str,
     state: &std::path::Path,
@@ -38,6 +55,65 @@ fn hook(
 }
 
 #[test]
+fn project_install_without_loopguard_on_path_names_this_executable_and_the_hook_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = path_without_loopguard();
+    let out = loopguard()
+        .args(["hook", "install", "gemini", "--project", "--project-dir"])
+        .arg(dir.path())
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: `loopguard` is not on PATH: the hook command names this executable"
+        ),
+        "{stderr}"
+    );
+    let settings: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_loopguard")).unwrap();
+    assert!(
+        command.starts_with(&*exe.to_string_lossy()) && command.ends_with(" hook gemini"),
+        "{command}"
+    );
+    // The command runs as Gemini CLI runs it (a shell with the same PATH): it answers.
+    let payload = r#"{"session_id":"p1","hook_event_name":"BeforeTool","tool_name":"read_file","tool_input":{"path":"a"},"cwd":"/nonexistent","transcript_path":""}"#;
+    let mut child = Command::new("sh")
+        .args(["-c", &command])
+        .env("PATH", &path)
+        .env("HOME", dir.path())
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    let ran = child.wait_with_output().unwrap();
+    assert_eq!(
+        ran.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&ran.stderr).contains("not found"));
+}
+
+#[test]
 fn project_install_runs_loopguard_from_path_and_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let settings = dir.path().join(".gemini/settings.json");
@@ -47,6 +123,7 @@ fn project_install_runs_loopguard_from_path_and_round_trips() {
     let out = loopguard()
         .args(["hook", "install", "gemini", "--project", "--project-dir"])
         .arg(dir.path())
+        .env("PATH", path_with_loopguard())
         .output()
         .unwrap();
     assert!(

@@ -193,6 +193,10 @@ class Guard:
     def sessions(self) -> List[Dict[str, Any]]:
         """Every session held, each as ``session()`` describes it (local guards only)."""
     def forget(self, session: str) -> bool: ...
+    def close(self) -> None:
+        """Lets go of the engine and its store (a SQLite file is released); later calls raise."""
+    def __enter__(self) -> "Guard": ...
+    def __exit__(self, *exc: object) -> bool: ...
     @staticmethod
     def remote(url: str, token: Optional[str] = None, *, timeout: float = 5.0) -> RemoteGuard:
         """The ``loopguard.GuardAPI`` methods answered by ``loopguard serve`` at ``url``

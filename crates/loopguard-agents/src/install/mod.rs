@@ -646,10 +646,16 @@ fn prop_cut(text: &str, o: &Object<'_>, p: &ObjectProp<'_>) -> (usize, usize) {
     }
 }
 
+/// `true` when nothing but format versions is left in a file loopguard created: `version`
+/// (Copilot's and Cursor's, written by loopguard) and `$version`, which Qwen Code adds to
+/// a settings file that lacks it the first time it runs.
 fn is_empty_doc(path: &Path, text: &str) -> Result<bool, InstallError> {
     Ok(match parse(path, text)? {
         None => true,
-        Some(root) => root.properties.iter().all(|p| p.name.as_str() == "version"),
+        Some(root) => root
+            .properties
+            .iter()
+            .all(|p| matches!(p.name.as_str(), "version" | "$version")),
     })
 }
 

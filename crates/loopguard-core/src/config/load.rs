@@ -336,6 +336,7 @@ pub(super) fn load(text: &str) -> Result<Loaded, LoadError> {
     if let Some(block) = root.get("loopguard") {
         config.loopguard = cx.loopguard_block(&block.value, "loopguard", block.key_pos);
     }
+    cx.misplaced(&root);
 
     let mut agent_pos = Vec::new();
     if let Some(agents) = root.get("agents") {
@@ -437,6 +438,43 @@ impl Cx {
                 entry.value.value.type_name()
             ),
         );
+    }
+
+    /// The block, or one of its settings, written at the top level of the file, where
+    /// neither OpenClaw nor loopguard reads it: detection would be off without a word.
+    /// OpenClaw's strict schema rejects unknown top-level keys too, so this is an error.
+    fn misplaced(&mut self, root: &Node) {
+        let NodeValue::Object(entries) = &root.value else {
+            return;
+        };
+        for e in entries {
+            let hint = if e.key == "loopDetection" {
+                "the loop-detection block belongs under `tools`: { tools: { loopDetection: { … } } }".to_string()
+            } else if BLOCK_KEYS.contains(&e.key.as_str()) {
+                format!(
+                    "`{}` is a setting of the loop-detection block: {{ tools: {{ loopDetection: {{ {}: … }} }} }}",
+                    e.key, e.key
+                )
+            } else {
+                continue;
+            };
+            self.push(
+                Severity::Error,
+                DiagnosticKind::UnknownKey {
+                    suggestion: Some(format!(
+                        "tools.loopDetection{}",
+                        if e.key == "loopDetection" {
+                            String::new()
+                        } else {
+                            format!(".{}", e.key)
+                        }
+                    )),
+                },
+                &e.key,
+                e.key_pos,
+                format!("not read at the top level; {hint}"),
+            );
+        }
     }
 
     fn check_duplicates(&mut self, node: &Node, path: &str) {
@@ -1055,6 +1093,26 @@ mod tests {
             .into_iter()
             .map(|d| (d.severity, d.path, d.pos.line, d.message))
             .collect()
+    }
+
+    #[test]
+    fn a_block_at_the_top_level_is_an_error_with_a_hint() {
+        let d = diags("{ loopDetection: { enabled: true, warningThreshold: 3 } }");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].1, "loopDetection");
+        assert!(d[0].3.contains("{ tools: { loopDetection:"), "{d:?}");
+        let Err(RunConfigError::Rejected(r)) =
+            OpenClawConfig::load_for_run("{ enabled: true, warningThreshold: 3 }")
+        else {
+            panic!("a top-level setting of the block must be rejected");
+        };
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(
+            r[1].message.contains("`warningThreshold` is a setting"),
+            "{r:?}"
+        );
+        // The block where it belongs, and other top-level keys, say nothing.
+        assert!(diags("{ models: {}, tools: { loopDetection: { enabled: true } } }").is_empty());
     }
 
     #[test]

@@ -169,9 +169,30 @@ pub enum StoreError {
         /// Attempts made.
         attempts: u32,
     },
+    /// A Redis URL given to a build without the `redis` feature (the npm and Python
+    /// packages): the store exists, just not in this program.
+    #[error("store `{0}`: this build of loopguard has no Redis store (only `memory` and `sqlite:PATH`); to share sessions through Redis, run `loopguard serve --store {0}` and use a remote guard")]
+    NotBuilt(String),
     /// A `--store` value that names no store.
     #[error("--store `{0}`: expected `memory`, `sqlite:PATH`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS) or `redis-cluster://HOST:PORT[,HOST:PORT…]`")]
     BadSpec(String),
+}
+
+impl StoreError {
+    /// The error of opening the store `spec` names, for people: the spec (its password
+    /// hidden) and why, the spec once (the errors about the spec itself name it already).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let e = loopguard_guard::open_store("mongodb://x", Duration::from_secs(60)).unwrap_err();
+    /// assert_eq!(e.opening("mongodb://x").matches("mongodb://x").count(), 1);
+    /// ```
+    pub fn opening(&self, spec: &str) -> String {
+        match self {
+            StoreError::BadSpec(_) | StoreError::NotBuilt(_) => self.to_string(),
+            _ => format!("{}: {self}", redact_spec(spec)),
+        }
+    }
 }
 
 /// Builds the store a `--store` value names: `memory`, `sqlite:PATH`, or (with the
@@ -212,6 +233,10 @@ pub fn open_store(spec: &str, idle_ttl: Duration) -> Result<Arc<dyn Store>, Stor
             ..RedisOptions::default()
         };
         return Ok(Arc::new(RedisStore::open(spec, opts)?));
+    }
+    #[cfg(not(feature = "redis"))]
+    if is_redis_spec(spec) {
+        return Err(StoreError::NotBuilt(redact_spec(spec)));
     }
     Err(StoreError::BadSpec(spec.to_string()))
 }

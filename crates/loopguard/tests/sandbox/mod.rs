@@ -36,10 +36,21 @@ impl Sandbox {
         self.path("project")
     }
 
-    /// The binary with the sandbox's environment, run in `project/`.
+    /// The binary with the sandbox's environment, run in `project/`, with its directory first
+    /// on `PATH` (as for a user who installed it: `hook install --project` finds it there).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+        let exe = std::path::Path::new(env!("CARGO_BIN_EXE_loopguard"));
+        let rest = std::env::var_os("PATH").unwrap_or_default();
+        let path = std::env::join_paths(
+            exe.parent()
+                .map(std::path::Path::to_path_buf)
+                .into_iter()
+                .chain(std::env::split_paths(&rest)),
+        )
+        .unwrap_or(rest);
+        let mut c = Command::new(exe);
         c.args(args)
+            .env("PATH", path)
             .env("HOME", self.path("home"))
             .env("XDG_STATE_HOME", self.path("state"))
             .env("XDG_CONFIG_HOME", self.path("config"))
