@@ -27,6 +27,7 @@
 
 mod app;
 mod error;
+mod history;
 mod metrics;
 mod openapi;
 mod otlp;
@@ -45,6 +46,7 @@ use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
 pub use error::{ApiError, ServeError};
+pub use history::DEFAULT_LOOP_RETENTION;
 pub use size::{parse_max_body, MaxBodyError};
 pub use tokens::{Tokens, TokensError};
 pub use trace_buffer::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
@@ -73,6 +75,7 @@ pub struct ServerBuilder {
     body_timeout: Duration,
     redis_ca: Option<Vec<u8>>,
     trace_wait: Duration,
+    loop_retention: Duration,
 }
 
 impl Default for ServerBuilder {
@@ -87,6 +90,7 @@ impl Default for ServerBuilder {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             redis_ca: None,
             trace_wait: DEFAULT_TRACE_WAIT,
+            loop_retention: history::DEFAULT_LOOP_RETENTION,
         }
     }
 }
@@ -144,6 +148,12 @@ impl ServerBuilder {
         self
     }
 
+    /// How long the loop history keeps a loop after its last step (`--loop-retention`).
+    pub fn loop_retention(mut self, retention: Duration) -> Self {
+        self.loop_retention = retention;
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
@@ -151,7 +161,14 @@ impl ServerBuilder {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
+        let history = Arc::new(history::History::new(
+            opened.guard.store().clone(),
+            !opened.blocking,
+            self.loop_retention,
+            None,
+        ));
         let state = state::AppState {
+            history,
             guard: Arc::new(opened.guard),
             hooks: Arc::new(opened.hooks),
             traces: Arc::new(opened.traces),
@@ -235,6 +252,8 @@ impl Server {
         // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
+        // The loop history's queue (SQLite, Redis) and its pruning.
+        let historian = tokio::spawn(self.state.history.clone().run());
         // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
         // kept-alive connection has an answer still unacknowledged (bench/history/
         // replay-and-serve-redis.md, "Fifth pass: serve with Redis").
@@ -249,6 +268,8 @@ impl Server {
             });
         flusher.abort();
         otlp::flush(&self.state, true).await;
+        self.state.history.drain(Duration::from_secs(5)).await;
+        historian.abort();
         served
     }
 

@@ -259,7 +259,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                 match s.traces.apply(
                     tenant,
                     Input::with_profile(&e.event, call_profile(call)),
-                    |d| owned_decision(&d),
+                    |d| {
+                        let step = s.loop_step(&s.traces, tenant, &d, call.agent.clone(), call.service.as_deref(), e.tokens);
+                        (owned_decision(&d), step)
+                    },
                 ) {
                     Ok(d) => seen.push((call_labels(call), d)),
                     Err(err) => {
@@ -285,7 +288,17 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     .apply_async(
                         tenant.as_deref(),
                         Input::with_profile(&e.event, call_profile(call)),
-                        |d| owned_decision(&d),
+                        |d| {
+                            let step = state.loop_step(
+                                &state.traces,
+                                tenant.as_deref(),
+                                &d,
+                                call.agent.clone(),
+                                call.service.as_deref(),
+                                e.tokens,
+                            );
+                            (owned_decision(&d), step)
+                        },
                     )
                     .await
                 {
@@ -299,7 +312,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         }
         seen
     };
-    for ((service, agent), (action, detector, level)) in seen {
+    for ((service, agent), ((action, detector, level), step)) in seen {
+        if let Some(step) = step {
+            state.history.observe(step);
+        }
         state.metrics.decision(crate::metrics::DecisionLabels {
             decision: action.as_str(),
             detector,

@@ -31,6 +31,7 @@ pub use redis_store::{redis_key, RedisOptions, RedisStore};
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES};
 
 use crate::entry::SessionEntry;
+use crate::loops::{LoopChange, LoopPage, LoopQuery, LoopStep};
 
 /// Sessions behind a key, updated atomically.
 pub trait Store: Send + Sync + fmt::Debug {
@@ -78,6 +79,29 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// (memory) or blocking file I/O (SQLite).
     fn as_async(&self) -> Option<&dyn AsyncStore> {
         None
+    }
+
+    /// Loop history: folds one step into its loop's record ([`LoopRecord::fold`]),
+    /// atomically, creating the record on the loop's first step, and says what it changed.
+    /// Stores without a history answer [`StoreError::Unsupported`] (the default).
+    ///
+    /// [`LoopRecord::fold`]: crate::LoopRecord::fold
+    fn record_loop(&self, step: &LoopStep) -> Result<LoopChange, StoreError> {
+        let _ = step;
+        Err(StoreError::Unsupported("loop history"))
+    }
+
+    /// Loop history: one page of the loops a query selects.
+    fn loops(&self, query: &LoopQuery) -> Result<LoopPage, StoreError> {
+        let _ = query;
+        Err(StoreError::Unsupported("loop history"))
+    }
+
+    /// Loop history: forgets the loops whose last step is older than `before_ms` (the
+    /// retention); how many it forgot.
+    fn prune_loops(&self, before_ms: u64) -> Result<u64, StoreError> {
+        let _ = before_ms;
+        Ok(0)
     }
 }
 
@@ -169,6 +193,13 @@ pub enum StoreError {
         /// Attempts made.
         attempts: u32,
     },
+    /// The store does not keep what was asked of it (a store of an embedder's without a
+    /// loop history).
+    #[error("this store keeps no {0}")]
+    Unsupported(&'static str),
+    /// A query the store cannot answer (a cursor no listing returned).
+    #[error("{0}")]
+    BadQuery(String),
     /// A `--store` value that names no store.
     #[error("--store `{0}`: expected `memory`, `sqlite:PATH`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS) or `redis-cluster://HOST:PORT[,HOST:PORT…]`")]
     BadSpec(String),
