@@ -46,6 +46,14 @@ pub struct ServeArgs {
     /// Spans arriving after their trace was applied are applied after it (docs/traces/live.md).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     trace_wait: String,
+    /// How long the loop history (`GET /v1/loops`) keeps a loop after its last call.
+    #[arg(long, value_name = "DURATION", default_value = "30d")]
+    loop_retention: String,
+    /// Send an alert (generic JSON) to this URL when a loop is blocked or ends its run, once
+    /// per loop; repeatable. `loopguard.alerts` in the config file sets Slack and PagerDuty
+    /// targets too (docs/serve.md, "Alerts").
+    #[arg(long, value_name = "URL")]
+    alert_webhook: Vec<String>,
 }
 
 /// Runs `loopguard serve` until Ctrl-C or SIGTERM.
@@ -65,6 +73,11 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .trace_wait(
             loopguard_guard::parse_duration(&args.trace_wait)
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
+        )
+        .loop_retention(
+            loopguard_guard::parse_duration(&args.loop_retention).map_err(|e| {
+                anyhow::anyhow!("--loop-retention {:?}: {e}", args.loop_retention)
+            })?,
         );
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
