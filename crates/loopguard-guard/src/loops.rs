@@ -183,14 +183,17 @@ impl LoopStep {
             .map(|t| t.to_string_lossy().into_owned())
             .unwrap_or_default();
         let detector = finding.detector.as_str();
-        let run = decision.run.as_ref().map(|r| r.to_string_lossy().into_owned());
-        let loop_key = match &finding.warning_key {
-            Some(k) => k.to_string_lossy().into_owned(),
-            None => match &run {
-                Some(r) => format!("{r}:{detector}:{tool}"),
-                None => format!("{detector}:{tool}"),
-            },
-        };
+        let run = decision
+            .run
+            .as_ref()
+            .map(|r| r.to_string_lossy().into_owned());
+        let loop_key = loop_key(
+            finding.warning_key.as_ref().map(|k| k.to_string_lossy()),
+            run.as_deref(),
+            decision.args_hash().as_deref(),
+            detector,
+            &tool,
+        );
         Some(LoopStep {
             tenant: tenant.map(str::to_string),
             session: decision.session.to_string_lossy().into_owned(),
@@ -217,6 +220,30 @@ impl LoopStep {
             self.loop_key
         )
     }
+}
+
+/// The key of a loop: a `warningKey` cut after the repeated call's `argsHash` (a warning
+/// says `generic:read:<argsHash>`, the block of the same loop adds the result's hash, and a
+/// later circuit breaker starts `global:`: one loop, the repeated call, whatever the
+/// detector), kept whole when it does not hold it (a ping-pong names its pair), and
+/// `detector:tool` without one; the run's prefix kept.
+fn loop_key(
+    warning_key: Option<std::borrow::Cow<'_, str>>,
+    run: Option<&str>,
+    args_hash: Option<&str>,
+    detector: &str,
+    tool: &str,
+) -> String {
+    let prefix = run.map(|r| format!("{r}:")).unwrap_or_default();
+    let Some(key) = warning_key else {
+        return format!("{prefix}{detector}:{tool}");
+    };
+    if let Some(hash) = args_hash.filter(|h| !h.is_empty()) {
+        if key.contains(hash) && !key.contains('|') {
+            return format!("{prefix}{hash}");
+        }
+    }
+    key.into_owned()
 }
 
 /// One loop, as the history keeps it.

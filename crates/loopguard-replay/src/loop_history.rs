@@ -28,7 +28,11 @@ pub fn is_export(path: &Path) -> bool {
         }
         return serde_json::from_str::<serde_json::Value>(line)
             .ok()
-            .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(|f| f == LOOP_FORMAT))
+            .and_then(|v| {
+                v.get("format")
+                    .and_then(|f| f.as_str())
+                    .map(|f| f == LOOP_FORMAT)
+            })
             .unwrap_or(false);
     }
     false

@@ -219,7 +219,10 @@ async fn apply_events(
             .await
             .map_err(|e| state.guard_error(e))?;
         state.record(&decision, &mut out);
-        let agent = event.agent.as_ref().map(|a| a.to_string_lossy().into_owned());
+        let agent = event
+            .agent
+            .as_ref()
+            .map(|a| a.to_string_lossy().into_owned());
         if let Some(step) = state.loop_step(&state.guard, tenant, &decision, agent, None, None) {
             state.history.observe(step);
         }
@@ -278,7 +281,12 @@ async fn list_sessions(
     let paged = limit.is_some() || cursor.is_some();
     let answer = tokio::task::spawn_blocking(move || {
         if paged {
-            sessions_page(&me, tenant.as_deref(), cursor.as_deref(), limit.unwrap_or(100))
+            sessions_page(
+                &me,
+                tenant.as_deref(),
+                cursor.as_deref(),
+                limit.unwrap_or(100),
+            )
         } else {
             me.guard.sessions().map(|all| {
                 let list: Vec<serde_json::Value> = all

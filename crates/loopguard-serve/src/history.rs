@@ -202,7 +202,10 @@ pub(crate) fn parse_since(text: &str) -> Result<u64, ApiError> {
 }
 
 /// `limit`: 1 to `max`.
-pub(crate) fn parse_limit(p: &std::collections::HashMap<String, String>, max: usize) -> Result<Option<usize>, ApiError> {
+pub(crate) fn parse_limit(
+    p: &std::collections::HashMap<String, String>,
+    max: usize,
+) -> Result<Option<usize>, ApiError> {
     match p.get("limit") {
         None => Ok(None),
         Some(v) => match v.parse::<usize>() {
@@ -245,7 +248,11 @@ async fn page(state: &Arc<AppState>, q: LoopQuery) -> Result<LoopPage, ApiError>
         })?;
     result.map_err(|e| match e {
         StoreError::BadQuery(m) => ApiError::bad_request(m, Some("cursor")),
-        StoreError::Unsupported(m) => ApiError::new(StatusCode::NOT_IMPLEMENTED, format!("this store keeps no {m}"), None),
+        StoreError::Unsupported(m) => ApiError::new(
+            StatusCode::NOT_IMPLEMENTED,
+            format!("this store keeps no {m}"),
+            None,
+        ),
         other => state.guard_error(loopguard_guard::GuardError::Store(other)),
     })
 }
@@ -294,9 +301,7 @@ pub(crate) async fn export_loops(
 /// `GET /v1/sessions`, and the `Loop` schema.
 pub(crate) fn openapi(doc: &mut serde_json::Value) {
     use serde_json::json;
-    let err = |d: &str| {
-        json!({ "description": d, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } })
-    };
+    let err = |d: &str| json!({ "description": d, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
     let filters = json!([
         { "name": "since", "in": "query", "schema": { "type": "string" }, "description": "Loops active at or after this time: milliseconds since 1970, an RFC 3339 time, or a duration back from now (90s, 30m, 1h, 7d)" },
         { "name": "agent", "in": "query", "schema": { "type": "string" }, "description": "Only this agent's loops" },

@@ -260,7 +260,14 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     tenant,
                     Input::with_profile(&e.event, call_profile(call)),
                     |d| {
-                        let step = s.loop_step(&s.traces, tenant, &d, call.agent.clone(), call.service.as_deref(), e.tokens);
+                        let step = s.loop_step(
+                            &s.traces,
+                            tenant,
+                            &d,
+                            call.agent.clone(),
+                            call.service.as_deref(),
+                            e.tokens,
+                        );
                         (owned_decision(&d), step)
                     },
                 ) {

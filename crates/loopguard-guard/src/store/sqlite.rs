@@ -474,10 +474,7 @@ impl Store for SqliteStore {
         }
         let (after_ms, after_id) = q.after().map_err(bad_cursor)?.unwrap_or((0, String::new()));
         let limit = q.page_size();
-        let tenant = q
-            .tenant
-            .as_ref()
-            .map(|t| t.as_deref().unwrap_or(NO_TENANT));
+        let tenant = q.tenant.as_ref().map(|t| t.as_deref().unwrap_or(NO_TENANT));
         let mut stmt = conn
             .prepare_cached(
                 "SELECT record FROM loops
@@ -508,7 +505,9 @@ impl Store for SqliteStore {
             let text = row.map_err(self.err())?;
             match LoopRecord::from_json(&text) {
                 Ok(r) => records.push(r),
-                Err(e) => tracing::warn!(target: "loopguard::store", "{}: a loop record is unreadable and left out: {e}", self.path.display()),
+                Err(e) => {
+                    tracing::warn!(target: "loopguard::store", "{}: a loop record is unreadable and left out: {e}", self.path.display())
+                }
             }
         }
         Ok(LoopPage::cut(records, limit))

@@ -75,9 +75,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
         )
         .loop_retention(
-            loopguard_guard::parse_duration(&args.loop_retention).map_err(|e| {
-                anyhow::anyhow!("--loop-retention {:?}: {e}", args.loop_retention)
-            })?,
+            loopguard_guard::parse_duration(&args.loop_retention)
+                .map_err(|e| anyhow::anyhow!("--loop-retention {:?}: {e}", args.loop_retention))?,
         );
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
