@@ -369,3 +369,43 @@ fn tenants_see_only_their_own_loops_and_sessions_page() {
     let globex = as_tenant("tok-g", "/v1/sessions?limit=10").json();
     assert_eq!(globex["sessions"].as_array().unwrap().len(), 0);
 }
+
+/// With Redis the history is shared: two replicas each apply half of one session's calls,
+/// and the store keeps one record of its loop, blocked once.
+#[test]
+fn replicas_on_one_redis_keep_one_record_per_loop() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    check_history(&redis.url(0), dir.path());
+    let one = Serve::start(&["--store", &redis.url(1)]);
+    let two = Serve::start(&["--store", &redis.url(1)]);
+    let agent = agent();
+    let mut blocked = None;
+    for i in 1..=60 {
+        let server = if i % 2 == 0 { &one } else { &two };
+        let call =
+            r#"{"type":"call","session":"fleet","agent":"bot","tool":"read","args":{"path":"/x"}}"#;
+        let answer = post_json(&agent, &server.url("/v1/events"), call.as_bytes());
+        if answer.json()["decision"] == "block" {
+            blocked = Some(i);
+            break;
+        }
+        let outcome = r#"{"type":"outcome","session":"fleet","agent":"bot","tool":"read","args":{"path":"/x"},"result":"same"}"#;
+        post_json(&agent, &server.url("/v1/events"), outcome.as_bytes());
+    }
+    assert!(blocked.is_some());
+    let loops = wait_for_loops(&agent, &one, 1);
+    let start = Instant::now();
+    let mut loops = loops;
+    while loops.first().is_none_or(|l| l["blocks"] != 1)
+        && start.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        loops = all_pages(&agent, &two, "", 10);
+    }
+    assert_eq!(loops.len(), 1, "{loops:#?}");
+    assert_eq!(
+        (loops[0]["end"].as_str(), loops[0]["blocks"].as_u64()),
+        (Some("blocked"), Some(1))
+    );
+}

@@ -15,6 +15,8 @@
 
 mod memory;
 #[cfg(feature = "redis")]
+mod redis_loops;
+#[cfg(feature = "redis")]
 mod redis_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
