@@ -29,8 +29,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::guard::session_key;
-
 /// The `format` of every [`LoopRecord`] in JSON: what tells a loop history export
 /// (`GET /v1/loops/export`) from an event stream (`loopguard replay --summary` reads both).
 pub const LOOP_FORMAT: &str = "loopguard.loop/1";
@@ -211,12 +209,12 @@ impl LoopStep {
         })
     }
 
-    /// The id of the loop this step belongs to: its session's [`session_key`], `#`, and
+    /// The id of the loop this step belongs to: its session's [`session_key`](crate::session_key), `#`, and
     /// the loop key.
     pub fn loop_id(&self) -> String {
         format!(
             "{}#{}",
-            session_key(self.tenant.as_deref(), &self.session),
+            crate::session_key(self.tenant.as_deref(), &self.session),
             self.loop_key
         )
     }
@@ -575,9 +573,4 @@ impl LoopBook {
         }
         old.len() as u64
     }
-}
-
-/// A cursor the store cannot read, as a store error.
-pub(crate) fn bad_cursor(message: String) -> crate::StoreError {
-    crate::StoreError::BadQuery(message)
 }

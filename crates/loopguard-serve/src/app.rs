@@ -48,8 +48,8 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[8], post(crate::otlp::post_traces))
         .route(ROUTES[9], post(crate::otlp::post_logs))
         .route(ROUTES[10], get(list_sessions))
-        .route(ROUTES[11], get(crate::history::list_loops))
-        .route(ROUTES[12], get(crate::history::export_loops))
+        .route(ROUTES[11], get(crate::loops_api::list_loops))
+        .route(ROUTES[12], get(crate::loops_api::export_loops))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
@@ -458,7 +458,10 @@ async fn readyz(State(state): State<Shared>) -> Result<Response, ApiError> {
 
 async fn metrics(State(state): State<Shared>) -> Result<Response, ApiError> {
     let text = state
-        .run(|s| s.metrics.render((s.retries)(), (s.session_count)()))
+        .run(|s| {
+            s.metrics.background.sync(&s.history, s.alerts.as_ref());
+            s.metrics.render((s.retries)(), (s.session_count)())
+        })
         .await?;
     Ok(json_response(
         text,

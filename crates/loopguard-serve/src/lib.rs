@@ -28,6 +28,7 @@
 mod app;
 mod error;
 mod history;
+mod loops_api;
 mod metrics;
 mod openapi;
 mod otlp;
@@ -76,6 +77,8 @@ pub struct ServerBuilder {
     redis_ca: Option<Vec<u8>>,
     trace_wait: Duration,
     loop_retention: Duration,
+    alert_targets: Vec<loopguard_alerts::AlertTarget>,
+    alert_options: loopguard_alerts::AlertOptions,
 }
 
 impl Default for ServerBuilder {
@@ -91,6 +94,8 @@ impl Default for ServerBuilder {
             redis_ca: None,
             trace_wait: DEFAULT_TRACE_WAIT,
             loop_retention: history::DEFAULT_LOOP_RETENTION,
+            alert_targets: Vec::new(),
+            alert_options: loopguard_alerts::AlertOptions::default(),
         }
     }
 }
@@ -154,21 +159,51 @@ impl ServerBuilder {
         self
     }
 
+    /// Also send alerts here (`--alert-webhook`), beside the config's `loopguard.alerts`.
+    pub fn alert_target(mut self, target: loopguard_alerts::AlertTarget) -> Self {
+        self.alert_targets.push(target);
+        self
+    }
+
+    /// How alerts are queued and retried.
+    pub fn alert_options(mut self, options: loopguard_alerts::AlertOptions) -> Self {
+        self.alert_options = options;
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
         if !self.listen.ip().is_loopback() && self.tokens.is_none() {
             return Err(ServeError::OpenWithoutTokens(self.listen));
         }
+        let mut targets = self
+            .config
+            .as_ref()
+            .and_then(|c| c.loopguard.as_ref())
+            .and_then(|l| l.alerts.as_deref())
+            .map(loopguard_alerts::AlertTarget::from_configs)
+            .unwrap_or_default();
+        targets.extend(self.alert_targets);
+        let alerts = (!targets.is_empty())
+            .then(|| loopguard_alerts::Alerts::new(targets, self.alert_options));
+        let on_change = alerts.clone().map(|alerts| {
+            Arc::new(move |change: &loopguard_guard::LoopChange| {
+                for alert in loopguard_alerts::Alert::of_change(change) {
+                    alerts.send(alert);
+                }
+            }) as Arc<dyn Fn(&loopguard_guard::LoopChange) + Send + Sync>
+        });
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let history = Arc::new(history::History::new(
             opened.guard.store().clone(),
             !opened.blocking,
             self.loop_retention,
-            None,
+            on_change,
         ));
         let state = state::AppState {
             history,
+            alerts,
             guard: Arc::new(opened.guard),
             hooks: Arc::new(opened.hooks),
             traces: Arc::new(opened.traces),
@@ -254,6 +289,8 @@ impl Server {
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
         // The loop history's queue (SQLite, Redis) and its pruning.
         let historian = tokio::spawn(self.state.history.clone().run());
+        // Alerts leave from their own queue, on their own tasks.
+        let alerting = self.state.alerts.clone().map(|a| tokio::spawn(a.deliver()));
         // Answers leave at once: no Nagle delay behind a client's delayed ACK when a
         // kept-alive connection has an answer still unacknowledged (bench/history/
         // replay-and-serve-redis.md, "Fifth pass: serve with Redis").
@@ -270,6 +307,9 @@ impl Server {
         otlp::flush(&self.state, true).await;
         self.state.history.drain(Duration::from_secs(5)).await;
         historian.abort();
+        if let Some(a) = alerting {
+            a.abort();
+        }
         served
     }
 

@@ -66,6 +66,8 @@ pub(crate) struct Metrics {
     trace_spans: Family<SpanLabels, Counter>,
     late_spans: Counter,
     traces_buffered: Gauge,
+    /// The loop history's and the alerts' counters.
+    pub background: crate::history::BackgroundMetrics,
     /// What `store_retries` last saw from the store's own counter.
     retries_seen: AtomicU64,
     render_lock: Mutex<()>,
@@ -135,7 +137,9 @@ impl Metrics {
             "Traces received on POST /v1/traces waiting for their spans to stop arriving (--trace-wait)",
             traces_buffered.clone(),
         );
+        let background = crate::history::BackgroundMetrics::register(&mut registry);
         Metrics {
+            background,
             traces_buffered,
             trace_loops,
             trace_spans,

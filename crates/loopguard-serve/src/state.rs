@@ -44,6 +44,8 @@ pub(crate) struct AppState {
     pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
     /// The loop history (`GET /v1/loops`).
     pub history: Arc<crate::history::History>,
+    /// Where alerts go (`--alert-webhook`, `loopguard.alerts`), when anywhere.
+    pub alerts: Option<loopguard_alerts::Alerts>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -165,7 +165,27 @@ pub struct LoopguardConfig {
     /// `countVetoes`: whether a blocked call counts toward the streak it was blocked for
     /// (strict: `true`).
     pub count_vetoes: Option<bool>,
+    /// `alerts`: where front ends send alerts when they stop a loop (`loopguard serve`
+    /// reads the top-level block's; `loopguard-alerts` delivers them).
+    pub alerts: Option<Vec<AlertConfig>>,
 }
+
+/// One item of `loopguard.alerts`: `{ url, format?, on? }`, checked by the loader (an
+/// `http(s)://` URL, a format of [`ALERT_FORMATS`], events of [`ALERT_EVENTS`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlertConfig {
+    /// `url`: where the alert is posted.
+    pub url: String,
+    /// `format`: `json` (default), `slack` or `pagerduty`.
+    pub format: String,
+    /// `on`: the events sent (`block`, `end-run`, `budget`); empty: all of them.
+    pub on: Vec<String>,
+}
+
+/// The words of `loopguard.alerts[].format`.
+pub const ALERT_FORMATS: [&str; 3] = ["json", "slack", "pagerduty"];
+/// The words of `loopguard.alerts[].on`.
+pub const ALERT_EVENTS: [&str; 3] = ["block", "end-run", "budget"];
 
 /// A resolved extra detector: on or off, and its numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -383,6 +403,7 @@ impl LoopguardConfig {
             no_progress_cycle: m(&g.no_progress_cycle, &a.no_progress_cycle),
             changing_error_same_call: m(&g.changing_error_same_call, &a.changing_error_same_call),
             count_vetoes: a.count_vetoes.or(g.count_vetoes),
+            alerts: a.alerts.clone().or_else(|| g.alerts.clone()),
         })
     }
 

@@ -12,7 +12,9 @@
 
 use std::fmt;
 
-use super::extension::{detector_number_keys, extra_default};
+use super::extension::{
+    detector_number_keys, extra_default, AlertConfig, ALERT_EVENTS, ALERT_FORMATS,
+};
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
     AgentConfig, DetectorProfile, DetectorSwitches, ExtraDetectorConfig, LoopDetectionConfig,
@@ -264,7 +266,7 @@ const BLOCK_KEYS: &[&str] = &[
 ];
 const DETECTOR_KEYS: &[&str] = &["genericRepeat", "knownPollNoProgress", "pingPong"];
 const GUARD_KEYS: &[&str] = &["windowSize"];
-const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors", "countVetoes"];
+const LOOPGUARD_KEYS: &[&str] = &["profile", "detectors", "countVetoes", "alerts"];
 
 /// Keys people have put in this block that are worth a specific explanation.
 fn known_mistake(key: &str) -> Option<&'static str> {
@@ -746,6 +748,9 @@ impl Cx {
             }
         }
         cfg.count_vetoes = self.boolean(node, path, "countVetoes");
+        if let Some(a) = node.get("alerts") {
+            cfg.alerts = self.alerts(&a.value, &join(path, "alerts"), a.key_pos);
+        }
         if let Some(d) = node.get("detectors") {
             let p = join(path, "detectors");
             if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {
@@ -781,6 +786,110 @@ impl Cx {
             }
         }
         Some(cfg)
+    }
+
+    /// `alerts`: an array of `{ url, format?, on? }`; a wrong item is an error naming it.
+    fn alerts(&mut self, node: &Node, path: &str, pos: Pos) -> Option<Vec<AlertConfig>> {
+        let NodeValue::Array(items) = &node.value else {
+            self.push(
+                Severity::Error,
+                DiagnosticKind::WrongType,
+                path,
+                pos,
+                format!(
+                    "expected an array of {{ url, format, on }}, found {}",
+                    node.value.type_name()
+                ),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(item) = self.expect_object(item, &p, item.pos) else {
+                continue;
+            };
+            self.check_duplicates(item, &p);
+            self.unknown_keys(item, &p, &["url", "format", "on"]);
+            let mut alert = AlertConfig {
+                format: "json".to_string(),
+                ..AlertConfig::default()
+            };
+            match item.get("url").map(|e| (&e.value.value, e.key_pos)) {
+                Some((NodeValue::String(u), _))
+                    if u.starts_with("http://") || u.starts_with("https://") =>
+                {
+                    alert.url = u.clone();
+                }
+                Some((other, kp)) => {
+                    self.push(
+                        Severity::Error,
+                        DiagnosticKind::WrongType,
+                        &join(&p, "url"),
+                        kp,
+                        format!(
+                            "expected an http:// or https:// URL, found {}",
+                            shown(other)
+                        ),
+                    );
+                    continue;
+                }
+                None => {
+                    self.push(
+                        Severity::Error,
+                        DiagnosticKind::WrongType,
+                        &join(&p, "url"),
+                        item.pos,
+                        "missing: every alert needs the `url` it is posted to".to_string(),
+                    );
+                    continue;
+                }
+            }
+            if let Some(e) = item.get("format") {
+                match &e.value.value {
+                    NodeValue::String(f) if ALERT_FORMATS.contains(&f.as_str()) => {
+                        alert.format = f.clone()
+                    }
+                    other => {
+                        self.push(
+                            Severity::Error,
+                            DiagnosticKind::WrongType,
+                            &join(&p, "format"),
+                            e.key_pos,
+                            format!(
+                                "expected one of \"json\", \"slack\", \"pagerduty\", found {}",
+                                shown(other)
+                            ),
+                        );
+                        continue;
+                    }
+                }
+            }
+            if let Some(e) = item.get("on") {
+                let words = match &e.value.value {
+                    NodeValue::Array(ws) => ws
+                        .iter()
+                        .map(|w| match &w.value {
+                            NodeValue::String(s) if ALERT_EVENTS.contains(&s.as_str()) => {
+                                Ok(s.clone())
+                            }
+                            other => Err(shown(other)),
+                        })
+                        .collect::<Result<Vec<_>, _>>(),
+                    other => Err(shown(other)),
+                };
+                match words {
+                    Ok(ws) => alert.on = ws,
+                    Err(found) => {
+                        self.push(Severity::Error, DiagnosticKind::WrongType, &join(&p, "on"), e.key_pos,
+                            format!("expected an array of \"block\", \"end-run\", \"budget\"; found {found}"));
+                        continue;
+                    }
+                }
+            }
+            out.push(alert);
+        }
+        Some(out)
     }
 
     fn extra_detector(&mut self, node: &Node, path: &str, key: &str) -> ExtraDetectorConfig {

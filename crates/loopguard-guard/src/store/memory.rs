@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::bad_cursor;
 use super::{now_ms, Store, StoreError};
 use crate::entry::SessionEntry;
-use crate::loops::{bad_cursor, LoopBook, LoopChange, LoopPage, LoopQuery, LoopStep};
+use crate::loops::{LoopBook, LoopChange, LoopPage, LoopQuery, LoopStep};
 
 /// Bounds of a [`MemoryStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

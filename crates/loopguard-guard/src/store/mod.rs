@@ -294,3 +294,8 @@ pub(crate) fn now_ms() -> u64 {
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
 }
+
+/// A cursor the store cannot read, as a store error.
+pub(crate) fn bad_cursor(message: String) -> StoreError {
+    StoreError::BadQuery(message)
+}

@@ -9,9 +9,10 @@ use std::sync::LazyLock;
 
 use redis::{ConnectionLike, RedisResult};
 
+use super::bad_cursor;
 use super::redis_store::RedisStore;
 use super::StoreError;
-use crate::loops::{bad_cursor, LoopChange, LoopPage, LoopQuery, LoopRecord, LoopStep};
+use crate::loops::{LoopChange, LoopPage, LoopQuery, LoopRecord, LoopStep};
 
 const RECORDS: &str = "loopguard:loops:{h}:records";
 const BY_START: &str = "loopguard:loops:{h}:by-start";

@@ -26,9 +26,10 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::bad_cursor;
 use super::{now_ms, Store, StoreError};
 use crate::entry::SessionEntry;
-use crate::loops::{bad_cursor, LoopChange, LoopPage, LoopQuery, LoopRecord, LoopStep};
+use crate::loops::{LoopChange, LoopPage, LoopQuery, LoopRecord, LoopStep};
 
 /// The schema this loopguard writes: `sessions` (the live sessions), `meta` (pruning's
 /// bookkeeping) and `ended_sessions` (what the CLI hook keeps of a session after it ended,

@@ -78,6 +78,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
             loopguard_guard::parse_duration(&args.loop_retention)
                 .map_err(|e| anyhow::anyhow!("--loop-retention {:?}: {e}", args.loop_retention))?,
         );
+    for url in &args.alert_webhook {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            anyhow::bail!("--alert-webhook {url:?}: expected an http:// or https:// URL");
+        }
+        builder = builder.alert_target(loopguard_alerts::AlertTarget::webhook(url));
+    }
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);
     }
