@@ -467,6 +467,9 @@ impl Alerts {
     /// it on a tokio runtime).
     pub fn new(targets: Vec<AlertTarget>, opts: AlertOptions) -> Alerts {
         let (tx, rx) = mpsc::channel(opts.queue.max(1));
+        // https:// receivers: rustls with ring, as the rest of loopguard uses (a provider
+        // the process installed first is kept).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(opts.timeout)
             .connect_timeout(opts.timeout)
