@@ -19,7 +19,7 @@ use crate::state::{json_response, read_body, AppState};
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 13] = [
+pub(crate) const ROUTES: [&str; 15] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -33,6 +33,8 @@ pub(crate) const ROUTES: [&str; 13] = [
     "/v1/sessions",
     "/v1/loops",
     "/v1/loops/export",
+    "/",
+    "/v1/dashboard",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -50,6 +52,8 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[10], get(list_sessions))
         .route(ROUTES[11], get(crate::loops_api::list_loops))
         .route(ROUTES[12], get(crate::loops_api::export_loops))
+        .route(ROUTES[13], get(crate::dashboard::page))
+        .route(ROUTES[14], get(crate::dashboard::data))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);

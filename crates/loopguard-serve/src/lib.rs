@@ -26,6 +26,7 @@
 //! ```
 
 mod app;
+mod dashboard;
 mod error;
 mod history;
 mod loops_api;
