@@ -424,6 +424,14 @@ impl DeliveryError {
 /// Keys remembered for de-duplication, at most.
 const REMEMBERED: usize = 100_000;
 
+/// The alerts already queued, by key and event, and the order they came in (the oldest are
+/// forgotten first).
+#[derive(Default)]
+struct Sent {
+    keys: HashSet<(String, AlertEvent)>,
+    order: VecDeque<(String, AlertEvent)>,
+}
+
 #[derive(Default)]
 struct Counters {
     delivered: AtomicU64,
@@ -439,10 +447,7 @@ struct Inner {
     client: reqwest::Client,
     tx: mpsc::Sender<Alert>,
     rx: Mutex<Option<mpsc::Receiver<Alert>>>,
-    sent: Mutex<(
-        HashSet<(String, AlertEvent)>,
-        VecDeque<(String, AlertEvent)>,
-    )>,
+    sent: Mutex<Sent>,
     counters: Counters,
     in_flight: Arc<Semaphore>,
 }
@@ -484,7 +489,7 @@ impl Alerts {
                 client,
                 tx,
                 rx: Mutex::new(Some(rx)),
-                sent: Mutex::new((HashSet::new(), VecDeque::new())),
+                sent: Mutex::new(Sent::default()),
                 counters: Counters::default(),
             }),
         }
@@ -506,15 +511,15 @@ impl Alerts {
         let id = (alert.key.clone(), alert.event);
         {
             let mut sent = inner.sent.lock().unwrap_or_else(PoisonError::into_inner);
-            if sent.0.contains(&id) {
+            if sent.keys.contains(&id) {
                 inner.counters.duplicates.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
-            sent.0.insert(id.clone());
-            sent.1.push_back(id.clone());
-            while sent.1.len() > REMEMBERED {
-                if let Some(old) = sent.1.pop_front() {
-                    sent.0.remove(&old);
+            sent.keys.insert(id.clone());
+            sent.order.push_back(id.clone());
+            while sent.order.len() > REMEMBERED {
+                if let Some(old) = sent.order.pop_front() {
+                    sent.keys.remove(&old);
                 }
             }
         }

@@ -24,6 +24,9 @@ pub const DEFAULT_LOOP_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600)
 /// How often loops older than the retention are forgotten.
 const PRUNE_EVERY: Duration = Duration::from_secs(600);
 
+/// What is told of each change the store made (the alerts).
+pub(crate) type OnChange = Arc<dyn Fn(&LoopChange) + Send + Sync>;
+
 /// The loop history's side of the server.
 pub(crate) struct History {
     store: Arc<dyn Store>,
@@ -34,7 +37,7 @@ pub(crate) struct History {
     pub dropped: AtomicU64,
     pub failed: AtomicU64,
     /// Where the store's verdicts go (the alerts), when anywhere.
-    pub on_change: Option<Arc<dyn Fn(&LoopChange) + Send + Sync>>,
+    pub on_change: Option<OnChange>,
 }
 
 impl std::fmt::Debug for History {
@@ -50,7 +53,7 @@ impl History {
         store: Arc<dyn Store>,
         in_place: bool,
         retention: Duration,
-        on_change: Option<Arc<dyn Fn(&LoopChange) + Send + Sync>>,
+        on_change: Option<OnChange>,
     ) -> History {
         let (queue, receiver) = if in_place {
             (None, None)

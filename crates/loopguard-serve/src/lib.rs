@@ -193,7 +193,7 @@ impl ServerBuilder {
                 for alert in loopguard_alerts::Alert::of_change(change) {
                     alerts.send(alert);
                 }
-            }) as Arc<dyn Fn(&loopguard_guard::LoopChange) + Send + Sync>
+            }) as history::OnChange
         });
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
         let history = Arc::new(history::History::new(
