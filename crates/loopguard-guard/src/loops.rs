@@ -147,13 +147,14 @@ impl LoopStep {
     /// let call = parse_event(br#"{"type":"call","session":"s","tool":"read","args":{"p":1}}"#, 1)?;
     /// let outcome = parse_event(br#"{"type":"outcome","session":"s","tool":"read","args":{"p":1},"result":1}"#, 1)?;
     /// let mut steps = Vec::new();
-    /// for _ in 0..10 {
+    /// for _ in 0..11 {
     ///     steps.push(guard.apply(Some("acme"), &call, |d| LoopStep::of(Some("acme"), &d, false, 5))?);
     ///     guard.apply(Some("acme"), &outcome, |_| ())?;
     /// }
-    /// let step = steps[9].clone().ok_or("no loop at the 10th call")?;
+    /// // Ten identical calls before it: the 11th is warned.
+    /// let step = steps[10].clone().ok_or("no loop at the 11th call")?;
     /// assert_eq!((step.action, step.tenant.as_deref(), step.count), (LoopAction::Warn, Some("acme"), 10));
-    /// assert!(steps[8].is_none());
+    /// assert!(steps[9].is_none());
     /// # Ok(())
     /// # }
     /// ```
