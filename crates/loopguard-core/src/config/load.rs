@@ -1060,6 +1060,49 @@ mod tests {
             .collect()
     }
 
+    /// `loopguard.alerts`: items read with their defaults; each wrong field is an error
+    /// naming the item and the field, and the item is left out.
+    #[test]
+    fn alerts_are_read_and_wrong_items_named() {
+        let l = load(r#"{ loopguard: { alerts: [ { url: "https://h/x", format: "slack", on: ["block"] }, { url: "http://h/y" } ] } }"#).unwrap();
+        assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+        let alerts = l.config.loopguard.and_then(|g| g.alerts).unwrap();
+        assert_eq!(
+            alerts,
+            [
+                AlertConfig {
+                    url: "https://h/x".into(),
+                    format: "slack".into(),
+                    on: vec!["block".into()]
+                },
+                AlertConfig {
+                    url: "http://h/y".into(),
+                    format: "json".into(),
+                    on: vec![]
+                },
+            ]
+        );
+        let d = diags(
+            r#"{ loopguard: { alerts: [ { url: "ftp://x" }, { url: "https://h", format: "teams" }, { url: "https://h", on: ["stop"] }, { format: "json" }, { url: "https://h", extra: 1 } ] } }"#,
+        );
+        let paths: Vec<&str> = d.iter().map(|x| x.1.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "loopguard.alerts[0].url",
+                "loopguard.alerts[1].format",
+                "loopguard.alerts[2].on",
+                "loopguard.alerts[3].url",
+                "loopguard.alerts[4].extra",
+            ],
+            "{d:?}"
+        );
+        assert!(d.iter().all(|x| x.0 == Severity::Error));
+        assert!(diags(r#"{ loopguard: { alerts: "https://h" } }"#)[0]
+            .3
+            .contains("expected an array"));
+    }
+
     #[test]
     fn defaults_from_an_empty_file() {
         let l = load("{}").unwrap();
