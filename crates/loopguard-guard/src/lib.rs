@@ -53,6 +53,7 @@ mod entry;
 mod escalation;
 mod guard;
 mod logged;
+mod loops;
 pub mod profile;
 mod store;
 
@@ -65,6 +66,10 @@ pub use guard::{
     SessionInfo,
 };
 pub use logged::LogDecision;
+pub use loops::{
+    LoopAction, LoopChange, LoopEnd, LoopPage, LoopQuery, LoopRecord, LoopStep, LOOP_FORMAT,
+    MAX_LOOP_PAGE,
+};
 pub use profile::{ToolProfile, TOOL_PROFILES};
 pub use store::{
     is_redis_spec, open_store, redact_spec, ApplyFn, AsyncStore, MemoryOptions, MemoryStore, Store,

@@ -37,6 +37,7 @@ pub mod agent_logs;
 mod ahead;
 pub mod html;
 pub mod inputs;
+pub mod loop_history;
 mod messages;
 pub mod plan;
 pub mod quality;

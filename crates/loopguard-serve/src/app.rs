@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{MatchedPath, Path, Request, State};
+use axum::extract::{MatchedPath, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +19,7 @@ use crate::state::{json_response, read_body, AppState};
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 11] = [
+pub(crate) const ROUTES: [&str; 15] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -31,6 +31,10 @@ pub(crate) const ROUTES: [&str; 11] = [
     "/v1/traces",
     "/v1/logs",
     "/v1/sessions",
+    "/v1/loops",
+    "/v1/loops/export",
+    "/",
+    "/v1/dashboard",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -46,6 +50,10 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[8], post(crate::otlp::post_traces))
         .route(ROUTES[9], post(crate::otlp::post_logs))
         .route(ROUTES[10], get(list_sessions))
+        .route(ROUTES[11], get(crate::loops_api::list_loops))
+        .route(ROUTES[12], get(crate::loops_api::export_loops))
+        .route(ROUTES[13], get(crate::dashboard::page))
+        .route(ROUTES[14], get(crate::dashboard::data))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
@@ -215,6 +223,13 @@ async fn apply_events(
             .await
             .map_err(|e| state.guard_error(e))?;
         state.record(tenant, &decision, &mut out);
+        let agent = event
+            .agent
+            .as_ref()
+            .map(|a| a.to_string_lossy().into_owned());
+        if let Some(step) = state.loop_step(&state.guard, tenant, &decision, agent, None, None) {
+            state.history.observe(step);
+        }
     }
     Ok(out)
 }
@@ -253,31 +268,91 @@ fn parse_events(bytes: &[u8], ndjson: bool) -> Result<Vec<Event<'_>>, ApiError> 
 /// `GET /v1/sessions`: the caller's sessions (its tenant's, with tokens), each as
 /// `GET /v1/sessions/{session}` shows it, most recently used first where the store knows. The
 /// store is listed on the blocking pool: with Redis it is a key scan.
+///
+/// With `limit` (or `cursor`) the answer is one page, `{"sessions": […], "next": cursor}`, in
+/// the order of the session ids, and only that page's sessions are loaded from the store;
+/// without them it is the whole array, as it always was.
 async fn list_sessions(
     State(state): State<Shared>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = state.authenticate(&headers)?;
+    let p = crate::history::params(query.as_deref());
+    let limit = crate::history::parse_limit(&p, MAX_SESSION_PAGE)?;
+    let cursor = p.get("cursor").cloned();
     let me = state.clone();
-    let all = tokio::task::spawn_blocking(move || me.guard.sessions())
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("internal error: {e}"),
-                None,
+    let paged = limit.is_some() || cursor.is_some();
+    let answer = tokio::task::spawn_blocking(move || {
+        if paged {
+            sessions_page(
+                &me,
+                tenant.as_deref(),
+                cursor.as_deref(),
+                limit.unwrap_or(100),
             )
-        })?
-        .map_err(|e| state.guard_error(e))?;
-    let list: Vec<serde_json::Value> = all
-        .iter()
-        .filter(|info| info.tenant.as_deref() == tenant.as_deref())
-        .map(loopguard_guard::SessionInfo::api_json)
+        } else {
+            me.guard.sessions().map(|all| {
+                let list: Vec<serde_json::Value> = all
+                    .iter()
+                    .filter(|info| info.tenant.as_deref() == tenant.as_deref())
+                    .map(loopguard_guard::SessionInfo::api_json)
+                    .collect();
+                serde_json::Value::Array(list)
+            })
+        }
+    })
+    .await
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal error: {e}"),
+            None,
+        )
+    })?
+    .map_err(|e| state.guard_error(e))?;
+    Ok(json_response(answer.to_string(), "application/json"))
+}
+
+/// Sessions a page of `GET /v1/sessions` holds at most.
+const MAX_SESSION_PAGE: usize = 1000;
+
+/// One page of the tenant's sessions, in the order of their keys, after `cursor` (the last
+/// session id of the previous page).
+fn sessions_page(
+    state: &AppState,
+    tenant: Option<&str>,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<serde_json::Value, loopguard_guard::GuardError> {
+    let store = state.guard.store();
+    let prefix = loopguard_guard::session_key(tenant, "");
+    let after = cursor.map(|c| loopguard_guard::session_key(tenant, c));
+    let mut keys: Vec<String> = store
+        .keys()?
+        .into_iter()
+        .filter(|k| k.starts_with(&prefix))
+        .filter(|k| after.as_ref().is_none_or(|a| k > a))
         .collect();
-    Ok(json_response(
-        serde_json::Value::Array(list).to_string(),
-        "application/json",
-    ))
+    keys.sort();
+    let mut sessions = Vec::new();
+    let mut last = None;
+    let mut more = false;
+    for key in keys {
+        if sessions.len() == limit {
+            more = true;
+            break;
+        }
+        if let Some(entry) = store.load(&key)? {
+            let info = loopguard_guard::SessionInfo::of(&key, &entry);
+            last = Some(info.session.clone());
+            sessions.push(info.api_json());
+        }
+    }
+    Ok(serde_json::json!({
+        "sessions": sessions,
+        "next": if more { last } else { None },
+    }))
 }
 
 /// `GET /v1/sessions/{session}`
@@ -390,7 +465,10 @@ async fn metrics(State(state): State<Shared>, headers: HeaderMap) -> Result<Resp
     let view = crate::exposition::view(&state, &headers)?;
     let openmetrics = crate::exposition::wants_openmetrics(&headers);
     let text = state
-        .run(|s| s.metrics.render((s.retries)(), (s.session_count)()))
+        .run(|s| {
+            s.metrics.background.sync(&s.history, s.alerts.as_ref());
+            s.metrics.render((s.retries)(), (s.session_count)())
+        })
         .await?;
     let text = crate::exposition::render(&text, &view, openmetrics);
     Ok(json_response(

@@ -26,10 +26,13 @@
 //! ```
 
 mod app;
+mod dashboard;
 mod error;
 mod exposition;
 mod listener;
 mod loop_log;
+mod history;
+mod loops_api;
 mod metrics;
 mod openapi;
 mod otlp;
@@ -50,6 +53,7 @@ use loopguard_core::OpenClawConfig;
 use loopguard_guard::Guard;
 
 pub use error::{ApiError, ServeError};
+pub use history::DEFAULT_LOOP_RETENTION;
 pub use size::{parse_max_body, MaxBodyError};
 pub use tokens::{Tokens, TokensError};
 pub use trace_buffer::{DEFAULT_TRACE_WAIT, MAX_BUFFERED_SPANS, MAX_HOLD_FACTOR};
@@ -91,6 +95,9 @@ pub struct ServerBuilder {
     header_timeout: Duration,
     max_connections: usize,
     tls: Option<(Vec<u8>, Vec<u8>)>,
+    loop_retention: Duration,
+    alert_targets: Vec<loopguard_alerts::AlertTarget>,
+    alert_options: loopguard_alerts::AlertOptions,
 }
 
 impl Default for ServerBuilder {
@@ -109,6 +116,9 @@ impl Default for ServerBuilder {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             tls: None,
+            loop_retention: history::DEFAULT_LOOP_RETENTION,
+            alert_targets: Vec::new(),
+            alert_options: loopguard_alerts::AlertOptions::default(),
         }
     }
 }
@@ -194,6 +204,24 @@ impl ServerBuilder {
         self
     }
 
+    /// How long the loop history keeps a loop after its last step (`--loop-retention`).
+    pub fn loop_retention(mut self, retention: Duration) -> Self {
+        self.loop_retention = retention;
+        self
+    }
+
+    /// Also send alerts here (`--alert-webhook`), beside the config's `loopguard.alerts`.
+    pub fn alert_target(mut self, target: loopguard_alerts::AlertTarget) -> Self {
+        self.alert_targets.push(target);
+        self
+    }
+
+    /// How alerts are queued and retried.
+    pub fn alert_options(mut self, options: loopguard_alerts::AlertOptions) -> Self {
+        self.alert_options = options;
+        self
+    }
+
     /// Opens the store and builds the guard. Fails on a non-loopback address without
     /// tokens, or a store that cannot be opened.
     pub fn build(self) -> Result<Server, ServeError> {
@@ -206,8 +234,33 @@ impl ServerBuilder {
             )?)),
             None => None,
         };
+        let mut targets = self
+            .config
+            .as_ref()
+            .and_then(|c| c.loopguard.as_ref())
+            .and_then(|l| l.alerts.as_deref())
+            .map(loopguard_alerts::AlertTarget::from_configs)
+            .unwrap_or_default();
+        targets.extend(self.alert_targets);
+        let alerts = (!targets.is_empty())
+            .then(|| loopguard_alerts::Alerts::new(targets, self.alert_options));
+        let on_change = alerts.clone().map(|alerts| {
+            Arc::new(move |change: &loopguard_guard::LoopChange| {
+                for alert in loopguard_alerts::Alert::of_change(change) {
+                    alerts.send(alert);
+                }
+            }) as history::OnChange
+        });
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
+        let history = Arc::new(history::History::new(
+            opened.guard.store().clone(),
+            !opened.blocking,
+            self.loop_retention,
+            on_change,
+        ));
         let state = state::AppState {
+            history,
+            alerts,
             guard: Arc::new(opened.guard),
             hooks: Arc::new(opened.hooks),
             traces: Arc::new(opened.traces),
@@ -306,6 +359,10 @@ impl Server {
         // `POST /v1/traces`: buffered traces are applied once quiet, and all of them when
         // the server stops.
         let flusher = tokio::spawn(otlp::flush_loop(self.state.clone()));
+        // The loop history's queue (SQLite, Redis) and its pruning.
+        let historian = tokio::spawn(self.state.history.clone().run());
+        // Alerts leave from their own queue, on their own tasks.
+        let alerting = self.state.alerts.clone().map(|a| tokio::spawn(a.deliver()));
         let state = self.state.clone();
         listener::serve(
             listener,
@@ -317,6 +374,11 @@ impl Server {
         .await;
         flusher.abort();
         otlp::flush(&self.state, true).await;
+        self.state.history.drain(Duration::from_secs(5)).await;
+        historian.abort();
+        if let Some(a) = alerting {
+            a.abort();
+        }
         Ok(())
     }
 

@@ -89,6 +89,8 @@ pub(crate) struct Metrics {
     late_spans: Counter,
     traces_buffered: Gauge,
     connection_cap: Counter,
+    /// The loop history's and the alerts' counters.
+    pub background: crate::history::BackgroundMetrics,
     /// What `store_retries` last saw from the store's own counter.
     retries_seen: AtomicU64,
     render_lock: Mutex<()>,
@@ -164,8 +166,10 @@ impl Metrics {
             "Times the listener reached --max-connections and stopped accepting until a connection closed",
             connection_cap.clone(),
         );
+        let background = crate::history::BackgroundMetrics::register(&mut registry);
         Metrics {
             connection_cap,
+            background,
             traces_buffered,
             trace_loops,
             trace_spans,

@@ -17,6 +17,8 @@ fn error_response(description: &str) -> Value {
 
 fn build() -> Value {
     let mut doc = document_without_405();
+    crate::loops_api::openapi(&mut doc);
+    crate::dashboard::openapi(&mut doc);
     // Every operation answers 405 for another method of its path (with `Allow`).
     let e405 = error_response("Not a method of this path; `Allow` lists the methods");
     if let Some(paths) = doc["paths"].as_object_mut() {

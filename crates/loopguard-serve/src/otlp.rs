@@ -290,7 +290,15 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     Input::with_profile(&e.event, call_profile(call)),
                     |d| {
                         s.loops.decision(tenant, &d, observed(&d));
-                        owned_decision(&d)
+                        let step = s.loop_step(
+                            &s.traces,
+                            tenant,
+                            &d,
+                            call.agent.clone(),
+                            call.service.as_deref(),
+                            e.tokens,
+                        );
+                        (owned_decision(&d), step)
                     },
                 ) {
                     Ok(d) => seen.push((call_labels(call), d)),
@@ -320,7 +328,15 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                         Input::with_profile(&e.event, call_profile(call)),
                         |d| {
                             state.loops.decision(tenant.as_deref(), &d, observed(&d));
-                            owned_decision(&d)
+                            let step = state.loop_step(
+                                &state.traces,
+                                tenant.as_deref(),
+                                &d,
+                                call.agent.clone(),
+                                call.service.as_deref(),
+                                e.tokens,
+                            );
+                            (owned_decision(&d), step)
                         },
                     )
                     .await
@@ -335,7 +351,10 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
         }
         seen
     };
-    for ((service, agent), (decision, warned, detector, level)) in seen {
+    for ((service, agent), ((decision, warned, detector, level), step)) in seen {
+        if let Some(step) = step {
+            state.history.observe(step);
+        }
         state.metrics.decision(
             tenant.as_deref(),
             crate::metrics::DecisionLabels {

@@ -46,6 +46,10 @@ pub(crate) struct AppState {
     pub retries: Box<dyn Fn() -> u64 + Send + Sync>,
     /// How many sessions the store holds, when it can say.
     pub session_count: Box<dyn Fn() -> Option<u64> + Send + Sync>,
+    /// The loop history (`GET /v1/loops`).
+    pub history: Arc<crate::history::History>,
+    /// Where alerts go (`--alert-webhook`, `loopguard.alerts`), when anywhere.
+    pub alerts: Option<loopguard_alerts::Alerts>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -248,5 +252,28 @@ impl AppState {
         self.loops
             .decision(tenant, decision, decision.decision_str());
         decision.write_record(out);
+    }
+}
+
+impl AppState {
+    /// The loop history's step of a decision (`None` without a finding); `guard` is the
+    /// guard that decided (its mode tells a block from a would-block).
+    pub(crate) fn loop_step(
+        &self,
+        guard: &Guard,
+        tenant: Option<&str>,
+        decision: &Decision<'_>,
+        agent: Option<String>,
+        service: Option<&str>,
+        tokens: Option<u64>,
+    ) -> Option<loopguard_guard::LoopStep> {
+        decision.finding.as_ref()?;
+        let observe = guard.applier().mode == loopguard_core::Mode::Observe;
+        let mut step =
+            loopguard_guard::LoopStep::of(tenant, decision, observe, crate::history::now_ms())?;
+        step.agent = agent;
+        step.service = service.map(str::to_string);
+        step.tokens = tokens;
+        Some(step)
     }
 }

@@ -178,7 +178,27 @@ pub struct LoopguardConfig {
     pub on_critical: Option<super::OnCritical>,
     /// `budgets`.
     pub budgets: Option<super::Budgets>,
+    /// `alerts`: where front ends send alerts when they stop a loop (`loopguard serve`
+    /// reads the top-level block's; `loopguard-alerts` delivers them).
+    pub alerts: Option<Vec<AlertConfig>>,
 }
+
+/// One item of `loopguard.alerts`: `{ url, format?, on? }`, checked by the loader (an
+/// `http(s)://` URL, a format of [`ALERT_FORMATS`], events of [`ALERT_EVENTS`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlertConfig {
+    /// `url`: where the alert is posted.
+    pub url: String,
+    /// `format`: `json` (default), `slack` or `pagerduty`.
+    pub format: String,
+    /// `on`: the events sent (`block`, `end-run`, `budget`); empty: all of them.
+    pub on: Vec<String>,
+}
+
+/// The words of `loopguard.alerts[].format`.
+pub const ALERT_FORMATS: [&str; 3] = ["json", "slack", "pagerduty"];
+/// The words of `loopguard.alerts[].on`.
+pub const ALERT_EVENTS: [&str; 3] = ["block", "end-run", "budget"];
 
 /// A resolved extra detector: on or off, and its numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -426,6 +446,7 @@ impl LoopguardConfig {
             count_vetoes: a.count_vetoes.or(g.count_vetoes),
             on_critical: a.on_critical.or(g.on_critical),
             budgets: super::Budgets::merge(g.budgets.as_ref(), a.budgets.as_ref()),
+            alerts: a.alerts.clone().or_else(|| g.alerts.clone()),
         })
     }
 

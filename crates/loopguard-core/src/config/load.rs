@@ -12,7 +12,9 @@
 
 use std::fmt;
 
-use super::extension::{detector_number_keys, extra_default};
+use super::extension::{
+    detector_number_keys, extra_default, AlertConfig, ALERT_EVENTS, ALERT_FORMATS,
+};
 use super::json5::{self, Entry, Node, NodeValue, Pos, SyntaxError};
 use super::{
     AgentConfig, Budgets, DetectorProfile, DetectorSwitches, ExtraDetectorConfig,
@@ -271,6 +273,7 @@ const LOOPGUARD_KEYS: &[&str] = &[
     "countVetoes",
     "onCritical",
     "budgets",
+    "alerts",
 ];
 
 /// Keys people have put in this block that are worth a specific explanation.
@@ -793,6 +796,9 @@ impl Cx {
         cfg.count_vetoes = self.boolean(node, path, "countVetoes");
         cfg.on_critical = self.on_critical(node, path);
         cfg.budgets = self.budgets(node, path);
+        if let Some(a) = node.get("alerts") {
+            cfg.alerts = self.alerts(&a.value, &join(path, "alerts"), a.key_pos);
+        }
         if let Some(d) = node.get("detectors") {
             let p = join(path, "detectors");
             if let Some(dn) = self.expect_object(&d.value, &p, d.key_pos) {
@@ -925,6 +931,110 @@ impl Cx {
             format!("must be {what}, found {}", shown(&e.value.value)),
         );
         None
+    }
+
+    /// `alerts`: an array of `{ url, format?, on? }`; a wrong item is an error naming it.
+    fn alerts(&mut self, node: &Node, path: &str, pos: Pos) -> Option<Vec<AlertConfig>> {
+        let NodeValue::Array(items) = &node.value else {
+            self.push(
+                Severity::Error,
+                DiagnosticKind::WrongType,
+                path,
+                pos,
+                format!(
+                    "expected an array of {{ url, format, on }}, found {}",
+                    node.value.type_name()
+                ),
+            );
+            return None;
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let Some(item) = self.expect_object(item, &p, item.pos) else {
+                continue;
+            };
+            self.check_duplicates(item, &p);
+            self.unknown_keys(item, &p, &["url", "format", "on"]);
+            let mut alert = AlertConfig {
+                format: "json".to_string(),
+                ..AlertConfig::default()
+            };
+            match item.get("url").map(|e| (&e.value.value, e.key_pos)) {
+                Some((NodeValue::String(u), _))
+                    if u.starts_with("http://") || u.starts_with("https://") =>
+                {
+                    alert.url = u.clone();
+                }
+                Some((other, kp)) => {
+                    self.push(
+                        Severity::Error,
+                        DiagnosticKind::WrongType,
+                        &join(&p, "url"),
+                        kp,
+                        format!(
+                            "expected an http:// or https:// URL, found {}",
+                            shown(other)
+                        ),
+                    );
+                    continue;
+                }
+                None => {
+                    self.push(
+                        Severity::Error,
+                        DiagnosticKind::WrongType,
+                        &join(&p, "url"),
+                        item.pos,
+                        "missing: every alert needs the `url` it is posted to".to_string(),
+                    );
+                    continue;
+                }
+            }
+            if let Some(e) = item.get("format") {
+                match &e.value.value {
+                    NodeValue::String(f) if ALERT_FORMATS.contains(&f.as_str()) => {
+                        alert.format = f.clone()
+                    }
+                    other => {
+                        self.push(
+                            Severity::Error,
+                            DiagnosticKind::WrongType,
+                            &join(&p, "format"),
+                            e.key_pos,
+                            format!(
+                                "expected one of \"json\", \"slack\", \"pagerduty\", found {}",
+                                shown(other)
+                            ),
+                        );
+                        continue;
+                    }
+                }
+            }
+            if let Some(e) = item.get("on") {
+                let words = match &e.value.value {
+                    NodeValue::Array(ws) => ws
+                        .iter()
+                        .map(|w| match &w.value {
+                            NodeValue::String(s) if ALERT_EVENTS.contains(&s.as_str()) => {
+                                Ok(s.clone())
+                            }
+                            other => Err(shown(other)),
+                        })
+                        .collect::<Result<Vec<_>, _>>(),
+                    other => Err(shown(other)),
+                };
+                match words {
+                    Ok(ws) => alert.on = ws,
+                    Err(found) => {
+                        self.push(Severity::Error, DiagnosticKind::WrongType, &join(&p, "on"), e.key_pos,
+                            format!("expected an array of \"block\", \"end-run\", \"budget\"; found {found}"));
+                        continue;
+                    }
+                }
+            }
+            out.push(alert);
+        }
+        Some(out)
     }
 
     fn extra_detector(&mut self, node: &Node, path: &str, key: &str) -> ExtraDetectorConfig {
@@ -1093,6 +1203,49 @@ mod tests {
             .into_iter()
             .map(|d| (d.severity, d.path, d.pos.line, d.message))
             .collect()
+    }
+
+    /// `loopguard.alerts`: items read with their defaults; each wrong field is an error
+    /// naming the item and the field, and the item is left out.
+    #[test]
+    fn alerts_are_read_and_wrong_items_named() {
+        let l = load(r#"{ loopguard: { alerts: [ { url: "https://h/x", format: "slack", on: ["block"] }, { url: "http://h/y" } ] } }"#).unwrap();
+        assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+        let alerts = l.config.loopguard.and_then(|g| g.alerts).unwrap();
+        assert_eq!(
+            alerts,
+            [
+                AlertConfig {
+                    url: "https://h/x".into(),
+                    format: "slack".into(),
+                    on: vec!["block".into()]
+                },
+                AlertConfig {
+                    url: "http://h/y".into(),
+                    format: "json".into(),
+                    on: vec![]
+                },
+            ]
+        );
+        let d = diags(
+            r#"{ loopguard: { alerts: [ { url: "ftp://x" }, { url: "https://h", format: "teams" }, { url: "https://h", on: ["stop"] }, { format: "json" }, { url: "https://h", extra: 1 } ] } }"#,
+        );
+        let paths: Vec<&str> = d.iter().map(|x| x.1.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "loopguard.alerts[0].url",
+                "loopguard.alerts[1].format",
+                "loopguard.alerts[2].on",
+                "loopguard.alerts[3].url",
+                "loopguard.alerts[4].extra",
+            ],
+            "{d:?}"
+        );
+        assert!(d.iter().all(|x| x.0 == Severity::Error));
+        assert!(diags(r#"{ loopguard: { alerts: "https://h" } }"#)[0]
+            .3
+            .contains("expected an array"));
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod json5;
 mod load;
 
 pub use escalation::{Budgets, Escalation, OnCritical, BUDGET_KEYS};
+pub use extension::{AlertConfig, ALERT_EVENTS, ALERT_FORMATS};
 pub use extension::{
     DetectorProfile, ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig,
     DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,

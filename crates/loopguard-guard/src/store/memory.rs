@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use super::bad_cursor;
 use super::{now_ms, Store, StoreError};
 use crate::entry::SessionEntry;
+use crate::loops::{LoopBook, LoopChange, LoopPage, LoopQuery, LoopStep};
 
 /// Bounds of a [`MemoryStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +139,8 @@ impl Inner {
 pub struct MemoryStore {
     opts: MemoryOptions,
     inner: Mutex<Inner>,
+    /// The loop history: its own lock, so that it never holds up an event.
+    loops: Mutex<LoopBook>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -154,6 +158,7 @@ impl MemoryStore {
                 ..opts
             },
             inner: Mutex::new(Inner::default()),
+            loops: Mutex::new(LoopBook::default()),
         }
     }
 
@@ -256,6 +261,20 @@ impl Store for MemoryStore {
 
     fn ping(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Loop history in memory: at most 100,000 loops (the oldest go first), lost when the
+    /// process ends.
+    fn record_loop(&self, step: &LoopStep) -> Result<LoopChange, StoreError> {
+        Ok(lock(&self.loops).record(step))
+    }
+
+    fn loops(&self, query: &LoopQuery) -> Result<LoopPage, StoreError> {
+        lock(&self.loops).page(query).map_err(bad_cursor)
+    }
+
+    fn prune_loops(&self, before_ms: u64) -> Result<u64, StoreError> {
+        Ok(lock(&self.loops).prune(before_ms))
     }
 }
 

@@ -15,6 +15,8 @@
 
 mod memory;
 #[cfg(feature = "redis")]
+mod redis_loops;
+#[cfg(feature = "redis")]
 mod redis_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -31,6 +33,7 @@ pub use redis_store::{redis_key, RedisOptions, RedisStore};
 pub use sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION, WAL_CHECKPOINT_BYTES};
 
 use crate::entry::SessionEntry;
+use crate::loops::{LoopChange, LoopPage, LoopQuery, LoopStep};
 
 /// Sessions behind a key, updated atomically.
 pub trait Store: Send + Sync + fmt::Debug {
@@ -78,6 +81,29 @@ pub trait Store: Send + Sync + fmt::Debug {
     /// (memory) or blocking file I/O (SQLite).
     fn as_async(&self) -> Option<&dyn AsyncStore> {
         None
+    }
+
+    /// Loop history: folds one step into its loop's record ([`LoopRecord::fold`]),
+    /// atomically, creating the record on the loop's first step, and says what it changed.
+    /// Stores without a history answer [`StoreError::Unsupported`] (the default).
+    ///
+    /// [`LoopRecord::fold`]: crate::LoopRecord::fold
+    fn record_loop(&self, step: &LoopStep) -> Result<LoopChange, StoreError> {
+        let _ = step;
+        Err(StoreError::Unsupported("loop history"))
+    }
+
+    /// Loop history: one page of the loops a query selects.
+    fn loops(&self, query: &LoopQuery) -> Result<LoopPage, StoreError> {
+        let _ = query;
+        Err(StoreError::Unsupported("loop history"))
+    }
+
+    /// Loop history: forgets the loops whose last step is older than `before_ms` (the
+    /// retention); how many it forgot.
+    fn prune_loops(&self, before_ms: u64) -> Result<u64, StoreError> {
+        let _ = before_ms;
+        Ok(0)
     }
 }
 
@@ -173,6 +199,13 @@ pub enum StoreError {
     /// packages): the store exists, just not in this program.
     #[error("store `{0}`: this build of loopguard has no Redis store (only `memory` and `sqlite:PATH`); to share sessions through Redis, run `loopguard serve --store {0}` and use a remote guard")]
     NotBuilt(String),
+    /// The store does not keep what was asked of it (a store of an embedder's without a
+    /// loop history).
+    #[error("this store keeps no {0}")]
+    Unsupported(&'static str),
+    /// A query the store cannot answer (a cursor no listing returned).
+    #[error("{0}")]
+    BadQuery(String),
     /// A `--store` value that names no store.
     #[error("--store `{0}`: expected `memory`, `sqlite:PATH`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS) or `redis-cluster://HOST:PORT[,HOST:PORT…]`")]
     BadSpec(String),
@@ -285,4 +318,9 @@ pub(crate) fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+}
+
+/// A cursor the store cannot read, as a store error.
+pub(crate) fn bad_cursor(message: String) -> StoreError {
+    StoreError::BadQuery(message)
 }

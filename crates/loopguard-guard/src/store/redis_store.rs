@@ -525,7 +525,7 @@ impl RedisStore {
     }
 
     /// Runs `f` on a pooled connection; a connection that failed is not reused.
-    fn with<T>(
+    pub(super) fn with<T>(
         &self,
         f: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
     ) -> Result<T, StoreError> {
@@ -1118,6 +1118,19 @@ impl Store for RedisStore {
 
     fn as_async(&self) -> Option<&dyn AsyncStore> {
         Some(self)
+    }
+
+    /// The loop history beside the sessions (see `redis_loops`).
+    fn record_loop(&self, step: &crate::LoopStep) -> Result<crate::LoopChange, StoreError> {
+        self.record_loop_in_redis(step)
+    }
+
+    fn loops(&self, query: &crate::LoopQuery) -> Result<crate::LoopPage, StoreError> {
+        self.loops_in_redis(query)
+    }
+
+    fn prune_loops(&self, before_ms: u64) -> Result<u64, StoreError> {
+        self.prune_loops_in_redis(before_ms)
     }
 }
 

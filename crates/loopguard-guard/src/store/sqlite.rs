@@ -15,7 +15,8 @@
 //! by a newer loopguard is refused rather than misread; one written by the first hook
 //! release, version 1, is replaced, its sessions starting afresh), `sessions` (one row per
 //! key: the encoded [`SessionEntry`] and its times) and `meta` (when sessions were last
-//! pruned). Sessions idle for longer than the configured time are deleted, at most once an
+//! pruned) and `loops` (the loop history: one row per loop, its [`LoopRecord`] as JSON, created
+//! on the first loop; a table older loopguards ignore, so the schema version stays). Sessions idle for longer than the configured time are deleted, at most once an
 //! hour.
 
 use std::path::{Path, PathBuf};
@@ -25,8 +26,10 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use super::bad_cursor;
 use super::{now_ms, Store, StoreError};
 use crate::entry::SessionEntry;
+use crate::loops::{LoopChange, LoopPage, LoopQuery, LoopRecord, LoopStep};
 
 /// The schema this loopguard writes: `sessions` (the live sessions), `meta` (pruning's
 /// bookkeeping) and `ended_sessions` (what the CLI hook keeps of a session after it ended,
@@ -416,7 +419,129 @@ impl Store for SqliteStore {
         let conn = lock(&self.conn);
         self.has_schema(&conn).map(|_| ())
     }
+
+    /// One immediate transaction: the record read, folded and written back, so that
+    /// processes sharing the file keep one record per loop.
+    fn record_loop(&self, step: &LoopStep) -> Result<LoopChange, StoreError> {
+        let mut conn = lock(&self.conn);
+        let err = self.err();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        tx.execute_batch(LOOPS_SCHEMA).map_err(&err)?;
+        let id = step.loop_id();
+        let stored: Option<String> = tx
+            .prepare_cached("SELECT record FROM loops WHERE id = ?1")
+            .and_then(|mut s| s.query_row([&id], |r| r.get(0)).optional())
+            .map_err(&err)?;
+        // A row this loopguard cannot read starts the loop's record afresh.
+        let existing = stored.and_then(|text| LoopRecord::from_json(&text).ok());
+        let change = LoopRecord::apply(existing, step);
+        let r = &change.record;
+        tx.prepare_cached(
+            "INSERT INTO loops (id, tenant, session, agent, service, first_ms, last_ms, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT(id) DO UPDATE SET agent = excluded.agent, service = excluded.service,
+                 last_ms = excluded.last_ms, record = excluded.record",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                id,
+                r.tenant.as_deref().unwrap_or(NO_TENANT),
+                r.session,
+                r.agent,
+                r.service,
+                to_i64(r.first_ms),
+                to_i64(r.last_ms),
+                r.to_json()
+            ])
+        })
+        .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(change)
+    }
+
+    fn loops(&self, q: &LoopQuery) -> Result<LoopPage, StoreError> {
+        let conn = lock(&self.conn);
+        let exists: bool = conn
+            .query_row(
+                "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type='table' AND name='loops')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(self.err())?;
+        if !exists {
+            return Ok(LoopPage::default());
+        }
+        let (after_ms, after_id) = q.after().map_err(bad_cursor)?.unwrap_or((0, String::new()));
+        let limit = q.page_size();
+        let tenant = q.tenant.as_ref().map(|t| t.as_deref().unwrap_or(NO_TENANT));
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT record FROM loops
+                 WHERE (?1 IS NULL OR tenant = ?1) AND last_ms >= ?2
+                   AND (?3 IS NULL OR agent = ?3) AND (?4 IS NULL OR service = ?4)
+                   AND (?5 IS NULL OR session = ?5)
+                   AND (first_ms > ?6 OR (first_ms = ?6 AND id > ?7))
+                 ORDER BY first_ms, id LIMIT ?8",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(
+                params![
+                    tenant,
+                    to_i64(q.since_ms),
+                    q.agent,
+                    q.service,
+                    q.session,
+                    to_i64(after_ms),
+                    after_id,
+                    to_i64(limit as u64 + 1)
+                ],
+                |r| r.get::<_, String>(0),
+            )
+            .map_err(self.err())?;
+        let mut records = Vec::new();
+        for row in rows {
+            let text = row.map_err(self.err())?;
+            match LoopRecord::from_json(&text) {
+                Ok(r) => records.push(r),
+                Err(e) => {
+                    tracing::warn!(target: "loopguard::store", "{}: a loop record is unreadable and left out: {e}", self.path.display())
+                }
+            }
+        }
+        Ok(LoopPage::cut(records, limit))
+    }
+
+    fn prune_loops(&self, before_ms: u64) -> Result<u64, StoreError> {
+        let conn = lock(&self.conn);
+        conn.execute_batch(LOOPS_SCHEMA).map_err(self.err())?;
+        let n = conn
+            .execute("DELETE FROM loops WHERE last_ms < ?1", [to_i64(before_ms)])
+            .map_err(self.err())?;
+        Ok(n as u64)
+    }
 }
+
+/// The `tenant` column of a loop without a tenant.
+const NO_TENANT: &str = "-";
+
+/// The loop history's table: created by the first loop, ignored by older loopguards.
+const LOOPS_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS loops (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    session TEXT NOT NULL,
+    agent TEXT,
+    service TEXT,
+    first_ms INTEGER NOT NULL,
+    last_ms INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS loops_by_start ON loops(tenant, first_ms, id);
+CREATE INDEX IF NOT EXISTS loops_by_last ON loops(last_ms);
+";
 
 fn schema_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
     let exists: bool = conn.query_row(

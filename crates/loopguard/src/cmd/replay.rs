@@ -374,6 +374,32 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
             inputs.push(path);
         }
     }
+    // Loop history exports (`serve`'s GET /v1/loops/export) are loops already found: with
+    // --summary they are summed beside the replayed inputs, never replayed.
+    let mut loop_records = Vec::new();
+    let mut exports = 0usize;
+    let mut replayed = Vec::with_capacity(inputs.len());
+    for path in inputs {
+        if loopguard_replay::loop_history::is_export(&path) {
+            if !summary {
+                bail!(
+                    "{}: a loop history export (GET /v1/loops/export): read it with `loopguard replay --summary`",
+                    path.display()
+                );
+            }
+            loop_records.extend(
+                loopguard_replay::loop_history::read(&path).map_err(|e| anyhow::anyhow!(e))?,
+            );
+            exports += 1;
+        } else {
+            replayed.push(path);
+        }
+    }
+    let inputs = replayed;
+    if exports > 0 && inputs.is_empty() {
+        write_stdout(&loopguard_replay::loop_history::render(&loop_records))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = Plan::new(&inputs, options)?;
     let mut printer_timeline = html.as_ref().map(|_| Timeline::default());
     for s in &plan.skipped {
@@ -437,6 +463,10 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         let mut text = q.render(profile, labels.as_ref());
         if let Some(unreplayed) = report.unreplayed_text() {
             text.push_str(&unreplayed);
+        }
+        if exports > 0 {
+            text.push('\n');
+            text.push_str(&loopguard_replay::loop_history::render(&loop_records));
         }
         write_stdout(&text)?;
     } else if !args.json && !nothing_read {

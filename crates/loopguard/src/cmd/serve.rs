@@ -71,6 +71,14 @@ pub struct ServeArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// How long the loop history (`GET /v1/loops`) keeps a loop after its last call.
+    #[arg(long, value_name = "DURATION", default_value = "30d")]
+    loop_retention: String,
+    /// Send an alert (generic JSON) to this URL when a loop is blocked or ends its run, once
+    /// per loop; repeatable. `loopguard.alerts` in the config file sets Slack and PagerDuty
+    /// targets too (docs/serve.md, "Alerts").
+    #[arg(long, value_name = "URL")]
+    alert_webhook: Vec<String>,
 }
 
 /// `--log-format`.
@@ -107,6 +115,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         .trace_wait(
             loopguard_guard::parse_duration(&args.trace_wait)
                 .map_err(|e| anyhow::anyhow!("--trace-wait {:?}: {e}", args.trace_wait))?,
+        )
+        .loop_retention(
+            loopguard_guard::parse_duration(&args.loop_retention)
+                .map_err(|e| anyhow::anyhow!("--loop-retention {:?}: {e}", args.loop_retention))?,
         );
     let header_timeout = loopguard_guard::parse_duration(&args.header_timeout)
         .map_err(|e| anyhow::anyhow!("--header-timeout {:?}: {e}", args.header_timeout))?;
@@ -137,6 +149,12 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
                 .with_context(|| format!("{flag} {}: cannot read the file", path.display()))
         };
         builder = builder.tls(read("--tls-cert", cert)?, read("--tls-key", key)?);
+    }
+    for url in &args.alert_webhook {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            anyhow::bail!("--alert-webhook {url:?}: expected an http:// or https:// URL");
+        }
+        builder = builder.alert_target(loopguard_alerts::AlertTarget::webhook(url));
     }
     if let Some(path) = &args.config {
         builder = builder.config(crate::cmd::replay::load_config_for_run(path)?);

@@ -1,0 +1,192 @@
+//! `loopguard serve`'s alerts end to end: a real receiver on 127.0.0.1 (a plain HTTP server
+//! in a thread) gets one alert per loop, however many calls are blocked after it; one
+//! configured in the config file (`loopguard.alerts`, Slack's shape) too; and a receiver
+//! that is down changes no decision.
+
+mod serve_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serve_support::*;
+
+/// An HTTP receiver that answers 200 to every POST and keeps the bodies.
+fn receiver() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/alerts", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        let l = line.trim_end();
+                        if l.is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = l.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                len = v.trim().parse().unwrap();
+                            }
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    reader.read_exact(&mut body).unwrap();
+                    kept.lock()
+                        .unwrap()
+                        .push(serde_json::from_slice(&body).unwrap());
+                    stream
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                        .unwrap();
+                }
+            });
+        }
+    });
+    (url, bodies)
+}
+
+/// A looping session: 40 identical calls; the decisions.
+fn run_loop(agent: &ureq::Agent, server: &Serve, session: &str) -> Vec<String> {
+    let mut decisions = Vec::new();
+    for _ in 0..40 {
+        let call = format!(
+            r#"{{"type":"call","session":"{session}","agent":"bot","tool":"read","args":{{"p":1}}}}"#
+        );
+        let answer = post_json(agent, &server.url("/v1/events"), call.as_bytes());
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        decisions.push(answer.json()["decision"].as_str().unwrap().to_string());
+        let outcome = format!(
+            r#"{{"type":"outcome","session":"{session}","agent":"bot","tool":"read","args":{{"p":1}},"result":"x"}}"#
+        );
+        post_json(agent, &server.url("/v1/events"), outcome.as_bytes());
+    }
+    decisions
+}
+
+fn wait_for(bodies: &Arc<Mutex<Vec<serde_json::Value>>>, n: usize) {
+    let start = Instant::now();
+    while bodies.lock().unwrap().len() < n && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
+    let (hook, hook_bodies) = receiver();
+    let (slack, slack_bodies) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("openclaw.json5");
+    std::fs::write(
+        &config,
+        format!(r#"{{ tools: {{ loopDetection: {{ enabled: true }} }}, loopguard: {{ alerts: [ {{ url: "{slack}", format: "slack", on: ["block"] }} ] }} }}"#),
+    )
+    .unwrap();
+    let server = Serve::start(&[
+        "--alert-webhook",
+        &hook,
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let agent = agent();
+    let decisions = run_loop(&agent, &server, "looping");
+    let blocks = decisions.iter().filter(|d| *d == "block").count();
+    assert!(blocks > 1, "{decisions:?}");
+    wait_for(&hook_bodies, 1);
+    wait_for(&slack_bodies, 1);
+    // Give a second alert time to arrive, were one sent.
+    std::thread::sleep(Duration::from_millis(500));
+    let hooks = hook_bodies.lock().unwrap().clone();
+    assert_eq!(
+        hooks.len(),
+        1,
+        "one alert for {blocks} blocked calls: {hooks:#?}"
+    );
+    assert_eq!(
+        (
+            hooks[0]["event"].as_str(),
+            hooks[0]["session"].as_str(),
+            hooks[0]["agent"].as_str()
+        ),
+        (Some("block"), Some("looping"), Some("bot"))
+    );
+    let slacks = slack_bodies.lock().unwrap().clone();
+    assert_eq!(slacks.len(), 1, "{slacks:#?}");
+    assert!(
+        slacks[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("loopguard blocked a loop"),
+        "{}",
+        slacks[0]
+    );
+    // A second loop is a second alert.
+    run_loop(&agent, &server, "another");
+    wait_for(&hook_bodies, 2);
+    wait_for(&slack_bodies, 2);
+    assert_eq!(hook_bodies.lock().unwrap().len(), 2);
+    assert_eq!(slack_bodies.lock().unwrap().len(), 2);
+    let metrics = get(&agent, &server.url("/metrics")).body;
+    assert!(
+        metrics.contains("loopguard_alerts_delivered_total 4"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_receiver_that_is_down_changes_no_decision() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let with = Serve::start(&["--alert-webhook", &format!("http://{closed}/alerts")]);
+    let without = Serve::start(&[]);
+    let agent = agent();
+    assert_eq!(
+        run_loop(&agent, &with, "s"),
+        run_loop(&agent, &without, "s")
+    );
+    // The refused deliveries are retried, then counted as failed, while decisions went on.
+    let start = Instant::now();
+    loop {
+        let metrics = get(&agent, &with.url("/metrics")).body;
+        if metrics.contains("loopguard_alerts_failed_total 1") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{metrics}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_wrong_alert_in_the_config_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("openclaw.json5");
+    std::fs::write(
+        &config,
+        r#"{ loopguard: { alerts: [ { url: "ftp://x", format: "teams" } ] } }"#,
+    )
+    .unwrap();
+    let err = Serve::try_start(&["--config", config.to_str().unwrap()])
+        .err()
+        .expect("refused");
+    assert!(err.contains("loopguard.alerts[0].url"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["serve", "--alert-webhook", "nope"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--alert-webhook \"nope\""));
+}
