@@ -945,6 +945,7 @@ fn claude_code_repeated_subagent_launches_are_a_loop_at_the_parent() {
             .as_deref(),
         Some("prompt-1/a0001")
     );
+}
 
 /// The decision log (`loopguard status`, the hook's log) names Gemini CLI's shell tool as the
 /// model was told it, `run_shell_command`, not the tool table's `Bash`.
