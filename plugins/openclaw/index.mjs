@@ -1,28 +1,88 @@
-// The OpenClaw plugin of loopguard: OpenClaw's tool-call loop detection with every
-// `tools.loopDetection` setting (which OpenClaw itself retired in #111382), per agent, plus
-// loopguard's strict profile, answered in process by the loopguard engine.
+// The OpenClaw plugin of loopguard: OpenClaw's tool-call loop detection answered in process by
+// the loopguard engine, in the era of the OpenClaw it is loaded into by default (the
+// `openclaw-2026.9.6` profile, the shipped release's detector byte for byte, on OpenClaw
+// 2026.9.6 and later; the documented `tools.loopDetection`, every setting per agent, on older
+// hosts), or the profile the config names (`loopguard.profile`: openclaw, strict,
+// openclaw-2026.9.6).
 //
-//   before_tool_call  -> { block: true, blockReason } when the call is blocked (or its run aborted)
+//   before_tool_call  -> { block: true, blockReason } when the call is blocked (or its run ended);
+//                        under the 2026.9.6 profile the reason is the text that release shows
 //   after_tool_call   -> the outcome (result or error) is recorded; an abort (effect 'end_run')
-//                        stops the run's later calls, kept in the guard's store (`store`); a
-//                        warning (effect 'notice') is logged (OpenClaw's after-hook cannot change
-//                        the result the model sees)
+//                        stops the run's later calls, kept in the guard's store (`store`)
+//   tool-result middleware (api.registerAgentToolResultMiddleware, OpenClaw 2026.9.6+)
+//                     -> under the 2026.9.6 profile an emitted warning's note is appended to
+//                        the tool result the model sees, as that release does; the result of a
+//                        call of a stopped run gets `terminate: true`, which ends the run
 //   after_compaction  -> arms the post-compaction guard of the session and run
 //
-// The plugin's config (plugins.entries.loopguard.config) is an OpenClaw config fragment:
-// { tools: { loopDetection: {...} }, loopguard: { profile: "strict" }, agents: { list: [...] },
-// store: "sqlite:/path" }. Without one, detection is enabled with OpenClaw's defaults.
+// Warnings are also logged. The plugin's config (plugins.entries.loopguard.config) is an
+// OpenClaw config fragment: { tools: { loopDetection: {...} }, loopguard: { profile: "strict" },
+// agents: { list: [...] }, store: "sqlite:/path" }. Without one, detection is enabled.
 // Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
 import { Guard, StoreError } from 'loopguard';
-import { isStopped, markStopped, refuses, endsRun, notices } from 'loopguard/common';
+import { isStopped, markStopped, refuses, endsRun, notices, openclawShown } from 'loopguard/common';
 
-const STOPPED = 'loopguard stopped this run: a tool-call loop survived a context compaction.';
+// Every later call of a stopped run (a loop that survived a compaction, or a critical after the
+// run's one chance to recover) is refused with this.
+const STOPPED = 'loopguard stopped this run: a tool-call loop went on after the run was told to stop. No more tool calls run in it.';
+
+/** The profile of OpenClaw's own release 2026.9.6, its detector and tool wrapper byte for byte. */
+export const SHIPPED_PROFILE = 'openclaw-2026.9.6';
+/** The first OpenClaw release of that era. */
+const SHIPPED_SINCE = [2026, 9, 6];
+
+/**
+ * The profile of the OpenClaw release `version` (OpenClaw's calendar versions, `2026.9.6`,
+ * `2026.10.1-beta.2`): `openclaw-2026.9.6` for that release and later ones (no later era is
+ * known), `openclaw` (the documented `tools.loopDetection`) for older ones, and null for a
+ * version that is not one.
+ */
+export function profileForHost(version) {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(String(version ?? '').trim());
+  if (!m) return null;
+  const v = m.slice(1, 4).map(Number);
+  for (let i = 0; i < 3; i++) {
+    if (v[i] !== SHIPPED_SINCE[i]) return v[i] > SHIPPED_SINCE[i] ? SHIPPED_PROFILE : 'openclaw';
+  }
+  return SHIPPED_PROFILE;
+}
+
+/**
+ * The guard config for a plugin config on the host `hostVersion`: the config's own profile
+ * (`loopguard.profile`) when it names one, else the host's era (`profileForHost`; the
+ * documented profile when the version is unknown). Returns `{ config, store, profile, why }`;
+ * `config` is null for the documented profile without a config (detection enabled).
+ */
+export function configFor(pluginConfig, hostVersion) {
+  const { store = 'memory', ...config } = pluginConfig ?? {};
+  const named = config.loopguard?.profile;
+  if (named !== undefined) {
+    return { config, store, profile: String(named), why: 'loopguard.profile in the plugin config' };
+  }
+  const era = profileForHost(hostVersion);
+  const profile = era ?? 'openclaw';
+  const why = era
+    ? `the era of OpenClaw ${hostVersion}`
+    : `OpenClaw's version is unknown (${JSON.stringify(hostVersion ?? null)}): the documented profile`;
+  if (profile !== SHIPPED_PROFILE) {
+    return { config: Object.keys(config).length > 0 ? config : null, store, profile, why };
+  }
+  // The release reads `enabled` alone; the plugin is there to detect, so it is on unless the
+  // config says otherwise.
+  const tools = config.tools ?? {};
+  const loopDetection = { enabled: true, ...(tools.loopDetection ?? {}) };
+  return {
+    config: { ...config, tools: { ...tools, loopDetection }, loopguard: { ...(config.loopguard ?? {}), profile } },
+    store,
+    profile,
+    why,
+  };
+}
 
 /** The guard for a plugin config (exported for tests and for hosts that build their own). */
-export function guardFor(pluginConfig, logger = console) {
-  const { store = 'memory', ...config } = pluginConfig ?? {};
-  const hasConfig = Object.keys(config).length > 0;
-  return new Guard({ config: hasConfig ? config : null, store, logger });
+export function guardFor(pluginConfig, logger = console, hostVersion = undefined) {
+  const { config, store } = configFor(pluginConfig, hostVersion);
+  return new Guard({ config, store, logger });
 }
 
 /**
@@ -53,10 +113,42 @@ function scope(event, ctx) {
   };
 }
 
+/** The result with `note` appended as a text block (agent-core's `appendToolLoopWarning`). */
+function withNote(result, note) {
+  const content = Array.isArray(result?.content) ? result.content : [];
+  return { ...result, content: [...content, { type: 'text', text: note }] };
+}
+
+/**
+ * The result without the note the plugin appended to it, so that the outcome recorded is the
+ * tool's own (the release records outcomes before it appends its note: the note must not change
+ * the no-progress hashes).
+ */
+export function withoutNote(result, note) {
+  const content = result?.content;
+  if (note === undefined || !Array.isArray(content) || content.length === 0) return result;
+  const last = content[content.length - 1];
+  if (last?.type !== 'text' || last.text !== note) return result;
+  return { ...result, content: content.slice(0, -1) };
+}
+
+// Notes of emitted warnings waiting for their call's result, per guard: toolCallId -> note.
+// Bounded: a call whose result never comes leaves its note behind.
+const MAX_PENDING_NOTES = 1024;
+
 /** Registers the hooks on OpenClaw's plugin API (`api.on`). */
 export function register(api) {
   const logger = api.logger ?? console;
-  const guard = guardFor(api.pluginConfig, logger);
+  let hostVersion;
+  try {
+    hostVersion = api.runtime?.version;
+  } catch {
+    hostVersion = undefined;
+  }
+  const picked = configFor(api.pluginConfig, hostVersion);
+  const guard = new Guard({ config: picked.config, store: picked.store, logger });
+  const shipped = picked.profile === SHIPPED_PROFILE;
+  logger.info?.(`loopguard: profile ${picked.profile} (${picked.why})`);
   const safely = (what, f) => {
     try {
       return f();
@@ -68,6 +160,8 @@ export function register(api) {
       throw e;
     }
   };
+  const notes = new Map();
+  const shown = (d) => (shipped ? openclawShown(d) : undefined) ?? d.message;
 
   api.on('before_tool_call', (event, ctx) => {
     const s = scope(event, ctx);
@@ -75,15 +169,30 @@ export function register(api) {
     const d = safely(`the check of ${event.toolName}`, () =>
       guard.beforeCall(s.session, event.toolName, event.params ?? {}, { run: s.run, callId: s.callId, agent: s.agent }),
     );
-    if (refuses(d)) return { block: true, blockReason: d.message };
-    if (notices(d)) logger.warn(`loopguard: ${d.message}`);
+    if (refuses(d)) {
+      const reason = shown(d);
+      if (endsRun(d)) markStopped(guard, s.session, s.run, reason, logger);
+      return { block: true, blockReason: reason };
+    }
+    if (notices(d)) {
+      logger.warn(`loopguard: ${d.message}`);
+      const note = shipped ? openclawShown(d) : undefined;
+      if (note !== undefined && s.callId !== undefined) {
+        if (notes.size >= MAX_PENDING_NOTES) notes.delete(notes.keys().next().value);
+        notes.set(String(s.callId), note);
+      }
+    }
     return undefined;
   });
 
   api.on('after_tool_call', (event, ctx) => {
     const s = scope(event, ctx);
+    const note = s.callId === undefined ? undefined : notes.get(String(s.callId));
+    if (note !== undefined) notes.delete(String(s.callId));
     const outcome =
-      event.error !== undefined && event.error !== null ? { error: event.error } : { result: withoutUndefined(event.result) };
+      event.error !== undefined && event.error !== null
+        ? { error: event.error }
+        : { result: withoutUndefined(withoutNote(event.result, note)) };
     const o = safely(`recording the outcome of ${event.toolName}`, () =>
       guard.afterCall(s.session, event.toolName, event.params ?? {}, { ...outcome, run: s.run, callId: s.callId, agent: s.agent }),
     );
@@ -92,6 +201,23 @@ export function register(api) {
       logger.warn(`loopguard: ${o.message}`);
     }
   });
+
+  // The hook OpenClaw 2026.9.6 offers for changing the tool result the model sees. The manifest
+  // declares it (contracts.agentToolResultMiddleware); OpenClaw lets only an explicitly enabled
+  // plugin register it, and hosts without it have the warnings in the log only.
+  if (typeof api.registerAgentToolResultMiddleware === 'function') {
+    api.registerAgentToolResultMiddleware(
+      (event, ctx) => {
+        const session = String(ctx?.sessionKey ?? ctx?.sessionId ?? 'default');
+        const note = notes.get(String(event.toolCallId));
+        let result = event.result;
+        if (note !== undefined) result = withNote(result, note);
+        if (isStopped(guard, session, ctx?.runId ?? undefined, logger)) result = { ...result, terminate: true };
+        return result === event.result ? undefined : { result };
+      },
+      { runtimes: ['openclaw'] },
+    );
+  }
 
   api.on('after_compaction', (event, ctx) => {
     const s = scope(event, ctx);
@@ -104,6 +230,6 @@ export function register(api) {
 export default {
   id: 'loopguard',
   name: 'loopguard',
-  description: "Tool-call loop detection with OpenClaw's full tools.loopDetection settings, per agent, and the strict profile.",
+  description: "Tool-call loop detection in the host OpenClaw's own era (2026.9.6's detector byte for byte), or OpenClaw's full tools.loopDetection settings per agent, or the strict profile.",
   register,
 };

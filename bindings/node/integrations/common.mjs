@@ -11,6 +11,7 @@ export const {
   endsRun,
   notices,
   withWarning,
+  openclawShown,
   modelView,
   checkContext,
 } = m;

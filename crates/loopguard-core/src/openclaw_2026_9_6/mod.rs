@@ -63,6 +63,36 @@ pub fn normalize_tool_name(raw: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The note the release appends to a tool result after an emitted warning of `count`
+/// repeated calls (agent-core's `appendToolLoopWarning`: a text block after the result's
+/// content).
+///
+/// ```
+/// use loopguard_core::openclaw_2026_9_6::warning_note;
+/// assert!(warning_note(10).starts_with("[System note: Tool-loop warning after 10 repeated calls."));
+/// ```
+pub fn warning_note(count: u64) -> String {
+    format!("[System note: Tool-loop warning after {count} repeated calls. Change your approach or stop if you are not making progress.]")
+}
+
+/// The tool result the release gives the model instead of a call vetoed by a critical with
+/// `message` (agent-core's `completeToolLoopInterventionBatch`, for the call that triggered
+/// it): the run's first critical asks the model to reassess; a later one (`ends_run`) says
+/// the run is stopping.
+///
+/// ```
+/// use loopguard_core::openclaw_2026_9_6::critical_result;
+/// assert!(critical_result("CRITICAL: x", false).starts_with("CRITICAL: x\n\nDo not repeat this exact tool action."));
+/// assert!(critical_result("CRITICAL: x", true).ends_with("This run is stopping now."));
+/// ```
+pub fn critical_result(message: &str, ends_run: bool) -> String {
+    if ends_run {
+        format!("{message}\n\nCritical tool-loop recovery failed because another critical loop was detected. This run is stopping now.")
+    } else {
+        format!("{message}\n\nDo not repeat this exact tool action. Reassess the task. You may answer the user, ask for clarification, or continue with a different tool or different arguments.")
+    }
+}
+
 /// One history record (the release's `ToolCallRecord`).
 #[derive(Clone, Debug)]
 struct Record {
@@ -328,11 +358,7 @@ impl ShippedSession {
                     no_progress: false,
                     unknown_tool: None,
                 });
-                let shown = if ends_run {
-                    format!("{}\n\nCritical tool-loop recovery failed because another critical loop was detected. This run is stopping now.", d.message)
-                } else {
-                    format!("{}\n\nDo not repeat this exact tool action. Reassess the task. You may answer the user, ask for clarification, or continue with a different tool or different arguments.", d.message)
-                };
+                let shown = critical_result(&d.message, ends_run);
                 ShippedVerdict::Block {
                     key: prefixed(&d.warning_key),
                     detection: d,
@@ -345,7 +371,7 @@ impl ShippedSession {
                     Some(d) => {
                         let key = prefixed(&d.warning_key);
                         let emitted = self.buckets.should_emit(key.as_bytes(), d.count);
-                        let note = emitted.then(|| format!("[System note: Tool-loop warning after {} repeated calls. Change your approach or stop if you are not making progress.]", d.count));
+                        let note = emitted.then(|| warning_note(d.count));
                         ShippedVerdict::Warn {
                             detection: d,
                             key,
