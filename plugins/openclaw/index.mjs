@@ -6,13 +6,15 @@
 // openclaw-2026.9.6).
 //
 //   before_tool_call  -> { block: true, blockReason } when the call is blocked (or its run ended);
-//                        under the 2026.9.6 profile the reason is the text that release shows
+//                        under the 2026.9.6 profile the reason is the text that release shows,
+//                        and a critical after the run's first ends the run: every later call
+//                        of the run is refused (a plugin cannot end OpenClaw's run loop itself:
+//                        the `terminate` flag that would is not offered for a blocked call)
 //   after_tool_call   -> the outcome (result or error) is recorded; an abort (effect 'end_run')
 //                        stops the run's later calls, kept in the guard's store (`store`)
 //   tool-result middleware (api.registerAgentToolResultMiddleware, OpenClaw 2026.9.6+)
 //                     -> under the 2026.9.6 profile an emitted warning's note is appended to
-//                        the tool result the model sees, as that release does; the result of a
-//                        call of a stopped run gets `terminate: true`, which ends the run
+//                        the tool result the model sees, as that release does
 //   after_compaction  -> arms the post-compaction guard of the session and run
 //
 // Warnings are also logged. The plugin's config (plugins.entries.loopguard.config) is an
@@ -136,6 +138,24 @@ export function withoutNote(result, note) {
 // Bounded: a call whose result never comes leaves its note behind.
 const MAX_PENDING_NOTES = 1024;
 
+// OpenClaw registers a plugin more than once in a process (a discovery pass, then the full
+// one) and may call the hooks of one registration and the tool-result middleware of another
+// (seen in 2026.9.6): every registration with the same config shares one guard and one set of
+// pending notes, kept on globalThis since OpenClaw may load the module more than once too.
+const SHARED = Symbol.for('loopguard.openclaw-plugin');
+
+function shared(picked, logger) {
+  globalThis[SHARED] ??= new Map();
+  const all = globalThis[SHARED];
+  const key = JSON.stringify([picked.config, picked.store]);
+  let state = all.get(key);
+  if (!state) {
+    state = { guard: new Guard({ config: picked.config, store: picked.store, logger }), notes: new Map() };
+    all.set(key, state);
+  }
+  return state;
+}
+
 /** Registers the hooks on OpenClaw's plugin API (`api.on`). */
 export function register(api) {
   const logger = api.logger ?? console;
@@ -146,7 +166,7 @@ export function register(api) {
     hostVersion = undefined;
   }
   const picked = configFor(api.pluginConfig, hostVersion);
-  const guard = new Guard({ config: picked.config, store: picked.store, logger });
+  const { guard, notes } = shared(picked, logger);
   const shipped = picked.profile === SHIPPED_PROFILE;
   logger.info?.(`loopguard: profile ${picked.profile} (${picked.why})`);
   const safely = (what, f) => {
@@ -160,7 +180,6 @@ export function register(api) {
       throw e;
     }
   };
-  const notes = new Map();
   const shown = (d) => (shipped ? openclawShown(d) : undefined) ?? d.message;
 
   api.on('before_tool_call', (event, ctx) => {
@@ -204,16 +223,13 @@ export function register(api) {
 
   // The hook OpenClaw 2026.9.6 offers for changing the tool result the model sees. The manifest
   // declares it (contracts.agentToolResultMiddleware); OpenClaw lets only an explicitly enabled
-  // plugin register it, and hosts without it have the warnings in the log only.
+  // plugin register it, and hosts without it have the warnings in the log only. It sees the
+  // results of calls that ran (not of calls a hook blocked), before after_tool_call.
   if (typeof api.registerAgentToolResultMiddleware === 'function') {
     api.registerAgentToolResultMiddleware(
-      (event, ctx) => {
-        const session = String(ctx?.sessionKey ?? ctx?.sessionId ?? 'default');
+      (event) => {
         const note = notes.get(String(event.toolCallId));
-        let result = event.result;
-        if (note !== undefined) result = withNote(result, note);
-        if (isStopped(guard, session, ctx?.runId ?? undefined, logger)) result = { ...result, terminate: true };
-        return result === event.result ? undefined : { result };
+        return note === undefined ? undefined : { result: withNote(event.result, note) };
       },
       { runtimes: ['openclaw'] },
     );
