@@ -52,33 +52,25 @@ export function profileForHost(version) {
 /**
  * The guard config for a plugin config on the host `hostVersion`: the config's own profile
  * (`loopguard.profile`) when it names one, else the host's era (`profileForHost`; the
- * documented profile when the version is unknown). Returns `{ config, store, profile, why }`;
- * `config` is null for the documented profile without a config (detection enabled).
+ * documented profile when the version is unknown). Detection is on unless the config says
+ * `tools.loopDetection.enabled: false` (the plugin is there to detect; OpenClaw's own default
+ * is off). Returns `{ config, store, profile, why }`.
  */
 export function configFor(pluginConfig, hostVersion) {
-  const { store = 'memory', ...config } = pluginConfig ?? {};
-  const named = config.loopguard?.profile;
-  if (named !== undefined) {
-    return { config, store, profile: String(named), why: 'loopguard.profile in the plugin config' };
-  }
+  const { store = 'memory', ...given } = pluginConfig ?? {};
+  const named = given.loopguard?.profile;
   const era = profileForHost(hostVersion);
-  const profile = era ?? 'openclaw';
-  const why = era
-    ? `the era of OpenClaw ${hostVersion}`
-    : `OpenClaw's version is unknown (${JSON.stringify(hostVersion ?? null)}): the documented profile`;
-  if (profile !== SHIPPED_PROFILE) {
-    return { config: Object.keys(config).length > 0 ? config : null, store, profile, why };
-  }
-  // The release reads `enabled` alone; the plugin is there to detect, so it is on unless the
-  // config says otherwise.
-  const tools = config.tools ?? {};
-  const loopDetection = { enabled: true, ...(tools.loopDetection ?? {}) };
-  return {
-    config: { ...config, tools: { ...tools, loopDetection }, loopguard: { ...(config.loopguard ?? {}), profile } },
-    store,
-    profile,
-    why,
-  };
+  const profile = named !== undefined ? String(named) : (era ?? 'openclaw');
+  const why =
+    named !== undefined
+      ? 'loopguard.profile in the plugin config'
+      : era
+        ? `the era of OpenClaw ${hostVersion}`
+        : `OpenClaw's version is unknown (${JSON.stringify(hostVersion ?? null)}): the documented profile`;
+  const tools = given.tools ?? {};
+  const config = { ...given, tools: { ...tools, loopDetection: { enabled: true, ...(tools.loopDetection ?? {}) } } };
+  if (named === undefined && profile === SHIPPED_PROFILE) config.loopguard = { ...(given.loopguard ?? {}), profile };
+  return { config, store, profile, why };
 }
 
 /** The guard for a plugin config (exported for tests and for hosts that build their own). */

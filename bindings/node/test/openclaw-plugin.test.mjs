@@ -105,7 +105,16 @@ test("the host's era: 2026.9.6 and later get openclaw-2026.9.6, older hosts and 
   const shipped = configFor({ store: 'memory' }, '2026.9.6');
   assert.deepEqual(shipped.config, { tools: { loopDetection: { enabled: true } }, loopguard: { profile: 'openclaw-2026.9.6' } });
   assert.equal(configFor({ tools: { loopDetection: { enabled: false } } }, '2026.9.6').config.tools.loopDetection.enabled, false);
-  assert.deepEqual(configFor(undefined, '2026.9.1'), { config: null, store: 'memory', profile: 'openclaw', why: 'the era of OpenClaw 2026.9.1' });
+  assert.deepEqual(configFor(undefined, '2026.9.1'), {
+    config: { tools: { loopDetection: { enabled: true } } },
+    store: 'memory',
+    profile: 'openclaw',
+    why: 'the era of OpenClaw 2026.9.1',
+  });
+  assert.deepEqual(configFor({ loopguard: { profile: 'strict' } }, '2026.9.6').config, {
+    loopguard: { profile: 'strict' },
+    tools: { loopDetection: { enabled: true } },
+  });
   assert.equal(configFor(undefined, undefined).profile, 'openclaw');
 });
 
