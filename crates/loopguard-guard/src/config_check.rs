@@ -218,14 +218,14 @@ pub fn check_config(name: &str, text: &str, agent: Option<&str>, strict: bool) -
 const SHIPPED: &str = "openclaw-2026.9.6";
 
 /// The `tools.loopDetection` settings the `openclaw-2026.9.6` profile does not read (the
-/// release reads `enabled` alone), each with its JSON path under the block and the value the
-/// release uses instead.
+/// release reads `enabled` alone), each with its JSON path under the block and what the
+/// release does instead.
 fn shipped_fixed(c: &LoopDetectionConfig) -> Vec<(&'static str, String)> {
     use loopguard_core::openclaw_2026_9_6 as r;
     let mut out = Vec::new();
     let mut num = |set: Option<f64>, key: &'static str, fixed: String| {
         if set.is_some() {
-            out.push((key, fixed));
+            out.push((key, format!("it uses {fixed}")));
         }
     };
     num(c.history_size, "historySize", r::HISTORY_SIZE.to_string());
@@ -261,7 +261,7 @@ fn shipped_fixed(c: &LoopDetectionConfig) -> Vec<(&'static str, String)> {
             (d.ping_pong, "detectors.pingPong"),
         ] {
             if set.is_some() {
-                out.push((key, "on".to_string()));
+                out.push((key, "it runs every detector".to_string()));
             }
         }
     }
@@ -329,7 +329,7 @@ fn shipped_ignored(cfg: &OpenClawConfig, agent: Option<&str>) -> Vec<(Severity, 
     for (key, fixed) in block.map(shipped_fixed).unwrap_or_default() {
         out.push((
             Severity::Warning,
-            format!("{prefix}tools.loopDetection.{key} is ignored under profile {SHIPPED}: the release reads only enabled (it uses {fixed})"),
+            format!("{prefix}tools.loopDetection.{key} is ignored under profile {SHIPPED}: the release reads only enabled ({fixed})"),
         ));
     }
     for key in extension.map(extra_detectors_set).unwrap_or_default() {
@@ -610,5 +610,81 @@ mod tests {
         let e = run.result.unwrap_err().to_string();
         assert!(e.starts_with("c.json5: "), "{e}");
         assert!(!e.contains("loopguard config check"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_profile_reports_the_settings_it_ignores() {
+        let text = r#"{
+          tools: { loopDetection: { enabled: true, historySize: 50, criticalThreshold: 25,
+            detectors: { pingPong: false }, postCompactionGuard: { windowSize: 5 } } },
+          loopguard: { profile: "openclaw-2026.9.6", detectors: { nearRepeat: true } },
+          agents: { list: [
+            { id: "ops", tools: { loopDetection: { enabled: false, warningThreshold: 3 } } },
+            { id: "doc", tools: { loopDetection: { enabled: true } } },
+          ] },
+        }"#;
+        let report = check_config("c.json5", text, None, false);
+        let shipped: Vec<&String> = report
+            .notes
+            .iter()
+            .filter(|n| n.contains("ignored under profile openclaw-2026.9.6"))
+            .collect();
+        let want = [
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.historySize is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 30)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.criticalThreshold is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 20)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.postCompactionGuard.windowSize is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 3)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.detectors.pingPong is ignored under profile openclaw-2026.9.6: the release reads only enabled (it runs every detector)",
+            "c.json5: error: global (tools.loopDetection; agents without an entry): loopguard.detectors.nearRepeat is ignored under profile openclaw-2026.9.6: the release has no such detector and the profile runs the release byte for byte; remove it, or choose profile strict or openclaw",
+            "c.json5: warning: agent \"ops\" (agents.list[0]): agents.list[0].tools.loopDetection.warningThreshold is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 10)",
+        ];
+        assert_eq!(shipped, want.iter().collect::<Vec<_>>(), "{:#?}", report.notes);
+        // The extra detector is an error: the check fails; with `strict`, the warnings too.
+        assert!(report.failed());
+        let strict = check_config("c.json5", text, None, true);
+        assert!(strict
+            .notes
+            .iter()
+            .any(|n| n.starts_with("c.json5: error (strict): global") && n.contains("historySize is ignored")));
+
+        // The same settings under the documented profile are read: nothing is reported.
+        let documented = text.replace(r#"profile: "openclaw-2026.9.6""#, r#"profile: "openclaw""#);
+        let report = check_config("c.json5", &documented, None, false);
+        assert!(
+            !report.notes.iter().any(|n| n.contains("ignored under profile")),
+            "{:#?}",
+            report.notes
+        );
+        // Only `enabled` set: nothing to report.
+        let report = check_config(
+            "c.json5",
+            r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "openclaw-2026.9.6" } }"#,
+            None,
+            false,
+        );
+        assert_eq!((report.errors, report.warnings), (0, 0), "{:#?}", report.notes);
+    }
+
+    #[test]
+    fn an_agent_on_the_shipped_profile_reports_its_own_entry_only() {
+        let text = r#"{
+          tools: { loopDetection: { enabled: true, criticalThreshold: 25 } },
+          agents: { list: [ { id: "ops", tools: { loopDetection: { historySize: 40 } },
+            loopguard: { profile: "openclaw-2026.9.6", detectors: { identicalFailureStreak: { warnAt: 2 } } } } ] },
+        }"#;
+        let report = check_config("c.json5", text, Some("ops"), false);
+        let shipped: Vec<&String> = report
+            .notes
+            .iter()
+            .filter(|n| n.contains("ignored under profile"))
+            .collect();
+        assert_eq!(shipped.len(), 2, "{:#?}", report.notes);
+        assert!(shipped[0].contains("warning: agent \"ops\" (agents.list[0]): agents.list[0].tools.loopDetection.historySize is ignored"));
+        assert!(shipped[1].contains("error: agent \"ops\" (agents.list[0]): agents.list[0].loopguard.detectors.identicalFailureStreak is ignored"));
+        // The global block runs the documented profile: its criticalThreshold is read there.
+        let global = check_config("c.json5", text, None, false);
+        assert!(!global
+            .notes
+            .iter()
+            .any(|n| n.contains("global") && n.contains("ignored under profile")));
     }
 }
