@@ -22,7 +22,8 @@ fn main() {
         .map(|t| Value::parse(t.as_bytes()).unwrap())
         .collect();
     let body = "fn main() {}\\n".repeat(bytes.div_ceil(14));
-    let result_text = format!(r#"{{"content":[{{"type":"text","text":"{body}"}}],"details":{{"ok":true}}}}"#);
+    let result_text =
+        format!(r#"{{"content":[{{"type":"text","text":"{body}"}}],"details":{{"ok":true}}}}"#);
     let result = Value::parse(result_text.as_bytes()).unwrap();
     let mut blocks = 0;
     if shipped {

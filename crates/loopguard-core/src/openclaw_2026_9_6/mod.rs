@@ -49,17 +49,31 @@ const MIN_STABLE_CALLS_PER_VARIANT: u64 = 3;
 /// ```
 pub fn normalize_tool_name(raw: &[u8]) -> Vec<u8> {
     let raw: &[u8] = if raw.is_empty() { b"tool" } else { raw };
+    let alias = |name: &[u8]| -> Option<&'static [u8]> {
+        match name {
+            b"bash" => Some(b"exec"),
+            b"apply-patch" => Some(b"apply_patch"),
+            b"cron" => Some(b"automations"),
+            _ => None,
+        }
+    };
+    // Nearly every name is already lowercase printable ASCII, which trimming and lowercasing
+    // leave as it is: one copy, without building the lowercased string.
+    if raw
+        .iter()
+        .all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase())
+    {
+        return alias(raw).unwrap_or(raw).to_vec();
+    }
     let trimmed = crate::text::js_trim(raw);
     let lower = match std::str::from_utf8(trimmed) {
         Ok(s) if s.is_ascii() => s.to_ascii_lowercase().into_bytes(),
         Ok(s) => s.to_lowercase().into_bytes(),
         Err(_) => trimmed.to_ascii_lowercase(),
     };
-    match &lower[..] {
-        b"bash" => b"exec".to_vec(),
-        b"apply-patch" => b"apply_patch".to_vec(),
-        b"cron" => b"automations".to_vec(),
-        _ => lower,
+    match alias(&lower) {
+        Some(a) => a.to_vec(),
+        None => lower,
     }
 }
 
@@ -245,6 +259,23 @@ pub struct ShippedSession {
     runs: Vec<(Option<Vec<u8>>, RunState)>,
 }
 
+/// Byte equality written as a loop: the names compared on every record of every call are
+/// short, and a call into `memcmp` for each cost more than the comparison.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// [`same`] for optional names (a run).
+#[inline]
+fn same_opt(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 fn run_key(run: Option<&[u8]>) -> Option<Vec<u8>> {
     normalize_run(run).map(<[u8]>::to_vec)
 }
@@ -264,7 +295,11 @@ impl ShippedSession {
     /// starts afresh, as a new one does).
     fn run_state(&mut self, enabled: Enabled, run: &Option<Vec<u8>>) -> &mut RunState {
         let last = self.runs.len().wrapping_sub(1);
-        let i = match self.runs.iter().rposition(|(k, _)| k == run) {
+        let i = match self
+            .runs
+            .iter()
+            .rposition(|(k, _)| same_opt(k.as_deref(), run.as_deref()))
+        {
             Some(i) if i == last => i,
             Some(i) => {
                 let entry = self.runs.remove(i);
@@ -430,9 +465,9 @@ impl ShippedSession {
             };
         }
         let pending = self.history.iter_mut().rev().find(|r| {
-            r.run == run
+            same_opt(r.run.as_deref(), run.as_deref())
                 && call_id.is_none_or(|c| r.call_id.as_deref() == Some(c))
-                && r.tool == tool
+                && same(&r.tool, &tool)
                 && r.args == digest
                 && r.result.is_none()
                 && r.kind == OutcomeKind::None
@@ -507,11 +542,12 @@ impl ShippedSession {
         current: &[u8; 32],
         run: Option<&[u8]>,
     ) -> Option<ShippedDetection> {
-        let history: Vec<&Record> = self
-            .history
-            .iter()
-            .filter(|r| r.run.as_deref() == run)
-            .collect();
+        let mut history: Vec<&Record> = Vec::with_capacity(self.history.len());
+        history.extend(
+            self.history
+                .iter()
+                .filter(|r| same_opt(r.run.as_deref(), run)),
+        );
         let name = lossy(tool);
         let unknown = unknown_tool_streak(&history, tool);
         let no_progress = no_progress_streak(&history, tool, current);
@@ -626,7 +662,7 @@ impl ShippedSession {
         }
         let recent = history
             .iter()
-            .filter(|r| r.tool == tool && r.args == *current)
+            .filter(|r| same(&r.tool, tool) && r.args == *current)
             .count() as u64;
         if !known_poll && recent >= WARNING_THRESHOLD {
             return Some(d(
@@ -645,7 +681,7 @@ fn unknown_tool_streak<'h>(history: &[&'h Record], tool: &[u8]) -> (u64, Option<
     let mut streak = 0;
     let mut name: Option<&str> = None;
     for r in history.iter().rev() {
-        let Some(u) = r.unknown_tool.as_deref().filter(|_| r.tool == tool) else {
+        let Some(u) = r.unknown_tool.as_deref().filter(|_| same(&r.tool, tool)) else {
             break;
         };
         match name {
@@ -689,7 +725,7 @@ fn count_no_progress(
     let mut crossed = false;
     let mut pending_vetoes = 0;
     for &r in history.iter().rev() {
-        if r.tool != tool {
+        if !same(&r.tool, tool) {
             if terminal_only {
                 break;
             }
@@ -745,7 +781,7 @@ fn argument_churn(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> (u64,
     // (argument digest, outcome hash, count), in insertion order; one tool throughout.
     let mut outcomes: Vec<(&[u8; 32], ResultHash, u64)> = Vec::new();
     for r in history.iter().rev() {
-        if r.tool != tool {
+        if !same(&r.tool, tool) {
             break;
         }
         let Some(result) = r.result else {
@@ -787,7 +823,7 @@ struct PingPong {
 
 /// The release compares `argsHash`es, `tool:` and the digest: both parts.
 fn same_call(a: &Record, b: &Record) -> bool {
-    a.args == b.args && a.tool == b.tool
+    a.args == b.args && same(&a.tool, &b.tool)
 }
 
 fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
@@ -818,7 +854,7 @@ fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
         }
         tail += 1;
     }
-    if tail < 2 || *current != other.args || tool != other.tool.as_slice() {
+    if tail < 2 || *current != other.args || !same(tool, &other.tool) {
         return none;
     }
     let mut first_a: Option<ResultHash> = None;
