@@ -637,20 +637,29 @@ mod tests {
             "c.json5: error: global (tools.loopDetection; agents without an entry): loopguard.detectors.nearRepeat is ignored under profile openclaw-2026.9.6: the release has no such detector and the profile runs the release byte for byte; remove it, or choose profile strict or openclaw",
             "c.json5: warning: agent \"ops\" (agents.list[0]): agents.list[0].tools.loopDetection.warningThreshold is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 10)",
         ];
-        assert_eq!(shipped, want.iter().collect::<Vec<_>>(), "{:#?}", report.notes);
+        assert_eq!(
+            shipped,
+            want.iter().collect::<Vec<_>>(),
+            "{:#?}",
+            report.notes
+        );
         // The extra detector is an error: the check fails; with `strict`, the warnings too.
         assert!(report.failed());
         let strict = check_config("c.json5", text, None, true);
         assert!(strict
             .notes
             .iter()
-            .any(|n| n.starts_with("c.json5: error (strict): global") && n.contains("historySize is ignored")));
+            .any(|n| n.starts_with("c.json5: error (strict): global")
+                && n.contains("historySize is ignored")));
 
         // The same settings under the documented profile are read: nothing is reported.
         let documented = text.replace(r#"profile: "openclaw-2026.9.6""#, r#"profile: "openclaw""#);
         let report = check_config("c.json5", &documented, None, false);
         assert!(
-            !report.notes.iter().any(|n| n.contains("ignored under profile")),
+            !report
+                .notes
+                .iter()
+                .any(|n| n.contains("ignored under profile")),
             "{:#?}",
             report.notes
         );
@@ -661,7 +670,12 @@ mod tests {
             None,
             false,
         );
-        assert_eq!((report.errors, report.warnings), (0, 0), "{:#?}", report.notes);
+        assert_eq!(
+            (report.errors, report.warnings),
+            (0, 0),
+            "{:#?}",
+            report.notes
+        );
     }
 
     #[test]
