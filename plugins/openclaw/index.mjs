@@ -22,7 +22,7 @@
 // agents: { list: [...] }, store: "sqlite:/path" }. Without one, detection is enabled.
 // Nothing is imported from OpenClaw: the entry is the plain object definePluginEntry takes.
 import { Guard, StoreError } from 'loopguard';
-import { isStopped, markStopped, refuses, endsRun, notices, openclawShown } from 'loopguard/common';
+import { isStopped, markStopped, refuses, endsRun, notices, openclawShown, openclawProfileFor } from 'loopguard/common';
 
 // Every later call of a stopped run (a loop that survived a compaction, or a critical after the
 // run's one chance to recover) is refused with this.
@@ -30,23 +30,15 @@ const STOPPED = 'loopguard stopped this run: a tool-call loop went on after the 
 
 /** The profile of OpenClaw's own release 2026.9.6, its detector and tool wrapper byte for byte. */
 export const SHIPPED_PROFILE = 'openclaw-2026.9.6';
-/** The first OpenClaw release of that era. */
-const SHIPPED_SINCE = [2026, 9, 6];
-
 /**
  * The profile of the OpenClaw release `version` (OpenClaw's calendar versions, `2026.9.6`,
  * `2026.10.1-beta.2`): `openclaw-2026.9.6` for that release and later ones (no later era is
  * known), `openclaw` (the documented `tools.loopDetection`) for older ones, and null for a
- * version that is not one.
+ * version that is not one. The engine decides (`openclawProfileFor`), as replay does for the
+ * release a session records.
  */
 export function profileForHost(version) {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(String(version ?? '').trim());
-  if (!m) return null;
-  const v = m.slice(1, 4).map(Number);
-  for (let i = 0; i < 3; i++) {
-    if (v[i] !== SHIPPED_SINCE[i]) return v[i] > SHIPPED_SINCE[i] ? SHIPPED_PROFILE : 'openclaw';
-  }
-  return SHIPPED_PROFILE;
+  return openclawProfileFor(typeof version === 'string' ? version : undefined);
 }
 
 /**

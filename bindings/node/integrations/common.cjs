@@ -106,6 +106,17 @@ function openclawShown(decision) {
   return shown ?? undefined;
 }
 
+/**
+ * The profile of the OpenClaw release `version` (`2026.9.6`, `2026.10.1-beta.2`):
+ * `openclaw-2026.9.6` for that release and later ones, `openclaw` for older ones, null when
+ * `version` is not a release version (loopguard_core::DetectorProfile::for_openclaw_release).
+ */
+function openclawProfileFor(version) {
+  if (typeof version !== 'string') return null;
+  addon ??= require('../lib/native.cjs');
+  return addon.openclawProfileForRelease(version) ?? null;
+}
+
 /** The value as the model receives it: its JSON (undefined properties left out). */
 function modelView(value) {
   const text = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -194,6 +205,7 @@ module.exports = {
   notices,
   withWarning,
   openclawShown,
+  openclawProfileFor,
   modelView,
   checkContext,
 };

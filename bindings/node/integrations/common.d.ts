@@ -50,6 +50,8 @@ export declare function withWarning(result: unknown, message: string): unknown;
  * `abort` ending the run), or the note appended to the tool result after an emitted warning.
  */
 export declare function openclawShown(decision: AnyDecision): string | undefined;
+/** The profile of the OpenClaw release `version`: `openclaw-2026.9.6` for it and later ones, `openclaw` for older ones, null for no version. */
+export declare function openclawProfileFor(version: unknown): 'openclaw' | 'openclaw-2026.9.6' | null;
 /** The value as the model receives it: its JSON. */
 export declare function modelView(value: unknown): unknown;
 /** Throws a TypeError naming `who` unless `ctx` holds a guard (and a string session, if any). */

@@ -12,6 +12,7 @@ export const {
   notices,
   withWarning,
   openclawShown,
+  openclawProfileFor,
   modelView,
   checkContext,
 } = m;

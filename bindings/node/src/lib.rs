@@ -524,6 +524,16 @@ pub fn effect_of_record(decision: String, emitted: Option<bool>) -> Option<&'sta
     Effect::of_record(&decision, emitted).map(Effect::as_str)
 }
 
+/// The profile of the OpenClaw release `version` ([`DetectorProfile::for_openclaw_release`]):
+/// `openclaw-2026.9.6` for 2026.9.6 and later, `openclaw` for older releases, `null` when
+/// `version` is not a release version.
+///
+/// [`DetectorProfile::for_openclaw_release`]: loopguard_core::DetectorProfile::for_openclaw_release
+#[napi(js_name = "openclawProfileForRelease")]
+pub fn openclaw_profile_for_release(version: String) -> Option<&'static str> {
+    loopguard_core::DetectorProfile::for_openclaw_release(&version).map(|p| p.as_str())
+}
+
 /// What the `openclaw` release 2026.9.6 shows the model for a call's decision record
 /// (`type`, `decision`, `message`, `count`, `emitted`) under the `openclaw-2026.9.6` profile:
 /// the tool result given instead of a call a critical vetoed (`block`, or `abort` when it
