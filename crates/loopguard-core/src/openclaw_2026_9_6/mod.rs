@@ -13,6 +13,8 @@
 mod config;
 mod hash;
 
+use std::sync::Arc;
+
 use crate::history::normalize_run;
 use crate::outcome::{Outcome, ResultHash};
 use crate::value::{utf16_cmp, Value};
@@ -110,11 +112,14 @@ pub fn critical_result(message: &str, ends_run: bool) -> String {
 /// One history record (the release's `ToolCallRecord`).
 #[derive(Clone, Debug)]
 struct Record {
-    tool: Vec<u8>,
+    /// Shared with the records before it that name the same tool (see
+    /// [`ShippedSession::tool_name`]).
+    tool: Arc<[u8]>,
     /// The argument digest (`argsHash` is `tool:` and its hex).
     args: [u8; 32],
     call_id: Option<Vec<u8>>,
-    run: Option<Vec<u8>>,
+    /// Shared with the run's state (see [`ShippedSession::run_state`]).
+    run: Option<Arc<[u8]>>,
     result: Option<ResultHash>,
     kind: OutcomeKind,
     failure_identity: Option<[u8; 32]>,
@@ -256,14 +261,17 @@ impl ShippedOutcomeDecision {
 pub struct ShippedSession {
     history: Vec<Record>,
     buckets: WarningBuckets,
-    runs: Vec<(Option<Vec<u8>>, RunState)>,
+    runs: Vec<(Option<Arc<[u8]>>, RunState)>,
 }
 
 /// Byte equality written as a loop: the names compared on every record of every call are
-/// short, and a call into `memcmp` for each cost more than the comparison.
+/// short, and a call into `memcmp` for each cost more than the comparison. Records share
+/// their tool and run names ([`ShippedSession::tool_name`], [`ShippedSession::run_state`]),
+/// so the same pointer settles most comparisons.
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+    a.len() == b.len()
+        && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a.iter().zip(b).all(|(x, y)| x == y))
 }
 
 /// [`same`] for optional names (a run).
@@ -274,10 +282,6 @@ fn same_opt(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
         (None, None) => true,
         _ => false,
     }
-}
-
-fn run_key(run: Option<&[u8]>) -> Option<Vec<u8>> {
-    normalize_run(run).map(<[u8]>::to_vec)
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -293,12 +297,14 @@ impl ShippedSession {
     /// The state of `run`, created on first use; the most recently used run is last, and
     /// beyond [`MAX_RUNS`] runs the least recently used is forgotten (a run that comes back
     /// starts afresh, as a new one does).
-    fn run_state(&mut self, enabled: Enabled, run: &Option<Vec<u8>>) -> &mut RunState {
+    /// Returns its index in `runs` (the last), whose key the records of the run share, so a
+    /// call allocates no run name.
+    fn run_state(&mut self, enabled: Enabled, run: Option<&[u8]>) -> usize {
         let last = self.runs.len().wrapping_sub(1);
         let i = match self
             .runs
             .iter()
-            .rposition(|(k, _)| same_opt(k.as_deref(), run.as_deref()))
+            .rposition(|(k, _)| same_opt(k.as_deref(), run))
         {
             Some(i) if i == last => i,
             Some(i) => {
@@ -311,7 +317,7 @@ impl ShippedSession {
                     self.runs.remove(0);
                 }
                 self.runs.push((
-                    run.clone(),
+                    run.map(Arc::from),
                     RunState {
                         guard_enabled: enabled != Enabled::False,
                         ..Default::default()
@@ -320,7 +326,21 @@ impl ShippedSession {
                 self.runs.len() - 1
             }
         };
+        i
+    }
+
+    /// The state of the run at `i` ([`ShippedSession::run_state`]).
+    fn state_at(&mut self, i: usize) -> &mut RunState {
         &mut self.runs[i].1
+    }
+
+    /// The tool name a new record holds: the latest record's when it names the same tool
+    /// (a loop repeats its tool), so most calls allocate no name.
+    fn tool_name(&self, tool: &[u8]) -> Arc<[u8]> {
+        match self.history.last() {
+            Some(r) if same(&r.tool, tool) => Arc::clone(&r.tool),
+            _ => Arc::from(tool),
+        }
     }
 
     fn push(&mut self, record: Record) {
@@ -358,8 +378,8 @@ impl ShippedSession {
     ) -> ShippedCall {
         let tool = normalize_tool_name(tool);
         let digest = hash::args_digest(args);
-        let run = run_key(run);
-        self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let run = self.runs[ri].0.clone();
         if enabled != Enabled::True {
             return ShippedCall {
                 tool,
@@ -367,7 +387,10 @@ impl ShippedSession {
                 verdict: ShippedVerdict::Allow,
             };
         }
-        let detection = self.detect(&tool, args, &digest, run.as_deref());
+        // The record's name, shared with the records before it: comparing it with theirs
+        // mostly finds the same pointer.
+        let name = self.tool_name(&tool);
+        let detection = self.detect(&name, args, &digest, run.as_deref());
         let call_id = call_id.filter(|c| !c.is_empty()).map(<[u8]>::to_vec);
         let prefixed = |key: &str| match &run {
             Some(r) => format!("{}:{key}", lossy(r)),
@@ -375,11 +398,11 @@ impl ShippedSession {
         };
         let verdict = match detection {
             Some(d) if d.critical => {
-                let state = self.run_state(enabled, &run);
+                let state = self.state_at(ri);
                 let ends_run = state.critical_seen;
                 state.critical_seen = true;
                 self.push(Record {
-                    tool: tool.clone(),
+                    tool: Arc::clone(&name),
                     args: digest,
                     call_id,
                     run: run.clone(),
@@ -417,7 +440,7 @@ impl ShippedSession {
                     None => ShippedVerdict::Allow,
                 };
                 self.push(Record {
-                    tool: tool.clone(),
+                    tool: name,
                     args: digest,
                     call_id,
                     run,
@@ -452,8 +475,8 @@ impl ShippedSession {
     ) -> ShippedOutcomeDecision {
         let tool = normalize_tool_name(tool);
         let digest = hash::args_digest(args);
-        let run = run_key(run);
-        self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let run = self.runs[ri].0.clone();
         let call_id = call_id.filter(|c| !c.is_empty());
         let hashed = hash::hash_outcome(&tool, args, outcome, channels);
         if hashed.result.is_none() && hashed.kind == OutcomeKind::None {
@@ -481,7 +504,7 @@ impl ShippedSession {
                 r.unknown_tool = hashed.unknown_tool.clone();
             }
             None => self.push(Record {
-                tool: tool.clone(),
+                tool: self.tool_name(&tool),
                 args: digest,
                 call_id: call_id.map(<[u8]>::to_vec),
                 run: run.clone(),
@@ -494,7 +517,7 @@ impl ShippedSession {
         }
         let mut abort = None;
         if let Some(result) = hashed.result {
-            let state = self.run_state(enabled, &run);
+            let state = self.state_at(ri);
             if state.guard_enabled && state.remaining > 0 {
                 state.remaining -= 1;
                 state.window.push((tool.clone(), digest, result));
@@ -527,8 +550,8 @@ impl ShippedSession {
     /// A compaction of the run: arms its post-compaction guard; `false` when the guard is
     /// off (`enabled: false` when the run was first seen).
     pub fn on_compaction(&mut self, enabled: Enabled, run: Option<&[u8]>) -> bool {
-        let run = run_key(run);
-        let state = self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let state = self.state_at(ri);
         state.remaining = WINDOW_SIZE;
         state.window.clear();
         state.guard_enabled
@@ -662,7 +685,7 @@ impl ShippedSession {
         }
         let recent = history
             .iter()
-            .filter(|r| same(&r.tool, tool) && r.args == *current)
+            .filter(|r| r.args == *current && same(&r.tool, tool))
             .count() as u64;
         if !known_poll && recent >= WARNING_THRESHOLD {
             return Some(d(
@@ -725,13 +748,14 @@ fn count_no_progress(
     let mut crossed = false;
     let mut pending_vetoes = 0;
     for &r in history.iter().rev() {
+        // The digests first: they differ on most records and compare without a loop.
+        if !terminal_only && r.args != *args {
+            continue;
+        }
         if !same(&r.tool, tool) {
             if terminal_only {
                 break;
             }
-            continue;
-        }
-        if !terminal_only && r.args != *args {
             continue;
         }
         if r.kind == OutcomeKind::Veto {
@@ -888,7 +912,7 @@ fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
     PingPong {
         count: tail as u64 + 1,
         paired_tool: Some(lossy(&last.tool)),
-        paired_signature: Some((last.tool.clone(), last.args)),
+        paired_signature: Some((last.tool.to_vec(), last.args)),
         no_progress,
     }
 }
@@ -1062,10 +1086,10 @@ impl ShippedSession {
                 Some(_) => return Err((p, "a hex digest")),
             };
             s.history.push(Record {
-                tool: bytes(tool, &p)?,
+                tool: bytes(tool, &p)?.into(),
                 args: hex32(&text(bytes(args, &p)?, &p)?, &p)?,
                 call_id: opt(call_id, &p)?,
-                run: opt(run, &p)?,
+                run: opt(run, &p)?.map(Arc::from),
                 result: match opt(result, &p)? {
                     Some(r) => Some(result_hash(&text(r, &p)?, &p)?),
                     None => None,
@@ -1112,7 +1136,7 @@ impl ShippedSession {
                 ));
             }
             s.runs.push((
-                opt(run, &p)?,
+                opt(run, &p)?.map(Arc::from),
                 RunState {
                     critical_seen: critical_seen.as_bool().ok_or((p.clone(), "a boolean"))?,
                     guard_enabled: guard_enabled.as_bool().ok_or((p.clone(), "a boolean"))?,
