@@ -89,6 +89,38 @@ function notices(decision) {
   return decision?.effect === 'notice';
 }
 
+let addon;
+
+/**
+ * What the `openclaw` release 2026.9.6 shows the model for a call's decision taken under the
+ * `openclaw-2026.9.6` profile: the tool result given instead of a vetoed call (a `block`, or an
+ * `abort` that ends the run), or the note appended to the tool result after an emitted warning;
+ * undefined for any other decision. The texts are the engine's (loopguard_core::openclaw_2026_9_6).
+ */
+function openclawShown(decision) {
+  if (!decision || typeof decision !== 'object' || typeof decision.action !== 'string') return undefined;
+  addon ??= require('../lib/native.cjs');
+  const shown = addon.openclaw20260906Shown(
+    String(decision.type ?? ''),
+    decision.action,
+    String(decision.message ?? ''),
+    Number(decision.count ?? 0),
+    decision.emitted === true,
+  );
+  return shown ?? undefined;
+}
+
+/**
+ * The profile of the OpenClaw release `version` (`2026.9.6`, `2026.10.1-beta.2`):
+ * `openclaw-2026.9.6` for that release and later ones, `openclaw` for older ones, null when
+ * `version` is not a release version (loopguard_core::DetectorProfile::for_openclaw_release).
+ */
+function openclawProfileFor(version) {
+  if (typeof version !== 'string') return null;
+  addon ??= require('../lib/native.cjs');
+  return addon.openclawProfileForRelease(version) ?? null;
+}
+
 /** The value as the model receives it: its JSON (undefined properties left out). */
 function modelView(value) {
   const text = JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -190,6 +222,8 @@ module.exports = {
   endsRun,
   notices,
   withWarning,
+  openclawShown,
+  openclawProfileFor,
   modelView,
   checkContext,
 };

@@ -1,7 +1,7 @@
 // `loopguard/common`: what the integrations and the agent plugins share (integrations/common.cjs).
 import type { CallDecision, CallOptions, Guard, OutcomeDecision, RemoteGuard } from '../index';
 
-type AnyDecision = { effect: string; message?: string } | null | undefined;
+type AnyDecision = { effect: string; action?: string; type?: string; message?: string; count?: number; emitted?: boolean } | null | undefined;
 
 /** Where the checks go: the guard, the session ("default" when absent), the run and agent. */
 export interface Context {
@@ -44,6 +44,14 @@ export declare function endsRun(decision: AnyDecision): boolean;
 export declare function notices(decision: AnyDecision): boolean;
 /** `result` with a warning the model should see (appended to a string, a `loopguard` field otherwise). */
 export declare function withWarning(result: unknown, message: string): unknown;
+/**
+ * What the `openclaw` release 2026.9.6 shows the model for a call's decision under the
+ * `openclaw-2026.9.6` profile: the tool result given instead of a vetoed call (`block`, or
+ * `abort` ending the run), or the note appended to the tool result after an emitted warning.
+ */
+export declare function openclawShown(decision: AnyDecision): string | undefined;
+/** The profile of the OpenClaw release `version`: `openclaw-2026.9.6` for it and later ones, `openclaw` for older ones, null for no version. */
+export declare function openclawProfileFor(version: unknown): 'openclaw' | 'openclaw-2026.9.6' | null;
 /** The value as the model receives it: its JSON. */
 export declare function modelView(value: unknown): unknown;
 /** Throws a TypeError naming `who` unless `ctx` holds a guard (and a string session, if any). */

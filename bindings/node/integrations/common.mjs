@@ -11,6 +11,8 @@ export const {
   endsRun,
   notices,
   withWarning,
+  openclawShown,
+  openclawProfileFor,
   modelView,
   checkContext,
 } = m;

@@ -552,6 +552,41 @@ pub fn effect_of_record(decision: String, emitted: Option<bool>) -> Option<&'sta
     Effect::of_record(&decision, emitted).map(Effect::as_str)
 }
 
+/// The profile of the OpenClaw release `version` ([`DetectorProfile::for_openclaw_release`]):
+/// `openclaw-2026.9.6` for 2026.9.6 and later, `openclaw` for older releases, `null` when
+/// `version` is not a release version.
+///
+/// [`DetectorProfile::for_openclaw_release`]: loopguard_core::DetectorProfile::for_openclaw_release
+#[napi(js_name = "openclawProfileForRelease")]
+pub fn openclaw_profile_for_release(version: String) -> Option<&'static str> {
+    loopguard_core::DetectorProfile::for_openclaw_release(&version).map(|p| p.as_str())
+}
+
+/// What the `openclaw` release 2026.9.6 shows the model for a call's decision record
+/// (`type`, `decision`, `message`, `count`, `emitted`) under the `openclaw-2026.9.6` profile:
+/// the tool result given instead of a call a critical vetoed (`block`, or `abort` when it
+/// ends the run), or the note appended to the tool result after an emitted warning; `null`
+/// for anything else (an outcome's decisions, a warning in a bucket already shown).
+#[napi(js_name = "openclaw20260906Shown")]
+pub fn openclaw_2026_9_6_shown(
+    kind: String,
+    decision: String,
+    message: String,
+    count: f64,
+    emitted: bool,
+) -> Option<String> {
+    use loopguard_core::openclaw_2026_9_6::{critical_result, warning_note};
+    if kind != "call" {
+        return None;
+    }
+    match decision.as_str() {
+        "block" => Some(critical_result(&message, false)),
+        "abort" => Some(critical_result(&message, true)),
+        "warn" if emitted && count.is_finite() && count >= 0.0 => Some(warning_note(count as u64)),
+        _ => None,
+    }
+}
+
 /// The short answer of [`NativeGuard::decide`] for the two decisions nearly every event gets,
 /// when the record holds nothing JavaScript does not already know but the digests (no tool
 /// renamed by a profile, no finding):

@@ -5,14 +5,20 @@
 // and the compaction path. openclaw-e2e.test.mjs loads the plugin in the real OpenClaw.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import plugin from './openclaw-plugin/index.mjs';
+import plugin, { configFor, profileForHost, withoutNote } from './openclaw-plugin/index.mjs';
 import { recordingLogger } from './helpers.mjs';
 
-function load(pluginConfig) {
+function load(pluginConfig, version) {
   const hooks = {};
+  const middleware = [];
   const logger = recordingLogger();
-  plugin.register({ pluginConfig, logger, on: (name, fn) => (hooks[name] = fn) });
-  return { hooks, logger };
+  const api = { pluginConfig, logger, on: (name, fn) => (hooks[name] = fn) };
+  if (version !== undefined) {
+    api.runtime = { version };
+    api.registerAgentToolResultMiddleware = (fn, opts) => middleware.push({ fn, opts });
+  }
+  plugin.register(api);
+  return { hooks, logger, middleware };
 }
 
 async function drive(hooks, { calls, session = 's', agentId, runId }) {
@@ -82,4 +88,72 @@ test("loopguard's strict profile through the plugin config: identical failures b
   }
   assert.equal(runs, 6);
   assert.match(blocked, /^CRITICAL: exec failed the same way 6 times in a row/);
+});
+
+test("the host's era: 2026.9.6 and later get openclaw-2026.9.6, older hosts and unknown versions the documented profile", () => {
+  assert.equal(profileForHost('2026.9.6'), 'openclaw-2026.9.6');
+  assert.equal(profileForHost('2026.9.7-beta.1'), 'openclaw-2026.9.6');
+  assert.equal(profileForHost('2026.10.1'), 'openclaw-2026.9.6');
+  assert.equal(profileForHost('2027.1.1'), 'openclaw-2026.9.6');
+  assert.equal(profileForHost('2026.9.5'), 'openclaw');
+  assert.equal(profileForHost('2026.8.30'), 'openclaw');
+  assert.equal(profileForHost('2025.12.1'), 'openclaw');
+  assert.equal(profileForHost(undefined), null);
+  assert.equal(profileForHost('dev'), null);
+  // The config's own profile wins over the host's era; the shipped era is switched on.
+  assert.equal(configFor({ loopguard: { profile: 'strict' } }, '2026.9.6').profile, 'strict');
+  const shipped = configFor({ store: 'memory' }, '2026.9.6');
+  assert.deepEqual(shipped.config, { tools: { loopDetection: { enabled: true } }, loopguard: { profile: 'openclaw-2026.9.6' } });
+  assert.equal(configFor({ tools: { loopDetection: { enabled: false } } }, '2026.9.6').config.tools.loopDetection.enabled, false);
+  assert.deepEqual(configFor(undefined, '2026.9.1'), {
+    config: { tools: { loopDetection: { enabled: true } } },
+    store: 'memory',
+    profile: 'openclaw',
+    why: 'the era of OpenClaw 2026.9.1',
+  });
+  assert.deepEqual(configFor({ loopguard: { profile: 'strict' } }, '2026.9.6').config, {
+    loopguard: { profile: 'strict' },
+    tools: { loopDetection: { enabled: true } },
+  });
+  assert.equal(configFor(undefined, undefined).profile, 'openclaw');
+});
+
+test('under the 2026.9.6 era: the note at 11 goes through the tool-result middleware, the release texts at 21 and 22, then the run is refused', async () => {
+  const { hooks, middleware, logger } = load(undefined, '2026.9.6');
+  assert.equal(middleware.length, 1);
+  assert.deepEqual(middleware[0].opts, { runtimes: ['openclaw'] });
+  const ctx = { sessionKey: 'era', agentId: 'main' };
+  const seen = [];
+  let runs = 0;
+  for (let i = 1; i <= 24; i++) {
+    const event = { toolName: 'read', params: { path: '/same.txt' }, toolCallId: `e${i}`, runId: 'r' };
+    const answer = await hooks.before_tool_call(event, ctx);
+    if (answer?.block) {
+      seen.push(answer.blockReason);
+      continue;
+    }
+    runs += 1;
+    const raw = { content: [{ type: 'text', text: 'same' }], details: {} };
+    // OpenClaw runs the middleware on the result first, then after_tool_call with what it made.
+    const changed = await middleware[0].fn({ toolCallId: event.toolCallId, toolName: 'read', args: event.params, result: raw }, { runtime: 'openclaw', sessionKey: 'era', runId: 'r' });
+    const result = changed?.result ?? raw;
+    seen.push(result.content.map((c) => c.text).join('\n'));
+    await hooks.after_tool_call({ ...event, result, durationMs: 1 }, ctx);
+  }
+  assert.equal(runs, 20);
+  assert.equal(seen[9], 'same');
+  assert.equal(seen[10], 'same\n[System note: Tool-loop warning after 10 repeated calls. Change your approach or stop if you are not making progress.]');
+  assert.equal(seen[11], 'same', 'one note per bucket of ten');
+  assert.match(seen[20], /^CRITICAL: Called read with identical outcomes 20 times\. .*\n\nDo not repeat this exact tool action\./s);
+  assert.match(seen[21], /^CRITICAL: Called read with identical outcomes 21 times\. .*\n\nCritical tool-loop recovery failed .* This run is stopping now\.$/s);
+  assert.match(seen[22], /^loopguard stopped this run/);
+  assert.ok(logger.lines.some((l) => /WARNING: You have called read 10 times/.test(l)));
+});
+
+test('the note the plugin appended is taken off before the outcome is recorded', () => {
+  const note = '[System note: x]';
+  const result = { content: [{ type: 'text', text: 'a' }, { type: 'text', text: note }], details: { ok: true } };
+  assert.deepEqual(withoutNote(result, note), { content: [{ type: 'text', text: 'a' }], details: { ok: true } });
+  assert.equal(withoutNote(result, undefined), result);
+  assert.equal(withoutNote({ content: [{ type: 'text', text: 'a' }] }, note).content.length, 1);
 });

@@ -248,6 +248,30 @@ pub fn session_name(base: &str, id: &SessionId, sessions: usize) -> String {
     }
 }
 
+/// The OpenClaw release that wrote the database, as it records it: `app_version` of its
+/// `schema_meta` table (OpenClaw 2026.9.6 writes `2026.9.6` there; the transcript rows
+/// themselves name no release). `None` when the table, the column or a value is missing, or
+/// the file cannot be read as a database (reading the transcripts says why).
+///
+/// ```no_run
+/// use loopguard_adapters::openclaw_sqlite::recorded_release;
+/// let path = std::path::Path::new("openclaw-agent.sqlite");
+/// if let Some(version) = recorded_release(path) {
+///     println!("written by OpenClaw {version}");
+/// }
+/// ```
+pub fn recorded_release(path: &Path) -> Option<String> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).ok()?;
+    // The newest row that says (one per store role; the primary one in practice).
+    conn.query_row(
+        "SELECT app_version FROM schema_meta WHERE typeof(app_version) = 'text' AND app_version <> '' ORDER BY updated_at DESC LIMIT 1",
+        [],
+        |row| row.get::<_, String>(0),
+    )
+    .ok()
+}
+
 /// Opens the database read-only and checks that it holds `transcript_events` with the
 /// columns needed. Returns the connection and whether `created_at` is there.
 fn open(path: &Path) -> Result<(Connection, bool), SqliteError> {

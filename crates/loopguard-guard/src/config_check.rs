@@ -160,6 +160,22 @@ pub fn check_config(name: &str, text: &str, agent: Option<&str>, strict: bool) -
                 notes.push(format!("{name}: warning: {title}: {note}"));
             }
         }
+        for (severity, note) in shipped_ignored(cfg, agent) {
+            match severity {
+                Severity::Error => {
+                    errors += 1;
+                    notes.push(format!("{name}: error: {title}: {note}"));
+                }
+                Severity::Warning if strict => {
+                    errors += 1;
+                    notes.push(format!("{name}: error (strict): {title}: {note}"));
+                }
+                Severity::Warning => {
+                    warnings += 1;
+                    notes.push(format!("{name}: warning: {title}: {note}"));
+                }
+            }
+        }
     };
     match agent {
         Some(id) => {
@@ -197,6 +213,132 @@ pub fn check_config(name: &str, text: &str, agent: Option<&str>, strict: bool) -
         errors,
         warnings,
     }
+}
+
+const SHIPPED: &str = "openclaw-2026.9.6";
+
+/// The `tools.loopDetection` settings the `openclaw-2026.9.6` profile does not read (the
+/// release reads `enabled` alone), each with its JSON path under the block and what the
+/// release does instead.
+fn shipped_fixed(c: &LoopDetectionConfig) -> Vec<(&'static str, String)> {
+    use loopguard_core::openclaw_2026_9_6 as r;
+    let mut out = Vec::new();
+    let mut num = |set: Option<f64>, key: &'static str, fixed: String| {
+        if set.is_some() {
+            out.push((key, format!("it uses {fixed}")));
+        }
+    };
+    num(c.history_size, "historySize", r::HISTORY_SIZE.to_string());
+    num(
+        c.warning_threshold,
+        "warningThreshold",
+        r::WARNING_THRESHOLD.to_string(),
+    );
+    num(
+        c.critical_threshold,
+        "criticalThreshold",
+        r::CRITICAL_THRESHOLD.to_string(),
+    );
+    num(
+        c.global_circuit_breaker_threshold,
+        "globalCircuitBreakerThreshold",
+        r::GLOBAL_CIRCUIT_BREAKER_THRESHOLD.to_string(),
+    );
+    num(
+        c.unknown_tool_threshold,
+        "unknownToolThreshold",
+        r::UNKNOWN_TOOL_THRESHOLD.to_string(),
+    );
+    num(
+        c.post_compaction_guard.as_ref().and_then(|p| p.window_size),
+        "postCompactionGuard.windowSize",
+        r::WINDOW_SIZE.to_string(),
+    );
+    if let Some(d) = &c.detectors {
+        for (set, key) in [
+            (d.generic_repeat, "detectors.genericRepeat"),
+            (d.known_poll_no_progress, "detectors.knownPollNoProgress"),
+            (d.ping_pong, "detectors.pingPong"),
+        ] {
+            if set.is_some() {
+                out.push((key, "it runs every detector".to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The entries of `loopguard.detectors` that are set in `l`, by key.
+fn extra_detectors_set(l: &loopguard_core::LoopguardConfig) -> Vec<&'static str> {
+    let fields = [
+        &l.identical_failure_streak,
+        &l.identical_outcome_streak,
+        &l.error_despite_changing_args,
+        &l.argument_churn,
+        &l.loop_across_compactions,
+        &l.second_critical_abort,
+        &l.near_repeat,
+        &l.no_progress_cycle,
+        &l.changing_error_same_call,
+    ];
+    loopguard_core::EXTRA_DETECTOR_KEYS
+        .iter()
+        .zip(fields)
+        .filter(|(_, f)| f.is_some())
+        .map(|(k, _)| *k)
+        .collect()
+}
+
+/// What the `openclaw-2026.9.6` profile silently ignores in the config of the global block
+/// (`agent` `None`) or of one `agents.list` entry, when that scope runs the profile:
+///
+/// - `tools.loopDetection` settings other than `enabled` (the release fixes them): warnings,
+///   since OpenClaw 2026.9.6 accepts and ignores the same keys, so a config shared with
+///   that host may carry them on purpose;
+/// - `loopguard.detectors` entries: errors, since they are loopguard's own keys, which only
+///   ask for detectors the release does not have, and the profile runs the release byte for
+///   byte: the config asks for protection it does not get.
+///
+/// An agent's scope reports its own entry's keys (the global block's are reported with the
+/// global scope, and under another profile they apply to other agents).
+fn shipped_ignored(cfg: &OpenClawConfig, agent: Option<&str>) -> Vec<(Severity, String)> {
+    if cfg.policy_for(agent).extra.profile != loopguard_core::DetectorProfile::OpenClaw2026_9_6 {
+        return Vec::new();
+    }
+    let (block, extension, prefix) = match agent {
+        None => (
+            cfg.loop_detection.as_ref(),
+            cfg.loopguard.as_ref(),
+            String::new(),
+        ),
+        Some(id) => {
+            let Some(i) = cfg.agents.iter().position(|a| {
+                loopguard_core::normalize_agent_id(&a.id) == loopguard_core::normalize_agent_id(id)
+            }) else {
+                return Vec::new();
+            };
+            let a = &cfg.agents[i];
+            (
+                a.loop_detection.as_ref(),
+                a.loopguard.as_ref(),
+                format!("agents.list[{i}]."),
+            )
+        }
+    };
+    let mut out = Vec::new();
+    for (key, fixed) in block.map(shipped_fixed).unwrap_or_default() {
+        out.push((
+            Severity::Warning,
+            format!("{prefix}tools.loopDetection.{key} is ignored under profile {SHIPPED}: the release reads only enabled ({fixed})"),
+        ));
+    }
+    for key in extension.map(extra_detectors_set).unwrap_or_default() {
+        out.push((
+            Severity::Error,
+            format!("{prefix}loopguard.detectors.{key} is ignored under profile {SHIPPED}: the release has no such detector and the profile runs the release byte for byte; remove it, or choose profile strict or openclaw"),
+        ));
+    }
+    out
 }
 
 /// Where a field's value came from.
@@ -527,5 +669,95 @@ mod tests {
         let e = run.result.unwrap_err().to_string();
         assert!(e.starts_with("c.json5: "), "{e}");
         assert!(!e.contains("loopguard config check"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_profile_reports_the_settings_it_ignores() {
+        let text = r#"{
+          tools: { loopDetection: { enabled: true, historySize: 50, criticalThreshold: 25,
+            detectors: { pingPong: false }, postCompactionGuard: { windowSize: 5 } } },
+          loopguard: { profile: "openclaw-2026.9.6", detectors: { nearRepeat: true } },
+          agents: { list: [
+            { id: "ops", tools: { loopDetection: { enabled: false, warningThreshold: 3 } } },
+            { id: "doc", tools: { loopDetection: { enabled: true } } },
+          ] },
+        }"#;
+        let report = check_config("c.json5", text, None, false);
+        let shipped: Vec<&String> = report
+            .notes
+            .iter()
+            .filter(|n| n.contains("ignored under profile openclaw-2026.9.6"))
+            .collect();
+        let want = [
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.historySize is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 30)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.criticalThreshold is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 20)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.postCompactionGuard.windowSize is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 3)",
+            "c.json5: warning: global (tools.loopDetection; agents without an entry): tools.loopDetection.detectors.pingPong is ignored under profile openclaw-2026.9.6: the release reads only enabled (it runs every detector)",
+            "c.json5: error: global (tools.loopDetection; agents without an entry): loopguard.detectors.nearRepeat is ignored under profile openclaw-2026.9.6: the release has no such detector and the profile runs the release byte for byte; remove it, or choose profile strict or openclaw",
+            "c.json5: warning: agent \"ops\" (agents.list[0]): agents.list[0].tools.loopDetection.warningThreshold is ignored under profile openclaw-2026.9.6: the release reads only enabled (it uses 10)",
+        ];
+        assert_eq!(
+            shipped,
+            want.iter().collect::<Vec<_>>(),
+            "{:#?}",
+            report.notes
+        );
+        // The extra detector is an error: the check fails; with `strict`, the warnings too.
+        assert!(report.failed());
+        let strict = check_config("c.json5", text, None, true);
+        assert!(strict
+            .notes
+            .iter()
+            .any(|n| n.starts_with("c.json5: error (strict): global")
+                && n.contains("historySize is ignored")));
+
+        // The same settings under the documented profile are read: nothing is reported.
+        let documented = text.replace(r#"profile: "openclaw-2026.9.6""#, r#"profile: "openclaw""#);
+        let report = check_config("c.json5", &documented, None, false);
+        assert!(
+            !report
+                .notes
+                .iter()
+                .any(|n| n.contains("ignored under profile")),
+            "{:#?}",
+            report.notes
+        );
+        // Only `enabled` set: nothing to report.
+        let report = check_config(
+            "c.json5",
+            r#"{ tools: { loopDetection: { enabled: true } }, loopguard: { profile: "openclaw-2026.9.6" } }"#,
+            None,
+            false,
+        );
+        assert_eq!(
+            (report.errors, report.warnings),
+            (0, 0),
+            "{:#?}",
+            report.notes
+        );
+    }
+
+    #[test]
+    fn an_agent_on_the_shipped_profile_reports_its_own_entry_only() {
+        let text = r#"{
+          tools: { loopDetection: { enabled: true, criticalThreshold: 25 } },
+          agents: { list: [ { id: "ops", tools: { loopDetection: { historySize: 40 } },
+            loopguard: { profile: "openclaw-2026.9.6", detectors: { identicalFailureStreak: { warnAt: 2 } } } } ] },
+        }"#;
+        let report = check_config("c.json5", text, Some("ops"), false);
+        let shipped: Vec<&String> = report
+            .notes
+            .iter()
+            .filter(|n| n.contains("ignored under profile"))
+            .collect();
+        assert_eq!(shipped.len(), 2, "{:#?}", report.notes);
+        assert!(shipped[0].contains("warning: agent \"ops\" (agents.list[0]): agents.list[0].tools.loopDetection.historySize is ignored"));
+        assert!(shipped[1].contains("error: agent \"ops\" (agents.list[0]): agents.list[0].loopguard.detectors.identicalFailureStreak is ignored"));
+        // The global block runs the documented profile: its criticalThreshold is read there.
+        let global = check_config("c.json5", text, None, false);
+        assert!(!global
+            .notes
+            .iter()
+            .any(|n| n.contains("global") && n.contains("ignored under profile")));
     }
 }

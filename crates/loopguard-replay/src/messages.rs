@@ -9,7 +9,7 @@ use std::path::Path;
 use loopguard_adapters::{Diagnostic, Format};
 use loopguard_core::Mode;
 
-use crate::plan::{Chosen, Plan, PlanNote};
+use crate::plan::{Chosen, Plan, PlanNote, Source};
 use crate::run::{Notice, RunReport};
 
 /// `DISPLAY: reading as FORMAT (WHAT IT IS)`: the format recognised from an input's content.
@@ -111,6 +111,24 @@ impl RunReport {
     }
 }
 
+/// Which profile an OpenClaw session replays with, and why: the release it records, or
+/// none recorded (OpenClaw's JSONL sessions never record one; its SQLite store does).
+fn openclaw_profile_line(source: &Source, release: Option<&str>) -> String {
+    let d = &source.display;
+    match (release, source.openclaw_profile()) {
+        (Some(r), Some(p)) => format!(
+            "{d}: written by OpenClaw {r}: replayed with the profile of that release, {}",
+            p.as_str()
+        ),
+        (Some(r), None) => format!(
+            "{d}: written by OpenClaw {r:?}, not a release version: replayed with the documented profile, openclaw (--profile openclaw-2026.9.6 for a session of that release)"
+        ),
+        (None, _) => format!(
+            "{d}: the session names no OpenClaw release: replayed with the documented profile, openclaw (--profile openclaw-2026.9.6 for a session of that release)"
+        ),
+    }
+}
+
 /// The lines a replay's [`Notice`]s give, in order: an input's detected format, its skipped
 /// lines (the first [`SHOWN_SKIPPED_LINES`] of each input, then how many more), its notes,
 /// its calls without results and results without calls, and why it failed.
@@ -128,6 +146,9 @@ impl NoticeLines {
             Notice::Start(source) => {
                 if source.chosen == Chosen::Detected && source.format != Format::Events {
                     out.push(reading_as(&source.display, source.format));
+                }
+                if let Some(release) = &source.openclaw_release {
+                    out.push(openclaw_profile_line(source, release.as_deref()));
                 }
             }
             Notice::LineSkipped(source, diag) => {
@@ -203,6 +224,7 @@ mod tests {
             chosen,
             mode: Mode::Observe,
             config_given: false,
+            openclaw_release: None,
         }
     }
 

@@ -185,6 +185,19 @@ impl ReplayOptions {
         config
     }
 
+    /// Whether an input of `format` replays with the profile of the OpenClaw release it
+    /// records: an OpenClaw session, with no profile named by `--profile` or the config.
+    fn era_applies(&self, format: Format) -> bool {
+        let named = |l: &Option<loopguard_core::LoopguardConfig>| {
+            l.as_ref().is_some_and(|l| l.profile.is_some())
+        };
+        matches!(format, Format::OpenClaw | Format::OpenClawSqlite)
+            && self.detectors.is_none()
+            && !self.config.as_ref().is_some_and(|c| {
+                named(&c.loopguard) || c.agents.iter().any(|a| named(&a.loopguard))
+            })
+    }
+
     pub(crate) fn read_options(&self) -> reader::ReadOptions {
         reader::ReadOptions {
             active_branch: self.active_branch,
@@ -334,12 +347,22 @@ pub struct Source {
     pub mode: Mode,
     /// Whether its config is the one given (else its kind's default).
     pub config_given: bool,
+    /// For an OpenClaw session whose profile neither `--profile` nor the config names: the
+    /// OpenClaw release it records having been written by (`Some(None)`: none recorded), which
+    /// picks its profile ([`Plan::config_for`]). `None` for other inputs.
+    pub openclaw_release: Option<Option<String>>,
 }
 
 impl Source {
     /// Event stream or transcript.
     pub fn kind(&self) -> InputKind {
         InputKind::of(self.format)
+    }
+
+    /// The profile of the OpenClaw release this session records, when that picks its
+    /// profile ([`Source::openclaw_release`]).
+    pub fn openclaw_profile(&self) -> Option<DetectorProfile> {
+        DetectorProfile::for_openclaw_release(self.openclaw_release.as_ref()?.as_deref()?)
     }
 }
 
@@ -481,6 +504,12 @@ impl Plan {
                 chosen: *chosen,
                 mode: options.mode_for(InputKind::of(*format)),
                 config_given: options.config.is_some(),
+                openclaw_release: options.era_applies(*format).then(|| match format {
+                    Format::OpenClawSqlite => {
+                        loopguard_adapters::openclaw_sqlite::recorded_release(input.path())
+                    }
+                    _ => None,
+                }),
             })
             .collect();
         let mut notes = Vec::new();
@@ -526,9 +555,15 @@ impl Plan {
             .take()
     }
 
-    /// The config `source` replays with.
+    /// The config `source` replays with: the one given (else its kind's default), with the
+    /// profile `--profile` names, or, for an OpenClaw session that records the release that
+    /// wrote it, that release's profile ([`Source::openclaw_release`]).
     pub fn config_for(&self, source: &Source) -> OpenClawConfig {
-        self.options.config_for(source.kind())
+        let mut config = self.options.config_for(source.kind());
+        if let Some(p) = source.openclaw_profile() {
+            config.set_profile(p);
+        }
+        config
     }
 }
 

@@ -66,6 +66,38 @@ impl DetectorProfile {
         }
     }
 
+    /// The profile of the OpenClaw release `version` (OpenClaw's calendar versions:
+    /// `2026.9.6`, `2026.10.1-beta.2`): [`DetectorProfile::OpenClaw2026_9_6`] for 2026.9.6
+    /// and every later release (no later era is known), [`DetectorProfile::OpenClaw`] (the
+    /// documented behaviour) for older ones; `None` when `version` is not one.
+    ///
+    /// ```
+    /// use loopguard_core::DetectorProfile;
+    /// assert_eq!(DetectorProfile::for_openclaw_release("2026.9.6"), Some(DetectorProfile::OpenClaw2026_9_6));
+    /// assert_eq!(DetectorProfile::for_openclaw_release("2026.10.1-beta.2"), Some(DetectorProfile::OpenClaw2026_9_6));
+    /// assert_eq!(DetectorProfile::for_openclaw_release("2026.9.5"), Some(DetectorProfile::OpenClaw));
+    /// assert_eq!(DetectorProfile::for_openclaw_release("dev"), None);
+    /// ```
+    pub fn for_openclaw_release(version: &str) -> Option<DetectorProfile> {
+        let v = version.trim();
+        let v = v.strip_prefix('v').unwrap_or(v);
+        let mut parts = [0u64; 3];
+        let mut rest = v;
+        for (i, part) in parts.iter_mut().enumerate() {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            *part = rest.get(..digits)?.parse().ok()?;
+            rest = &rest[digits..];
+            if i < 2 {
+                rest = rest.strip_prefix('.')?;
+            }
+        }
+        Some(if parts >= [2026, 9, 6] {
+            DetectorProfile::OpenClaw2026_9_6
+        } else {
+            DetectorProfile::OpenClaw
+        })
+    }
+
     /// Parses `"openclaw"` / `"strict"` / `"openclaw-2026.9.6"`.
     ///
     /// ```

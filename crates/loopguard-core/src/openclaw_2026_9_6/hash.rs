@@ -5,6 +5,9 @@
 //! detectors read (a `write` without change, a terminal `exec` failure's identity).
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use crate::canonical::{self, Digest, Sink};
 use crate::outcome::{extract_text, extract_unknown_tool, Outcome, ResultHash};
@@ -115,13 +118,17 @@ const OPEN: &[u8] = b"<<<EXTERNAL_UNTRUSTED_CONTENT id=";
 /// produces none of the marker's characters, so the marker is in the source or nowhere.
 fn may_hold_envelope(s: &JsString<'_>) -> bool {
     match s.escaped_source() {
-        Some(src) => {
-            memchr::memmem::find(src, b"\\u").is_some() || memchr::memmem::find(src, OPEN).is_some()
-        }
+        Some(src) => FIND_ESCAPE.find(src).is_some() || FIND_OPEN.find(src).is_some(),
         None => true,
     }
 }
 const CLOSE: &[u8] = b"<<<END_EXTERNAL_UNTRUSTED_CONTENT id=";
+
+// The searchers, built once: `memmem::find` builds one on every call, which costs more than
+// the search itself on the short strings of most outcomes (every outcome string is searched).
+static FIND_OPEN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(OPEN));
+static FIND_CLOSE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(CLOSE));
+static FIND_ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
 const ZEROS: &[u8] = b"0000000000000000";
 
 /// The release's envelope canonicalisation, or `None` when nothing changes:
@@ -133,12 +140,12 @@ const ZEROS: &[u8] = b"0000000000000000";
 /// replaced by the same text with both ids set to 16 zeros, unless the number of backslashes
 /// is not 2^k − 1, or a quote inside the envelope is escaped differently.
 pub(crate) fn canonical_envelopes(s: &[u8]) -> Option<Vec<u8>> {
-    memchr::memmem::find(s, OPEN)?;
+    FIND_OPEN.find(s)?;
     let mut out: Vec<u8> = Vec::with_capacity(s.len());
     let mut copied = 0;
     let mut i = 0;
     let mut changed = false;
-    while let Some(at) = memchr::memmem::find(&s[i..], OPEN).map(|p| p + i) {
+    while let Some(at) = FIND_OPEN.find(&s[i..]).map(|p| p + i) {
         match match_envelope(s, at) {
             Some(m) => {
                 out.extend_from_slice(&s[copied..at]);
@@ -212,8 +219,8 @@ fn match_envelope(s: &[u8], at: usize) -> Option<Envelope> {
     // The middle runs up to the first opening or closing marker; only a closing one ends
     // the match.
     let rest = &s[middle_start..];
-    let next_open = memchr::memmem::find(rest, OPEN);
-    let next_close = memchr::memmem::find(rest, CLOSE);
+    let next_open = FIND_OPEN.find(rest);
+    let next_close = FIND_CLOSE.find(rest);
     let middle_end = match (next_open, next_close) {
         (_, None) => return None,
         (Some(o), Some(c)) if o < c => return None,

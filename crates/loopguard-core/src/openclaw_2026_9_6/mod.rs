@@ -13,6 +13,8 @@
 mod config;
 mod hash;
 
+use std::sync::Arc;
+
 use crate::history::normalize_run;
 use crate::outcome::{Outcome, ResultHash};
 use crate::value::{utf16_cmp, Value};
@@ -49,28 +51,75 @@ const MIN_STABLE_CALLS_PER_VARIANT: u64 = 3;
 /// ```
 pub fn normalize_tool_name(raw: &[u8]) -> Vec<u8> {
     let raw: &[u8] = if raw.is_empty() { b"tool" } else { raw };
+    let alias = |name: &[u8]| -> Option<&'static [u8]> {
+        match name {
+            b"bash" => Some(b"exec"),
+            b"apply-patch" => Some(b"apply_patch"),
+            b"cron" => Some(b"automations"),
+            _ => None,
+        }
+    };
+    // Nearly every name is already lowercase printable ASCII, which trimming and lowercasing
+    // leave as it is: one copy, without building the lowercased string.
+    if raw
+        .iter()
+        .all(|b| b.is_ascii_graphic() && !b.is_ascii_uppercase())
+    {
+        return alias(raw).unwrap_or(raw).to_vec();
+    }
     let trimmed = crate::text::js_trim(raw);
     let lower = match std::str::from_utf8(trimmed) {
         Ok(s) if s.is_ascii() => s.to_ascii_lowercase().into_bytes(),
         Ok(s) => s.to_lowercase().into_bytes(),
         Err(_) => trimmed.to_ascii_lowercase(),
     };
-    match &lower[..] {
-        b"bash" => b"exec".to_vec(),
-        b"apply-patch" => b"apply_patch".to_vec(),
-        b"cron" => b"automations".to_vec(),
-        _ => lower,
+    match alias(&lower) {
+        Some(a) => a.to_vec(),
+        None => lower,
+    }
+}
+
+/// The note the release appends to a tool result after an emitted warning of `count`
+/// repeated calls (agent-core's `appendToolLoopWarning`: a text block after the result's
+/// content).
+///
+/// ```
+/// use loopguard_core::openclaw_2026_9_6::warning_note;
+/// assert!(warning_note(10).starts_with("[System note: Tool-loop warning after 10 repeated calls."));
+/// ```
+pub fn warning_note(count: u64) -> String {
+    format!("[System note: Tool-loop warning after {count} repeated calls. Change your approach or stop if you are not making progress.]")
+}
+
+/// The tool result the release gives the model instead of a call vetoed by a critical with
+/// `message` (agent-core's `completeToolLoopInterventionBatch`, for the call that triggered
+/// it): the run's first critical asks the model to reassess; a later one (`ends_run`) says
+/// the run is stopping.
+///
+/// ```
+/// use loopguard_core::openclaw_2026_9_6::critical_result;
+/// assert!(critical_result("CRITICAL: x", false).starts_with("CRITICAL: x\n\nDo not repeat this exact tool action."));
+/// assert!(critical_result("CRITICAL: x", true).ends_with("This run is stopping now."));
+/// ```
+pub fn critical_result(message: &str, ends_run: bool) -> String {
+    if ends_run {
+        format!("{message}\n\nCritical tool-loop recovery failed because another critical loop was detected. This run is stopping now.")
+    } else {
+        format!("{message}\n\nDo not repeat this exact tool action. Reassess the task. You may answer the user, ask for clarification, or continue with a different tool or different arguments.")
     }
 }
 
 /// One history record (the release's `ToolCallRecord`).
 #[derive(Clone, Debug)]
 struct Record {
-    tool: Vec<u8>,
+    /// Shared with the records before it that name the same tool (see
+    /// [`ShippedSession::tool_name`]).
+    tool: Arc<[u8]>,
     /// The argument digest (`argsHash` is `tool:` and its hex).
     args: [u8; 32],
     call_id: Option<Vec<u8>>,
-    run: Option<Vec<u8>>,
+    /// Shared with the run's state (see [`ShippedSession::run_state`]).
+    run: Option<Arc<[u8]>>,
     result: Option<ResultHash>,
     kind: OutcomeKind,
     failure_identity: Option<[u8; 32]>,
@@ -212,11 +261,27 @@ impl ShippedOutcomeDecision {
 pub struct ShippedSession {
     history: Vec<Record>,
     buckets: WarningBuckets,
-    runs: Vec<(Option<Vec<u8>>, RunState)>,
+    runs: Vec<(Option<Arc<[u8]>>, RunState)>,
 }
 
-fn run_key(run: Option<&[u8]>) -> Option<Vec<u8>> {
-    normalize_run(run).map(<[u8]>::to_vec)
+/// Byte equality written as a loop: the names compared on every record of every call are
+/// short, and a call into `memcmp` for each cost more than the comparison. Records share
+/// their tool and run names ([`ShippedSession::tool_name`], [`ShippedSession::run_state`]),
+/// so the same pointer settles most comparisons.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && (std::ptr::eq(a.as_ptr(), b.as_ptr()) || a.iter().zip(b).all(|(x, y)| x == y))
+}
+
+/// [`same`] for optional names (a run).
+#[inline]
+fn same_opt(a: Option<&[u8]>, b: Option<&[u8]>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same(a, b),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -232,9 +297,15 @@ impl ShippedSession {
     /// The state of `run`, created on first use; the most recently used run is last, and
     /// beyond [`MAX_RUNS`] runs the least recently used is forgotten (a run that comes back
     /// starts afresh, as a new one does).
-    fn run_state(&mut self, enabled: Enabled, run: &Option<Vec<u8>>) -> &mut RunState {
+    /// Returns its index in `runs` (the last), whose key the records of the run share, so a
+    /// call allocates no run name.
+    fn run_state(&mut self, enabled: Enabled, run: Option<&[u8]>) -> usize {
         let last = self.runs.len().wrapping_sub(1);
-        let i = match self.runs.iter().rposition(|(k, _)| k == run) {
+        let i = match self
+            .runs
+            .iter()
+            .rposition(|(k, _)| same_opt(k.as_deref(), run))
+        {
             Some(i) if i == last => i,
             Some(i) => {
                 let entry = self.runs.remove(i);
@@ -246,7 +317,7 @@ impl ShippedSession {
                     self.runs.remove(0);
                 }
                 self.runs.push((
-                    run.clone(),
+                    run.map(Arc::from),
                     RunState {
                         guard_enabled: enabled != Enabled::False,
                         ..Default::default()
@@ -255,7 +326,21 @@ impl ShippedSession {
                 self.runs.len() - 1
             }
         };
+        i
+    }
+
+    /// The state of the run at `i` ([`ShippedSession::run_state`]).
+    fn state_at(&mut self, i: usize) -> &mut RunState {
         &mut self.runs[i].1
+    }
+
+    /// The tool name a new record holds: the latest record's when it names the same tool
+    /// (a loop repeats its tool), so most calls allocate no name.
+    fn tool_name(&self, tool: &[u8]) -> Arc<[u8]> {
+        match self.history.last() {
+            Some(r) if same(&r.tool, tool) => Arc::clone(&r.tool),
+            _ => Arc::from(tool),
+        }
     }
 
     fn push(&mut self, record: Record) {
@@ -293,8 +378,8 @@ impl ShippedSession {
     ) -> ShippedCall {
         let tool = normalize_tool_name(tool);
         let digest = hash::args_digest(args);
-        let run = run_key(run);
-        self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let run = self.runs[ri].0.clone();
         if enabled != Enabled::True {
             return ShippedCall {
                 tool,
@@ -302,7 +387,10 @@ impl ShippedSession {
                 verdict: ShippedVerdict::Allow,
             };
         }
-        let detection = self.detect(&tool, args, &digest, run.as_deref());
+        // The record's name, shared with the records before it: comparing it with theirs
+        // mostly finds the same pointer.
+        let name = self.tool_name(&tool);
+        let detection = self.detect(&name, args, &digest, run.as_deref());
         let call_id = call_id.filter(|c| !c.is_empty()).map(<[u8]>::to_vec);
         let prefixed = |key: &str| match &run {
             Some(r) => format!("{}:{key}", lossy(r)),
@@ -310,11 +398,11 @@ impl ShippedSession {
         };
         let verdict = match detection {
             Some(d) if d.critical => {
-                let state = self.run_state(enabled, &run);
+                let state = self.state_at(ri);
                 let ends_run = state.critical_seen;
                 state.critical_seen = true;
                 self.push(Record {
-                    tool: tool.clone(),
+                    tool: Arc::clone(&name),
                     args: digest,
                     call_id,
                     run: run.clone(),
@@ -328,11 +416,7 @@ impl ShippedSession {
                     no_progress: false,
                     unknown_tool: None,
                 });
-                let shown = if ends_run {
-                    format!("{}\n\nCritical tool-loop recovery failed because another critical loop was detected. This run is stopping now.", d.message)
-                } else {
-                    format!("{}\n\nDo not repeat this exact tool action. Reassess the task. You may answer the user, ask for clarification, or continue with a different tool or different arguments.", d.message)
-                };
+                let shown = critical_result(&d.message, ends_run);
                 ShippedVerdict::Block {
                     key: prefixed(&d.warning_key),
                     detection: d,
@@ -345,7 +429,7 @@ impl ShippedSession {
                     Some(d) => {
                         let key = prefixed(&d.warning_key);
                         let emitted = self.buckets.should_emit(key.as_bytes(), d.count);
-                        let note = emitted.then(|| format!("[System note: Tool-loop warning after {} repeated calls. Change your approach or stop if you are not making progress.]", d.count));
+                        let note = emitted.then(|| warning_note(d.count));
                         ShippedVerdict::Warn {
                             detection: d,
                             key,
@@ -356,7 +440,7 @@ impl ShippedSession {
                     None => ShippedVerdict::Allow,
                 };
                 self.push(Record {
-                    tool: tool.clone(),
+                    tool: name,
                     args: digest,
                     call_id,
                     run,
@@ -391,8 +475,8 @@ impl ShippedSession {
     ) -> ShippedOutcomeDecision {
         let tool = normalize_tool_name(tool);
         let digest = hash::args_digest(args);
-        let run = run_key(run);
-        self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let run = self.runs[ri].0.clone();
         let call_id = call_id.filter(|c| !c.is_empty());
         let hashed = hash::hash_outcome(&tool, args, outcome, channels);
         if hashed.result.is_none() && hashed.kind == OutcomeKind::None {
@@ -404,9 +488,9 @@ impl ShippedSession {
             };
         }
         let pending = self.history.iter_mut().rev().find(|r| {
-            r.run == run
+            same_opt(r.run.as_deref(), run.as_deref())
                 && call_id.is_none_or(|c| r.call_id.as_deref() == Some(c))
-                && r.tool == tool
+                && same(&r.tool, &tool)
                 && r.args == digest
                 && r.result.is_none()
                 && r.kind == OutcomeKind::None
@@ -420,7 +504,7 @@ impl ShippedSession {
                 r.unknown_tool = hashed.unknown_tool.clone();
             }
             None => self.push(Record {
-                tool: tool.clone(),
+                tool: self.tool_name(&tool),
                 args: digest,
                 call_id: call_id.map(<[u8]>::to_vec),
                 run: run.clone(),
@@ -433,7 +517,7 @@ impl ShippedSession {
         }
         let mut abort = None;
         if let Some(result) = hashed.result {
-            let state = self.run_state(enabled, &run);
+            let state = self.state_at(ri);
             if state.guard_enabled && state.remaining > 0 {
                 state.remaining -= 1;
                 state.window.push((tool.clone(), digest, result));
@@ -466,8 +550,8 @@ impl ShippedSession {
     /// A compaction of the run: arms its post-compaction guard; `false` when the guard is
     /// off (`enabled: false` when the run was first seen).
     pub fn on_compaction(&mut self, enabled: Enabled, run: Option<&[u8]>) -> bool {
-        let run = run_key(run);
-        let state = self.run_state(enabled, &run);
+        let ri = self.run_state(enabled, normalize_run(run));
+        let state = self.state_at(ri);
         state.remaining = WINDOW_SIZE;
         state.window.clear();
         state.guard_enabled
@@ -481,11 +565,12 @@ impl ShippedSession {
         current: &[u8; 32],
         run: Option<&[u8]>,
     ) -> Option<ShippedDetection> {
-        let history: Vec<&Record> = self
-            .history
-            .iter()
-            .filter(|r| r.run.as_deref() == run)
-            .collect();
+        let mut history: Vec<&Record> = Vec::with_capacity(self.history.len());
+        history.extend(
+            self.history
+                .iter()
+                .filter(|r| same_opt(r.run.as_deref(), run)),
+        );
         let name = lossy(tool);
         let unknown = unknown_tool_streak(&history, tool);
         let no_progress = no_progress_streak(&history, tool, current);
@@ -600,7 +685,7 @@ impl ShippedSession {
         }
         let recent = history
             .iter()
-            .filter(|r| r.tool == tool && r.args == *current)
+            .filter(|r| r.args == *current && same(&r.tool, tool))
             .count() as u64;
         if !known_poll && recent >= WARNING_THRESHOLD {
             return Some(d(
@@ -619,7 +704,7 @@ fn unknown_tool_streak<'h>(history: &[&'h Record], tool: &[u8]) -> (u64, Option<
     let mut streak = 0;
     let mut name: Option<&str> = None;
     for r in history.iter().rev() {
-        let Some(u) = r.unknown_tool.as_deref().filter(|_| r.tool == tool) else {
+        let Some(u) = r.unknown_tool.as_deref().filter(|_| same(&r.tool, tool)) else {
             break;
         };
         match name {
@@ -663,13 +748,14 @@ fn count_no_progress(
     let mut crossed = false;
     let mut pending_vetoes = 0;
     for &r in history.iter().rev() {
-        if r.tool != tool {
+        // The digests first: they differ on most records and compare without a loop.
+        if !terminal_only && r.args != *args {
+            continue;
+        }
+        if !same(&r.tool, tool) {
             if terminal_only {
                 break;
             }
-            continue;
-        }
-        if !terminal_only && r.args != *args {
             continue;
         }
         if r.kind == OutcomeKind::Veto {
@@ -719,7 +805,7 @@ fn argument_churn(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> (u64,
     // (argument digest, outcome hash, count), in insertion order; one tool throughout.
     let mut outcomes: Vec<(&[u8; 32], ResultHash, u64)> = Vec::new();
     for r in history.iter().rev() {
-        if r.tool != tool {
+        if !same(&r.tool, tool) {
             break;
         }
         let Some(result) = r.result else {
@@ -761,7 +847,7 @@ struct PingPong {
 
 /// The release compares `argsHash`es, `tool:` and the digest: both parts.
 fn same_call(a: &Record, b: &Record) -> bool {
-    a.args == b.args && a.tool == b.tool
+    a.args == b.args && same(&a.tool, &b.tool)
 }
 
 fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
@@ -792,7 +878,7 @@ fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
         }
         tail += 1;
     }
-    if tail < 2 || *current != other.args || tool != other.tool.as_slice() {
+    if tail < 2 || *current != other.args || !same(tool, &other.tool) {
         return none;
     }
     let mut first_a: Option<ResultHash> = None;
@@ -826,7 +912,7 @@ fn ping_pong(history: &[&Record], tool: &[u8], current: &[u8; 32]) -> PingPong {
     PingPong {
         count: tail as u64 + 1,
         paired_tool: Some(lossy(&last.tool)),
-        paired_signature: Some((last.tool.clone(), last.args)),
+        paired_signature: Some((last.tool.to_vec(), last.args)),
         no_progress,
     }
 }
@@ -1000,10 +1086,10 @@ impl ShippedSession {
                 Some(_) => return Err((p, "a hex digest")),
             };
             s.history.push(Record {
-                tool: bytes(tool, &p)?,
+                tool: bytes(tool, &p)?.into(),
                 args: hex32(&text(bytes(args, &p)?, &p)?, &p)?,
                 call_id: opt(call_id, &p)?,
-                run: opt(run, &p)?,
+                run: opt(run, &p)?.map(Arc::from),
                 result: match opt(result, &p)? {
                     Some(r) => Some(result_hash(&text(r, &p)?, &p)?),
                     None => None,
@@ -1050,7 +1136,7 @@ impl ShippedSession {
                 ));
             }
             s.runs.push((
-                opt(run, &p)?,
+                opt(run, &p)?.map(Arc::from),
                 RunState {
                     critical_seen: critical_seen.as_bool().ok_or((p.clone(), "a boolean"))?,
                     guard_enabled: guard_enabled.as_bool().ok_or((p.clone(), "a boolean"))?,
