@@ -192,17 +192,34 @@ fn factory_sessions_replay_as_decided_live() {
 /// Codex 0.171's unified exec output starts with a chunk id and a wall time that change
 /// on every run, and the calls its hook refused read `Command blocked by PreToolUse hook:
 /// CRITICAL: …`: without both, every outcome looked new and no call was blocked.
+///
+/// The calls are read with Codex's row of the tool table, as `loopguard hook codex` reads
+/// them: `exec_command {cmd}` is `Bash {command}` (what Codex's hook payload holds as
+/// `tool_input`), and its output is the command's output alone (the hook's
+/// `tool_response` is `"FAIL\n"`, without Codex's header), so a call and its outcome get
+/// the same digests live and in replay.
 #[test]
 fn codex_0_171_rollouts_replay_as_decided_live() {
     let file = "rollout-0.171-guarded-loop.jsonl";
     assert_eq!(detect_fixture("codex", file), Some(Format::CodexRollout));
     let (events, diags) = line_fixture(&mut CodexRolloutAdapter::new(ctx()), "codex", file);
-    assert!(diags.is_empty(), "{diags:?}");
-    let decided = call_decisions(&events);
-    assert_eq!(decided.len(), 25);
-    for (i, d) in decided.iter().enumerate() {
-        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
-    }
+    assert_guarded_loop("codex", &events, &diags, "Bash");
+    let codex = loopguard_guard::profile::agents::tools_of("codex");
+    let hook_input = loopguard_core::Value::parse(
+        br#"{"command":"echo run >> /tmp/.tmpDizi9Y/runs.txt; echo FAIL; exit 1"}"#,
+    )
+    .unwrap();
+    let (tool, args) = codex.map_call("Bash", &hook_input);
+    assert_eq!(
+        events[0].event.tool.as_ref().map(|t| t.to_string()),
+        Some(tool.clone())
+    );
+    assert_eq!(events[0].event.args, args);
+    let hook_response = codex.map_result(&tool, &loopguard_core::Value::from("FAIL\n"));
+    assert_eq!(
+        events[1].event.payload,
+        Some(Payload::Result(hook_response))
+    );
 }
 
 /// Claude Code 2.1.197 records the calls its hook denied as `tool_result` blocks with
