@@ -63,11 +63,13 @@ pub enum Format {
     Copilot,
     /// Factory Droid sessions.
     Factory,
+    /// opencode's SQLite database (`opencode.db`: sessions, messages, parts).
+    Opencode,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 26] = [
+    pub const ALL: [Format; 27] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -94,6 +96,7 @@ impl Format {
         Format::Qwen,
         Format::Copilot,
         Format::Factory,
+        Format::Opencode,
     ];
 
     /// The name used by `--format`.
@@ -125,6 +128,7 @@ impl Format {
             Format::Qwen => "qwen",
             Format::Copilot => "copilot",
             Format::Factory => "factory",
+            Format::Opencode => "opencode",
         }
     }
 
@@ -157,6 +161,7 @@ impl Format {
             Format::Qwen => "Qwen Code chat records",
             Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
             Format::Factory => "Factory Droid session JSONL",
+            Format::Opencode => "opencode SQLite database (opencode.db: session, message, part)",
         }
     }
 

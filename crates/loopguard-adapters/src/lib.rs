@@ -25,6 +25,7 @@
 //! | [`qwen`] | Qwen Code chat records |
 //! | [`copilot_session`] | GitHub Copilot CLI session events (`events.jsonl`) |
 //! | [`factory`] | Factory Droid sessions |
+//! | [`opencode`] | opencode's SQLite database (sessions, messages, parts) |
 //! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
@@ -62,6 +63,7 @@ pub mod managed_agents;
 pub mod openai_agents;
 pub mod openclaw;
 pub mod openclaw_sqlite;
+pub mod opencode;
 pub mod openhands;
 pub mod otlp;
 mod pairing;

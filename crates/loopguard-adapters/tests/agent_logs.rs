@@ -239,3 +239,78 @@ fn claude_code_transcripts_keep_the_hooks_refusals() {
         assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
     }
 }
+
+/// opencode 1.18.33 keeps its sessions in an SQLite database (`opencode.db`), recognised by
+/// its `session`, `message` and `part` tables. The fixture is the database the real
+/// opencode wrote, unguarded, while a scripted model asked 25 times for the same failing
+/// `bash` command (every call ran): replayed as the opencode plugin's guard decides (tools
+/// as given), it warns from call 11 and blocks from 21.
+#[test]
+fn opencode_databases_are_read_part_by_part() {
+    use loopguard_adapters::reader::{self, Flow, Item, ReadOptions, Source};
+    let path = support::fixture_path("opencode", "loop-1.18.33.db");
+    let mut source = Source::open(&path).unwrap();
+    assert!(matches!(
+        source.detect().unwrap(),
+        reader::Detected::Format(Format::Opencode)
+    ));
+    let mut events = Vec::new();
+    let mut diags = Vec::new();
+    let ctx = Context {
+        session: "loop".into(),
+        agent: None,
+    };
+    reader::read_file(
+        &path,
+        Format::Opencode,
+        &ctx,
+        &ReadOptions::default(),
+        &mut |i| {
+            match i {
+                Item::Event(e) => events.push(e),
+                Item::Diagnostic(d) => diags.push(d),
+                _ => {}
+            }
+            Flow::Continue
+        },
+    )
+    .unwrap();
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(events.len(), 50);
+    let session = events[0].event.session.as_ref().map(|s| s.to_string());
+    assert!(
+        session.as_deref().unwrap_or("").starts_with("loop/ses_"),
+        "{session:?}"
+    );
+    let call = &events[0];
+    assert_eq!(
+        call.event.tool.as_ref().map(|t| t.to_string()).as_deref(),
+        Some("bash")
+    );
+    assert_eq!(
+        call.event.args,
+        loopguard_core::Value::parse(
+            br#"{"command":"echo FAIL; exit 1","description":"Repeat the command"}"#
+        )
+        .unwrap()
+    );
+    assert_eq!(call.tokens, Some(15));
+    // The result as the plugin hands it to the guard.
+    assert_eq!(
+        events[1].event.payload,
+        Some(Payload::Result(loopguard_adapters::common::text_result(
+            "FAIL\n"
+        )))
+    );
+    let decided = call_decisions(&events);
+    assert_eq!(decided.len(), 25);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+    // An OpenClaw store is still an OpenClaw store.
+    let mut other = Source::open(&support::fixture_path("openclaw", "healthy.jsonl")).unwrap();
+    assert!(!matches!(
+        other.detect().unwrap(),
+        reader::Detected::Format(Format::Opencode)
+    ));
+}
