@@ -138,6 +138,7 @@ fn line_adapter<'a>(
 fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
     Some(match format {
         Format::CallStream => Box::new(crate::call_stream::CallStream),
+        Format::Cline => Box::new(crate::cline::ClineHistory),
         Format::ChatCompletions => Box::new(crate::chat_completions::ChatCompletions),
         Format::Responses => Box::new(crate::responses::Responses),
         Format::SweAgent => Box::new(crate::swe_agent::SweAgent),

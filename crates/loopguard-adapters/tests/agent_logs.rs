@@ -314,3 +314,72 @@ fn opencode_databases_are_read_part_by_part() {
         reader::Detected::Format(Format::Opencode)
     ));
 }
+
+/// Cline's task histories, as real users committed them (tests/fixtures/transcripts/cline/
+/// README.md), are recognised from their content and read completely: every `tool_use` a
+/// call, each paired with the result text that follows (Cline writes no ids on them), the
+/// calls Cline refused to run (`Tool [read_file] was not executed…`) failures, and a
+/// `[TASK RESUMPTION]` a new run of the same session.
+#[test]
+fn cline_task_histories_are_read_completely() {
+    use loopguard_adapters::cline::ClineHistory;
+    for (file, calls, unanswered, runs) in [
+        (
+            "card-architecture-1769064454592.api_conversation_history.json",
+            9,
+            0,
+            1,
+        ),
+        ("marine-response.api_conversation_history.json", 17, 2, 3),
+    ] {
+        assert_eq!(detect_fixture("cline", file), Some(Format::Cline), "{file}");
+        let doc = fixture("cline", file);
+        // An independent count: the `tool_use` blocks of the file.
+        let v: serde_json::Value = serde_json::from_slice(&doc).unwrap();
+        let uses = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_use")
+            .count();
+        assert_eq!(uses, calls, "{file}");
+        let adapted = ClineHistory.adapt(&doc, &ctx()).unwrap();
+        let read: Vec<&SourcedEvent> = adapted
+            .events
+            .iter()
+            .filter(|e| e.event.kind == EventKind::Call)
+            .collect();
+        assert_eq!(read.len(), calls, "{file}");
+        assert!(read.iter().all(|c| c.profile == Some("claude-code")));
+        let kinds: Vec<_> = adapted.diagnostics.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![loopguard_adapters::DiagnosticKind::Unanswered; unanswered],
+            "{file}: {:?}",
+            adapted.diagnostics
+        );
+        let mut seen: Vec<String> = read
+            .iter()
+            .filter_map(|c| c.event.run.as_ref().map(|r| r.to_string()))
+            .collect();
+        seen.dedup();
+        assert_eq!(seen.len(), runs, "{file}: {seen:?}");
+    }
+    // The three calls Cline did not run are failures with its words.
+    let adapted = ClineHistory
+        .adapt(
+            &fixture(
+                "cline",
+                "card-architecture-1769064454592.api_conversation_history.json",
+            ),
+            &ctx(),
+        )
+        .unwrap();
+    let refused = adapted
+        .events
+        .iter()
+        .filter(|e| matches!(&e.event.payload, Some(Payload::Error(t)) if t.as_str().is_some_and(|t| t.contains("was not executed"))))
+        .count();
+    assert_eq!(refused, 3);
+}
