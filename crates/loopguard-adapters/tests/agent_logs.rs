@@ -276,6 +276,18 @@ fn opencode_databases_are_read_part_by_part() {
     )
     .unwrap();
     assert!(diags.is_empty(), "{diags:?}");
+    // An independent count: the tool parts in the database.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let parts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM part WHERE json_extract(data, '$.type') = 'tool'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(parts, 25);
     assert_eq!(events.len(), 50);
     let session = events[0].event.session.as_ref().map(|s| s.to_string());
     assert!(
