@@ -121,19 +121,21 @@ fn xml_calls(text: &str) -> Vec<(String, Value<'static>)> {
     let mut rest = text;
     while let Some(at) = rest.find('<') {
         let after = &rest[at + 1..];
-        let name_end = after.find('>').unwrap_or(after.len());
+        let Some(name_end) = after.find('>') else {
+            break;
+        };
         let name = &after[..name_end];
         if !XML_TOOLS.contains(&name) {
             rest = after;
             continue;
         }
         let close = format!("</{name}>");
-        let Some(end) = after.find(&close) else {
+        let inner = &after[name_end + 1..];
+        let Some(end) = inner.find(&close) else {
             break;
         };
-        let body = &after[name_end + 1..end];
-        calls.push((name.to_string(), xml_args(body)));
-        rest = &after[end + close.len()..];
+        calls.push((name.to_string(), xml_args(&inner[..end])));
+        rest = &inner[end + close.len()..];
     }
     calls
 }
@@ -154,18 +156,17 @@ fn xml_args(body: &str) -> Value<'static> {
             continue;
         }
         let close = format!("</{name}>");
-        let Some(end) = after.find(&close) else {
+        let inner = &after[name_end + 1..];
+        let Some(end) = inner.find(&close) else {
             rest = after;
             continue;
         };
-        let value = after[name_end + 1..end]
-            .trim_start_matches('\n')
-            .trim_end_matches('\n');
+        let value = inner[..end].trim_start_matches('\n').trim_end_matches('\n');
         entries.push((
             JsString::from(name.to_string()),
             Value::from(value.to_string()),
         ));
-        rest = &after[end + close.len()..];
+        rest = &inner[end + close.len()..];
     }
     Value::Object(Object::from_entries(entries))
 }
@@ -325,5 +326,10 @@ mod tests {
         );
         // A tool block cut off at the end is not a call.
         assert!(xml_calls("<read_file><path>a</path>").is_empty());
+        assert!(xml_calls("text <read_file").is_empty());
+        assert_eq!(
+            xml_args("<a<b>x</a<b> <path>p</path"),
+            Value::parse(br#"{"a<b":"x"}"#).unwrap()
+        );
     }
 }
