@@ -395,3 +395,37 @@ fn cline_task_histories_are_read_completely() {
         .count();
     assert_eq!(refused, 3);
 }
+
+/// A resumed session is one session. Codex 0.171 (`codex exec resume --last`) and Gemini
+/// CLI 0.61 (`gemini --resume latest`) both go on writing the file of the session they
+/// resume: Codex appends the new turn; Gemini appends a second header and `$set` records
+/// repeating the conversation so far, whose calls are not read twice. Each fixture: two
+/// calls of a failing command, then the session resumed with a new prompt and more calls,
+/// written by the real CLI against a scripted model.
+#[test]
+fn resumed_codex_and_gemini_sessions_are_one_session() {
+    let (codex, diags) = line_fixture(
+        &mut CodexRolloutAdapter::new(ctx()),
+        "codex",
+        "rollout-0.171-resumed.jsonl",
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let (gemini, gdiags) = line_fixture(
+        &mut GeminiChatAdapter::new(ctx()),
+        "gemini",
+        "resumed.jsonl",
+    );
+    assert!(gdiags.is_empty(), "{gdiags:?}");
+    for (name, events, before, after) in [("codex", &codex, 2, 2), ("gemini", &gemini, 2, 4)] {
+        let runs: Vec<String> = events
+            .iter()
+            .filter(|e| e.event.kind == EventKind::Call)
+            .map(|e| e.event.run.as_ref().unwrap().to_string())
+            .collect();
+        let mut want = vec!["run-1".to_string(); before];
+        want.extend(vec!["run-2".to_string(); after]);
+        assert_eq!(runs, want, "{name}");
+        // Every call has its outcome.
+        assert_eq!(events.len(), 2 * (before + after), "{name}");
+    }
+}
