@@ -9,9 +9,9 @@
 //! it) and recognised by those three tables; each session is read on its own, its parts in
 //! the order of their messages, then their own.
 //!
-//! Each part is read with its message as one record, `{"message": DATA + id, "part": DATA
-//! + id}` ([`OpencodeAdapter`]); `line` is the part's row number in its session (1 for the
-//! first part), and every diagnostic names the part's id.
+//! Each part is read with its message as one record, `{"message": …, "part": …}` (each row's
+//! `data` with its `id` added; [`OpencodeAdapter`]); `line` is the part's row number in its
+//! session (1 for the first part), and every diagnostic names the part's id.
 //!
 //! | part | becomes |
 //! |------|---------|

@@ -269,7 +269,6 @@ fn opencode_databases_are_read_part_by_part() {
             match i {
                 Item::Event(e) => events.push(e),
                 Item::Diagnostic(d) => diags.push(d),
-                _ => {}
             }
             Flow::Continue
         },
