@@ -428,3 +428,47 @@ fn resumed_codex_and_gemini_sessions_are_one_session() {
         assert_eq!(events.len(), 2 * (before + after), "{name}");
     }
 }
+
+/// A chat file the real Gemini CLI 0.20.0 wrote (`session-*.json`, one document), against a
+/// scripted model asking three times for `echo FAIL`: that version refused each command
+/// here (`Command rejected because it could not be parsed safely`, its shell parser not
+/// loading offline), so the file holds three calls with their failures, all read. (The
+/// guarded-loop file beside it is the current CLI's messages in the older shape.)
+#[test]
+fn a_gemini_0_20_chat_file_is_read_completely() {
+    let file = "session-0.20.0-rejected.json";
+    assert_eq!(
+        detect_fixture("gemini-json", file),
+        Some(Format::GeminiJson)
+    );
+    let adapted = GeminiChatFile
+        .adapt(&fixture("gemini-json", file), &ctx())
+        .unwrap();
+    assert!(adapted.diagnostics.is_empty(), "{:?}", adapted.diagnostics);
+    let doc: serde_json::Value = serde_json::from_slice(&fixture("gemini-json", file)).unwrap();
+    let calls = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["toolCalls"].as_array().map_or(0, Vec::len))
+        .sum::<usize>();
+    assert_eq!(calls, 3);
+    assert_eq!(adapted.events.len(), 2 * calls);
+    for pair in adapted.events.chunks(2) {
+        assert_eq!(pair[0].event.kind, EventKind::Call);
+        assert_eq!(
+            pair[0]
+                .event
+                .tool
+                .as_ref()
+                .map(|t| t.to_string())
+                .as_deref(),
+            Some("Bash")
+        );
+        assert!(
+            matches!(&pair[1].event.payload, Some(Payload::Error(e)) if e.as_str().is_some_and(|t| t.contains("could not be parsed safely"))),
+            "{:?}",
+            pair[1].event.payload
+        );
+    }
+}
