@@ -63,11 +63,15 @@ pub enum Format {
     Copilot,
     /// Factory Droid sessions.
     Factory,
+    /// opencode's SQLite database (`opencode.db`: sessions, messages, parts).
+    Opencode,
+    /// Cline's and Roo Code's task history (`api_conversation_history.json`).
+    Cline,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 26] = [
+    pub const ALL: [Format; 28] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -94,6 +98,8 @@ impl Format {
         Format::Qwen,
         Format::Copilot,
         Format::Factory,
+        Format::Opencode,
+        Format::Cline,
     ];
 
     /// The name used by `--format`.
@@ -125,6 +131,8 @@ impl Format {
             Format::Qwen => "qwen",
             Format::Copilot => "copilot",
             Format::Factory => "factory",
+            Format::Opencode => "opencode",
+            Format::Cline => "cline",
         }
     }
 
@@ -157,6 +165,8 @@ impl Format {
             Format::Qwen => "Qwen Code chat records",
             Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
             Format::Factory => "Factory Droid session JSONL",
+            Format::Opencode => "opencode SQLite database (opencode.db: session, message, part)",
+            Format::Cline => "Cline / Roo Code task history (api_conversation_history.json)",
         }
     }
 
@@ -534,6 +544,10 @@ fn export_document(v: &Value<'_>) -> Option<Format> {
 }
 
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    // Before Anthropic's messages, which Cline's are in shape.
+    if crate::cline::is_task_history(v) {
+        return Some(Format::Cline);
+    }
     if crate::gemini_chat::is_chat_file(v) {
         return Some(Format::GeminiJson);
     }

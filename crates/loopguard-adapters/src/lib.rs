@@ -25,6 +25,8 @@
 //! | [`qwen`] | Qwen Code chat records |
 //! | [`copilot_session`] | GitHub Copilot CLI session events (`events.jsonl`) |
 //! | [`factory`] | Factory Droid sessions |
+//! | [`opencode`] | opencode's SQLite database (sessions, messages, parts) |
+//! | [`cline`] | Cline's and Roo Code's task history (`api_conversation_history.json`) |
 //! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the
@@ -50,6 +52,7 @@ pub mod call_stream;
 pub mod chat_completions;
 pub mod chat_log;
 pub mod claude_code;
+pub mod cline;
 pub mod common;
 pub mod copilot_session;
 pub mod detect;
@@ -62,6 +65,7 @@ pub mod managed_agents;
 pub mod openai_agents;
 pub mod openclaw;
 pub mod openclaw_sqlite;
+pub mod opencode;
 pub mod openhands;
 pub mod otlp;
 mod pairing;

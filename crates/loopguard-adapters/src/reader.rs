@@ -138,6 +138,7 @@ fn line_adapter<'a>(
 fn document_adapter(format: Format) -> Option<Box<dyn DocumentAdapter>> {
     Some(match format {
         Format::CallStream => Box::new(crate::call_stream::CallStream),
+        Format::Cline => Box::new(crate::cline::ClineHistory),
         Format::ChatCompletions => Box::new(crate::chat_completions::ChatCompletions),
         Format::Responses => Box::new(crate::responses::Responses),
         Format::SweAgent => Box::new(crate::swe_agent::SweAgent),
@@ -301,6 +302,14 @@ impl Source {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // An SQLite database: its tables decide (opencode's `session`, `message`, `part`,
+        // else OpenClaw's store).
+        if self.head.starts_with(b"SQLite format 3\0")
+            && self.regular
+            && crate::opencode::is_opencode_db(&self.path)
+        {
+            return Ok(Detected::Format(Format::Opencode));
+        }
         if self.head.starts_with(b"SQLite format 3\0") || first_line_is_a_value(&self.head) {
             return Ok(detect(&name, &self.head).map_or(Detected::Unknown, Detected::Format));
         }
@@ -331,12 +340,15 @@ impl Source {
         sink: &mut dyn FnMut(Item) -> Flow,
     ) -> Result<u64, ReadError> {
         let path = self.path.clone();
-        if format == Format::OpenClawSqlite {
+        if matches!(format, Format::OpenClawSqlite | Format::Opencode) {
             if !self.regular {
                 return Err(ReadError::Sqlite {
                     path,
                     message: "an SQLite store must be a regular file, not a pipe".into(),
                 });
+            }
+            if format == Format::Opencode {
+                return read_opencode(&path, ctx, sink);
             }
             return read_sqlite(&path, ctx, sink);
         }
@@ -670,6 +682,53 @@ fn read_sqlite(
                 0,
                 DiagnosticKind::BadField,
                 format!("session {id} could not be read: {}", e.reason()),
+            )]
+        });
+        for d in diagnostics {
+            if sink(Item::Diagnostic(d)) == Flow::Stop {
+                return Err(ReadError::Stopped);
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// Every session of an opencode database, one after the other, part by part, named
+/// `<name>/<session id>` (the session id alone when `ctx` names none). A session that
+/// cannot be read is a diagnostic (line 0) and the next one is read.
+fn read_opencode(
+    path: &Path,
+    ctx: &Context,
+    sink: &mut dyn FnMut(Item) -> Flow,
+) -> Result<u64, ReadError> {
+    let ids = crate::opencode::session_ids(path).map_err(|message| ReadError::Sqlite {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    let mut records = 0;
+    for id in &ids {
+        let session = match ctx.session.as_str() {
+            "" => id.clone(),
+            name => format!("{name}/{id}"),
+        };
+        let session_ctx = Context {
+            session,
+            agent: ctx.agent.clone(),
+        };
+        let mut stopped = false;
+        let result = crate::opencode::read_session_with(path, id, session_ctx, &mut |e| {
+            records += 1;
+            stopped = sink(Item::Event(e)) == Flow::Stop;
+            !stopped
+        });
+        if stopped {
+            return Err(ReadError::Stopped);
+        }
+        let diagnostics = result.unwrap_or_else(|e| {
+            vec![Diagnostic::new(
+                0,
+                DiagnosticKind::BadField,
+                format!("session {id} could not be read: {e}"),
             )]
         });
         for d in diagnostics {

@@ -56,6 +56,17 @@
 //!   the other `event_msg` types: ignored;
 //! * any other line type: an `UnknownEntry` diagnostic.
 //!
+//! A rollout's calls are read with Codex's row of the agents' tool table
+//! (`loopguard_guard::profile::agents`), as `loopguard hook codex` reads them, and judged
+//! with the `claude-code` profile ([`SourcedEvent::profile`]): `exec_command {cmd,
+//! yield_time_ms, …}` (and `shell`, `local_shell`, `container.exec`) is `Bash {command}`
+//! without the fields Codex's hook payload leaves out (`justification`, `yield_time_ms`,
+//! `max_output_tokens`); `write_stdin` with empty `chars` and a code-mode poll are
+//! `BashOutput {bash_id}`; a shell command's output is the command's output alone (what the
+//! hook receives as `tool_response`: the exec output above without its header, then the
+//! volatile lines and any `loopguard: …` note dropped). Other tools' outputs are read as in
+//! a Responses document. So a call and its outcome get the same digests live and in replay.
+//!
 //! Timestamps come from each line's `timestamp`. Codex's `token_count` events arrive after
 //! a response's tool calls may already have run, so they are not attributed to calls.
 //!
@@ -64,6 +75,7 @@
 
 use loopguard_core::{JsString, Object, Value};
 use loopguard_events::Payload;
+use loopguard_guard::profile::agents::{tools_of, AgentTools, POLL, SHELL};
 
 use crate::common::{
     arguments, content_text, document_error, each_numbered, empty, id_field, str_field,
@@ -81,6 +93,9 @@ struct Items {
     runs: Runs,
     /// A compaction was emitted and nothing happened since.
     compacted: bool,
+    /// Codex's row of the agents' tool table, for a rollout (`None`: a Responses
+    /// document, whose tools are taken as given).
+    agent: Option<&'static AgentTools>,
 }
 
 /// The result of a tool output: a string, content parts, or an object with `content`, as
@@ -148,6 +163,20 @@ fn exec_result(text: &str) -> Option<Value<'static>> {
             Value::Object(Object::from_entries(details)),
         ),
     ])))
+}
+
+/// The output of a Codex exec output text (any of [`exec_result`]'s forms) without its
+/// header: what `loopguard hook codex` receives as the command's `tool_response`.
+/// A timed-out command's output keeps `command timed out` without its milliseconds, which
+/// differ on every run.
+fn exec_output(text: &str) -> Option<String> {
+    let (output, _) = structured_exec(text)
+        .or_else(|| freeform_exec(text))
+        .or_else(|| chunked_exec(text))?;
+    Some(match strip_timeout(&output) {
+        Some(rest) => format!("command timed out\n{rest}"),
+        None => output,
+    })
 }
 
 /// Details of an exec result.
@@ -330,7 +359,38 @@ impl Items {
             tracker: Tracker::new(ctx),
             runs: Runs::new("run"),
             compacted: false,
+            agent: None,
         }
+    }
+
+    /// The payload of a rollout's tool output for the (mapped) `tool`, as `loopguard hook
+    /// codex` sees it: a shell command's or poll's output alone (the hook's
+    /// `tool_response` is the command's output, without Codex's header), read by Codex's
+    /// row; loopguard's own deny is a refusal; any other tool's output as a Responses
+    /// document's.
+    fn agent_payload(
+        tools: &AgentTools,
+        tool: &str,
+        output: Option<&Value<'_>>,
+    ) -> Payload<'static> {
+        let text = match output {
+            Some(v @ (Value::String(_) | Value::Array(_))) => Some(content_text(v)),
+            Some(v @ Value::Object(_)) => match v.get("content") {
+                Some(c @ (Value::String(_) | Value::Array(_))) => Some(content_text(c)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(p) = text.as_deref().and_then(crate::common::refusal_payload) {
+            return p;
+        }
+        if tool != SHELL && tool != POLL {
+            return Payload::Result(output_payload(output));
+        }
+        let text = text.unwrap_or_default();
+        let body = exec_output(&text).unwrap_or(text);
+        let body = crate::common::without_loopguard_notes(&body).to_string();
+        Payload::Result(tools.map_result(tool, &Value::from(body)).into_owned())
     }
 
     fn boundary(&mut self, out: &mut Vec<SourcedEvent>) {
@@ -356,11 +416,14 @@ impl Items {
         ts: u64,
         out: &mut Vec<SourcedEvent>,
     ) {
-        let (tool, args) = match codex_poll(tool, &args) {
-            Some(poll) => ("process", poll),
-            None => (tool, args),
+        let (tool, args) = match self.agent {
+            Some(tools) => tools.map_call(tool, &args),
+            None => match codex_poll(tool, &args) {
+                Some(poll) => ("process".to_string(), poll),
+                None => (tool.to_string(), args),
+            },
         };
-        let mut call = PendingCall::new(no, &self.runs.current(), key.clone(), tool, args);
+        let mut call = PendingCall::new(no, &self.runs.current(), key.clone(), &tool, args);
         call.ts = ts;
         self.tracker.call(key, call, out);
         self.runs.used();
@@ -384,6 +447,7 @@ impl Items {
                 format!("{out}{err}")
             }
         };
+        let output_text = output.clone();
         let block = Value::Object(Object::from_entries(vec![
             ("type".into(), Value::from("text")),
             ("text".into(), Value::from(output)),
@@ -398,12 +462,28 @@ impl Items {
                 )])),
             ));
         }
-        let payload = Payload::Result(Value::Object(Object::from_entries(fields)));
+        let payload = match self.agent {
+            Some(tools) => Payload::Result(
+                tools
+                    .map_result(SHELL, &Value::from(output_text))
+                    .into_owned(),
+            ),
+            None => Payload::Result(Value::Object(Object::from_entries(fields))),
+        };
         self.tracker.fallback(no, &id, payload, ts);
     }
 
     fn result(&mut self, no: u64, item: &Value<'_>, ts: u64, out: &mut Vec<SourcedEvent>) {
         let key = id_field(item, "call_id");
+        if let Some(tools) = self.agent {
+            // The payload depends on the call's mapped tool: paired first.
+            if let Some(call) = self.tracker.take(key.as_deref()) {
+                let payload = Self::agent_payload(tools, &call.tool, item.get("output"));
+                self.tracker.emit(call, no, payload, ts, out);
+                self.compacted = false;
+                return;
+            }
+        }
         let payload = Payload::Result(output_payload(item.get("output")));
         self.tracker.result(no, key.as_deref(), payload, ts, out);
         self.compacted = false;
@@ -578,14 +658,43 @@ pub struct CodexRolloutAdapter {
 impl CodexRolloutAdapter {
     /// An adapter for the session and agent of `ctx`.
     pub fn new(ctx: Context) -> Self {
-        CodexRolloutAdapter {
-            items: Items::new(&ctx),
-        }
+        let mut items = Items::new(&ctx);
+        items.agent = Some(tools_of("codex"));
+        CodexRolloutAdapter { items }
+    }
+}
+
+/// Events from `from` on are judged with the `claude-code` profile, as `loopguard hook
+/// codex` judges Codex's calls.
+fn mark(out: &mut [SourcedEvent], from: usize) {
+    for e in &mut out[from..] {
+        e.profile = Some(crate::agent_log::PROFILE);
     }
 }
 
 impl LineAdapter for CodexRolloutAdapter {
     fn line(
+        &mut self,
+        no: u64,
+        text: &[u8],
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        let from = out.len();
+        let done = self.rollout_line(no, text, out);
+        mark(out, from);
+        done
+    }
+
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        let from = out.len();
+        let diags = self.items.tracker.finish(out);
+        mark(out, from);
+        diags
+    }
+}
+
+impl CodexRolloutAdapter {
+    fn rollout_line(
         &mut self,
         no: u64,
         text: &[u8],
@@ -624,10 +733,6 @@ impl LineAdapter for CodexRolloutAdapter {
             )),
         }
     }
-
-    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.items.tracker.finish(out)
-    }
 }
 
 #[cfg(test)]
@@ -650,8 +755,10 @@ mod tests {
         crate::feed_lines(&mut CodexRolloutAdapter::new(ctx()), lines)
     }
 
-    /// Codex polls (plain and from code mode) become OpenClaw's `process` poll, so 25
-    /// unchanged polls are `known_poll_no_progress`, never `generic_repeat`.
+    /// Codex polls (plain and from code mode) become Claude Code's `BashOutput` poll, as
+    /// Codex's row of the tool table maps them for the hook (the `claude-code` profile
+    /// hashes it as OpenClaw's `process` poll), so 25 unchanged polls are
+    /// `known_poll_no_progress`, never `generic_repeat`.
     #[test]
     fn codex_polls_are_process_polls() {
         let mut lines = Vec::new();
@@ -676,13 +783,14 @@ mod tests {
             .filter(|e| e.event.tool.is_some() && e.event.kind == EventKind::Call)
             .collect();
         assert_eq!(calls.len(), 25);
-        let want = Value::parse(br#"{"action":"poll","sessionId":3}"#).unwrap();
+        let want = Value::parse(br#"{"bash_id":3}"#).unwrap();
         for c in calls {
             assert_eq!(
                 c.event.tool.as_ref().and_then(|t| t.as_str()),
-                Some("process")
+                Some("BashOutput")
             );
             assert_eq!(c.event.args, want);
+            assert_eq!(c.profile, Some("claude-code"));
         }
         // Typing something is not a poll.
         let typing = r#"{"timestamp":"2026-01-02T03:04:09.000Z","type":"response_item","payload":{"type":"function_call","name":"write_stdin","arguments":"{\"session_id\":3,\"chars\":\"y\"}","call_id":"t"}}"#;

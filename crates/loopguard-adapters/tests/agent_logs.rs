@@ -192,17 +192,34 @@ fn factory_sessions_replay_as_decided_live() {
 /// Codex 0.171's unified exec output starts with a chunk id and a wall time that change
 /// on every run, and the calls its hook refused read `Command blocked by PreToolUse hook:
 /// CRITICAL: …`: without both, every outcome looked new and no call was blocked.
+///
+/// The calls are read with Codex's row of the tool table, as `loopguard hook codex` reads
+/// them: `exec_command {cmd}` is `Bash {command}` (what Codex's hook payload holds as
+/// `tool_input`), and its output is the command's output alone (the hook's
+/// `tool_response` is `"FAIL\n"`, without Codex's header), so a call and its outcome get
+/// the same digests live and in replay.
 #[test]
 fn codex_0_171_rollouts_replay_as_decided_live() {
     let file = "rollout-0.171-guarded-loop.jsonl";
     assert_eq!(detect_fixture("codex", file), Some(Format::CodexRollout));
     let (events, diags) = line_fixture(&mut CodexRolloutAdapter::new(ctx()), "codex", file);
-    assert!(diags.is_empty(), "{diags:?}");
-    let decided = call_decisions(&events);
-    assert_eq!(decided.len(), 25);
-    for (i, d) in decided.iter().enumerate() {
-        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
-    }
+    assert_guarded_loop("codex", &events, &diags, "Bash");
+    let codex = loopguard_guard::profile::agents::tools_of("codex");
+    let hook_input = loopguard_core::Value::parse(
+        br#"{"command":"echo run >> /tmp/.tmpDizi9Y/runs.txt; echo FAIL; exit 1"}"#,
+    )
+    .unwrap();
+    let (tool, args) = codex.map_call("Bash", &hook_input);
+    assert_eq!(
+        events[0].event.tool.as_ref().map(|t| t.to_string()),
+        Some(tool.clone())
+    );
+    assert_eq!(events[0].event.args, args);
+    let hook_response = codex.map_result(&tool, &loopguard_core::Value::from("FAIL\n"));
+    assert_eq!(
+        events[1].event.payload,
+        Some(Payload::Result(hook_response))
+    );
 }
 
 /// Claude Code 2.1.197 records the calls its hook denied as `tool_result` blocks with
@@ -220,5 +237,238 @@ fn claude_code_transcripts_keep_the_hooks_refusals() {
     assert_eq!(decided.len(), 26);
     for (i, d) in decided.iter().enumerate() {
         assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+}
+
+/// opencode 1.18.33 keeps its sessions in an SQLite database (`opencode.db`), recognised by
+/// its `session`, `message` and `part` tables. The fixture is the database the real
+/// opencode wrote, unguarded, while a scripted model asked 25 times for the same failing
+/// `bash` command (every call ran): replayed as the opencode plugin's guard decides (tools
+/// as given), it warns from call 11 and blocks from 21.
+#[test]
+fn opencode_databases_are_read_part_by_part() {
+    use loopguard_adapters::reader::{self, Flow, Item, ReadOptions, Source};
+    let path = support::fixture_path("opencode", "loop-1.18.33.db");
+    let mut source = Source::open(&path).unwrap();
+    assert!(matches!(
+        source.detect().unwrap(),
+        reader::Detected::Format(Format::Opencode)
+    ));
+    let mut events = Vec::new();
+    let mut diags = Vec::new();
+    let ctx = Context {
+        session: "loop".into(),
+        agent: None,
+    };
+    reader::read_file(
+        &path,
+        Format::Opencode,
+        &ctx,
+        &ReadOptions::default(),
+        &mut |i| {
+            match i {
+                Item::Event(e) => events.push(e),
+                Item::Diagnostic(d) => diags.push(d),
+            }
+            Flow::Continue
+        },
+    )
+    .unwrap();
+    assert!(diags.is_empty(), "{diags:?}");
+    // An independent count: the tool parts in the database.
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let parts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM part WHERE json_extract(data, '$.type') = 'tool'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(parts, 25);
+    assert_eq!(events.len(), 50);
+    let session = events[0].event.session.as_ref().map(|s| s.to_string());
+    assert!(
+        session.as_deref().unwrap_or("").starts_with("loop/ses_"),
+        "{session:?}"
+    );
+    let call = &events[0];
+    assert_eq!(
+        call.event.tool.as_ref().map(|t| t.to_string()).as_deref(),
+        Some("bash")
+    );
+    assert_eq!(
+        call.event.args,
+        loopguard_core::Value::parse(
+            br#"{"command":"echo FAIL; exit 1","description":"Repeat the command"}"#
+        )
+        .unwrap()
+    );
+    assert_eq!(call.tokens, Some(15));
+    // The result as the plugin hands it to the guard.
+    assert_eq!(
+        events[1].event.payload,
+        Some(Payload::Result(loopguard_adapters::common::text_result(
+            "FAIL\n"
+        )))
+    );
+    let decided = call_decisions(&events);
+    assert_eq!(decided.len(), 25);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+    // An OpenClaw store is still an OpenClaw store.
+    let mut other = Source::open(&support::fixture_path("openclaw", "healthy.jsonl")).unwrap();
+    assert!(!matches!(
+        other.detect().unwrap(),
+        reader::Detected::Format(Format::Opencode)
+    ));
+}
+
+/// Cline's task histories, as real users committed them (tests/fixtures/transcripts/cline/
+/// README.md), are recognised from their content and read completely: every `tool_use` a
+/// call, each paired with the result text that follows (Cline writes no ids on them), the
+/// calls Cline refused to run (`Tool [read_file] was not executed…`) failures, and a
+/// `[TASK RESUMPTION]` a new run of the same session.
+#[test]
+fn cline_task_histories_are_read_completely() {
+    use loopguard_adapters::cline::ClineHistory;
+    for (file, calls, unanswered, runs) in [
+        (
+            "card-architecture-1769064454592.api_conversation_history.json",
+            9,
+            0,
+            1,
+        ),
+        ("marine-response.api_conversation_history.json", 17, 2, 3),
+    ] {
+        assert_eq!(detect_fixture("cline", file), Some(Format::Cline), "{file}");
+        let doc = fixture("cline", file);
+        // An independent count: the `tool_use` blocks of the file.
+        let v: serde_json::Value = serde_json::from_slice(&doc).unwrap();
+        let uses = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_use")
+            .count();
+        assert_eq!(uses, calls, "{file}");
+        let adapted = ClineHistory.adapt(&doc, &ctx()).unwrap();
+        let read: Vec<&SourcedEvent> = adapted
+            .events
+            .iter()
+            .filter(|e| e.event.kind == EventKind::Call)
+            .collect();
+        assert_eq!(read.len(), calls, "{file}");
+        assert!(read.iter().all(|c| c.profile == Some("claude-code")));
+        let kinds: Vec<_> = adapted.diagnostics.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![loopguard_adapters::DiagnosticKind::Unanswered; unanswered],
+            "{file}: {:?}",
+            adapted.diagnostics
+        );
+        let mut seen: Vec<String> = read
+            .iter()
+            .filter_map(|c| c.event.run.as_ref().map(|r| r.to_string()))
+            .collect();
+        seen.dedup();
+        assert_eq!(seen.len(), runs, "{file}: {seen:?}");
+    }
+    // The three calls Cline did not run are failures with its words.
+    let adapted = ClineHistory
+        .adapt(
+            &fixture(
+                "cline",
+                "card-architecture-1769064454592.api_conversation_history.json",
+            ),
+            &ctx(),
+        )
+        .unwrap();
+    let refused = adapted
+        .events
+        .iter()
+        .filter(|e| matches!(&e.event.payload, Some(Payload::Error(t)) if t.as_str().is_some_and(|t| t.contains("was not executed"))))
+        .count();
+    assert_eq!(refused, 3);
+}
+
+/// A resumed session is one session. Codex 0.171 (`codex exec resume --last`) and Gemini
+/// CLI 0.61 (`gemini --resume latest`) both go on writing the file of the session they
+/// resume: Codex appends the new turn; Gemini appends a second header and `$set` records
+/// repeating the conversation so far, whose calls are not read twice. Each fixture: two
+/// calls of a failing command, then the session resumed with a new prompt and more calls,
+/// written by the real CLI against a scripted model.
+#[test]
+fn resumed_codex_and_gemini_sessions_are_one_session() {
+    let (codex, diags) = line_fixture(
+        &mut CodexRolloutAdapter::new(ctx()),
+        "codex",
+        "rollout-0.171-resumed.jsonl",
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let (gemini, gdiags) = line_fixture(
+        &mut GeminiChatAdapter::new(ctx()),
+        "gemini",
+        "resumed.jsonl",
+    );
+    assert!(gdiags.is_empty(), "{gdiags:?}");
+    for (name, events, before, after) in [("codex", &codex, 2, 2), ("gemini", &gemini, 2, 4)] {
+        let runs: Vec<String> = events
+            .iter()
+            .filter(|e| e.event.kind == EventKind::Call)
+            .map(|e| e.event.run.as_ref().unwrap().to_string())
+            .collect();
+        let mut want = vec!["run-1".to_string(); before];
+        want.extend(vec!["run-2".to_string(); after]);
+        assert_eq!(runs, want, "{name}");
+        // Every call has its outcome.
+        assert_eq!(events.len(), 2 * (before + after), "{name}");
+    }
+}
+
+/// A chat file the real Gemini CLI 0.20.0 wrote (`session-*.json`, one document), against a
+/// scripted model asking three times for `echo FAIL`: that version refused each command
+/// here (`Command rejected because it could not be parsed safely`, its shell parser not
+/// loading offline), so the file holds three calls with their failures, all read. (The
+/// guarded-loop file beside it is the current CLI's messages in the older shape.)
+#[test]
+fn a_gemini_0_20_chat_file_is_read_completely() {
+    let file = "session-0.20.0-rejected.json";
+    assert_eq!(
+        detect_fixture("gemini-json", file),
+        Some(Format::GeminiJson)
+    );
+    let adapted = GeminiChatFile
+        .adapt(&fixture("gemini-json", file), &ctx())
+        .unwrap();
+    assert!(adapted.diagnostics.is_empty(), "{:?}", adapted.diagnostics);
+    let doc: serde_json::Value = serde_json::from_slice(&fixture("gemini-json", file)).unwrap();
+    let calls = doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["toolCalls"].as_array().map_or(0, Vec::len))
+        .sum::<usize>();
+    assert_eq!(calls, 3);
+    assert_eq!(adapted.events.len(), 2 * calls);
+    for pair in adapted.events.chunks(2) {
+        assert_eq!(pair[0].event.kind, EventKind::Call);
+        assert_eq!(
+            pair[0]
+                .event
+                .tool
+                .as_ref()
+                .map(|t| t.to_string())
+                .as_deref(),
+            Some("Bash")
+        );
+        assert!(
+            matches!(&pair[1].event.payload, Some(Payload::Error(e)) if e.as_str().is_some_and(|t| t.contains("could not be parsed safely"))),
+            "{:?}",
+            pair[1].event.payload
+        );
     }
 }

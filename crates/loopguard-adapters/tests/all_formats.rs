@@ -4,8 +4,8 @@
 //! counts are written here, separately from the adapters: a grep for the format's call
 //! marker, or a count over the file parsed with `serde_json`.
 //!
-//! Not in the folder: the OpenClaw SQLite store (a database, covered by
-//! `tests/openclaw_sqlite.rs`).
+//! Not in the folder: the OpenClaw SQLite store and opencode's database (databases, covered
+//! by `tests/openclaw_sqlite.rs` and `tests/agent_logs.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -253,6 +253,11 @@ fn cases() -> Vec<(Format, &'static str, Count)> {
             "transcripts/factory/guarded-loop.jsonl",
             |t| grep(t, r#""type":"tool_use""#),
         ),
+        (
+            Format::Cline,
+            "transcripts/cline/marine-response.api_conversation_history.json",
+            |t| grep(t, r#""type":"tool_use""#),
+        ),
     ]
 }
 
@@ -296,10 +301,10 @@ fn a_folder_of_every_format_reads_every_call() {
         assert_eq!(calls, expected, "{rel}: calls read vs counted");
         formats.push(format);
     }
-    // Every format but the SQLite store is in the folder.
+    // Every format but the databases is in the folder.
     for f in Format::ALL {
         assert!(
-            formats.contains(&f) || f == Format::OpenClawSqlite,
+            formats.contains(&f) || matches!(f, Format::OpenClawSqlite | Format::Opencode),
             "{f} has no file"
         );
     }

@@ -3,7 +3,6 @@
 #[allow(dead_code)]
 mod support;
 
-use loopguard_adapters::common::text_result;
 use loopguard_adapters::responses::CodexRolloutAdapter;
 use loopguard_adapters::{Context, Diagnostic, DiagnosticKind, Format, SourcedEvent};
 use loopguard_core::{Detector, Value};
@@ -63,7 +62,9 @@ fn loop_of_25_identical_shell_calls_warns_then_blocks() {
         );
         assert_eq!(call.line, 6 + 4 * i as u64);
         assert_eq!(outcome.line, call.line + 2);
-        assert_eq!(s(&call.event.tool), "shell");
+        // Codex's row of the tool table: its shell tools are `Bash`, as the hook names them.
+        assert_eq!(s(&call.event.tool), "Bash");
+        assert_eq!(call.profile, Some("claude-code"));
         assert_eq!(call.event.args, args);
         assert_eq!(s(&call.event.run), "run-1");
         assert_eq!(call.event.call_id, outcome.event.call_id);
@@ -132,12 +133,12 @@ fn exec_outputs_that_differ_only_in_duration_are_a_loop() {
             10 + i % 2
         )
     };
-    let want_structured = support::json(
-        r#"{"content":[{"type":"text","text":"test result: FAILED. 41 passed; 1 failed\n"}],"details":{"exitCode":101}}"#,
-    );
-    let want_timed_out = support::json(
-        r#"{"content":[{"type":"text","text":"running 42 tests\n"}],"details":{"exitCode":124,"timedOut":true}}"#,
-    );
+    // The command's output alone, as Codex's hook receives it (`tool_response`), read by
+    // Codex's row of the tool table.
+    let want_structured =
+        support::json(r#"{"stdout":"test result: FAILED. 41 passed; 1 failed","stderr":""}"#);
+    let want_timed_out =
+        support::json(r#"{"stdout":"command timed out\nrunning 42 tests","stderr":""}"#);
     for (form, output, want) in [
         (
             "structured",
@@ -182,14 +183,14 @@ fn healthy_rollout_has_custom_tools_plans_and_two_runs() {
         .map(|e| (e.line, s(&e.event.tool), s(&e.event.run)))
         .collect();
     let want = [
-        (6, "shell", "run-1"),
-        (8, "shell", "run-1"),
+        (6, "Bash", "run-1"),
+        (8, "Bash", "run-1"),
         (9, "apply_patch", "run-1"),
         (10, "apply_patch", "run-1"),
         (12, "update_plan", "run-1"),
         (14, "update_plan", "run-1"),
-        (19, "shell", "run-2"),
-        (21, "shell", "run-2"),
+        (19, "Bash", "run-2"),
+        (21, "Bash", "run-2"),
     ];
     let want: Vec<_> = want
         .iter()
@@ -242,7 +243,12 @@ fn traps_parallel_calls_bad_arguments_unknown_lines_and_a_cut_last_line() {
         calls,
         [
             // Invalid JSON arguments are kept as the raw string.
-            (6, Value::from("{\"command\":[\"cat\",\"config/prod.toml\"")),
+            // (as Codex's row of the tool table reads a shell tool's string input).
+            (
+                6,
+                Value::parse(br#"{"command":"{\"command\":[\"cat\",\"config/prod.toml\""}"#)
+                    .unwrap()
+            ),
             (
                 5,
                 Value::parse(br#"{"command":["cat","config/dev.toml"]}"#).unwrap()
@@ -251,11 +257,11 @@ fn traps_parallel_calls_bad_arguments_unknown_lines_and_a_cut_last_line() {
             (12, Value::parse(br#"{"command":["ls"]}"#).unwrap()),
         ]
     );
-    // Content-item output.
+    // Content-item output: a shell command's text, read by Codex's row of the tool table.
     assert_eq!(
         events[1].event.payload,
-        Some(Payload::Result(text_result(
-            "[db]\nurl = \"postgres://prod\"\n"
+        Some(Payload::Result(support::json(
+            r#"{"stdout":"[db]\nurl = \"postgres://prod\"","stderr":""}"#
         )))
     );
     assert_eq!(

@@ -35,6 +35,7 @@ const FILES: &[&str] = &[
     "transcripts/qwen/guarded-loop.jsonl",
     "transcripts/copilot/guarded-loop.events.jsonl",
     "transcripts/factory/guarded-loop.jsonl",
+    "transcripts/cline/card-architecture-1769064454592.api_conversation_history.json",
 ];
 
 /// At most this much of a fixture is mutated (keeps a case fast; a cut is a mutation too).
@@ -175,4 +176,48 @@ proptest! {
             let _ = read_as(&bytes, forced);
         }
     }
+
+    /// opencode's parts, as its database reader hands them to the part reader (each part
+    /// with its message, one record a line), mutated: no panic.
+    #[test]
+    fn no_mutated_opencode_part_panics_its_reader(
+        mutations in prop::collection::vec(mutation(), 1..4),
+    ) {
+        let mut bytes = opencode_records();
+        for m in &mutations {
+            apply(&mut bytes, m);
+        }
+        let mut adapter = loopguard_adapters::opencode::OpencodeAdapter::new(Context::default());
+        let mut out = Vec::new();
+        for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            let _ = loopguard_adapters::LineAdapter::line(&mut adapter, i as u64 + 1, line, &mut out);
+        }
+        let _ = loopguard_adapters::LineAdapter::finish(&mut adapter, &mut out);
+    }
+}
+
+/// The parts of the opencode fixture database with their messages, one
+/// `{"message": …, "part": …}` record a line, as the database reader builds them.
+fn opencode_records() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/transcripts/opencode/loop-1.18.33.db");
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.data, p.data FROM part p JOIN message m ON p.message_id = m.id \
+             ORDER BY m.time_created, p.id",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap();
+    let mut out = Vec::new();
+    for row in rows {
+        let (m, p) = row.unwrap();
+        out.extend_from_slice(format!(r#"{{"message":{m},"part":{p}}}"#).as_bytes());
+        out.push(b'\n');
+    }
+    out
 }

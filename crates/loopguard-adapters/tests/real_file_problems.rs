@@ -128,17 +128,20 @@ fn found_3_calls_without_a_result_are_replayed_and_exec_command_end_is_used() {
     assert_eq!(
         briefs,
         [
-            "call 4 run-1 call_T1 shell",
+            // Codex's shell tools are `Bash`, as its hook names them.
+            "call 4 run-1 call_T1 Bash",
             // No function_call_output: the exec_command_end event is the outcome.
-            "outcome 6 run-1 call_T1 shell",
+            "outcome 6 run-1 call_T1 Bash",
             // Nothing at all: the call is still replayed, without an outcome.
-            "call 7 run-1 call_T2 shell",
+            "call 7 run-1 call_T2 Bash",
         ]
     );
+    // Its output, as Codex's hook receives it (`tool_response`), read by Codex's row of
+    // the tool table.
     assert_eq!(
         events[1].event.payload,
         Some(Payload::Result(json(
-            r#"{"content":[{"type":"text","text":"test result: FAILED. 3 passed; 1 failed\n"}],"details":{"exitCode":101}}"#
+            r#"{"stdout":"test result: FAILED. 3 passed; 1 failed","stderr":""}"#
         )))
     );
     assert_eq!(kinds(&diagnostics), [(7, DiagnosticKind::Unanswered)]);

@@ -9,6 +9,9 @@
 //! | `qwen` | `~/.qwen/projects` | `*.jsonl` in `chats` folders |
 //! | `copilot` | `~/.copilot/session-state` | `events.jsonl` |
 //! | `factory` | `~/.factory/sessions` | `*.jsonl` |
+//! | `opencode` | `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` | `opencode.db` |
+//! | `cline` | VS Code's global storage: `~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks` | `api_conversation_history.json` |
+//! | `roo-code` | `~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks` | `api_conversation_history.json` |
 //!
 //! The files are found by walking the folder (symbolic links are not followed); which
 //! format each holds is still decided by its content.
@@ -24,6 +27,9 @@ pub const AGENTS: &[&str] = &[
     "qwen",
     "copilot",
     "factory",
+    "opencode",
+    "cline",
+    "roo-code",
 ];
 
 /// Where an agent keeps its logs, and which files in it are session logs.
@@ -70,6 +76,18 @@ fn place(agent: &str, home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Opti
         "factory" => Place {
             dir: home.join(".factory/sessions"),
             wanted: jsonl,
+        },
+        "opencode" => Place {
+            dir: from("XDG_DATA_HOME", ".local/share", "opencode"),
+            wanted: |n, _| n == "opencode.db",
+        },
+        "cline" => Place {
+            dir: home.join(".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"),
+            wanted: |n, _| n == "api_conversation_history.json",
+        },
+        "roo-code" => Place {
+            dir: home.join(".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks"),
+            wanted: |n, _| n == "api_conversation_history.json",
         },
         _ => return None,
     })

@@ -1,7 +1,8 @@
 //! `loopguard replay --agent NAME`: the session logs the coding agents keep on this machine,
-//! found in their default folders under HOME (and `CODEX_HOME`, `CLAUDE_CONFIG_DIR`),
-//! filtered by `--since`, replayed as one report. The logs are the fixtures the real CLIs
-//! wrote (tests/fixtures/transcripts/*/guarded-loop*), laid out as each agent lays them out.
+//! found in their default folders under HOME (and `CODEX_HOME`, `CLAUDE_CONFIG_DIR`,
+//! `XDG_DATA_HOME`), filtered by `--since`, replayed as one report. The logs are the
+//! fixtures the real CLIs wrote (tests/fixtures/transcripts/*/guarded-loop*, opencode's
+//! database) and a public Cline task history, laid out as each agent lays them out.
 
 mod common;
 use common::root;
@@ -44,6 +45,16 @@ const LAYOUT: &[(&str, &str, &str)] = &[
         ".factory/sessions/-tmp-work/e6e73d2c.jsonl",
         "factory",
     ),
+    (
+        "opencode/loop-1.18.33.db",
+        "xdg-data/opencode/opencode.db",
+        "opencode",
+    ),
+    (
+        "cline/card-architecture-1769064454592.api_conversation_history.json",
+        ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1769064454592/api_conversation_history.json",
+        "cline",
+    ),
 ];
 
 fn home() -> tempfile::TempDir {
@@ -55,6 +66,13 @@ fn home() -> tempfile::TempDir {
     }
     // Files of the agents' folders that are not session logs are passed over.
     std::fs::write(dir.path().join(".gemini/tmp/work/logs.json"), "[]").unwrap();
+    std::fs::write(
+        dir.path().join(
+            ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1769064454592/ui_messages.json",
+        ),
+        "[]",
+    )
+    .unwrap();
     std::fs::write(
         dir.path()
             .join(".copilot/session-state/9377cbcb/workspace.yaml"),
@@ -71,6 +89,7 @@ fn replay(home: &Path, args: &[&str]) -> Output {
         .env("HOME", home)
         .env("CODEX_HOME", home.join("codex-home"))
         .env("CLAUDE_CONFIG_DIR", home.join("claude"))
+        .env("XDG_DATA_HOME", home.join("xdg-data"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
@@ -108,13 +127,15 @@ fn every_agents_logs_are_found_and_replayed_as_decided_live() {
     let found = sessions(&out);
     assert_eq!(found.len(), LAYOUT.len(), "{found:?}");
     // Each guarded loop: the calls the hook refused live are blocks (Claude Code's run
-    // asked 26 times, the others 25).
+    // asked 26 times, the others 25); opencode's unguarded loop is blocked from call 21 as
+    // its plugin would have; the Cline task has no loop.
     let blocks: Vec<usize> = found.iter().map(|(_, b)| *b).collect();
-    assert_eq!(blocks, [6, 5, 5, 5, 5, 5], "{found:?}");
+    assert_eq!(blocks, [6, 5, 5, 5, 5, 5, 5, 0], "{found:?}");
+    assert!(!stderr.contains("ui_messages.json"), "{stderr}");
     // The text report ends with the table across them.
     let report = replay(home.path(), &["--agent", "all"]);
     let text = String::from_utf8_lossy(&report.stdout);
-    assert!(text.contains("total (6)"), "{text}");
+    assert!(text.contains("total (8)"), "{text}");
     // Then the loops by agent, tool and detector, most expensive first: Claude Code's
     // loop went on for one call more (its model asked 26 times).
     let (_, by_agent) = text
@@ -125,7 +146,7 @@ fn every_agents_logs_are_found_and_replayed_as_decided_live() {
         .skip(1)
         .map(|l| l.split_whitespace().collect())
         .collect();
-    assert_eq!(rows.len(), 6, "{by_agent}");
+    assert_eq!(rows.len(), 7, "{by_agent}");
     assert_eq!(
         rows[0],
         [
@@ -149,6 +170,7 @@ fn every_agents_logs_are_found_and_replayed_as_decided_live() {
             "copilot",
             "factory",
             "gemini",
+            "opencode",
             "qwen"
         ]
     );

@@ -367,7 +367,9 @@ fn unrecognised_files_name_the_formats_and_how_to_choose() {
 
 #[test]
 fn convert_writes_an_event_stream_that_replays_identically() {
-    let fixture = "tests/fixtures/transcripts/codex/rollout-2026-09-05T15-26-13-loop.jsonl";
+    // Responses items, decided with tools as given. (An agent's own log is judged with the
+    // agent's tool profile, which an event stream does not carry: docs/replay.md.)
+    let fixture = "tests/fixtures/transcripts/responses/loop.json";
     let converted = loopguard(&["convert", fixture]);
     assert!(converted.status.success(), "{}", text(&converted.stderr));
     let dir = std::env::temp_dir().join(format!("lg-convert-{}", std::process::id()));

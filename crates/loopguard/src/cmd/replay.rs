@@ -112,8 +112,9 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = ColorArg::Auto)]
     pub color: ColorArg,
     /// Also replay the session logs a coding agent keeps on this machine (its default
-    /// folders, honouring `CODEX_HOME` and `CLAUDE_CONFIG_DIR`): `claude-code`, `codex`,
-    /// `gemini`, `qwen`, `copilot`, `factory`, or `all`.
+    /// folders, honouring `CODEX_HOME`, `CLAUDE_CONFIG_DIR` and `XDG_DATA_HOME`):
+    /// `claude-code`, `codex`, `gemini`, `qwen`, `copilot`, `factory`, `opencode`, `cline`,
+    /// `roo-code`, or `all`.
     #[arg(long, value_name = "AGENT", value_parser = agent_parser())]
     agent: Option<String>,
     /// With `--agent`: only the logs modified in the last DURATION (`90s`, `30m`, `24h`,

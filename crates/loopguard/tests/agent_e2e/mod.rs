@@ -511,11 +511,13 @@ pub fn codex_config(port: u16, extra: &str) -> String {
 }
 
 /// The output item of a Codex turn: the `k`-th call of `command`, or the final message.
+/// The model asks for a different `yield_time_ms` each time, as models do: Codex's hook
+/// payload leaves it out, and replay of the rollout must not hash it either.
 pub fn codex_item(call: Option<usize>, command: &str) -> Value {
     match call {
         Some(k) => {
             json!({"type":"function_call","id":format!("fc_{k}"),"call_id":format!("call_{k}"),
-                "name":"exec_command","arguments":json!({"cmd": command}).to_string()})
+                "name":"exec_command","arguments":json!({"cmd": command, "yield_time_ms": 10_000 + k}).to_string()})
         }
         None => json!({"type":"message","id":"msg_1","role":"assistant",
             "content":[{"type":"output_text","text":"I give up."}]}),

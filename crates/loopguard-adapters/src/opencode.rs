@@ -1,0 +1,351 @@
+//! opencode's sessions.
+//!
+//! opencode 1.18 keeps every session in one SQLite database,
+//! `$XDG_DATA_HOME/opencode/opencode.db` (`~/.local/share/opencode/opencode.db`), with a
+//! `session` table (`id`, `parent_id`, `title`, `time_created`, …), a `message` table (`id`,
+//! `session_id`, `time_created`, `data`: `{role, time, tokens, finish, …}`) and a `part`
+//! table (`id`, `message_id`, `session_id`, `time_created`, `data`: one part of a message,
+//! `{type, …}`). The database is opened read-only (a running opencode can keep writing to
+//! it) and recognised by those three tables; each session is read on its own, its parts in
+//! the order of their messages, then their own.
+//!
+//! Each part is read with its message as one record, `{"message": …, "part": …}` (each row's
+//! `data` with its `id` added; [`OpencodeAdapter`]); `line` is the part's row number in its
+//! session (1 for the first part), and every diagnostic names the part's id.
+//!
+//! | part | becomes |
+//! |------|---------|
+//! | `tool` `{tool, callID, state: {status: "completed", input, output}}` | a call of `tool` with `input`, and its result: `output` as a text result, without the note the opencode plugin appended to it (a last paragraph starting `WARNING: ` or `CRITICAL: `) |
+//! | `tool` with `state.status: "error"` (`error`) | a call and its failure; loopguard's own deny (the plugin throws it, opencode records `Error: CRITICAL: …`) is a refusal, as in the other agents' logs |
+//! | `tool` still `pending` or `running` | a call replayed alone, reported |
+//! | `text` of a `user` message (the first of each message) | a run boundary |
+//! | `compaction` | a compaction |
+//! | `step-start`, `step-finish`, `reasoning`, `patch`, `snapshot`, `file`, `agent`, `subtask`, `retry`, other text | ignored |
+//!
+//! Tools are taken as given, as the opencode plugin (`plugins/opencode`) hands them to the
+//! guard: `bash {command, description}` and the plugin's result `{content: [{type: "text",
+//! text: output}]}`. Tokens: the message's `tokens.total`, shared among its tool parts.
+
+use loopguard_core::Value;
+use loopguard_events::Payload;
+
+use crate::common::{object_line, refusal_payload, str_field, text_result, PendingCall, Runs};
+use crate::pairing::Tracker;
+use crate::{Context, Diagnostic, DiagnosticKind, LineAdapter, SourcedEvent};
+
+/// opencode's parts, each with its message.
+///
+/// ```
+/// use loopguard_adapters::{opencode::OpencodeAdapter, Context, LineAdapter};
+/// let mut a = OpencodeAdapter::new(Context { session: "s".into(), agent: None });
+/// let mut out = Vec::new();
+/// a.line(1, br#"{"message":{"id":"m1","role":"assistant","tokens":{"total":15}},"part":{"id":"p1","type":"tool","tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"make"},"output":"ok\n","time":{"start":1796674908619,"end":1796674909812}}}}"#, &mut out).unwrap();
+/// assert!(a.finish(&mut out).is_empty());
+/// assert_eq!(out.len(), 2);
+/// assert_eq!(out[0].event.tool.as_ref().and_then(|t| t.as_str()), Some("bash"));
+/// assert_eq!(out[0].tokens, Some(15));
+/// ```
+#[derive(Debug)]
+pub struct OpencodeAdapter {
+    tracker: Tracker,
+    runs: Runs,
+    /// The last user message that started a run.
+    prompt: Option<String>,
+}
+
+impl OpencodeAdapter {
+    /// An adapter for the session and agent of `ctx`.
+    pub fn new(ctx: Context) -> Self {
+        OpencodeAdapter {
+            tracker: Tracker::new(&ctx),
+            runs: Runs::new("run"),
+            prompt: None,
+        }
+    }
+}
+
+/// `output` without the note the opencode plugin appends for the model (`\n\n` and a
+/// warning or the message that ended the run): the plugin recorded the output without it.
+fn without_plugin_note(output: &str) -> &str {
+    match output.rfind("\n\n") {
+        Some(i)
+            if ["WARNING: ", "CRITICAL: "]
+                .iter()
+                .any(|p| output[i + 2..].starts_with(p)) =>
+        {
+            &output[..i]
+        }
+        _ => output,
+    }
+}
+
+impl LineAdapter for OpencodeAdapter {
+    fn line(
+        &mut self,
+        no: u64,
+        text: &[u8],
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        let Some(v) = object_line(no, text, "an opencode part")? else {
+            return Ok(());
+        };
+        let bad = |m: String| Diagnostic::new(no, DiagnosticKind::BadField, m);
+        let message = v.get("message").unwrap_or(&Value::Null);
+        let Some(part) = v.get("part").filter(|p| p.as_object().is_some()) else {
+            return Err(bad("field `part`: missing or not an object".into()));
+        };
+        let part_id = str_field(part, "id").unwrap_or("?");
+        let role = str_field(message, "role");
+        match str_field(part, "type") {
+            Some("text") if role == Some("user") => {
+                let msg = str_field(message, "id").map(str::to_string);
+                if msg.is_none() || msg != self.prompt {
+                    self.tracker.end_turn(out);
+                    self.runs.boundary();
+                    self.prompt = msg;
+                }
+            }
+            Some("compaction") => {
+                let ts = part
+                    .get("time")
+                    .and_then(|t| t.get("created"))
+                    .and_then(Value::as_f64)
+                    .map_or(0, |t| t as u64);
+                self.tracker.compaction(no, &self.runs.current(), ts, out);
+            }
+            Some("tool") => {
+                let Some(tool) = str_field(part, "tool") else {
+                    return Err(bad(format!(
+                        "part {part_id}: a tool part without `tool`; skipped"
+                    )));
+                };
+                let state = part.get("state").unwrap_or(&Value::Null);
+                let input = state
+                    .get("input")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+                    .into_owned();
+                let time = state.get("time");
+                let at = |k: &str| {
+                    time.and_then(|t| t.get(k))
+                        .and_then(Value::as_f64)
+                        .map_or(0, |t| t as u64)
+                };
+                let id = str_field(part, "callID").map(str::to_string);
+                let tokens = message
+                    .get("tokens")
+                    .and_then(|t| t.get("total"))
+                    .and_then(Value::as_f64)
+                    .filter(|t| *t >= 0.0)
+                    .map(|t| t as u64);
+                let run = self.runs.current();
+                let mut call = PendingCall::new(no, &run, id.clone(), tool, input);
+                call.ts = at("start");
+                call.tokens = tokens;
+                self.runs.used();
+                let payload = match str_field(state, "status") {
+                    Some("completed") => {
+                        let output = str_field(state, "output").unwrap_or("");
+                        Some(refusal_payload(output).unwrap_or_else(|| {
+                            Payload::Result(text_result(without_plugin_note(output)))
+                        }))
+                    }
+                    Some("error") => {
+                        let error = str_field(state, "error").unwrap_or("");
+                        Some(
+                            refusal_payload(error)
+                                .unwrap_or_else(|| Payload::Error(Value::from(error.to_string()))),
+                        )
+                    }
+                    Some("pending" | "running") => None,
+                    other => {
+                        return Err(bad(format!(
+                            "part {part_id}: unknown tool state {other:?}; skipped"
+                        )))
+                    }
+                };
+                match payload {
+                    Some(p) => self.tracker.emit(call, no, p, at("end"), out),
+                    None => self.tracker.replay_alone(call, out),
+                }
+            }
+            Some(_) => {}
+            None => return Err(bad(format!("part {part_id}: field `type` missing"))),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        self.tracker.finish(out)
+    }
+}
+
+/// The tables an opencode database has.
+const TABLES: [&str; 3] = ["session", "message", "part"];
+
+fn open(path: &std::path::Path) -> Result<rusqlite::Connection, String> {
+    use rusqlite::{Connection, OpenFlags};
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Connection::open_with_flags(path, flags).map_err(|e| format!("cannot open: {e}"))
+}
+
+/// `true` when the SQLite database at `path` is an opencode database (it has the
+/// `session`, `message` and `part` tables).
+pub fn is_opencode_db(path: &std::path::Path) -> bool {
+    let Ok(conn) = open(path) else {
+        return false;
+    };
+    TABLES.iter().all(|t| {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [t],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n == 1)
+    })
+}
+
+/// The sessions of an opencode database, oldest first.
+pub fn session_ids(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let conn = open(path)?;
+    let mut stmt = conn
+        .prepare("SELECT id FROM session ORDER BY time_created, id")
+        .map_err(|e| format!("reading `session` failed: {e}"))?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| format!("reading `session` failed: {e}"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(|e| format!("reading `session` failed: {e}"))
+}
+
+/// Reads one session of an opencode database, handing each event to `on_event` as soon as
+/// its part is read (`false` stops); returns the diagnostics.
+pub fn read_session_with(
+    path: &std::path::Path,
+    session: &str,
+    ctx: Context,
+    on_event: &mut dyn FnMut(SourcedEvent) -> bool,
+) -> Result<Vec<Diagnostic>, String> {
+    let conn = open(path)?;
+    let failed = |e: rusqlite::Error| format!("reading `part` failed: {e}");
+    let mut stmt = conn
+        .prepare(
+            "SELECT p.id, p.data, m.id, m.data FROM part p JOIN message m ON p.message_id = m.id \
+             WHERE p.session_id = ?1 ORDER BY m.time_created, m.id, p.time_created, p.id",
+        )
+        .map_err(failed)?;
+    let mut rows = stmt.query([session]).map_err(failed)?;
+    let mut adapter = OpencodeAdapter::new(ctx);
+    let mut diagnostics = Vec::new();
+    let mut out = Vec::new();
+    let mut no = 0u64;
+    while let Some(row) = rows.next().map_err(failed)? {
+        no += 1;
+        let part_id: String = row.get(0).unwrap_or_default();
+        let part: String = row.get(1).unwrap_or_default();
+        let message_id: String = row.get(2).unwrap_or_default();
+        let message: String = row.get(3).unwrap_or_default();
+        let record = match (with_id(&part, &part_id), with_id(&message, &message_id)) {
+            (Some(p), Some(m)) => format!(r#"{{"message":{m},"part":{p}}}"#),
+            _ => {
+                diagnostics.push(Diagnostic::new(
+                    no,
+                    DiagnosticKind::NotJson,
+                    format!("part {part_id} (message {message_id}): its data is not a JSON object; skipped"),
+                ));
+                continue;
+            }
+        };
+        if let Err(d) = adapter.line(no, record.as_bytes(), &mut out) {
+            diagnostics.push(d);
+        }
+        for e in out.drain(..) {
+            if !on_event(e) {
+                return Ok(diagnostics);
+            }
+        }
+    }
+    diagnostics.extend(adapter.finish(&mut out));
+    for e in out.drain(..) {
+        if !on_event(e) {
+            break;
+        }
+    }
+    diagnostics.sort_by_key(|d| d.line);
+    Ok(diagnostics)
+}
+
+/// The JSON object `data` with `"id": id` added first; `None` when `data` is not an object.
+fn with_id(data: &str, id: &str) -> Option<String> {
+    let rest = data.trim_start().strip_prefix('{')?;
+    let id = serde_json_string(id);
+    Some(if rest.trim_start().starts_with('}') {
+        format!("{{\"id\":{id}}}")
+    } else {
+        format!("{{\"id\":{id},{rest}")
+    })
+}
+
+/// `s` as a JSON string.
+fn serde_json_string(s: &str) -> String {
+    let mut out = Vec::new();
+    crate::common::write_value(&mut out, &Value::from(s.to_string()));
+    String::from_utf8(out).unwrap_or_else(|_| "\"\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plugins_note_is_dropped_and_only_it() {
+        assert_eq!(
+            without_plugin_note("same\n\nWARNING: You have called bash 10 times"),
+            "same"
+        );
+        assert_eq!(without_plugin_note("a\n\nb"), "a\n\nb");
+        assert_eq!(without_plugin_note("WARNING: x"), "WARNING: x");
+        assert_eq!(with_id("{}", "p").as_deref(), Some(r#"{"id":"p"}"#));
+        assert_eq!(
+            with_id(r#"{"type":"text"}"#, "p\"").as_deref(),
+            Some(r#"{"id":"p\"","type":"text"}"#)
+        );
+        assert_eq!(with_id("[1]", "p"), None);
+    }
+
+    #[test]
+    fn unknown_states_and_parts_without_a_type_are_reported() {
+        let mut a = OpencodeAdapter::new(Context::default());
+        let (events, diags) = crate::feed_lines(
+            &mut a,
+            &[
+                r#"{"message":{"id":"m","role":"user"},"part":{"id":"p0","type":"text","text":"go"}}"#,
+                r#"{"message":{"id":"m2","role":"assistant"},"part":{"id":"p1","type":"tool","tool":"bash","callID":"c","state":{"status":"weird"}}}"#,
+                r#"{"message":{"id":"m2","role":"assistant"},"part":{"id":"p2"}}"#,
+                r#"{"message":{"id":"m2","role":"assistant"},"part":{"id":"p3","type":"tool","tool":"bash","callID":"d","state":{"status":"running","input":{}}}}"#,
+                r#"{"message":{"id":"m2","role":"assistant"},"part":{"id":"p4","type":"tool","tool":"bash","callID":"e","state":{"status":"error","input":{},"error":"Error: CRITICAL: Called bash with identical arguments and identical outcomes 20 times. Session execution blocked to prevent runaway loops."}}}"#,
+            ],
+        );
+        let kinds: Vec<_> = diags.iter().map(|d| (d.line, d.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (2, DiagnosticKind::BadField),
+                (3, DiagnosticKind::BadField),
+                (4, DiagnosticKind::Unanswered)
+            ]
+        );
+        assert!(diags[0].message.contains("p1"), "{}", diags[0].message);
+        // The running call is replayed alone; the refused one reads as a refusal.
+        assert_eq!(events.len(), 3);
+        let refused = match &events[2].event.payload {
+            Some(Payload::Result(v)) => v
+                .get("details")
+                .and_then(|d| d.get("deniedReason"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            _ => None,
+        };
+        assert_eq!(refused.as_deref(), Some("tool-loop"));
+    }
+}
