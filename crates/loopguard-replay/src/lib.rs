@@ -39,6 +39,7 @@ pub mod html;
 pub mod inputs;
 mod messages;
 pub mod plan;
+mod peers;
 pub mod quality;
 mod replayer;
 mod report;

@@ -164,7 +164,7 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        strict_summary.contains("| **strict** | 4 of 4 | +6 | 0 | 0 of 54 |"),
+        strict_summary.contains("| **strict** | 4 of 4 | +6 | +6 | 0 | 0 of 54 |"),
         "{strict_summary}"
     );
 
