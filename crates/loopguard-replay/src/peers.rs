@@ -122,7 +122,9 @@ impl PeerRule {
     pub fn source(self) -> &'static str {
         match self {
             PeerRule::RooCode => "RooCodeInc/Roo-Code `src/core/tools/ToolRepetitionDetector.ts`",
-            PeerRule::Cline => "cline/cline `src/core/task/loop-detection.ts`, `src/core/task/index.ts`",
+            PeerRule::Cline => {
+                "cline/cline `src/core/task/loop-detection.ts`, `src/core/task/index.ts`"
+            }
             PeerRule::GeminiCli => {
                 "google-gemini/gemini-cli `packages/core/src/services/loopDetectionService.ts`"
             }
@@ -288,9 +290,9 @@ impl PeerRuns {
         }
         // (4) A, B, A, B, A, B in actions and in observations over the last six steps.
         answered(6)
-            && [(0, 2), (0, 4), (1, 3), (1, 5)].iter().all(|&(a, b)| {
-                same_key(steps[a], steps[b]) && same_result(steps[a], steps[b])
-            })
+            && [(0, 2), (0, 4), (1, 3), (1, 5)]
+                .iter()
+                .all(|&(a, b)| same_key(steps[a], steps[b]) && same_result(steps[a], steps[b]))
     }
 }
 

@@ -361,7 +361,11 @@ impl Quality {
                 .collect::<Vec<_>>()
                 .join(" | ")
         );
-        let _ = writeln!(out, "|---|---|---|---|---|{}", "---|".repeat(PEER_RULES.len()));
+        let _ = writeln!(
+            out,
+            "|---|---|---|---|---|{}",
+            "---|".repeat(PEER_RULES.len())
+        );
         let cell = |stop: Option<u64>, start: u64| match stop {
             Some(s) => format!("{s} ({:+})", s as i64 - start as i64),
             None => "none".to_string(),
