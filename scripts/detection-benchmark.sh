@@ -54,7 +54,9 @@ The peers' rules, each written from its public source (the file named here):
   without a limit; only `--max-tool-repetitions N` makes it refuse the (N+1)th identical
   call in a row (Roo Code's row with limit N).
 
-Limits: one agent (mini-swe-agent, bash only) and no per-model split yet.
+Each profile's last table splits the labelled measures per model (the labels' 4th field).
+Limits: one agent (mini-swe-agent, bash only), and four stuck runs in all (none from
+Gemini 3 Pro), so a per-model figure rests on one to three runs.
 
 HEAD
   printf '%s\n' "$table"

@@ -63,6 +63,9 @@ pub struct Label {
     pub verdict: Verdict,
     /// For a stuck run, the loop's first call (1-based among call decisions).
     pub loop_start: Option<u64>,
+    /// The agent or model family, when the labels name it (an optional 4th field): the
+    /// labelled measures are then also given per family.
+    pub family: Option<String>,
 }
 
 /// A labels file that could not be read: its line and what is wrong.
@@ -104,9 +107,9 @@ impl Labels {
                 continue;
             }
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            if fields.len() != 3 {
+            if !(3..=4).contains(&fields.len()) {
                 return Err(err(format!(
-                    "expected 3 comma-separated fields (file,verdict,loop-start), found {}",
+                    "expected 3 or 4 comma-separated fields (file,verdict,loop-start[,family]), found {}",
                     fields.len()
                 )));
             }
@@ -141,6 +144,10 @@ impl Labels {
                 file: fields[0].to_string(),
                 verdict,
                 loop_start,
+                family: fields
+                    .get(3)
+                    .filter(|f| !f.is_empty())
+                    .map(|f| f.to_string()),
             });
         }
         Ok(Labels { labels })
@@ -454,6 +461,60 @@ impl Quality {
                     format!(" ({})", fs.join(", "))
                 }
             );
+        }
+        // Per family, when the labels name families: each rule's stuck runs stopped in
+        // their loop and healthy or self-recovering runs stopped.
+        let mut families: Vec<&str> = labelled
+            .iter()
+            .filter_map(|(_, l)| l.family.as_deref())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        if !families.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "per family: stuck runs stopped in their loop / healthy or self-recovering runs stopped"
+            );
+            let _ = writeln!(out);
+            let head: Vec<String> = families
+                .iter()
+                .map(|f| {
+                    let of = |stuck: bool| {
+                        labelled
+                            .iter()
+                            .filter(|(_, l)| {
+                                l.family.as_deref() == Some(*f)
+                                    && (l.verdict == Verdict::Stuck) == stuck
+                            })
+                            .count()
+                    };
+                    format!("{f} ({} stuck, {} other)", of(true), of(false))
+                })
+                .collect();
+            let _ = writeln!(out, "| rule | {} |", head.join(" | "));
+            let _ = writeln!(out, "|---|{}", "---|".repeat(families.len()));
+            for (name, stop) in &rules {
+                let cells: Vec<String> = families
+                    .iter()
+                    .map(|f| {
+                        let (mut caught, mut false_stops) = (0, 0);
+                        for (r, l) in labelled
+                            .iter()
+                            .filter(|(_, l)| l.family.as_deref() == Some(*f))
+                        {
+                            let Some(s) = stop(r) else { continue };
+                            if l.verdict != Verdict::Stuck {
+                                false_stops += 1;
+                            } else if s >= l.loop_start.unwrap_or(1) {
+                                caught += 1;
+                            }
+                        }
+                        format!("{caught} / {false_stops}")
+                    })
+                    .collect();
+                let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+            }
         }
         out
     }

@@ -35,7 +35,11 @@ fn cases() -> Vec<Case> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty() && !l.starts_with("file,"))
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            assert_eq!(f.len(), 3, "labels.csv: bad line {l:?}");
+            assert_eq!(
+                f.len(),
+                4,
+                "labels.csv: bad line {l:?} (file,verdict,loop-start,family)"
+            );
             Case {
                 file: f[0].to_string(),
                 verdict: f[1].to_string(),
