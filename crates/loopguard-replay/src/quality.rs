@@ -16,6 +16,10 @@
 //! let labels = Labels::parse("file,verdict,loop-start\nruns/a.json,stuck,12\nruns/b.json,healthy,\n")?;
 //! assert_eq!(labels.find("/data/runs/a.json").and_then(|l| l.loop_start), Some(12));
 //! assert!(labels.find("c.json").is_none());
+//! // An optional 4th field names the run's agent or model family.
+//! let labels = Labels::parse("a.json,stuck,3,gpt-5-nano\n")?;
+//! assert_eq!(labels.labels()[0].family.as_deref(), Some("gpt-5-nano"));
+//! assert!(Labels::parse("a.json,stuck,3,gpt-5,extra\n").is_err());
 //! # Ok::<(), loopguard_replay::quality::LabelError>(())
 //! ```
 
