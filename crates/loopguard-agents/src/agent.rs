@@ -159,7 +159,10 @@ mod probe_tests {
             let loopguard_core::Value::Object(o) = &v else {
                 panic!("{agent}: not an object")
             };
-            let ev = agent.protocol().read(&Fields(o)).unwrap_or_else(|e| panic!("{agent}: {e}"));
+            let ev = agent
+                .protocol()
+                .read(&Fields(o))
+                .unwrap_or_else(|e| panic!("{agent}: {e}"));
             assert_eq!(ev.kind, Kind::Pre, "{agent}");
             assert!(ev.tool.is_some(), "{agent}");
             assert_eq!(&*ev.session, "doctor-1", "{agent}");
