@@ -157,6 +157,14 @@ pub struct StatusArgs {
     events: usize,
 }
 
+/// `loopguard doctor`.
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// Seconds each hook has to answer.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+}
+
 /// Runs a `loopguard hook …` command.
 pub fn run(cmd: HookCommand) -> Result<ExitCode> {
     match cmd {
@@ -309,4 +317,15 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().ok();
     out!("{}", report(&query, &Env::from_process(), cwd.as_deref())?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `loopguard doctor`: every installed hook run once; exit 1 when one did not answer.
+pub fn doctor(args: DoctorArgs) -> Result<ExitCode> {
+    let timeout = std::time::Duration::try_from_secs_f64(args.timeout)
+        .map_err(|e| anyhow::anyhow!("--timeout {}: {e}", args.timeout))?;
+    let cwd = std::env::current_dir().ok();
+    let checks = loopguard_hook::doctor::check_hooks(&Env::from_process(), cwd.as_deref(), timeout);
+    let (text, ok) = loopguard_hook::doctor::render(&checks);
+    out!("{text}")?;
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
