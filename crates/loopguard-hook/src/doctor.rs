@@ -187,8 +187,9 @@ fn read_all(r: Option<&mut impl Read>) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The report, one line per check, and whether every check answered.
-pub fn render(checks: &[Check]) -> (String, bool) {
+/// The report, one line per check (then the serve's, if one was probed), and whether
+/// every check answered. MCP configs are not checked, and the report says so.
+pub fn render(checks: &[Check], serve: Option<(&str, &Outcome)>) -> (String, bool) {
     let mut text = String::new();
     let mut ok = true;
     if checks.is_empty() {
@@ -208,5 +209,57 @@ pub fn render(checks: &[Check]) -> (String, bool) {
             c.command
         ));
     }
+    if let Some((url, outcome)) = serve {
+        let line = match outcome {
+            Outcome::Answered => "answered".to_string(),
+            Outcome::NotFound(why) | Outcome::Failed(why) => format!("FAILED: {why}"),
+        };
+        ok &= *outcome == Outcome::Answered;
+        text.push_str(&format!("serve {url}: {line}\n"));
+    }
+    text.push_str("mcp: not checked (run the MCP client to see `loopguard mcp` answer)\n");
     (text, ok)
+}
+
+/// A running `loopguard serve` at `url` (`http://HOST:PORT`), probed: `GET /healthz`, then
+/// Claude Code's synthetic pre-tool call (`POST /v1/hooks/claude-code`) in a throwaway
+/// session `loopguard-doctor-PID`, which must be answered with the allow answer. `token`
+/// is sent as a bearer token. The throwaway session stays in the server's store until the
+/// server prunes it.
+pub fn check_serve(url: &str, token: Option<&str>, timeout: Duration) -> Outcome {
+    let base = url.trim_end_matches('/');
+    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+    let with_token = |r: ureq::Request| match token {
+        Some(t) => r.set("Authorization", &format!("Bearer {t}")),
+        None => r,
+    };
+    let describe = |what: &str, e: ureq::Error| match e {
+        ureq::Error::Status(code, resp) => {
+            let body = resp.into_string().unwrap_or_default();
+            Outcome::Failed(format!("{what}: HTTP {code}: {}", body.trim()))
+        }
+        ureq::Error::Transport(t) => Outcome::Failed(format!("{what}: {t}")),
+    };
+    let health = format!("{base}/healthz");
+    if let Err(e) = with_token(agent.get(&health)).call() {
+        return describe(&format!("GET {health}"), e);
+    }
+    let hook = format!("{base}/v1/hooks/{}", Agent::ClaudeCode);
+    let session = format!("loopguard-doctor-{}", std::process::id());
+    let payload = Agent::ClaudeCode
+        .protocol()
+        .probe(&session, &std::env::temp_dir().to_string_lossy())
+        .to_string();
+    let answer = match with_token(agent.post(&hook))
+        .set("Content-Type", "application/json")
+        .send_string(&payload)
+    {
+        Ok(r) => r.into_string().unwrap_or_default(),
+        Err(e) => return describe(&format!("POST {hook}"), e),
+    };
+    // Over HTTP the allow answer is an empty JSON object (or nothing).
+    match answer.trim() {
+        "" | "{}" => Outcome::Answered,
+        other => Outcome::Failed(format!("POST {hook}: unexpected answer {other}")),
+    }
 }

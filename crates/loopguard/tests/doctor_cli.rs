@@ -4,6 +4,8 @@
 
 mod sandbox;
 use sandbox::Sandbox;
+mod serve_support;
+use serve_support::{free_port, Serve};
 
 fn doctor(sb: &Sandbox) -> (String, Option<i32>) {
     let out = sb.run(&["doctor", "--timeout", "30"], b"");
@@ -53,7 +55,11 @@ fn a_hook_that_answers_wrong_fails() {
     let path = sb.path("home/.codex/hooks.json");
     let exe = env!("CARGO_BIN_EXE_loopguard");
     let settings = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, settings.replace(exe, "echo broken >&2; exit 3; loopguard")).unwrap();
+    std::fs::write(
+        &path,
+        settings.replace(exe, "echo broken >&2; exit 3; loopguard"),
+    )
+    .unwrap();
     let (text, code) = doctor(&sb);
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("codex: FAILED"), "{text}");
@@ -67,4 +73,43 @@ fn nothing_installed_is_said() {
     let (text, code) = doctor(&sb);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("hooks: none installed"), "{text}");
+}
+
+#[test]
+fn a_running_serve_answers_and_a_stopped_one_fails() {
+    let sb = Sandbox::new();
+    let tokens = sb.path("tokens");
+    std::fs::write(&tokens, "team-a s3cret\n").unwrap();
+    std::fs::write(sb.path("token"), "s3cret\n").unwrap();
+    let server = Serve::start(&["--tokens", tokens.to_str().unwrap()]);
+    let url = server.url("");
+    let token = sb.path("token");
+    let out = sb.run(
+        &[
+            "doctor",
+            "--serve",
+            &url,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("serve {url}: answered")), "{text}");
+    assert!(text.contains("mcp: not checked"), "{text}");
+
+    // Without the token the server refuses, and the doctor says so.
+    let out = sb.run(&["doctor", "--serve", &url], b"");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAILED"), "{text}");
+    assert!(text.contains("401"), "{text}");
+
+    // Nothing listening.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let out = sb.run(&["doctor", "--serve", &url, "--timeout", "5"], b"");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("serve {url}: FAILED")), "{text}");
 }
