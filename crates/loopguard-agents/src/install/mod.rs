@@ -936,3 +936,35 @@ fn toml_remove(path: &Path, text: &str) -> Result<String, InstallError> {
     }
     Ok(doc.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `loopguard doctor` runs what `installed_command` reads back: for every agent's file
+    /// shape (JSON groups, Copilot's `bash`, Cline's scripts, Codex's TOML) it is exactly the
+    /// command installed, and an uninstalled file has none.
+    #[test]
+    fn installed_command_reads_back_every_shape() {
+        let dir = std::env::temp_dir().join(format!("lg-installed-cmd-{}", std::process::id()));
+        for &agent in crate::AGENTS {
+            let path = dir.join(agent.as_str()).join("settings.json");
+            let command = format!("/opt/lg/loopguard hook {agent} --agent main");
+            install(agent, &path, &command).unwrap();
+            assert_eq!(
+                installed_command(agent, &path).unwrap().as_deref(),
+                Some(command.as_str()),
+                "{agent}"
+            );
+            uninstall(agent, &path).unwrap();
+            assert_eq!(installed_command(agent, &path).unwrap(), None, "{agent}");
+        }
+        let toml = dir.join("config.toml");
+        install(Agent::Codex, &toml, "loopguard hook codex").unwrap();
+        assert_eq!(
+            installed_command(Agent::Codex, &toml).unwrap().as_deref(),
+            Some("loopguard hook codex")
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
