@@ -113,3 +113,18 @@ fn a_running_serve_answers_and_a_stopped_one_fails() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(&format!("serve {url}: FAILED")), "{text}");
 }
+
+#[test]
+fn a_hook_that_hangs_is_cut_off() {
+    let sb = Sandbox::new();
+    sb.ok(&["hook", "install", "codex"]);
+    let path = sb.path("home/.codex/hooks.json");
+    let exe = env!("CARGO_BIN_EXE_loopguard");
+    let settings = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, settings.replace(exe, "sleep 5; loopguard")).unwrap();
+    let out = sb.run(&["doctor", "--timeout", "0.5"], b"");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("codex: FAILED"), "{text}");
+    assert!(text.contains("no answer within 0.5s"), "{text}");
+}
