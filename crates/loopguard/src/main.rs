@@ -69,6 +69,9 @@ enum Command {
     Hook(cmd::hook::HookCommand),
     /// Show what the hook's state database knows about a session.
     Status(cmd::hook::StatusArgs),
+    /// Run one synthetic call through every installed hook (and a running serve) and report
+    /// which answered; exit 1 when one did not.
+    Doctor(cmd::hook::DoctorArgs),
     /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
     Mcp(cmd::mcp::McpArgs),
     /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check(args)) => cmd::config::run(args),
         Command::Hook(cmd) => cmd::hook::run(cmd),
         Command::Status(args) => cmd::hook::status(args),
+        Command::Doctor(args) => cmd::hook::doctor(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Run(args) => cmd::run::run(args),
