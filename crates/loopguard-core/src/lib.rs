@@ -164,8 +164,8 @@ pub use config::{
     DEFAULT_HISTORY_SIZE, DEFAULT_UNKNOWN_TOOL_THRESHOLD, DEFAULT_WARNING_THRESHOLD,
     DEFAULT_WINDOW_SIZE,
 };
-pub use config::{Budgets, Escalation, OnCritical, BUDGET_KEYS};
 pub use config::{AlertConfig, ALERT_EVENTS, ALERT_FORMATS};
+pub use config::{Budgets, Escalation, OnCritical, BUDGET_KEYS};
 pub use config::{
     DetectorProfile, ExtraDetector, ExtraDetectorConfig, ExtraPolicy, LoopguardConfig,
     DEFAULT_ARGUMENT_CHURN, DEFAULT_ARGUMENT_CHURN_BLOCK, DEFAULT_CHANGING_ERROR,

@@ -11,14 +11,23 @@
 //! The hook's state goes to a throwaway `$XDG_STATE_HOME` (removed afterwards), so a hook
 //! using the default database leaves nothing in the user's state; a command written with
 //! `--state PATH` writes its throwaway session into that database (the report says so).
+//!
+//! MCP configs the same way ([`check_mcp`]): every server entry `loopguard mcp install`
+//! wrapped, in each client's user and project config
+//! ([`loopguard_agents::install::mcp::config_paths`]), is started as its client would start
+//! it (its `command`, `args` and `env`, no shell, the throwaway `$XDG_STATE_HOME`), asked
+//! `initialize` and `tools/list` over stdio, then closed.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use loopguard_agents::install as agent_install;
+use loopguard_agents::install::mcp::{self as mcp_install, Launch};
 use loopguard_agents::Agent;
+use serde_json::{json, Value};
 
 use crate::paths::Env;
 
@@ -187,9 +196,249 @@ fn read_all(r: Option<&mut impl Read>) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-/// The report, one line per check (then the serve's, if one was probed), and whether
-/// every check answered. MCP configs are not checked, and the report says so.
-pub fn render(checks: &[Check], serve: Option<(&str, &Outcome)>) -> (String, bool) {
+/// One wrapped MCP server entry and what its probe gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct McpCheck {
+    /// The client whose config holds it (`cursor`, `claude-code`, …).
+    pub client: &'static str,
+    /// The config file.
+    pub config: PathBuf,
+    /// The entry (`mcpServers.NAME`, …).
+    pub entry: String,
+    /// The command line, as read back (empty when the config could not be read).
+    pub command: String,
+    /// What it did.
+    pub outcome: McpOutcome,
+}
+
+/// What came of one MCP probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McpOutcome {
+    /// It answered `initialize` and `tools/list`, listing this many tools.
+    Answered(usize),
+    /// The command's program could not be found.
+    NotFound(String),
+    /// It ran but failed, or did not answer in time: the reason.
+    Failed(String),
+}
+
+/// The MCP protocol version the probe asks for; `loopguard mcp` passes the server's answer
+/// through.
+const MCP_PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// Every wrapped server entry of every MCP client's user config (under `env.home` and
+/// `env.config_home`) and project config (in `cwd`), each started and asked for its tools
+/// once. A config that cannot be read is a failed check naming the file.
+pub fn check_mcp(env: &Env, cwd: Option<&Path>, timeout: Duration) -> Vec<McpCheck> {
+    let state = std::env::temp_dir().join(format!("loopguard-doctor-mcp-{}", std::process::id()));
+    let mut checks = Vec::new();
+    let mut seen = Vec::new();
+    let paths = mcp_install::config_paths(env.home.as_deref(), env.config_home.as_deref(), cwd);
+    for (client, config) in paths {
+        if seen.contains(&config) || !config.is_file() {
+            continue;
+        }
+        seen.push(config.clone());
+        let project = cwd.filter(|d| config.starts_with(d));
+        let entries = match mcp_install::Installer::new(client, &config).wrapped() {
+            Ok(e) => e,
+            Err(e) => {
+                checks.push(McpCheck {
+                    client: client.as_str(),
+                    config,
+                    entry: String::new(),
+                    command: String::new(),
+                    outcome: McpOutcome::Failed(format!("cannot read the config: {e}")),
+                });
+                continue;
+            }
+        };
+        for e in entries {
+            let (command, outcome) = match &e.launch {
+                Ok(l) => (
+                    std::iter::once(l.command.as_str())
+                        .chain(l.args.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    probe_mcp(l, project, &state, timeout),
+                ),
+                Err(why) => (String::new(), McpOutcome::Failed(why.clone())),
+            };
+            checks.push(McpCheck {
+                client: client.as_str(),
+                config: config.clone(),
+                entry: e.entry,
+                command,
+                outcome,
+            });
+        }
+    }
+    std::fs::remove_dir_all(&state).ok();
+    checks
+}
+
+/// Starts the entry's process and speaks MCP over its stdio: `initialize`,
+/// `notifications/initialized`, `tools/list`; then closes its standard input and waits for
+/// it to exit (killed after `timeout`).
+fn probe_mcp(
+    launch: &Launch,
+    project: Option<&Path>,
+    state: &Path,
+    timeout: Duration,
+) -> McpOutcome {
+    let mut cmd = Command::new(&launch.command);
+    cmd.args(&launch.args)
+        .envs(&launch.env)
+        .env("XDG_STATE_HOME", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Project configs' servers start in the project, as their client starts them.
+    if let Some(p) = project {
+        cmd.current_dir(p);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return McpOutcome::NotFound(format!("{}: {e}", launch.command))
+        }
+        Err(e) => return McpOutcome::Failed(format!("cannot start {}: {e}", launch.command)),
+    };
+    let stdout = child.stdout.take();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        if let Some(out) = stdout {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let mut err = child.stderr.take();
+    let err_reader = std::thread::spawn(move || read_all(err.as_mut()));
+    let deadline = Instant::now() + timeout;
+    let mut stdin = child.stdin.take();
+    let exchange = (|| {
+        let mut send = |msg: Value| -> Result<(), String> {
+            let w = stdin.as_mut().ok_or("no standard input")?;
+            writeln!(w, "{msg}")
+                .and_then(|()| w.flush())
+                .map_err(|e| format!("cannot write to it: {e}"))
+        };
+        send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": MCP_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "loopguard-doctor", "version": env!("CARGO_PKG_VERSION")},
+            }}),
+        )?;
+        answer(&rx, 1, deadline, timeout)?;
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))?;
+        let tools = answer(&rx, 2, deadline, timeout)?;
+        tools
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::len)
+            .ok_or_else(|| format!("tools/list answered without a `tools` list: {tools}"))
+    })();
+    // Closing standard input is how a stdio MCP client ends the session.
+    drop(stdin);
+    let status = finish(&mut child, timeout);
+    let stderr = err_reader.join().unwrap_or_default();
+    match exchange {
+        Ok(n) => McpOutcome::Answered(n),
+        Err(why) => {
+            let mut why = why;
+            if let Some(s) = status {
+                why.push_str(&format!(
+                    " ({})",
+                    match s.code() {
+                        Some(c) => format!("exit status {c}"),
+                        None => "killed by a signal".to_owned(),
+                    }
+                ));
+            }
+            let tail = tail(&stderr, 5);
+            if !tail.is_empty() {
+                why.push_str(&format!(": {tail}"));
+            }
+            McpOutcome::Failed(why)
+        }
+    }
+}
+
+/// The `result` of the answer to request `id`; other messages (notifications, the
+/// server's own requests) are passed over.
+fn answer(
+    rx: &mpsc::Receiver<String>,
+    id: u64,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Value, String> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match rx.recv_timeout(left) {
+            Ok(l) => l,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Err(format!("no answer within {}s", timeout.as_secs_f64()))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("it closed its standard output without answering".to_owned())
+            }
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            return Err(format!("not JSON-RPC on standard output: {}", line.trim()));
+        };
+        if msg.get("id").and_then(Value::as_u64) != Some(id) || msg.get("method").is_some() {
+            continue;
+        }
+        if let Some(e) = msg.get("error") {
+            return Err(format!("request {id} answered with an error: {e}"));
+        }
+        return msg
+            .get("result")
+            .cloned()
+            .ok_or_else(|| format!("answer without a result: {line}"));
+    }
+}
+
+/// Waits up to `timeout` for the process to exit, then kills it. Its exit status, when it
+/// exited by itself.
+fn finish(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if start.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// The last `n` non-empty lines of `text`, joined with ` | `.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+/// The report, one line per hook check, then per wrapped MCP entry, then the serve's (if
+/// one was probed), and whether every check answered.
+pub fn render(
+    checks: &[Check],
+    mcp: &[McpCheck],
+    serve: Option<(&str, &Outcome)>,
+) -> (String, bool) {
     let mut text = String::new();
     let mut ok = true;
     if checks.is_empty() {
@@ -209,6 +458,24 @@ pub fn render(checks: &[Check], serve: Option<(&str, &Outcome)>) -> (String, boo
             c.command
         ));
     }
+    if mcp.is_empty() {
+        text.push_str("mcp: no server entry goes through loopguard\n");
+    }
+    for c in mcp {
+        let (word, detail) = match &c.outcome {
+            McpOutcome::Answered(n) => (format!("answered ({n} tools)"), String::new()),
+            McpOutcome::NotFound(why) => ("command not found".to_owned(), format!(": {why}")),
+            McpOutcome::Failed(why) => ("FAILED".to_owned(), format!(": {why}")),
+        };
+        ok &= matches!(c.outcome, McpOutcome::Answered(_));
+        text.push_str(&format!(
+            "mcp {} {}: {word} ({}; command: {}){detail}\n",
+            c.client,
+            c.entry,
+            c.config.display(),
+            c.command
+        ));
+    }
     if let Some((url, outcome)) = serve {
         let line = match outcome {
             Outcome::Answered => "answered".to_string(),
@@ -217,7 +484,6 @@ pub fn render(checks: &[Check], serve: Option<(&str, &Outcome)>) -> (String, boo
         ok &= *outcome == Outcome::Answered;
         text.push_str(&format!("serve {url}: {line}\n"));
     }
-    text.push_str("mcp: not checked (run the MCP client to see `loopguard mcp` answer)\n");
     (text, ok)
 }
 

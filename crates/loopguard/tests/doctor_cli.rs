@@ -2,6 +2,7 @@
 //! answered: through the real binary, in a sandboxed home, with hooks written by the real
 //! `hook install`.
 
+mod common;
 mod sandbox;
 use sandbox::Sandbox;
 mod serve_support;
@@ -97,7 +98,10 @@ fn a_running_serve_answers_and_a_stopped_one_fails() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains(&format!("serve {url}: answered")), "{text}");
-    assert!(text.contains("mcp: not checked"), "{text}");
+    assert!(
+        text.contains("mcp: no server entry goes through loopguard"),
+        "{text}"
+    );
 
     // Without the token the server refuses, and the doctor says so.
     let out = sb.run(&["doctor", "--serve", &url], b"");
@@ -127,4 +131,66 @@ fn a_hook_that_hangs_is_cut_off() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("codex: FAILED"), "{text}");
     assert!(text.contains("no answer within 0.5s"), "{text}");
+}
+
+/// A Cursor config whose one server is the reference Python SDK's test server (from
+/// scripts/setup-mcp.sh), wrapped by the real `mcp install`: the doctor starts it through
+/// `loopguard mcp` and lists its tools; pointed at a missing program, it fails.
+#[test]
+fn a_wrapped_mcp_server_answers_and_a_broken_one_fails() {
+    let py = common::mcp_python();
+    let server = common::root().join("crates/loopguard-mcp/tests/python/server.py");
+    let source = std::fs::read_to_string(&server).unwrap();
+    let tools = source.matches("@server.tool(").count();
+    assert!(tools > 0, "{}", server.display());
+
+    let sb = Sandbox::new();
+    let config = sb.path("home/.cursor/mcp.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let entry = serde_json::json!({"mcpServers": {"test": {
+        "command": py,
+        "args": [server],
+        "env": {"LOOPGUARD_TEST_CALLS": sb.path("calls")},
+    }}});
+    std::fs::write(&config, entry.to_string()).unwrap();
+    sb.ok(&["mcp", "install", "--client", "cursor"]);
+    let wrapped = std::fs::read_to_string(&config).unwrap();
+    assert!(wrapped.contains(r#""loopguard""#), "{wrapped}");
+
+    let (text, code) = doctor(&sb);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(&format!(
+            "mcp cursor mcpServers.test: answered ({tools} tools) ({}",
+            config.display()
+        )),
+        "{text}"
+    );
+    // Listing tools calls none.
+    assert!(!sb.path("calls").exists(), "{text}");
+    assert!(!sb.path("state/loopguard").exists(), "{text}");
+
+    // The real server moved away: loopguard starts, its upstream does not.
+    let py = py.to_str().unwrap();
+    std::fs::write(&config, wrapped.replace(py, "/nonexistent/bin/python")).unwrap();
+    let (text, code) = doctor(&sb);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("mcp cursor mcpServers.test: FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("/nonexistent/bin/python"), "{text}");
+
+    // loopguard itself gone.
+    std::fs::write(
+        &config,
+        wrapped.replace(r#""loopguard""#, r#""/nonexistent/bin/loopguard""#),
+    )
+    .unwrap();
+    let (text, code) = doctor(&sb);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("mcp cursor mcpServers.test: command not found"),
+        "{text}"
+    );
 }

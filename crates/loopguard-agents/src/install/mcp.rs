@@ -109,11 +109,74 @@ pub fn default_config_path(client: Client) -> Result<PathBuf, InstallError> {
         })
     };
     Ok(match client {
-        Client::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
-        Client::ClaudeCode => home()?.join(".claude.json"),
-        Client::Cursor => home()?.join(".cursor").join("mcp.json"),
-        Client::VsCode => config()?.join("Code").join("User").join("mcp.json"),
+        Client::ClaudeDesktop | Client::VsCode => {
+            user_config_path(client, Path::new(""), &config()?)
+        }
+        Client::ClaudeCode | Client::Cursor => user_config_path(client, &home()?, Path::new("")),
     })
+}
+
+/// The client's user-level config under `home` or the config directory `config`.
+fn user_config_path(client: Client, home: &Path, config: &Path) -> PathBuf {
+    match client {
+        Client::ClaudeDesktop => config.join("Claude").join("claude_desktop_config.json"),
+        Client::ClaudeCode => home.join(".claude.json"),
+        Client::Cursor => home.join(".cursor").join("mcp.json"),
+        Client::VsCode => config.join("Code").join("User").join("mcp.json"),
+    }
+}
+
+/// Every MCP config a client would read: each client's user-level file (under `home` and
+/// the config directory `config`), then the project's in `project` (Claude Code's
+/// `.mcp.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`). Files that do
+/// not exist are listed too; the caller looks.
+pub fn config_paths(
+    home: Option<&Path>,
+    config: Option<&Path>,
+    project: Option<&Path>,
+) -> Vec<(Client, PathBuf)> {
+    let mut out = Vec::new();
+    for client in [
+        Client::ClaudeDesktop,
+        Client::ClaudeCode,
+        Client::Cursor,
+        Client::VsCode,
+    ] {
+        let base = match client {
+            Client::ClaudeDesktop | Client::VsCode => config,
+            Client::ClaudeCode | Client::Cursor => home,
+        };
+        if let Some(base) = base {
+            out.push((client, user_config_path(client, base, base)));
+        }
+    }
+    if let Some(p) = project {
+        out.push((Client::ClaudeCode, p.join(".mcp.json")));
+        out.push((Client::Cursor, p.join(".cursor").join("mcp.json")));
+        out.push((Client::VsCode, p.join(".vscode").join("mcp.json")));
+    }
+    out
+}
+
+/// A server entry that goes through `loopguard mcp`, as its client reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedEntry {
+    /// `mcpServers.name`, `servers.name` or `projects.<dir>.mcpServers.name`.
+    pub entry: String,
+    /// How the client starts it, or why it could not as written (e.g. `args` holding a
+    /// number).
+    pub launch: Result<Launch, String>,
+}
+
+/// The process a client starts for a stdio server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// `command`.
+    pub command: String,
+    /// `args`.
+    pub args: Vec<String>,
+    /// `env`, added to the client's environment.
+    pub env: BTreeMap<String, String>,
 }
 
 /// What happened to one server entry.
@@ -356,6 +419,23 @@ impl Installer {
         })
     }
 
+    /// The entries of the config that go through loopguard (stdio entries whose command is
+    /// loopguard with `mcp` first; `install` turns URL entries into such too), in file
+    /// order.
+    pub fn wrapped(&self) -> Result<Vec<WrappedEntry>, InstallError> {
+        let text = self.read()?;
+        let root = self.parse(&text)?;
+        Ok(self
+            .entries(&root)
+            .into_iter()
+            .filter(|e| self.is_wrapped(e.value))
+            .map(|e| WrappedEntry {
+                launch: launch(e.value),
+                entry: e.key,
+            })
+            .collect())
+    }
+
     fn read(&self) -> Result<String, InstallError> {
         // A missing config is an error here (install edits the client's entries, it creates
         // no config): the OS error says so.
@@ -576,6 +656,44 @@ impl Installer {
         }
         Ok(Some((text, kind)))
     }
+}
+
+/// The command, arguments and environment of a stdio entry.
+fn launch(value: &Value<'_>) -> Result<Launch, String> {
+    let Value::Object(o) = value else {
+        return Err("not an object".to_owned());
+    };
+    let command = prop_str(o, "command")
+        .ok_or("`command` is not a string")?
+        .to_owned();
+    let mut args = Vec::new();
+    match prop(o, "args").map(|p| &p.value) {
+        None => {}
+        Some(Value::Array(a)) => {
+            for e in &a.elements {
+                let s = e
+                    .as_string_lit()
+                    .ok_or("`args` holds a value that is not a string")?;
+                args.push(s.value.to_string());
+            }
+        }
+        Some(_) => return Err("`args` is not an array".to_owned()),
+    }
+    let mut env = BTreeMap::new();
+    match prop(o, "env").map(|p| &p.value) {
+        None => {}
+        Some(Value::Object(vars)) => {
+            for p in &vars.properties {
+                let v = p
+                    .value
+                    .as_string_lit()
+                    .ok_or_else(|| format!("`env.{}` is not a string", p.name.as_str()))?;
+                env.insert(p.name.as_str().to_owned(), v.value.to_string());
+            }
+        }
+        Some(_) => return Err("`env` is not an object".to_owned()),
+    }
+    Ok(Launch { command, args, env })
 }
 
 fn collect_entries<'a>(obj: &'a Object<'a>, key: &str, prefix: &str, out: &mut Vec<Entry<'a>>) {

@@ -326,12 +326,15 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `loopguard doctor`: every installed hook run once; exit 1 when one did not answer.
+/// `loopguard doctor`: every installed hook and wrapped MCP server run once; exit 1 when
+/// one did not answer.
 pub fn doctor(args: DoctorArgs) -> Result<ExitCode> {
     let timeout = std::time::Duration::try_from_secs_f64(args.timeout)
         .map_err(|e| anyhow::anyhow!("--timeout {}: {e}", args.timeout))?;
     let cwd = std::env::current_dir().ok();
-    let checks = loopguard_hook::doctor::check_hooks(&Env::from_process(), cwd.as_deref(), timeout);
+    let env = Env::from_process();
+    let checks = loopguard_hook::doctor::check_hooks(&env, cwd.as_deref(), timeout);
+    let mcp = loopguard_hook::doctor::check_mcp(&env, cwd.as_deref(), timeout);
     let token = match &args.token_file {
         Some(p) => Some(
             std::fs::read_to_string(p)
@@ -347,7 +350,8 @@ pub fn doctor(args: DoctorArgs) -> Result<ExitCode> {
             loopguard_hook::doctor::check_serve(url, token.as_deref(), timeout),
         )
     });
-    let (text, ok) = loopguard_hook::doctor::render(&checks, serve.as_ref().map(|(u, o)| (*u, o)));
+    let (text, ok) =
+        loopguard_hook::doctor::render(&checks, &mcp, serve.as_ref().map(|(u, o)| (*u, o)));
     out!("{text}")?;
     Ok(if ok {
         ExitCode::SUCCESS
