@@ -782,4 +782,81 @@ mod tests {
         assert!(!same_file(&other, &real));
         assert!(!same_file(&dir.path().join("missing"), &real));
     }
+
+    #[test]
+    fn wrapped_reads_back_what_the_client_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"], "env": {"K": "v"}},
+                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"}},
+              "projects": {"/p": {"mcpServers": {"mine": {"command": "loopguard",
+                "args": ["mcp", 3]}}}}}"#,
+        )
+        .unwrap();
+        let installer = Installer::new(Client::ClaudeCode, &path);
+        let before = installer.wrapped().unwrap();
+        // Only the already wrapped project entry, whose args cannot be started as written.
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(before[0].entry, "projects./p.mcpServers.mine");
+        assert_eq!(
+            before[0].launch,
+            Err("`args` holds a value that is not a string".to_owned())
+        );
+        installer.install().unwrap();
+        let after = installer.wrapped().unwrap();
+        let keys: Vec<&str> = after.iter().map(|e| e.entry.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "mcpServers.fs",
+                "mcpServers.web",
+                "projects./p.mcpServers.mine"
+            ]
+        );
+        let fs = after[0].launch.as_ref().unwrap();
+        assert_eq!(fs.command, "loopguard");
+        assert_eq!(fs.args, ["mcp", "--name", "fs", "--", "npx", "-y", "fs"]);
+        assert_eq!(fs.env.get("K").map(String::as_str), Some("v"));
+        let web = after[1].launch.as_ref().unwrap();
+        assert_eq!(
+            web.args,
+            [
+                "mcp",
+                "--name",
+                "web",
+                "--upstream",
+                "http://127.0.0.1:1/mcp"
+            ]
+        );
+    }
+
+    #[test]
+    fn config_paths_name_each_clients_user_and_project_file() {
+        let paths = config_paths(
+            Some(Path::new("/h")),
+            Some(Path::new("/c")),
+            Some(Path::new("/p")),
+        );
+        let paths: Vec<(&str, &Path)> = paths
+            .iter()
+            .map(|(c, p)| (c.as_str(), p.as_path()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (
+                    "claude-desktop",
+                    Path::new("/c/Claude/claude_desktop_config.json")
+                ),
+                ("claude-code", Path::new("/h/.claude.json")),
+                ("cursor", Path::new("/h/.cursor/mcp.json")),
+                ("vscode", Path::new("/c/Code/User/mcp.json")),
+                ("claude-code", Path::new("/p/.mcp.json")),
+                ("cursor", Path::new("/p/.cursor/mcp.json")),
+                ("vscode", Path::new("/p/.vscode/mcp.json")),
+            ]
+        );
+    }
 }
