@@ -316,8 +316,23 @@ fn probe_mcp(
             }
         }
     });
-    let mut err = child.stderr.take();
-    let err_reader = std::thread::spawn(move || read_all(err.as_mut()));
+    // Standard error is collected as it comes: a server the wrapper started may outlive a
+    // killed wrapper and hold the pipe open, and the doctor must not wait for it.
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (err_done, err_end) = mpsc::channel::<()>();
+    if let Some(err) = child.stderr.take() {
+        let buf = std::sync::Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut b) = buf.lock() {
+                    b.push_str(&line);
+                    b.push('\n');
+                }
+            }
+            drop(err_done);
+        });
+    }
     let deadline = Instant::now() + timeout;
     let mut stdin = child.stdin.take();
     let exchange = (|| {
@@ -347,7 +362,8 @@ fn probe_mcp(
     // Closing standard input is how a stdio MCP client ends the session.
     drop(stdin);
     let status = finish(&mut child, timeout);
-    let stderr = err_reader.join().unwrap_or_default();
+    let _ = err_end.recv_timeout(Duration::from_millis(200));
+    let stderr = stderr.lock().map(|s| s.clone()).unwrap_or_default();
     match exchange {
         Ok(n) => McpOutcome::Answered(n),
         Err(why) => {

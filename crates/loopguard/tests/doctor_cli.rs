@@ -194,3 +194,31 @@ fn a_wrapped_mcp_server_answers_and_a_broken_one_fails() {
         "{text}"
     );
 }
+
+#[test]
+fn a_wrapped_mcp_server_that_hangs_is_cut_off() {
+    let sb = Sandbox::new();
+    let config = sb.project().join(".mcp.json");
+    // A server that never answers (it reads nothing and sleeps).
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"slow": {"command": "sleep", "args": ["5"]}}}"#,
+    )
+    .unwrap();
+    sb.ok(&[
+        "mcp",
+        "install",
+        "--client",
+        "claude-code",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let out = sb.run(&["doctor", "--timeout", "0.5"], b"");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("mcp claude-code mcpServers.slow: FAILED"),
+        "{text}"
+    );
+    assert!(text.contains("no answer within 0.5s"), "{text}");
+}
