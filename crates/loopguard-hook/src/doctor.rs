@@ -479,7 +479,10 @@ pub fn render(
     }
     for c in mcp {
         let (word, detail) = match &c.outcome {
-            McpOutcome::Answered(n) => (format!("answered ({n} tools)"), String::new()),
+            McpOutcome::Answered(n) => (
+                format!("answered ({n} tool{})", if *n == 1 { "" } else { "s" }),
+                String::new(),
+            ),
             McpOutcome::NotFound(why) => ("command not found".to_owned(), format!(": {why}")),
             McpOutcome::Failed(why) => ("FAILED".to_owned(), format!(": {why}")),
         };

@@ -69,8 +69,9 @@ enum Command {
     Hook(cmd::hook::HookCommand),
     /// Show what the hook's state database knows about a session.
     Status(cmd::hook::StatusArgs),
-    /// Run one synthetic call through every installed hook (and a running serve) and report
-    /// which answered; exit 1 when one did not.
+    /// Run one synthetic call through every installed hook, ask every MCP server entry
+    /// loopguard wraps for its tools (and probe a running serve); report which answered and
+    /// exit 1 when one did not.
     Doctor(cmd::hook::DoctorArgs),
     /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
     Mcp(cmd::mcp::McpArgs),

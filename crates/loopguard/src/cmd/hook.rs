@@ -160,7 +160,7 @@ pub struct StatusArgs {
 /// `loopguard doctor`.
 #[derive(clap::Args)]
 pub struct DoctorArgs {
-    /// Seconds each hook has to answer.
+    /// Seconds each hook, MCP server or serve has to answer.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
     /// Also probe a running `loopguard serve` at this URL (GET /healthz, one synthetic
