@@ -260,7 +260,7 @@ pub fn check_mcp(env: &Env, cwd: Option<&Path>, timeout: Duration) -> Vec<McpChe
                         .chain(l.args.iter().map(String::as_str))
                         .collect::<Vec<_>>()
                         .join(" "),
-                    probe_mcp(l, project, &state, timeout),
+                    probe_mcp(l, e.project.as_deref().or(project), &state, timeout),
                 ),
                 Err(why) => (String::new(), McpOutcome::Failed(why.clone())),
             };
@@ -293,8 +293,12 @@ fn probe_mcp(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // Project configs' servers start in the project, as their client starts them.
+    // Project entries' servers start in the project, as their client starts them.
     if let Some(p) = project {
+        // Else a missing directory would read as a missing command.
+        if !p.is_dir() {
+            return McpOutcome::Failed(format!("its project directory {} is gone", p.display()));
+        }
         cmd.current_dir(p);
     }
     let mut child = match cmd.spawn() {

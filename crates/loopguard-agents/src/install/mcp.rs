@@ -163,6 +163,9 @@ pub fn config_paths(
 pub struct WrappedEntry {
     /// `mcpServers.name`, `servers.name` or `projects.<dir>.mcpServers.name`.
     pub entry: String,
+    /// The project directory a per-project entry of `~/.claude.json` belongs to (Claude
+    /// Code starts it there).
+    pub project: Option<PathBuf>,
     /// How the client starts it, or why it could not as written (e.g. `args` holding a
     /// number).
     pub launch: Result<Launch, String>,
@@ -300,6 +303,8 @@ struct Entry<'a> {
     /// `mcpServers.name` or `projects.<dir>.mcpServers.name`.
     key: String,
     name: String,
+    /// `<dir>` of `projects.<dir>.mcpServers`.
+    project: Option<String>,
     start: usize,
     end: usize,
     value: &'a Value<'a>,
@@ -431,6 +436,7 @@ impl Installer {
             .filter(|e| self.is_wrapped(e.value))
             .map(|e| WrappedEntry {
                 launch: launch(e.value),
+                project: e.project.map(PathBuf::from),
                 entry: e.key,
             })
             .collect())
@@ -502,13 +508,14 @@ impl Installer {
         };
         let mut out = Vec::new();
         let key = self.client.servers_key();
-        collect_entries(root, key, key, &mut out);
+        collect_entries(root, key, key, None, &mut out);
         if self.client == Client::ClaudeCode {
             if let Some(Value::Object(projects)) = prop(root, "projects").map(|p| &p.value) {
                 for project in &projects.properties {
                     if let Value::Object(p) = &project.value {
                         let prefix = format!("projects.{}.{key}", project.name.as_str());
-                        collect_entries(p, key, &prefix, &mut out);
+                        let dir = Some(project.name.as_str());
+                        collect_entries(p, key, &prefix, dir, &mut out);
                     }
                 }
             }
@@ -696,13 +703,20 @@ fn launch(value: &Value<'_>) -> Result<Launch, String> {
     Ok(Launch { command, args, env })
 }
 
-fn collect_entries<'a>(obj: &'a Object<'a>, key: &str, prefix: &str, out: &mut Vec<Entry<'a>>) {
+fn collect_entries<'a>(
+    obj: &'a Object<'a>,
+    key: &str,
+    prefix: &str,
+    project: Option<&str>,
+    out: &mut Vec<Entry<'a>>,
+) {
     if let Some(Value::Object(servers)) = prop(obj, key).map(|p| &p.value) {
         for server in &servers.properties {
             let r = server.value.range();
             out.push(Entry {
                 key: format!("{prefix}.{}", server.name.as_str()),
                 name: server.name.as_str().to_owned(),
+                project: project.map(str::to_owned),
                 start: r.start,
                 end: r.end,
                 value: &server.value,
@@ -800,6 +814,7 @@ mod tests {
         // Only the already wrapped project entry, whose args cannot be started as written.
         assert_eq!(before.len(), 1, "{before:?}");
         assert_eq!(before[0].entry, "projects./p.mcpServers.mine");
+        assert_eq!(before[0].project.as_deref(), Some(Path::new("/p")));
         assert_eq!(
             before[0].launch,
             Err("`args` holds a value that is not a string".to_owned())
@@ -815,6 +830,7 @@ mod tests {
                 "projects./p.mcpServers.mine"
             ]
         );
+        assert_eq!(after[0].project, None);
         let fs = after[0].launch.as_ref().unwrap();
         assert_eq!(fs.command, "loopguard");
         assert_eq!(fs.args, ["mcp", "--name", "fs", "--", "npx", "-y", "fs"]);
