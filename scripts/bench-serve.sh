@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark of `loopguard serve` (not a test): wrk against one release server, in one run:
 #   GET /healthz (the HTTP floor), POST /v1/events with the memory store, and with Redis
-#   (a redis-server of its own on a free loopback port); then memory per idle session.
+#   (a redis-server of its own on a free loopback port), and with a dashboard client and a
+#   webhook configured; then memory per idle session.
 # Usage: scripts/bench-serve.sh [SECONDS] [CONNECTIONS]   (default 10 s, 32 connections)
 # Prints each run's CPU time per request of the server (and of redis-server, and of wrk): where
 # the time goes; the share of the machine left idle (waiting, not computing); and the Redis
@@ -125,6 +126,27 @@ start_server --store "redis://127.0.0.1:$rport/0"; red=$addr; spid=${pids[-1]}
 watch_pids="server:$mpid"
 run_wrk health_mem "GET /healthz (memory server)" "http://$mem/healthz"
 run_wrk events_mem "POST /v1/events, memory store" "http://$mem/v1/events" "$work/events.lua"
+# The same memory server with the fleet view in use: a webhook configured (a receiver of its
+# own on loopback that answers 200) and a dashboard client polling /v1/dashboard twice a
+# second (the page polls every 2 s). The event path should not notice either.
+hport=$(free_port)
+python3 - "$hport" <<'PY' &
+import sys, http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+pids+=($!)
+start_server --store memory --alert-webhook "http://127.0.0.1:$hport/alerts"; fleet=$addr; fpid0=${pids[-1]}
+( while :; do curl -s -o /dev/null "http://$fleet/v1/dashboard" || true; sleep 0.5; done ) &
+pids+=($!)
+watch_pids="server:$fpid0"
+run_wrk health_fleet "GET /healthz (dashboard + webhook)" "http://$fleet/healthz"
+run_wrk events_fleet "POST /v1/events, dashboard + webhook" "http://$fleet/v1/events" "$work/events.lua"
+kill "${pids[-1]}" 2>/dev/null || true
 watch_pids="server:$spid redis:$rpid"
 run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
 redis-cli -p "$rport" config resetstat >/dev/null
@@ -142,6 +164,9 @@ w = sys.argv[1]
 r = {os.path.basename(p)[4:]: float(open(p).read()) for p in glob.glob(w + "/rps.*")}
 print(f"memory store: {r['events_mem']/r['health_mem']:.2f} x /healthz (target >= 0.5)")
 print(f"Redis store:  {r['events_redis']/r['health_redis']:.2f} x /healthz (target >= 0.5, p99 < 5 ms)")
+fleet = r['events_fleet'] / r['health_fleet']
+print(f"memory store with a dashboard client and a webhook: {fleet:.2f} x /healthz, "
+      f"{fleet / (r['events_mem'] / r['health_mem']):.2f} of the plain memory store's ratio (target: within noise of 1)")
 # The same ratio from CPU time alone (server + redis-server + wrk per request): what the
 # two lines would give with every core busy. It moves much less with other load than the
 # measured ratio, and says how far the costs are from the target.

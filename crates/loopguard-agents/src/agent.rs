@@ -143,3 +143,29 @@ mod tests {
         assert!("nope".parse::<Agent>().is_err());
     }
 }
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+    use crate::protocol::{Fields, Kind};
+
+    /// `loopguard doctor` sends each agent's probe through its hook: it must be a pre-tool
+    /// call of that agent in the session asked for, or the doctor would test nothing.
+    #[test]
+    fn every_probe_reads_as_a_pre_tool_call() {
+        for &agent in AGENTS {
+            let text = agent.protocol().probe("doctor-1", "/tmp").to_string();
+            let v = Fields::parse(text.as_bytes()).unwrap();
+            let loopguard_core::Value::Object(o) = &v else {
+                panic!("{agent}: not an object")
+            };
+            let ev = agent
+                .protocol()
+                .read(&Fields(o))
+                .unwrap_or_else(|e| panic!("{agent}: {e}"));
+            assert_eq!(ev.kind, Kind::Pre, "{agent}");
+            assert!(ev.tool.is_some(), "{agent}");
+            assert_eq!(&*ev.session, "doctor-1", "{agent}");
+        }
+    }
+}

@@ -286,6 +286,21 @@ pub trait Protocol: Sync {
         Rendered::default()
     }
 
+    /// A synthetic pre-tool payload of this agent for session `session` in `cwd`, one
+    /// read of a file: what `loopguard doctor` sends through an installed hook to see that
+    /// it answers. [`Protocol::read`] reads it as a [`Kind::Pre`]. The default is Claude
+    /// Code's shape, which Codex, Qwen Code and Factory share.
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "session_id": session,
+            "hook_event_name": "PreToolUse",
+            "cwd": cwd,
+            "tool_name": "Read",
+            "tool_input": {"file_path": "loopguard-doctor"},
+            "tool_use_id": "loopguard-doctor-1",
+        })
+    }
+
     /// `true` when the agent cannot show the model a message before a call, so a warning
     /// decided before the call is kept and given with that call's result.
     fn defers_warnings(&self) -> bool {

@@ -220,7 +220,12 @@ impl Alert {
         };
         let mut out = Vec::new();
         if change.blocked {
-            out.push(make(AlertEvent::Block));
+            // A spent budget is its own event (`on: ["budget"]`), not a loop's block.
+            out.push(make(if r.detector == "budget" {
+                AlertEvent::Budget
+            } else {
+                AlertEvent::Block
+            }));
         }
         if change.ended_run {
             out.push(make(AlertEvent::EndRun));

@@ -20,6 +20,7 @@
 //! * [`install`]: `loopguard hook install` / `uninstall`, and what they say about the hook
 //!   they write (the config it will load);
 //! * [`status`]: what `loopguard status` shows;
+//! * [`doctor`]: `loopguard doctor`, one synthetic call through every installed hook;
 //! * [`paths`]: where the database, log and config files live.
 //!
 //! ```
@@ -42,6 +43,7 @@
 //! ```
 
 pub mod config;
+pub mod doctor;
 pub mod hook;
 pub mod install;
 pub mod paths;

@@ -39,6 +39,7 @@ pub mod html;
 pub mod inputs;
 pub mod loop_history;
 mod messages;
+mod peers;
 pub mod plan;
 pub mod quality;
 mod replayer;

@@ -3,36 +3,38 @@
 //! [`Quality`] watches every call decision of a replay and keeps, per input: the number
 //! of calls, each detector's first warning and first block (1-based among the input's
 //! call decisions), and the tokens of every call when the transcript records them. Beside
-//! loopguard's detectors it runs the simple rule of other agents on the same calls: a
-//! counter of consecutive identical calls (same tool, same argument digest) that stops
-//! the run at 4 or at 5.
+//! loopguard's detectors it replays the published loop rules of other agents on the same
+//! calls and outcomes ([`PeerRule`]: Roo Code, Cline, Gemini CLI, OpenHands, opencode,
+//! goose), each with its shipped defaults.
 //!
 //! With [`Labels`] (one `file,verdict,loop-start` line per run) it also measures what
-//! matters: stuck runs stopped and how many calls after the loop's start, and healthy or
-//! self-recovering runs stopped (false stops).
+//! matters: stuck runs stopped and how many calls after the loop's start (the median and
+//! the latest), and healthy or self-recovering runs stopped (false stops).
 //!
 //! ```
 //! use loopguard_replay::quality::Labels;
 //! let labels = Labels::parse("file,verdict,loop-start\nruns/a.json,stuck,12\nruns/b.json,healthy,\n")?;
 //! assert_eq!(labels.find("/data/runs/a.json").and_then(|l| l.loop_start), Some(12));
 //! assert!(labels.find("c.json").is_none());
+//! // An optional 4th field names the run's agent or model family.
+//! let labels = Labels::parse("a.json,stuck,3,gpt-5-nano\n")?;
+//! assert_eq!(labels.labels()[0].family.as_deref(), Some("gpt-5-nano"));
+//! assert!(Labels::parse("a.json,stuck,3,gpt-5,extra\n").is_err());
 //! # Ok::<(), loopguard_replay::quality::LabelError>(())
 //! ```
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 
-use loopguard_core::{hashing::ArgsDigest, Detector};
+use loopguard_core::Detector;
 use loopguard_events::{Action, Decision, EventKind};
 
+pub use crate::peers::{PeerRule, PeerRuns, PEER_RULES};
 use crate::plan::Source;
 use crate::summary::EventMeta;
 
 /// Where a rule stops a run (call number), if it does.
 type StopAt = dyn Fn(&RunQuality) -> Option<u64>;
-
-/// The peers' rule: stop at this many consecutive identical calls.
-pub const PEER_COUNTERS: [u64; 2] = [4, 5];
 
 /// A run's verdict in a labels file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +67,9 @@ pub struct Label {
     pub verdict: Verdict,
     /// For a stuck run, the loop's first call (1-based among call decisions).
     pub loop_start: Option<u64>,
+    /// The agent or model family, when the labels name it (an optional 4th field): the
+    /// labelled measures are then also given per family.
+    pub family: Option<String>,
 }
 
 /// A labels file that could not be read: its line and what is wrong.
@@ -106,9 +111,9 @@ impl Labels {
                 continue;
             }
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            if fields.len() != 3 {
+            if !(3..=4).contains(&fields.len()) {
                 return Err(err(format!(
-                    "expected 3 comma-separated fields (file,verdict,loop-start), found {}",
+                    "expected 3 or 4 comma-separated fields (file,verdict,loop-start[,family]), found {}",
                     fields.len()
                 )));
             }
@@ -143,6 +148,10 @@ impl Labels {
                 file: fields[0].to_string(),
                 verdict,
                 loop_start,
+                family: fields
+                    .get(3)
+                    .filter(|f| !f.is_empty())
+                    .map(|f| f.to_string()),
             });
         }
         Ok(Labels { labels })
@@ -182,10 +191,8 @@ pub struct RunQuality {
     pub warned: Option<(u64, Detector)>,
     /// The first block of any detector, and which.
     pub stopped: Option<(u64, Detector)>,
-    /// Where each peer counter ([`PEER_COUNTERS`]) would have stopped the run.
-    pub peer_stop: [Option<u64>; 2],
-    last: Option<(String, ArgsDigest)>,
-    same: u64,
+    /// Where each peer rule ([`PEER_RULES`]) would have warned and stopped the run.
+    pub peers: PeerRuns,
 }
 
 impl RunQuality {
@@ -204,8 +211,16 @@ pub struct Quality {
 }
 
 impl Quality {
-    /// Counts one decision (only `call` decisions matter).
+    /// Counts one decision: `call` decisions, and `outcome` decisions for the peers' rules
+    /// that read results.
     pub fn observe(&mut self, source: &Source, d: &Decision<'_>, meta: &EventMeta<'_>) {
+        let key = || d.tool.as_ref().map(|t| t.to_string()).zip(d.args);
+        if d.kind == EventKind::Outcome {
+            if let Some(r) = self.runs.last_mut().filter(|r| r.display == source.display) {
+                r.peers.outcome(key(), d.result);
+            }
+            return;
+        }
         if d.kind != EventKind::Call {
             return;
         }
@@ -233,18 +248,8 @@ impl Quality {
             }
             _ => {}
         }
-        let key = d.tool.as_ref().map(|t| t.to_string()).zip(d.args);
-        if key.is_some() && key == r.last {
-            r.same += 1;
-        } else {
-            r.same = 1;
-            r.last = key;
-        }
-        for (i, limit) in PEER_COUNTERS.iter().enumerate() {
-            if r.same >= *limit && r.peer_stop[i].is_none() {
-                r.peer_stop[i] = Some(n);
-            }
-        }
+        r.peers
+            .call(n, d.run.as_ref().map(|s| s.to_string()), d.line, key());
     }
 
     /// Every input seen, in replay order.
@@ -253,7 +258,7 @@ impl Quality {
     }
 
     /// The table for `profile`: per detector, then (with labels) the labelled measures,
-    /// each beside the peers' counters.
+    /// each beside the peers' rules.
     pub fn render(&self, profile: &str, labels: Option<&Labels>) -> String {
         let mut out = String::new();
         let runs = &self.runs;
@@ -316,18 +321,14 @@ impl Quality {
             .filter_map(|(i, r)| r.stopped.map(|s| (i, s.0)))
             .collect();
         row(&mut out, &format!("**{profile}** (any rule)"), warn, stop);
-        for (k, limit) in PEER_COUNTERS.iter().enumerate() {
+        for (k, rule) in PEER_RULES.iter().enumerate() {
+            let warn = runs.iter().filter_map(|r| r.peers.warn[k]).collect();
             let stop = runs
                 .iter()
                 .enumerate()
-                .filter_map(|(i, r)| r.peer_stop[k].map(|s| (i, s)))
+                .filter_map(|(i, r)| r.peers.stop[k].map(|s| (i, s)))
                 .collect();
-            row(
-                &mut out,
-                &format!("peers: {limit} identical calls in a row"),
-                Vec::new(),
-                stop,
-            );
+            row(&mut out, &peer_label(*rule), warn, stop);
         }
         if let Some(labels) = labels {
             out.push('\n');
@@ -364,9 +365,18 @@ impl Quality {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "| stuck run | calls | loop start | {profile}: first stop | after start | peers 4: stop | peers 5: stop |"
+            "| stuck run | calls | loop start | {profile}: first stop | after start | {} |",
+            PEER_RULES
+                .iter()
+                .map(|p| format!("{}: stop", p.name()))
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            out,
+            "|---|---|---|---|---|{}",
+            "---|".repeat(PEER_RULES.len())
+        );
         let cell = |stop: Option<u64>, start: u64| match stop {
             Some(s) => format!("{s} ({:+})", s as i64 - start as i64),
             None => "none".to_string(),
@@ -381,12 +391,14 @@ impl Quality {
                 ),
                 None => ("none".to_string(), "-".to_string()),
             };
+            let peers: Vec<String> = (0..PEER_RULES.len())
+                .map(|k| cell(r.peers.stop[k], start))
+                .collect();
             let _ = writeln!(
                 out,
-                "| `{name}` | {} | {start} | {first} | {after} | {} | {} |",
+                "| `{name}` | {} | {start} | {first} | {after} | {} |",
                 r.calls,
-                cell(r.peer_stop[0], start),
-                cell(r.peer_stop[1], start),
+                peers.join(" | ")
             );
         }
         let _ = writeln!(out);
@@ -406,7 +418,8 @@ impl Quality {
                     }
                 }
             }
-            (n, early, after.iter().max().copied())
+            after.sort_unstable();
+            (n, early, after)
         };
         let false_stops = |stop: &dyn Fn(&RunQuality) -> Option<u64>| -> Vec<String> {
             labelled
@@ -423,31 +436,28 @@ impl Quality {
         };
         let _ = writeln!(
             out,
-            "| rule | stuck runs stopped in their loop | latest stop after loop start | stuck runs stopped before their loop | healthy or self-recovering runs stopped |"
+            "| rule | stuck runs stopped in their loop | median stop after loop start | latest stop after loop start | stuck runs stopped before their loop | healthy or self-recovering runs stopped |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|");
-        let rules: [(String, Box<StopAt>); 3] = [
-            (
-                format!("**{profile}**"),
-                Box::new(|r: &RunQuality| r.stopped.map(|s| s.0)),
-            ),
-            (
-                format!("peers: {} identical calls in a row", PEER_COUNTERS[0]),
-                Box::new(|r: &RunQuality| r.peer_stop[0]),
-            ),
-            (
-                format!("peers: {} identical calls in a row", PEER_COUNTERS[1]),
-                Box::new(|r: &RunQuality| r.peer_stop[1]),
-            ),
-        ];
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        let mut rules: Vec<(String, Box<StopAt>)> = vec![(
+            format!("**{profile}**"),
+            Box::new(|r: &RunQuality| r.stopped.map(|s| s.0)),
+        )];
+        for (k, rule) in PEER_RULES.iter().enumerate() {
+            rules.push((
+                peer_label(*rule),
+                Box::new(move |r: &RunQuality| r.peers.stop[k]),
+            ));
+        }
         for (name, stop) in &rules {
-            let (n, early, latest) = caught(stop.as_ref());
+            let (n, early, after) = caught(stop.as_ref());
             let fs = false_stops(stop.as_ref());
             let _ = writeln!(
                 out,
-                "| {name} | {n} of {} | {} | {early} | {} of {fine}{} |",
+                "| {name} | {n} of {} | {} | {} | {early} | {} of {fine}{} |",
                 stuck.len(),
-                latest.map_or("-".to_string(), |l| format!("+{l}")),
+                median(&after).map_or("-".to_string(), |m| format!("+{m}")),
+                after.last().map_or("-".to_string(), |l| format!("+{l}")),
                 fs.len(),
                 if fs.is_empty() {
                     String::new()
@@ -456,6 +466,79 @@ impl Quality {
                 }
             );
         }
+        // Per family, when the labels name families: each rule's stuck runs stopped in
+        // their loop and healthy or self-recovering runs stopped.
+        let mut families: Vec<&str> = labelled
+            .iter()
+            .filter_map(|(_, l)| l.family.as_deref())
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        if !families.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "per family: stuck runs stopped in their loop / healthy or self-recovering runs stopped"
+            );
+            let _ = writeln!(out);
+            let head: Vec<String> = families
+                .iter()
+                .map(|f| {
+                    let of = |stuck: bool| {
+                        labelled
+                            .iter()
+                            .filter(|(_, l)| {
+                                l.family.as_deref() == Some(*f)
+                                    && (l.verdict == Verdict::Stuck) == stuck
+                            })
+                            .count()
+                    };
+                    format!("{f} ({} stuck, {} other)", of(true), of(false))
+                })
+                .collect();
+            let _ = writeln!(out, "| rule | {} |", head.join(" | "));
+            let _ = writeln!(out, "|---|{}", "---|".repeat(families.len()));
+            for (name, stop) in &rules {
+                let cells: Vec<String> = families
+                    .iter()
+                    .map(|f| {
+                        let (mut caught, mut false_stops) = (0, 0);
+                        for (r, l) in labelled
+                            .iter()
+                            .filter(|(_, l)| l.family.as_deref() == Some(*f))
+                        {
+                            let Some(s) = stop(r) else { continue };
+                            if l.verdict != Verdict::Stuck {
+                                false_stops += 1;
+                            } else if s >= l.loop_start.unwrap_or(1) {
+                                caught += 1;
+                            }
+                        }
+                        format!("{caught} / {false_stops}")
+                    })
+                    .collect();
+                let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));
+            }
+        }
         out
     }
+}
+
+/// A peer rule's row name: `peer: Roo Code (4th identical call in a row)`.
+fn peer_label(rule: PeerRule) -> String {
+    format!("peer: {} ({})", rule.name(), rule.rule())
+}
+
+/// The median of sorted values, `.5` when it falls between two.
+fn median(sorted: &[u64]) -> Option<String> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let (a, b) = (sorted[(n - 1) / 2], sorted[n / 2]);
+    Some(if (a + b) % 2 == 0 {
+        ((a + b) / 2).to_string()
+    } else {
+        format!("{}.5", (a + b) / 2)
+    })
 }

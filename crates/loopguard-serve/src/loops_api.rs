@@ -24,7 +24,9 @@ fn query_of(
     q.agent = p.get("agent").cloned();
     q.service = p.get("service").cloned();
     q.session = p.get("session").cloned();
-    q.cursor = p.get("cursor").cloned();
+    // An empty cursor is the first page, as an absent one (a client that keeps `next` in a
+    // form field sends `cursor=` before its first page).
+    q.cursor = p.get("cursor").filter(|c| !c.is_empty()).cloned();
     q.limit = parse_limit(p, loopguard_guard::MAX_LOOP_PAGE)?.unwrap_or(100);
     Ok(q)
 }
@@ -101,7 +103,7 @@ pub(crate) fn openapi(doc: &mut serde_json::Value) {
         { "name": "agent", "in": "query", "schema": { "type": "string" }, "description": "Only this agent's loops" },
         { "name": "service", "in": "query", "schema": { "type": "string" }, "description": "Only this service's loops (a trace's service.name)" },
         { "name": "session", "in": "query", "schema": { "type": "string" }, "description": "Only this session's loops" },
-        { "name": "cursor", "in": "query", "schema": { "type": "string" }, "description": "The `next` of the previous page" }
+        { "name": "cursor", "in": "query", "schema": { "type": "string" }, "description": "The `next` of the previous page; empty or absent: the first page" }
     ]);
     let mut list_params = filters.as_array().cloned().unwrap_or_default();
     list_params.push(json!({ "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": loopguard_guard::MAX_LOOP_PAGE }, "description": "Loops per page (default 100)" }));

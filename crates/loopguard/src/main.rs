@@ -69,6 +69,10 @@ enum Command {
     Hook(cmd::hook::HookCommand),
     /// Show what the hook's state database knows about a session.
     Status(cmd::hook::StatusArgs),
+    /// Run one synthetic call through every installed hook, ask every MCP server entry
+    /// loopguard wraps for its tools (and probe a running serve); report which answered and
+    /// exit 1 when one did not.
+    Doctor(cmd::hook::DoctorArgs),
     /// A transparent MCP proxy that stops looping tools/call (stdio or streamable HTTP).
     Mcp(cmd::mcp::McpArgs),
     /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check(args)) => cmd::config::run(args),
         Command::Hook(cmd) => cmd::hook::run(cmd),
         Command::Status(args) => cmd::hook::status(args),
+        Command::Doctor(args) => cmd::hook::doctor(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Run(args) => cmd::run::run(args),

@@ -145,6 +145,59 @@ fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
     );
 }
 
+/// A spent budget (`loopguard.budgets`) is a `budget` alert, once, to the targets that ask
+/// for it: calls that all differ, so no loop detector is involved.
+#[test]
+fn a_spent_budget_is_one_budget_alert() {
+    let (hook, hook_bodies) = receiver();
+    let (blocks_only, blocks_only_bodies) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("openclaw.json5");
+    std::fs::write(
+        &config,
+        format!(r#"{{ tools: {{ loopDetection: {{ enabled: true }} }}, loopguard: {{ budgets: {{ callsPerSession: 5 }}, alerts: [ {{ url: "{hook}", on: ["budget"] }}, {{ url: "{blocks_only}", on: ["block"] }} ] }} }}"#),
+    )
+    .unwrap();
+    let server = Serve::start(&["--config", config.to_str().unwrap()]);
+    let agent = agent();
+    let mut decisions = Vec::new();
+    for i in 0..8 {
+        let call = format!(
+            r#"{{"type":"call","session":"spender","agent":"bot","tool":"read","args":{{"p":{i}}}}}"#
+        );
+        let answer = post_json(&agent, &server.url("/v1/events"), call.as_bytes());
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let d = answer.json();
+        decisions.push((
+            d["decision"].as_str().unwrap().to_string(),
+            d["detector"].as_str().map(str::to_string),
+        ));
+        let outcome = format!(
+            r#"{{"type":"outcome","session":"spender","agent":"bot","tool":"read","args":{{"p":{i}}},"result":"r{i}"}}"#
+        );
+        post_json(&agent, &server.url("/v1/events"), outcome.as_bytes());
+    }
+    let budget_blocks = decisions
+        .iter()
+        .filter(|(d, det)| d == "block" && det.as_deref() == Some("budget"))
+        .count();
+    assert!(budget_blocks >= 2, "{decisions:?}");
+    wait_for(&hook_bodies, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let hooks = hook_bodies.lock().unwrap().clone();
+    assert_eq!(hooks.len(), 1, "{hooks:#?}");
+    assert_eq!(
+        (hooks[0]["event"].as_str(), hooks[0]["detector"].as_str()),
+        (Some("budget"), Some("budget")),
+        "{}",
+        hooks[0]
+    );
+    assert!(
+        blocks_only_bodies.lock().unwrap().is_empty(),
+        "a target on [\"block\"] gets no budget alert"
+    );
+}
+
 #[test]
 fn a_receiver_that_is_down_changes_no_decision() {
     let closed = TcpListener::bind("127.0.0.1:0")

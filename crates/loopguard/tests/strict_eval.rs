@@ -35,7 +35,11 @@ fn cases() -> Vec<Case> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty() && !l.starts_with("file,"))
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            assert_eq!(f.len(), 3, "labels.csv: bad line {l:?}");
+            assert_eq!(
+                f.len(),
+                4,
+                "labels.csv: bad line {l:?} (file,verdict,loop-start,family)"
+            );
             Case {
                 file: f[0].to_string(),
                 verdict: f[1].to_string(),
@@ -164,7 +168,7 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        strict_summary.contains("| **strict** | 4 of 4 | +6 | 0 | 0 of 54 |"),
+        strict_summary.contains("| **strict** | 4 of 4 | +6 | +6 | 0 | 0 of 54 |"),
         "{strict_summary}"
     );
 

@@ -31,6 +31,13 @@ impl Protocol for Cline {
         "cline"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "taskId": session, "hookName": "PreToolUse", "workspaceRoots": [cwd],
+            "preToolUse": {"toolName": "read_file", "parameters": {"path": "loopguard-doctor"}},
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f.required("hookName")?;
         let session = f.required("taskId")?;

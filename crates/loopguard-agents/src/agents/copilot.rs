@@ -48,6 +48,13 @@ impl Protocol for Copilot {
         "copilot"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "sessionId": session, "hookEventName": "preToolUse", "cwd": cwd,
+            "toolName": "view", "toolArgs": {"path": "loopguard-doctor"},
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f
             .str_of(&["hook_event_name", "hookEventName", "event"])

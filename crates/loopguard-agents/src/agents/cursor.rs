@@ -31,6 +31,14 @@ impl Protocol for Cursor {
         "cursor"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "conversation_id": session, "hook_event_name": "preToolUse", "cwd": cwd,
+            "tool_name": "Read", "tool_input": {"file_path": "loopguard-doctor"},
+            "tool_use_id": "loopguard-doctor-1",
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f.required("hook_event_name")?;
         let session = f.required("conversation_id")?;

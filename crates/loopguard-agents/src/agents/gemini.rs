@@ -35,6 +35,13 @@ impl Protocol for Gemini {
         "gemini"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "session_id": session, "hook_event_name": "BeforeTool", "cwd": cwd,
+            "tool_name": "read_file", "tool_input": {"file_path": "loopguard-doctor"},
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f.required("hook_event_name")?;
         let session = f.required("session_id")?;

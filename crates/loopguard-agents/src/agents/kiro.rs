@@ -29,6 +29,14 @@ impl Protocol for Kiro {
         "kiro"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "session_id": session, "hook_event_name": "preToolUse", "cwd": cwd,
+            "tool_name": "fs_read", "tool_input": {"path": "loopguard-doctor"},
+            "tool_use_id": "loopguard-doctor-1",
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f.required("hook_event_name")?;
         let cwd = f.required("cwd")?;

@@ -29,6 +29,13 @@ impl Protocol for Windsurf {
         "windsurf"
     }
 
+    fn probe(&self, session: &str, cwd: &str) -> serde_json::Value {
+        serde_json::json!({
+            "trajectory_id": session, "agent_action_name": "pre_run_command",
+            "tool_info": {"command_line": "true", "cwd": cwd},
+        })
+    }
+
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
         let event = f.required("agent_action_name")?;
         let session = f.required("trajectory_id")?;

@@ -109,11 +109,77 @@ pub fn default_config_path(client: Client) -> Result<PathBuf, InstallError> {
         })
     };
     Ok(match client {
-        Client::ClaudeDesktop => config()?.join("Claude").join("claude_desktop_config.json"),
-        Client::ClaudeCode => home()?.join(".claude.json"),
-        Client::Cursor => home()?.join(".cursor").join("mcp.json"),
-        Client::VsCode => config()?.join("Code").join("User").join("mcp.json"),
+        Client::ClaudeDesktop | Client::VsCode => {
+            user_config_path(client, Path::new(""), &config()?)
+        }
+        Client::ClaudeCode | Client::Cursor => user_config_path(client, &home()?, Path::new("")),
     })
+}
+
+/// The client's user-level config under `home` or the config directory `config`.
+fn user_config_path(client: Client, home: &Path, config: &Path) -> PathBuf {
+    match client {
+        Client::ClaudeDesktop => config.join("Claude").join("claude_desktop_config.json"),
+        Client::ClaudeCode => home.join(".claude.json"),
+        Client::Cursor => home.join(".cursor").join("mcp.json"),
+        Client::VsCode => config.join("Code").join("User").join("mcp.json"),
+    }
+}
+
+/// Every MCP config a client would read: each client's user-level file (under `home` and
+/// the config directory `config`), then the project's in `project` (Claude Code's
+/// `.mcp.json`, Cursor's `.cursor/mcp.json`, VS Code's `.vscode/mcp.json`). Files that do
+/// not exist are listed too; the caller looks.
+pub fn config_paths(
+    home: Option<&Path>,
+    config: Option<&Path>,
+    project: Option<&Path>,
+) -> Vec<(Client, PathBuf)> {
+    let mut out = Vec::new();
+    for client in [
+        Client::ClaudeDesktop,
+        Client::ClaudeCode,
+        Client::Cursor,
+        Client::VsCode,
+    ] {
+        let base = match client {
+            Client::ClaudeDesktop | Client::VsCode => config,
+            Client::ClaudeCode | Client::Cursor => home,
+        };
+        if let Some(base) = base {
+            out.push((client, user_config_path(client, base, base)));
+        }
+    }
+    if let Some(p) = project {
+        out.push((Client::ClaudeCode, p.join(".mcp.json")));
+        out.push((Client::Cursor, p.join(".cursor").join("mcp.json")));
+        out.push((Client::VsCode, p.join(".vscode").join("mcp.json")));
+    }
+    out
+}
+
+/// A server entry that goes through `loopguard mcp`, as its client reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedEntry {
+    /// `mcpServers.name`, `servers.name` or `projects.<dir>.mcpServers.name`.
+    pub entry: String,
+    /// The project directory a per-project entry of `~/.claude.json` belongs to (Claude
+    /// Code starts it there).
+    pub project: Option<PathBuf>,
+    /// How the client starts it, or why it could not as written (e.g. `args` holding a
+    /// number).
+    pub launch: Result<Launch, String>,
+}
+
+/// The process a client starts for a stdio server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// `command`.
+    pub command: String,
+    /// `args`.
+    pub args: Vec<String>,
+    /// `env`, added to the client's environment.
+    pub env: BTreeMap<String, String>,
 }
 
 /// What happened to one server entry.
@@ -237,6 +303,8 @@ struct Entry<'a> {
     /// `mcpServers.name` or `projects.<dir>.mcpServers.name`.
     key: String,
     name: String,
+    /// `<dir>` of `projects.<dir>.mcpServers`.
+    project: Option<String>,
     start: usize,
     end: usize,
     value: &'a Value<'a>,
@@ -356,6 +424,24 @@ impl Installer {
         })
     }
 
+    /// The entries of the config that go through loopguard (stdio entries whose command is
+    /// loopguard with `mcp` first; `install` turns URL entries into such too), in file
+    /// order.
+    pub fn wrapped(&self) -> Result<Vec<WrappedEntry>, InstallError> {
+        let text = self.read()?;
+        let root = self.parse(&text)?;
+        Ok(self
+            .entries(&root)
+            .into_iter()
+            .filter(|e| self.is_wrapped(e.value))
+            .map(|e| WrappedEntry {
+                launch: launch(e.value),
+                project: e.project.map(PathBuf::from),
+                entry: e.key,
+            })
+            .collect())
+    }
+
     fn read(&self) -> Result<String, InstallError> {
         // A missing config is an error here (install edits the client's entries, it creates
         // no config): the OS error says so.
@@ -422,13 +508,14 @@ impl Installer {
         };
         let mut out = Vec::new();
         let key = self.client.servers_key();
-        collect_entries(root, key, key, &mut out);
+        collect_entries(root, key, key, None, &mut out);
         if self.client == Client::ClaudeCode {
             if let Some(Value::Object(projects)) = prop(root, "projects").map(|p| &p.value) {
                 for project in &projects.properties {
                     if let Value::Object(p) = &project.value {
                         let prefix = format!("projects.{}.{key}", project.name.as_str());
-                        collect_entries(p, key, &prefix, &mut out);
+                        let dir = Some(project.name.as_str());
+                        collect_entries(p, key, &prefix, dir, &mut out);
                     }
                 }
             }
@@ -578,13 +665,58 @@ impl Installer {
     }
 }
 
-fn collect_entries<'a>(obj: &'a Object<'a>, key: &str, prefix: &str, out: &mut Vec<Entry<'a>>) {
+/// The command, arguments and environment of a stdio entry.
+fn launch(value: &Value<'_>) -> Result<Launch, String> {
+    let Value::Object(o) = value else {
+        return Err("not an object".to_owned());
+    };
+    let command = prop_str(o, "command")
+        .ok_or("`command` is not a string")?
+        .to_owned();
+    let mut args = Vec::new();
+    match prop(o, "args").map(|p| &p.value) {
+        None => {}
+        Some(Value::Array(a)) => {
+            for e in &a.elements {
+                let s = e
+                    .as_string_lit()
+                    .ok_or("`args` holds a value that is not a string")?;
+                args.push(s.value.to_string());
+            }
+        }
+        Some(_) => return Err("`args` is not an array".to_owned()),
+    }
+    let mut env = BTreeMap::new();
+    match prop(o, "env").map(|p| &p.value) {
+        None => {}
+        Some(Value::Object(vars)) => {
+            for p in &vars.properties {
+                let v = p
+                    .value
+                    .as_string_lit()
+                    .ok_or_else(|| format!("`env.{}` is not a string", p.name.as_str()))?;
+                env.insert(p.name.as_str().to_owned(), v.value.to_string());
+            }
+        }
+        Some(_) => return Err("`env` is not an object".to_owned()),
+    }
+    Ok(Launch { command, args, env })
+}
+
+fn collect_entries<'a>(
+    obj: &'a Object<'a>,
+    key: &str,
+    prefix: &str,
+    project: Option<&str>,
+    out: &mut Vec<Entry<'a>>,
+) {
     if let Some(Value::Object(servers)) = prop(obj, key).map(|p| &p.value) {
         for server in &servers.properties {
             let r = server.value.range();
             out.push(Entry {
                 key: format!("{prefix}.{}", server.name.as_str()),
                 name: server.name.as_str().to_owned(),
+                project: project.map(str::to_owned),
                 start: r.start,
                 end: r.end,
                 value: &server.value,
@@ -663,5 +795,84 @@ mod tests {
         assert!(same_file(&link, &real));
         assert!(!same_file(&other, &real));
         assert!(!same_file(&dir.path().join("missing"), &real));
+    }
+
+    #[test]
+    fn wrapped_reads_back_what_the_client_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"], "env": {"K": "v"}},
+                "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"}},
+              "projects": {"/p": {"mcpServers": {"mine": {"command": "loopguard",
+                "args": ["mcp", 3]}}}}}"#,
+        )
+        .unwrap();
+        let installer = Installer::new(Client::ClaudeCode, &path);
+        let before = installer.wrapped().unwrap();
+        // Only the already wrapped project entry, whose args cannot be started as written.
+        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(before[0].entry, "projects./p.mcpServers.mine");
+        assert_eq!(before[0].project.as_deref(), Some(Path::new("/p")));
+        assert_eq!(
+            before[0].launch,
+            Err("`args` holds a value that is not a string".to_owned())
+        );
+        installer.install().unwrap();
+        let after = installer.wrapped().unwrap();
+        let keys: Vec<&str> = after.iter().map(|e| e.entry.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "mcpServers.fs",
+                "mcpServers.web",
+                "projects./p.mcpServers.mine"
+            ]
+        );
+        assert_eq!(after[0].project, None);
+        let fs = after[0].launch.as_ref().unwrap();
+        assert_eq!(fs.command, "loopguard");
+        assert_eq!(fs.args, ["mcp", "--name", "fs", "--", "npx", "-y", "fs"]);
+        assert_eq!(fs.env.get("K").map(String::as_str), Some("v"));
+        let web = after[1].launch.as_ref().unwrap();
+        assert_eq!(
+            web.args,
+            [
+                "mcp",
+                "--name",
+                "web",
+                "--upstream",
+                "http://127.0.0.1:1/mcp"
+            ]
+        );
+    }
+
+    #[test]
+    fn config_paths_name_each_clients_user_and_project_file() {
+        let paths = config_paths(
+            Some(Path::new("/h")),
+            Some(Path::new("/c")),
+            Some(Path::new("/p")),
+        );
+        let paths: Vec<(&str, &Path)> = paths
+            .iter()
+            .map(|(c, p)| (c.as_str(), p.as_path()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                (
+                    "claude-desktop",
+                    Path::new("/c/Claude/claude_desktop_config.json")
+                ),
+                ("claude-code", Path::new("/h/.claude.json")),
+                ("cursor", Path::new("/h/.cursor/mcp.json")),
+                ("vscode", Path::new("/c/Code/User/mcp.json")),
+                ("claude-code", Path::new("/p/.mcp.json")),
+                ("cursor", Path::new("/p/.cursor/mcp.json")),
+                ("vscode", Path::new("/p/.vscode/mcp.json")),
+            ]
+        );
     }
 }

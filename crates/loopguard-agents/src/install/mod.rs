@@ -315,6 +315,87 @@ pub fn is_installed(agent: Agent, path: &Path) -> Result<bool, InstallError> {
     Ok(rest != text)
 }
 
+/// The command of loopguard's hook in `agent`'s settings at `path` (for Cline, the hooks
+/// directory), read back as the agent will run it: its first pre-tool entry's. `None` when
+/// no loopguard hook is installed there.
+///
+/// ```
+/// use loopguard_agents::{install, Agent};
+/// let dir = std::env::temp_dir().join(format!("lg-doc-command-{}", std::process::id()));
+/// let path = dir.join("settings.json");
+/// assert_eq!(install::installed_command(Agent::Gemini, &path)?, None);
+/// install::install(Agent::Gemini, &path, "loopguard hook gemini --agent main")?;
+/// let cmd = install::installed_command(Agent::Gemini, &path)?;
+/// assert_eq!(cmd.as_deref(), Some("loopguard hook gemini --agent main"));
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), install::InstallError>(())
+/// ```
+pub fn installed_command(agent: Agent, path: &Path) -> Result<Option<String>, InstallError> {
+    let pre = events(agent)[0].0;
+    if agent == Agent::Cline {
+        let Some(script) = read(&path.join(pre))? else {
+            return Ok(None);
+        };
+        return Ok(script
+            .lines()
+            .find_map(|l| l.strip_prefix("exec "))
+            .filter(|c| is_loopguard_entry(agent, c))
+            .map(str::to_string));
+    }
+    let Some(text) = read(path)? else {
+        return Ok(None);
+    };
+    if agent == Agent::Codex && is_toml(path) {
+        let doc = toml_doc(path, &text)?;
+        return Ok(doc
+            .get("hooks")
+            .and_then(|h| h.get(pre))
+            .and_then(|e| e.as_array_of_tables())
+            .and_then(|groups| groups.iter().find_map(toml_command))
+            .map(str::to_string));
+    }
+    let Some(root) = parse(path, &text)? else {
+        return Ok(None);
+    };
+    // Every agent's entries sit under `hooks.EVENT`, the command in a `command` (Copilot:
+    // `bash`) string somewhere inside.
+    let list = prop(&root, "hooks")
+        .and_then(|h| h.value.as_object())
+        .and_then(|h| prop(h, pre));
+    let mut found = None;
+    if let Some(list) = list {
+        find_command(agent, &list.value, &mut found);
+    }
+    Ok(found)
+}
+
+fn find_command(agent: Agent, v: &Ast<'_>, found: &mut Option<String>) {
+    if found.is_some() {
+        return;
+    }
+    match v {
+        Ast::Object(o) => {
+            for p in &o.properties {
+                match (&p.value, p.name.as_str()) {
+                    (Ast::StringLit(s), "command" | "bash")
+                        if is_loopguard_entry(agent, s.value.as_ref()) =>
+                    {
+                        *found = Some(s.value.to_string());
+                        return;
+                    }
+                    (other, _) => find_command(agent, other, found),
+                }
+            }
+        }
+        Ast::Array(a) => {
+            for e in &a.elements {
+                find_command(agent, e, found);
+            }
+        }
+        _ => {}
+    }
+}
+
 fn backup_text(path: &Path) -> Option<String> {
     std::fs::read_to_string(backup_path(path)).ok()
 }
@@ -854,4 +935,36 @@ fn toml_remove(path: &Path, text: &str) -> Result<String, InstallError> {
         doc.remove("hooks");
     }
     Ok(doc.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `loopguard doctor` runs what `installed_command` reads back: for every agent's file
+    /// shape (JSON groups, Copilot's `bash`, Cline's scripts, Codex's TOML) it is exactly the
+    /// command installed, and an uninstalled file has none.
+    #[test]
+    fn installed_command_reads_back_every_shape() {
+        let dir = std::env::temp_dir().join(format!("lg-installed-cmd-{}", std::process::id()));
+        for &agent in crate::AGENTS {
+            let path = dir.join(agent.as_str()).join("settings.json");
+            let command = format!("/opt/lg/loopguard hook {agent} --agent main");
+            install(agent, &path, &command).unwrap();
+            assert_eq!(
+                installed_command(agent, &path).unwrap().as_deref(),
+                Some(command.as_str()),
+                "{agent}"
+            );
+            uninstall(agent, &path).unwrap();
+            assert_eq!(installed_command(agent, &path).unwrap(), None, "{agent}");
+        }
+        let toml = dir.join("config.toml");
+        install(Agent::Codex, &toml, "loopguard hook codex").unwrap();
+        assert_eq!(
+            installed_command(Agent::Codex, &toml).unwrap().as_deref(),
+            Some("loopguard hook codex")
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -157,6 +157,21 @@ pub struct StatusArgs {
     events: usize,
 }
 
+/// `loopguard doctor`.
+#[derive(clap::Args)]
+pub struct DoctorArgs {
+    /// Seconds each hook, MCP server or serve has to answer.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Also probe a running `loopguard serve` at this URL (GET /healthz, one synthetic
+    /// call in a throwaway session).
+    #[arg(long, value_name = "URL")]
+    serve: Option<String>,
+    /// A file holding the bearer token for --serve.
+    #[arg(long, value_name = "FILE", requires = "serve")]
+    token_file: Option<PathBuf>,
+}
+
 /// Runs a `loopguard hook …` command.
 pub fn run(cmd: HookCommand) -> Result<ExitCode> {
     match cmd {
@@ -309,4 +324,38 @@ pub fn status(args: StatusArgs) -> Result<ExitCode> {
     let cwd = std::env::current_dir().ok();
     out!("{}", report(&query, &Env::from_process(), cwd.as_deref())?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `loopguard doctor`: every installed hook and wrapped MCP server run once; exit 1 when
+/// one did not answer.
+pub fn doctor(args: DoctorArgs) -> Result<ExitCode> {
+    let timeout = std::time::Duration::try_from_secs_f64(args.timeout)
+        .map_err(|e| anyhow::anyhow!("--timeout {}: {e}", args.timeout))?;
+    let cwd = std::env::current_dir().ok();
+    let env = Env::from_process();
+    let checks = loopguard_hook::doctor::check_hooks(&env, cwd.as_deref(), timeout);
+    let mcp = loopguard_hook::doctor::check_mcp(&env, cwd.as_deref(), timeout);
+    let token = match &args.token_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("--token-file {}: {e}", p.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let serve = args.serve.as_deref().map(|url| {
+        (
+            url,
+            loopguard_hook::doctor::check_serve(url, token.as_deref(), timeout),
+        )
+    });
+    let (text, ok) =
+        loopguard_hook::doctor::render(&checks, &mcp, serve.as_ref().map(|(u, o)| (*u, o)));
+    out!("{text}")?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -95,7 +95,8 @@ pub struct ReplayArgs {
     html: Option<PathBuf>,
     /// Print detection quality over the inputs instead of the report: per detector the
     /// runs warned and stopped, at which call, and the calls and tokens a stop saves,
-    /// beside what a counter of 4 or 5 consecutive identical calls would do.
+    /// beside what the peers' published loop rules (Roo Code, Cline, Gemini CLI,
+    /// OpenHands, opencode, goose) would do.
     #[arg(long)]
     summary: bool,
     /// With `--summary` (implied): a labels file of `file,verdict,loop-start` lines
