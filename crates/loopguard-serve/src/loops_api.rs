@@ -99,11 +99,11 @@ pub(crate) fn openapi(doc: &mut serde_json::Value) {
     use serde_json::json;
     let err = |d: &str| json!({ "description": d, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
     let filters = json!([
-        { "name": "since", "in": "query", "schema": { "type": "string" }, "description": "Loops active at or after this time: milliseconds since 1970, an RFC 3339 time, or a duration back from now (90s, 30m, 1h, 7d)" },
+        { "name": "since", "in": "query", "schema": { "anyOf": [ { "type": "string", "pattern": "^[0-9]{1,15}$" }, { "type": "string", "pattern": "^[0-9]{1,9}(ms|s|m|h|d)$" }, { "type": "string", "format": "date-time" } ] }, "description": "Loops active at or after this time: milliseconds since 1970, an RFC 3339 time, or a duration back from now (90s, 30m, 1h, 7d)" },
         { "name": "agent", "in": "query", "schema": { "type": "string" }, "description": "Only this agent's loops" },
         { "name": "service", "in": "query", "schema": { "type": "string" }, "description": "Only this service's loops (a trace's service.name)" },
         { "name": "session", "in": "query", "schema": { "type": "string" }, "description": "Only this session's loops" },
-        { "name": "cursor", "in": "query", "schema": { "type": "string" }, "description": "The `next` of the previous page; empty or absent: the first page" }
+        { "name": "cursor", "in": "query", "schema": { "type": "string", "pattern": "^$|^[0-9]{1,19}:" }, "description": "The `next` of the previous page (`MS:ID`); empty or absent: the first page" }
     ]);
     let mut list_params = filters.as_array().cloned().unwrap_or_default();
     list_params.push(json!({ "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": loopguard_guard::MAX_LOOP_PAGE }, "description": "Loops per page (default 100)" }));
