@@ -13,12 +13,14 @@ use crate::agent_logs::AgentLoops;
 /// Whether the file is a loop history export: its first non-blank line is a JSON object
 /// whose `format` is [`LOOP_FORMAT`]. Unreadable files and directories are not.
 pub fn is_export(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
+    // Only a regular file is looked at before it is read: opening a FIFO or a pipe here
+    // would take the bytes its reader is waiting for (and block on the next open).
     if !path.is_file() {
         return false;
     }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
     let reader = std::io::BufReader::new(file);
     for line in reader.lines().take(64) {
         let Ok(line) = line else { return false };

@@ -4,69 +4,12 @@
 //! `chromium-browser`, `google-chrome`). `.ci/run` installs it and sets
 //! `LOOPGUARD_REQUIRE_CHROMIUM=1`, which turns a missing browser into a failure.
 
+mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LOOPGUARD_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome"] {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    None
-}
-
-fn headless(browser: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(browser);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
-}
-
-/// Counts pixels close to an RGB colour.
-fn count_color(png_path: &Path, rgb: [u8; 3]) -> usize {
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(png_path).unwrap(),
-    ));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    buf[..info.buffer_size()]
-        .chunks(channels)
-        .filter(|p| p.len() >= 3 && p[..3].iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= 12))
-        .count()
-}
-
-fn no_browser() -> bool {
-    if chromium().is_some() {
-        return false;
-    }
-    if std::env::var_os("LOOPGUARD_REQUIRE_CHROMIUM").is_some() {
-        panic!("LOOPGUARD_REQUIRE_CHROMIUM is set but no Chromium was found");
-    }
-    eprintln!(
-        "SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the HTML page was not rendered"
-    );
-    true
-}
+use browser::{chromium, count_color, headless, no_browser};
 
 fn dump_dom(browser: &Path, dir: &Path, page: &Path) -> String {
     let dom = headless(browser, &dir.join("profile-dom"))
@@ -103,7 +46,7 @@ fn screenshot(browser: &Path, dir: &Path, page: &Path, name: &str, size: &str) -
 /// mark; readable on a phone-sized window.
 #[test]
 fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
-    if no_browser() {
+    if no_browser("the HTML page") {
         return;
     }
     let browser = chromium().unwrap();
@@ -202,19 +145,19 @@ fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
     for (name, size, min_red) in [("desk.png", "1200,1400", 50), ("phone.png", "390,1600", 30)] {
         let shot = screenshot(&browser, &dir, &page, name, size);
         assert!(
-            count_color(&shot, [0xd0, 0x02, 0x1b]) > min_red,
+            count_color(&shot, [0xd0, 0x02, 0x1b]).0 > min_red,
             "{name}: no red block marks drawn"
         );
         assert!(
-            count_color(&shot, [0xf5, 0xa6, 0x23]) > min_red,
+            count_color(&shot, [0xf5, 0xa6, 0x23]).0 > min_red,
             "{name}: no amber warning marks drawn"
         );
         assert!(
-            count_color(&shot, [0x7b, 0x2c, 0xbf]) > 10,
+            count_color(&shot, [0x7b, 0x2c, 0xbf]).0 > 10,
             "{name}: no purple abort mark drawn"
         );
         assert!(
-            count_color(&shot, [0x2f, 0x80, 0xed]) > 0 || name == "phone.png",
+            count_color(&shot, [0x2f, 0x80, 0xed]).0 > 0 || name == "phone.png",
             "{name}: no compaction line drawn"
         );
     }
@@ -230,7 +173,7 @@ fn html_report_has_a_table_lanes_per_loop_costs_and_tooltips() {
 /// still draws the loops.
 #[test]
 fn a_long_session_is_drawn_from_a_bounded_sample() {
-    if no_browser() {
+    if no_browser("the HTML page") {
         return;
     }
     let browser = chromium().unwrap();
@@ -284,7 +227,7 @@ fn a_long_session_is_drawn_from_a_bounded_sample() {
     assert!(dom.contains(">100,000<br>"), "last axis tick");
     let shot = screenshot(&browser, &dir, &page, "long.png", "1200,900");
     assert!(
-        count_color(&shot, [0xd0, 0x02, 0x1b]) > 50,
+        count_color(&shot, [0xd0, 0x02, 0x1b]).0 > 50,
         "no red block marks drawn"
     );
     std::fs::remove_dir_all(&dir).unwrap();

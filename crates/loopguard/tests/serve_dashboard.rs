@@ -3,60 +3,20 @@
 //! per loop, the page fits a phone's width, and with `--tokens` it asks for a token and shows
 //! a tenant only its own sessions.
 //!
-//! Chromium is found as in `html_report.rs` (`LOOPGUARD_CHROMIUM` or `PATH`);
+//! Chromium is found by `browser/mod.rs` (`LOOPGUARD_CHROMIUM` or `PATH`);
 //! `LOOPGUARD_REQUIRE_CHROMIUM=1` (set by `.ci/run`) turns a missing browser into a failure.
 
+mod browser;
 mod serve_support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use browser::{chromium, count_color, headless, no_browser};
 use serve_support::*;
-
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("LOOPGUARD_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    for dir in std::env::split_paths(&path) {
-        for name in ["chromium", "chromium-browser", "google-chrome"] {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    None
-}
-
-fn no_browser() -> bool {
-    if chromium().is_some() {
-        return false;
-    }
-    if std::env::var_os("LOOPGUARD_REQUIRE_CHROMIUM").is_some() {
-        panic!("LOOPGUARD_REQUIRE_CHROMIUM is set but no Chromium was found");
-    }
-    eprintln!(
-        "SKIPPED: no Chromium found (set LOOPGUARD_CHROMIUM); the dashboard was not rendered"
-    );
-    true
-}
+use std::path::{Path, PathBuf};
 
 /// Headless Chromium at `size`, given time for the page's fetches (virtual time).
 fn browse(profile: &Path, size: &str, extra: &str, url: &str) -> std::process::Output {
-    let out = Command::new(chromium().unwrap())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--virtual-time-budget=4000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
+    let out = headless(&chromium().unwrap(), profile)
+        .arg("--virtual-time-budget=4000")
         .arg(format!("--window-size={size}"))
         .arg(extra)
         .arg(url)
@@ -83,24 +43,6 @@ fn screenshot(dir: &Path, name: &str, size: &str, url: &str) -> PathBuf {
         url,
     );
     shot
-}
-
-/// Pixels within 12 of `rgb`, and how many pixels the picture has.
-fn count_color(png_path: &Path, rgb: [u8; 3]) -> (usize, usize) {
-    let decoder = png::Decoder::new(std::io::BufReader::new(
-        std::fs::File::open(png_path).unwrap(),
-    ));
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let channels = info.color_type.samples();
-    let pixels = buf[..info.buffer_size()].chunks(channels);
-    let total = pixels.len();
-    let n = buf[..info.buffer_size()]
-        .chunks(channels)
-        .filter(|p| p.len() >= 3 && p[..3].iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= 12))
-        .count();
-    (n, total)
 }
 
 /// `data-NAME="…"` of the body.
@@ -146,7 +88,7 @@ fn loop_until_blocked(agent: &ureq::Agent, server: &Serve, session: &str, auth: 
 
 #[test]
 fn a_looping_session_shows_with_its_block_on_desktop_and_phone() {
-    if no_browser() {
+    if no_browser("the dashboard") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -234,7 +176,7 @@ fn a_looping_session_shows_with_its_block_on_desktop_and_phone() {
 
 #[test]
 fn with_tokens_the_page_asks_for_one_and_a_tenant_sees_only_its_own() {
-    if no_browser() {
+    if no_browser("the dashboard") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
