@@ -431,21 +431,6 @@ struct Header {
     blocks: Vec<PendingBlock>,
 }
 
-/// The bookkeeping part of an entry with escalation state (`LGE3`): [`Header`]'s fields,
-/// then the state.
-#[derive(Deserialize)]
-struct Header3 {
-    stats: Stats,
-    created_ms: u64,
-    last_seen_ms: u64,
-    recent: VecDeque<LogRow>,
-    run_seq: u64,
-    aborted: Option<AbortedRun>,
-    meta: BTreeMap<String, String>,
-    blocks: Vec<PendingBlock>,
-    escalation: escalation::State,
-}
-
 /// The [`SessionEntry::meta`] key under which a store notes that it found the session's
 /// stored entry unreadable and started it afresh; the front end reports it and removes it.
 pub const RESTARTED: &str = "loopguard.restarted";
@@ -592,24 +577,33 @@ impl SessionEntry {
     /// wrote. The session's hashing settings are the defaults: the guard sets its own
     /// before applying an event.
     pub fn decode(bytes: &[u8]) -> Result<SessionEntry, EntryError> {
-        let (binary, rest) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_JSON)) {
-            (Some(rest), _) => (true, rest),
-            (None, Some(rest)) => (false, rest),
-            (None, None) => match bytes.strip_prefix(MAGIC_ESCALATION) {
-                Some(rest) => return SessionEntry::decode_escalation(rest),
-                None => return Err(EntryError::Header),
-            },
-        };
-        let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
-        let len = u32::from_be_bytes(*len) as usize;
-        if rest.len() < len {
-            return Err(EntryError::Header);
+        /// The three forms, by their magic.
+        enum Form {
+            Json,
+            Binary,
+            /// `LGE2`'s header followed by the escalation state: postcard writes a struct
+            /// as its fields one after the other, so the header reads as `(Header, State)`.
+            WithEscalation,
         }
-        let (head, state) = rest.split_at(len);
-        let h: Header = if binary {
-            postcard::from_bytes(head)?
+        let (form, rest) = if let Some(rest) = bytes.strip_prefix(MAGIC) {
+            (Form::Binary, rest)
+        } else if let Some(rest) = bytes.strip_prefix(MAGIC_ESCALATION) {
+            (Form::WithEscalation, rest)
+        } else if let Some(rest) = bytes.strip_prefix(MAGIC_JSON) {
+            (Form::Json, rest)
         } else {
-            serde_json::from_slice(head)?
+            return Err(EntryError::Header);
+        };
+        let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err(EntryError::Header);
+        }
+        let (head, state) = rest.split_at(len);
+        let (h, escalation): (Header, escalation::State) = match form {
+            Form::Binary => (postcard::from_bytes(head)?, escalation::State::default()),
+            Form::Json => (serde_json::from_slice(head)?, escalation::State::default()),
+            Form::WithEscalation => postcard::from_bytes(head)?,
         };
         let session = Session::import_state(state, String::new())?;
         Ok(SessionEntry {
@@ -622,31 +616,7 @@ impl SessionEntry {
             run_seq: h.run_seq,
             aborted: h.aborted,
             meta: h.meta,
-            escalation: escalation::State::default(),
-        })
-    }
-
-    /// [`SessionEntry::decode`] of an `LGE3` entry, after its magic.
-    fn decode_escalation(rest: &[u8]) -> Result<SessionEntry, EntryError> {
-        let (len, rest) = rest.split_first_chunk::<4>().ok_or(EntryError::Header)?;
-        let len = u32::from_be_bytes(*len) as usize;
-        if rest.len() < len {
-            return Err(EntryError::Header);
-        }
-        let (head, state) = rest.split_at(len);
-        let h: Header3 = postcard::from_bytes(head)?;
-        let session = Session::import_state(state, String::new())?;
-        Ok(SessionEntry {
-            session,
-            blocks: PendingBlocks::from_list(h.blocks),
-            stats: h.stats,
-            created_ms: h.created_ms,
-            last_seen_ms: h.last_seen_ms,
-            recent: h.recent,
-            run_seq: h.run_seq,
-            aborted: h.aborted,
-            meta: h.meta,
-            escalation: h.escalation,
+            escalation,
         })
     }
 
