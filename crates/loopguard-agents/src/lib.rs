@@ -62,7 +62,7 @@ mod session;
 pub use agent::{Agent, UnknownAgent, AGENTS};
 pub use agents::claude_code;
 pub use protocol::{
-    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered, ToolUse,
+    AgentError, AgentEvent, Answer, CallOutcome, Decided, Fields, Kind, Protocol, Rendered, ToolUse,
 };
 pub use run::{
     answer, answer_event, answer_in, parse_payload, read, AgentReply, RunError, Scope,

@@ -158,8 +158,51 @@ impl<'a> AgentEvent<'a> {
     }
 }
 
+/// One decision the engine made for a hook event (a batch event makes one per outcome it
+/// records), handed back to the front end beside the answer: a server records, logs, counts
+/// and alerts on it as it does on the decisions of its other routes.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Decided {
+    /// The decision, in the agent's words. Its `session` is the session the event was
+    /// applied to (`AGENT:ID` for agents whose ids loopguard prefixes, `SESSION/AGENT_ID`
+    /// for a sub-agent's call); its `tool` is the agent's own name for the tool (the name
+    /// the tool table gave it, which the engine hashed, is then in `engine_tool`); its
+    /// finding's message is the one the model was shown.
+    pub decision: loopguard_events::Decision<'static>,
+    /// What the decision means for the agent ([`loopguard_events::Effect::of`] in the
+    /// guard's mode): what the answer was made of.
+    pub effect: loopguard_events::Effect,
+}
+
+impl Decided {
+    /// `decision` as the agent knows it: its tool and message named as the agent names the
+    /// tool (see [`AgentEvent::in_agents_words`]).
+    pub(crate) fn of(
+        decision: &loopguard_events::Decision<'_>,
+        ev: &AgentEvent<'_>,
+        mode: loopguard_core::Mode,
+    ) -> Decided {
+        let effect = loopguard_events::Effect::of(decision, mode);
+        let mut decision = decision.clone().into_owned();
+        if let (Some(shown), Some(t)) = (&ev.tool_shown, &ev.tool) {
+            if decision.tool.as_ref().map(JsString::as_wtf8) == Some(t.name.as_wtf8()) {
+                // The engine's name stays what the argument digest was made with.
+                decision.engine_tool = decision.engine_tool.take().or(decision.tool.take());
+                decision.tool = Some(JsString::from(shown.clone()));
+            }
+        }
+        if let Some(f) = &mut decision.finding {
+            if let Some(m) = ev.in_agents_words(&f.message.to_string_lossy()) {
+                f.message = JsString::from(m);
+            }
+        }
+        Decided { decision, effect }
+    }
+}
+
 /// What the guard answers to one event, in no agent's words yet.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Answer {
     /// Deny the tool call with this reason (before a call).
     pub deny: Option<String>,
@@ -176,6 +219,10 @@ pub struct Answer {
     /// What the event was logged as (a `PostToolBatch` logs a row per call it fills in):
     /// for a server's decision metrics. Not part of any answer.
     pub logged: Vec<loopguard_guard::LogRow>,
+    /// The engine's decisions for the event (none for an event the engine does not see: a
+    /// new prompt, a duplicate, a call of an ended run): for a server's loop history, log,
+    /// metrics and alerts. Not part of any answer.
+    pub decided: Vec<Decided>,
 }
 
 impl Answer {

@@ -7,7 +7,7 @@ use loopguard_guard::profile::agents::tools_of;
 use loopguard_guard::{Guard, GuardError, LogRow};
 
 use crate::protocol::{
-    AgentError, AgentEvent, Answer, CallOutcome, Fields, Kind, Protocol, Rendered,
+    AgentError, AgentEvent, Answer, CallOutcome, Decided, Fields, Kind, Protocol, Rendered,
 };
 use crate::session::apply_event;
 use crate::Agent;
@@ -30,8 +30,16 @@ pub struct AgentReply {
     /// The error that made the hook fail open, if any.
     pub error: Option<String>,
     /// What the event was logged as (a Claude Code `PostToolBatch` logs a row per call it
-    /// fills in): for a server's decision metrics. Not part of the answer.
+    /// fills in), the events the engine does not see among them. Not part of the answer.
     pub logged: Vec<LogRow>,
+    /// The session the event was applied to, as loopguard names it (`AGENT:ID` for agents
+    /// whose ids it prefixes); `None` for an event loopguard ignores. A sub-agent's calls go
+    /// to a session of their own, which their [`Decided`] name.
+    pub session: Option<String>,
+    /// The engine's decisions for the event, each with its
+    /// [`Effect`](loopguard_events::Effect): what a server records in its loop history,
+    /// logs, counts and alerts on, as it does for `POST /v1/events`. Not part of the answer.
+    pub decided: Vec<Decided>,
 }
 
 impl AgentReply {
@@ -229,9 +237,12 @@ pub fn answer_event(
         }
     }
     let logged = std::mem::take(&mut answer.logged);
+    let decided = std::mem::take(&mut answer.decided);
     let shown = in_agents_words(answer, ev);
     let mut reply = AgentReply::from_rendered(protocol.render(ev, &shown));
     reply.logged = logged;
+    reply.session = Some(ev.session.clone());
+    reply.decided = decided;
     Ok(reply)
 }
 
@@ -249,6 +260,7 @@ fn in_agents_words(answer: Answer, ev: &AgentEvent<'_>) -> Answer {
         stop: rename(answer.stop),
         notice: rename(answer.notice),
         logged: answer.logged,
+        decided: answer.decided,
     }
 }
 

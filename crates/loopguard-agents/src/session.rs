@@ -28,7 +28,7 @@ use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Effect, Event, EventKind, Payload};
 use loopguard_guard::{Guard, GuardError, LogDecision, LogRow, SessionEntry, RESTARTED};
 
-use crate::protocol::{AgentEvent, Answer, CallOutcome, Kind, ToolUse};
+use crate::protocol::{AgentEvent, Answer, CallOutcome, Decided, Kind, ToolUse};
 
 /// Applies one event (read and mapped, its session key final) to its session in `guard`
 /// (which should use [`loopguard_guard::ToolProfile::ClaudeCode`], as every hook front
@@ -297,7 +297,8 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
     let event = to_event(ev, &run, ctx);
     let policy = ctx.guard.policy(event.agent.as_ref());
     let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
-    let answer = answer(entry, &d, &run, ctx);
+    let mut answer = answer(entry, &d, &run, ctx);
+    answer.decided.push(Decided::of(&d, ev, ctx.mode));
     if let Some(row) = entry.recent.back_mut() {
         // The log speaks the hook's event names.
         row.event = name.to_string();
@@ -318,6 +319,7 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
 fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ctx<'_>) -> Answer {
     let name = ev.log_name();
     let (mut recorded, mut skipped) = (0, 0);
+    let mut decided = Vec::new();
     for (tool, response) in &ev.batch {
         let Some(response) = response else {
             skipped += 1;
@@ -342,6 +344,7 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
         let answer = answer(entry, &d, run, ctx);
+        decided.push(Decided::of(&d, ev, ctx.mode));
         if let Some(row) = entry.recent.back_mut() {
             row.event = name.to_string();
         }
@@ -350,12 +353,15 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             if let Some(row) = entry.recent.back_mut() {
                 row.message = entry.aborted.as_ref().map(|a| a.message.clone());
             }
-            return answer;
+            return Answer { decided, ..answer };
         }
     }
     let decision = LogDecision::Batch { recorded, skipped };
     log_hook_event(entry, ctx, hook_row(name, run, None, decision));
-    Answer::default()
+    Answer {
+        decided,
+        ..Answer::default()
+    }
 }
 
 /// The event as an events.md event (Claude Code's tool names and shapes: the guard's

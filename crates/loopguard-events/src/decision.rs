@@ -235,6 +235,38 @@ impl Decision<'_> {
         let args = self.args.as_ref()?;
         Some(String::from_utf8_lossy(&args.args_hash(tool.as_wtf8())).into_owned())
     }
+
+    /// A copy that owns its strings, to keep past the event it was decided for (the agents'
+    /// run path hands a hook's decisions back to its front end this way).
+    ///
+    /// ```
+    /// use loopguard_events::{Action, Decision, EventKind};
+    /// let session = String::from("s");
+    /// let d = Decision {
+    ///     line: 1, kind: EventKind::Call, session: session.as_str().into(), run: None, call_id: None,
+    ///     tool: Some("t".into()), engine_tool: None, args: None, result: None,
+    ///     action: Action::Allow, finding: None, ends_run: false,
+    /// };
+    /// let owned: Decision<'static> = d.into_owned();
+    /// drop(session);
+    /// assert_eq!(owned.session.to_string_lossy(), "s");
+    /// ```
+    pub fn into_owned(self) -> Decision<'static> {
+        Decision {
+            line: self.line,
+            kind: self.kind,
+            session: self.session.into_owned(),
+            run: self.run.map(JsString::into_owned),
+            call_id: self.call_id.map(JsString::into_owned),
+            tool: self.tool.map(JsString::into_owned),
+            engine_tool: self.engine_tool.map(JsString::into_owned),
+            args: self.args,
+            result: self.result,
+            action: self.action,
+            finding: self.finding,
+            ends_run: self.ends_run,
+        }
+    }
 }
 
 fn opt_string(out: &mut Vec<u8>, s: Option<&JsString<'_>>) {

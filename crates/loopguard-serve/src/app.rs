@@ -222,14 +222,12 @@ async fn apply_events(
             .apply_async(tenant, event, |d| d)
             .await
             .map_err(|e| state.guard_error(e))?;
-        state.record(tenant, &decision, &mut out);
         let agent = event
             .agent
             .as_ref()
             .map(|a| a.to_string_lossy().into_owned());
-        if let Some(step) = state.loop_step(&state.guard, tenant, &decision, agent, None, None) {
-            state.history.observe(step);
-        }
+        state.decided(&state.guard, tenant, &decision, agent);
+        decision.write_record(&mut out);
     }
     Ok(out)
 }

@@ -3,10 +3,12 @@
 //! By default `loopguard serve` turns the engine's own lines off (`loopguard::detector`,
 //! `loopguard::tool_loop`: about 40 for one loop of 25 calls; `-v` brings them back) and
 //! writes these instead, at `WARN` under the target `loopguard::serve::loop`, with the
-//! fields a log pipeline filters on (`tenant`, `session`, `tool`, `detector`, `loop_level`,
-//! `decision`, `count`): a warning shown to the model (once per warning bucket, as the
-//! model sees it), and the first block (or abort) of a loop (its warning key in its
-//! session); the blocks after it in the same loop are counted in `/metrics`, not logged.
+//! fields a log pipeline filters on (`tenant`, `agent`, `session`, `tool`, `detector`,
+//! `loop_level`, `decision`, `count`): a warning shown to the model (once per warning
+//! bucket, as the model sees it), and the first block (or abort) of a loop (its warning key
+//! in its session); the blocks after it in the same loop are counted in `/metrics`, not
+//! logged. Every route that decides calls logs here (`POST /v1/events`, the hook routes,
+//! the OTLP receiver).
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -30,9 +32,15 @@ impl std::fmt::Debug for LoopLog {
 }
 
 impl LoopLog {
-    /// Logs `d` (decided for `tenant`) when it is a loop event. `word` is the decision as
-    /// the record says it (`block`, `would-block`, …).
-    pub(crate) fn decision(&self, tenant: Option<&str>, d: &Decision<'_>, word: &str) {
+    /// Logs `d` (decided for `tenant`, sent by `agent` when known) when it is a loop
+    /// event. `word` is the decision as the record says it (`block`, `would-block`, …).
+    pub(crate) fn decision(
+        &self,
+        tenant: Option<&str>,
+        agent: Option<&str>,
+        d: &Decision<'_>,
+        word: &str,
+    ) {
         let Some(f) = d.finding.as_ref() else {
             return;
         };
@@ -67,38 +75,13 @@ impl LoopLog {
         tracing::warn!(
             target: "loopguard::serve::loop",
             tenant = tenant.unwrap_or_default(),
+            agent = agent.unwrap_or_default(),
             session = %session,
             tool = %tool,
             detector = f.detector.as_str(),
             loop_level = f.level.as_str(),
             decision = word,
             count = f.count,
-            "{}",
-            if blocking { "loop blocked" } else { "loop warning" }
-        );
-    }
-
-    /// A hook's logged decision (the hook endpoint reports rows, not decisions): its
-    /// warnings shown and its blocks, with the agent that sent it.
-    pub(crate) fn hook_row(
-        &self,
-        tenant: Option<&str>,
-        agent: &str,
-        row: &loopguard_guard::LogRow,
-    ) {
-        use loopguard_guard::LogDecision;
-        let blocking = row.decision.is_critical();
-        if !blocking && row.decision != LogDecision::Warn {
-            return;
-        }
-        tracing::warn!(
-            target: "loopguard::serve::loop",
-            tenant = tenant.unwrap_or_default(),
-            agent,
-            tool = row.tool.as_deref().unwrap_or(""),
-            detector = row.detector.as_deref().unwrap_or(""),
-            decision = row.decision.kind(),
-            count = row.count.unwrap_or(0),
             "{}",
             if blocking { "loop blocked" } else { "loop warning" }
         );

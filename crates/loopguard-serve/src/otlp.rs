@@ -289,7 +289,8 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                     tenant,
                     Input::with_profile(&e.event, call_profile(call)),
                     |d| {
-                        s.loops.decision(tenant, &d, observed(&d));
+                        s.loops
+                            .decision(tenant, call.agent.as_deref(), &d, observed(&d));
                         let step = s.loop_step(
                             &s.traces,
                             tenant,
@@ -327,7 +328,12 @@ async fn apply_calls(state: &Arc<AppState>, tenant: Option<Arc<str>>, calls: Vec
                         tenant.as_deref(),
                         Input::with_profile(&e.event, call_profile(call)),
                         |d| {
-                            state.loops.decision(tenant.as_deref(), &d, observed(&d));
+                            state.loops.decision(
+                                tenant.as_deref(),
+                                call.agent.as_deref(),
+                                &d,
+                                observed(&d),
+                            );
                             let step = state.loop_step(
                                 &state.traces,
                                 tenant.as_deref(),

@@ -238,8 +238,20 @@ pub(crate) fn json_response(body: impl Into<Body>, content_type: &'static str) -
 }
 
 impl AppState {
-    /// Counts a decision in the metrics and writes its record (a line) to `out`.
-    pub(crate) fn record(&self, tenant: Option<&str>, decision: &Decision<'_>, out: &mut Vec<u8>) {
+    /// What becomes of every decision a route makes for a call, the same for
+    /// `POST /v1/events` and the hook routes (`POST /v1/hooks/{agent}`): it is counted in
+    /// `loopguard_decisions_total`, logged when it is a loop event (one line per loop
+    /// event, [`crate::loop_log`]), and, with a finding, recorded in the loop history,
+    /// which tells the alerts of the loop's first block and is what the dashboard counts.
+    /// `guard` is the guard that decided (its mode tells a block from a would-block);
+    /// `agent` labels the loop.
+    pub(crate) fn decided(
+        &self,
+        guard: &Guard,
+        tenant: Option<&str>,
+        decision: &Decision<'_>,
+        agent: Option<String>,
+    ) {
         let finding = decision.finding.as_ref();
         self.metrics.decision(
             tenant,
@@ -250,8 +262,10 @@ impl AppState {
             },
         );
         self.loops
-            .decision(tenant, decision, decision.decision_str());
-        decision.write_record(out);
+            .decision(tenant, agent.as_deref(), decision, decision.decision_str());
+        if let Some(step) = self.loop_step(guard, tenant, decision, agent, None, None) {
+            self.history.observe(step);
+        }
     }
 }
 

@@ -173,6 +173,11 @@ pub(crate) fn hook_agent(name: &str) -> Result<loopguard_agents::Agent, ApiError
 /// hook guard and the tenant's sessions, so the answer is what `loopguard hook AGENT`
 /// prints for the same input (`{}` when that is nothing, [`AgentReply::http_body`]).
 ///
+/// The engine's decisions the run path hands back go where `POST /v1/events`'s go
+/// ([`AppState::decided`]: the metrics, one log line per loop event, the loop history and
+/// its alerts), labelled with the agent's name; the events the engine never sees (a new
+/// prompt, a duplicate, a call of an ended run, a batch) are counted by their kind.
+///
 /// [`AgentReply::http_body`]: loopguard_agents::AgentReply::http_body
 pub(crate) fn agent_hook(
     state: &AppState,
@@ -194,13 +199,29 @@ pub(crate) fn agent_hook(
     };
     let result =
         loopguard_agents::answer(agent, &state.hooks, tenant, bytes, &config, now, &mut notes);
+    let session = result
+        .as_ref()
+        .ok()
+        .and_then(|r| r.session.as_deref())
+        .unwrap_or_default();
     for n in &notes {
-        tracing::warn!(target: "loopguard::serve", "{n}");
+        tracing::warn!(target: "loopguard::serve", agent = agent.as_str(), session, "{n}");
     }
     match result {
         Ok(reply) => {
-            for row in &reply.logged {
-                state.loops.hook_row(tenant, agent.as_str(), row);
+            for d in &reply.decided {
+                state.decided(
+                    &state.hooks,
+                    tenant,
+                    &d.decision,
+                    Some(agent.as_str().to_string()),
+                );
+            }
+            for row in reply
+                .logged
+                .iter()
+                .filter(|r| unseen_by_engine(&r.decision))
+            {
                 state.metrics.decision(tenant, hook_labels(row));
             }
             Ok(reply.http_body().as_bytes().to_vec())
@@ -213,10 +234,24 @@ pub(crate) fn agent_hook(
     }
 }
 
-/// The metric labels of a decision the hook endpoint logged: the kind of the logged
-/// decision ([`LogDecision::kind`](loopguard_guard::LogDecision::kind): `allow`, `warn`,
-/// `block`, `deny-aborted`, `new-run`, `duplicate`, `batch`, …; a warning not shown again is
-/// a warning, as `/v1/events` counts it), the detector, and the level its decision implies.
+/// A row the hook's session logged for an event the engine never decided (its decisions
+/// come back as [`loopguard_agents::Decided`] and are counted with them).
+fn unseen_by_engine(d: &loopguard_guard::LogDecision) -> bool {
+    use loopguard_guard::LogDecision;
+    matches!(
+        d,
+        LogDecision::NewRun
+            | LogDecision::Duplicate
+            | LogDecision::DenyAborted
+            | LogDecision::AlreadyArmed
+            | LogDecision::Batch { .. }
+    )
+}
+
+/// The metric labels of an event the hook endpoint logged without the engine: its kind
+/// ([`LogDecision::kind`](loopguard_guard::LogDecision::kind): `new-run`, `duplicate`,
+/// `deny-aborted`, `already-armed`, `batch`), and for a call of an ended run the detector
+/// that ended it, at the critical level.
 fn hook_labels(row: &loopguard_guard::LogRow) -> crate::metrics::DecisionLabels {
     let decision = row.decision.kind();
     let detector = match row.detector.as_deref() {
