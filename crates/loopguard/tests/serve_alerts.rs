@@ -5,58 +5,11 @@
 
 mod serve_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serve_support::*;
-
-/// An HTTP receiver that answers 200 to every POST and keeps the bodies.
-fn receiver() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/alerts", listener.local_addr().unwrap());
-    let bodies = Arc::new(Mutex::new(Vec::new()));
-    let kept = bodies.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let kept = kept.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                loop {
-                    let mut len = 0usize;
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        line.clear();
-                        reader.read_line(&mut line).unwrap();
-                        let l = line.trim_end();
-                        if l.is_empty() {
-                            break;
-                        }
-                        if let Some((k, v)) = l.split_once(':') {
-                            if k.eq_ignore_ascii_case("content-length") {
-                                len = v.trim().parse().unwrap();
-                            }
-                        }
-                    }
-                    let mut body = vec![0; len];
-                    reader.read_exact(&mut body).unwrap();
-                    kept.lock()
-                        .unwrap()
-                        .push(serde_json::from_slice(&body).unwrap());
-                    stream
-                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-                        .unwrap();
-                }
-            });
-        }
-    });
-    (url, bodies)
-}
 
 /// A looping session: 40 identical calls; the decisions.
 fn run_loop(agent: &ureq::Agent, server: &Serve, session: &str) -> Vec<String> {
@@ -85,8 +38,8 @@ fn wait_for(bodies: &Arc<Mutex<Vec<serde_json::Value>>>, n: usize) {
 
 #[test]
 fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
-    let (hook, hook_bodies) = receiver();
-    let (slack, slack_bodies) = receiver();
+    let (hook, hook_bodies) = webhook_receiver();
+    let (slack, slack_bodies) = webhook_receiver();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("openclaw.json5");
     std::fs::write(
@@ -149,8 +102,8 @@ fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
 /// for it: calls that all differ, so no loop detector is involved.
 #[test]
 fn a_spent_budget_is_one_budget_alert() {
-    let (hook, hook_bodies) = receiver();
-    let (blocks_only, blocks_only_bodies) = receiver();
+    let (hook, hook_bodies) = webhook_receiver();
+    let (blocks_only, blocks_only_bodies) = webhook_receiver();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("openclaw.json5");
     std::fs::write(

@@ -5,6 +5,7 @@
 
 mod serve_support;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -116,6 +117,7 @@ fn two_replicas_on_a_redis_cluster() {
             assert_eq!(a.status, 200, "{name} event {}: {}", i + 1, a.body);
             assert_eq!(a.body, without_line(want), "{name} event {}", i + 1);
         }
+        check_parity_loops(&name, &replicas, &expected);
     }
 
     cluster.flush();
@@ -179,6 +181,90 @@ fn two_replicas_on_a_redis_cluster() {
         get(&agent, &replicas[1].url("/v1/sessions/hot")).status,
         404
     );
+
+    // A hook's loop whose calls alternate between the replicas is one record in the
+    // cluster, listed alike by both.
+    let who = HookAgent::ClaudeCode;
+    let seen = hook_loop(&[&replicas[0], &replicas[1]], who, "fleet-hook", None);
+    let done = |l: &[serde_json::Value]| l.first().is_some_and(|l| l["calls"] == 15);
+    let one = loops_of(&replicas[0], "fleet-hook", None, done);
+    check_hook_loop(&one, &seen, who, "fleet-hook");
+    assert_eq!(loops_of(&replicas[1], "fleet-hook", None, done), one);
+}
+
+/// The loops a parity case's decisions make, from its expected decision lines alone: per
+/// session, the calls with a finding (a warning, a block, an abort: each a step of a loop),
+/// the blocks among them, and the tools they called.
+fn expected_loops(expected: &[String]) -> BTreeMap<String, (u64, u64, BTreeSet<String>)> {
+    let mut out: BTreeMap<String, (u64, u64, BTreeSet<String>)> = BTreeMap::new();
+    for line in expected {
+        let d: serde_json::Value = serde_json::from_str(line).expect("a decision line");
+        let word = d["decision"].as_str().unwrap_or("");
+        if d.get("detector").is_none() || !["warn", "block", "abort"].contains(&word) {
+            continue;
+        }
+        let e = out
+            .entry(d["session"].as_str().expect("a session").to_string())
+            .or_default();
+        e.0 += 1;
+        if word != "warn" {
+            e.1 += 1;
+        }
+        e.2.insert(d["tool"].as_str().unwrap_or("").to_string());
+    }
+    out
+}
+
+/// The loop history both replicas list over the cluster for a parity case agrees with its
+/// expected decisions: the same sessions, every step counted once (calls, blocks), the tools
+/// called; and both replicas list the same records.
+fn check_parity_loops(name: &str, replicas: &[Serve; 2], expected: &[String]) {
+    let want = expected_loops(expected);
+    let steps: u64 = want.values().map(|w| w.0).sum();
+    let list = |server: &Serve| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let page = get(&agent(), &server.url("/v1/loops?limit=1000")).json();
+            assert!(page["next"].is_null(), "{name}: one page: {page}");
+            let loops = page["loops"].as_array().cloned().unwrap_or_default();
+            let calls: u64 = loops.iter().filter_map(|l| l["calls"].as_u64()).sum();
+            if calls >= steps || Instant::now() > deadline {
+                return loops;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let loops = list(&replicas[0]);
+    let mut have: BTreeMap<String, (u64, u64, BTreeSet<String>)> = BTreeMap::new();
+    for l in &loops {
+        assert_eq!(l["format"], "loopguard.loop/1", "{name}: {l}");
+        assert!(l["firstMs"].as_u64().is_some(), "{name}: {l}");
+        let e = have
+            .entry(l["session"].as_str().expect("a session").to_string())
+            .or_default();
+        e.0 += l["calls"].as_u64().expect("calls");
+        e.1 += l["blocks"].as_u64().expect("blocks");
+        e.2.insert(l["tool"].as_str().unwrap_or("").to_string());
+        assert_eq!(
+            l["blocks"].as_u64() > Some(0),
+            l["blockMs"].as_u64().is_some(),
+            "{name}: {l}"
+        );
+    }
+    // A loop's tool is the one its steps called (a ping-pong's record names its last).
+    for (session, (calls, blocks, tools)) in &have {
+        let w = want
+            .get(session)
+            .unwrap_or_else(|| panic!("{name}: a loop of {session}, which never looped: {loops:#?}"));
+        assert_eq!((calls, blocks), (&w.0, &w.1), "{name}, {session}: {loops:#?}");
+        assert!(tools.is_subset(&w.2), "{name}, {session}: {tools:?} {:?}", w.2);
+    }
+    assert_eq!(
+        have.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{name}: {loops:#?}"
+    );
+    assert_eq!(list(&replicas[1]), loops, "{name}: both replicas list the same loops");
 }
 
 /// A private certificate authority, and a server certificate for 127.0.0.1 it signed.
