@@ -188,7 +188,11 @@ fn tenants_see_only_their_own_hook_loops(store: &str) {
     let got = alerts.lock().unwrap().clone();
     let mut tenants: Vec<&str> = got.iter().filter_map(|a| a["tenant"].as_str()).collect();
     tenants.sort();
-    assert_eq!(tenants, ["acme", "globex"], "one alert per tenant's loop: {got:#?}");
+    assert_eq!(
+        tenants,
+        ["acme", "globex"],
+        "one alert per tenant's loop: {got:#?}"
+    );
 }
 
 #[test]

@@ -253,18 +253,30 @@ fn check_parity_loops(name: &str, replicas: &[Serve; 2], expected: &[String]) {
     }
     // A loop's tool is the one its steps called (a ping-pong's record names its last).
     for (session, (calls, blocks, tools)) in &have {
-        let w = want
-            .get(session)
-            .unwrap_or_else(|| panic!("{name}: a loop of {session}, which never looped: {loops:#?}"));
-        assert_eq!((calls, blocks), (&w.0, &w.1), "{name}, {session}: {loops:#?}");
-        assert!(tools.is_subset(&w.2), "{name}, {session}: {tools:?} {:?}", w.2);
+        let w = want.get(session).unwrap_or_else(|| {
+            panic!("{name}: a loop of {session}, which never looped: {loops:#?}")
+        });
+        assert_eq!(
+            (calls, blocks),
+            (&w.0, &w.1),
+            "{name}, {session}: {loops:#?}"
+        );
+        assert!(
+            tools.is_subset(&w.2),
+            "{name}, {session}: {tools:?} {:?}",
+            w.2
+        );
     }
     assert_eq!(
         have.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>(),
         "{name}: {loops:#?}"
     );
-    assert_eq!(list(&replicas[1]), loops, "{name}: both replicas list the same loops");
+    assert_eq!(
+        list(&replicas[1]),
+        loops,
+        "{name}: both replicas list the same loops"
+    );
 }
 
 /// A private certificate authority, and a server certificate for 127.0.0.1 it signed.

@@ -531,8 +531,14 @@ pub fn hook_loop(servers: &[&Serve], who: HookAgent, id: &str, token: Option<&st
         let server = servers[i % servers.len()];
         let (pre, post) = who.shell_call(id, i);
         let before = now_ms();
-        let a = request(&http, "POST", &server.url(&path), &headers, Some(pre.as_bytes()))
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let a = request(
+            &http,
+            "POST",
+            &server.url(&path),
+            &headers,
+            Some(pre.as_bytes()),
+        )
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
         windows.push((before, now_ms()));
         assert_eq!(a.status, 200, "{path} call {i}: {}", a.body);
         // Claude Code and Codex: `permissionDecision: "deny"`; Gemini CLI: `decision: "deny"`.
@@ -540,8 +546,14 @@ pub fn hook_loop(servers: &[&Serve], who: HookAgent, id: &str, token: Option<&st
             denied.push(i);
             continue;
         }
-        let b = request(&http, "POST", &server.url(&path), &headers, Some(post.as_bytes()))
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let b = request(
+            &http,
+            "POST",
+            &server.url(&path),
+            &headers,
+            Some(post.as_bytes()),
+        )
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
         assert_eq!(b.status, 200, "{path} call {i}, after: {}", b.body);
     }
     HookLoop { windows, denied }
@@ -598,10 +610,7 @@ pub fn check_hook_loop(loops: &[serde_json::Value], seen: &HookLoop, who: HookAg
     assert_eq!(l["tool"], who.tool(), "{l}");
     assert_eq!(l["detector"], "generic_repeat", "{l}");
     assert_eq!(l["end"], "blocked", "{l}");
-    let ms = |k: &str| {
-        l[k].as_u64()
-            .unwrap_or_else(|| panic!("{k} missing: {l}"))
-    };
+    let ms = |k: &str| l[k].as_u64().unwrap_or_else(|| panic!("{k} missing: {l}"));
     let (w0, w1) = seen.windows[11];
     let (b0, b1) = seen.windows[21];
     assert!(
@@ -613,7 +622,11 @@ pub fn check_hook_loop(loops: &[serde_json::Value], seen: &HookLoop, who: HookAg
         "block at call 21 ({b0}..={b1}): {l}"
     );
     assert_eq!(
-        (l["calls"].as_u64(), l["warnings"].as_u64(), l["blocks"].as_u64()),
+        (
+            l["calls"].as_u64(),
+            l["warnings"].as_u64(),
+            l["blocks"].as_u64()
+        ),
         (Some(15), Some(10), Some(5)),
         "calls 11 to 25: {l}"
     );
