@@ -307,6 +307,67 @@ fn failing_loop(agent: Agent) {
     assert!(warnings[0].1.contains(tool), "{agent}: {}", warnings[0].1);
 }
 
+/// The run path hands back each decision of the engine with its effect, in the agent's
+/// words (the session as loopguard keys it, the agent's own tool name, the engine's in
+/// `engine_tool`), for a server's loop history: the warning of call 11, the refusals from
+/// call 21, nothing for the outcomes without a finding, and the session for every event.
+fn decided_in_the_agents_words(agent: Agent) {
+    use loopguard_events::{Action, Effect};
+    let mut h = Harness::new(agent);
+    let session = session_of(agent);
+    let mut effects = Vec::new();
+    for i in 1..=25 {
+        let (pre, post) = shell_call(agent, i);
+        let a = h.send(&pre);
+        assert_eq!(a.session.as_deref(), Some(session.as_str()), "{agent}");
+        assert_eq!(a.decided.len(), 1, "{agent} call {i}: {:?}", a.decided);
+        let d = &a.decided[0];
+        assert_eq!(d.decision.session.to_string_lossy(), session, "{agent}");
+        let tool = d.decision.tool.as_ref().map(|t| t.to_string_lossy());
+        assert_eq!(tool.as_deref(), Some(tool_name(agent)), "{agent}");
+        if let Some(f) = &d.decision.finding {
+            assert!(
+                f.message
+                    .to_string_lossy()
+                    .contains(&format!("alled {} ", tool_name(agent))),
+                "{agent}: {}",
+                f.message.to_string_lossy()
+            );
+        }
+        effects.push((i, d.decision.action, d.effect));
+        if d.effect.refuses() {
+            continue;
+        }
+        let b = h.send(&post);
+        assert!(
+            b.decided.iter().all(|d| d.decision.finding.is_none()),
+            "{agent}: {:?}",
+            b.decided
+        );
+    }
+    let first = |want: Action| effects.iter().find(|e| e.1 == want).map(|e| e.0);
+    assert_eq!(
+        (first(Action::Warn), first(Action::Block)),
+        (Some(11), Some(21)),
+        "{agent}"
+    );
+    assert_eq!(effects[10].2, Effect::Notice, "{agent}");
+    assert!(
+        effects[20..].iter().all(|e| e.2 == Effect::Refuse),
+        "{agent}: {effects:?}"
+    );
+}
+
+#[test]
+fn claude_code_hands_back_its_decisions() {
+    decided_in_the_agents_words(Agent::ClaudeCode);
+}
+
+#[test]
+fn gemini_hands_back_its_decisions_naming_its_tool() {
+    decided_in_the_agents_words(Agent::Gemini);
+}
+
 #[test]
 fn claude_code_failing_shell_loop() {
     failing_loop(Agent::ClaudeCode);
