@@ -117,6 +117,16 @@ fn hook_loops_are_recorded_logged_and_alerted(store: &str, agents: &[HookAgent])
         }
         assert_eq!(blocked[0]["decision"], "block", "{}", blocked[0]);
     }
+    // The dashboard counts them from the same records: every agent among those that loop.
+    let dashboard = get(&agent(), &server.url("/v1/dashboard"));
+    assert_eq!(dashboard.status, 200, "{}", dashboard.body);
+    for who in agents {
+        assert!(
+            dashboard.body.contains(&format!("\"{}\"", who.name())),
+            "{who:?} on the dashboard: {}",
+            dashboard.body
+        );
+    }
     // The decisions are counted once each: five blocks per loop.
     assert_eq!(
         decisions(&server, "block", "generic_repeat"),
