@@ -311,3 +311,13 @@ def test_ask_is_refused_where_nobody_is_asked_and_the_next_critical_ends_the_run
     assert [d.effect for d in decisions[21:]] == ["end_run"] * 4
     verdict = loopguard.Verdict.of(decisions[21])
     assert (verdict.tool, verdict.detector, verdict.effect) == ("read", "generic_repeat", "end_run")
+
+
+def test_a_remote_ask_record_is_a_refused_call() -> None:
+    # `loopguard serve` answers "ask" under onCritical "ask": the remote client reads it as a
+    # call to refuse (the integrations cannot ask), not as an unknown decision.
+    from loopguard._loopguard import _decision_from_record
+
+    d = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "ask",
+                               "detector": "generic_repeat", "level": "critical", "count": 20, "message": "x"})
+    assert (d.decision, d.effect, d.blocked) == ("ask", "ask", True)

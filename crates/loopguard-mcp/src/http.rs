@@ -275,8 +275,8 @@ fn ask_upstream(
                     let content_type = header_str(response.headers(), "content-type")
                         .unwrap_or("")
                         .to_owned();
-                    let mut events = relay_body(relay.clone(), &content_type, response)
-                        .into_data_stream();
+                    let mut events =
+                        relay_body(relay.clone(), &content_type, response).into_data_stream();
                     if content_type.starts_with(EVENT_STREAM) {
                         while let Some(Ok(chunk)) = events.next().await {
                             let _ = tx.send(chunk.to_vec());

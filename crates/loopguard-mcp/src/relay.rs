@@ -344,7 +344,15 @@ impl Relay {
 
     /// The question of an ask: the tool, the loop, and "run it anyway?" as one required
     /// boolean (a form every elicitation client can render).
-    fn ask(&self, tool: &str, message: &str, detector: &str, count: u64, id: &RawValue, call: PendingCall) -> Ask {
+    fn ask(
+        &self,
+        tool: &str,
+        message: &str,
+        detector: &str,
+        count: u64,
+        id: &RawValue,
+        call: PendingCall,
+    ) -> Ask {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let key = format!("\"loopguard-ask-{}\"", NEXT.fetch_add(1, Ordering::Relaxed));
         let text = format!(
@@ -353,7 +361,9 @@ impl Relay {
         let schema = ElicitationSchema::builder()
             .required_bool_property("run", |b| {
                 b.title("Run it anyway?")
-                    .description(format!("Yes runs this call of `{tool}` once more; no refuses it."))
+                    .description(format!(
+                        "Yes runs this call of `{tool}` once more; no refuses it."
+                    ))
                     .with_default(false)
             })
             .build_unchecked();
@@ -380,7 +390,12 @@ impl Relay {
     }
 
     /// The client's answer to one of the proxy's questions: `true` when `id` was one.
-    fn take_answer(&self, id: &RawValue, result: Option<&RawValue>, error: Option<&RawValue>) -> bool {
+    fn take_answer(
+        &self,
+        id: &RawValue,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+    ) -> bool {
         let Some(tx) = self.state().asks.remove(&id_key(id)) else {
             return false;
         };
@@ -403,10 +418,17 @@ impl Relay {
                     ElicitationAction::Decline => Answer::No("the user declined".to_owned()),
                     _ => Answer::No("the user cancelled".to_owned()),
                 },
-                Err(e) => Answer::No(format!("the client's answer is not an elicitation result: {e}")),
+                Err(e) => Answer::No(format!(
+                    "the client's answer is not an elicitation result: {e}"
+                )),
             },
-            (None, Some(error)) => Answer::No(format!("the client answered with an error: {}", error.get())),
-            (None, None) => Answer::No("the client's answer has neither result nor error".to_owned()),
+            (None, Some(error)) => Answer::No(format!(
+                "the client answered with an error: {}",
+                error.get()
+            )),
+            (None, None) => {
+                Answer::No("the client's answer has neither result nor error".to_owned())
+            }
         };
         let _ = tx.send(answer);
         true

@@ -101,7 +101,10 @@ fn assert_ladder(result: &Value, asked: bool, yes: bool) -> usize {
         assert_eq!(q["mode"], "form");
         let message = q["message"].as_str().expect("message");
         for part in ["`same`", BLOCK, "Run it anyway?"] {
-            assert!(message.contains(part), "{part:?} in the question: {message}");
+            assert!(
+                message.contains(part),
+                "{part:?} in the question: {message}"
+            );
         }
         assert_eq!(q["schema"]["properties"]["run"]["type"], "boolean");
         assert_eq!(q["schema"]["required"], serde_json::json!(["run"]));
@@ -147,7 +150,11 @@ fn stdio_ask_answered_yes_runs_the_call_and_the_next_critical_ends_the_run() {
     let target = stdio_proxy(&["--config", &config, "--log", &log_arg], &server_cmd(&py));
     let result = ask_client(&py, "yes", 25, &target, &calls);
     let ran = assert_ladder(&result, true, true);
-    assert_eq!(server_calls(&calls), ran, "the server saw the calls that ran");
+    assert_eq!(
+        server_calls(&calls),
+        ran,
+        "the server saw the calls that ran"
+    );
     let records: Vec<Value> = std::fs::read_to_string(&log)
         .expect("the --log file")
         .lines()
@@ -186,7 +193,11 @@ fn stdio_ask_declined_cancelled_or_answered_no_is_refused() {
         let target = stdio_proxy(&["--config", &config], &server_cmd(&py));
         let result = ask_client(&py, answer, 25, &target, &calls);
         let ran = assert_ladder(&result, true, false);
-        assert_eq!(server_calls(&calls), ran, "{answer}: the server saw 1-20 only");
+        assert_eq!(
+            server_calls(&calls),
+            ran,
+            "{answer}: the server saw 1-20 only"
+        );
     }
 }
 
@@ -284,7 +295,12 @@ fn http_upstream_proxy_asks_on_the_call_stream() {
     let config = ask_config(dir.path());
     let calls = dir.path().join("calls");
     let (_server, upstream) = http_server(&py, &calls);
-    let args = ["--config".to_owned(), config, "--upstream".to_owned(), upstream];
+    let args = [
+        "--config".to_owned(),
+        config,
+        "--upstream".to_owned(),
+        upstream,
+    ];
     let (_proxy, url) = listen_proxy(&args, &calls);
     let target = ["--url".to_owned(), url];
     let mut seen = 0;
