@@ -939,6 +939,104 @@ mod tests {
     }
 
     #[test]
+    fn form_elicitation_is_what_an_initialize_declares() {
+        let init = |caps: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#)
+        };
+        for (caps, can) in [
+            (r#"{"elicitation":{}}"#, true),
+            (r#"{"elicitation":{"form":{},"url":{}}}"#, true),
+            (r#"{"elicitation":{"url":{}}}"#, false),
+            (r#"{"sampling":{}}"#, false),
+            ("{}", false),
+        ] {
+            assert_eq!(initialize_can_ask(init(caps).as_bytes()), Some(can), "{caps}");
+        }
+        assert_eq!(initialize_can_ask(&call("1", "t")), None);
+    }
+
+    fn ask_relay() -> Relay {
+        let config = loopguard_core::OpenClawConfig::from_json5(
+            r#"{tools:{loopDetection:{enabled:true}},loopguard:{onCritical:"ask"}}"#,
+        )
+        .expect("config")
+        .config;
+        relay(crate::ProxyOptions::builder().config(config).build())
+    }
+
+    /// Twenty identical calls with identical answers: the next one is the run's first critical.
+    fn loop_to_the_critical(r: &Relay) {
+        for i in 0..20 {
+            assert_eq!(r.client_message(&call(&i.to_string(), "t")), FromClient::Forward);
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"same"}}]}}}}"#
+            );
+            let _ = r.server_message(answer.as_bytes());
+        }
+    }
+
+    /// A client that declared elicitation is asked; its yes (a response to the proxy's id)
+    /// is taken, the call goes on and its answer is tracked; the next critical ends the run.
+    #[tokio::test]
+    async fn an_ask_is_put_to_the_client_and_its_yes_forwards_the_call() {
+        let r = Arc::new(ask_relay());
+        let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"capabilities":{"elicitation":{}}}}"#;
+        assert_eq!(r.client_message(init), FromClient::Forward);
+        loop_to_the_critical(&r);
+        let FromClient::Ask(ask) = r.client_message(&call("20", "t")) else {
+            panic!("the 21st call is asked about")
+        };
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let settled = {
+            let (r, sent) = (r.clone(), sent.clone());
+            tokio::spawn(async move {
+                r.settle(ask, |m| sent.lock().expect("lock").push(m)).await
+            })
+        };
+        let request = loop {
+            if let Some(m) = sent.lock().expect("lock").first().cloned() {
+                break m;
+            }
+            tokio::task::yield_now().await;
+        };
+        let request: serde_json::Value = serde_json::from_slice(&request).expect("json");
+        assert_eq!(request["method"], "elicitation/create");
+        assert_eq!(request["params"]["mode"], "form");
+        assert_eq!(request["params"]["requestedSchema"]["required"], serde_json::json!(["run"]));
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"run":true}}}}}}"#,
+            request["id"]
+        );
+        assert_eq!(r.client_message(answer.as_bytes()), FromClient::Consumed);
+        assert_eq!(settled.await.expect("settled"), FromClient::Forward);
+        assert!(r.state().requests.contains_key("20"), "the call's answer is awaited");
+        // The loop goes on: the next critical ends the run, without a question.
+        match r.client_message(&call("21", "t")) {
+            FromClient::Reply(reply) => {
+                let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
+                assert_eq!(v["result"]["isError"], true);
+            }
+            other => panic!("the next critical is refused: {other:?}"),
+        }
+    }
+
+    /// Without the capability, or inside a batch, nobody is asked: the call is refused.
+    #[test]
+    fn an_ask_without_elicitation_or_in_a_batch_is_refused() {
+        let r = ask_relay();
+        loop_to_the_critical(&r);
+        assert!(matches!(r.client_message(&call("20", "t")), FromClient::Reply(_)));
+        let r = ask_relay();
+        let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"capabilities":{"elicitation":{"form":{}}}}}"#;
+        assert_eq!(r.client_message(init), FromClient::Forward);
+        loop_to_the_critical(&r);
+        assert!(matches!(
+            r.client_message(&batch(&[call("20", "t")])),
+            FromClient::Reply(_)
+        ));
+    }
+
+    #[test]
     fn observe_mode_never_answers_for_the_server() {
         let r = relay(
             crate::ProxyOptions::builder()
