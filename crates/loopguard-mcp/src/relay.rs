@@ -786,6 +786,7 @@ mod tests {
                     let _ = r.server_message(answer.as_bytes());
                 }
                 FromClient::Reply(_) => refused.push(i),
+                other => panic!("call {i}: {other:?}"),
             }
         }
         let log = std::fs::read_to_string(&dir).expect("the --log file");
@@ -847,7 +848,7 @@ mod tests {
                     .expect("text")
                     .contains("nope"));
             }
-            FromClient::Forward => panic!("the 11th unknown-tool call is blocked"),
+            other => panic!("the 11th unknown-tool call is blocked: {other:?}"),
         }
     }
 
@@ -891,7 +892,7 @@ mod tests {
         ]);
         let reply = match r.client_message(&b) {
             FromClient::Reply(reply) => reply,
-            FromClient::Forward => panic!("a batch with a call to block was forwarded"),
+            other => panic!("a batch with a call to block was answered: {other:?}"),
         };
         let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
         let items = v.as_array().expect("a batch answer");
@@ -941,7 +942,9 @@ mod tests {
     #[test]
     fn form_elicitation_is_what_an_initialize_declares() {
         let init = |caps: &str| {
-            format!(r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#)
+            format!(
+                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
+            )
         };
         for (caps, can) in [
             (r#"{"elicitation":{}}"#, true),
@@ -950,7 +953,11 @@ mod tests {
             (r#"{"sampling":{}}"#, false),
             ("{}", false),
         ] {
-            assert_eq!(initialize_can_ask(init(caps).as_bytes()), Some(can), "{caps}");
+            assert_eq!(
+                initialize_can_ask(init(caps).as_bytes()),
+                Some(can),
+                "{caps}"
+            );
         }
         assert_eq!(initialize_can_ask(&call("1", "t")), None);
     }
@@ -967,7 +974,10 @@ mod tests {
     /// Twenty identical calls with identical answers: the next one is the run's first critical.
     fn loop_to_the_critical(r: &Relay) {
         for i in 0..20 {
-            assert_eq!(r.client_message(&call(&i.to_string(), "t")), FromClient::Forward);
+            assert_eq!(
+                r.client_message(&call(&i.to_string(), "t")),
+                FromClient::Forward
+            );
             let answer = format!(
                 r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"same"}}]}}}}"#
             );
@@ -989,9 +999,7 @@ mod tests {
         let sent = Arc::new(Mutex::new(Vec::new()));
         let settled = {
             let (r, sent) = (r.clone(), sent.clone());
-            tokio::spawn(async move {
-                r.settle(ask, |m| sent.lock().expect("lock").push(m)).await
-            })
+            tokio::spawn(async move { r.settle(ask, |m| sent.lock().expect("lock").push(m)).await })
         };
         let request = loop {
             if let Some(m) = sent.lock().expect("lock").first().cloned() {
@@ -1002,14 +1010,20 @@ mod tests {
         let request: serde_json::Value = serde_json::from_slice(&request).expect("json");
         assert_eq!(request["method"], "elicitation/create");
         assert_eq!(request["params"]["mode"], "form");
-        assert_eq!(request["params"]["requestedSchema"]["required"], serde_json::json!(["run"]));
+        assert_eq!(
+            request["params"]["requestedSchema"]["required"],
+            serde_json::json!(["run"])
+        );
         let answer = format!(
             r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"run":true}}}}}}"#,
             request["id"]
         );
         assert_eq!(r.client_message(answer.as_bytes()), FromClient::Consumed);
         assert_eq!(settled.await.expect("settled"), FromClient::Forward);
-        assert!(r.state().requests.contains_key("20"), "the call's answer is awaited");
+        assert!(
+            r.state().requests.contains_key("20"),
+            "the call's answer is awaited"
+        );
         // The loop goes on: the next critical ends the run, without a question.
         match r.client_message(&call("21", "t")) {
             FromClient::Reply(reply) => {
@@ -1025,7 +1039,10 @@ mod tests {
     fn an_ask_without_elicitation_or_in_a_batch_is_refused() {
         let r = ask_relay();
         loop_to_the_critical(&r);
-        assert!(matches!(r.client_message(&call("20", "t")), FromClient::Reply(_)));
+        assert!(matches!(
+            r.client_message(&call("20", "t")),
+            FromClient::Reply(_)
+        ));
         let r = ask_relay();
         let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"capabilities":{"elicitation":{"form":{}}}}}"#;
         assert_eq!(r.client_message(init), FromClient::Forward);
