@@ -11,9 +11,9 @@
 // added to the output the model sees (by `rejectContent` with the output and the warning). When
 // the guard ends the run (`loopguard.onCritical: "end-run"`, the next critical loop after an
 // "ask", the strict profile's `second_critical_abort`, a loop that survived a context compaction)
-// the guardrail is `throwException`: the run ends with the SDK's tool guardrail tripwire error,
-// whose `result.output.outputInfo` is the loop's verdict (`verdictOf`: tool, detector, count,
-// message, session). The guardrails are the SDK's plain guardrail objects: nothing is imported
+// the guardrail is `throwException`: the run ends with the SDK's tool guardrail tripwire error
+// (`run()` rejects with a `ToolCallError` whose `error` it is), whose `result.output.outputInfo`
+// is the loop's verdict (`verdictOf`: tool, detector, count, message, session). The guardrails are the SDK's plain guardrail objects: nothing is imported
 // from it.
 const { verdictOf } = require('../lib/errors.cjs');
 const { before, after, isStopped, markStopped, runVerdict, checkContext, refuses, endsRun, notices } = require('./common.cjs');

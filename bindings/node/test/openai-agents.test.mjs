@@ -91,8 +91,10 @@ test('onCritical "end-run": the run ends at the first critical with the verdict 
     return /guardrail/i.test(`${e.name} ${e.message}`);
   });
   assert.equal(counter.runs, 20);
-  const verdict = error.result?.output?.outputInfo;
-  assert.ok(verdict, `the tripwire carries the verdict: ${Object.keys(error.result ?? {})}`);
+  // run() rejects with the SDK's ToolCallError, whose `error` is the guardrail's tripwire.
+  const tripwire = error.error;
+  assert.equal(tripwire?.constructor?.name, 'ToolInputGuardrailTripwireTriggered', `${error.name}: ${error.message}`);
+  const verdict = tripwire.result.output.outputInfo;
   assert.deepEqual(
     [verdict.session, verdict.run, verdict.tool, verdict.detector, verdict.count, verdict.effect],
     ['oa-end', 'r1', 'read', 'generic_repeat', 20, 'end_run'],
