@@ -110,4 +110,4 @@ function runVerdict(options) {
   return stoppedVerdict(guard, session, run);
 }
 
-module.exports = { protectTools, stopWhen, runVerdict, LoopGuardBlockedError, RunEndedError };
+module.exports = { protectTools, stopWhen, runVerdict, LoopGuardBlockedError };

@@ -1,5 +1,4 @@
 import type { Guard, RemoteGuard, CallDecision, Verdict } from '../index';
-export { RunEndedError } from '../index';
 
 /** Where the protected tools report: the guard and the ids of the conversation. */
 export interface ProtectOptions {
@@ -24,6 +23,6 @@ export declare class LoopGuardBlockedError extends Error {
 
 /**
  * The verdict of the session's run once loopguard ended it (a call that ended it threw a
- * `RunEndedError` with the same verdict), or null.
+ * `RunEndedError`, exported by `loopguard`, with the same verdict), or null.
  */
 export declare function runVerdict(options: ProtectOptions): Verdict | null;
