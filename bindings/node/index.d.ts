@@ -49,7 +49,8 @@ export interface DecisionBase {
  * 'end_run'): do not run it either, the run is over.
  */
 export interface CallDecision extends DecisionBase {
-  action: 'allow' | 'warn' | 'block' | 'abort';
+  /** 'ask' (`loopguard.onCritical: "ask"`, effect 'ask'): the user decides; refused where nobody can be asked. */
+  action: 'allow' | 'warn' | 'block' | 'ask' | 'abort';
   warningKey?: string;
   pairedTool?: string;
   /** Whether the model should be told (warnings are shown once per bucket of ten). */
@@ -220,6 +221,39 @@ export declare class ConfigError extends LoopguardError {}
 /** The session store cannot be reached. */
 export declare class StoreError extends LoopguardError {}
 
+/**
+ * The summary of the loop that ended a run (`verdictOf(decision)`, `RunEndedError.verdict`): the
+ * decision that ended it had effect 'end_run' (`loopguard.onCritical: "end-run"`, the next critical
+ * loop after an "ask", the strict profile's `second_critical_abort`, a loop that survived a context
+ * compaction); 'refuse' when an integration's own option ended the run at a plain block.
+ */
+export interface Verdict {
+  session: string;
+  run: string | null;
+  /** The tool whose call ended the run (null for a compaction). */
+  tool: string | null;
+  detector: Detector | null;
+  count: number | null;
+  /** What the model was told (`CRITICAL: ...`). */
+  message: string;
+  effect: Effect;
+  /** The decision's action ('block', 'abort'). */
+  action: string | null;
+  level: 'warning' | 'critical' | null;
+  callId: string | null;
+}
+
+/** The verdict of the decision that ended a run. */
+export declare function verdictOf(decision: CallDecision | OutcomeDecision | DecisionBase): Verdict;
+
+/** loopguard ended the agent's run: `verdict` says which loop and why; the message is the verdict's. */
+export declare class RunEndedError extends LoopguardError {
+  constructor(verdict: Verdict, options?: { cause?: unknown });
+  readonly verdict: Verdict;
+  /** The error of a decision that ended the run. */
+  static of(decision: CallDecision | OutcomeDecision | DecisionBase): RunEndedError;
+}
+
 /** A JavaScript value as the events.md JSON loopguard applies (TypeError naming `root` and the path). */
 export declare function toEventJson(value: unknown, root: string): string;
 
@@ -230,6 +264,8 @@ declare const loopguard: {
   EventError: typeof EventError;
   ConfigError: typeof ConfigError;
   StoreError: typeof StoreError;
+  RunEndedError: typeof RunEndedError;
+  verdictOf: typeof verdictOf;
   toEventJson: typeof toEventJson;
 };
 export default loopguard;

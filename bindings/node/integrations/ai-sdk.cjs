@@ -5,10 +5,26 @@
 //   await generateText({ model, tools, stopWhen: [stepCountIs(50), stopWhen({ guard, session: chatId })] });
 //
 // Each tool's `execute` is wrapped: a blocked call never runs and throws the block message, which
-// the AI SDK gives the model as the tool's error; a warning is added to the result the model sees;
-// an abort (the loop survived a context compaction) makes `stopWhen(...)` end the loop after the
-// step. The package does not import `ai` itself: it works on the tools' plain objects.
-const { before, after, isStopped, withWarning, checkContext, refuses, endsRun, notices } = require('./common.cjs');
+// the AI SDK gives the model as the tool's error; a warning is added to the result the model sees.
+// When the guard ends the run (`loopguard.onCritical: "end-run"`, the next critical loop after an
+// "ask", the strict profile's `second_critical_abort`, a loop that survived a context compaction)
+// the call throws a `RunEndedError` (its `verdict`: the loop's summary), `stopWhen(...)` ends the
+// loop after the step, and `runVerdict(options)` gives the verdict to the program. (The AI SDK
+// turns a tool's error into the model's tool result rather than ending `generateText`, hence the
+// stop condition.) The package does not import `ai` itself: it works on the tools' plain objects.
+const { RunEndedError, verdictOf } = require('../lib/errors.cjs');
+const {
+  before,
+  after,
+  isStopped,
+  markStopped,
+  runVerdict: stoppedVerdict,
+  withWarning,
+  checkContext,
+  refuses,
+  endsRun,
+  notices,
+} = require('./common.cjs');
 
 /** The error a blocked call throws (the model receives its message). */
 class LoopGuardBlockedError extends Error {
@@ -44,10 +60,18 @@ function protectTools(tools, options) {
       ...tool,
       execute: async (input, execOptions) => {
         const callId = execOptions?.toolCallId;
-        if (isStopped(ctx.guard, ctx.session ?? 'default', ctx.run)) {
+        const session = ctx.session ?? 'default';
+        if (isStopped(ctx.guard, session, ctx.run)) {
+          const verdict = stoppedVerdict(ctx.guard, session, ctx.run);
+          if (verdict) throw new RunEndedError(verdict);
           throw new LoopGuardBlockedError('loopguard stopped this run: a tool-call loop survived a context compaction.', null);
         }
         const decision = await before(ctx, name, input, callId);
+        if (endsRun(decision)) {
+          const verdict = verdictOf(decision);
+          markStopped(ctx.guard, session, ctx.run, decision.message, ctx.logger, verdict);
+          throw new RunEndedError(verdict);
+        }
         if (refuses(decision)) throw new LoopGuardBlockedError(decision.message, decision);
         let result;
         try {
@@ -76,4 +100,14 @@ function stopWhen(options) {
   return () => isStopped(guard, session, run);
 }
 
-module.exports = { protectTools, stopWhen, LoopGuardBlockedError };
+/**
+ * The verdict of the session's run once loopguard ended it (the loop's summary: tool, detector,
+ * count, message, session), or null.
+ */
+function runVerdict(options) {
+  checkContext(options, 'runVerdict');
+  const { guard, session = 'default', run } = options;
+  return stoppedVerdict(guard, session, run);
+}
+
+module.exports = { protectTools, stopWhen, runVerdict, LoopGuardBlockedError };

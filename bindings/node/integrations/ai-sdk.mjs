@@ -1,4 +1,4 @@
 import m from './ai-sdk.cjs';
 
-export const { protectTools, stopWhen, LoopGuardBlockedError } = m;
+export const { protectTools, stopWhen, runVerdict, LoopGuardBlockedError } = m;
 export default m;

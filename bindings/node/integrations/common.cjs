@@ -7,12 +7,14 @@
 // events format cannot carry as it is (an `undefined` inside it, a sparse array) is recorded as
 // the model receives it (its JSON), with a logged note; one that cannot be JSON either is not
 // recorded, with a warning. Nothing is skipped silently.
-const { StoreError } = require('../lib/errors.cjs');
+const { StoreError, verdictOf } = require('../lib/errors.cjs');
 
 // A stopped run is kept in the guard (`guard.stopRun`, the session's aborted run in its store), so
 // that a host restarted on a persistent store (sqlite:PATH) still refuses the run's calls; and,
 // for a guard that keeps none (a remote guard), here, for this process.
 const stopped = new WeakMap(); // guard -> Set of "session\u0000run"
+// The verdicts of the runs stopped here (what `runVerdict` gives back).
+const verdicts = new WeakMap(); // guard -> Map of "session\u0000run" -> verdict
 // The notices (emitted warnings) a before-call decision gave, until the call's outcome shows them.
 const notes = new WeakMap(); // guard -> Map of key -> message
 
@@ -40,14 +42,25 @@ function isStopped(guard, session, run, logger) {
   return onStore('checking for a stopped run', logger, false, () => guard.stoppedRun(session, { run }) !== null);
 }
 
-/** Marks the session's run stopped, in the guard's store when it has one (`message`: why). */
-function markStopped(guard, session, run, message = 'loopguard stopped this run', logger) {
+/**
+ * Marks the session's run stopped, in the guard's store when it has one (`message`: why;
+ * `verdict`: the loop's summary, given back by `runVerdict`).
+ */
+function markStopped(guard, session, run, message = 'loopguard stopped this run', logger, verdict) {
   let set = stopped.get(guard);
   if (!set) stopped.set(guard, (set = new Set()));
   set.add(key(session, run));
+  let map = verdicts.get(guard);
+  if (!map) verdicts.set(guard, (map = new Map()));
+  map.set(key(session, run), verdict ?? verdictOf({ session, run: run ?? null, message }));
   if (typeof guard.stopRun === 'function') {
     onStore('recording the stopped run', logger, undefined, () => guard.stopRun(session, { run, message }));
   }
+}
+
+/** The verdict of a run stopped in this process, or null. */
+function runVerdict(guard, session, run) {
+  return verdicts.get(guard)?.get(key(session, run)) ?? null;
 }
 
 /** Keeps the message of a decision whose effect is 'notice' until `takeNotice(guard, id)`. */
@@ -195,7 +208,7 @@ async function after(ctx, tool, args, callId, outcome) {
       return null;
     }
   }
-  if (endsRun(decision)) markStopped(guard, session, run, decision.message, logger);
+  if (endsRun(decision)) markStopped(guard, session, run, decision.message, logger, verdictOf(decision));
   return decision;
 }
 
@@ -216,6 +229,7 @@ module.exports = {
   after,
   isStopped,
   markStopped,
+  runVerdict,
   keepNotice,
   takeNotice,
   refuses,

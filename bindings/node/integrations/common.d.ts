@@ -1,5 +1,5 @@
 // `loopguard/common`: what the integrations and the agent plugins share (integrations/common.cjs).
-import type { CallDecision, CallOptions, Guard, OutcomeDecision, RemoteGuard } from '../index';
+import type { CallDecision, CallOptions, Guard, OutcomeDecision, RemoteGuard, Verdict } from '../index';
 
 type AnyDecision = { effect: string; action?: string; type?: string; message?: string; count?: number; emitted?: boolean } | null | undefined;
 
@@ -24,14 +24,20 @@ export declare function after(
 ): Promise<OutcomeDecision | null>;
 /** True when the session's run was stopped: in the guard's store (a local guard), or in this process. */
 export declare function isStopped(guard: Guard | RemoteGuard, session: string, run?: string | null, logger?: Context['logger']): boolean;
-/** Marks the session's run stopped: in the guard's store (a local guard) and in this process. */
+/**
+ * Marks the session's run stopped: in the guard's store (a local guard) and in this process,
+ * with the loop's verdict (`runVerdict` gives it back; a plain one from `message` when absent).
+ */
 export declare function markStopped(
   guard: Guard | RemoteGuard,
   session: string,
   run?: string | null,
   message?: string,
   logger?: Context['logger'],
+  verdict?: Verdict,
 ): void;
+/** The verdict of the session's run stopped in this process (`markStopped`), or null. */
+export declare function runVerdict(guard: Guard | RemoteGuard, session: string, run?: string | null): Verdict | null;
 /** Keeps the message of a decision whose effect is 'notice' until `takeNotice(guard, id)`. */
 export declare function keepNotice(guard: Guard | RemoteGuard, id: string, decision: AnyDecision): void;
 /** The notice kept for `id` (forgotten once taken), or undefined. */

@@ -5,6 +5,7 @@ export const {
   after,
   isStopped,
   markStopped,
+  runVerdict,
   keepNotice,
   takeNotice,
   refuses,

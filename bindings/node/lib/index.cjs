@@ -378,5 +378,7 @@ module.exports = {
   EventError: errors.EventError,
   ConfigError: errors.ConfigError,
   StoreError: errors.StoreError,
+  RunEndedError: errors.RunEndedError,
+  verdictOf: errors.verdictOf,
   toEventJson: toJson,
 };

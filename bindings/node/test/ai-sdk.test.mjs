@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
-import { Guard } from 'loopguard';
-import { protectTools, stopWhen } from 'loopguard/ai-sdk';
+import { Guard, RunEndedError } from 'loopguard';
+import { protectTools, runVerdict, stopWhen } from 'loopguard/ai-sdk';
 
 const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
 
@@ -89,4 +89,44 @@ test('an abort (a loop surviving a compaction) stops the loop through stopWhen',
   assert.equal(result.steps.length, 3);
   assert.equal(stopWhen(opts)({ steps: result.steps }), true);
   assert.equal(guard.session('ai-sdk-abort').aborts, 1);
+});
+
+test('onCritical "ask" cannot ask here: call 21 is refused, call 22 ends the run with a typed verdict', async () => {
+  const guard = new Guard({ config: { tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: 'ask' } } });
+  const counter = { runs: 0 };
+  const seen = [];
+  const opts = { guard, session: 'ai-sdk-ask', run: 'r1' };
+  const thrown = [];
+  const tools = protectTools({ read: readTool(counter) }, opts);
+  const execute = tools.read.execute;
+  tools.read.execute = async (...args) => {
+    try {
+      return await execute(...args);
+    } catch (e) {
+      thrown.push(e);
+      throw e;
+    }
+  };
+  const result = await generateText({
+    model: scriptedModel(25, seen),
+    prompt: 'go',
+    tools,
+    stopWhen: [stepCountIs(40), stopWhen(opts)],
+  });
+  assert.equal(counter.runs, 20);
+  // Call 21 is the ask, refused (nobody to ask); call 22 ends the run and the loop stops there.
+  assert.equal(result.steps.length, 22);
+  assert.equal(thrown.length, 2);
+  assert.ok(!(thrown[0] instanceof RunEndedError));
+  assert.match(thrown[0].message, /^CRITICAL: Called read with identical arguments and identical outcomes 20 times/);
+  assert.ok(thrown[1] instanceof RunEndedError, `${thrown[1]}`);
+  const verdict = thrown[1].verdict;
+  assert.deepEqual(
+    [verdict.session, verdict.run, verdict.tool, verdict.detector, verdict.effect, verdict.callId],
+    ['ai-sdk-ask', 'r1', 'read', 'generic_repeat', 'end_run', 'call-22'],
+  );
+  assert.equal(thrown[1].message, verdict.message);
+  assert.match(verdict.message, /^CRITICAL: /);
+  assert.deepEqual(runVerdict(opts), verdict);
+  assert.equal(runVerdict({ guard, session: 'another' }), null);
 });

@@ -1,9 +1,9 @@
 // A small TypeScript program using the package as a user would: test/typescript.test.mjs
 // type-checks it with `tsc --noEmit --strict` against the declarations the package ships. Each
 // `@ts-expect-error` line is a misuse the declarations must refuse (tsc fails on one they accept).
-import loopguard, { Guard, RemoteGuard, EventError, toEventJson } from 'loopguard';
-import type { CallDecision, OutcomeDecision, SessionInfo, GuardOptions, Effect } from 'loopguard';
-import { protectTools, stopWhen, LoopGuardBlockedError } from 'loopguard/ai-sdk';
+import loopguard, { Guard, RemoteGuard, EventError, RunEndedError, toEventJson, verdictOf } from 'loopguard';
+import type { CallDecision, OutcomeDecision, SessionInfo, GuardOptions, Effect, Verdict } from 'loopguard';
+import { protectTools, runVerdict, stopWhen, LoopGuardBlockedError } from 'loopguard/ai-sdk';
 import { createLoopGuardMiddleware } from 'loopguard/langchain';
 import { loopGuardToolGuardrails, protectAgent } from 'loopguard/openai-agents';
 import { createLoopGuardHooks } from 'loopguard/mastra';
@@ -44,6 +44,13 @@ async function remote(): Promise<void> {
   void [d, o, again];
 }
 void remote;
+
+const verdict: Verdict = verdictOf(call);
+const ended = RunEndedError.of(call);
+const endedBy: [string | null, string, Verdict | null] = [ended.verdict.tool, new RunEndedError(verdict).message, runVerdict({ guard })];
+// @ts-expect-error a verdict's count is a number or null
+const countText: string = verdict.count;
+void [endedBy, countText];
 
 const tools = protectTools({ read: { execute: async () => 'x' } }, { guard, session: 's' });
 const stop: (state: unknown) => boolean = stopWhen({ guard });

@@ -76,3 +76,28 @@ test('an abort (a loop surviving a compaction) ends the run', async () => {
   assert.equal(counter.runs, 3);
   assert.equal(guard.session('oa-abort').aborts, 1);
 });
+
+test('onCritical "end-run": the run ends at the first critical with the verdict as the tripwire\'s outputInfo', async () => {
+  const guard = new Guard({ config: { tools: { loopDetection: { enabled: true } }, loopguard: { onCritical: 'end-run' } } });
+  const counter = { runs: 0 };
+  const agent = protectAgent(new Agent({ name: 'reader', model: new ScriptedModel(25), tools: [readTool(counter)] }), {
+    guard,
+    session: 'oa-end',
+    run: 'r1',
+  });
+  let error;
+  await assert.rejects(run(agent, 'go', { maxTurns: 40, tracingDisabled: true }), (e) => {
+    error = e;
+    return /guardrail/i.test(`${e.name} ${e.message}`);
+  });
+  assert.equal(counter.runs, 20);
+  // run() rejects with the SDK's ToolCallError, whose `error` is the guardrail's tripwire.
+  const tripwire = error.error;
+  assert.equal(tripwire?.constructor?.name, 'ToolInputGuardrailTripwireTriggered', `${error.name}: ${error.message}`);
+  const verdict = tripwire.result.output.outputInfo;
+  assert.deepEqual(
+    [verdict.session, verdict.run, verdict.tool, verdict.detector, verdict.count, verdict.effect],
+    ['oa-end', 'r1', 'read', 'generic_repeat', 20, 'end_run'],
+  );
+  assert.match(verdict.message, /^CRITICAL: Called read with identical arguments and identical outcomes 20 times/);
+});

@@ -257,7 +257,7 @@ fn known(v: &Bound<'_, PyAny>, names: &[&'static str], field: &str) -> PyResult<
 }
 
 const ACTIONS: &[&str] = &[
-    "allow", "warn", "block", "recorded", "ignored", "abort", "armed",
+    "allow", "warn", "block", "ask", "recorded", "ignored", "abort", "armed",
 ];
 /// Every detector name (OpenClaw's and the strict profile's), from the engine's own list.
 fn detectors() -> &'static [&'static str] {

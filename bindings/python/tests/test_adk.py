@@ -133,6 +133,8 @@ def test_a_loop_that_survives_a_compaction_ends_the_invocation() -> None:
     assert responses[:2] == [{"result": "the same content"}] * 2
     assert responses[2]["result"] == "the same content"
     assert responses[2]["loopguard_abort"].startswith(ABORT_PREFIX)
+    assert responses[2]["loopguard_verdict"]["detector"] == "compaction_loop_persisted"
+    assert responses[2]["loopguard_verdict"]["message"] == responses[2]["loopguard_abort"]
     # The abort ended the invocation: that response was the last, the model was not asked again.
     assert (len(responses), model.turns) == (3, 3)
 
@@ -165,8 +167,15 @@ def test_the_strict_profile_ending_the_run_ends_the_invocation() -> None:
     assert 0 < n < 20
     assert (len(responses), model.turns) == (n + 2, n + 2)
     assert responses[n]["loopguard"]["detector"] != "second_critical_abort"
-    assert responses[n + 1]["loopguard"] == {"decision": "block", "detector": "second_critical_abort", "count": 2, "ended": True}
+    ended = dict(responses[n + 1]["loopguard"])
+    verdict = ended.pop("verdict")
+    assert ended == {"decision": "block", "detector": "second_critical_abort", "count": 2, "ended": True}
     assert "this run is ended" in responses[n + 1]["error"]
+    # The run's verdict: in the response (JSON) and on the callbacks (typed).
+    assert isinstance(lg.verdict, loopguard.Verdict)
+    assert verdict == lg.verdict.to_dict()
+    assert (verdict["tool"], verdict["detector"], verdict["effect"]) == ("read", "second_critical_abort", "end_run")
+    assert verdict["message"] == responses[n + 1]["error"]
 
 
 def test_stop_on_block_ends_the_invocation_at_the_first_block() -> None:

@@ -269,3 +269,55 @@ def test_remote_records_with_strict_detectors_are_read() -> None:
         d = _decision_from_record({"type": kind, "session": "s", "tool": "t", "decision": decision,
                                    "detector": name, "level": "critical", "count": 1, "message": "m"})
         assert d.detector == name
+
+
+ASK = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"onCritical": "ask"}}
+END_RUN = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"onCritical": "end-run"}}
+
+
+def _loop(guard: loopguard.Guard, n: int = 25) -> list:
+    """`n` identical calls of `read` with identical results in run "r"; the decisions."""
+    decisions = []
+    for i in range(n):
+        d = guard.before_call("s", "read", {"path": "a.txt"}, run="r", call_id=f"c{i}")
+        decisions.append(d)
+        if not d.blocked:
+            guard.after_call("s", "read", {"path": "a.txt"}, result="same", run="r", call_id=f"c{i}")
+    return decisions
+
+
+def test_end_run_gives_a_typed_verdict_with_the_loops_summary() -> None:
+    decisions = _loop(loopguard.Guard(config=END_RUN))
+    assert [d.effect for d in decisions[:20]] == ["proceed"] * 10 + ["notice"] + ["proceed"] * 9
+    ended = decisions[20]
+    assert ended.effect == "end_run"
+    verdict = loopguard.Verdict.of(ended)
+    assert (verdict.session, verdict.run, verdict.tool, verdict.call_id) == ("s", "r", "read", "c20")
+    assert (verdict.detector, verdict.count, verdict.level, verdict.effect) == ("generic_repeat", 20, "critical", "end_run")
+    assert verdict.message == ended.message and verdict.message.startswith("CRITICAL: ")
+    assert verdict.to_dict()["detector"] == "generic_repeat"
+    error = loopguard.RunEnded(verdict)
+    assert isinstance(error, Exception) and error.verdict is verdict and str(error) == verdict.message
+    assert loopguard.RunEnded.of(ended).verdict == verdict
+    # Every later call of the run is refused with the run's end.
+    assert all(d.effect == "end_run" for d in decisions[21:])
+    assert decisions[24].message.startswith("CRITICAL: This run was ended after a critical loop (generic_repeat)")
+
+
+def test_ask_is_refused_where_nobody_is_asked_and_the_next_critical_ends_the_run() -> None:
+    decisions = _loop(loopguard.Guard(config=ASK))
+    assert (decisions[20].decision, decisions[20].effect, decisions[20].blocked) == ("ask", "ask", True)
+    assert decisions[20].message == BLOCK_MESSAGE_21.format(tool="read")
+    assert [d.effect for d in decisions[21:]] == ["end_run"] * 4
+    verdict = loopguard.Verdict.of(decisions[21])
+    assert (verdict.tool, verdict.detector, verdict.effect) == ("read", "generic_repeat", "end_run")
+
+
+def test_a_remote_ask_record_is_a_refused_call() -> None:
+    # `loopguard serve` answers "ask" under onCritical "ask": the remote client reads it as a
+    # call to refuse (the integrations cannot ask), not as an unknown decision.
+    from loopguard._loopguard import _decision_from_record
+
+    d = _decision_from_record({"type": "call", "session": "s", "tool": "read", "decision": "ask",
+                               "detector": "generic_repeat", "level": "critical", "count": 20, "message": "x"})
+    assert (d.decision, d.effect, d.blocked) == ("ask", "ask", True)

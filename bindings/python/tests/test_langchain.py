@@ -202,6 +202,40 @@ def test_the_strict_profile_ending_the_run_ends_the_agent(asynchronous: bool) ->
     assert isinstance(result["messages"][-1], ToolMessage)
 
 
+ASK = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"onCritical": "ask"}}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_raise_on_end_raises_run_ended_with_the_verdict(asynchronous: bool) -> None:
+    # onCritical "ask": the middleware cannot ask, so call 21 is refused (the model is told);
+    # call 22 is the run's next critical: the run is ended, and `invoke` raises RunEnded.
+    read, counter = make_tool()
+    model = ScriptedChatModel(calls=25)
+    middleware = LoopGuardMiddleware(loopguard.Guard(config=ASK), raise_on_end=True)
+    agent = create_agent(model, [read], middleware=[middleware])
+    request = {"messages": [{"role": "user", "content": "read a.txt"}]}
+    config = {"recursion_limit": 200}
+    with pytest.raises(loopguard.RunEnded) as ended:
+        asyncio.run(agent.ainvoke(request, config)) if asynchronous else agent.invoke(request, config)
+    verdict = ended.value.verdict
+    assert isinstance(verdict, loopguard.Verdict)
+    assert (verdict.tool, verdict.detector, verdict.effect) == ("read", "generic_repeat", "end_run")
+    assert verdict.call_id == "call-22" and verdict.message.startswith("CRITICAL: ")
+    assert str(ended.value) == verdict.message
+    assert (counter["runs"], model.turns) == (20, 22)
+
+
+def test_without_raise_on_end_an_ended_run_goes_to_the_end_quietly() -> None:
+    read, counter = make_tool()
+    model = ScriptedChatModel(calls=25)
+    agent = create_agent(model, [read], middleware=[LoopGuardMiddleware(loopguard.Guard(config=ASK))])
+    result = agent.invoke({"messages": [{"role": "user", "content": "read a.txt"}]}, {"recursion_limit": 200})
+    messages = tool_messages(result)
+    assert (counter["runs"], model.turns, len(messages)) == (20, 22, 22)
+    assert messages[20].content == BLOCK_MESSAGE_21.format(tool="read")
+    assert [m.status for m in messages[20:]] == ["error", "error"]
+
+
 def test_stop_on_block_ends_the_agent_at_the_first_block() -> None:
     read, counter = make_tool()
     model = ScriptedChatModel(calls=25)

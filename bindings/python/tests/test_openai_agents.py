@@ -124,6 +124,24 @@ def test_the_strict_profile_ending_the_run_halts_the_runner() -> None:
     assert 0 < counter["runs"] < 20
 
 
+END_RUN = {"tools": {"loopDetection": {"enabled": True}}, "loopguard": {"onCritical": "end-run"}}
+
+
+def test_end_run_halts_the_runner_with_a_typed_verdict() -> None:
+    from agents.exceptions import ToolInputGuardrailTripwireTriggered
+
+    read, counter = make_tool()
+    LoopGuard(loopguard.Guard(config=END_RUN)).protect(read)
+    with pytest.raises(ToolInputGuardrailTripwireTriggered) as stopped:
+        Runner.run_sync(Agent(name="helper", model=scripted(25), tools=[read]), "go", max_turns=100)
+    verdict = stopped.value.output.output_info
+    assert isinstance(verdict, loopguard.Verdict)
+    assert (verdict.tool, verdict.detector, verdict.count, verdict.effect) == ("read", "generic_repeat", 20, "end_run")
+    assert verdict.message == BLOCK_MESSAGE_21.format(tool="read")
+    assert str(loopguard.RunEnded(verdict)) == verdict.message
+    assert counter["runs"] == 20
+
+
 def test_stop_on_block_halts_the_run_at_the_first_block() -> None:
     from agents.exceptions import ToolInputGuardrailTripwireTriggered
 

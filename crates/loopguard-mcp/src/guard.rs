@@ -32,6 +32,16 @@ pub(crate) enum Before {
     Warn(String),
     /// Do not forward it; answer with this message as an error result.
     Block(String),
+    /// Ask the user whether it may run (`loopguard.onCritical: "ask"`, the run's first
+    /// critical): forward it if they say yes, else answer with `message` as a block.
+    Ask {
+        /// The decision's message (the block message).
+        message: String,
+        /// The detector that found the loop.
+        detector: &'static str,
+        /// Its count.
+        count: u64,
+    },
 }
 
 /// The outcome of a forwarded call, as raw JSON.
@@ -51,6 +61,7 @@ const IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
 pub(crate) struct GuardLayer {
     guard: Guard,
     mode: Mode,
+    ask_timeout: Duration,
     line: AtomicU64,
     log: Option<Mutex<BufWriter<File>>>,
 }
@@ -89,9 +100,15 @@ impl GuardLayer {
         Ok(GuardLayer {
             guard,
             mode: options.mode,
+            ask_timeout: options.ask_timeout,
             line: AtomicU64::new(0),
             log,
         })
+    }
+
+    /// How long the user has to answer an ask (`--ask-timeout`).
+    pub(crate) fn ask_timeout(&self) -> Duration {
+        self.ask_timeout
     }
 
     /// The before-call step for a `tools/call` request.
@@ -104,11 +121,16 @@ impl GuardLayer {
             // no run to stop, and the engine refuses the run's later calls too.
             let Some(f) = &d.finding else { return };
             match Effect::of(d, self.mode) {
-                // The proxy has no approval flow of its own yet: an ask is refused, as
-                // where a host cannot ask (docs/mcp.md).
-                Effect::Refuse | Effect::Ask | Effect::EndRun => {
-                    action = Before::Block(f.message.to_string())
+                // The relay asks through MCP elicitation when the client can be asked,
+                // and refuses otherwise (docs/mcp.md).
+                Effect::Ask => {
+                    action = Before::Ask {
+                        message: f.message.to_string(),
+                        detector: f.detector.as_str(),
+                        count: f.count,
+                    }
                 }
+                Effect::Refuse | Effect::EndRun => action = Before::Block(f.message.to_string()),
                 Effect::Notice => action = Before::Warn(f.message.to_string()),
                 Effect::Proceed => {}
             }

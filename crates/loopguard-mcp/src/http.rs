@@ -190,31 +190,25 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
     };
     let session_id = header_str(&parts.headers, SESSION_ID).map(str::to_owned);
     let relay = proxy.sessions.relay(session_id.as_deref());
+    let mut initialize = None;
     if parts.method == Method::POST {
-        if let FromClient::Reply(reply) = relay.client_message(&body) {
-            return json_response(StatusCode::OK, reply);
+        initialize = crate::relay::initialize_can_ask(&body);
+        match relay.client_message(&body) {
+            FromClient::Forward => {}
+            FromClient::Reply(reply) => return json_response(StatusCode::OK, reply),
+            FromClient::Consumed => return StatusCode::ACCEPTED.into_response(),
+            FromClient::Ask(ask) => return ask_upstream(proxy, relay, parts, body, ask),
         }
     }
-    let mut upstream = proxy.http.request(parts.method.clone(), proxy.url.clone());
-    for (name, value) in &parts.headers {
-        if !hop_by_hop(name) {
-            upstream = upstream.header(name, value);
-        }
-    }
-    let response = match upstream.body(body).send().await {
+    let response = match send_upstream(&proxy, &parts, body).await {
         Ok(r) => r,
-        Err(e) => {
-            tracing::error!(target: "loopguard::mcp", error = %e, "upstream request failed");
-            return (
-                StatusCode::BAD_GATEWAY,
-                format!(
-                    "loopguard: the MCP server at {} is unreachable: {e}",
-                    proxy.url
-                ),
-            )
-                .into_response();
-        }
+        Err(reason) => return (StatusCode::BAD_GATEWAY, reason).into_response(),
     };
+    // The initialize request reached the session-less relay; the session it starts is
+    // told whether its client can be asked.
+    if let (Some(can_ask), Some(id)) = (initialize, header_str(response.headers(), SESSION_ID)) {
+        proxy.sessions.relay(Some(id)).set_can_ask(can_ask);
+    }
     if parts.method == Method::DELETE && response.status().is_success() {
         if let Some(id) = &session_id {
             proxy.sessions.remove(id);
@@ -233,6 +227,101 @@ async fn serve_upstream(State(proxy): State<Arc<UpstreamProxy>>, request: Reques
     builder
         .body(relay_body(relay, &content_type, response))
         .unwrap_or_else(|e| (StatusCode::BAD_GATEWAY, e.to_string()).into_response())
+}
+
+/// The client's request, sent on to the upstream with its headers; the error says why it
+/// could not be.
+async fn send_upstream(
+    proxy: &UpstreamProxy,
+    parts: &axum::http::request::Parts,
+    body: Bytes,
+) -> Result<reqwest::Response, String> {
+    let mut upstream = proxy.http.request(parts.method.clone(), proxy.url.clone());
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name) {
+            upstream = upstream.header(name, value);
+        }
+    }
+    upstream.body(body).send().await.map_err(|e| {
+        tracing::error!(target: "loopguard::mcp", error = %e, "upstream request failed");
+        format!(
+            "loopguard: the MCP server at {} is unreachable: {e}",
+            proxy.url
+        )
+    })
+}
+
+/// A `tools/call` to ask the user about, answered as an SSE stream: the question first
+/// (the client answers it with another POST, which the relay takes), then the call's answer:
+/// the refusal, or the upstream's answer to the call sent on once the user said yes.
+fn ask_upstream(
+    proxy: Arc<UpstreamProxy>,
+    relay: Arc<Relay>,
+    parts: axum::http::request::Parts,
+    body: Bytes,
+    ask: crate::relay::Ask,
+) -> Response {
+    let (tx, rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    tokio::spawn(async move {
+        let send = {
+            let tx = tx.clone();
+            move |m: Vec<u8>| {
+                let _ = tx.send(sse::message_event(&m));
+            }
+        };
+        let reply = match relay.settle(ask, &send).await {
+            FromClient::Forward => match send_upstream(&proxy, &parts, body.clone()).await {
+                Ok(response) if response.status().is_success() => {
+                    let content_type = header_str(response.headers(), "content-type")
+                        .unwrap_or("")
+                        .to_owned();
+                    let mut events =
+                        relay_body(relay.clone(), &content_type, response).into_data_stream();
+                    if content_type.starts_with(EVENT_STREAM) {
+                        while let Some(Ok(chunk)) = events.next().await {
+                            let _ = tx.send(chunk.to_vec());
+                        }
+                    } else {
+                        let mut message = Vec::new();
+                        while let Some(Ok(chunk)) = events.next().await {
+                            message.extend_from_slice(&chunk);
+                        }
+                        let _ = tx.send(sse::message_event(&message));
+                    }
+                    None
+                }
+                Ok(response) => Some(format!(
+                    "the MCP server answered HTTP {}",
+                    response.status()
+                )),
+                Err(reason) => Some(reason),
+            },
+            FromClient::Reply(reply) => {
+                send(reply);
+                None
+            }
+            FromClient::Ask(_) | FromClient::Consumed => None,
+        };
+        if let (Some(reason), Some((Some(id), _))) = (reply, peek(&body)) {
+            let error = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":{}}}}}",
+                crate::guard::json_string(&reason)
+            );
+            let _ = relay.server_message(error.as_bytes());
+            send(error.into_bytes());
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|m| (Ok::<_, std::convert::Infallible>(Bytes::from(m)), rx))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", EVENT_STREAM)
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())
 }
 
 /// The listener every HTTP transport serves on: accepted connections get `TCP_NODELAY`, so a
@@ -616,8 +705,34 @@ async fn serve_command(State(proxy): State<Arc<CommandProxy>>, request: Request)
                     }
                 },
             };
-            if let FromClient::Reply(reply) = session.relay.client_message(&body) {
-                return json_response(StatusCode::OK, reply);
+            match session.relay.client_message(&body) {
+                FromClient::Forward => {}
+                FromClient::Reply(reply) => return json_response(StatusCode::OK, reply),
+                FromClient::Consumed => return StatusCode::ACCEPTED.into_response(),
+                FromClient::Ask(ask) => {
+                    // The question on this request's stream, then the call's answer: the
+                    // server's, once the user said yes, or the refusal.
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    let call_id = id.clone().unwrap_or_default();
+                    tokio::spawn(async move {
+                        let send = |m: Vec<u8>| {
+                            let _ = tx.send(m);
+                        };
+                        match session.relay.settle(ask, send).await {
+                            FromClient::Forward => {
+                                session.routes().waiting.push((call_id, tx.clone()));
+                                if let Err(e) = session.write(&body).await {
+                                    tracing::error!(target: "loopguard::mcp", error = %e, "cannot forward the call the user let run");
+                                }
+                            }
+                            FromClient::Reply(reply) => {
+                                let _ = tx.send(reply);
+                            }
+                            FromClient::Ask(_) | FromClient::Consumed => {}
+                        }
+                    });
+                    return sse_response(new_id.as_deref(), rx);
+                }
             }
             let rx = match (&id, is_request_or_notification) {
                 (Some(id), true) => {
@@ -912,6 +1027,22 @@ pub(crate) async fn run_bridge(
             FromClient::Reply(mut reply) => {
                 reply.push(b'\n');
                 let _ = out.send(reply);
+            }
+            FromClient::Consumed => {}
+            FromClient::Ask(ask) => {
+                let (bridge, relay, out, message) =
+                    (bridge.clone(), relay.clone(), out.clone(), message.to_vec());
+                in_flight.spawn(async move {
+                    let send = |mut m: Vec<u8>| {
+                        m.push(b'\n');
+                        let _ = out.send(m);
+                    };
+                    match relay.settle(ask, &send).await {
+                        FromClient::Forward => bridge.post(message).await,
+                        FromClient::Reply(reply) => send(reply),
+                        FromClient::Ask(_) | FromClient::Consumed => {}
+                    }
+                });
             }
             FromClient::Forward => {
                 let message = message.to_vec();

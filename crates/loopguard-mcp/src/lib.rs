@@ -30,7 +30,9 @@ use std::ffi::OsString;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub use options::{ProxyOptions, ProxyOptionsBuilder, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS};
+pub use options::{
+    ProxyOptions, ProxyOptionsBuilder, DEFAULT_ASK_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS,
+};
 
 use guard::GuardLayer;
 use relay::Relay;

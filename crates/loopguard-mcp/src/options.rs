@@ -26,6 +26,7 @@ pub struct ProxyOptions {
     pub(crate) log: Option<PathBuf>,
     pub(crate) idle_ttl: Duration,
     pub(crate) max_sessions: usize,
+    pub(crate) ask_timeout: Duration,
 }
 
 /// How long an HTTP session of `--listen ADDR -- COMMAND` may stay idle before its server
@@ -34,6 +35,11 @@ pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(600);
 
 /// How many HTTP sessions (server processes) `--listen ADDR -- COMMAND` keeps at most (64).
 pub const DEFAULT_MAX_SESSIONS: usize = 64;
+
+/// How long the user has to answer the proxy's question about a looping call
+/// (`loopguard.onCritical: "ask"`, asked through MCP elicitation) before the call is refused
+/// (5 minutes).
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl ProxyOptions {
     /// A builder with the defaults: `enabled: true`, enforce mode, in-memory state.
@@ -48,6 +54,7 @@ impl ProxyOptions {
                 log: None,
                 idle_ttl: DEFAULT_IDLE_TTL,
                 max_sessions: DEFAULT_MAX_SESSIONS,
+                ask_timeout: DEFAULT_ASK_TIMEOUT,
             },
         }
     }
@@ -115,6 +122,14 @@ impl ProxyOptionsBuilder {
     /// session idle the longest; when none is idle, it is refused with HTTP 503.
     pub fn max_sessions(mut self, max: usize) -> Self {
         self.options.max_sessions = max.max(1);
+        self
+    }
+
+    /// With `loopguard.onCritical: "ask"`: how long the user has to answer the proxy's
+    /// elicitation about a looping call (default [`DEFAULT_ASK_TIMEOUT`]); no answer in time
+    /// refuses the call, as a "no" does.
+    pub fn ask_timeout(mut self, timeout: Duration) -> Self {
+        self.options.ask_timeout = timeout;
         self
     }
 

@@ -6,27 +6,81 @@
 //! extensions) and re-serialize in their own key order, so a proxy built on them could not
 //! hand `tools/list` through byte for byte. The relay reads only what it needs with
 //! `serde_json`'s borrowed `RawValue`s and uses rmcp's model for what it writes itself
-//! (the block result).
+//! (the block result, the elicitation request) and for what it reads of the client's answers
+//! to it (the elicitation result, the client's capabilities).
+//!
+//! With `loopguard.onCritical: "ask"`, the first critical detection of a run asks the user
+//! through MCP elicitation when the client declared the `elicitation` capability (form mode)
+//! at initialize: the relay turns the call into a [`FromClient::Ask`], the transport sends
+//! its `elicitation/create` request to the client and waits with [`Relay::settle`], and the
+//! client's answer (a response to the proxy's own request id, taken by the relay and never
+//! forwarded) lets the call through or refuses it with the block message.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{
+    CallToolResult, ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ElicitationSchema,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio::sync::oneshot;
 
 use crate::guard::{json_string, Before, CallKey, CallOutcome, GuardLayer};
 use crate::Naming;
 
 /// What a message from the client turns into.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum FromClient {
     /// Send the bytes to the server unchanged.
     Forward,
     /// Do not send it; answer the client with this message.
     Reply(Vec<u8>),
+    /// A `tools/call` to ask the user about: hand it to [`Relay::settle`], which sends the
+    /// client the question and says what became of the call (`Forward`: send the client's
+    /// message unchanged; `Reply`: the refusal).
+    Ask(Ask),
+    /// The client's answer to the proxy's own question: nothing to send anywhere.
+    Consumed,
+}
+
+/// Equality for tests: an ask is equal to nothing.
+impl PartialEq for FromClient {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (FromClient::Forward, FromClient::Forward)
+            | (FromClient::Consumed, FromClient::Consumed) => true,
+            (FromClient::Reply(a), FromClient::Reply(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A call waiting for the user's answer (see [`Relay::settle`]).
+#[derive(Debug)]
+pub(crate) struct Ask {
+    /// The `elicitation/create` request to send to the client.
+    request: Vec<u8>,
+    /// The request's id, as a map key.
+    key: String,
+    answer: oneshot::Receiver<Answer>,
+    /// The call's id key and what is tracked once it is forwarded.
+    call_key: String,
+    call: PendingCall,
+    /// The answer to the call when the user does not let it run.
+    refusal: Vec<u8>,
+}
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    /// Run the call.
+    Yes,
+    /// Do not (why, for the log).
+    No(String),
 }
 
 /// One client message, decided (see `Relay::step`).
@@ -40,6 +94,10 @@ enum Step {
     },
     /// Answer it with this instead (a blocked call).
     Block(Vec<u8>),
+    /// Ask the user first.
+    Ask(Ask),
+    /// The client's answer to the proxy's own request, taken.
+    Consumed,
 }
 
 /// A `tools/call` the server is answering.
@@ -55,6 +113,8 @@ struct PendingCall {
 struct State {
     /// Client requests waiting for the server's answer, by the raw id; `Some` for tools/call.
     requests: HashMap<String, Option<PendingCall>>,
+    /// The proxy's own questions waiting for the client's answer, by the raw id.
+    asks: HashMap<String, oneshot::Sender<Answer>>,
 }
 
 /// One client connection (a run of the guard's session).
@@ -68,6 +128,8 @@ pub(crate) struct Relay {
     run: String,
     /// Still waiting for the server's name (`serverInfo.name`).
     unnamed: AtomicBool,
+    /// The client declared form elicitation at initialize: it can be asked.
+    can_ask: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -110,6 +172,40 @@ struct CancelParams<'a> {
 }
 
 #[derive(Deserialize)]
+struct InitializeParams {
+    #[serde(default)]
+    capabilities: Option<Capabilities>,
+}
+
+#[derive(Deserialize)]
+struct Capabilities {
+    #[serde(default)]
+    elicitation: Option<ElicitationCapability>,
+}
+
+/// Whether an `initialize` request's params declare form elicitation: `elicitation: {}`
+/// (2025-06-18, where form was the only mode) or `elicitation: {form: {}}`; a client that
+/// declares only `url` cannot answer a form.
+fn declares_form_elicitation(params: Option<&RawValue>) -> bool {
+    let Some(params) = params else { return false };
+    let Ok(p) = serde_json::from_str::<InitializeParams>(params.get()) else {
+        return false;
+    };
+    match p.capabilities.and_then(|c| c.elicitation) {
+        Some(e) => e.form.is_some() || e.url.is_none(),
+        None => false,
+    }
+}
+
+/// `Some(can ask)` when `message` is an `initialize` request (for a transport whose
+/// initialize request and later requests reach different relays).
+pub(crate) fn initialize_can_ask(message: &[u8]) -> Option<bool> {
+    let peek = serde_json::from_slice::<Peek<'_>>(message).ok()?;
+    (peek.method.as_deref() == Some("initialize") && peek.id.is_some())
+        .then(|| declares_form_elicitation(peek.params))
+}
+
+#[derive(Deserialize)]
 struct ErrorPeek {
     #[serde(default)]
     message: Option<String>,
@@ -133,6 +229,7 @@ impl Relay {
         Relay {
             guard,
             unnamed: AtomicBool::new(naming.wants_server_name()),
+            can_ask: AtomicBool::new(false),
             naming,
             connection: connection.to_owned(),
             session: Mutex::new(session.into()),
@@ -163,6 +260,12 @@ impl Relay {
         }
     }
 
+    /// The client can (or cannot) be asked: what its initialize request declared, when
+    /// another relay saw it.
+    pub(crate) fn set_can_ask(&self, can_ask: bool) {
+        self.can_ask.store(can_ask, Ordering::Relaxed);
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -182,8 +285,10 @@ impl Relay {
                 return self.client_batch(&items);
             }
         }
-        match self.step(message) {
+        match self.step(message, true) {
             Step::Block(reply) => FromClient::Reply(reply),
+            Step::Ask(ask) => FromClient::Ask(ask),
+            Step::Consumed => FromClient::Consumed,
             forward => {
                 self.commit(forward);
                 FromClient::Forward
@@ -191,10 +296,148 @@ impl Relay {
         }
     }
 
+    /// Asks the user about a call: sends the question with `send` (one JSON-RPC message,
+    /// without framing), waits for the answer (at most `--ask-timeout`; no answer in time
+    /// cancels the question), and says what to do with the call: `Forward` the client's
+    /// message (the user said yes; the call is tracked as any forwarded call) or `Reply`
+    /// with the refusal (no, decline, cancel, an error, no answer). If the loop goes on
+    /// after a yes, the guard's next critical decision of the run ends it.
+    pub(crate) async fn settle(&self, ask: Ask, send: impl Fn(Vec<u8>)) -> FromClient {
+        let Ask {
+            request,
+            key,
+            answer,
+            call_key,
+            call,
+            refusal,
+        } = ask;
+        send(request);
+        let timeout = self.guard.ask_timeout();
+        let answer = match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Answer::No("the connection closed before the answer".to_owned()),
+            Err(_) => {
+                // The question stays known, so a late answer is still taken here rather
+                // than sent on to the server as a response to a request it never made.
+                send(
+                    format!(
+                        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{key},\"reason\":\"loopguard: no answer within {timeout:?}; the call was refused\"}}}}"
+                    )
+                    .into_bytes(),
+                );
+                Answer::No(format!("no answer within {timeout:?} (--ask-timeout)"))
+            }
+        };
+        let session = self.session();
+        match answer {
+            Answer::Yes => {
+                tracing::warn!(target: "loopguard::mcp", "ask {} in {session}: the user let it run; if the loop goes on, the next critical ends the run", call.tool);
+                self.state().requests.insert(call_key, Some(call));
+                FromClient::Forward
+            }
+            Answer::No(why) => {
+                tracing::warn!(target: "loopguard::mcp", "ask {} in {session}: refused ({why})", call.tool);
+                FromClient::Reply(refusal)
+            }
+        }
+    }
+
+    /// The question of an ask: the tool, the loop, and "run it anyway?" as one required
+    /// boolean (a form every elicitation client can render).
+    fn ask(
+        &self,
+        tool: &str,
+        message: &str,
+        detector: &str,
+        count: u64,
+        id: &RawValue,
+        call: PendingCall,
+    ) -> Ask {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let key = format!("\"loopguard-ask-{}\"", NEXT.fetch_add(1, Ordering::Relaxed));
+        let text = format!(
+            "loopguard stopped a call to the tool `{tool}`: it looks like a loop ({detector}, count {count}).\n\n{message}\n\nRun it anyway? If you let it run and the loop goes on, the next loop detected ends the run."
+        );
+        let schema = ElicitationSchema::builder()
+            .required_bool_property("run", |b| {
+                b.title("Run it anyway?")
+                    .description(format!(
+                        "Yes runs this call of `{tool}` once more; no refuses it."
+                    ))
+                    .with_default(false)
+            })
+            .build_unchecked();
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: text,
+            requested_schema: schema,
+        };
+        let params = serde_json::to_string(&params).unwrap_or_else(|_| "{}".to_owned());
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{key},\"method\":\"elicitation/create\",\"params\":{params}}}"
+        )
+        .into_bytes();
+        let (tx, rx) = oneshot::channel();
+        self.state().asks.insert(key.clone(), tx);
+        Ask {
+            request,
+            key,
+            answer: rx,
+            call_key: id_key(id),
+            call,
+            refusal: block_response(id, message),
+        }
+    }
+
+    /// The client's answer to one of the proxy's questions: `true` when `id` was one.
+    fn take_answer(
+        &self,
+        id: &RawValue,
+        result: Option<&RawValue>,
+        error: Option<&RawValue>,
+    ) -> bool {
+        let Some(tx) = self.state().asks.remove(&id_key(id)) else {
+            return false;
+        };
+        let answer = match (result, error) {
+            (Some(result), _) => match serde_json::from_str::<ElicitResult>(result.get()) {
+                Ok(r) => match r.action {
+                    ElicitationAction::Accept => {
+                        let yes = r
+                            .content
+                            .as_ref()
+                            .and_then(|c| c.get("run"))
+                            .and_then(serde_json::Value::as_bool)
+                            == Some(true);
+                        if yes {
+                            Answer::Yes
+                        } else {
+                            Answer::No("the user answered no".to_owned())
+                        }
+                    }
+                    ElicitationAction::Decline => Answer::No("the user declined".to_owned()),
+                    _ => Answer::No("the user cancelled".to_owned()),
+                },
+                Err(e) => Answer::No(format!(
+                    "the client's answer is not an elicitation result: {e}"
+                )),
+            },
+            (None, Some(error)) => Answer::No(format!(
+                "the client answered with an error: {}",
+                error.get()
+            )),
+            (None, None) => {
+                Answer::No("the client's answer has neither result nor error".to_owned())
+            }
+        };
+        let _ = tx.send(answer);
+        true
+    }
+
     fn client_batch(&self, items: &[&RawValue]) -> FromClient {
         let steps: Vec<Step> = items
             .iter()
-            .map(|m| self.step(m.get().as_bytes()))
+            .map(|m| self.step(m.get().as_bytes(), false))
             .collect();
         if !steps.iter().any(|s| matches!(s, Step::Block(_))) {
             for step in steps {
@@ -211,7 +454,9 @@ impl Relay {
                     track: Some((id, _)),
                     ..
                 } => replies.push(not_sent(&id)),
-                Step::Forward { track: None, .. } => dropped += 1,
+                Step::Forward { track: None, .. } | Step::Consumed => dropped += 1,
+                // `step` never asks inside a batch.
+                Step::Ask(_) => {}
             }
         }
         tracing::warn!(
@@ -236,12 +481,23 @@ impl Relay {
     /// relay's state (a batch answered here must leave no pending request behind). The
     /// guard has seen the call already: a call it allowed but that is never sent stays in
     /// the history without an outcome, as a call whose result never came.
-    fn step(&self, message: &[u8]) -> Step {
+    ///
+    /// `can_wait`: the message can wait for the user's answer to an ask. A batch cannot
+    /// (its calls are answered together), so an ask in it is refused. Batches were removed
+    /// by the MCP revision that brought elicitation (2025-06-18), so a client that can be
+    /// asked does not send them; an answer to the proxy's question inside a batch is still
+    /// taken (and left in the batch, which the server ignores as an unknown response).
+    fn step(&self, message: &[u8], can_wait: bool) -> Step {
         let forward = |track, forget| Step::Forward { track, forget };
         let Ok(peek) = serde_json::from_slice::<Peek<'_>>(message) else {
             return forward(None, None);
         };
         let Some(method) = peek.method.as_deref() else {
+            if let Some(id) = peek.id {
+                if self.take_answer(id, peek.result, peek.error) {
+                    return Step::Consumed;
+                }
+            }
             return forward(None, None); // a response to a server-to-client request
         };
         let Some(id) = peek.id else {
@@ -255,6 +511,10 @@ impl Relay {
                 .map(|p| id_key(p.request_id));
             return forward(None, cancelled);
         };
+        if method == "initialize" {
+            self.can_ask
+                .store(declares_form_elicitation(peek.params), Ordering::Relaxed);
+        }
         if method != "tools/call" {
             return forward(Some((id_key(id), None)), None);
         }
@@ -278,6 +538,23 @@ impl Relay {
         };
         let warning = match self.guard.before(key, &args) {
             Before::Block(message) => return Step::Block(block_response(id, &message)),
+            Before::Ask {
+                message,
+                detector,
+                count,
+            } => {
+                if !can_wait || !self.can_ask.load(Ordering::Relaxed) {
+                    // Nobody to ask: refused, as where a host cannot ask.
+                    return Step::Block(block_response(id, &message));
+                }
+                let call = PendingCall {
+                    call_id,
+                    tool: params.name.clone(),
+                    args,
+                    warning: None,
+                };
+                return Step::Ask(self.ask(&params.name, &message, detector, count, id, call));
+            }
             Before::Warn(message) => Some(message),
             Before::Allow => None,
         };
@@ -509,6 +786,7 @@ mod tests {
                     let _ = r.server_message(answer.as_bytes());
                 }
                 FromClient::Reply(_) => refused.push(i),
+                other => panic!("call {i}: {other:?}"),
             }
         }
         let log = std::fs::read_to_string(&dir).expect("the --log file");
@@ -570,7 +848,7 @@ mod tests {
                     .expect("text")
                     .contains("nope"));
             }
-            FromClient::Forward => panic!("the 11th unknown-tool call is blocked"),
+            other => panic!("the 11th unknown-tool call is blocked: {other:?}"),
         }
     }
 
@@ -614,7 +892,7 @@ mod tests {
         ]);
         let reply = match r.client_message(&b) {
             FromClient::Reply(reply) => reply,
-            FromClient::Forward => panic!("a batch with a call to block was forwarded"),
+            other => panic!("a batch with a call to block was answered: {other:?}"),
         };
         let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
         let items = v.as_array().expect("a batch answer");
@@ -659,6 +937,120 @@ mod tests {
             out.ends_with(r#",{"jsonrpc":"2.0","id":"unrelated","result":{}}]"#),
             "{out}"
         );
+    }
+
+    #[test]
+    fn form_elicitation_is_what_an_initialize_declares() {
+        let init = |caps: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"c","version":"1"}}}}}}"#
+            )
+        };
+        for (caps, can) in [
+            (r#"{"elicitation":{}}"#, true),
+            (r#"{"elicitation":{"form":{},"url":{}}}"#, true),
+            (r#"{"elicitation":{"url":{}}}"#, false),
+            (r#"{"sampling":{}}"#, false),
+            ("{}", false),
+        ] {
+            assert_eq!(
+                initialize_can_ask(init(caps).as_bytes()),
+                Some(can),
+                "{caps}"
+            );
+        }
+        assert_eq!(initialize_can_ask(&call("1", "t")), None);
+    }
+
+    fn ask_relay() -> Relay {
+        let config = loopguard_core::OpenClawConfig::from_json5(
+            r#"{tools:{loopDetection:{enabled:true}},loopguard:{onCritical:"ask"}}"#,
+        )
+        .expect("config")
+        .config;
+        relay(crate::ProxyOptions::builder().config(config).build())
+    }
+
+    /// Twenty identical calls with identical answers: the next one is the run's first critical.
+    fn loop_to_the_critical(r: &Relay) {
+        for i in 0..20 {
+            assert_eq!(
+                r.client_message(&call(&i.to_string(), "t")),
+                FromClient::Forward
+            );
+            let answer = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"result":{{"content":[{{"type":"text","text":"same"}}]}}}}"#
+            );
+            let _ = r.server_message(answer.as_bytes());
+        }
+    }
+
+    /// A client that declared elicitation is asked; its yes (a response to the proxy's id)
+    /// is taken, the call goes on and its answer is tracked; the next critical ends the run.
+    #[tokio::test]
+    async fn an_ask_is_put_to_the_client_and_its_yes_forwards_the_call() {
+        let r = Arc::new(ask_relay());
+        let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"capabilities":{"elicitation":{}}}}"#;
+        assert_eq!(r.client_message(init), FromClient::Forward);
+        loop_to_the_critical(&r);
+        let FromClient::Ask(ask) = r.client_message(&call("20", "t")) else {
+            panic!("the 21st call is asked about")
+        };
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let settled = {
+            let (r, sent) = (r.clone(), sent.clone());
+            tokio::spawn(async move { r.settle(ask, |m| sent.lock().expect("lock").push(m)).await })
+        };
+        let request = loop {
+            if let Some(m) = sent.lock().expect("lock").first().cloned() {
+                break m;
+            }
+            tokio::task::yield_now().await;
+        };
+        let request: serde_json::Value = serde_json::from_slice(&request).expect("json");
+        assert_eq!(request["method"], "elicitation/create");
+        assert_eq!(request["params"]["mode"], "form");
+        assert_eq!(
+            request["params"]["requestedSchema"]["required"],
+            serde_json::json!(["run"])
+        );
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"accept","content":{{"run":true}}}}}}"#,
+            request["id"]
+        );
+        assert_eq!(r.client_message(answer.as_bytes()), FromClient::Consumed);
+        assert_eq!(settled.await.expect("settled"), FromClient::Forward);
+        assert!(
+            r.state().requests.contains_key("20"),
+            "the call's answer is awaited"
+        );
+        // The loop goes on: the next critical ends the run, without a question.
+        match r.client_message(&call("21", "t")) {
+            FromClient::Reply(reply) => {
+                let v: serde_json::Value = serde_json::from_slice(&reply).expect("json");
+                assert_eq!(v["result"]["isError"], true);
+            }
+            other => panic!("the next critical is refused: {other:?}"),
+        }
+    }
+
+    /// Without the capability, or inside a batch, nobody is asked: the call is refused.
+    #[test]
+    fn an_ask_without_elicitation_or_in_a_batch_is_refused() {
+        let r = ask_relay();
+        loop_to_the_critical(&r);
+        assert!(matches!(
+            r.client_message(&call("20", "t")),
+            FromClient::Reply(_)
+        ));
+        let r = ask_relay();
+        let init = br#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"capabilities":{"elicitation":{"form":{}}}}}"#;
+        assert_eq!(r.client_message(init), FromClient::Forward);
+        loop_to_the_critical(&r);
+        assert!(matches!(
+            r.client_message(&batch(&[call("20", "t")])),
+            FromClient::Reply(_)
+        ));
     }
 
     #[test]

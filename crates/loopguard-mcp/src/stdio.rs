@@ -43,7 +43,9 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let mut server_in = child.stdin.take().ok_or(McpError::Pipe("stdin"))?;
+    let server_in = child.stdin.take().ok_or(McpError::Pipe("stdin"))?;
+    // Shared with the asks waiting for the user's answer, which forward their call later.
+    let server_in = Arc::new(tokio::sync::Mutex::new(server_in));
     let server_out = child.stdout.take().ok_or(McpError::Pipe("stdout"))?;
     let (to_client, mut outbox) = mpsc::unbounded_channel::<Vec<u8>>();
 
@@ -67,6 +69,8 @@ where
     let mut client_task = tokio::spawn(async move {
         let mut lines = BufReader::new(client_in);
         let mut line = Vec::with_capacity(4096);
+        // Calls waiting for the user's answer; aborted when the client goes away.
+        let mut asks = tokio::task::JoinSet::new();
         while read_line(&mut lines, &mut line, "the client").await {
             let message = trim_line(&line);
             if message.is_empty() {
@@ -77,8 +81,7 @@ where
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
                     }
-                    if server_in.write_all(&line).await.is_err() || server_in.flush().await.is_err()
-                    {
+                    if write_server(&server_in, &line).await.is_err() {
                         break;
                     }
                 }
@@ -86,9 +89,38 @@ where
                     reply.push(b'\n');
                     let _ = replies.send(reply);
                 }
+                FromClient::Ask(ask) => {
+                    // The client's answer comes in on this loop: wait for it elsewhere.
+                    let (relay, to_client, server_in) =
+                        (client_relay.clone(), replies.clone(), server_in.clone());
+                    let mut call = message.to_vec();
+                    call.push(b'\n');
+                    asks.spawn(async move {
+                        let send = |mut m: Vec<u8>| {
+                            m.push(b'\n');
+                            let _ = to_client.send(m);
+                        };
+                        match relay.settle(ask, send).await {
+                            FromClient::Forward => {
+                                if let Err(e) = write_server(&server_in, &call).await {
+                                    tracing::error!(target: "loopguard::mcp", error = %e, "cannot forward the call the user let run");
+                                }
+                            }
+                            FromClient::Reply(mut reply) => {
+                                reply.push(b'\n');
+                                let _ = to_client.send(reply);
+                            }
+                            FromClient::Ask(_) | FromClient::Consumed => {}
+                        }
+                    });
+                }
+                FromClient::Consumed => {}
             }
+            while asks.try_join_next().is_some() {}
         }
-        // Dropping server_in closes the server's stdin: the first step of its shutdown.
+        // Dropping server_in (once the asks are aborted) closes the server's stdin: the first
+        // step of its shutdown.
+        asks.shutdown().await;
     });
 
     // Server -> client.
@@ -145,6 +177,16 @@ where
     drop(to_client);
     let _ = tokio::time::timeout(GRACE, writer).await;
     Ok(status)
+}
+
+/// Writes one message (with its line ending) to the server's stdin.
+async fn write_server(
+    server_in: &tokio::sync::Mutex<tokio::process::ChildStdin>,
+    line: &[u8],
+) -> std::io::Result<()> {
+    let mut server_in = server_in.lock().await;
+    server_in.write_all(line).await?;
+    server_in.flush().await
 }
 
 /// SIGTERM, then SIGKILL after the grace period.

@@ -8,7 +8,9 @@
 The engine is loopguard's Rust core (the same decisions, hashes and messages as OpenClaw's
 ``tools.loopDetection``, as ``loopguard replay`` and ``loopguard serve``). Framework
 integrations are imported on first use: ``loopguard.langchain``, ``loopguard.openai_agents``
-and ``loopguard.adk``.
+and ``loopguard.adk``. When the guard ends a run (``effect == "end_run"``),
+``loopguard.Verdict.of(decision)`` summarises the loop, and the integrations raise
+``loopguard.RunEnded`` (its ``.verdict``) where their framework lets an exception stop the run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from ._api import GuardAPI
 from ._detectors import CallDetector, Detector, OutcomeDetector
+from ._verdict import RunEnded, Verdict
 from ._loopguard import (
     DETECTORS,
     CallDecision,
@@ -41,7 +44,9 @@ __all__ = [
     "Guard",
     "LoopguardError",
     "OutcomeDecision",
+    "RunEnded",
     "StoreError",
+    "Verdict",
 ]
 
 _INTEGRATIONS = ("langchain", "openai_agents", "adk")

@@ -54,8 +54,9 @@ class CallDecision:
     """The decision before a tool call."""
 
     @property
-    def decision(self) -> Literal["allow", "warn", "block", "abort"]:
-        """"abort" is a block that also ends the run, as decision records may word it."""
+    def decision(self) -> Literal["allow", "warn", "block", "ask", "abort"]:
+        """"ask" is ``loopguard.onCritical: "ask"`` (refused where nobody can be asked); "abort"
+        is a block that also ends the run, as decision records may word it."""
     @property
     def effect(self) -> Literal["proceed", "notice", "refuse", "ask", "end_run"]:
         """What to do, computed by the engine: "proceed" (run the tool); "notice" (run it and show

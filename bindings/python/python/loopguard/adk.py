@@ -16,11 +16,16 @@
   a loop that survived a compaction adds ``"loopguard_abort": MESSAGE``;
 * ``on_tool_error_callback`` records a tool's exception as the call's error (and lets ADK
   go on handling it);
-* when the guard ends the run (the strict profile's ``second_critical_abort``; a loop that
-  survived a context compaction), or at the first block with ``stop_on_block=True``, the
-  invocation is ended the ADK way (``end_invocation`` on the invocation context): the tool's
-  response (with ``"loopguard": {..., "ended": true}`` or ``"loopguard_abort"``) is the last
-  event, and the model is not called again.
+* when the guard ends the run (``loopguard.onCritical: "end-run"``, the next critical loop
+  after an ``"ask"``, the strict profile's ``second_critical_abort``, a loop that survived a
+  context compaction), or at the first block with ``stop_on_block=True``, the invocation is
+  ended the ADK way (``end_invocation`` on the invocation context): the tool's response
+  (with ``"loopguard": {..., "ended": true, "verdict": {...}}``, or ``"loopguard_abort"`` and
+  ``"loopguard_verdict"``) is the last event, and the model is not called again. The verdict
+  is ``loopguard.Verdict.to_dict()`` (tool, detector, count, message, session, effect), and
+  ``callbacks.verdict`` holds the last ``loopguard.Verdict`` of a run so ended;
+* ``loopguard.onCritical: "ask"`` is refused as a block (the callbacks have no approval
+  flow); the next critical loop of the run ends it.
 
 The session is the ADK session id, each invocation (``invocation_id``) is a run, and the
 agent's name selects its ``agents.list[]`` entry of the config (``agent=`` overrides it).
@@ -36,6 +41,7 @@ from typing import Any, Optional
 
 from . import CallDecision, Guard, GuardAPI
 from ._failopen import aborted, ends_run, guarded, is_block, notice
+from ._verdict import Verdict
 
 __all__ = ["LoopGuardCallbacks", "before_tool_callback", "after_tool_callback"]
 
@@ -66,6 +72,8 @@ class LoopGuardCallbacks:
         self.stop_on_block = stop_on_block
         self._lock = threading.Lock()
         self._pending: "OrderedDict[str, CallDecision]" = OrderedDict()
+        #: The verdict of the last run these callbacks ended (``None`` until one is).
+        self.verdict: Optional[Verdict] = None
 
     def _scope(self, ctx: Any) -> tuple[str, Optional[str], Optional[str], Optional[str]]:
         session = getattr(getattr(ctx, "session", None), "id", None) or "default"
@@ -90,7 +98,9 @@ class LoopGuardCallbacks:
             }
             if ends_run(decision, self.stop_on_block):
                 _end_invocation(tool_context)
+                self.verdict = Verdict.of(decision)
                 blocked["loopguard"]["ended"] = True
+                blocked["loopguard"]["verdict"] = self.verdict.to_dict()
             return blocked
         if call_id is not None:
             with self._lock:
@@ -118,6 +128,8 @@ class LoopGuardCallbacks:
             return None
         if aborted(outcome):
             extra["loopguard_abort"] = outcome.message
+            self.verdict = Verdict.of(outcome)
+            extra["loopguard_verdict"] = self.verdict.to_dict()
             _end_invocation(tool_context)
         elif (warning := notice(decision)) is not None:
             extra["loopguard_warning"] = warning

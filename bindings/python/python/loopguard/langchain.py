@@ -11,10 +11,18 @@ Every tool call goes through the guard before it runs (``wrap_tool_call`` /
   ``status="error"`` instead;
 * a warning that should be shown (once per bucket of ten) is appended to the tool's message;
 * the outcome (the ``ToolMessage`` content, or its error) is recorded after the tool ran;
-* when the guard ends the run (a loop that survived a context compaction, or the strict
-  profile's ``second_critical_abort``), or at the first block with ``stop_on_block=True``, the
-  agent jumps to the end: the tool's message is the last one, the model is not called again,
-  and the state's ``loopguard_stop`` says why.
+* when the guard ends the run (``loopguard.onCritical: "end-run"``, the next critical loop
+  after an ``"ask"``, the strict profile's ``second_critical_abort``, a loop that survived a
+  context compaction), or at the first block with ``stop_on_block=True``, the agent jumps to
+  the end: the tool's message is the last one, the model is not called again, and the state's
+  ``loopguard_stop`` says why. With ``raise_on_end=True`` the middleware raises
+  ``loopguard.RunEnded`` instead, out of ``invoke`` / ``ainvoke``, whose ``.verdict``
+  (``loopguard.Verdict``) is the loop's summary (tool, detector, count, message, session).
+  The default ends the run inside the graph, so the thread's messages stay a valid
+  conversation (every tool call answered) for its next invocation.
+* ``loopguard.onCritical: "ask"`` is refused as a block: the middleware has no approval
+  flow of its own (wire LangChain's ``HumanInTheLoopMiddleware`` for that); the next critical
+  loop of the run ends it.
 
 The session is the LangGraph thread id (``config["configurable"]["thread_id"]``, ``"default"``
 without one) and each invocation of the agent is a run: calls of earlier invocations on the
@@ -37,6 +45,7 @@ from typing_extensions import Annotated, NotRequired
 
 from . import CallDecision, Guard, GuardAPI
 from ._failopen import aborted, ends_run, guarded, is_block, notice
+from ._verdict import RunEnded
 
 __all__ = ["LoopGuardMiddleware", "LoopGuardState"]
 
@@ -76,15 +85,25 @@ class LoopGuardMiddleware(AgentMiddleware):
         agent: the agent id, selecting its ``agents.list[]`` entry of the guard's config.
         stop_on_block: end the agent's run at the first blocked call (by default a block only
             answers the call, and the run ends when the guard ends it).
+        raise_on_end: when the run is ended, raise ``loopguard.RunEnded`` (with its
+            ``verdict``) out of the agent's ``invoke`` instead of ending the graph quietly.
     """
 
     state_schema = LoopGuardState
 
-    def __init__(self, guard: Optional[GuardAPI] = None, *, agent: Optional[str] = None, stop_on_block: bool = False) -> None:
+    def __init__(
+        self,
+        guard: Optional[GuardAPI] = None,
+        *,
+        agent: Optional[str] = None,
+        stop_on_block: bool = False,
+        raise_on_end: bool = False,
+    ) -> None:
         super().__init__()
         self.guard: GuardAPI = guard if guard is not None else Guard()
         self.agent = agent
         self.stop_on_block = stop_on_block
+        self.raise_on_end = raise_on_end
 
     # A new run for every invocation of the agent.
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
@@ -104,8 +123,9 @@ class LoopGuardMiddleware(AgentMiddleware):
     async def abefore_model(self, state: Any, runtime: Any) -> Optional[dict[str, Any]]:
         return self.before_model(state, runtime)
 
-    @staticmethod
-    def _stop(message: ToolMessage, reason: str) -> Command[Any]:
+    def _stop(self, message: ToolMessage, reason: str, decision: Any) -> Command[Any]:
+        if self.raise_on_end:
+            raise RunEnded.of(decision)
         # The tool's message, and the state that makes `before_model` jump to the end.
         return Command(update={"messages": [message], "loopguard_stop": reason})
 
@@ -161,7 +181,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         )
         if aborted(outcome) and outcome is not None and outcome.message:
             response = _with_warning(response, outcome.message).model_copy(update={"status": "error"})
-            return self._stop(response, outcome.message)
+            return self._stop(response, outcome.message, outcome)
         elif (warning := notice(decision)) is not None:
             response = _with_warning(response, warning)
         return response
@@ -184,7 +204,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         decision, session, run, args, call = self._before(request)
         if is_block(decision) and decision is not None:
             if ends_run(decision, self.stop_on_block):
-                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
+                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run", decision)
             return self._blocked(decision, call)
         try:
             response = handler(request)
@@ -201,7 +221,7 @@ class LoopGuardMiddleware(AgentMiddleware):
         decision, session, run, args, call = self._before(request)
         if is_block(decision) and decision is not None:
             if ends_run(decision, self.stop_on_block):
-                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run")
+                return self._stop(self._blocked(decision, call), decision.message or "loopguard ended the run", decision)
             return self._blocked(decision, call)
         try:
             response = await handler(request)

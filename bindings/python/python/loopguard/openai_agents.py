@@ -15,12 +15,18 @@
 * ``output_guardrail`` records what the tool returned (the after-call step) and, when the
   call warned and the warning should be shown, hands the model the tool's output with the
   warning appended (through ``reject_content``, the SDK's way to replace a tool's output);
-* when the guard ends the run (the strict profile's ``second_critical_abort``; a loop that
-  survived a context compaction), or at the first block with ``stop_on_block=True``, the
-  guardrail halts the run the SDK's way (``raise_exception``): ``Runner.run`` raises
+* when the guard ends the run (``loopguard.onCritical: "end-run"``, the next critical loop
+  after an ``"ask"``, the strict profile's ``second_critical_abort``, a loop that survived a
+  context compaction), or at the first block with ``stop_on_block=True``, the guardrail halts
+  the run the SDK's way (``raise_exception``): ``Runner.run`` raises
   ``ToolInputGuardrailTripwireTriggered`` (a blocked call, which did not run) or
   ``ToolOutputGuardrailTripwireTriggered`` (the compaction abort, after the call), whose
-  ``.output.output_info`` is loopguard's decision (its ``message`` says why).
+  ``.output.output_info`` is a ``loopguard.Verdict``: the loop's summary (``tool``,
+  ``detector``, ``count``, ``message``, ``session``, ``effect``, ``decision``);
+  ``loopguard.RunEnded(verdict)`` re-raises it as loopguard's own error where a program wants
+  one type for every framework;
+* ``loopguard.onCritical: "ask"`` is refused as a block (the guardrails have no approval
+  flow); the next critical loop of the run ends it.
 
 The session is ``RunConfig.group_id`` (the SDK's conversation id; ``"default"`` without one),
 or what ``session=`` says; each ``Runner.run`` is a run (its trace id, or, with tracing
@@ -52,6 +58,7 @@ from agents.tracing import get_current_trace
 
 from . import CallDecision, Guard, GuardAPI
 from ._failopen import aborted, ends_run, guarded, is_block, notice
+from ._verdict import Verdict
 
 __all__ = ["LoopGuard"]
 
@@ -159,7 +166,7 @@ class LoopGuard:
         if decision is None:
             return ToolGuardrailFunctionOutput.allow()
         if ends_run(decision, self.stop_on_block):
-            return ToolGuardrailFunctionOutput.raise_exception(output_info=decision)
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=Verdict.of(decision))
         if is_block(decision):
             return ToolGuardrailFunctionOutput.reject_content(decision.message or "", output_info=decision)
         with self._lock:
@@ -187,7 +194,7 @@ class LoopGuard:
             ),
         )
         if aborted(outcome):
-            return ToolGuardrailFunctionOutput.raise_exception(output_info=outcome)
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=Verdict.of(outcome))
         note = notice(decision)
         if note:
             output = data.output if isinstance(data.output, str) else json.dumps(_result(data.output)["content"])

@@ -61,6 +61,40 @@ async def counter(target):
         return [call_record(await s.call_tool("counter", {})) for _ in range(25)]
 
 
+async def ask(target):
+    """`loopguard.onCritical: "ask"`: $LOOPGUARD_TEST_N calls of `same` (25 by default). The
+    elicitation callback answers every question with $LOOPGUARD_TEST_ANSWER: `yes` (accept,
+    run: true), `no` (accept, run: false), `decline`, `cancel`, `slow` (yes, after 5 s), or
+    `none`: the client has no callback, so it declares no elicitation capability."""
+    answer = os.environ.get("LOOPGUARD_TEST_ANSWER", "none")
+    n = int(os.environ.get("LOOPGUARD_TEST_N", "25"))
+    questions = []
+
+    async def elicitation(context, params):
+        questions.append(
+            {
+                "after_calls": len(calls),
+                "mode": getattr(params, "mode", None),
+                "message": params.message,
+                "schema": params.requested_schema,
+            }
+        )
+        if answer == "slow":
+            await anyio.sleep(5)
+        if answer in ("yes", "slow"):
+            return types.ElicitResult(action="accept", content={"run": True})
+        if answer == "no":
+            return types.ElicitResult(action="accept", content={"run": False})
+        return types.ElicitResult(action=answer)
+
+    callbacks = {} if answer == "none" else {"elicitation_callback": elicitation}
+    calls = []
+    async with connect(target, **callbacks) as s:
+        for _ in range(n):
+            calls.append(call_record(await s.call_tool("same", {"path": "/etc/hosts"})))
+    return {"calls": calls, "questions": questions}
+
+
 async def transparency(target):
     logs = []
 
@@ -142,7 +176,7 @@ async def crash(target):
             return {"outcome": "error", "type": type(e).__name__, "message": str(e)}
 
 
-SCENARIOS = {"loop": loop, "repeat": repeat, "counter": counter, "transparency": transparency, "crash": crash}
+SCENARIOS = {"ask": ask, "loop": loop, "repeat": repeat, "counter": counter, "transparency": transparency, "crash": crash}
 
 if __name__ == "__main__":
     scenario = sys.argv[1]

@@ -72,6 +72,10 @@ struct ProxyArgs {
     /// one ends the session idle the longest, or is refused with HTTP 503 when none is idle.
     #[arg(long, value_name = "N", default_value_t = loopguard_mcp::DEFAULT_MAX_SESSIONS as u64, value_parser = clap::value_parser!(u64).range(1..))]
     max_sessions: u64,
+    /// With `loopguard.onCritical: "ask"`: how long the user has to answer the proxy's
+    /// question (MCP elicitation) about a looping call before it is refused, e.g. 90s, 5m.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = loopguard_guard::parse_duration)]
+    ask_timeout: std::time::Duration,
     /// The MCP server command and its arguments.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -145,6 +149,7 @@ fn edit(args: InstallArgs, install: bool) -> Result<ExitCode> {
 fn proxy(args: ProxyArgs) -> Result<ExitCode> {
     let mut builder = ProxyOptions::builder()
         .idle_ttl(args.idle_ttl)
+        .ask_timeout(args.ask_timeout)
         .max_sessions(usize::try_from(args.max_sessions).unwrap_or(usize::MAX))
         .store(args.store)
         .mode(Mode::from(args.mode));
