@@ -9,17 +9,20 @@
 //!
 //! With [`Labels`] (one `file,verdict,loop-start` line per run) it also measures what
 //! matters: stuck runs stopped and how many calls after the loop's start (the median and
-//! the latest), and healthy or self-recovering runs stopped (false stops).
+//! the latest), and healthy or self-recovering runs stopped (false stops). Labels that
+//! name the run's model family and agent (optional 4th and 5th fields) add the same
+//! measures per agent and model family.
 //!
 //! ```
 //! use loopguard_replay::quality::Labels;
 //! let labels = Labels::parse("file,verdict,loop-start\nruns/a.json,stuck,12\nruns/b.json,healthy,\n")?;
 //! assert_eq!(labels.find("/data/runs/a.json").and_then(|l| l.loop_start), Some(12));
 //! assert!(labels.find("c.json").is_none());
-//! // An optional 4th field names the run's agent or model family.
-//! let labels = Labels::parse("a.json,stuck,3,gpt-5-nano\n")?;
+//! // Optional 4th and 5th fields name the run's model family and its agent.
+//! let labels = Labels::parse("a.json,stuck,3,gpt-5-nano,mini-swe-agent\n")?;
 //! assert_eq!(labels.labels()[0].family.as_deref(), Some("gpt-5-nano"));
-//! assert!(Labels::parse("a.json,stuck,3,gpt-5,extra\n").is_err());
+//! assert_eq!(labels.labels()[0].agent.as_deref(), Some("mini-swe-agent"));
+//! assert!(Labels::parse("a.json,stuck,3,gpt-5,agent,extra\n").is_err());
 //! # Ok::<(), loopguard_replay::quality::LabelError>(())
 //! ```
 
@@ -67,9 +70,33 @@ pub struct Label {
     pub verdict: Verdict,
     /// For a stuck run, the loop's first call (1-based among call decisions).
     pub loop_start: Option<u64>,
-    /// The agent or model family, when the labels name it (an optional 4th field): the
-    /// labelled measures are then also given per family.
+    /// The model family, when the labels name it (an optional 4th field): the labelled
+    /// measures are then also given per agent and family.
     pub family: Option<String>,
+    /// The agent that made the run (`mini-swe-agent`, `swe-agent`, `openhands`, …), when
+    /// the labels name it (an optional 5th field).
+    pub agent: Option<String>,
+}
+
+impl Label {
+    /// Whether this label's file is `display` or a path suffix of it (whole components).
+    fn names(&self, display: &str) -> bool {
+        let display = display.replace('\\', "/");
+        display == self.file
+            || display
+                .strip_suffix(self.file.as_str())
+                .is_some_and(|rest| rest.ends_with('/'))
+    }
+
+    /// The group the per-agent table puts this run in: `agent · family`, or whichever of
+    /// the two the label names; `None` when it names neither.
+    pub fn group(&self) -> Option<String> {
+        match (self.agent.as_deref(), self.family.as_deref()) {
+            (Some(a), Some(f)) => Some(format!("{a} · {f}")),
+            (Some(one), None) | (None, Some(one)) => Some(one.to_string()),
+            (None, None) => None,
+        }
+    }
 }
 
 /// A labels file that could not be read: its line and what is wrong.
@@ -89,9 +116,10 @@ impl fmt::Display for LabelError {
 
 impl std::error::Error for LabelError {}
 
-/// The labels of a corpus: `file,verdict,loop-start` lines (`#` comments, blank lines and
-/// a `file,...` header allowed). `verdict` is `healthy`, `self-recovering` or `stuck`;
-/// `loop-start` is required for stuck runs and empty otherwise.
+/// The labels of a corpus: `file,verdict,loop-start[,family[,agent]]` lines (`#`
+/// comments, blank lines and a `file,...` header allowed). `verdict` is `healthy`,
+/// `self-recovering` or `stuck`; `loop-start` is required for stuck runs and empty
+/// otherwise; `family` (the model family) and `agent` may be empty.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Labels {
     labels: Vec<Label>,
@@ -111,9 +139,9 @@ impl Labels {
                 continue;
             }
             let fields: Vec<&str> = line.split(',').map(str::trim).collect();
-            if !(3..=4).contains(&fields.len()) {
+            if !(3..=5).contains(&fields.len()) {
                 return Err(err(format!(
-                    "expected 3 or 4 comma-separated fields (file,verdict,loop-start[,family]), found {}",
+                    "expected 3 to 5 comma-separated fields (file,verdict,loop-start[,family[,agent]]), found {}",
                     fields.len()
                 )));
             }
@@ -152,20 +180,23 @@ impl Labels {
                     .get(3)
                     .filter(|f| !f.is_empty())
                     .map(|f| f.to_string()),
+                agent: fields
+                    .get(4)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| a.to_string()),
             });
         }
         Ok(Labels { labels })
     }
 
+    /// Adds another file's labels after these (several corpora measured in one replay).
+    pub fn extend(&mut self, other: Labels) {
+        self.labels.extend(other.labels);
+    }
+
     /// The label whose file is a path suffix of `display` (whole path components).
     pub fn find(&self, display: &str) -> Option<&Label> {
-        let display = display.replace('\\', "/");
-        self.labels.iter().find(|l| {
-            display == l.file
-                || display
-                    .strip_suffix(l.file.as_str())
-                    .is_some_and(|rest| rest.ends_with('/'))
-        })
+        self.labels.iter().find(|l| l.names(display))
     }
 
     /// Every label.
@@ -345,6 +376,14 @@ impl Quality {
             .filter_map(|r| labels.find(&r.display).map(|l| (r, l)))
             .collect();
         let unlabelled = self.runs.len() - labelled.len();
+        // A label that names no input is a run missing from the corpus (a file not copied, a
+        // path mistyped): said, so that a measure over fewer runs than labelled is not
+        // mistaken for the whole set.
+        let unmatched = labels
+            .labels()
+            .iter()
+            .filter(|l| !self.runs.iter().any(|r| l.names(&r.display)))
+            .count();
         let stuck: Vec<_> = labelled
             .iter()
             .filter(|(_, l)| l.verdict == Verdict::Stuck)
@@ -352,12 +391,18 @@ impl Quality {
         let fine = labelled.len() - stuck.len();
         let _ = writeln!(
             out,
-            "labelled: {} runs ({} stuck, {} healthy or self-recovering){}",
+            "labelled: {} runs ({} stuck, {} healthy or self-recovering){}{}",
             labelled.len(),
             stuck.len(),
             fine,
             if unlabelled > 0 {
                 format!(", {unlabelled} without a label (left out below)")
+            } else {
+                String::new()
+            },
+            if unmatched > 0 {
+                let s = if unmatched == 1 { "" } else { "s" };
+                format!(", {unmatched} label{s} naming no input")
             } else {
                 String::new()
             }
@@ -466,55 +511,61 @@ impl Quality {
                 }
             );
         }
-        // Per family, when the labels name families: each rule's stuck runs stopped in
-        // their loop and healthy or self-recovering runs stopped.
-        let mut families: Vec<&str> = labelled
-            .iter()
-            .filter_map(|(_, l)| l.family.as_deref())
-            .collect();
-        families.sort_unstable();
-        families.dedup();
-        if !families.is_empty() {
+        // Per agent and model family, when the labels name them: each rule's stuck runs
+        // stopped in their loop, the median calls after the loop's start, and healthy or
+        // self-recovering runs stopped. Agents differ in what one call is (a bash command,
+        // an editor action, a tool call), so a figure pooled over agents can hide one
+        // agent's false stops behind another's catches.
+        let mut groups: Vec<String> = labelled.iter().filter_map(|(_, l)| l.group()).collect();
+        groups.sort_unstable();
+        groups.dedup();
+        if !groups.is_empty() {
             let _ = writeln!(out);
             let _ = writeln!(
                 out,
-                "per family: stuck runs stopped in their loop / healthy or self-recovering runs stopped"
+                "per agent and model family: stuck runs stopped in their loop (median calls after the loop's start) / healthy or self-recovering runs stopped"
             );
             let _ = writeln!(out);
-            let head: Vec<String> = families
+            let in_group = |g: &str| -> Vec<&(&RunQuality, &Label)> {
+                labelled
+                    .iter()
+                    .filter(|(_, l)| l.group().as_deref() == Some(g))
+                    .collect()
+            };
+            let head: Vec<String> = groups
                 .iter()
-                .map(|f| {
-                    let of = |stuck: bool| {
-                        labelled
-                            .iter()
-                            .filter(|(_, l)| {
-                                l.family.as_deref() == Some(*f)
-                                    && (l.verdict == Verdict::Stuck) == stuck
-                            })
-                            .count()
-                    };
-                    format!("{f} ({} stuck, {} other)", of(true), of(false))
+                .map(|g| {
+                    let runs = in_group(g);
+                    let stuck = runs
+                        .iter()
+                        .filter(|(_, l)| l.verdict == Verdict::Stuck)
+                        .count();
+                    let other = runs.len() - stuck;
+                    format!("{g} ({stuck} stuck, {other} other)")
                 })
                 .collect();
             let _ = writeln!(out, "| rule | {} |", head.join(" | "));
-            let _ = writeln!(out, "|---|{}", "---|".repeat(families.len()));
+            let _ = writeln!(out, "|---|{}", "---|".repeat(groups.len()));
             for (name, stop) in &rules {
-                let cells: Vec<String> = families
+                let cells: Vec<String> = groups
                     .iter()
-                    .map(|f| {
-                        let (mut caught, mut false_stops) = (0, 0);
-                        for (r, l) in labelled
-                            .iter()
-                            .filter(|(_, l)| l.family.as_deref() == Some(*f))
-                        {
+                    .map(|g| {
+                        let mut after = Vec::new();
+                        let mut false_stops = 0;
+                        for (r, l) in in_group(g) {
                             let Some(s) = stop(r) else { continue };
+                            let start = l.loop_start.unwrap_or(1);
                             if l.verdict != Verdict::Stuck {
                                 false_stops += 1;
-                            } else if s >= l.loop_start.unwrap_or(1) {
-                                caught += 1;
+                            } else if s >= start {
+                                after.push(s - start);
                             }
                         }
-                        format!("{caught} / {false_stops}")
+                        after.sort_unstable();
+                        match median(&after) {
+                            Some(m) => format!("{} (+{m}) / {false_stops}", after.len()),
+                            None => format!("0 / {false_stops}"),
+                        }
                     })
                     .collect();
                 let _ = writeln!(out, "| {name} | {} |", cells.join(" | "));

@@ -37,8 +37,8 @@ fn cases() -> Vec<Case> {
             let f: Vec<&str> = l.split(',').collect();
             assert_eq!(
                 f.len(),
-                4,
-                "labels.csv: bad line {l:?} (file,verdict,loop-start,family)"
+                5,
+                "labels.csv: bad line {l:?} (file,verdict,loop-start,family,agent)"
             );
             Case {
                 file: f[0].to_string(),
@@ -57,23 +57,26 @@ struct Run {
 }
 
 fn replay(file: &str, profile: &str) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
-        .args([
-            "replay",
-            "--format",
-            "mini-swe-agent",
-            "--mode",
-            "observe",
-            "--json",
-            "--profile",
-            profile,
-        ])
-        .arg(dir().join(file))
+    replay_path(&dir().join(file), Some("mini-swe-agent"), profile)
+}
+
+/// The call decisions of one file replayed with `profile` (`--json`), its format given or
+/// detected.
+fn replay_path(path: &Path, format: Option<&str>, profile: &str) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_loopguard"));
+    cmd.arg("replay");
+    if let Some(format) = format {
+        cmd.args(["--format", format]);
+    }
+    let out = cmd
+        .args(["--mode", "observe", "--json", "--profile", profile])
+        .arg(path)
         .output()
         .expect("run loopguard");
     assert!(
         out.status.success(),
-        "{file} ({profile}): {}",
+        "{} ({profile}): {}",
+        path.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     let mut run = Run {
@@ -185,14 +188,14 @@ fn strict_profile_blocks_stuck_runs_early_and_never_a_run_that_recovers() {
 }
 
 /// `--compare openclaw,strict` prints each profile's table, the same as `--summary` with
-/// that `--profile`, one after the other.
+/// that `--profile`, one after the other. Like `scripts/detection-benchmark.sh`, it lets
+/// each file's format be detected: the tables equal those of the files read as
+/// mini-swe-agent's.
 #[test]
 fn compare_prints_each_profiles_table_in_turn() {
     let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
         .args([
             "replay",
-            "--format",
-            "mini-swe-agent",
             "--mode",
             "observe",
             "--color",
@@ -484,4 +487,87 @@ fn report_groups_an_ended_run_and_adds_a_strict_column_only_when_used() {
         .find(|l| l.starts_with("session ") && l.contains("calls in loops"))
         .unwrap();
     assert!(!header.contains("strict"), "{header}");
+}
+
+/// Labels that name the model family and the agent split the labelled measures per agent
+/// and family, each folder's labels given with its own `--labels`; every cell agrees with
+/// the decisions of the same files replayed one by one.
+#[test]
+fn labels_split_the_measures_per_agent_and_family() {
+    let transcripts = common::fixtures().join("transcripts");
+    let stuck = transcripts.join("swe-agent/loop.traj");
+    let healthy = transcripts.join("openhands/trajectory.json");
+    let tmp = tempfile::tempdir().unwrap();
+    // `loop.traj` runs `python reproduce.py` from its 2nd call to the end, the same answer
+    // every time.
+    let swe = tmp.path().join("swe.csv");
+    std::fs::write(
+        &swe,
+        "file,verdict,loop-start,family,agent\nswe-agent/loop.traj,stuck,2,gpt-4,swe-agent\n",
+    )
+    .unwrap();
+    let oh = tmp.path().join("oh.csv");
+    std::fs::write(
+        &oh,
+        "openhands/trajectory.json,healthy,,claude-sonnet,openhands\nopenhands/missing.json,healthy,,claude-sonnet,openhands\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--mode", "observe", "--color", "never"])
+        .args(["--profile", "strict", "--summary", "--labels"])
+        .arg(&swe)
+        .arg("--labels")
+        .arg(&oh)
+        .arg(&stuck)
+        .arg(&healthy)
+        .output()
+        .expect("run loopguard");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).expect("utf-8");
+    // The label of a file not replayed is not counted, and said.
+    assert!(
+        table.contains(
+            "labelled: 2 runs (1 stuck, 1 healthy or self-recovering), 1 label naming no input"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains(
+            "| rule | openhands · claude-sonnet (0 stuck, 1 other) | swe-agent · gpt-4 (1 stuck, 0 other) |"
+        ),
+        "{table}"
+    );
+    let stop = replay_path(&stuck, None, "strict")
+        .first_block
+        .expect("the strict profile stops the loop")
+        .0;
+    assert!(stop >= 2, "stopped at {stop}, before the loop's start");
+    let false_stops = u64::from(replay_path(&healthy, None, "strict").first_block.is_some());
+    let want = format!("| **strict** | 0 / {false_stops} | 1 (+{}) / 0 |", stop - 2);
+    assert!(table.contains(&want), "{want}\n{table}");
+}
+
+/// A label line with a field too many is refused, naming the line and the fields.
+#[test]
+fn labels_refuse_a_sixth_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("labels.csv");
+    std::fs::write(&bad, "a.traj,healthy,,gpt-4,swe-agent,extra\n").unwrap();
+    let out = loopguard(&[
+        "replay".as_ref(),
+        "--summary".as_ref(),
+        "--labels".as_ref(),
+        bad.as_os_str(),
+        dir().join("labels.csv").as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("labels.csv") && stderr.contains("line 1") && stderr.contains("agent"),
+        "{stderr}"
+    );
 }

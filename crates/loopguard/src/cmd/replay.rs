@@ -99,11 +99,12 @@ pub struct ReplayArgs {
     /// OpenHands, opencode, goose) would do.
     #[arg(long)]
     summary: bool,
-    /// With `--summary` (implied): a labels file of `file,verdict,loop-start` lines
-    /// (verdict healthy, self-recovering or stuck) to add stuck runs caught, calls after
-    /// the loop's start and healthy runs stopped.
+    /// With `--summary` (implied): a labels file of `file,verdict,loop-start[,family[,agent]]`
+    /// lines (verdict healthy, self-recovering or stuck) to add stuck runs caught, calls
+    /// after the loop's start and healthy runs stopped, per agent and model family when
+    /// the labels name them. Repeat it to measure several labelled corpora in one replay.
     #[arg(long, value_name = "FILE")]
-    labels: Option<PathBuf>,
+    labels: Vec<PathBuf>,
     /// Compare detector profiles on the inputs: the `--summary` table of each profile
     /// named (comma-separated, e.g. `openclaw,strict`), one after the other, from the
     /// same replay settings. Takes `--labels`; not with `--profile`, `--json` or `--html`.
@@ -345,17 +346,17 @@ pub fn run(args: ReplayArgs) -> Result<ExitCode> {
         None => None,
     };
 
-    let labels = match &args.labels {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            Some(
-                loopguard_replay::quality::Labels::parse(&text)
-                    .with_context(|| format!("{}: not a labels file", path.display()))?,
-            )
+    let mut labels: Option<loopguard_replay::quality::Labels> = None;
+    for path in &args.labels {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let read = loopguard_replay::quality::Labels::parse(&text)
+            .with_context(|| format!("{}: not a labels file", path.display()))?;
+        match labels.as_mut() {
+            Some(all) => all.extend(read),
+            None => labels = Some(read),
         }
-        None => None,
-    };
+    }
     let summary = args.summary || labels.is_some();
     if summary && args.json {
         bail!("--summary and --json are two different outputs: choose one");
