@@ -594,7 +594,10 @@ fn the_same_edit_applied_again_and_again_is_stopped_by_the_sixth() {
             )
         })
         .collect();
-    assert_eq!(strict_block(&sed), Some((6, Detector::ChangingCountsSameCall)));
+    assert_eq!(
+        strict_block(&sed),
+        Some((6, Detector::ChangingCountsSameCall))
+    );
     // Claude Code's Edit whose new text holds the old one: every run succeeds and grows
     // the file.
     let edit: Vec<Step> = (0..20)
@@ -693,7 +696,11 @@ fn polls_sleep_tail_cycles_heartbeats_and_line_counts_stay_free() {
             sh(&format!("printf 'row {i},ok\\n' >> data.csv")),
             "",
         ));
-        rows.push(ok("bash", sh("wc -l data.csv"), &format!("{} data.csv", i + 1)));
+        rows.push(ok(
+            "bash",
+            sh("wc -l data.csv"),
+            &format!("{} data.csv", i + 1),
+        ));
         rows.push(ok(
             "write",
             serde_json::json!({ "path": format!("out/report{i}.txt"), "content": format!("rows: {}", i + 1) }),
@@ -867,11 +874,20 @@ fn the_new_detectors_switch_on_alone_and_off_from_the_config() {
     );
     assert!(counts.extra.changing_counts.enabled && !counts.extra.near_repeat.enabled);
     let appends: Vec<Step> = (0..8)
-        .map(|i| ok("bash", sh("echo x >> a.txt && wc -l a.txt"), &format!("{i} a.txt")))
+        .map(|i| {
+            ok(
+                "bash",
+                sh("echo x >> a.txt && wc -l a.txt"),
+                &format!("{i} a.txt"),
+            )
+        })
         .collect();
     let seen = replay(&counts, &appends);
     assert_eq!(seen.first_warn, Some((3, Detector::ChangingCountsSameCall)));
-    assert_eq!(seen.first_block, Some((5, Detector::ChangingCountsSameCall)));
+    assert_eq!(
+        seen.first_block,
+        Some((5, Detector::ChangingCountsSameCall))
+    );
     assert_eq!(replay(&default, &appends), Seen::default());
     let off = load(
         r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict",detectors:{changingCountsSameCall:false}}}"#,

@@ -238,7 +238,10 @@ fn same_call_changing_counts_needs_a_mutating_call_a_success_and_numbers_only() 
     let append = r#"{"command":"echo x >> log.txt && wc -l log.txt"}"#;
     // A read whose answer counts up (a growing log re-read) is not counted.
     assert_eq!(
-        run("bash", r#"{"command":"wc -l log.txt"}"#, &|i| (format!("{i} log.txt"), false)),
+        run("bash", r#"{"command":"wc -l log.txt"}"#, &|i| (
+            format!("{i} log.txt"),
+            false
+        )),
         None
     );
     // Failures are not successes.
@@ -247,7 +250,9 @@ fn same_call_changing_counts_needs_a_mutating_call_a_success_and_numbers_only() 
         None
     );
     // Answers that differ in more than numbers are not counts.
-    let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
     assert_eq!(
         run("bash", append, &|i| (format!("{} {i}", words[i]), false)),
         None
@@ -259,7 +264,13 @@ fn same_call_changing_counts_needs_a_mutating_call_a_success_and_numbers_only() 
         run(
             "str_replace_editor",
             r#"{"command":"insert","path":"/repo/a.py","insert_line":3,"new_str":"import os"}"#,
-            &|i| (format!("The file /repo/a.py has been edited; it now has {} lines.", 90 + i), false),
+            &|i| (
+                format!(
+                    "The file /repo/a.py has been edited; it now has {} lines.",
+                    90 + i
+                ),
+                false
+            ),
         ),
         Some((Detector::ChangingCountsSameCall, Level::Critical, 8))
     );

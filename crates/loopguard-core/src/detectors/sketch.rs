@@ -867,7 +867,10 @@ pub fn is_mutating_command(command: &[u8]) -> bool {
             i += 1;
             continue;
         }
-        let separator = matches!(c, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'>');
+        let separator = matches!(
+            c,
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'>'
+        );
         if separator {
             if let Some(s) = start.take() {
                 words.push(&b[s..i]);
@@ -924,10 +927,9 @@ fn statement_mutates(words: &[&[u8]]) -> bool {
             && w[0] == b'-'
             && w[1] != b'-'
             && !matches!(w[1], b'I' | b'M' | b'm')
-            && w[1..]
-                .split(|&c| c == b'.')
-                .next()
-                .is_some_and(|f| f.len() <= 4 && f.iter().all(u8::is_ascii_alphabetic) && f.contains(&letter))
+            && w[1..].split(|&c| c == b'.').next().is_some_and(|f| {
+                f.len() <= 4 && f.iter().all(u8::is_ascii_alphabetic) && f.contains(&letter)
+            })
     };
     match program {
         b"sed" | b"perl" => it.any(|w| short(w, b'i') || w.starts_with(b"--in-place")),
@@ -2191,11 +2193,9 @@ mod tests {
             digest: [0; 32],
         };
         let text = |t: &str| {
-            Value::parse(
-                format!(r#"{{"content":[{{"type":"text","text":{t:?}}}]}}"#).as_bytes(),
-            )
-            .unwrap()
-            .into_owned()
+            Value::parse(format!(r#"{{"content":[{{"type":"text","text":{t:?}}}]}}"#).as_bytes())
+                .unwrap()
+                .into_owned()
         };
         let args = Value::parse(br#"{"command":"echo x >> a.py && wc -l a.py"}"#).unwrap();
         let (a, echoed) = args_sketch_and_numbers(b"bash", &args);
