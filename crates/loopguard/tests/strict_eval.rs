@@ -57,6 +57,10 @@ struct Run {
 }
 
 fn replay(file: &str, profile: &str) -> Run {
+    replay_path(&dir().join(file), profile)
+}
+
+fn replay_path(file: &Path, profile: &str) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
         .args([
             "replay",
@@ -68,12 +72,13 @@ fn replay(file: &str, profile: &str) -> Run {
             "--profile",
             profile,
         ])
-        .arg(dir().join(file))
+        .arg(file)
         .output()
         .expect("run loopguard");
     assert!(
         out.status.success(),
-        "{file} ({profile}): {}",
+        "{} ({profile}): {}",
+        file.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     let mut run = Run {
@@ -92,6 +97,23 @@ fn replay(file: &str, profile: &str) -> Run {
         }
     }
     run
+}
+
+/// The same append run again and again, each a success, the file one line longer each
+/// time (`tests/fixtures/strict/`, a shape none of the calibration runs has): the strict
+/// profile stops its 6th run (`same_call_changing_counts`), five calls after its start;
+/// OpenClaw's profile lets all 12 run.
+#[test]
+fn the_same_edit_applied_again_is_stopped_by_the_strict_profile_end_to_end() {
+    let file = common::fixtures().join("strict/same-edit-again.traj.json");
+    let strict = replay_path(&file, "strict");
+    assert_eq!(strict.calls, 12);
+    assert_eq!(
+        strict.first_block,
+        Some((6, "same_call_changing_counts".to_string()))
+    );
+    let openclaw = replay_path(&file, "openclaw");
+    assert_eq!((openclaw.calls, openclaw.first_block), (12, None));
 }
 
 fn summary(profile: &str) -> String {
