@@ -49,12 +49,13 @@ fi
 
 How each detector profile does on public real agent runs: stuck runs stopped, how many calls
 after the loop's start, healthy and self-recovering runs stopped (the number that must stay
-0), and the calls and tokens a stop would have saved, beside the published loop rules of
-six other agents replayed on the same calls with their shipped defaults. The runs are every
-labelled set of public runs in `tests/fixtures/` (each folder's `labels.csv` gives a run's
-verdict, healthy, self-recovering or stuck, judged by reading its calls, the call where a
-stuck run's loop starts, its model family and the agent that made it; its README names each
-file's source, commit and licence). Today that is the 58 mini-swe-agent trajectories of
+0), the calls and tokens the stops save on stuck runs and, apart, the calls and tokens they
+lose on runs that were working, beside the published loop rules of six other agents
+replayed on the same calls with their shipped defaults. The runs are every labelled set of
+public runs in `tests/fixtures/` (each folder's `labels.csv` gives a run's verdict, healthy,
+self-recovering or stuck, judged by reading its calls, the call where a stuck run's loop
+starts, its model family and the agent that made it; its README names each file's source,
+commit and licence). Today that is the 58 mini-swe-agent trajectories of
 `tests/fixtures/real-transcripts/` (Gemini 3 Pro, gpt-5, gpt-5-mini and gpt-5-nano on
 SWE-bench Verified).
 
@@ -87,6 +88,10 @@ The peers' rules, each written from its public source (the file named here):
   without a limit; only `--max-tool-repetitions N` makes it refuse the (N+1)th identical
   call in a row (Roo Code's row with limit N).
 
+In each profile's first table, "saved on stuck runs" counts a stuck run's calls (and their
+tokens) from the stop or the loop's start, whichever is later, to the run's end; "lost on
+working runs" counts a healthy or self-recovering run's calls from the stop to its end,
+and a stuck run's calls between a stop before its loop and the loop's start.
 Each profile's last table splits the labelled measures per agent and model family: in each
 cell, the stuck runs stopped in their loop with the median calls after the loop's start in
 brackets, then the healthy or self-recovering runs stopped. Limits: one agent so far

@@ -524,6 +524,10 @@ fn write_ledger(out: &mut Vec<u8>, l: &Ledger) {
                 out.write(b",\"target\":");
                 write_str(out, &format!("{:016x}", sk.args.target));
             }
+            if sk.counts != 0 {
+                out.write(b",\"counts\":");
+                write_str(out, &format!("{:016x}", sk.counts));
+            }
             out.write(b",\"tokens\":[");
             for (i, t) in sk.args.tokens.iter().enumerate() {
                 if i > 0 {
@@ -580,8 +584,9 @@ fn parse_hex8(s: &str) -> Option<[u8; 8]> {
     Some(out)
 }
 
-/// A drift sketch: `{shape, outcome, flags, argsFlags, tokens}`, optionally `numbers` and
-/// `target` (absent in states of earlier versions: 0) (hashes as 16 hex digits).
+/// A drift sketch: `{shape, outcome, flags, argsFlags, tokens}`, optionally `numbers`,
+/// `target` and `counts` (absent in states of earlier versions: 0) (hashes as 16 hex
+/// digits).
 fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sketch, StateError> {
     use crate::detectors::sketch::{ArgsSketch, Sketch};
     let hex64 = |k: &'static str| -> Result<u64, StateError> {
@@ -616,6 +621,7 @@ fn read_sketch(p: &Path, v: &Value<'_>) -> Result<crate::detectors::sketch::Sket
         },
         outcome: hex64("outcome")?,
         flags: byte("flags")?,
+        counts: opt_hex64("counts")?,
     })
 }
 

@@ -121,9 +121,17 @@ impl Session {
                 match &e.sketch {
                     None => w.0.push(0),
                     Some(sk) => {
-                        // 1: a sketch; 2: a sketch with its numbers and write target.
-                        let extended = sk.args.numbers != 0 || sk.args.target != 0;
-                        w.0.push(if extended { 2 } else { 1 });
+                        // 1: a sketch; 2: a sketch with its numbers and write target;
+                        // 3: those and its outcome's counts hash.
+                        let counted = sk.counts != 0;
+                        let extended = counted || sk.args.numbers != 0 || sk.args.target != 0;
+                        w.0.push(if counted {
+                            3
+                        } else if extended {
+                            2
+                        } else {
+                            1
+                        });
                         w.0.extend_from_slice(&sk.args.shape.to_le_bytes());
                         w.0.extend_from_slice(&sk.outcome.to_le_bytes());
                         w.0.push(sk.flags);
@@ -135,6 +143,9 @@ impl Session {
                         if extended {
                             w.0.extend_from_slice(&sk.args.numbers.to_le_bytes());
                             w.0.extend_from_slice(&sk.args.target.to_le_bytes());
+                        }
+                        if counted {
+                            w.0.extend_from_slice(&sk.counts.to_le_bytes());
                         }
                     }
                 }
@@ -544,7 +555,7 @@ impl<'b> Reader<'b> {
         use crate::detectors::sketch::{ArgsSketch, Sketch};
         match self.byte()? {
             0 => Some(None),
-            tag @ (1 | 2) => {
+            tag @ (1..=3) => {
                 let shape = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
                 let outcome = u64::from_le_bytes(self.take(8)?.try_into().ok()?);
                 let flags = self.byte()?;
@@ -557,13 +568,18 @@ impl<'b> Reader<'b> {
                 for _ in 0..n {
                     tokens.push(u32::from_le_bytes(self.take(4)?.try_into().ok()?));
                 }
-                let (numbers, target) = if tag == 2 {
+                let (numbers, target) = if tag >= 2 {
                     (
                         u64::from_le_bytes(self.take(8)?.try_into().ok()?),
                         u64::from_le_bytes(self.take(8)?.try_into().ok()?),
                     )
                 } else {
                     (0, 0)
+                };
+                let counts = if tag == 3 {
+                    u64::from_le_bytes(self.take(8)?.try_into().ok()?)
+                } else {
+                    0
                 };
                 Some(Some(Box::new(Sketch {
                     args: ArgsSketch {
@@ -575,6 +591,7 @@ impl<'b> Reader<'b> {
                     },
                     outcome,
                     flags,
+                    counts,
                 })))
             }
             _ => None,

@@ -133,6 +133,7 @@ fn strict_config(policy: &ExtraPolicy, d: Detector) -> &ExtraDetector {
         Detector::EmptySearchSweep => &policy.empty_search_sweep,
         Detector::UnrunnableCommands => &policy.unrunnable_commands,
         Detector::ErrorCascade => &policy.error_cascade,
+        Detector::ChangingCountsSameCall => &policy.changing_counts,
         other => panic!("{other} is not an extra detector"),
     }
 }

@@ -536,6 +536,255 @@ fn test_reruns_restart_cycles_and_heartbeats_stay_free() {
     assert_eq!(strict_block(&steps), None);
 }
 
+// ---- same_call_changing_counts -------------------------------------------------------
+
+/// The stuck shape of a held-out real run: the same edit applied 20 times, each reported
+/// as a success, the file one line longer each time; the answers differ only in counts and
+/// line numbers. Warned at the 4th application, blocked at the 6th (five calls after the
+/// first), in every form the edit takes.
+#[test]
+fn the_same_edit_applied_again_and_again_is_stopped_by_the_sixth() {
+    let snippet = |i: usize| {
+        format!(
+            "The file /repo/app/settings.py has been edited. Here's the result of running `cat -n` on a snippet of /repo/app/settings.py:\n    {}\timport os\n    {}\timport os\n    {}\tDEBUG = False\nThe file now has {} lines. Review the changes and make sure they are as expected.",
+            12 + i,
+            13 + i,
+            14 + i,
+            210 + i
+        )
+    };
+    let insert: Vec<Step> = (0..20)
+        .map(|i| {
+            ok(
+                "str_replace_editor",
+                serde_json::json!({ "command": "insert", "path": "/repo/app/settings.py", "insert_line": 12, "new_str": "import os" }),
+                &snippet(i),
+            )
+        })
+        .collect();
+    let seen = replay(&strict(), &insert);
+    assert_eq!(
+        seen.first_block,
+        Some((6, Detector::ChangingCountsSameCall)),
+        "{seen:?}"
+    );
+    assert_eq!(seen.first_warn, Some((4, Detector::ChangingCountsSameCall)));
+    // The same append through the shell, answered by the new line count.
+    let append: Vec<Step> = (0..20)
+        .map(|i| {
+            ok(
+                "bash",
+                sh("echo 'from .base import *' >> app/settings.py && wc -l app/settings.py"),
+                &format!("{} app/settings.py", 210 + i),
+            )
+        })
+        .collect();
+    assert_eq!(
+        strict_block(&append),
+        Some((6, Detector::ChangingCountsSameCall))
+    );
+    // An in-place insert, answered by how many copies there are now; mini-swe-agent's
+    // observation shape.
+    let sed: Vec<Step> = (0..20)
+        .map(|i| {
+            ok(
+                "bash",
+                sh("cd /repo && sed -i '12i import os' app/settings.py && grep -c 'import os' app/settings.py"),
+                &format!("<returncode>0</returncode>\n<output>\n{}\n</output>", i + 1),
+            )
+        })
+        .collect();
+    assert_eq!(
+        strict_block(&sed),
+        Some((6, Detector::ChangingCountsSameCall))
+    );
+    // Claude Code's Edit whose new text holds the old one: every run succeeds and grows
+    // the file.
+    let edit: Vec<Step> = (0..20)
+        .map(|i| {
+            ok(
+                "Edit",
+                serde_json::json!({ "file_path": "/repo/src/db.rs", "old_string": "use crate::meta; // tagged types", "new_string": "use crate::meta; // tagged types // tagged types" }),
+                &format!("The file /repo/src/db.rs has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n    {}\tuse crate::meta; // tagged types // tagged types", 7 + i % 2),
+            )
+        })
+        .collect();
+    assert!(
+        strict_block(&edit).is_some_and(|(n, _)| n <= 8),
+        "{:?}",
+        replay(&strict(), &edit)
+    );
+}
+
+/// Test reruns after each patch: the same command, its counts changing, with an edit in
+/// between every time.
+#[test]
+fn test_reruns_after_each_patch_are_not_changing_counts() {
+    let mut steps = Vec::new();
+    for i in 0..15 {
+        steps.push(ok(
+            "str_replace_editor",
+            serde_json::json!({ "command": "str_replace", "path": "/repo/lib.py", "old_str": format!("x = {i}"), "new_str": format!("x = {}", i + 1) }),
+            &format!("The file /repo/lib.py has been edited. Line {} changed.", 40 + i),
+        ));
+        steps.push(ok(
+            "bash",
+            sh("python -m pytest tests/ -q > /tmp/out.txt; tail -n 1 /tmp/out.txt"),
+            &format!("{} passed, {} failed in 0.{}s", 20 + i, 15 - i, 30 + i),
+        ));
+    }
+    // OpenClaw's own `generic_repeat` warns from the 10th identical rerun (the default
+    // profile's rule, unchanged); no strict detector says a word.
+    assert_no_strict_detection(&replay(&strict(), &steps));
+}
+
+/// Neither a block nor a strict detector's warning (OpenClaw's own warnings may come).
+fn assert_no_strict_detection(seen: &Seen) {
+    assert_eq!(seen.first_block, None, "{seen:?}");
+    for (_, d) in seen.first_warn.iter() {
+        assert!(!Detector::EXTRA.contains(d), "{seen:?}");
+    }
+}
+
+/// Waiting on something that moves by itself: a growing log polled while other calls
+/// progress, `sleep N && tail log` cycles back to back, heartbeat re-reads, and `wc -l`
+/// after appends between writes. Their answers differ only in numbers too, but none of
+/// the calls changes anything itself.
+#[test]
+fn polls_sleep_tail_cycles_heartbeats_and_line_counts_stay_free() {
+    let mut polls = Vec::new();
+    for i in 0..30 {
+        polls.push(ok(
+            "bash",
+            sh("tail -n 1 target/build.log"),
+            &format!("Compiling crate {} of 300 ({}%)", i * 10, i * 3),
+        ));
+        if i % 3 == 2 {
+            polls.push(ok(
+                "Write",
+                serde_json::json!({ "file_path": format!("/repo/docs/part{i}.md"), "content": format!("# Part {i}\n") }),
+                "File created successfully",
+            ));
+        }
+    }
+    assert_no_strict_detection(&replay(&strict(), &polls));
+    // Back to back, nothing in between: the training job moves, the agent waits.
+    let sleeps: Vec<Step> = (0..25)
+        .map(|i| {
+            ok(
+                "bash",
+                sh("sleep 60 && tail -n 2 train.log"),
+                &format!("epoch {i} step {} loss 0.{}", i * 500, 900 - i * 7),
+            )
+        })
+        .collect();
+    assert_no_strict_detection(&replay(&strict(), &sleeps));
+    let beats: Vec<Step> = (0..25)
+        .map(|i| {
+            ok(
+                "heartbeat",
+                serde_json::json!({ "agent": "worker-2" }),
+                &format!("alive; uptime {}s; {} tasks queued", 60 * i, 30 - i),
+            )
+        })
+        .collect();
+    assert_no_strict_detection(&replay(&strict(), &beats));
+    let mut rows = Vec::new();
+    for i in 0..20 {
+        rows.push(ok(
+            "bash",
+            sh(&format!("printf 'row {i},ok\\n' >> data.csv")),
+            "",
+        ));
+        rows.push(ok(
+            "bash",
+            sh("wc -l data.csv"),
+            &format!("{} data.csv", i + 1),
+        ));
+        rows.push(ok(
+            "write",
+            serde_json::json!({ "path": format!("out/report{i}.txt"), "content": format!("rows: {}", i + 1) }),
+            &format!("Successfully wrote {} bytes", 7 + i / 10),
+        ));
+    }
+    assert_no_strict_detection(&replay(&strict(), &rows));
+}
+
+/// The peers' not-stuck scenarios whose answers change only in numbers: Roo Code's page
+/// scrolled down, OpenHands' `ls` listing a new file each time. No call changes anything,
+/// so `same_call_changing_counts` never even warns.
+#[test]
+fn peers_not_stuck_scenarios_with_counting_answers_are_never_changing_counts() {
+    let scrolling: Vec<Step> = (0..15)
+        .map(|i| {
+            ok(
+                "browser_action",
+                serde_json::json!({ "action": "scroll_down" }),
+                &format!("viewport at {}px: section {i}", i * 600),
+            )
+        })
+        .collect();
+    let listing: Vec<Step> = (0..10)
+        .map(|i| ok("execute_bash", sh("ls"), &format!("file{i}.txt")))
+        .collect();
+    for steps in [scrolling, listing] {
+        let seen = replay(&strict(), &steps);
+        for (_, d) in seen.first_warn.iter().chain(seen.first_block.iter()) {
+            assert_ne!(*d, Detector::ChangingCountsSameCall, "{seen:?}");
+        }
+        assert_eq!(seen.first_block, None);
+    }
+}
+
+/// The counts hash is saved with the session (JSON and binary): a restored session goes on
+/// counting the same streak, and a state saved without it still loads.
+#[test]
+fn counts_survive_export_and_import() {
+    let p = strict();
+    let args = v(&sh("echo x >> a.txt && wc -l a.txt").to_string());
+    let mut s = Session::new("t");
+    for i in 0..4 {
+        let call = Call::new("bash", &args).run("r");
+        let _ = s.before_call(&p, &call);
+        let _ = s.after_call(&p, &call, Outcome::Result(&text(&format!("{i} a.txt"))));
+    }
+    let json = s.export_state();
+    assert!(String::from_utf8_lossy(&json).contains("\"counts\""));
+    for bytes in [json.clone(), s.export_state_binary()] {
+        let mut restored = Session::import_state(&bytes, "t").unwrap();
+        assert_eq!(restored.ledger(), s.ledger());
+        let call = Call::new("bash", &args).run("r");
+        let _ = restored.before_call(&p, &call);
+        let _ = restored.after_call(&p, &call, Outcome::Result(&text("4 a.txt")));
+        let d = restored.before_call(&p, &Call::new("bash", &args).run("r"));
+        assert!(d.is_block(), "{:?}", d.detection());
+        assert_eq!(
+            d.detection().map(|d| d.detector),
+            Some(Detector::ChangingCountsSameCall)
+        );
+    }
+    let old = String::from_utf8(json).unwrap();
+    let old: serde_json::Value = serde_json::from_str(&old).unwrap();
+    let mut old = old;
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(o) => {
+                o.remove("counts");
+                o.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut old);
+    let restored = Session::import_state(old.to_string().as_bytes(), "t").unwrap();
+    assert!(restored
+        .ledger()
+        .entries()
+        .iter()
+        .all(|e| e.sketch.as_ref().is_some_and(|s| s.counts == 0)));
+}
+
 /// A sketch's numbers and write target are saved with the session (JSON and binary), so a
 /// restored session still sees a batch of writes as progress; a state saved without them
 /// (an earlier version) still loads.
@@ -620,4 +869,32 @@ fn the_new_detectors_switch_on_alone_and_off_from_the_config() {
     assert_eq!(seen.first_block, None);
     assert!(!warn_only.extra.unrunnable_commands.enabled);
     assert_eq!(warn_only.extra.error_cascade.block_at, 12);
+    let counts = load(
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{detectors:{changingCountsSameCall:{enabled:true,warnAt:2,blockAt:4}}}}"#,
+    );
+    assert!(counts.extra.changing_counts.enabled && !counts.extra.near_repeat.enabled);
+    let appends: Vec<Step> = (0..8)
+        .map(|i| {
+            ok(
+                "bash",
+                sh("echo x >> a.txt && wc -l a.txt"),
+                &format!("{i} a.txt"),
+            )
+        })
+        .collect();
+    let seen = replay(&counts, &appends);
+    assert_eq!(seen.first_warn, Some((3, Detector::ChangingCountsSameCall)));
+    assert_eq!(
+        seen.first_block,
+        Some((5, Detector::ChangingCountsSameCall))
+    );
+    assert_eq!(replay(&default, &appends), Seen::default());
+    let off = load(
+        r#"{tools:{loopDetection:{enabled:true}},loopguard:{profile:"strict",detectors:{changingCountsSameCall:false}}}"#,
+    );
+    assert!(!off.extra.changing_counts.enabled);
+    let seen = replay(&off, &appends);
+    for (_, d) in seen.first_warn.iter().chain(seen.first_block.iter()) {
+        assert_ne!(*d, Detector::ChangingCountsSameCall, "{seen:?}");
+    }
 }

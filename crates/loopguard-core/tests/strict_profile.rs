@@ -172,6 +172,110 @@ fn error_despite_changing_args_warns_at_4_variants_blocks_at_8() {
     );
 }
 
+/// A tool result with one text part, as tools answer.
+fn text_result(text: &str) -> Value<'static> {
+    v(&serde_json::json!({ "content": [{ "type": "text", "text": text }] }).to_string())
+}
+
+/// `n` runs of one append, the file one line longer each time (the answer: its new line
+/// count), then the verdict of the next run.
+fn counts_verdict(p: &Policy, n: usize) -> Option<(Detector, Level, u64)> {
+    let mut s = Session::new("t");
+    let args = v(r#"{"command":"echo 'import os' >> app.py && wc -l app.py"}"#);
+    for i in 0..n {
+        let call = Call::new("bash", &args);
+        let _ = s.before_call(p, &call);
+        let out = text_result(&format!("{} app.py", 40 + i));
+        let _ = s.after_call(p, &call, Outcome::Result(&out));
+    }
+    detector(&s.before_call(p, &Call::new("bash", &args)).verdict)
+}
+
+#[test]
+fn same_call_changing_counts_warns_at_3_blocks_at_5() {
+    let p = only("changingCountsSameCall", "");
+    let d = Detector::ChangingCountsSameCall;
+    assert_eq!(counts_verdict(&p, 1), None);
+    assert_eq!(counts_verdict(&p, 2), None);
+    assert_eq!(counts_verdict(&p, 3), Some((d, Level::Warning, 3)));
+    assert_eq!(counts_verdict(&p, 4), Some((d, Level::Warning, 4)));
+    assert_eq!(counts_verdict(&p, 5), Some((d, Level::Critical, 5)));
+    assert_eq!(counts_verdict(&p, 6), Some((d, Level::Critical, 6)));
+    // `blockAt: 0`: warning only; other numbers are read.
+    let warn_only = only("changingCountsSameCall", ",blockAt:0");
+    // (From the 10th identical call OpenClaw's `generic_repeat` warns, and its warning is
+    // named first.)
+    assert_eq!(counts_verdict(&warn_only, 9), Some((d, Level::Warning, 9)));
+    let late = only("changingCountsSameCall", ",warnAt:5,blockAt:9");
+    assert_eq!(counts_verdict(&late, 4), None);
+    assert_eq!(counts_verdict(&late, 8), Some((d, Level::Warning, 8)));
+    assert_eq!(counts_verdict(&late, 9), Some((d, Level::Critical, 9)));
+    // Off unless switched on in the openclaw profile; on in strict.
+    assert_eq!(counts_verdict(&Policy::enabled(), 9), None);
+    assert_eq!(counts_verdict(&strict(), 5), Some((d, Level::Critical, 5)));
+}
+
+#[test]
+fn same_call_changing_counts_needs_a_mutating_call_a_success_and_numbers_only() {
+    let p = only("changingCountsSameCall", "");
+    let run = |tool: &str, args: &str, outs: &dyn Fn(usize) -> (String, bool)| {
+        let mut s = Session::new("t");
+        let args = v(args);
+        for i in 0..8 {
+            let call = Call::new(tool, &args);
+            let _ = s.before_call(&p, &call);
+            let (text, failed) = outs(i);
+            let (err, out) = (Value::from(text.clone()), text_result(&text));
+            let o = if failed {
+                Outcome::Error(&err)
+            } else {
+                Outcome::Result(&out)
+            };
+            let _ = s.after_call(&p, &call, o);
+        }
+        detector(&s.before_call(&p, &Call::new(tool, &args)).verdict)
+    };
+    let append = r#"{"command":"echo x >> log.txt && wc -l log.txt"}"#;
+    // A read whose answer counts up (a growing log re-read) is not counted.
+    assert_eq!(
+        run("bash", r#"{"command":"wc -l log.txt"}"#, &|i| (
+            format!("{i} log.txt"),
+            false
+        )),
+        None
+    );
+    // Failures are not successes.
+    assert_eq!(
+        run("bash", append, &|i| (format!("error {i}: disk full"), true)),
+        None
+    );
+    // Answers that differ in more than numbers are not counts.
+    let words = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    assert_eq!(
+        run("bash", append, &|i| (format!("{} {i}", words[i]), false)),
+        None
+    );
+    // The same answer every time is the outcome streak's, not this detector's.
+    assert_eq!(run("bash", append, &|_| ("".to_string(), false)), None);
+    // A write tool (content key and target) is counted like an append.
+    assert_eq!(
+        run(
+            "str_replace_editor",
+            r#"{"command":"insert","path":"/repo/a.py","insert_line":3,"new_str":"import os"}"#,
+            &|i| (
+                format!(
+                    "The file /repo/a.py has been edited; it now has {} lines.",
+                    90 + i
+                ),
+                false
+            ),
+        ),
+        Some((Detector::ChangingCountsSameCall, Level::Critical, 8))
+    );
+}
+
 #[test]
 fn different_errors_for_different_args_are_not_one_error() {
     let p = only("errorDespiteChangingArgs", "");

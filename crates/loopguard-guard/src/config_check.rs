@@ -606,6 +606,11 @@ fn describe_loopguard(
         show(&extra.unrunnable_commands, &at(&extra.unrunnable_commands)),
         show(&extra.error_cascade, &at(&extra.error_cascade)),
     );
+    let _ = writeln!(
+        out,
+        "    changingCountsSameCall={}",
+        show(&extra.changing_counts, &at(&extra.changing_counts)),
+    );
     let _ = writeln!(out, "    countVetoes={}", extra.count_vetoes);
 }
 

@@ -9,7 +9,10 @@
 //!
 //! With [`Labels`] (one `file,verdict,loop-start` line per run) it also measures what
 //! matters: stuck runs stopped and how many calls after the loop's start (the median and
-//! the latest), and healthy or self-recovering runs stopped (false stops). Labels that
+//! the latest), and healthy or self-recovering runs stopped (false stops); and it splits
+//! what the stops cut off ([`StopEffect`]) into the calls and tokens **saved** on stuck
+//! runs (from the loop's start on) and those **lost** on runs that were working (healthy
+//! or self-recovering runs, and a stuck run stopped before its loop began). Labels that
 //! name the run's model family and agent (optional 4th and 5th fields) add the same
 //! measures per agent and model family.
 //!
@@ -227,11 +230,73 @@ pub struct RunQuality {
 }
 
 impl RunQuality {
-    /// Calls and tokens a stop at call `at` saves: that call and every later one.
+    /// Calls and tokens a stop at call `at` cuts off: that call and every later one.
     pub fn saved(&self, at: u64) -> (u64, u64) {
-        let from = usize::try_from(at.saturating_sub(1)).unwrap_or(usize::MAX);
-        let tokens = self.tokens.iter().skip(from).sum();
-        (self.calls.saturating_sub(at.saturating_sub(1)), tokens)
+        self.between(at, u64::MAX)
+    }
+
+    /// Calls and tokens from call `from` up to (not including) call `to`, 1-based.
+    fn between(&self, from: u64, to: u64) -> (u64, u64) {
+        let to = to.min(self.calls.saturating_add(1));
+        if from >= to {
+            return (0, 0);
+        }
+        let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
+        let take = usize::try_from(to - from.max(1)).unwrap_or(usize::MAX);
+        let tokens = self.tokens.iter().skip(skip).take(take).sum();
+        (to - from.max(1), tokens)
+    }
+
+    /// What a stop at call `at` does to a labelled run: the calls and tokens it **saves**
+    /// (a stuck run's calls from its loop's start on, the stop's call included) and the
+    /// calls and tokens it **loses** (all of a healthy or self-recovering run's calls from
+    /// the stop on; a stuck run's calls between a stop before its loop and the loop's
+    /// start, work it was still doing).
+    pub fn stop_effect(&self, at: u64, label: &Label) -> StopEffect {
+        if label.verdict != Verdict::Stuck {
+            let (lost_calls, lost_tokens) = self.saved(at);
+            return StopEffect {
+                lost_calls,
+                lost_tokens,
+                ..StopEffect::default()
+            };
+        }
+        let start = label.loop_start.unwrap_or(1);
+        let (saved_calls, saved_tokens) = self.saved(at.max(start));
+        let (lost_calls, lost_tokens) = self.between(at, start);
+        StopEffect {
+            saved_calls,
+            saved_tokens,
+            lost_calls,
+            lost_tokens,
+        }
+    }
+}
+
+/// Calls and tokens a stop saves on stuck runs and loses on runs that were working
+/// ([`RunQuality::stop_effect`]); sums over runs with `+`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StopEffect {
+    /// Calls of stuck runs' loops that the stop cut off.
+    pub saved_calls: u64,
+    /// Their tokens.
+    pub saved_tokens: u64,
+    /// Calls of working runs (or of a stuck run before its loop) that the stop cut off.
+    pub lost_calls: u64,
+    /// Their tokens.
+    pub lost_tokens: u64,
+}
+
+impl std::ops::Add for StopEffect {
+    type Output = StopEffect;
+
+    fn add(self, o: StopEffect) -> StopEffect {
+        StopEffect {
+            saved_calls: self.saved_calls + o.saved_calls,
+            saved_tokens: self.saved_tokens + o.saved_tokens,
+            lost_calls: self.lost_calls + o.lost_calls,
+            lost_tokens: self.lost_tokens + o.lost_tokens,
+        }
     }
 }
 
@@ -300,11 +365,22 @@ impl Quality {
             runs.iter().map(|r| r.calls).sum::<u64>()
         );
         let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "| rule | runs warned | runs stopped | first stops (call) | calls saved | tokens saved |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        // Without labels a stop's reach is all that is known: the calls after it, stuck or
+        // not. With labels it splits into what it saves on stuck runs and what it loses on
+        // runs that were working (unlabelled runs in neither).
+        if labels.is_some() {
+            let _ = writeln!(
+                out,
+                "| rule | runs warned | runs stopped | first stops (call) | calls saved on stuck runs | tokens saved on stuck runs | calls lost on working runs | tokens lost on working runs |"
+            );
+            let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+        } else {
+            let _ = writeln!(
+                out,
+                "| rule | runs warned | runs stopped | first stops (call) | calls after the stop | tokens after the stop |"
+            );
+            let _ = writeln!(out, "|---|---|---|---|---|---|");
+        }
         let mut detectors: Vec<Detector> = runs
             .iter()
             .flat_map(|r| r.first_warn.keys().chain(r.first_block.keys()).copied())
@@ -312,10 +388,27 @@ impl Quality {
         detectors.sort();
         detectors.dedup();
         let row = |out: &mut String, name: &str, warn: Vec<u64>, stop: Vec<(usize, u64)>| {
-            let (calls, tokens) = stop.iter().fold((0, 0), |(c, t), (i, at)| {
-                let (dc, dt) = runs[*i].saved(*at);
-                (c + dc, t + dt)
-            });
+            let reach = match labels {
+                Some(labels) => {
+                    let e = stop.iter().fold(StopEffect::default(), |sum, (i, at)| {
+                        let r = &runs[*i];
+                        sum + labels
+                            .find(&r.display)
+                            .map_or_else(StopEffect::default, |l| r.stop_effect(*at, l))
+                    });
+                    format!(
+                        "{} | {} | {} | {}",
+                        e.saved_calls, e.saved_tokens, e.lost_calls, e.lost_tokens
+                    )
+                }
+                None => {
+                    let (calls, tokens) = stop.iter().fold((0, 0), |(c, t), (i, at)| {
+                        let (dc, dt) = runs[*i].saved(*at);
+                        (c + dc, t + dt)
+                    });
+                    format!("{calls} | {tokens}")
+                }
+            };
             let mut at: Vec<String> = stop.iter().map(|(_, a)| a.to_string()).collect();
             if at.len() > 12 {
                 at.truncate(12);
@@ -323,7 +416,7 @@ impl Quality {
             }
             let _ = writeln!(
                 out,
-                "| {name} | {} | {} | {} | {calls} | {tokens} |",
+                "| {name} | {} | {} | {} | {reach} |",
                 warn.len(),
                 stop.len(),
                 if at.is_empty() {
@@ -592,4 +685,69 @@ fn median(sorted: &[u64]) -> Option<String> {
     } else {
         format!("{}.5", (a + b) / 2)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(calls: u64) -> RunQuality {
+        RunQuality {
+            display: "r.json".into(),
+            calls,
+            // Call k costs 10k tokens: each sum names the calls it holds.
+            tokens: (1..=calls).map(|k| 10 * k).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn label(verdict: Verdict, loop_start: Option<u64>) -> Label {
+        Label {
+            file: "r.json".into(),
+            verdict,
+            loop_start,
+            family: None,
+        }
+    }
+
+    #[test]
+    fn a_stop_saves_a_stuck_runs_loop_and_loses_a_working_runs_rest() {
+        let r = run(10);
+        // The stop's call and every later one.
+        assert_eq!(r.saved(8), (3, 80 + 90 + 100));
+        // Stuck from call 5, stopped at 7: calls 7..=10 saved, nothing lost.
+        let stuck = label(Verdict::Stuck, Some(5));
+        assert_eq!(
+            r.stop_effect(7, &stuck),
+            StopEffect {
+                saved_calls: 4,
+                saved_tokens: 70 + 80 + 90 + 100,
+                lost_calls: 0,
+                lost_tokens: 0,
+            }
+        );
+        // Stopped at 3, before its loop: calls 3 and 4 were work, lost; the loop saved.
+        assert_eq!(
+            r.stop_effect(3, &stuck),
+            StopEffect {
+                saved_calls: 6,
+                saved_tokens: 50 + 60 + 70 + 80 + 90 + 100,
+                lost_calls: 2,
+                lost_tokens: 30 + 40,
+            }
+        );
+        // A healthy or self-recovering run: everything from the stop on is lost.
+        for verdict in [Verdict::Healthy, Verdict::SelfRecovering] {
+            assert_eq!(
+                r.stop_effect(9, &label(verdict, None)),
+                StopEffect {
+                    lost_calls: 2,
+                    lost_tokens: 90 + 100,
+                    ..StopEffect::default()
+                }
+            );
+        }
+        // A stop past the last call cuts nothing.
+        assert_eq!(r.stop_effect(11, &stuck), StopEffect::default());
+    }
 }

@@ -97,6 +97,23 @@ fn replay_path(path: &Path, format: Option<&str>, profile: &str) -> Run {
     run
 }
 
+/// The same append run again and again, each a success, the file one line longer each
+/// time (`tests/fixtures/strict/`, a shape none of the calibration runs has): the strict
+/// profile stops its 6th run (`same_call_changing_counts`), five calls after its start;
+/// OpenClaw's profile lets all 12 run.
+#[test]
+fn the_same_edit_applied_again_is_stopped_by_the_strict_profile_end_to_end() {
+    let file = common::fixtures().join("strict/same-edit-again.traj.json");
+    let strict = replay_path(&file, Some("mini-swe-agent"), "strict");
+    assert_eq!(strict.calls, 12);
+    assert_eq!(
+        strict.first_block,
+        Some((6, "same_call_changing_counts".to_string()))
+    );
+    let openclaw = replay_path(&file, Some("mini-swe-agent"), "openclaw");
+    assert_eq!((openclaw.calls, openclaw.first_block), (12, None));
+}
+
 fn summary(profile: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
         .args([

@@ -30,6 +30,7 @@ CallDetector = Literal[
     "empty_search_sweep",
     "unrunnable_commands",
     "error_cascade",
+    "same_call_changing_counts",
 ]
 
 #: What ``OutcomeDecision.detector`` can be: the post-compaction guard.

@@ -116,7 +116,7 @@ impl DetectorProfile {
 }
 
 /// The keys of `loopguard.detectors`, in the order the README lists them.
-pub const EXTRA_DETECTOR_KEYS: [&str; 12] = [
+pub const EXTRA_DETECTOR_KEYS: [&str; 13] = [
     "identicalFailureStreak",
     "identicalOutcomeStreak",
     "errorDespiteChangingArgs",
@@ -129,6 +129,7 @@ pub const EXTRA_DETECTOR_KEYS: [&str; 12] = [
     "emptySearchSweep",
     "unrunnableCommands",
     "errorCascade",
+    "changingCountsSameCall",
 ];
 
 /// One extra detector's block as written: a switch and its numbers (`None` = not set).
@@ -203,6 +204,8 @@ pub struct LoopguardConfig {
     pub unrunnable_commands: Option<ExtraDetectorConfig>,
     /// `detectors.errorCascade`.
     pub error_cascade: Option<ExtraDetectorConfig>,
+    /// `detectors.changingCountsSameCall`.
+    pub changing_counts_same_call: Option<ExtraDetectorConfig>,
     /// `countVetoes`: whether a blocked call counts toward the streak it was blocked for
     /// (strict: `true`).
     pub count_vetoes: Option<bool>,
@@ -295,6 +298,9 @@ pub const DEFAULT_UNRUNNABLE_COMMANDS: (u64, u64) = (2, 4);
 /// Strict default of `errorCascade`: warn after 6 failures in a row across tools, block
 /// after 10.
 pub const DEFAULT_ERROR_CASCADE: (u64, u64) = (6, 10);
+/// Strict default of `changingCountsSameCall`: warn after 3 runs of one changing call whose
+/// answers differ only in numbers, block after 5 (the 6th run).
+pub const DEFAULT_CHANGING_COUNTS: (u64, u64) = (3, 5);
 /// Strict default of `loopAcrossCompactions`: block when the loop resumes after its 2nd
 /// compaction.
 pub const DEFAULT_COMPACTIONS: u64 = 2;
@@ -336,6 +342,8 @@ pub struct ExtraPolicy {
     pub unrunnable_commands: ExtraDetector,
     /// `error_cascade`.
     pub error_cascade: ExtraDetector,
+    /// `same_call_changing_counts`.
+    pub changing_counts: ExtraDetector,
     /// A call blocked in enforce mode counts toward the streak it was blocked for, as if
     /// it had run and got the same answer again (OpenClaw's newest behaviour): a model
     /// retrying a blocked call escalates instead of meeting the same block forever.
@@ -379,14 +387,15 @@ impl ExtraPolicy {
     }
 
     /// `true` when a drift detector (near repeat, cycle, changing error, empty search
-    /// sweep, unrunnable commands) runs: the ledger then keeps normalised sketches of calls
-    /// and outcomes.
+    /// sweep, unrunnable commands, changing counts) runs: the ledger then keeps normalised
+    /// sketches of calls and outcomes.
     pub fn drift(&self) -> bool {
         self.near_repeat.enabled
             || self.cycle.enabled
             || self.changing_error.enabled
             || self.empty_search_sweep.enabled
             || self.unrunnable_commands.enabled
+            || self.changing_counts.enabled
     }
 
     /// The count at which `detector` (one of [`crate::Detector::EXTRA`]) starts warning;
@@ -405,6 +414,7 @@ impl ExtraPolicy {
             D::EmptySearchSweep => self.empty_search_sweep.warn_at,
             D::UnrunnableCommands => self.unrunnable_commands.warn_at,
             D::ErrorCascade => self.error_cascade.warn_at,
+            D::ChangingCountsSameCall => self.changing_counts.warn_at,
             _ => return None,
         })
     }
@@ -475,6 +485,10 @@ impl LoopguardConfig {
             empty_search_sweep: m(&g.empty_search_sweep, &a.empty_search_sweep),
             unrunnable_commands: m(&g.unrunnable_commands, &a.unrunnable_commands),
             error_cascade: m(&g.error_cascade, &a.error_cascade),
+            changing_counts_same_call: m(
+                &g.changing_counts_same_call,
+                &a.changing_counts_same_call,
+            ),
             count_vetoes: a.count_vetoes.or(g.count_vetoes),
             on_critical: a.on_critical.or(g.on_critical),
             budgets: super::Budgets::merge(g.budgets.as_ref(), a.budgets.as_ref()),
@@ -554,6 +568,7 @@ impl LoopguardConfig {
             empty_search_sweep: thresholds(&self.empty_search_sweep, DEFAULT_EMPTY_SEARCH_SWEEP),
             unrunnable_commands: thresholds(&self.unrunnable_commands, DEFAULT_UNRUNNABLE_COMMANDS),
             error_cascade: thresholds(&self.error_cascade, DEFAULT_ERROR_CASCADE),
+            changing_counts: thresholds(&self.changing_counts_same_call, DEFAULT_CHANGING_COUNTS),
             count_vetoes: self
                 .count_vetoes
                 .unwrap_or(profile == DetectorProfile::Strict),
@@ -575,6 +590,7 @@ impl LoopguardConfig {
             "emptySearchSweep" => &mut self.empty_search_sweep,
             "unrunnableCommands" => &mut self.unrunnable_commands,
             "errorCascade" => &mut self.error_cascade,
+            "changingCountsSameCall" => &mut self.changing_counts_same_call,
             _ => return None,
         })
     }
@@ -606,6 +622,7 @@ pub(crate) fn extra_default(key: &str, field: &str) -> f64 {
         "emptySearchSweep" => DEFAULT_EMPTY_SEARCH_SWEEP,
         "unrunnableCommands" => DEFAULT_UNRUNNABLE_COMMANDS,
         "errorCascade" => DEFAULT_ERROR_CASCADE,
+        "changingCountsSameCall" => DEFAULT_CHANGING_COUNTS,
         _ => (0, DEFAULT_COMPACTIONS),
     };
     match field {

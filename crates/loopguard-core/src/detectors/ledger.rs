@@ -328,6 +328,7 @@ impl Ledger {
                     | super::sketch::VETOED,
                 args,
                 outcome: s.outcome,
+                counts: s.counts,
             })
         });
         let o = NewOutcome {

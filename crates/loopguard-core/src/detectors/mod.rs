@@ -16,18 +16,20 @@
 //! consults them in this order, and a critical from either side wins over a warning:
 //! [`failure_streak`], [`outcome_streak`], [`error_changing_args`],
 //! [`loop_across_compactions`], [`changing_error`], [`near_repeat`], [`no_progress_cycle`],
-//! [`argument_churn`], [`empty_search_sweep`], [`unrunnable_commands`], [`error_cascade`];
-//! the session applies [`second_critical`] to every critical. The drift
+//! [`argument_churn`], [`empty_search_sweep`], [`unrunnable_commands`], [`error_cascade`],
+//! [`changing_counts`]; the session applies [`second_critical`] to every critical. The drift
 //! detectors work over normalised [`sketch`]es of calls and outcomes kept in the ledger:
 //! [`near_repeat`] (near-identical calls, output-only confirmations), [`no_progress_cycle`]
-//! (cycles of 2-4 calls) and [`changing_error`] (the same call failing differently each
-//! time).
+//! (cycles of 2-4 calls), [`changing_error`] (the same call failing differently each
+//! time) and [`changing_counts`] (the same change applied again, its answers differing only
+//! in numbers).
 //!
 //! The user's table of every rule, with its strict thresholds, is `docs/detectors.md`;
 //! `tests/detectors_doc.rs` checks it against the order of the `check` calls here, against
 //! [`Detector`] and against `ExtraPolicy::strict()`.
 
 pub mod argument_churn;
+pub mod changing_counts;
 pub mod changing_error;
 pub mod empty_search_sweep;
 pub mod error_cascade;
@@ -114,6 +116,9 @@ pub enum Detector {
     UnrunnableCommands,
     /// Strict profile: failures in a row across different tools.
     ErrorCascade,
+    /// Strict profile: the same call changing something, succeeding in a row with answers
+    /// that differ only in their numbers (the same line added again each time).
+    ChangingCountsSameCall,
     /// Not a detector of the engine: a cap of `loopguard.budgets` reached (a warning at
     /// 80%, a refusal at 100%), decided by the guard layer (`loopguard-guard`), which keeps
     /// the counts.
@@ -142,6 +147,7 @@ impl Detector {
             Detector::EmptySearchSweep => "empty_search_sweep",
             Detector::UnrunnableCommands => "unrunnable_commands",
             Detector::ErrorCascade => "error_cascade",
+            Detector::ChangingCountsSameCall => "same_call_changing_counts",
             Detector::Budget => "budget",
         }
     }
@@ -159,7 +165,7 @@ impl Detector {
     /// loopguard's extra detectors (the `strict` profile). Not their priority order, which is
     /// `detect_extra`'s (the table of `docs/detectors.md`), but the order the OpenAPI
     /// document and the Python package list their names in.
-    pub const EXTRA: [Detector; 12] = [
+    pub const EXTRA: [Detector; 13] = [
         Detector::IdenticalFailureStreak,
         Detector::IdenticalOutcomeStreak,
         Detector::ErrorDespiteChangingArgs,
@@ -172,6 +178,7 @@ impl Detector {
         Detector::EmptySearchSweep,
         Detector::UnrunnableCommands,
         Detector::ErrorCascade,
+        Detector::ChangingCountsSameCall,
     ];
 
     /// Parses a name written by [`Detector::as_str`].
@@ -447,6 +454,10 @@ pub(crate) fn detect_extra(
         error_cascade::check(tail.clone(), tool, cfg)
     } else {
         None
+    });
+    consider!(extra.changing_counts, |cfg| match drift.as_ref() {
+        Some(drift) => changing_counts::check(tail.clone(), tool, args, drift, &args_hash, cfg),
+        None => None,
     });
     if base.is_some() {
         return base;

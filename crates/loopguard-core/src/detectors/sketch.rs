@@ -171,6 +171,11 @@ pub const SHELL_ERROR: u8 = 32;
 /// Flag: a short outcome saying nothing was found (`No matches found`, `No files found`,
 /// `0 results`, …): a search tool's way of answering empty.
 pub const NO_MATCH: u8 = 64;
+/// Flag: the call changes something in a way that adds up when it is made again: a write
+/// (its arguments hold a content key and a target, [`ArgsSketch::target`]), or a shell
+/// command that appends (`>>`, `tee -a`), edits in place (`sed -i`, `perl -i`) or applies
+/// a patch (`patch`, `git apply`). See [`is_mutating_command`].
+pub const MUTATES: u8 = 128;
 
 /// The normalised arguments of a call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -179,7 +184,8 @@ pub struct ArgsSketch {
     pub shape: u64,
     /// Sorted, de-duplicated hashes of the tokens (at most 256).
     pub tokens: Vec<u32>,
-    /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]).
+    /// Bit 1: output-only confirmation; bit 2: a poll (see [`is_echo_only`], [`is_wait_call`]);
+    /// [`SEARCH`]; [`MUTATES`].
     pub flags: u8,
     /// Hash of the numbers the arguments hold, in order (the digit runs the shape writes as
     /// `#`): two calls of one shape whose numbers differ count *up* (`ls 3` after `ls 2`,
@@ -209,6 +215,11 @@ pub struct Sketch {
     pub outcome: u64,
     /// The argument flags plus bit 4: the outcome was empty.
     pub flags: u8,
+    /// For a call that [mutates](MUTATES), the hash of its outcome normalised as
+    /// [`Sketch::outcome`] with **every** number masked (counts, counters, line numbers):
+    /// two answers with the same `counts` differ at most in their numbers. 0 for any other
+    /// call, and in sketches saved by earlier versions (never equal to a real one).
+    pub counts: u64,
 }
 
 impl Sketch {
@@ -227,6 +238,10 @@ impl Sketch {
     /// Whether the call was blocked, its outcome copied from the one it repeats.
     pub fn vetoed(&self) -> bool {
         self.flags & VETOED != 0
+    }
+    /// Whether the call changes something that adds up when it is made again ([`MUTATES`]).
+    pub fn mutates(&self) -> bool {
+        self.flags & MUTATES != 0
     }
     /// Whether the call was a search or listing ([`SEARCH`]).
     pub fn search(&self) -> bool {
@@ -734,6 +749,9 @@ pub(crate) fn args_sketch_reusing(
     if is_search_call(tool, args) {
         flags |= SEARCH;
     }
+    if target != 0 || shell_command(args).is_some_and(is_mutating_command) {
+        flags |= MUTATES;
+    }
     (
         ArgsSketch {
             shape,
@@ -809,6 +827,117 @@ pub fn is_search_call(tool: &[u8], args: &Value<'_>) -> bool {
         return trim_start(&rest[word_end..]).starts_with(b"grep");
     }
     SEARCH_PROGRAMS.contains(&word)
+}
+
+/// Whether a shell command changes something in a way that adds up when it is run again
+/// ([`MUTATES`]): an append (`>>`, not to `/dev/null`; `tee -a`), an in-place edit (`sed -i`,
+/// `perl -i`/`-pi`, `--in-place`) or a patch (`patch`, `git apply`, `git am`), in any
+/// statement (split at newlines, `;`, `&&`, `||`, `|`), outside quotes. A `>` that truncates
+/// is not counted: writing the same text again leaves the same file.
+pub fn is_mutating_command(command: &[u8]) -> bool {
+    // Most commands hold none of the signs: a few searches say so.
+    let has = |w: &[u8]| memchr::memmem::find(command, w).is_some();
+    if memchr::memchr(b'>', command).is_none()
+        && !has(b"sed")
+        && !has(b"perl")
+        && !has(b"tee")
+        && !has(b"patch")
+        && !has(b"git")
+    {
+        return false;
+    }
+    let b = command;
+    let mut words: Vec<&[u8]> = Vec::new();
+    let (mut single, mut double) = (false, false);
+    let mut start: Option<usize> = None;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if single {
+            single = c != b'\'';
+            i += 1;
+            continue;
+        }
+        if double {
+            if c == b'\\' {
+                i += 2;
+                continue;
+            }
+            double = c != b'"';
+            i += 1;
+            continue;
+        }
+        let separator = matches!(
+            c,
+            b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'>'
+        );
+        if separator {
+            if let Some(s) = start.take() {
+                words.push(&b[s..i]);
+            }
+        }
+        match c {
+            b'\'' => {
+                single = true;
+                start.get_or_insert(i);
+            }
+            b'"' => {
+                double = true;
+                start.get_or_insert(i);
+            }
+            b'>' if b.get(i + 1) == Some(&b'>') => {
+                let rest = trim_start(&b[i + 2..]);
+                if !rest.starts_with(b"/dev/null") {
+                    return true;
+                }
+                i += 1;
+            }
+            b'\n' | b';' | b'&' | b'|' | b'(' | b')' => {
+                if statement_mutates(&words) {
+                    return true;
+                }
+                words.clear();
+            }
+            _ if separator => {}
+            _ => {
+                start.get_or_insert(i);
+            }
+        }
+        i += 1;
+    }
+    if let Some(s) = start {
+        words.push(&b[s..]);
+    }
+    statement_mutates(&words)
+}
+
+/// [`is_mutating_command`] for one statement's words.
+fn statement_mutates(words: &[&[u8]]) -> bool {
+    let mut it = words
+        .iter()
+        .copied()
+        .skip_while(|w| w.contains(&b'=') || *w == b"sudo" || *w == b"env");
+    let Some(program) = it.next() else {
+        return false;
+    };
+    let program = program.rsplit(|&c| c == b'/').next().unwrap_or(program);
+    // A cluster of short options (`-i`, `-pi`, `-i.bak`, `-Ei`) holding `letter`.
+    let short = |w: &[u8], letter: u8| {
+        w.len() >= 2
+            && w[0] == b'-'
+            && w[1] != b'-'
+            && !matches!(w[1], b'I' | b'M' | b'm')
+            && w[1..].split(|&c| c == b'.').next().is_some_and(|f| {
+                f.len() <= 4 && f.iter().all(u8::is_ascii_alphabetic) && f.contains(&letter)
+            })
+    };
+    match program {
+        b"sed" | b"perl" => it.any(|w| short(w, b'i') || w.starts_with(b"--in-place")),
+        b"tee" => it.any(|w| short(w, b'a') || w == b"--append"),
+        b"patch" => true,
+        b"git" => it.next().is_some_and(|w| w == b"apply" || w == b"am"),
+        _ => false,
+    }
 }
 
 fn trim_start(b: &[u8]) -> &[u8] {
@@ -901,10 +1030,20 @@ pub(crate) struct Echoed {
     len: u8,
     /// Every number, once there are more than [`Echoed::FEW`].
     many: Option<Box<[u64; 63]>>,
+    /// Every number counts as echoed: all are masked ([`Sketch::counts`]).
+    all: bool,
 }
 
 impl Echoed {
     const FEW: usize = 15;
+
+    /// Every number masked, whatever the call holds ([`Sketch::counts`]).
+    const ALL: Echoed = Echoed {
+        few: [0; Echoed::FEW],
+        len: 0,
+        many: None,
+        all: true,
+    };
 
     /// No numbers.
     pub(crate) fn none() -> Echoed {
@@ -961,6 +1100,9 @@ impl Echoed {
     /// the arguments.
     #[inline]
     fn has_number(&self, digits: u64, x: u64) -> bool {
+        if self.all {
+            return true;
+        }
         let key = (digits * 1000 + x) as u16;
         match &self.many {
             Some(bits) => bits[usize::from(key) / 64] & (1 << (key % 64)) != 0,
@@ -1478,10 +1620,24 @@ pub fn sketch(
             h.normalized(&text[tail_start..], echoed);
         }
     }
+    // Only a call that adds something up each time needs its answer with every number
+    // masked (`same_call_changing_counts`): the cost stays off reads, searches and polls.
+    let counts = if args.flags & MUTATES != 0 && !failed {
+        let mut c = OutHash::new(0x43);
+        if text.len() > MAX_NORMALISED || text.is_empty() {
+            c.bytes(&result.digest);
+        } else {
+            c.normalized(text, &Echoed::ALL);
+        }
+        c.finish() | 1
+    } else {
+        0
+    };
     Sketch {
         args,
         outcome: h.finish(),
         flags,
+        counts,
     }
 }
 
@@ -1999,5 +2155,68 @@ mod tests {
             normalize_outcome_("at 12:04:55 pid 48811"),
             normalize_outcome_("at 12:05:02 pid 48930")
         );
+    }
+
+    #[test]
+    fn mutating_commands_append_edit_in_place_or_patch() {
+        for yes in [
+            &b"echo 'import os' >> app.py && wc -l app.py"[..],
+            b"cd /repo && sed -i '5i import os' app.py && grep -c 'import os' app.py",
+            b"sed -Ei.bak 's/a/a\\nb/' x.py",
+            b"perl -pi -e 's/x/y/' a.txt",
+            b"printf 'row\\n' | tee -a data.csv",
+            b"git apply fix.diff",
+            b"patch -p1 < fix.diff",
+            b"cat >> notes.md <<'EOF'\nmore\nEOF",
+        ] {
+            assert!(is_mutating_command(yes), "{}", String::from_utf8_lossy(yes));
+        }
+        for no in [
+            &b"sed -n '1,20p' app.py"[..],
+            b"sleep 5 && tail -n 20 build.log",
+            b"echo 'a >> b'",
+            b"wc -l data.csv",
+            b"python run.py > out.txt 2>&1",
+            b"make 2>> /dev/null",
+            b"perl -ne 'print if /x/i' a.txt",
+            b"git status",
+            b"ls -la",
+        ] {
+            assert!(!is_mutating_command(no), "{}", String::from_utf8_lossy(no));
+        }
+    }
+
+    #[test]
+    fn counts_mask_every_number_of_a_mutating_call_only() {
+        let hash = ResultHash {
+            is_error: false,
+            digest: [0; 32],
+        };
+        let text = |t: &str| {
+            Value::parse(format!(r#"{{"content":[{{"type":"text","text":{t:?}}}]}}"#).as_bytes())
+                .unwrap()
+                .into_owned()
+        };
+        let args = Value::parse(br#"{"command":"echo x >> a.py && wc -l a.py"}"#).unwrap();
+        let (a, echoed) = args_sketch_and_numbers(b"bash", &args);
+        assert!(a.flags & MUTATES != 0);
+        let one = sketch(a.clone(), &echoed, Outcome::Result(&text("12 a.py")), &hash);
+        let two = sketch(a.clone(), &echoed, Outcome::Result(&text("13 a.py")), &hash);
+        let other = sketch(a, &echoed, Outcome::Result(&text("13 b.py")), &hash);
+        assert_ne!(one.outcome, two.outcome);
+        assert_eq!(one.counts, two.counts);
+        assert_ne!(one.counts, 0);
+        assert_ne!(two.counts, other.counts);
+        // A read gets no counts hash at all (no cost off writes).
+        let read = Value::parse(br#"{"command":"wc -l a.py"}"#).unwrap();
+        let (r, echoed) = args_sketch_and_numbers(b"bash", &read);
+        assert_eq!(r.flags & MUTATES, 0);
+        assert_eq!(
+            sketch(r, &echoed, Outcome::Result(&text("12 a.py")), &hash).counts,
+            0
+        );
+        // A write tool is a mutating call by its content key and target.
+        let write = Value::parse(br#"{"path":"a.py","new_str":"import os"}"#).unwrap();
+        assert!(args_sketch(b"str_replace_editor", &write).flags & MUTATES != 0);
     }
 }
