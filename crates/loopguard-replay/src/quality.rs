@@ -707,6 +707,7 @@ mod tests {
             verdict,
             loop_start,
             family: None,
+            agent: None,
         }
     }
 
