@@ -176,6 +176,10 @@ pub struct Answer {
     /// What the event was logged as (a `PostToolBatch` logs a row per call it fills in):
     /// for a server's decision metrics. Not part of any answer.
     pub logged: Vec<loopguard_guard::LogRow>,
+    /// The loop history's steps of the event's decisions with a finding (the alerts'
+    /// input: the front end folds them into its store's loop records). Not part of any
+    /// answer.
+    pub loops: Vec<loopguard_guard::LoopStep>,
 }
 
 impl Answer {

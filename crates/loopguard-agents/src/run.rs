@@ -32,6 +32,9 @@ pub struct AgentReply {
     /// What the event was logged as (a Claude Code `PostToolBatch` logs a row per call it
     /// fills in): for a server's decision metrics. Not part of the answer.
     pub logged: Vec<LogRow>,
+    /// The loop history's steps of the event's decisions with a finding (what a front end
+    /// folds into its loop records to send one alert per loop). Not part of the answer.
+    pub loops: Vec<loopguard_guard::LoopStep>,
 }
 
 impl AgentReply {
@@ -229,9 +232,11 @@ pub fn answer_event(
         }
     }
     let logged = std::mem::take(&mut answer.logged);
+    let loops = std::mem::take(&mut answer.loops);
     let shown = in_agents_words(answer, ev);
     let mut reply = AgentReply::from_rendered(protocol.render(ev, &shown));
     reply.logged = logged;
+    reply.loops = loops;
     Ok(reply)
 }
 
@@ -249,6 +254,7 @@ fn in_agents_words(answer: Answer, ev: &AgentEvent<'_>) -> Answer {
         stop: rename(answer.stop),
         notice: rename(answer.notice),
         logged: answer.logged,
+        loops: answer.loops,
     }
 }
 

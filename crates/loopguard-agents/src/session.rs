@@ -132,6 +132,7 @@ fn apply_to(
 ) -> Result<Answer, GuardError> {
     let ctx = Ctx {
         guard,
+        tenant,
         mode: guard.applier().mode,
         agent,
         now,
@@ -192,6 +193,7 @@ pub const PERMISSION_MODE: &str = "permission_mode";
 
 struct Ctx<'c> {
     guard: &'c Guard,
+    tenant: Option<&'c str>,
     mode: Mode,
     agent: Option<&'c str>,
     now: u64,
@@ -297,7 +299,8 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
     let event = to_event(ev, &run, ctx);
     let policy = ctx.guard.policy(event.agent.as_ref());
     let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
-    let answer = answer(entry, &d, &run, ctx);
+    let mut answer = answer(entry, &d, &run, ctx);
+    answer.loops.extend(loop_step(&d, ctx));
     if let Some(row) = entry.recent.back_mut() {
         // The log speaks the hook's event names.
         row.event = name.to_string();
@@ -318,6 +321,7 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
 fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ctx<'_>) -> Answer {
     let name = ev.log_name();
     let (mut recorded, mut skipped) = (0, 0);
+    let mut loops = Vec::new();
     for (tool, response) in &ev.batch {
         let Some(response) = response else {
             skipped += 1;
@@ -341,7 +345,8 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
         };
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
-        let answer = answer(entry, &d, run, ctx);
+        let mut answer = answer(entry, &d, run, ctx);
+        loops.extend(loop_step(&d, ctx));
         if let Some(row) = entry.recent.back_mut() {
             row.event = name.to_string();
         }
@@ -350,12 +355,25 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             if let Some(row) = entry.recent.back_mut() {
                 row.message = entry.aborted.as_ref().map(|a| a.message.clone());
             }
+            answer.loops = loops;
             return answer;
         }
     }
     let decision = LogDecision::Batch { recorded, skipped };
     log_hook_event(entry, ctx, hook_row(name, run, None, decision));
-    Answer::default()
+    Answer {
+        loops,
+        ..Answer::default()
+    }
+}
+
+/// The loop history's step of a decision with a finding: what the front end folds into
+/// its loop records, keyed as `serve` keys them, to send one alert per loop.
+fn loop_step(d: &Decision<'_>, ctx: &Ctx<'_>) -> Option<loopguard_guard::LoopStep> {
+    let mut step =
+        loopguard_guard::LoopStep::of(ctx.tenant, d, ctx.mode == Mode::Observe, ctx.now)?;
+    step.agent = ctx.agent.map(str::to_string);
+    Some(step)
 }
 
 /// The event as an events.md event (Claude Code's tool names and shapes: the guard's

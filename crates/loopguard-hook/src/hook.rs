@@ -53,8 +53,13 @@ pub struct HookOptions {
     pub store: SqliteOptions,
     /// Where home, state and config directories are.
     pub env: Env,
-    /// The clock (ms since the epoch); `None` reads the system clock.
+    /// The clock (ms since the epoch); `None` reads the system clock. (The alert spool
+    /// always reads the system clock: its due times are for another process.)
     pub now_ms: Option<u64>,
+    /// The program started, detached, to deliver spooled alerts, as `PROGRAM alerts
+    /// deliver --state DB` ([`crate::alerts`]); `None`: this executable, which is
+    /// `loopguard` when the hook runs as `loopguard hook AGENT`.
+    pub deliverer: Option<PathBuf>,
 }
 
 impl Default for HookOptions {
@@ -67,6 +72,7 @@ impl Default for HookOptions {
             store: SqliteOptions::default(),
             env: Env::default(),
             now_ms: None,
+            deliverer: None,
         }
     }
 }
@@ -118,7 +124,14 @@ pub enum HookError {
 pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
     let mut notes = Vec::new();
     let mut session = None;
-    match handle(agent, input, opts, &mut notes, &mut session) {
+    let mut spooled = false;
+    let result = handle(agent, input, opts, &mut notes, &mut session, &mut spooled);
+    // Alerts spooled now, or due from an earlier failed delivery: handed to a detached
+    // delivery process (never waited for).
+    if let Some(db) = opts.state_path() {
+        crate::alerts::hand_off(opts, &db, system_now(), spooled);
+    }
+    match result {
         Ok(mut reply) => {
             for n in &notes {
                 log_line(opts, n);
@@ -199,12 +212,20 @@ pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
     Some(path)
 }
 
+pub(crate) fn system_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 fn handle(
     agent: Agent,
     input: &[u8],
     opts: &HookOptions,
     notes: &mut Vec<String>,
     session: &mut Option<String>,
+    spooled: &mut bool,
 ) -> Result<AgentReply, HookError> {
     let protocol = agent.protocol();
     let payload = loopguard_agents::parse_payload(input)?;
@@ -230,6 +251,7 @@ fn handle(
             &opts.env,
         )?
     };
+    let targets = crate::alerts::targets(&config.config);
     let store = SqliteStore::open(&path, &opts.store)?;
     if ev.kind == Kind::End {
         // Claude Code names why in `reason`; the others' own end event says it (Cline's
@@ -265,7 +287,19 @@ fn handle(
         config: &source,
         now: opts.now(),
     };
-    let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    let mut reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    let loops = std::mem::take(&mut reply.loops);
+    if !targets.is_empty() && !loops.is_empty() {
+        *spooled = crate::alerts::spool_steps(
+            guard.store().as_ref(),
+            &path,
+            &targets,
+            loops,
+            protocol.name(),
+            system_now(),
+            notes,
+        ) > 0;
+    }
     // Under `loopguard run`, the wrapper learns the critical decisions from its log.
     if let Err(e) = crate::wrap::record(protocol.name(), &ev.session, &reply.logged) {
         log_line(

@@ -16,6 +16,8 @@
 //!   error;
 //! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
 //!   timeout, pruning, schema version) and what outlives a session;
+//! * [`alerts`]: `loopguard.alerts` from the hooks: once per loop, spooled beside the
+//!   database and delivered by a detached process (`loopguard alerts deliver`);
 //! * [`config`]: which config file applies;
 //! * [`install`]: `loopguard hook install` / `uninstall`, and what they say about the hook
 //!   they write (the config it will load);
@@ -42,6 +44,7 @@
 //! assert!(answers[10].contains("additionalContext"));
 //! ```
 
+pub mod alerts;
 pub mod config;
 pub mod doctor;
 pub mod hook;
