@@ -32,7 +32,6 @@ use loopguard_alerts::{Alert, AlertTarget, Spool, SpoolOutcome};
 use loopguard_core::OpenClawConfig;
 use loopguard_guard::{LoopStep, Store};
 
-use crate::hook::{log_line, HookOptions};
 use crate::paths::alert_spool_for;
 
 /// The alert targets of a config file (`loopguard.alerts`).
@@ -89,22 +88,27 @@ pub(crate) fn spool_steps(
     spooled
 }
 
-/// Starts a detached delivery process when the spool of `db` has something due (or
-/// `force`, right after spooling). Never waits for it.
-pub(crate) fn hand_off(opts: &HookOptions, db: &Path, now_ms: u64, force: bool) {
+/// Starts a detached delivery process (`DELIVERER alerts deliver --state DB`;
+/// `deliverer` `None`: this executable) when the spool of `db` has something due, or
+/// `force` (right after spooling). Never waits for it. A line for the log when it cannot.
+pub(crate) fn hand_off(
+    db: &Path,
+    deliverer: Option<&Path>,
+    now_ms: u64,
+    force: bool,
+) -> Option<String> {
     if !force && !Spool::new(alert_spool_for(db)).due(now_ms) {
-        return;
+        return None;
     }
-    let program = match &opts.deliverer {
-        Some(p) => p.clone(),
+    let program = match deliverer {
+        Some(p) => p.to_path_buf(),
         None => match std::env::current_exe() {
             Ok(p) => p,
             Err(e) => {
-                log_line(
-                    opts,
-                    &format!("loopguard: alerts wait in {}: cannot find the loopguard executable to deliver them ({e})", alert_spool_for(db).display()),
-                );
-                return;
+                return Some(format!(
+                    "loopguard: alerts wait in {}: cannot find the loopguard executable to deliver them ({e})",
+                    alert_spool_for(db).display()
+                ));
             }
         },
     };
@@ -120,17 +124,13 @@ pub(crate) fn hand_off(opts: &HookOptions, db: &Path, now_ms: u64, force: bool) 
         // process exits first, and the child is the system's to reap.
         Ok(mut child) => {
             std::thread::spawn(move || child.wait());
+            None
         }
-        Err(e) => {
-            log_line(
-                opts,
-                &format!(
-                    "loopguard: alerts wait in {}: cannot start {} alerts deliver: {e}; a later hook invocation tries again",
-                    alert_spool_for(db).display(),
-                    program.display()
-                ),
-            );
-        }
+        Err(e) => Some(format!(
+            "loopguard: alerts wait in {}: cannot start {} alerts deliver: {e}; a later hook invocation tries again",
+            alert_spool_for(db).display(),
+            program.display()
+        )),
     }
 }
 
@@ -150,14 +150,16 @@ fn detach(cmd: &mut Command) {
 #[cfg(not(any(unix, windows)))]
 fn detach(_: &mut Command) {}
 
-/// `loopguard alerts deliver`: one try for every alert due in the spool of the hook's
-/// database, each outcome a line in the hook's log (and returned, for the command to
-/// print). Failed deliveries stay for a later try; see the module doc.
-pub fn deliver(opts: &HookOptions) -> Result<Vec<SpoolOutcome>, crate::HookError> {
-    let db = opts.state_path().ok_or(crate::HookError::NoStateDir)?;
-    let outcomes = Spool::new(alert_spool_for(&db)).deliver(crate::hook::system_now());
-    for o in &outcomes {
-        log_line(opts, &o.log_line());
-    }
-    Ok(outcomes)
+/// One try for every alert due in the spool of `db`; what became of each (see the module
+/// doc). [`crate::deliver_alerts`] logs them.
+pub fn deliver(db: &Path) -> Vec<SpoolOutcome> {
+    Spool::new(alert_spool_for(db)).deliver(now_ms())
+}
+
+/// The system clock, which the spool's due times are on (another process reads them).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }

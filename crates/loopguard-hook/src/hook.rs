@@ -129,7 +129,10 @@ pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
     // Alerts spooled now, or due from an earlier failed delivery: handed to a detached
     // delivery process (never waited for).
     if let Some(db) = opts.state_path() {
-        crate::alerts::hand_off(opts, &db, system_now(), spooled);
+        let now = crate::alerts::now_ms();
+        if let Some(line) = crate::alerts::hand_off(&db, opts.deliverer.as_deref(), now, spooled) {
+            log_line(opts, &line);
+        }
     }
     match result {
         Ok(mut reply) => {
@@ -212,11 +215,18 @@ pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
     Some(path)
 }
 
-pub(crate) fn system_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+/// `loopguard alerts deliver`: one try for every alert due in the spool of the hook's
+/// database ([`crate::alerts`]), each outcome a line in the hook's log, and returned for
+/// the command to print.
+pub fn deliver_alerts(
+    opts: &HookOptions,
+) -> Result<Vec<loopguard_alerts::SpoolOutcome>, HookError> {
+    let db = opts.state_path().ok_or(HookError::NoStateDir)?;
+    let outcomes = crate::alerts::deliver(&db);
+    for o in &outcomes {
+        log_line(opts, &o.log_line());
+    }
+    Ok(outcomes)
 }
 
 fn handle(
@@ -296,7 +306,7 @@ fn handle(
             &targets,
             loops,
             protocol.name(),
-            system_now(),
+            crate::alerts::now_ms(),
             notes,
         ) > 0;
     }

@@ -37,7 +37,7 @@ pub fn run(cmd: AlertsCommand) -> Result<ExitCode> {
                 env: Env::from_process(),
                 ..HookOptions::default()
             };
-            let outcomes = loopguard_hook::alerts::deliver(&opts)?;
+            let outcomes = loopguard_hook::deliver_alerts(&opts)?;
             for o in &outcomes {
                 println!("{}", o.log_line());
             }
