@@ -121,6 +121,15 @@ pub enum SpoolOutcome {
         /// Why.
         error: String,
     },
+    /// A delivery that could not be tried or put back (no async runtime, a spool that
+    /// cannot be written): its file is put back, or stays claimed and is taken back when
+    /// stale.
+    Stuck {
+        /// The file (or the spool).
+        path: PathBuf,
+        /// Why.
+        error: String,
+    },
 }
 
 impl SpoolOutcome {
@@ -164,14 +173,20 @@ impl SpoolOutcome {
                 "loopguard: alert spool file {} unreadable ({error}); moved aside as .bad",
                 path.display()
             ),
+            SpoolOutcome::Stuck { path, error } => format!(
+                "loopguard: alert spool {}: {error}; tried again later",
+                path.display()
+            ),
         }
     }
 
-    /// `true` for a warning (given up, unreadable) rather than news.
+    /// `true` for a warning (given up, unreadable, stuck) rather than news.
     pub fn is_failure(&self) -> bool {
         matches!(
             self,
-            SpoolOutcome::GaveUp { .. } | SpoolOutcome::Unreadable { .. }
+            SpoolOutcome::GaveUp { .. }
+                | SpoolOutcome::Unreadable { .. }
+                | SpoolOutcome::Stuck { .. }
         )
     }
 }
@@ -311,7 +326,7 @@ impl Spool {
                 for (path, _) in &claimed {
                     let _ = std::fs::rename(path, waiting_name(path));
                 }
-                outcomes.push(SpoolOutcome::Unreadable {
+                outcomes.push(SpoolOutcome::Stuck {
                     path: self.dir.clone(),
                     error: format!("no async runtime: {e}"),
                 });
@@ -372,7 +387,7 @@ impl Spool {
                             let _ = std::fs::remove_file(&path);
                         }
                         // Left claimed: taken back when stale, and tried then.
-                        Err(w) => outcomes.push(SpoolOutcome::Unreadable {
+                        Err(w) => outcomes.push(SpoolOutcome::Stuck {
                             path: path.clone(),
                             error: format!("cannot reschedule: {w}"),
                         }),
