@@ -203,6 +203,12 @@ pub(crate) fn agent_hook(
                 state.loops.hook_row(tenant, agent.as_str(), row);
                 state.metrics.decision(tenant, hook_labels(row));
             }
+            // The loop history (and so the alerts), as for `POST /v1/events`.
+            for step in &reply.loops {
+                let mut step = step.clone();
+                step.agent.get_or_insert_with(|| agent.as_str().to_string());
+                state.history.observe(step);
+            }
             Ok(reply.http_body().as_bytes().to_vec())
         }
         Err(e @ RunError::Payload(_)) => Err(ApiError::bad_request(e.to_string(), e.field())),

@@ -960,6 +960,8 @@ impl Cx {
                 format: "json".to_string(),
                 ..AlertConfig::default()
             };
+            // A wrong format is said, and the item's url still checked (both named).
+            let mut bad_format = false;
             if let Some(e) = item.get("format") {
                 match &e.value.value {
                     NodeValue::String(f) if ALERT_FORMATS.contains(&f.as_str()) => {
@@ -976,7 +978,7 @@ impl Cx {
                                 shown(other)
                             ),
                         );
-                        continue;
+                        bad_format = true;
                     }
                 }
             }
@@ -1023,6 +1025,9 @@ impl Cx {
                     );
                     continue;
                 }
+            }
+            if bad_format {
+                continue;
             }
             if let Some(e) = item.get("on") {
                 let words = match &e.value.value {
