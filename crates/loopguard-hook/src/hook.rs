@@ -53,8 +53,13 @@ pub struct HookOptions {
     pub store: SqliteOptions,
     /// Where home, state and config directories are.
     pub env: Env,
-    /// The clock (ms since the epoch); `None` reads the system clock.
+    /// The clock (ms since the epoch); `None` reads the system clock. (The alert spool
+    /// always reads the system clock: its due times are for another process.)
     pub now_ms: Option<u64>,
+    /// The program started, detached, to deliver spooled alerts, as `PROGRAM alerts
+    /// deliver --state DB` ([`crate::alerts`]); `None`: this executable, which is
+    /// `loopguard` when the hook runs as `loopguard hook AGENT`.
+    pub deliverer: Option<PathBuf>,
 }
 
 impl Default for HookOptions {
@@ -67,6 +72,7 @@ impl Default for HookOptions {
             store: SqliteOptions::default(),
             env: Env::default(),
             now_ms: None,
+            deliverer: None,
         }
     }
 }
@@ -118,7 +124,17 @@ pub enum HookError {
 pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
     let mut notes = Vec::new();
     let mut session = None;
-    match handle(agent, input, opts, &mut notes, &mut session) {
+    let mut spooled = false;
+    let result = handle(agent, input, opts, &mut notes, &mut session, &mut spooled);
+    // Alerts spooled now, or due from an earlier failed delivery: handed to a detached
+    // delivery process (never waited for).
+    if let Some(db) = opts.state_path() {
+        let now = crate::alerts::now_ms();
+        if let Some(line) = crate::alerts::hand_off(&db, opts.deliverer.as_deref(), now, spooled) {
+            log_line(opts, &line);
+        }
+    }
+    match result {
         Ok(mut reply) => {
             for n in &notes {
                 log_line(opts, n);
@@ -199,12 +215,27 @@ pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
     Some(path)
 }
 
+/// `loopguard alerts deliver`: one try for every alert due in the spool of the hook's
+/// database ([`crate::alerts`]), each outcome a line in the hook's log, and returned for
+/// the command to print.
+pub fn deliver_alerts(
+    opts: &HookOptions,
+) -> Result<Vec<loopguard_alerts::SpoolOutcome>, HookError> {
+    let db = opts.state_path().ok_or(HookError::NoStateDir)?;
+    let outcomes = crate::alerts::deliver(&db);
+    for o in &outcomes {
+        log_line(opts, &o.log_line());
+    }
+    Ok(outcomes)
+}
+
 fn handle(
     agent: Agent,
     input: &[u8],
     opts: &HookOptions,
     notes: &mut Vec<String>,
     session: &mut Option<String>,
+    spooled: &mut bool,
 ) -> Result<AgentReply, HookError> {
     let protocol = agent.protocol();
     let payload = loopguard_agents::parse_payload(input)?;
@@ -230,6 +261,7 @@ fn handle(
             &opts.env,
         )?
     };
+    let targets = crate::alerts::targets(&config.config);
     let store = SqliteStore::open(&path, &opts.store)?;
     if ev.kind == Kind::End {
         // Claude Code names why in `reason`; the others' own end event says it (Cline's
@@ -265,7 +297,31 @@ fn handle(
         config: &source,
         now: opts.now(),
     };
-    let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    let mut reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    // The loop history's steps of the decisions with a finding (the alerts' input), keyed
+    // as `serve` keys them.
+    let loops: Vec<_> = reply
+        .decided
+        .iter()
+        .filter_map(|d| {
+            loopguard_guard::LoopStep::of(None, &d.decision, opts.mode == Mode::Observe, scope.now)
+        })
+        .map(|mut step| {
+            step.agent = opts.agent.clone();
+            step
+        })
+        .collect();
+    if !targets.is_empty() && !loops.is_empty() {
+        *spooled = crate::alerts::spool_steps(
+            guard.store().as_ref(),
+            &path,
+            &targets,
+            loops,
+            protocol.name(),
+            crate::alerts::now_ms(),
+            notes,
+        ) > 0;
+    }
     // Under `loopguard run`, the wrapper learns the critical decisions from its log.
     if let Err(e) = crate::wrap::record(protocol.name(), &ev.session, &reply.logged) {
         log_line(
