@@ -14,8 +14,6 @@
 //! (`POST /v1/dashboard/ticket`). Every answer holds the token's tenant's sessions and loops
 //! only, as every route does.
 
-mod live;
-
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::{Arc, LazyLock};
@@ -28,10 +26,9 @@ use axum::response::{IntoResponse, Response};
 use loopguard_guard::{LoopEnd, LoopQuery, LoopRecord};
 use serde_json::{json, Value};
 
-pub(crate) use live::Live;
-
 use crate::error::ApiError;
 use crate::history::{now_ms, params};
+use crate::live;
 use crate::state::{json_response, AppState};
 
 /// The page, with the lanes' style in it.

@@ -31,6 +31,7 @@ mod error;
 mod exposition;
 mod history;
 mod listener;
+mod live;
 mod loop_log;
 mod loops_api;
 mod metrics;
@@ -252,7 +253,7 @@ impl ServerBuilder {
             }) as history::OnChange
         });
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
-        let live = Arc::new(dashboard::Live::default());
+        let live = Arc::new(live::Live::default());
         let counted = live.clone();
         let history = Arc::new(
             history::History::new(

@@ -51,7 +51,7 @@ pub(crate) struct AppState {
     /// Where alerts go (`--alert-webhook`, `loopguard.alerts`), when anywhere.
     pub alerts: Option<loopguard_alerts::Alerts>,
     /// The dashboard's live side: its streams, decisions per minute, the keys' listing.
-    pub live: Arc<crate::dashboard::Live>,
+    pub live: Arc<crate::live::Live>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -1,4 +1,5 @@
-//! The dashboard's live side: what the event path tells it, and what it keeps.
+//! The dashboard's live side (`dashboard.rs` serves it): what the event path tells it, and
+//! what it keeps.
 //!
 //! - **Changes.** Every decision request marks the fleet changed ([`Live::changed`]): an
 //!   atomic swap, and on the first change since the last push a wake-up of one debouncer
