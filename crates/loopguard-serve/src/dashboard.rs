@@ -509,9 +509,10 @@ pub(crate) fn openapi(doc: &mut Value) {
     doc["paths"]["/v1/dashboard/sessions/{session}"] = json!({ "get": {
         "operationId": "dashboardSession",
         "summary": "A session for the dashboard's session page: the session, its loops, and their lanes as HTML",
-        "parameters": [ { "name": "session", "in": "path", "required": true, "schema": { "type": "string" } } ],
+        "parameters": [ { "name": "session", "in": "path", "required": true, "schema": { "type": "string", "minLength": 1 } } ],
         "responses": {
             "200": { "description": "The session", "content": { "application/json": { "schema": session_schema } } },
+            "404": err("No such path: the session id is empty"),
             "401": err("Missing or unknown bearer token (only when the server runs with --tokens)"),
             "503": err("The session store cannot be reached")
         }
