@@ -432,11 +432,16 @@ fn lanes(loops: &[LoopRecord], session: Option<&Value>) -> String {
                 "abort" => MarkKind::Abort,
                 _ => continue,
             };
-            if r["tool"].as_str() == Some(l.tool.as_str()) && (l.first_ms..=l.last_ms).contains(&ts) {
+            if r["tool"].as_str() == Some(l.tool.as_str()) && (l.first_ms..=l.last_ms).contains(&ts)
+            {
                 lane.marks.push(mark(ts, kind, decision));
             }
         }
-        let last = if l.block_ms.is_some() { severity } else { MarkKind::Warn };
+        let last = if l.block_ms.is_some() {
+            severity
+        } else {
+            MarkKind::Warn
+        };
         lane.marks.push(mark(l.last_ms, last, "last step"));
         lane.marks.sort_by(|a, b| a.at.total_cmp(&b.at));
         lane.marks.dedup_by(|a, b| a.at == b.at && a.kind == b.kind);
@@ -445,7 +450,9 @@ fn lanes(loops: &[LoopRecord], session: Option<&Value>) -> String {
             l.calls,
             if l.calls == 1 { "call" } else { "calls" }
         )];
-        cost.push(span(l.last_ms - l.first_warning_ms.unwrap_or(l.first_ms).min(l.last_ms)));
+        cost.push(span(
+            l.last_ms - l.first_warning_ms.unwrap_or(l.first_ms).min(l.last_ms),
+        ));
         if let Some(tokens) = l.tokens {
             cost.push(format!("{tokens} tokens"));
         }

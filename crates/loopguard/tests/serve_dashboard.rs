@@ -174,17 +174,30 @@ fn a_page_opened_before_the_loop_shows_its_warning_and_block_pushed_by_the_strea
             .map(|n| n.as_u64().unwrap())
             .sum::<u64>()
     };
-    assert_eq!((sum("warnings"), sum("blocks")), (sent.warnings, sent.blocks));
+    assert_eq!(
+        (sum("warnings"), sum("blocks")),
+        (sent.warnings, sent.blocks)
+    );
     // The same page, updated by the stream only.
-    assert_eq!(page.eval("window.openedBefore"), "yes", "the page was reloaded");
+    assert_eq!(
+        page.eval("window.openedBefore"),
+        "yes",
+        "the page was reloaded"
+    );
     assert_eq!(page.eval("document.body.dataset.updatesPoll"), polls);
     assert_eq!(page.eval("document.body.dataset.updatedBy"), "sse");
     assert!(
-        page.eval("+document.body.dataset.updatesSse").as_u64().unwrap() >= 3,
+        page.eval("+document.body.dataset.updatesSse")
+            .as_u64()
+            .unwrap()
+            >= 3,
         "{}",
         page.eval("document.body.dataset.updatesSse")
     );
-    assert_eq!(page.eval("document.querySelector('#blocked-hour').textContent"), "1");
+    assert_eq!(
+        page.eval("document.querySelector('#blocked-hour').textContent"),
+        "1"
+    );
     assert!(page.eval("document.body.innerText.includes('bot-a')") == true);
 
     // Screenshots: drawn, not blank (the header's colour, the red of a block).
@@ -200,11 +213,17 @@ fn a_page_opened_before_the_loop_shows_its_warning_and_block_pushed_by_the_strea
             "{name}: {header} of {total} pixels are the header's"
         );
         let (reds, _) = count_color(&shot, red);
-        assert!(reds > 20, "{name}: the block is not drawn ({reds} red pixels)");
+        assert!(
+            reds > 20,
+            "{name}: the block is not drawn ({reds} red pixels)"
+        );
     };
     shoot(&mut page, "desk", [0xc6, 0x28, 0x28]);
     page.resize(390, 844);
-    page.wait_for("document.documentElement.clientWidth === 390", "the phone's width");
+    page.wait_for(
+        "document.documentElement.clientWidth === 390",
+        "the phone's width",
+    );
     fits_the_width(&mut page, "the fleet page");
     shoot(&mut page, "phone", [0xc6, 0x28, 0x28]);
 
@@ -223,13 +242,28 @@ fn a_page_opened_before_the_loop_shows_its_warning_and_block_pushed_by_the_strea
         page.eval("getComputedStyle(document.querySelector('#timeline rect.block')).fill"),
         "rgb(208, 2, 27)"
     );
-    assert!(page.eval("document.getElementById('session-title').textContent") == "Session sess-loop");
-    assert_eq!(page.eval("window.openedBefore"), "yes", "the page was reloaded");
+    assert!(
+        page.eval("document.getElementById('session-title').textContent") == "Session sess-loop"
+    );
+    assert_eq!(
+        page.eval("window.openedBefore"),
+        "yes",
+        "the page was reloaded"
+    );
     let lanes = get(&agent, &server.url("/v1/dashboard/sessions/sess-loop")).json();
-    assert!(lanes["lanes"].as_str().unwrap().contains("svg class=\"lane\""), "{lanes}");
+    assert!(
+        lanes["lanes"]
+            .as_str()
+            .unwrap()
+            .contains("svg class=\"lane\""),
+        "{lanes}"
+    );
     shoot(&mut page, "sess-desk", [0xd0, 0x02, 0x1b]);
     page.resize(390, 844);
-    page.wait_for("document.documentElement.clientWidth === 390", "the phone's width");
+    page.wait_for(
+        "document.documentElement.clientWidth === 390",
+        "the phone's width",
+    );
     fits_the_width(&mut page, "the session page");
     shoot(&mut page, "sess-phone", [0xd0, 0x02, 0x1b]);
 }
@@ -329,14 +363,23 @@ fn with_tokens_the_page_asks_for_one_and_a_tenant_sees_only_its_own() {
     let t = ticket("tok-a");
     let (_acme, got) = open_stream(&server, &format!("?ticket={t}"), true);
     assert!(got.starts_with("HTTP/1.1 200"), "{got}");
-    assert!(got.contains("event: fleet") && got.contains("acme-loop"), "{got}");
+    assert!(
+        got.contains("event: fleet") && got.contains("acme-loop"),
+        "{got}"
+    );
     let (_again, got) = open_stream(&server, &format!("?ticket={t}"), true);
-    assert!(got.starts_with("HTTP/1.1 401"), "a ticket is for one stream: {got}");
+    assert!(
+        got.starts_with("HTTP/1.1 401"),
+        "a ticket is for one stream: {got}"
+    );
     let (_none, got) = open_stream(&server, "", true);
     assert!(got.starts_with("HTTP/1.1 401"), "{got}");
     let t = ticket("tok-g");
     let (_globex, got) = open_stream(&server, &format!("?ticket={t}"), true);
-    assert!(got.contains("event: fleet") && !got.contains("acme-loop"), "{got}");
+    assert!(
+        got.contains("event: fleet") && !got.contains("acme-loop"),
+        "{got}"
+    );
     let t = ticket("tok-g");
     let (_peek, got) = open_stream(&server, &format!("?ticket={t}&session=acme-loop"), true);
     assert!(got.contains("event: session"), "{got}");
@@ -345,9 +388,15 @@ fn with_tokens_the_page_asks_for_one_and_a_tenant_sees_only_its_own() {
         "another tenant's session: {got}"
     );
     assert_eq!(
-        request(&agent, "POST", &server.url("/v1/dashboard/ticket"), &[], None)
-            .unwrap()
-            .status,
+        request(
+            &agent,
+            "POST",
+            &server.url("/v1/dashboard/ticket"),
+            &[],
+            None
+        )
+        .unwrap()
+        .status,
         401
     );
 }
@@ -368,7 +417,14 @@ fn streams_are_capped_and_clients_that_never_read_hold_up_no_decision() {
     // Decisions go on, every one answered, while no stream reads what it is sent.
     let mut sent = Sent::default();
     for i in 0..20 {
-        loop_until(&agent, &server, &format!("loop-{i}"), None, "block", &mut sent);
+        loop_until(
+            &agent,
+            &server,
+            &format!("loop-{i}"),
+            None,
+            "block",
+            &mut sent,
+        );
     }
     assert!(sent.blocks == 20 && sent.warnings >= 20, "{sent:?}");
     let d = get(&agent, &server.url("/v1/dashboard")).json();
@@ -382,7 +438,10 @@ fn streams_are_capped_and_clients_that_never_read_hold_up_no_decision() {
         if got.starts_with("HTTP/1.1 200") {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the place was never freed: {got}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place was never freed: {got}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }

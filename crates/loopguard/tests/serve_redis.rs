@@ -717,7 +717,10 @@ fn dashboard_requests_share_one_listing_of_the_redis_keys() {
     let post_calls = |range: std::ops::Range<u32>| {
         for i in range {
             let call = format!(r#"{{"type":"call","session":"s-{i}","tool":"ls"}}"#);
-            assert_eq!(post_json(&agent, &server.url("/v1/events"), call.as_bytes()).status, 200);
+            assert_eq!(
+                post_json(&agent, &server.url("/v1/events"), call.as_bytes()).status,
+                200
+            );
         }
     };
     let live = || get(&agent, &server.url("/v1/dashboard")).json()["liveSessions"].as_u64();

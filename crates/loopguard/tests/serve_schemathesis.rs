@@ -55,7 +55,11 @@ fn schemathesis(server: &Serve, token: Option<&str>) {
         .args(["--max-examples", "40"])
         .args(["--seed", "20261207"])
         .arg("--no-color")
-        .args(STREAMING.iter().flat_map(|id| ["--exclude-operation-id", id]))
+        .args(
+            STREAMING
+                .iter()
+                .flat_map(|id| ["--exclude-operation-id", id]),
+        )
         // Its own files (the cassettes it may write, its config lookup) stay out of the
         // repository.
         .current_dir(std::env::temp_dir())

@@ -152,7 +152,10 @@ impl Page {
             next: 0,
             _dir: dir,
         };
-        let target = page.call("Target.createTarget", serde_json::json!({ "url": "about:blank" }));
+        let target = page.call(
+            "Target.createTarget",
+            serde_json::json!({ "url": "about:blank" }),
+        );
         let id = target["targetId"].as_str().unwrap().to_string();
         let attached = page.call(
             "Target.attachToTarget",
@@ -225,7 +228,10 @@ impl Page {
     /// A PNG of the viewport, written to `path`.
     pub fn screenshot(&mut self, path: &Path) {
         use base64::Engine as _;
-        let shot = self.call("Page.captureScreenshot", serde_json::json!({ "format": "png" }));
+        let shot = self.call(
+            "Page.captureScreenshot",
+            serde_json::json!({ "format": "png" }),
+        );
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().unwrap())
             .unwrap();
@@ -238,7 +244,9 @@ impl Drop for Page {
         use std::io::Write;
         // Closed as a browser closes (its helper processes go with it); killed if it does
         // not within 10 s.
-        let _ = self.to.write_all(b"{\"id\":0,\"method\":\"Browser.close\"}\0");
+        let _ = self
+            .to
+            .write_all(b"{\"id\":0,\"method\":\"Browser.close\"}\0");
         for _ in 0..100 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
                 return;
