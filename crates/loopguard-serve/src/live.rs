@@ -49,6 +49,10 @@ pub(crate) const KEYS_TTL: Duration = Duration::from_secs(5);
 const MAX_SERIES: usize = 10_000;
 
 type Series = (Option<String>, Option<String>, Option<String>);
+/// Tickets not yet used: their tenant and when they were made.
+type Tickets = HashMap<String, (Option<Arc<str>>, Instant)>;
+/// The last listing of the session keys, and when it was made.
+type Listing = Option<(Instant, Arc<Vec<String>>)>;
 
 #[derive(Clone, Copy, Default, Debug)]
 struct Slot {
@@ -64,8 +68,8 @@ pub(crate) struct Live {
     generation: watch::Sender<u64>,
     streams: Arc<Semaphore>,
     minutes: Mutex<HashMap<Series, [Slot; 60]>>,
-    tickets: Mutex<HashMap<String, (Option<Arc<str>>, Instant)>>,
-    keys: tokio::sync::Mutex<Option<(Instant, Arc<Vec<String>>)>>,
+    tickets: Mutex<Tickets>,
+    keys: tokio::sync::Mutex<Listing>,
 }
 
 impl std::fmt::Debug for Live {
