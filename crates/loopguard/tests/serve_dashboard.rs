@@ -281,7 +281,10 @@ fn open_stream(server: &Serve, query: &str, read: bool) -> (std::net::TcpStream,
     .unwrap();
     let mut got = String::new();
     let mut buf = [0u8; 65536];
-    while read {
+    loop {
+        if !read {
+            break;
+        }
         if let Some((head, body)) = got.split_once("\r\n\r\n") {
             // A 200 is read to its first event's blank line; an error to its JSON's end.
             let done = if head.starts_with("HTTP/1.1 200") {
