@@ -121,7 +121,11 @@ impl Live {
         }
         let slots = map.entry(series).or_insert([Slot::default(); 60]);
         let slot = &mut slots[(minute % 60) as usize];
-        if slot.minute != minute {
+        // The slot holds a minute an hour or more later: this step is out of the window.
+        if slot.minute > minute {
+            return;
+        }
+        if slot.minute < minute {
             *slot = Slot {
                 minute,
                 ..Slot::default()
