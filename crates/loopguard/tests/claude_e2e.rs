@@ -56,8 +56,6 @@ fn claude() -> PathBuf {
 struct Seen {
     /// Tool calls the model had made before this request (tool_use blocks in it).
     calls_before: usize,
-    /// Of those, the calls made since the last prompt (a user message without tool results).
-    calls_this_prompt: usize,
     /// The last message (the tool result and any hook context), as JSON text.
     last: String,
     /// Every message after the model's last one (the tool result, hook context, reminders
@@ -184,7 +182,6 @@ fn answer(
     if has_bash {
         log.lock().unwrap().push(Seen {
             calls_before,
-            calls_this_prompt,
             last: messages.last().map(Value::to_string).unwrap_or_default(),
             tail: messages
                 .iter()
