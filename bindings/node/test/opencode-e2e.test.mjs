@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { agentsDir, runProgram } from './helpers.mjs';
 import { startScriptedModel, toolResultsSeen } from './scripted-model.mjs';
 
-test('opencode runs the plugin: 25 identical bash calls, 20 run, warning at 11, block from 21', async (t) => {
+test('opencode runs the plugin: 25 identical bash calls, 20 run, warning at 11, block from 21; replay of its database decides as the plugin did', async (t) => {
   const bin = path.join(agentsDir(), 'agents/node_modules/opencode-linux-x64/bin/opencode');
   assert.ok(fs.existsSync(bin), `${bin} is missing: run scripts/setup-node-agents.sh`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'loopguard-opencode-'));
@@ -116,10 +116,10 @@ test('opencode runs the plugin: 25 identical bash calls, 20 run, warning at 11, 
   const logged = session.events.filter((e) => ['allow', 'warn', 'warn-quiet', 'block'].includes(e.decision));
   assert.ok(logged.length >= 5, JSON.stringify(session.events));
   for (const e of logged) {
-    const d = byCall.get(e.call_id);
-    assert.ok(d, `the plugin decided on ${e.call_id}, which replay did not read`);
+    const d = byCall.get(e.toolUseId);
+    assert.ok(d, `the plugin decided on ${e.toolUseId}, which replay did not read`);
     const word = d.decision === 'warn' && d.emitted === false ? 'warn-quiet' : d.decision;
-    assert.equal(word, e.decision, `${e.call_id}: replay ${JSON.stringify(d)}, live ${JSON.stringify(e)}`);
-    if (e.decision !== 'allow') assert.equal(d.count, e.count, `${e.call_id}`);
+    assert.equal(word, e.decision, `${e.toolUseId}: replay ${JSON.stringify(d)}, live ${JSON.stringify(e)}`);
+    if (e.decision !== 'allow') assert.equal(d.count, e.count, `${e.toolUseId}`);
   }
 });
