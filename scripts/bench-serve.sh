@@ -127,8 +127,9 @@ watch_pids="server:$mpid"
 run_wrk health_mem "GET /healthz (memory server)" "http://$mem/healthz"
 run_wrk events_mem "POST /v1/events, memory store" "http://$mem/v1/events" "$work/events.lua"
 # The same memory server with the fleet view in use: a webhook configured (a receiver of its
-# own on loopback that answers 200) and a dashboard client polling /v1/dashboard twice a
-# second (the page polls every 2 s). The event path should not notice either.
+# own on loopback that answers 200) and a dashboard client on its live stream
+# (/v1/dashboard/stream: pushed after decisions, at most every 0.5 s). The event path should
+# not notice either.
 hport=$(free_port)
 python3 - "$hport" <<'PY' &
 import sys, http.server
@@ -141,12 +142,13 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 PY
 pids+=($!)
 start_server --store memory --alert-webhook "http://127.0.0.1:$hport/alerts"; fleet=$addr; fpid0=${pids[-1]}
-( while :; do curl -s -o /dev/null "http://$fleet/v1/dashboard" || true; sleep 0.5; done ) &
+curl -sN -o "$work/stream.txt" "http://$fleet/v1/dashboard/stream" &
 pids+=($!)
 watch_pids="server:$fpid0"
 run_wrk health_fleet "GET /healthz (dashboard + webhook)" "http://$fleet/healthz"
 run_wrk events_fleet "POST /v1/events, dashboard + webhook" "http://$fleet/v1/events" "$work/events.lua"
 kill "${pids[-1]}" 2>/dev/null || true
+echo "dashboard stream: $(grep -c '^event: fleet' "$work/stream.txt") pushes during the two runs"
 watch_pids="server:$spid redis:$rpid"
 run_wrk health_redis "GET /healthz (redis server)" "http://$red/healthz"
 redis-cli -p "$rport" config resetstat >/dev/null

@@ -12,6 +12,14 @@
 //! - **One alert per loop and event**, keyed by the loop's id (a loop history id,
 //!   [`loopguard_guard::LoopStep::loop_id`], built from OpenClaw's `warningKey`): the same key
 //!   and event sent again is ignored ([`AlertStats::duplicates`]).
+//! - **A short-lived front end hands its alerts off**: a hook process lives for one tool
+//!   call, so it writes its alerts to a [`Spool`] on disk (a durable queue, one file per
+//!   delivery) and a detached delivery process empties it ([`Spool::deliver`]); a failed
+//!   delivery stays in the spool and is tried again by a later one, a bounded number of
+//!   times.
+//! - **A desktop notification is opt-in** (`format: "desktop"`): the machine's own
+//!   notifier command (`notify-send`, macOS `osascript`); a machine without one gets a
+//!   logged warning.
 //! - **A receiver that is down costs nothing else**: a delivery that fails (no connection,
 //!   a timeout, a 5xx or 429 answer) is tried again after 0.5 s, 1 s, 2 s, … (at most
 //!   [`AlertOptions::attempts`] times), while other deliveries go on; a 4xx other than 429 is
@@ -38,8 +46,14 @@ use loopguard_guard::{LoopChange, LoopEnd};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 
+mod desktop;
+mod spool;
+
+pub use spool::{Spool, SpoolOptions, SpoolOutcome};
+
 /// What an alert is about (`loopguard.alerts[].on`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum AlertEvent {
     /// A loop was blocked (or, in observe mode, would have been): `block`.
@@ -82,6 +96,9 @@ pub enum AlertFormat {
     /// PagerDuty Events API v2 (`POST https://events.pagerduty.com/v2/enqueue`), the routing
     /// key taken from the URL's `routing_key` query parameter: `pagerduty`.
     PagerDuty,
+    /// A desktop notification on this machine, without a URL (`notify-send` on Linux,
+    /// `osascript` on macOS): `desktop`.
+    Desktop,
 }
 
 impl AlertFormat {
@@ -91,7 +108,18 @@ impl AlertFormat {
             "json" => Some(AlertFormat::Json),
             "slack" => Some(AlertFormat::Slack),
             "pagerduty" => Some(AlertFormat::PagerDuty),
+            "desktop" => Some(AlertFormat::Desktop),
             _ => None,
+        }
+    }
+
+    /// The config word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertFormat::Json => "json",
+            AlertFormat::Slack => "slack",
+            AlertFormat::PagerDuty => "pagerduty",
+            AlertFormat::Desktop => "desktop",
         }
     }
 }
@@ -115,6 +143,24 @@ impl AlertTarget {
             url: url.into(),
             format: AlertFormat::Json,
             on: vec![AlertEvent::Block, AlertEvent::EndRun, AlertEvent::Budget],
+        }
+    }
+
+    /// A desktop notification on this machine for every event.
+    pub fn desktop() -> AlertTarget {
+        AlertTarget {
+            url: String::new(),
+            format: AlertFormat::Desktop,
+            on: vec![AlertEvent::Block, AlertEvent::EndRun, AlertEvent::Budget],
+        }
+    }
+
+    /// Where it goes, for a log line: the URL, or `desktop`.
+    pub fn destination(&self) -> &str {
+        if self.format == AlertFormat::Desktop {
+            "desktop"
+        } else {
+            &self.url
         }
     }
 
@@ -144,7 +190,7 @@ impl AlertTarget {
 }
 
 /// One alert: what happened, to which loop, in a person's words.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Alert {
     /// What happened.
@@ -231,6 +277,32 @@ impl Alert {
             out.push(make(AlertEvent::EndRun));
         }
         out
+    }
+
+    /// The alerts a decision's loop step calls for, once per loop: the step is folded into
+    /// `store`'s loop history (atomically, so front ends sharing a store agree on which
+    /// step first blocked a loop), and the change read with [`Alert::of_change`]. Every
+    /// front end that alerts (the hooks, the MCP proxy, the packages) goes through here.
+    ///
+    /// ```
+    /// use loopguard_alerts::{Alert, AlertEvent};
+    /// use loopguard_guard::{LoopAction, LoopStep, MemoryOptions, MemoryStore};
+    /// # fn main() -> Result<(), loopguard_guard::StoreError> {
+    /// let store = MemoryStore::new(MemoryOptions::default());
+    /// let step = LoopStep::new("s1", "read", "generic_repeat", "read:abc", LoopAction::Block, 1_000);
+    /// let first = Alert::of_step(&store, &step)?;
+    /// assert_eq!(first.len(), 1);
+    /// assert_eq!(first[0].event, AlertEvent::Block);
+    /// // The loop's second blocked call: nothing more to say.
+    /// assert!(Alert::of_step(&store, &step)?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn of_step(
+        store: &dyn loopguard_guard::Store,
+        step: &loopguard_guard::LoopStep,
+    ) -> Result<Vec<Alert>, loopguard_guard::StoreError> {
+        Ok(Alert::of_change(&store.record_loop(step)?))
     }
 
     /// One line for a person.
@@ -344,6 +416,7 @@ pub fn payload(alert: &Alert, format: AlertFormat, url: &str) -> Value {
                 }
             })
         }
+        AlertFormat::Desktop => json!({ "title": desktop::title(alert), "body": summary }),
     }
 }
 
@@ -414,6 +487,15 @@ pub enum DeliveryError {
         /// The status.
         status: u16,
     },
+    /// The desktop notifier is missing or failed (not retried: the machine has no
+    /// desktop to show it on).
+    #[error("desktop notification: {command}: {message}")]
+    Notifier {
+        /// The command (`notify-send`, `osascript`).
+        command: String,
+        /// What happened.
+        message: String,
+    },
 }
 
 impl DeliveryError {
@@ -422,6 +504,7 @@ impl DeliveryError {
         match self {
             DeliveryError::Transport { .. } => true,
             DeliveryError::Status { status, .. } => *status >= 500 || *status == 429,
+            DeliveryError::Notifier { .. } => false,
         }
     }
 }
@@ -479,13 +562,7 @@ impl Alerts {
         let (tx, rx) = mpsc::channel(opts.queue.max(1));
         // https:// receivers: rustls with ring, as the rest of loopguard uses (a provider
         // the process installed first is kept).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(opts.timeout)
-            .connect_timeout(opts.timeout)
-            .user_agent(concat!("loopguard/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .unwrap_or_default();
+        let client = client(opts.timeout);
         Alerts {
             inner: Arc::new(Inner {
                 in_flight: Arc::new(Semaphore::new(opts.in_flight.max(1))),
@@ -560,6 +637,21 @@ impl Alerts {
         self.inner.opts.queue.max(1) - self.inner.tx.capacity()
     }
 
+    /// Waits until every alert queued so far is delivered or given up, at most `limit`: for
+    /// a front end that is about to exit (the MCP proxy when its client leaves). Retries
+    /// still pausing when the limit comes are dropped with the process.
+    pub async fn flush(&self, limit: Duration) {
+        let start = tokio::time::Instant::now();
+        let all = self.inner.opts.in_flight.max(1);
+        while start.elapsed() < limit {
+            if self.waiting() == 0 && self.inner.in_flight.available_permits() == all {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tracing::warn!(target: "loopguard::alerts", "{} alerts still queued or in flight after {limit:?}: not delivered", self.waiting());
+    }
+
     /// The background delivery: takes alerts off the queue and delivers each to its
     /// targets (at most [`AlertOptions::in_flight`] at a time, each retried on its own),
     /// until every handle is dropped. Runs once per queue; a second call returns at once.
@@ -599,6 +691,19 @@ impl Alerts {
     }
 }
 
+/// The HTTP client of the deliveries: one try's time limit, connection included.
+fn client(timeout: Duration) -> reqwest::Client {
+    // https:// receivers: rustls with ring, as the rest of loopguard uses (a provider
+    // the process installed first is kept).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .user_agent(concat!("loopguard/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_default()
+}
+
 async fn deliver_with_retries(inner: &Inner, target: &AlertTarget, alert: &Alert) {
     let mut pause = inner.opts.backoff;
     for attempt in 1..=inner.opts.attempts.max(1) {
@@ -622,11 +727,39 @@ async fn deliver_with_retries(inner: &Inner, target: &AlertTarget, alert: &Alert
     }
 }
 
+/// An error with its causes (`error sending request: client error (Connect): tcp connect
+/// error: Connection refused`): reqwest's own message does not say why.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// One try of one delivery: a POST, or the desktop notifier run.
 async fn post(
     client: &reqwest::Client,
     target: &AlertTarget,
     alert: &Alert,
 ) -> Result<(), DeliveryError> {
+    if target.format == AlertFormat::Desktop {
+        let alert = alert.clone();
+        return tokio::task::spawn_blocking(move || desktop::notify(&alert))
+            .await
+            .unwrap_or_else(|e| {
+                Err(DeliveryError::Notifier {
+                    command: "notifier".to_string(),
+                    message: e.to_string(),
+                })
+            });
+    }
     let body = payload(alert, target.format, &target.url).to_string();
     let answer = client
         .post(&target.url)
@@ -636,7 +769,7 @@ async fn post(
         .await
         .map_err(|e| DeliveryError::Transport {
             url: target.url.clone(),
-            message: e.to_string(),
+            message: with_causes(&e),
         })?;
     let status = answer.status().as_u16();
     if (200..300).contains(&status) {

@@ -53,8 +53,13 @@ pub struct HookOptions {
     pub store: SqliteOptions,
     /// Where home, state and config directories are.
     pub env: Env,
-    /// The clock (ms since the epoch); `None` reads the system clock.
+    /// The clock (ms since the epoch); `None` reads the system clock. (The alert spool
+    /// always reads the system clock: its due times are for another process.)
     pub now_ms: Option<u64>,
+    /// The program started, detached, to deliver spooled alerts, as `PROGRAM alerts
+    /// deliver --state DB` ([`crate::alerts`]); `None`: this executable, which is
+    /// `loopguard` when the hook runs as `loopguard hook AGENT`.
+    pub deliverer: Option<PathBuf>,
 }
 
 impl Default for HookOptions {
@@ -67,6 +72,7 @@ impl Default for HookOptions {
             store: SqliteOptions::default(),
             env: Env::default(),
             now_ms: None,
+            deliverer: None,
         }
     }
 }
@@ -118,7 +124,17 @@ pub enum HookError {
 pub fn run(agent: Agent, input: &[u8], opts: &HookOptions) -> AgentReply {
     let mut notes = Vec::new();
     let mut session = None;
-    match handle(agent, input, opts, &mut notes, &mut session) {
+    let mut spooled = false;
+    let result = handle(agent, input, opts, &mut notes, &mut session, &mut spooled);
+    // Alerts spooled now, or due from an earlier failed delivery: handed to a detached
+    // delivery process (never waited for).
+    if let Some(db) = opts.state_path() {
+        let now = crate::alerts::now_ms();
+        if let Some(line) = crate::alerts::hand_off(&db, opts.deliverer.as_deref(), now, spooled) {
+            log_line(opts, &line);
+        }
+    }
+    match result {
         Ok(mut reply) => {
             for n in &notes {
                 log_line(opts, n);
@@ -199,12 +215,27 @@ pub fn log_line(opts: &HookOptions, line: &str) -> Option<PathBuf> {
     Some(path)
 }
 
+/// `loopguard alerts deliver`: one try for every alert due in the spool of the hook's
+/// database ([`crate::alerts`]), each outcome a line in the hook's log, and returned for
+/// the command to print.
+pub fn deliver_alerts(
+    opts: &HookOptions,
+) -> Result<Vec<loopguard_alerts::SpoolOutcome>, HookError> {
+    let db = opts.state_path().ok_or(HookError::NoStateDir)?;
+    let outcomes = crate::alerts::deliver(&db);
+    for o in &outcomes {
+        log_line(opts, &o.log_line());
+    }
+    Ok(outcomes)
+}
+
 fn handle(
     agent: Agent,
     input: &[u8],
     opts: &HookOptions,
     notes: &mut Vec<String>,
     session: &mut Option<String>,
+    spooled: &mut bool,
 ) -> Result<AgentReply, HookError> {
     let protocol = agent.protocol();
     let payload = loopguard_agents::parse_payload(input)?;
@@ -230,7 +261,11 @@ fn handle(
             &opts.env,
         )?
     };
+    let targets = crate::alerts::targets(&config.config);
     let store = SqliteStore::open(&path, &opts.store)?;
+    if ev.kind == Kind::Prompt {
+        resume_ended(&store, &path, opts, &ev.session)?;
+    }
     if ev.kind == Kind::End {
         // Claude Code names why in `reason`; the others' own end event says it (Cline's
         // `TaskCancel`, Gemini's `SessionEnd`).
@@ -265,7 +300,31 @@ fn handle(
         config: &source,
         now: opts.now(),
     };
-    let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    let mut reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    // The loop history's steps of the decisions with a finding (the alerts' input), keyed
+    // as `serve` keys them.
+    let loops: Vec<_> = reply
+        .decided
+        .iter()
+        .filter_map(|d| {
+            loopguard_guard::LoopStep::of(None, &d.decision, opts.mode == Mode::Observe, scope.now)
+        })
+        .map(|mut step| {
+            step.agent = opts.agent.clone();
+            step
+        })
+        .collect();
+    if !targets.is_empty() && !loops.is_empty() {
+        *spooled = crate::alerts::spool_steps(
+            guard.store().as_ref(),
+            &path,
+            &targets,
+            loops,
+            protocol.name(),
+            crate::alerts::now_ms(),
+            notes,
+        ) > 0;
+    }
     // Under `loopguard run`, the wrapper learns the critical decisions from its log.
     if let Err(e) = crate::wrap::record(protocol.name(), &ev.session, &reply.logged) {
         log_line(
@@ -292,6 +351,36 @@ fn handle(
         }
     }
     Ok(reply)
+}
+
+/// A prompt of a session that has no live state but ended here before (`claude --resume
+/// ID`, `claude --continue`, a resumed Cline task): the state it ended with is put back, so
+/// the resumed session goes on with its loop state, one session, as replay of its
+/// transcript reads it.
+fn resume_ended(
+    store: &SqliteStore,
+    path: &std::path::Path,
+    opts: &HookOptions,
+    session: &str,
+) -> Result<(), HookError> {
+    use loopguard_guard::Store as _;
+    let key = crate::store::key(session);
+    if store.load(&key)?.is_some() {
+        return Ok(());
+    }
+    if let Some(entry) = crate::store::take_ended_state(path, &opts.store, session)? {
+        let mut entry = Some(entry);
+        store.update(&key, &mut |e| {
+            if let Some(resumed) = entry.take() {
+                *e = resumed;
+            }
+        })?;
+        log_line(
+            opts,
+            &format!("loopguard: session {session} resumed with the loop state it ended with"),
+        );
+    }
+    Ok(())
 }
 
 /// What loopguard did (or, observing, would have done) outlives the session: before the
@@ -417,6 +506,68 @@ mod tests {
         h.opts.config = Some(h.opts.state.as_ref().unwrap().with_file_name("bad.json5"));
         h.event("SessionEnd", r#","reason":"other""#);
         assert!(store.load(&crate::store::key("s")).unwrap().is_none());
+    }
+
+    /// `claude --resume ID` / `--continue`: the session ended (its state forgotten, its
+    /// summary kept), then a prompt under the same id takes the state back, and the session
+    /// goes on where it stopped: its `callsPerSession` budget counts the calls made before
+    /// the resume. `status` never shows the kept state.
+    #[test]
+    fn a_resumed_session_goes_on_with_the_state_it_ended_with() {
+        use loopguard_guard::Store as _;
+        let mut h = Harness::new(Some(
+            "{ tools: { loopDetection: { enabled: true } }, loopguard: { budgets: { callsPerSession: 10 } } }",
+        ));
+        let call = |h: &mut Harness, i: usize| {
+            let id = format!("t{i}");
+            let input = format!(r#"{{"file_path":"/a{i}"}}"#);
+            let answer = h.pre("Read", &input, &id);
+            h.send(&format!(
+                r#"{{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Read","tool_input":{input},"tool_use_id":"{id}","tool_response":"text {i}"}}"#
+            ));
+            answer
+        };
+        let denied = |a: &Option<Json>| {
+            a.as_ref()
+                .is_some_and(|a| a["hookSpecificOutput"]["permissionDecision"] == "deny")
+        };
+        h.event("UserPromptSubmit", r#","prompt":"go""#);
+        for i in 1..=9 {
+            assert!(!denied(&call(&mut h, i)), "call {i}");
+        }
+        h.event("SessionEnd", r#","reason":"other""#);
+        let path = h.opts.state.clone().unwrap();
+        let store = crate::store::SqliteStore::open(&path, &SqliteOptions::default()).unwrap();
+        assert!(store.load(&crate::store::key("s")).unwrap().is_none());
+        let status = crate::status::report(
+            &crate::status::StatusQuery {
+                session: None,
+                state: Some(path.clone()),
+                json: true,
+                events: 10,
+            },
+            &h.opts.env,
+            None,
+        )
+        .unwrap();
+        assert!(status.contains("\"ended\":[{"), "{status}");
+        assert!(!status.contains("\"state\""), "{status}");
+        // Resumed: the session's 10th call may run, its 11th is past the budget.
+        h.event("UserPromptSubmit", r#","prompt":"again""#);
+        let entry = store.load(&crate::store::key("s")).unwrap().unwrap();
+        assert_eq!(entry.stats.calls, 9);
+        assert_eq!(entry.run_seq, 2);
+        assert!(!denied(&call(&mut h, 10)));
+        let refused = call(&mut h, 11);
+        assert!(denied(&refused), "{refused:?}");
+        assert!(
+            refused.unwrap().to_string().contains("callsPerSession"),
+            "the session budget refused it"
+        );
+        // The state was taken once; the record keeps its summary.
+        let ended = crate::store::ended_sessions(&path, &SqliteOptions::default()).unwrap();
+        assert_eq!(ended[0].state, None);
+        assert_eq!(ended[0].calls, 9);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //!   error;
 //! * [`store`]: the live-guard layer's SQLite store (immediate transactions, WAL, busy
 //!   timeout, pruning, schema version) and what outlives a session;
+//! * [`alerts`]: `loopguard.alerts` from the hooks: once per loop, spooled beside the
+//!   database and delivered by a detached process (`loopguard alerts deliver`,
+//!   [`deliver_alerts`]);
 //! * [`config`]: which config file applies;
 //! * [`install`]: `loopguard hook install` / `uninstall`, and what they say about the hook
 //!   they write (the config it will load);
@@ -42,6 +45,7 @@
 //! assert!(answers[10].contains("additionalContext"));
 //! ```
 
+pub mod alerts;
 pub mod config;
 pub mod doctor;
 pub mod hook;
@@ -51,4 +55,4 @@ pub mod status;
 pub mod store;
 pub mod wrap;
 
-pub use hook::{log_line, run, HookError, HookOptions};
+pub use hook::{deliver_alerts, log_line, run, HookError, HookOptions};

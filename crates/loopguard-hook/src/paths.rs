@@ -3,6 +3,7 @@
 //! | what | where |
 //! |------|-------|
 //! | state database | `--state PATH`, else `$XDG_STATE_HOME/loopguard/state.sqlite3` (default `~/.local/state/…`; the platform's local data dir where XDG does not apply), shared by every agent's hook; a `claude-code.sqlite3` left there by an earlier loopguard is taken over (renamed) on first use |
+//! | alert spool | `state.sqlite3.alerts/` beside the database: alerts waiting for delivery ([`alert_spool_for`]) |
 //! | log file | `loopguard.log` beside the database; when that directory cannot be created, `$XDG_STATE_HOME/loopguard/loopguard.log`, else `loopguard.log` in the temporary directory ([`log_candidates`]) |
 //! | project config | `.loopguard.json5` in `$CLAUDE_PROJECT_DIR`, else in the payload's `cwd`, or in one of their parent directories |
 //! | user config | `$XDG_CONFIG_HOME/loopguard/config.json5` (default `~/.config/…`) |
@@ -110,6 +111,13 @@ fn sidecar(db: &Path, suffix: &str) -> PathBuf {
     let mut name = db.as_os_str().to_os_string();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+/// The alert spool that belongs to a database: the directory `DB.alerts` beside it
+/// (`state.sqlite3.alerts/`), one file per alert waiting for delivery
+/// ([`crate::alerts`]).
+pub fn alert_spool_for(db: &Path) -> PathBuf {
+    sidecar(db, ".alerts")
 }
 
 /// The log file that belongs to a database.

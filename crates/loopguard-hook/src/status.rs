@@ -740,7 +740,11 @@ pub fn report(query: &StatusQuery, env: &Env, cwd: Option<&Path>) -> Result<Stri
         Err(e) => return Err(e.into()),
     };
     let log = existing_log(Some(&path), env);
-    let ended = ended_sessions(&path, &SqliteOptions::default())?;
+    let mut ended = ended_sessions(&path, &SqliteOptions::default())?;
+    // The state kept for a resume is not for reading.
+    for e in &mut ended {
+        e.state = None;
+    }
     let Some(wanted) = &query.session else {
         let rows = list_sessions(&store)?;
         let last = log.as_deref().and_then(|l| last_fail_open(l, None));

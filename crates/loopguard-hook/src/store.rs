@@ -38,7 +38,11 @@ pub const ENDED_DECISIONS_KEPT: usize = 32;
 
 /// What remains of a session after its agent ended it (`SessionEnd`, Cline's `TaskComplete`, …): the live state is
 /// deleted, but what loopguard did (or, with `--observe`, would have done) stays
-/// reviewable, in `loopguard status` and the log.
+/// reviewable, in `loopguard status` and the log. The state itself is kept too
+/// ([`EndedSession::state`]): an agent can resume an ended session under the same id
+/// (`claude --resume ID`, `claude --continue`), and the resumed session goes on with the
+/// loop state it ended with ([`take_ended_state`]), as replay of its transcript, one
+/// session, does.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EndedSession {
@@ -70,6 +74,10 @@ pub struct EndedSession {
     pub permission_mode: Option<String>,
     /// The last [`ENDED_DECISIONS_KEPT`] warnings, blocks and stops, oldest first.
     pub decisions: Vec<loopguard_guard::LogRow>,
+    /// The session's state when it ended ([`loopguard_guard::SessionEntry::encode`], in
+    /// base64), until a resume takes it back; `loopguard status` does not show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 impl EndedSession {
@@ -108,6 +116,10 @@ impl EndedSession {
             config: entry.meta.get("config").cloned(),
             permission_mode: entry.meta.get(loopguard_agents::PERMISSION_MODE).cloned(),
             decisions,
+            state: Some(base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                entry.encode(),
+            )),
         }
     }
 
@@ -237,6 +249,72 @@ pub fn ended_sessions(
             })
         })
         .collect()
+}
+
+/// The state an ended session `session_id` ended with, taken back for a resumed session:
+/// the record keeps its summary, without the state. `None` when the session never ended
+/// here (or its state was taken already, or its record was dropped). A state that cannot
+/// be read is an error naming the session.
+pub fn take_ended_state(
+    path: &std::path::Path,
+    opts: &SqliteOptions,
+    session_id: &str,
+) -> Result<Option<loopguard_guard::SessionEntry>, StoreError> {
+    let err = |e| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let corrupt = |source| StoreError::Corrupt {
+        key: format!("the state of ended session {session_id}"),
+        source,
+    };
+    let mut conn = ended_conn(path, opts)?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(err)?;
+    let exists: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ended_sessions')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(err)?;
+    if !exists {
+        return Ok(None);
+    }
+    let k = key(session_id);
+    let summary: Option<String> = tx
+        .query_row(
+            "SELECT summary FROM ended_sessions WHERE key = ?1",
+            [&k],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(err(e)),
+        })?;
+    let Some(summary) = summary else {
+        return Ok(None);
+    };
+    let mut ended: EndedSession =
+        serde_json::from_str(&summary).map_err(|e| StoreError::Corrupt {
+            key: format!("ended session {session_id}"),
+            source: loopguard_guard::EntryError::Meta(e),
+        })?;
+    let Some(state) = ended.state.take() else {
+        return Ok(None);
+    };
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &state)
+        .map_err(|_| corrupt(loopguard_guard::EntryError::Header))?;
+    let entry = loopguard_guard::SessionEntry::decode(&bytes).map_err(corrupt)?;
+    tx.execute(
+        "UPDATE ended_sessions SET summary = ?2 WHERE key = ?1",
+        rusqlite::params![k, serde_json::to_string(&ended).unwrap_or_default()],
+    )
+    .map_err(err)?;
+    tx.commit().map_err(err)?;
+    Ok(Some(entry))
 }
 
 #[cfg(test)]

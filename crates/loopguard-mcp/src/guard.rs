@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use loopguard_core::Mode;
 use loopguard_events::{parse_event, Action, Decision, Effect};
-use loopguard_guard::{open_store, Guard, ToolProfile};
+use loopguard_guard::{open_store, Guard, LoopStep, ToolProfile};
 
 use crate::options::ProxyOptions;
 
@@ -64,6 +64,9 @@ pub(crate) struct GuardLayer {
     ask_timeout: Duration,
     line: AtomicU64,
     log: Option<Mutex<BufWriter<File>>>,
+    /// `loopguard.alerts`: one per loop, queued (never waited for) and delivered by a task
+    /// on the proxy's runtime.
+    alerts: Option<loopguard_alerts::Alerts>,
 }
 
 impl std::fmt::Debug for GuardLayer {
@@ -97,18 +100,56 @@ impl GuardLayer {
             .mode(options.mode)
             .store(Arc::clone(&store))
             .build();
+        let targets = options
+            .config
+            .loopguard
+            .as_ref()
+            .and_then(|l| l.alerts.as_deref())
+            .map(loopguard_alerts::AlertTarget::from_configs)
+            .unwrap_or_default();
+        let alerts = (!targets.is_empty()).then(|| {
+            loopguard_alerts::Alerts::new(targets, loopguard_alerts::AlertOptions::default())
+        });
         Ok(GuardLayer {
             guard,
             mode: options.mode,
             ask_timeout: options.ask_timeout,
             line: AtomicU64::new(0),
             log,
+            alerts,
         })
     }
 
     /// How long the user has to answer an ask (`--ask-timeout`).
     pub(crate) fn ask_timeout(&self) -> Duration {
         self.ask_timeout
+    }
+
+    /// The alerts' queue, when `loopguard.alerts` names targets.
+    pub(crate) fn alerts(&self) -> Option<&loopguard_alerts::Alerts> {
+        self.alerts.as_ref()
+    }
+
+    /// Queues the alerts a decision calls for: its loop step folded into the store's loop
+    /// history, once per loop (`Alert::of_step`, as every front end does).
+    fn alert(&self, alerts: &loopguard_alerts::Alerts, d: &Decision<'_>) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0);
+        let Some(step) = LoopStep::of(None, d, self.mode == Mode::Observe, now) else {
+            return;
+        };
+        match loopguard_alerts::Alert::of_step(self.guard.store().as_ref(), &step) {
+            Ok(list) => {
+                for alert in list {
+                    alerts.send(alert);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(target: "loopguard::mcp", error = %e, "loop history (for alerts): the step is not recorded");
+            }
+        }
     }
 
     /// The before-call step for a `tools/call` request.
@@ -164,6 +205,9 @@ impl GuardLayer {
                 trace_decision(&decision);
                 if self.log.is_some() {
                     decision.write_record(&mut record);
+                }
+                if let Some(alerts) = &self.alerts {
+                    self.alert(alerts, &decision);
                 }
                 inspect(&decision);
             }

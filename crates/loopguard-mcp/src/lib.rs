@@ -181,6 +181,24 @@ fn name_from_command(command: &[OsString]) -> String {
         .unwrap_or_else(|| "server".to_owned())
 }
 
+/// Starts the delivery of `loopguard.alerts` on the proxy's runtime.
+fn start_alerts(
+    rt: &tokio::runtime::Runtime,
+    guard: &GuardLayer,
+) -> Option<loopguard_alerts::Alerts> {
+    let alerts = guard.alerts()?.clone();
+    rt.spawn(alerts.clone().deliver());
+    Some(alerts)
+}
+
+/// Gives the alerts of a proxy that is exiting (its client left) a few seconds to be
+/// delivered.
+fn finish_alerts(rt: &tokio::runtime::Runtime, alerts: Option<loopguard_alerts::Alerts>) {
+    if let Some(alerts) = alerts {
+        rt.block_on(alerts.flush(std::time::Duration::from_secs(5)));
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, McpError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -205,11 +223,13 @@ pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, Mc
     }
     let guard = Arc::new(GuardLayer::new(options)?);
     let naming = Naming::new(options, name_from_command(command));
+    let rt = runtime()?;
+    let alerts = start_alerts(&rt, &guard);
     let relay = Relay::new(guard, naming, &connection_id());
     tracing::info!(target: "loopguard::mcp", session = %relay.session(), "stdio connection");
-    let rt = runtime()?;
     let result = rt.block_on(stdio::run(relay, command));
     // Reading stdin may still block a runtime thread; do not wait for it.
+    finish_alerts(&rt, alerts);
     rt.shutdown_background();
     result
 }
@@ -226,7 +246,9 @@ pub fn run_stdio(options: &ProxyOptions, command: &[OsString]) -> Result<i32, Mc
 pub fn run_http_upstream(options: &ProxyOptions, url: &str, addr: &str) -> Result<i32, McpError> {
     let guard = Arc::new(GuardLayer::new(options)?);
     let rt = runtime()?;
+    let alerts = start_alerts(&rt, &guard);
     let result = rt.block_on(http::run_upstream(guard, options.clone(), url, addr));
+    finish_alerts(&rt, alerts);
     rt.shutdown_background();
     result
 }
@@ -251,7 +273,9 @@ pub fn run_http_command(
     let guard = Arc::new(GuardLayer::new(options)?);
     let naming = Naming::new(options, name_from_command(command));
     let rt = runtime()?;
+    let alerts = start_alerts(&rt, &guard);
     let result = rt.block_on(http::run_command(guard, options, addr, command, naming));
+    finish_alerts(&rt, alerts);
     rt.shutdown_background();
     result
 }
@@ -273,7 +297,9 @@ pub fn run_stdio_upstream(
 ) -> Result<i32, McpError> {
     let guard = Arc::new(GuardLayer::new(options)?);
     let rt = runtime()?;
+    let alerts = start_alerts(&rt, &guard);
     let result = rt.block_on(http::run_bridge(guard, options.clone(), url, headers));
+    finish_alerts(&rt, alerts);
     rt.shutdown_background();
     result
 }

@@ -51,17 +51,6 @@ enum Kind {
     Compaction,
 }
 
-impl Kind {
-    fn class(self) -> &'static str {
-        match self {
-            Kind::Warn => "warn",
-            Kind::Block => "block",
-            Kind::Abort => "abort",
-            Kind::Compaction => "compaction",
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Mark {
     /// Calls of the session before this event: its x position.
@@ -234,7 +223,9 @@ impl Timeline {
     pub fn render(&self, report: &RunReport, mode: &str) -> String {
         let summary = &report.summary;
         let mut page = String::with_capacity(64 * 1024);
-        page.push_str(HEAD);
+        page.push_str(HEAD_START);
+        page.push_str(loopguard_lanes::CSS);
+        page.push_str(HEAD_END);
         let n_loops: usize = summary.sessions.iter().map(|s| s.loops.len()).sum();
         let _ = writeln!(
             page,
@@ -287,7 +278,7 @@ impl Timeline {
         // Sessions by cost; `order` holds indices into `summary.sessions`.
         let order = summary.order_by_cost();
         render_table(&mut page, summary, &order);
-        page.push_str(LEGEND);
+        page.push_str(loopguard_lanes::LEGEND);
         let empty = SessionMarks::default();
         for &i in &order {
             let stats = &summary.sessions[i];
@@ -416,13 +407,6 @@ fn render_table(page: &mut String, summary: &crate::Summary, order: &[usize]) {
     page.push_str("</tbody></table></div></section>\n");
 }
 
-/// Width of a track in SVG units (the SVG stretches to the row's width).
-const W: f64 = 1000.0;
-
-fn x_of(pos: u64, calls: u64) -> f64 {
-    (pos.min(calls) as f64 / calls.max(1) as f64) * W
-}
-
 fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &SessionMarks) {
     let source = s
         .source
@@ -449,48 +433,43 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
     if let Some(span) = time_span(s) {
         let _ = write!(page, "; {}", esc(&span));
     }
-    page.push_str("</p>\n<div class=\"lanes\">\n");
+    page.push_str("</p>\n");
     let calls = m.calls;
-    render_axis(page, m);
+    let at = |pos: u64| pos.min(calls) as f64 / calls.max(1) as f64;
+    let mut t = loopguard_lanes::Timeline {
+        ticks: axis(m),
+        ..Default::default()
+    };
     // All calls, as a histogram, with compactions as lines across it.
-    let _ = write!(
-        page,
-        "<div class=\"label\">all calls <span class=\"n\">{}</span></div><div class=\"track\"><svg class=\"activity\" viewBox=\"0 0 {W} 40\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"calls over the session\">",
-        thousands(calls)
-    );
     let peak = m.histogram.counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+    let mut activity = loopguard_lanes::Activity {
+        count: thousands(calls),
+        ..Default::default()
+    };
     for (b, &c) in m.histogram.counts.iter().enumerate() {
         if c == 0 {
             continue;
         }
         let start = b as u64 * m.histogram.width;
         let end = (start + m.histogram.width).min(calls.max(1));
-        let (x0, x1) = (x_of(start, calls), x_of(end, calls));
-        let h = 4.0 + 36.0 * (c as f64 / peak);
-        // A gap between wide bars, so single calls read as calls.
-        let w = x1 - x0;
-        let w = if w > 4.0 { w * 0.8 } else { w.max(1.0) };
-        let _ = write!(
-            page,
-            "<rect class=\"calls\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\"><title>{}</title></rect>",
-            40.0 - h,
-            w,
-            if end == start + 1 {
+        activity.bars.push(loopguard_lanes::Bar {
+            from: at(start),
+            to: at(end),
+            height: c as f64 / peak,
+            tip: if end == start + 1 {
                 format!("call {end}")
             } else {
                 format!("calls {}–{end}: {c}", start + 1)
-            }
-        );
+            },
+        });
     }
-    for c in &m.compactions.kept {
-        let _ = write!(
-            page,
-            "<rect class=\"compaction\" x=\"{:.1}\" y=\"0\" width=\"4\" height=\"40\"><title>{}</title></rect>",
-            (x_of(c.pos, calls) - 2.0).max(0.0),
-            esc(&c.tip)
-        );
-    }
-    page.push_str("</svg></div><div class=\"cost\"></div>\n");
+    activity.compactions = m
+        .compactions
+        .kept
+        .iter()
+        .map(|c| (at(c.pos), c.tip.clone()))
+        .collect();
+    t.activity = Some(activity);
     // The most expensive loops get lanes, drawn in the order they started.
     let mut drawn: Vec<usize> = (0..s.loops.len()).collect();
     drawn.sort_by_key(|&n| std::cmp::Reverse(loop_cost(&s.loops[n])));
@@ -499,7 +478,7 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
     let empty = Sampled::new(0);
     for &n in &drawn {
         let marks = m.loops.get(n).unwrap_or(&empty);
-        render_loop(page, n + 1, &s.loops[n], marks, calls);
+        t.lanes.push(lane(n + 1, &s.loops[n], marks, calls));
     }
     let left_out = s.loops.len() - drawn.len();
     if left_out > 0 {
@@ -507,18 +486,19 @@ fn render_session(page: &mut String, index: usize, s: &SessionSummary, m: &Sessi
             .filter(|n| drawn.binary_search(n).is_err())
             .map(|n| s.loops[n].calls_after_warning)
             .sum();
-        let _ = writeln!(
-            page,
-            "<div class=\"label more\">{left_out} more {} not drawn</div><div class=\"track more\">{} {} in them after their first warning; the text report below lists every loop</div><div class=\"cost\"></div>",
-            plural(left_out as u64, "loop", "loops"),
-            thousands(calls_left),
-            plural(calls_left, "call", "calls"),
-        );
+        t.more = Some((
+            format!(
+                "{left_out} more {} not drawn",
+                plural(left_out as u64, "loop", "loops")
+            ),
+            format!(
+                "{} {} in them after their first warning; the text report below lists every loop",
+                thousands(calls_left),
+                plural(calls_left, "call", "calls"),
+            ),
+        ));
     }
-    if s.loops.is_empty() {
-        page.push_str("<div class=\"label none\">no loops</div><div class=\"track\"></div><div class=\"cost\"></div>\n");
-    }
-    page.push_str("</div>\n");
+    loopguard_lanes::render(page, &t);
     let thinned: Vec<String> = m
         .loops
         .iter()
@@ -563,87 +543,63 @@ fn loop_cost(l: &Loop) -> (u64, u64, u64, u64) {
 }
 
 /// Tick labels under the session's title: call numbers, and times when recorded.
-fn render_axis(page: &mut String, m: &SessionMarks) {
-    page.push_str("<div class=\"label axis-label\">call</div><div class=\"track axis\">");
+fn axis(m: &SessionMarks) -> Vec<loopguard_lanes::Tick> {
     let calls = m.calls.max(1);
-    for k in 0..=4u64 {
-        let pos = calls * k / 4;
-        let pct = pos as f64 / calls as f64 * 100.0;
-        let time = m
-            .times
-            .kept
-            .iter()
-            .min_by_key(|(p, _)| p.abs_diff(pos))
-            .map(|(_, ts)| format!("<br>{}", &utc(*ts)[11..19]))
-            .unwrap_or_default();
-        let align = match k {
-            0 => "first",
-            4 => "last",
-            _ => "mid",
-        };
-        let _ = write!(
-            page,
-            "<span class=\"tick {align}\" style=\"left:{pct:.2}%\">{}{time}</span>",
-            thousands(pos.min(m.calls))
-        );
-    }
-    page.push_str("</div><div class=\"cost axis-label\">cost after the first warning</div>\n");
+    (0..=4u64)
+        .map(|k| {
+            let pos = calls * k / 4;
+            let sub = m
+                .times
+                .kept
+                .iter()
+                .min_by_key(|(p, _)| p.abs_diff(pos))
+                .map(|(_, ts)| utc(*ts)[11..19].to_string());
+            loopguard_lanes::Tick {
+                at: pos as f64 / calls as f64,
+                label: thousands(pos.min(m.calls)),
+                sub,
+            }
+        })
+        .collect()
 }
 
-fn render_loop(page: &mut String, n: usize, l: &Loop, marks: &Sampled<Mark>, calls: u64) {
+/// A loop's lane: its label, its marks (an even sample) and its cost.
+fn lane(n: usize, l: &Loop, marks: &Sampled<Mark>, calls: u64) -> loopguard_lanes::Lane {
+    use loopguard_lanes::MarkKind;
     let tools = match &l.paired_tool {
         Some(pt) if *pt != l.tool => format!("{} ↔ {}", l.tool, pt),
         _ => l.tool.clone(),
     };
     let detectors: Vec<&str> = l.detectors.iter().map(|d| d.as_str()).collect();
     let severity = if l.aborts > 0 {
-        "abort"
+        MarkKind::Abort
     } else if l.blocks > 0 {
-        "block"
+        MarkKind::Block
     } else {
-        "warn"
+        MarkKind::Warn
     };
-    let args = l
-        .args_preview
-        .as_ref()
-        .map(|a| format!(" <code>{}</code>", esc(a)))
-        .unwrap_or_default();
-    let run = l
-        .run
-        .as_ref()
-        .map(|r| format!(" · run {}", esc(r)))
-        .unwrap_or_default();
-    let _ = write!(
-        page,
-        "<div class=\"label loop {severity}\"><b>{n}. {}</b>{args}<br><span class=\"det\">{}</span> · count up to {}{run}</div><div class=\"track\"><svg class=\"lane\" viewBox=\"0 0 {W} 24\" preserveAspectRatio=\"none\" role=\"img\" aria-label=\"loop {n}\">",
-        esc(&tools),
-        esc(&detectors.join(" + ")),
-        l.max_count,
-    );
-    if let (Some(first), Some(last)) = (marks.kept.first(), marks.kept.last()) {
-        let (x0, x1) = (x_of(first.pos, calls), x_of(last.pos, calls));
-        let _ = write!(
-            page,
-            "<rect class=\"span\" x=\"{x0:.1}\" y=\"10\" width=\"{:.1}\" height=\"4\"/>",
-            (x1 - x0).max(1.0)
-        );
-    }
-    // Warnings first, so blocks and aborts are drawn on top.
-    for kind in [Kind::Warn, Kind::Block, Kind::Abort] {
-        for mk in marks.kept.iter().filter(|mk| mk.kind == kind) {
-            let (y, h) = match kind {
-                Kind::Warn => (4.0, 16.0),
-                _ => (0.0, 24.0),
+    let mut lane = loopguard_lanes::Lane::new(n, tools, severity);
+    lane.args.clone_from(&l.args_preview);
+    lane.detectors = detectors.join(" + ");
+    lane.max_count = l.max_count;
+    lane.run.clone_from(&l.run);
+    lane.marks = marks
+        .kept
+        .iter()
+        .filter_map(|mk| {
+            let kind = match mk.kind {
+                Kind::Warn => MarkKind::Warn,
+                Kind::Block => MarkKind::Block,
+                Kind::Abort => MarkKind::Abort,
+                Kind::Compaction => return None,
             };
-            let _ = write!(
-                page,
-                "<rect class=\"{}\" x=\"{:.1}\" y=\"{y}\" width=\"5\" height=\"{h}\"><title>{}</title></rect>",
-                kind.class(),
-                (x_of(mk.pos, calls) - 2.5).max(0.0),
-                esc(&mk.tip)
-            );
-        }
-    }
+            Some(loopguard_lanes::Mark {
+                at: mk.pos.min(calls) as f64 / calls.max(1) as f64,
+                kind,
+                tip: mk.tip.clone(),
+            })
+        })
+        .collect();
     let mut cost = vec![if l.calls_after_warning == 0 && l.aborts > 0 {
         "run aborted at once".to_string()
     } else {
@@ -659,29 +615,15 @@ fn render_loop(page: &mut String, n: usize, l: &Loop, marks: &Sampled<Mark>, cal
     if let Some(t) = l.tokens_after_warning {
         cost.push(format!("{} tokens", thousands(t)));
     }
-    let _ = writeln!(
-        page,
-        "</svg></div><div class=\"cost\">{}</div>",
-        esc(&cost.join(" · "))
-    );
+    lane.cost = cost.join(" · ");
+    lane
 }
 
 fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    loopguard_lanes::escape(s)
 }
 
-const HEAD: &str = r#"<!DOCTYPE html>
+const HEAD_START: &str = r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>loopguard replay</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
@@ -698,41 +640,11 @@ table.summary th, table.summary td { padding: 4px 8px; border-bottom: 1px solid 
 table.summary th:first-child, table.summary td:first-child { text-align: left; white-space: normal; overflow-wrap: anywhere; min-width: 10em; }
 table.summary thead th { background: #f4f4f6; font-weight: 600; }
 tr.crit td:first-child { border-left: 4px solid #d0021b; } tr.warned td:first-child { border-left: 4px solid #f5a623; }
-.legend { font-size: 13px; margin: 14px 0 0; }
-.legend span { display: inline-block; margin-right: 14px; }
-.legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; vertical-align: -1px; }
-.lanes { display: grid; grid-template-columns: minmax(11em, 24%) 1fr minmax(8em, 15%); gap: 2px 10px; align-items: center; }
-.label { font-size: 12px; overflow-wrap: anywhere; }
-.label code { font-size: 11px; color: #444; }
-.label.loop { border-left: 4px solid #f5a623; padding-left: 6px; }
-.label.loop.block { border-left-color: #d0021b; } .label.loop.abort { border-left-color: #7b2cbf; }
-.det { color: #555; } .n { color: #555; } .none { color: #555; }
-.cost { font-size: 12px; color: #333; }
-.more { font-size: 12px; color: #555; }
-.axis-label { color: #777; font-size: 11px; }
-.track { position: relative; min-width: 0; }
-.track svg { display: block; width: 100%; background: #fafafa; border: 1px solid #e3e3e6; }
-svg.activity { height: 40px; } svg.lane { height: 24px; }
-.track.axis { height: 30px; border-bottom: 1px solid #999; }
-.tick { position: absolute; bottom: 2px; font-size: 10px; color: #555; transform: translateX(-50%); text-align: center; line-height: 1.2; white-space: nowrap; }
-.tick.first { transform: none; text-align: left; } .tick.last { transform: translateX(-100%); text-align: right; }
-rect.calls { fill: #a9a9ae; } rect.span { fill: #e0c9a6; }
-rect.warn { fill: #f5a623; } rect.block { fill: #d0021b; } rect.abort { fill: #7b2cbf; }
-rect.compaction { fill: #2f80ed; opacity: 0.7; }
-i.calls { background: #a9a9ae; } i.warn { background: #f5a623; } i.block { background: #d0021b; }
-i.abort { background: #7b2cbf; } i.compaction { background: #2f80ed; }
-details.text { margin-top: 24px; } details.text pre { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: auto; }
-@media (max-width: 700px) {
-  body { padding: 10px; }
-  .lanes { grid-template-columns: 1fr; gap: 2px; }
-  .lanes .cost:empty, .lanes .cost.axis-label, .lanes .label.axis-label { display: none; }
-  .lanes .label { margin-top: 8px; }
-  .lanes .cost { margin-bottom: 4px; }
-}
-</style></head><body>
 "#;
 
-const LEGEND: &str = r#"<p class="legend"><span><i class="calls"></i>calls</span><span><i class="warn"></i>warning</span><span><i class="block"></i>block</span><span><i class="abort"></i>abort</span><span><i class="compaction"></i>compaction</span> · hover a mark for its line, time, call and message</p>
+const HEAD_END: &str = r#"details.text { margin-top: 24px; } details.text pre { background: #f4f4f6; padding: 12px; font-size: 12px; overflow-x: auto; }
+@media (max-width: 700px) { body { padding: 10px; } }
+</style></head><body>
 "#;
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use crate::state::{json_response, read_body, AppState};
 type Shared = Arc<AppState>;
 
 /// The routes, and the label each gets in the metrics.
-pub(crate) const ROUTES: [&str; 15] = [
+pub(crate) const ROUTES: [&str; 18] = [
     "/v1/events",
     "/v1/sessions/{session}",
     "/v1/hooks/claude-code",
@@ -35,6 +35,9 @@ pub(crate) const ROUTES: [&str; 15] = [
     "/v1/loops/export",
     "/",
     "/v1/dashboard",
+    "/v1/dashboard/sessions/{session}",
+    "/v1/dashboard/ticket",
+    "/v1/dashboard/stream",
 ];
 
 pub(crate) fn router(state: Shared) -> Router {
@@ -54,6 +57,9 @@ pub(crate) fn router(state: Shared) -> Router {
         .route(ROUTES[12], get(crate::loops_api::export_loops))
         .route(ROUTES[13], get(crate::dashboard::page))
         .route(ROUTES[14], get(crate::dashboard::data))
+        .route(ROUTES[15], get(crate::dashboard::session))
+        .route(ROUTES[16], post(crate::dashboard::ticket))
+        .route(ROUTES[17], get(crate::dashboard::stream))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), track))
         .with_state(state);
@@ -72,7 +78,13 @@ async fn track(State(state): State<Shared>, req: Request, next: Next) -> Respons
         .get::<MatchedPath>()
         .and_then(|m| ROUTES.iter().copied().find(|r| *r == m.as_str()))
         .unwrap_or("other");
+    // Every POST is a decision route (events, hooks, traces, logs) but the ticket's: the
+    // dashboard's streams are told (an atomic swap; see dashboard/live.rs).
+    let decided = req.method() == axum::http::Method::POST && route != "/v1/dashboard/ticket";
     let response = next.run(req).await;
+    if decided {
+        state.live.changed();
+    }
     state
         .metrics
         .request(route, response.status().as_u16(), start.elapsed());

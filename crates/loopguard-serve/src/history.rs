@@ -38,7 +38,12 @@ pub(crate) struct History {
     pub failed: AtomicU64,
     /// Where the store's verdicts go (the alerts), when anywhere.
     pub on_change: Option<OnChange>,
+    /// Told of every step as it comes (the dashboard's decisions per minute).
+    tap: Option<Tap>,
 }
+
+/// What is told of each step before it is recorded (the dashboard).
+pub(crate) type Tap = Arc<dyn Fn(&LoopStep) + Send + Sync>;
 
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -69,11 +74,21 @@ impl History {
             dropped: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             on_change,
+            tap: None,
         }
+    }
+
+    /// Tells `tap` of every step, before it is recorded.
+    pub(crate) fn with_tap(mut self, tap: Tap) -> History {
+        self.tap = Some(tap);
+        self
     }
 
     /// Records a step: in place, or queued (never waiting).
     pub(crate) fn observe(&self, step: LoopStep) {
+        if let Some(tap) = &self.tap {
+            tap(&step);
+        }
         match &self.queue {
             None => self.write(&step),
             Some(tx) => {

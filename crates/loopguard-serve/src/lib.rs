@@ -31,6 +31,7 @@ mod error;
 mod exposition;
 mod history;
 mod listener;
+mod live;
 mod loop_log;
 mod loops_api;
 mod metrics;
@@ -252,15 +253,21 @@ impl ServerBuilder {
             }) as history::OnChange
         });
         let opened = wiring::open(&self.store, self.config, self.idle_ttl, self.redis_ca)?;
-        let history = Arc::new(history::History::new(
-            opened.guard.store().clone(),
-            !opened.blocking,
-            self.loop_retention,
-            on_change,
-        ));
+        let live = Arc::new(live::Live::default());
+        let counted = live.clone();
+        let history = Arc::new(
+            history::History::new(
+                opened.guard.store().clone(),
+                !opened.blocking,
+                self.loop_retention,
+                on_change,
+            )
+            .with_tap(Arc::new(move |step| counted.step(step))),
+        );
         let state = state::AppState {
             history,
             alerts,
+            live,
             guard: Arc::new(opened.guard),
             hooks: Arc::new(opened.hooks),
             traces: Arc::new(opened.traces),
@@ -363,6 +370,8 @@ impl Server {
         let historian = tokio::spawn(self.state.history.clone().run());
         // Alerts leave from their own queue, on their own tasks.
         let alerting = self.state.alerts.clone().map(|a| tokio::spawn(a.deliver()));
+        // The dashboard's streams are told of decisions, debounced.
+        let debouncer = tokio::spawn(self.state.live.clone().debounce());
         let state = self.state.clone();
         listener::serve(
             listener,
@@ -376,6 +385,7 @@ impl Server {
         otlp::flush(&self.state, true).await;
         self.state.history.drain(Duration::from_secs(5)).await;
         historian.abort();
+        debouncer.abort();
         if let Some(a) = alerting {
             a.abort();
         }

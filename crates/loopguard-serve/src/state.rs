@@ -50,6 +50,8 @@ pub(crate) struct AppState {
     pub history: Arc<crate::history::History>,
     /// Where alerts go (`--alert-webhook`, `loopguard.alerts`), when anywhere.
     pub alerts: Option<loopguard_alerts::Alerts>,
+    /// The dashboard's live side: its streams, decisions per minute, the keys' listing.
+    pub live: Arc<crate::live::Live>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -77,6 +77,9 @@ enum Command {
     Mcp(cmd::mcp::McpArgs),
     /// Run the guard as an HTTP service (POST /v1/events, Claude Code http hooks).
     Serve(cmd::serve::ServeArgs),
+    /// Deliver the alerts (`loopguard.alerts`) the hooks handed off.
+    #[command(subcommand)]
+    Alerts(cmd::alerts::AlertsCommand),
     /// Wrap a headless agent run (`loopguard run -- claude -p …`): print a JSON verdict and
     /// exit 3 when a loop ended the run, 2 when loopguard refused calls.
     Run(cmd::run::RunArgs),
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => cmd::hook::doctor(args),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Alerts(cmd) => cmd::alerts::run(cmd),
         Command::Run(args) => cmd::run::run(args),
     };
     match result {

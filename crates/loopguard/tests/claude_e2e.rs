@@ -58,11 +58,14 @@ struct Seen {
     calls_before: usize,
     /// The last message (the tool result and any hook context), as JSON text.
     last: String,
+    /// Every message after the model's last one (the tool result, hook context, reminders
+    /// Claude Code adds), as JSON text.
+    tail: String,
 }
 
 /// The scripted Anthropic Messages API server: every streamed request with the Bash tool
-/// is answered with one more identical Bash call, until [`MODEL_CALLS`]; then a final
-/// text. Anything else gets a short text answer.
+/// is answered with one more identical Bash call, until [`MODEL_CALLS`] calls since the
+/// prompt; then a final text. Anything else gets a short text answer.
 struct ModelServer {
     url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -152,6 +155,23 @@ fn answer(
         .flatten()
         .filter(|b| b["type"] == "tool_use")
         .count();
+    let is_prompt = |m: &Value| {
+        m["role"] == "user"
+            && !m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+    };
+    let since = messages
+        .iter()
+        .rposition(is_prompt)
+        .map_or(&messages[..], |i| &messages[i..]);
+    let calls_this_prompt = since
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .count();
     let model = req["model"].as_str().unwrap_or("claude").to_string();
     if req["stream"] != true {
         let msg = json!({"id": "msg_plain", "type": "message", "role": "assistant", "model": model,
@@ -163,16 +183,27 @@ fn answer(
         log.lock().unwrap().push(Seen {
             calls_before,
             last: messages.last().map(Value::to_string).unwrap_or_default(),
+            tail: messages
+                .iter()
+                .skip(
+                    messages
+                        .iter()
+                        .rposition(|m| m["role"] == "assistant")
+                        .map_or(0, |i| i + 1),
+                )
+                .map(Value::to_string)
+                .collect(),
         });
     }
-    let id = format!("msg_{calls_before}");
+    // Unique per request: a resumed session's requests repeat earlier call counts.
+    let id = format!("msg_{calls_before}_{}", messages.len());
     let mut events = vec![(
         "message_start",
         json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant",
             "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 1, "output_tokens": 1}}}),
     )];
-    let (block, delta, stop) = if has_bash && calls_before < MODEL_CALLS {
+    let (block, delta, stop) = if has_bash && calls_this_prompt < MODEL_CALLS {
         let input = json!({"command": command, "description": "Check the service"});
         (
             json!({"type": "tool_use", "id": format!("toolu_{:03}", calls_before + 1), "name": "Bash", "input": {}}),
@@ -238,108 +269,191 @@ fn run_claude(config: &str) -> Run {
     run_claude_with(config, &[], false)
 }
 
+/// A temporary HOME with loopguard's hook installed into Claude Code's user settings, and
+/// the scripted model; [`Setup::claude`] runs the CLI in it.
+struct Setup {
+    dir: tempfile::TempDir,
+    home: PathBuf,
+    work: PathBuf,
+    /// The file the Bash command appends a line to each time it runs.
+    ran: PathBuf,
+    /// The hook's state database.
+    state: PathBuf,
+    /// The config the hook was installed with.
+    config: PathBuf,
+    server: ModelServer,
+}
+
+/// What one `claude` process did.
+struct Exit {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Setup {
+    /// `loopguard hook install` with `config` and extra `install_flags` (`--observe`).
+    fn new(config: &str, install_flags: &[&str]) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let ran = dir.path().join("ran.txt");
+        let state = dir.path().join("state/loopguard.sqlite3");
+        let config_file = dir.path().join("loopguard.json5");
+        std::fs::write(&config_file, config).unwrap();
+        let server = ModelServer::start(format!(
+            "echo ran >> {}; echo service unavailable",
+            ran.display()
+        ));
+        let setup = Setup {
+            dir,
+            home,
+            work,
+            ran,
+            state,
+            config: config_file,
+            server,
+        };
+        let loopguard = env!("CARGO_BIN_EXE_loopguard");
+        let out = setup
+            .command(loopguard)
+            .args(["hook", "install", "--exe", loopguard, "--state"])
+            .arg(&setup.state)
+            .arg("--config")
+            .arg(&setup.config)
+            .args(install_flags)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        setup
+    }
+
+    /// `program` with the temporary HOME and XDG folders.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
+        c.env("HOME", &self.home)
+            .env("XDG_STATE_HOME", self.dir.path().join("xdg-state"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("xdg-config"))
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env_remove("LOOPGUARD_LOG");
+        c
+    }
+
+    /// One headless run, `claude -p PROMPT … ARGS` (under `loopguard run --verdict
+    /// VERDICT --` when `verdict` is given), to its end.
+    fn claude(&self, prompt: &str, args: &[&str], verdict: Option<&Path>) -> Exit {
+        let mut cmd = match verdict {
+            Some(file) => {
+                let mut c = self.command(env!("CARGO_BIN_EXE_loopguard"));
+                c.arg("run")
+                    .arg("--verdict")
+                    .arg(file)
+                    .arg("--")
+                    .arg(claude());
+                c
+            }
+            None => self.command(claude()),
+        };
+        cmd.args([
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--dangerously-skip-permissions",
+        ])
+        .args(args)
+        .current_dir(&self.work)
+        .env("ANTHROPIC_BASE_URL", &self.server.url)
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if is_root() {
+            cmd.env("IS_SANDBOX", "1");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut stdout_pipe = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let out_thread = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stdout_pipe.read_to_string(&mut s);
+            s
+        });
+        let err_thread = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr_pipe.read_to_string(&mut s);
+            s
+        });
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > RUN_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "claude did not finish within {RUN_LIMIT:?}; the model was asked {} times",
+                    self.server.seen().len()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        Exit {
+            status,
+            stdout: out_thread.join().unwrap(),
+            stderr: err_thread.join().unwrap(),
+        }
+    }
+
+    /// Times the Bash command ran so far.
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.ran)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// `loopguard status --json` of the hook's state.
+    fn status(&self) -> Value {
+        let out = self
+            .command(env!("CARGO_BIN_EXE_loopguard"))
+            .args(["status", "--json", "--state"])
+            .arg(&self.state)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
 /// As [`run_claude`], with extra `loopguard hook install` flags (`--observe`), and the CLI
 /// wrapped by `loopguard run --verdict FILE --` when `wrap`.
 fn run_claude_with(config: &str, install_flags: &[&str], wrap: bool) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&work).unwrap();
-    let ran = dir.path().join("ran.txt");
-    let state = dir.path().join("state/loopguard.sqlite3");
-    let config_file = dir.path().join("loopguard.json5");
-    std::fs::write(&config_file, config).unwrap();
-    let loopguard = env!("CARGO_BIN_EXE_loopguard");
-    let env = |c: &mut Command| {
-        c.env("HOME", &home)
-            .env("XDG_STATE_HOME", dir.path().join("xdg-state"))
-            .env("XDG_CONFIG_HOME", dir.path().join("xdg-config"))
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .env_remove("LOOPGUARD_LOG");
-    };
-    let mut install = Command::new(loopguard);
-    env(&mut install);
-    let out = install
-        .args(["hook", "install", "--exe", loopguard, "--state"])
-        .arg(&state)
-        .arg("--config")
-        .arg(&config_file)
-        .args(install_flags)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
-    let server = ModelServer::start(format!(
-        "echo ran >> {}; echo service unavailable",
-        ran.display()
-    ));
-    let verdict_file = dir.path().join("verdict.json");
-    let mut cmd = if wrap {
-        let mut c = Command::new(loopguard);
-        c.arg("run")
-            .arg("--verdict")
-            .arg(&verdict_file)
-            .arg("--")
-            .arg(claude());
-        c
-    } else {
-        Command::new(claude())
-    };
-    env(&mut cmd);
-    cmd.args([
-        "-p",
+    let setup = Setup::new(config, install_flags);
+    let verdict_file = setup.dir.path().join("verdict.json");
+    let exit = setup.claude(
         "Check the service until it is up.",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--dangerously-skip-permissions",
-    ])
-    .current_dir(&work)
-    .env("ANTHROPIC_BASE_URL", &server.url)
-    .env("ANTHROPIC_API_KEY", "dummy")
-    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-    .env_remove("ANTHROPIC_AUTH_TOKEN")
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    if is_root() {
-        cmd.env("IS_SANDBOX", "1");
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut stdout_pipe = child.stdout.take().unwrap();
-    let mut stderr_pipe = child.stderr.take().unwrap();
-    let out_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout_pipe.read_to_string(&mut s);
-        s
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr_pipe.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "claude did not finish within {RUN_LIMIT:?}; the model was asked {} times",
-                server.seen().len()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let stdout = out_thread.join().unwrap();
-    let stderr = err_thread.join().unwrap();
+        &[],
+        wrap.then_some(verdict_file.as_path()),
+    );
+    let Exit {
+        status,
+        stdout,
+        stderr,
+    } = exit;
     let wrapped = wrap.then(|| {
         let text = std::fs::read_to_string(&verdict_file)
             .unwrap_or_else(|e| panic!("no verdict ({e}): {stderr}\n{stdout}"));
@@ -349,31 +463,16 @@ fn run_claude_with(config: &str, install_flags: &[&str], wrap: bool) -> Run {
         wrap || status.success(),
         "claude failed ({status}): {stderr}\n{stdout}"
     );
-    let runs = std::fs::read_to_string(&ran)
-        .map(|s| s.lines().count())
-        .unwrap_or(0);
-    let mut st = Command::new(loopguard);
-    env(&mut st);
-    let out = st
-        .args(["status", "--json", "--state"])
-        .arg(&state)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let transcript = transcript_of(&home.join(".claude/projects"));
+    let transcript = transcript_of(&setup.home.join(".claude/projects"));
     if let Some(dir) = std::env::var_os("LOOPGUARD_SAVE_AGENT_LOGS") {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(Path::new(&dir).join("claude-code.jsonl"), &transcript).unwrap();
     }
     Run {
-        runs,
-        seen: server.seen(),
+        runs: setup.runs(),
+        seen: setup.server.seen(),
         stdout,
-        status: serde_json::from_slice(&out.stdout).unwrap(),
+        status: setup.status(),
         transcript,
         wrapped,
     }
@@ -381,18 +480,7 @@ fn run_claude_with(config: &str, install_flags: &[&str], wrap: bool) -> Run {
 
 /// The one main session transcript under `dir` (Claude Code's projects folder).
 fn transcript_of(dir: &Path) -> String {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                found.push(p);
-            }
-        }
-    }
+    let found = transcripts_under(dir);
     assert_eq!(found.len(), 1, "one transcript expected: {found:?}");
     std::fs::read_to_string(&found[0]).unwrap()
 }
@@ -616,4 +704,155 @@ fn claude_code_ask_then_the_next_critical_ends_the_run() {
         .expect("the ask's reason reached the model");
     assert!(run.seen[asked].last.contains("\"is_error\":true"));
     assert!(run.seen.len() < MODEL_CALLS, "{}", run.stdout);
+}
+
+/// Every `.jsonl` file under `dir`, sorted.
+fn transcripts_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `loopguard replay --json --config CONFIG FILE`: the call decisions, each with its call
+/// id, the decision in the hook log's words (`warn-quiet`: a warning the model was not
+/// shown) and its run.
+fn replayed_by_call(file: &Path, config: &Path) -> Vec<(String, String, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--json", "--config"])
+        .arg(config)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|d| d["type"] == "call")
+        .map(|d| {
+            let decision = match (d["decision"].as_str().unwrap(), &d["emitted"]) {
+                ("warn", Value::Bool(false)) => "warn-quiet",
+                (w, _) => w,
+            };
+            (
+                d["callId"].as_str().unwrap_or_default().to_string(),
+                decision.to_string(),
+                d["run"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A guarded session that loops, is resumed (`claude --resume ID`, then `claude
+/// --continue`, each a new headless process with a new prompt) and loops on, with a
+/// session budget (`callsPerSession: 30`). Claude Code goes on writing the session's one
+/// transcript. Each prompt is a run, so the repeat detector starts over at each (the
+/// command runs 20 times in the first run, blocked from call 21); the hook, whose live
+/// state each process's `SessionEnd` ended, takes the session's state back at the resumed
+/// prompt, so the budget counts on: 10 more calls run after the first resume, none after
+/// the second. Replay of the transcript (one session, a run per prompt) decides every call
+/// as the hook did, call for call: the hook's decisions (`loopguard status` after each
+/// process: the session's warnings and blocks by call id, the other calls allowed) against
+/// replay's.
+#[test]
+fn claude_code_resumed_session_replays_as_decided_live() {
+    let setup = Setup::new(
+        "{ tools: { loopDetection: { enabled: true } }, loopguard: { budgets: { callsPerSession: 30 } } }",
+        &[],
+    );
+    let id = "5f0c1c52-8a3e-4c56-9a51-2f1c0b6f3e01";
+    let prompts: [(&str, &[&str]); 3] = [
+        ("Check the service until it is up.", &["--session-id", id]),
+        ("Check it again.", &["--resume", id]),
+        ("Once more.", &["--continue"]),
+    ];
+    // The hook's notable decisions (warnings, blocks), by call id.
+    let mut live = std::collections::BTreeMap::new();
+    let mut ran = Vec::new();
+    for (prompt, args) in prompts {
+        let exit = setup.claude(prompt, args, None);
+        assert!(
+            exit.status.success(),
+            "claude {args:?} failed ({}): {}\n{}",
+            exit.status,
+            exit.stderr,
+            exit.stdout
+        );
+        ran.push(setup.runs());
+        let status = setup.status();
+        assert_eq!(status["sessions"], json!([]), "{status}");
+        let ended = status["ended"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["sessionId"] == id))
+            .unwrap_or_else(|| panic!("session {id} did not end: {status}"));
+        for d in ended["decisions"].as_array().unwrap() {
+            live.insert(
+                d["call_id"].as_str().unwrap().to_string(),
+                d["decision"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    // Live: the command ran 20 times in the first run, 10 more (the session's 30) after
+    // the first resume, none after the second.
+    assert_eq!(ran, [20, 30, 30]);
+    let seen = setup.server.seen();
+    assert_eq!(seen.len(), 3 * (MODEL_CALLS + 1), "{seen:?}");
+    let files = transcripts_under(&setup.home.join(".claude/projects"));
+    assert_eq!(files.len(), 1, "one transcript for the session: {files:?}");
+    let replayed = replayed_by_call(&files[0], &setup.config);
+    assert_eq!(replayed.len(), 3 * MODEL_CALLS, "{replayed:?}");
+    for (i, (call, decision, run)) in replayed.iter().enumerate() {
+        let n = i + 1;
+        assert_eq!(call, &format!("toolu_{n:03}"));
+        assert_eq!(run, &format!("run-{}", i / MODEL_CALLS + 1), "call {n}");
+        // What the model was sent after the call: its result (loopguard's deny text when
+        // the hook refused it) and any warning the hook added.
+        let after = seen
+            .iter()
+            .find(|s| s.tail.contains(&format!("\"{call}\"")))
+            .unwrap_or_else(|| panic!("call {n}: its result never reached the model"))
+            .tail
+            .as_str();
+        let shown = if after.contains("CRITICAL") {
+            "block"
+        } else if after.contains("loopguard: WARNING") {
+            "warn"
+        } else {
+            "allow"
+        };
+        let quiet = if decision == "warn-quiet" {
+            "allow"
+        } else {
+            decision
+        };
+        assert_eq!(
+            quiet, shown,
+            "call {n}: replayed {replayed:?}\nthe model saw {after}"
+        );
+        // The hook's own word, for the calls its log still held at the session's end
+        // (`status` keeps the last 64 events).
+        if let Some(word) = live.get(call) {
+            assert_eq!(
+                decision, word,
+                "call {n}: replayed {replayed:?}, live {live:?}"
+            );
+        }
+    }
+    assert!(live.len() >= 40, "{live:?}");
+    let blocks = replayed.iter().filter(|c| c.1 == "block").count();
+    assert_eq!(blocks, 3 * MODEL_CALLS - 30, "{replayed:?}");
 }

@@ -98,6 +98,50 @@ fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
     );
 }
 
+/// The hook endpoints alert as `POST /v1/events` does: a Claude Code loop posted to
+/// `/v1/hooks/claude-code` is one alert, labelled with the agent, however many calls are
+/// denied.
+#[test]
+fn a_loop_posted_to_a_hook_endpoint_is_one_alert() {
+    let (hook, hook_bodies) = receiver();
+    let server = Serve::start(&["--alert-webhook", &hook]);
+    let agent = agent();
+    let mut denied = 0;
+    for i in 0..25 {
+        let pre = format!(
+            r#"{{"session_id":"cc","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{{"command":"make"}},"tool_use_id":"t{i}"}}"#
+        );
+        let answer = post_json(&agent, &server.url("/v1/hooks/claude-code"), pre.as_bytes());
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        if answer.body.contains("\"deny\"") {
+            denied += 1;
+            continue;
+        }
+        let post = format!(
+            r#"{{"session_id":"cc","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{{"command":"make"}},"tool_use_id":"t{i}","tool_response":{{"stdout":"error","stderr":"","interrupted":false}}}}"#
+        );
+        post_json(
+            &agent,
+            &server.url("/v1/hooks/claude-code"),
+            post.as_bytes(),
+        );
+    }
+    assert_eq!(denied, 5, "denied from the 21st call on");
+    wait_for(&hook_bodies, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let bodies = hook_bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "{bodies:#?}");
+    assert_eq!(
+        (
+            bodies[0]["event"].as_str(),
+            bodies[0]["session"].as_str(),
+            bodies[0]["agent"].as_str(),
+            bodies[0]["tool"].as_str()
+        ),
+        (Some("block"), Some("cc"), Some("claude-code"), Some("Bash"))
+    );
+}
+
 /// A spent budget (`loopguard.budgets`) is a `budget` alert, once, to the targets that ask
 /// for it: calls that all differ, so no loop detector is involved.
 #[test]

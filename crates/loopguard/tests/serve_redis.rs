@@ -697,3 +697,53 @@ fn a_lost_compare_and_set_inside_a_batch_is_retried_and_the_others_stand() {
         "two replicas writing the same 4 sessions never contended"
     );
 }
+
+/// SCAN commands Redis has answered so far (`INFO commandstats`).
+fn scans(port: u16) -> u64 {
+    let info = redis_cli(port, &["INFO", "commandstats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_scan:calls="))
+        .map(|rest| rest.split(',').next().unwrap().parse().unwrap())
+        .unwrap_or(0)
+}
+
+/// The dashboard reads Redis's session keys from a listing made at most every 5 s, shared
+/// by every request (a poll does not SCAN the keyspace), and still sees new sessions.
+#[test]
+fn dashboard_requests_share_one_listing_of_the_redis_keys() {
+    let redis = Redis::start();
+    let server = Serve::start(&["--store", &redis.url(0)]);
+    let agent = agent();
+    let post_calls = |range: std::ops::Range<u32>| {
+        for i in range {
+            let call = format!(r#"{{"type":"call","session":"s-{i}","tool":"ls"}}"#);
+            assert_eq!(
+                post_json(&agent, &server.url("/v1/events"), call.as_bytes()).status,
+                200
+            );
+        }
+    };
+    let live = || get(&agent, &server.url("/v1/dashboard")).json()["liveSessions"].as_u64();
+    post_calls(0..5);
+    assert_eq!(live(), Some(5));
+    let before = scans(redis.port);
+    let start = Instant::now();
+    for _ in 0..30 {
+        assert_eq!(live(), Some(5));
+    }
+    let elapsed = start.elapsed();
+    let listings = scans(redis.port) - before;
+    // One listing per 5 s at most (and a listing of 5 keys is one SCAN call).
+    let allowed = 1 + elapsed.as_secs() / 5;
+    assert!(
+        listings <= allowed,
+        "{listings} SCAN calls for 30 dashboard requests in {elapsed:?} (at most {allowed})"
+    );
+    // New sessions show once the listing is renewed.
+    post_calls(5..8);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while live() != Some(8) {
+        assert!(Instant::now() < deadline, "the 3 new sessions never showed");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}

@@ -5,6 +5,10 @@
 //! documented status, content type, headers and schema, valid data accepted, invalid data
 //! rejected, authentication enforced). A finding fails the test. Bounded: a fixed number of
 //! examples per operation and a fixed seed, run once without `--tokens` and once with.
+//!
+//! Left out: the operations in [`STREAMING`], whose answer never ends by itself (the
+//! dashboard's server-sent events; the document marks them `x-streaming`), so a generated
+//! request would wait for its body forever. `serve_dashboard.rs` tests them.
 
 mod serve_support;
 
@@ -38,6 +42,9 @@ fn st() -> PathBuf {
     st
 }
 
+/// Operations Schemathesis leaves out: their answers are streams that stay open.
+const STREAMING: [&str; 1] = ["dashboardStream"];
+
 /// Runs Schemathesis against `server`, with `token` as the bearer token when given.
 fn schemathesis(server: &Serve, token: Option<&str>) {
     let mut cmd = Command::new(st());
@@ -48,6 +55,11 @@ fn schemathesis(server: &Serve, token: Option<&str>) {
         .args(["--max-examples", "40"])
         .args(["--seed", "20261207"])
         .arg("--no-color")
+        .args(
+            STREAMING
+                .iter()
+                .flat_map(|id| ["--exclude-operation-id", id]),
+        )
         // Its own files (the cassettes it may write, its config lookup) stay out of the
         // repository.
         .current_dir(std::env::temp_dir())
@@ -75,7 +87,12 @@ fn schemathesis(server: &Serve, token: Option<&str>) {
     let selected = field("Selected:").unwrap_or_else(|| panic!("no Selected line:\n{stdout}"));
     let tested = field("Tested:").unwrap_or_else(|| panic!("no Tested line:\n{stdout}"));
     let (n, total) = selected.split_once('/').expect("Selected: N/M");
-    assert_eq!(n, total, "operations skipped:\n{stdout}");
+    let total: usize = total.trim().parse().expect("a count");
+    assert_eq!(
+        n.trim().parse::<usize>().expect("a count") + STREAMING.len(),
+        total,
+        "operations skipped beyond the streaming ones:\n{stdout}"
+    );
     assert_eq!(tested, n, "operations not tested:\n{stdout}");
     let n: usize = n.parse().expect("a count");
     assert!(n >= 17, "only {n} operations in /openapi.json:\n{stdout}");

@@ -219,19 +219,20 @@ pub struct LoopguardConfig {
 }
 
 /// One item of `loopguard.alerts`: `{ url, format?, on? }`, checked by the loader (an
-/// `http(s)://` URL, a format of [`ALERT_FORMATS`], events of [`ALERT_EVENTS`]).
+/// `http(s)://` URL, a format of [`ALERT_FORMATS`], events of [`ALERT_EVENTS`]), or
+/// `{ format: "desktop", on? }`: a desktop notification on this machine, without a URL.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AlertConfig {
-    /// `url`: where the alert is posted.
+    /// `url`: where the alert is posted (empty for `desktop`).
     pub url: String,
-    /// `format`: `json` (default), `slack` or `pagerduty`.
+    /// `format`: `json` (default), `slack`, `pagerduty` or `desktop`.
     pub format: String,
     /// `on`: the events sent (`block`, `end-run`, `budget`); empty: all of them.
     pub on: Vec<String>,
 }
 
 /// The words of `loopguard.alerts[].format`.
-pub const ALERT_FORMATS: [&str; 3] = ["json", "slack", "pagerduty"];
+pub const ALERT_FORMATS: [&str; 4] = ["json", "slack", "pagerduty", "desktop"];
 /// The words of `loopguard.alerts[].on`.
 pub const ALERT_EVENTS: [&str; 3] = ["block", "end-run", "budget"];
 

@@ -960,7 +960,43 @@ impl Cx {
                 format: "json".to_string(),
                 ..AlertConfig::default()
             };
+            // A wrong format is said, and the item's url still checked (both named).
+            let mut bad_format = false;
+            if let Some(e) = item.get("format") {
+                match &e.value.value {
+                    NodeValue::String(f) if ALERT_FORMATS.contains(&f.as_str()) => {
+                        alert.format = f.clone()
+                    }
+                    other => {
+                        self.push(
+                            Severity::Error,
+                            DiagnosticKind::WrongType,
+                            &join(&p, "format"),
+                            e.key_pos,
+                            format!(
+                                "expected one of \"json\", \"slack\", \"pagerduty\", \"desktop\", found {}",
+                                shown(other)
+                            ),
+                        );
+                        bad_format = true;
+                    }
+                }
+            }
+            // A desktop notification goes to this machine's notifier, not to a URL.
+            let desktop = alert.format == "desktop";
             match item.get("url").map(|e| (&e.value.value, e.key_pos)) {
+                Some((_, kp)) if desktop => {
+                    self.push(
+                        Severity::Error,
+                        DiagnosticKind::WrongType,
+                        &join(&p, "url"),
+                        kp,
+                        "a desktop notification takes no `url` (it is shown on this machine)"
+                            .to_string(),
+                    );
+                    continue;
+                }
+                None if desktop => {}
                 Some((NodeValue::String(u), _))
                     if u.starts_with("http://") || u.starts_with("https://") =>
                 {
@@ -985,30 +1021,13 @@ impl Cx {
                         DiagnosticKind::WrongType,
                         &join(&p, "url"),
                         item.pos,
-                        "missing: every alert needs the `url` it is posted to".to_string(),
+                        "missing: every alert but a `format: \"desktop\"` one needs the `url` it is posted to".to_string(),
                     );
                     continue;
                 }
             }
-            if let Some(e) = item.get("format") {
-                match &e.value.value {
-                    NodeValue::String(f) if ALERT_FORMATS.contains(&f.as_str()) => {
-                        alert.format = f.clone()
-                    }
-                    other => {
-                        self.push(
-                            Severity::Error,
-                            DiagnosticKind::WrongType,
-                            &join(&p, "format"),
-                            e.key_pos,
-                            format!(
-                                "expected one of \"json\", \"slack\", \"pagerduty\", found {}",
-                                shown(other)
-                            ),
-                        );
-                        continue;
-                    }
-                }
+            if bad_format {
+                continue;
             }
             if let Some(e) = item.get("on") {
                 let words = match &e.value.value {
@@ -1246,6 +1265,27 @@ mod tests {
         assert!(diags(r#"{ loopguard: { alerts: "https://h" } }"#)[0]
             .3
             .contains("expected an array"));
+    }
+
+    /// `format: "desktop"`: a notification on this machine, without a URL (one given is an
+    /// error, as a mistake about where the alert goes).
+    #[test]
+    fn a_desktop_alert_takes_no_url() {
+        let l = load(r#"{ loopguard: { alerts: [ { format: "desktop", on: ["end-run"] } ] } }"#)
+            .unwrap();
+        assert!(l.diagnostics.is_empty(), "{:?}", l.diagnostics);
+        assert_eq!(
+            l.config.loopguard.and_then(|g| g.alerts).unwrap(),
+            [AlertConfig {
+                url: String::new(),
+                format: "desktop".into(),
+                on: vec!["end-run".into()]
+            }]
+        );
+        let d = diags(r#"{ loopguard: { alerts: [ { format: "desktop", url: "https://h" } ] } }"#);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].1, "loopguard.alerts[0].url");
+        assert!(d[0].3.contains("takes no `url`"), "{d:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The subcommands: one module each, clap arguments → a library call → printing.
 
+pub mod alerts;
 pub mod config;
 pub mod convert;
 pub mod hook;
