@@ -56,8 +56,13 @@ pub(crate) fn apply_event(
         guard.forget(tenant, &ev.session)?;
         return Ok(Answer::default());
     }
-    if let (Some(sub), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
-        return apply_subagent(guard, tenant, ev, sub, agent, config, now, notes);
+    if let (Some(_), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
+        return apply_subagent(guard, tenant, ev, agent, config, now, notes);
+    }
+    if ev.subagent.is_some() && ev.kind == Kind::Prompt {
+        // A sub-agent's own prompt (Qwen Code sends one inside a subagent) is its task,
+        // part of the parent's prompt going on: no new run of the parent.
+        return Ok(Answer::default());
     }
     Ok(apply_to(guard, tenant, ev, agent, config, now, notes, None)?.0)
 }
@@ -73,14 +78,13 @@ fn apply_subagent(
     guard: &Guard,
     tenant: Option<&str>,
     ev: &AgentEvent<'_>,
-    sub: &str,
     agent: Option<&str>,
     config: &str,
     now: u64,
     notes: &mut Vec<String>,
 ) -> Result<Answer, GuardError> {
     let mut child = ev.clone();
-    child.session = format!("{}/{sub}", ev.session);
+    child.session = session_of(ev).into_owned();
     let link = guard.link_parent(tenant, &ev.session, &child.session)?;
     let (answer, counted) = apply_to(guard, tenant, &child, agent, config, now, notes, Some(link))?;
     if counted {
@@ -151,6 +155,15 @@ fn apply_to(
     })?;
     // Whether the parent counts the call (a sub-agent's call that runs, under a budget).
     Ok((answer, parent.is_some() && ctx.counted.get()))
+}
+
+/// The session an event's calls are applied to: a sub-agent's own (`SESSION/SUB`), else
+/// the event's.
+pub(crate) fn session_of<'e>(ev: &'e AgentEvent<'_>) -> std::borrow::Cow<'e, str> {
+    match &ev.subagent {
+        Some(sub) => format!("{}/{sub}", ev.session).into(),
+        None => ev.session.as_str().into(),
+    }
 }
 
 /// The `meta` key of the last `permission_mode` a payload carried.
