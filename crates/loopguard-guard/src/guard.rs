@@ -733,7 +733,36 @@ impl Guard {
         let Some(store) = self.store.as_async() else {
             return self.forget(tenant, session);
         };
-        Ok(store.delete(&session_key(tenant, session)).await?)
+        // The sessions to delete, the sub-agents' found level by level (bounded as in
+        // `forget`), then deleted.
+        let mut level = vec![session.to_string()];
+        let mut all: Vec<String> = Vec::new();
+        for _ in 0..MAX_NESTING {
+            let mut next = Vec::new();
+            for s in &level {
+                if let Some(entry) = store.load(&session_key(tenant, s)).await? {
+                    next.extend(
+                        entry
+                            .subagents()
+                            .filter(|c| !all.iter().any(|a| a == c))
+                            .map(String::from),
+                    );
+                }
+            }
+            all.append(&mut level);
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        let mut existed = false;
+        for (i, s) in all.iter().enumerate() {
+            let deleted = store.delete(&session_key(tenant, s)).await?;
+            if i == 0 {
+                existed = deleted;
+            }
+        }
+        Ok(existed)
     }
 
     /// [`Guard::ping`], awaiting the store when it has an awaitable side.
