@@ -522,6 +522,33 @@ mod tests {
                 "run-2"
             ]
         );
+        // Each sidechain is a session of its own, linked to the transcript's (finished calls
+        // included: t4 comes out of `finish`).
+        let sessions: Vec<_> = events
+            .iter()
+            .map(|e| {
+                let s = |v: &Option<loopguard_core::JsString<'_>>| {
+                    v.as_ref().map(|x| x.to_string_lossy().into_owned())
+                };
+                (s(&e.event.session), s(&e.event.parent_session))
+            })
+            .collect();
+        let linked = |c: &str| (Some(c.to_string()), Some("s".to_string()));
+        let own = (Some("s".to_string()), None);
+        assert_eq!(
+            sessions,
+            [
+                linked("s/sidechain-1"),
+                linked("s/sidechain-1"),
+                linked("s/ab12"),
+                linked("s/ab12"),
+                own.clone(),
+                own.clone(),
+                own.clone(),
+                own.clone(),
+                own,
+            ]
+        );
         assert_eq!(events[6].event.kind, EventKind::Compaction);
         assert_eq!(
             (events[7].line, events[7].event.kind),
