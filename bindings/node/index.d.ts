@@ -93,6 +93,11 @@ export interface CallOptions {
   run?: string | null;
   callId?: string | null;
   agent?: string | null;
+  /**
+   * The session of the agent that launched this one (a sub-agent): the call is decided in its
+   * own session, and the parent's `callsPerSession` budget counts it.
+   */
+  parentSession?: string | null;
 }
 
 /** What a tool returned or threw, with the ids of its call. */

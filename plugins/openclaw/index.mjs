@@ -123,12 +123,19 @@ export function withoutUndefined(value, depth = 0) {
   return out;
 }
 
-function scope(event, ctx) {
+// Sub-agents (`sessions_spawn`) run in a session of their own; OpenClaw's `subagent_spawned`
+// hook names the child's session and the one that spawned it. child session -> parent session,
+// bounded (the oldest link is dropped first).
+const MAX_SUBAGENTS = 4096;
+
+function scope(event, ctx, parents) {
+  const session = String(ctx?.sessionKey ?? ctx?.sessionId ?? event?.sessionKey ?? 'default');
   return {
-    session: String(ctx?.sessionKey ?? ctx?.sessionId ?? event?.sessionKey ?? 'default'),
+    session,
     run: event?.runId ?? ctx?.runId ?? undefined,
     callId: event?.toolCallId ?? ctx?.toolCallId ?? undefined,
     agent: ctx?.agentId ?? undefined,
+    parentSession: parents?.get(session),
   };
 }
 
@@ -167,7 +174,11 @@ function shared(picked, logger) {
   const key = JSON.stringify([picked.config, picked.store]);
   let state = all.get(key);
   if (!state) {
-    state = { guard: new Guard({ config: picked.config, store: picked.store, logger }), notes: new Map() };
+    state = {
+      guard: new Guard({ config: picked.config, store: picked.store, logger }),
+      notes: new Map(),
+      parents: new Map(),
+    };
     all.set(key, state);
   }
   return state;
@@ -183,7 +194,7 @@ export function register(api) {
     hostVersion = undefined;
   }
   const picked = configFor(api.pluginConfig, hostVersion);
-  const { guard, notes } = shared(picked, logger);
+  const { guard, notes, parents } = shared(picked, logger);
   const shipped = picked.profile === SHIPPED_PROFILE;
   logger.info?.(`loopguard: profile ${picked.profile} (${picked.why})`);
   const safely = (what, f) => {
@@ -199,11 +210,26 @@ export function register(api) {
   };
   const shown = (d) => (shipped ? openclawShown(d) : undefined) ?? d.message;
 
+  // A sub-agent's calls are decided in its own session (its own loop state), linked to the
+  // session that spawned it: that session's callsPerSession budget counts them.
+  api.on('subagent_spawned', (event, ctx) => {
+    const child = event?.childSessionKey ?? ctx?.childSessionKey;
+    const parent = ctx?.requesterSessionKey ?? event?.requesterSessionKey;
+    if (typeof child !== 'string' || typeof parent !== 'string' || child === parent) return;
+    if (parents.size >= MAX_SUBAGENTS) parents.delete(parents.keys().next().value);
+    parents.set(child, parent);
+  });
+
   api.on('before_tool_call', (event, ctx) => {
-    const s = scope(event, ctx);
+    const s = scope(event, ctx, parents);
     if (isStopped(guard, s.session, s.run, logger)) return { block: true, blockReason: STOPPED };
     const d = safely(`the check of ${event.toolName}`, () =>
-      guard.beforeCall(s.session, event.toolName, event.params ?? {}, { run: s.run, callId: s.callId, agent: s.agent }),
+      guard.beforeCall(s.session, event.toolName, event.params ?? {}, {
+        run: s.run,
+        callId: s.callId,
+        agent: s.agent,
+        parentSession: s.parentSession,
+      }),
     );
     if (refuses(d)) {
       const reason = shown(d);
@@ -222,7 +248,7 @@ export function register(api) {
   });
 
   api.on('after_tool_call', (event, ctx) => {
-    const s = scope(event, ctx);
+    const s = scope(event, ctx, parents);
     const note = s.callId === undefined ? undefined : notes.get(String(s.callId));
     if (note !== undefined) notes.delete(String(s.callId));
     const outcome =
@@ -230,7 +256,13 @@ export function register(api) {
         ? { error: event.error }
         : { result: withoutUndefined(withoutNote(event.result, note)) };
     const o = safely(`recording the outcome of ${event.toolName}`, () =>
-      guard.afterCall(s.session, event.toolName, event.params ?? {}, { ...outcome, run: s.run, callId: s.callId, agent: s.agent }),
+      guard.afterCall(s.session, event.toolName, event.params ?? {}, {
+        ...outcome,
+        run: s.run,
+        callId: s.callId,
+        agent: s.agent,
+        parentSession: s.parentSession,
+      }),
     );
     if (endsRun(o)) {
       markStopped(guard, s.session, s.run, o.message, logger);

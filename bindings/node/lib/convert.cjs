@@ -271,13 +271,20 @@ const toolJson = idField('tool');
 const runJson = idField('run');
 const callIdJson = idField('callId');
 const agentJson = idField('agent');
+const parentJson = idField('parentSession');
 
-/** The optional `run`, `callId` and `agent` fields (no array built: this runs on every call). */
+/**
+ * The optional `run`, `callId`, `agent` and `parentSession` fields (no array built: this runs
+ * on every call).
+ */
 function runFields(o, withCallId = true) {
   let out = '';
   if (o.run !== undefined && o.run !== null) out = `,"run":${runJson(o.run)}`;
   if (withCallId && o.callId !== undefined && o.callId !== null) out += `,"callId":${callIdJson(o.callId)}`;
   if (o.agent !== undefined && o.agent !== null) out += `,"agent":${agentJson(o.agent)}`;
+  if (o.parentSession !== undefined && o.parentSession !== null) {
+    out += `,"parentSession":${parentJson(o.parentSession)}`;
+  }
   return out;
 }
 

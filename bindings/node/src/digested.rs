@@ -112,6 +112,8 @@ pub(crate) fn digest_line<'a>(
     let event = Event {
         kind,
         session: Some(JsString::from(session)),
+        // The layout has no `parentSession`: a line with one is parsed whole.
+        parent_session: None,
         run: run.map(JsString::from),
         agent: None,
         call_id: call_id.map(JsString::from),

@@ -40,9 +40,14 @@ async function drive(hooks, { calls, session = 's', agentId, runId }) {
   return { runs, seen };
 }
 
-test('the manifest names the plugin and its entry registers the three hooks', async () => {
+test('the manifest names the plugin and its entry registers its hooks', async () => {
   const { hooks } = load(undefined);
-  assert.deepEqual(Object.keys(hooks).sort(), ['after_compaction', 'after_tool_call', 'before_tool_call']);
+  assert.deepEqual(Object.keys(hooks).sort(), [
+    'after_compaction',
+    'after_tool_call',
+    'before_tool_call',
+    'subagent_spawned',
+  ]);
   assert.equal(plugin.id, 'loopguard');
 });
 
@@ -156,4 +161,22 @@ test('the note the plugin appended is taken off before the outcome is recorded',
   assert.deepEqual(withoutNote(result, note), { content: [{ type: 'text', text: 'a' }], details: { ok: true } });
   assert.equal(withoutNote(result, undefined), result);
   assert.equal(withoutNote({ content: [{ type: 'text', text: 'a' }] }, note).content.length, 1);
+});
+
+test('a sub-agent spawned with sessions_spawn keeps its own loop state, and its calls count at its requester', async () => {
+  const config = { tools: { loopDetection: { enabled: true } }, loopguard: { budgets: { callsPerSession: 24 } } };
+  const { hooks } = load(config);
+  // OpenClaw's subagent_spawned: the child's session key, and the requester's in the context.
+  hooks.subagent_spawned(
+    { childSessionKey: 'agent:main:subagent:s1', runId: 'r-sub' },
+    { requesterSessionKey: 'agent:main:main', childSessionKey: 'agent:main:subagent:s1' },
+  );
+  // The sub-agent loops: its 21st identical call is blocked, in its own session.
+  const sub = await drive(hooks, { calls: 22, session: 'agent:main:subagent:s1', runId: 'r-sub' });
+  assert.equal(sub.runs, 20);
+  // The requester reads the same file itself: not the sub-agent's loop, but its session's
+  // budget counted the sub-agent's 20 calls (21 of 24 warns, 25 is past the cap).
+  const parent = await drive(hooks, { calls: 5, session: 'agent:main:main', runId: 'r-main' });
+  assert.equal(parent.runs, 4);
+  assert.match(parent.seen[4], /budget/);
 });

@@ -20,7 +20,11 @@
 //! * **Sidechains.** Lines with `isSidechain: true` belong to a subagent (the Task tool).
 //!   They get runs of their own so they never mix with the main run: `sidechain-<agentId>`
 //!   when the line names its `agentId`, else `sidechain-1`, `sidechain-2`, … (a new one at
-//!   each subagent prompt).
+//!   each subagent prompt). Like the hook, which gives a subagent's calls a session of
+//!   their own (`SESSION/<agent_id>`), each sidechain is a session of its own,
+//!   `SESSION/<agentId>` (else `SESSION/sidechain-N`), whose `parentSession` is the
+//!   transcript's: the subagent keeps its own loop state, and the parent's budgets count its
+//!   calls.
 //! * **Subagents in newer versions** are written to their own file (read it as a session
 //!   of its own) and mirrored in the main file as `progress` lines (`data.type:
 //!   "agent_progress"`), which are ignored here so the subagent's calls are not counted
@@ -45,7 +49,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use loopguard_core::Value;
+use loopguard_core::{JsString, Value};
 use loopguard_events::Payload;
 
 use crate::common::{
@@ -121,6 +125,7 @@ impl Recent {
 /// ```
 #[derive(Debug)]
 pub struct ClaudeCodeAdapter {
+    session: String,
     tracker: Tracker,
     main: Runs,
     sidechain: Runs,
@@ -132,6 +137,7 @@ impl ClaudeCodeAdapter {
     /// An adapter for the session and agent of `ctx`.
     pub fn new(ctx: Context) -> Self {
         ClaudeCodeAdapter {
+            session: ctx.session.clone(),
             tracker: Tracker::new(&ctx),
             main: Runs::new("run"),
             sidechain: Runs::new("sidechain"),
@@ -336,6 +342,7 @@ impl LineAdapter for ClaudeCodeAdapter {
         };
         let ty = line_type(no, &v, "a line")?;
         let ts = ts_of(&v, "timestamp");
+        let start = out.len();
         match ty {
             "assistant" => self.assistant(no, &v, ts, out),
             "user" => self.user(no, &v, ts, out),
@@ -354,11 +361,41 @@ impl LineAdapter for ClaudeCodeAdapter {
                 ))
             }
         }
+        Linked(&self.session).sidechains(&mut out[start..]);
         Ok(())
     }
 
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.tracker.finish(out)
+        let start = out.len();
+        let diagnostics = self.tracker.finish(out);
+        Linked(&self.session).sidechains(&mut out[start..]);
+        diagnostics
+    }
+}
+
+/// The transcript's session, which its sidechains name as their parent.
+struct Linked<'s>(&'s str);
+
+impl Linked<'_> {
+    /// Moves the events of sidechain runs (`sidechain-X`) to the subagent's own session,
+    /// `SESSION/X`, linked to the transcript's (`parentSession`).
+    fn sidechains(&self, events: &mut [SourcedEvent]) {
+        for e in events {
+            let Some(run) = e.event.run.as_ref().map(|r| r.to_string_lossy()) else {
+                continue;
+            };
+            let Some(sub) = run.strip_prefix("sidechain-") else {
+                continue;
+            };
+            let sub = if sub.chars().all(|c| c.is_ascii_digit()) {
+                run.as_ref()
+            } else {
+                sub
+            };
+            let child = format!("{}/{sub}", self.0);
+            e.event.session = Some(JsString::from(child));
+            e.event.parent_session = Some(JsString::from(self.0.to_string()));
+        }
     }
 }
 
@@ -483,6 +520,33 @@ mod tests {
                 // t3, never answered: replayed alone at the next prompt; t4 at the end.
                 "run-1",
                 "run-2"
+            ]
+        );
+        // Each sidechain is a session of its own, linked to the transcript's (finished calls
+        // included: t4 comes out of `finish`).
+        let sessions: Vec<_> = events
+            .iter()
+            .map(|e| {
+                let s = |v: &Option<loopguard_core::JsString<'_>>| {
+                    v.as_ref().map(|x| x.to_string_lossy().into_owned())
+                };
+                (s(&e.event.session), s(&e.event.parent_session))
+            })
+            .collect();
+        let linked = |c: &str| (Some(c.to_string()), Some("s".to_string()));
+        let own = (Some("s".to_string()), None);
+        assert_eq!(
+            sessions,
+            [
+                linked("s/sidechain-1"),
+                linked("s/sidechain-1"),
+                linked("s/ab12"),
+                linked("s/ab12"),
+                own.clone(),
+                own.clone(),
+                own.clone(),
+                own.clone(),
+                own,
             ]
         );
         assert_eq!(events[6].event.kind, EventKind::Compaction);

@@ -52,6 +52,7 @@ impl Builder {
         Event {
             kind,
             session: Some(self.session.clone()),
+            parent_session: None,
             run: run.map(name),
             agent: self.agent.clone(),
             call_id: call_id.map(name),

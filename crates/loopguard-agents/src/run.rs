@@ -9,7 +9,7 @@ use loopguard_guard::{Guard, GuardError, LogRow};
 use crate::protocol::{
     AgentError, AgentEvent, Answer, CallOutcome, Decided, Fields, Kind, Protocol, Rendered,
 };
-use crate::session::apply_event;
+use crate::session::{apply_event, session_of};
 use crate::Agent;
 
 /// The session `meta` key holding a warning decided before a call, for agents that can
@@ -271,7 +271,8 @@ fn continuation(
     tenant: Option<&str>,
     ev: &AgentEvent<'_>,
 ) -> Result<Answer, RunError> {
-    let key = loopguard_guard::session_key(tenant, &ev.session);
+    // A sub-agent's run is ended in its own session.
+    let key = loopguard_guard::session_key(tenant, &session_of(ev));
     let entry = guard.store().load(&key).map_err(GuardError::from)?;
     // A new prompt clears `aborted`, so a recorded abort belongs to the run going on.
     Ok(match entry.and_then(|e| e.aborted) {
@@ -292,10 +293,13 @@ fn deferred_context(
     if !protocol.defers_warnings() {
         return Ok(answer.context.clone());
     }
+    // Kept in the session the call was applied to: a sub-agent's warning is given with
+    // the sub-agent's next result, not its parent's.
+    let session = session_of(ev);
     match ev.kind {
         Kind::Pre => {
             if let Some(c) = &answer.context {
-                guard.update(tenant, &ev.session, |e| {
+                guard.update(tenant, &session, |e| {
                     e.meta.insert(PENDING_CONTEXT.into(), c.clone());
                 })?;
             }
@@ -303,7 +307,7 @@ fn deferred_context(
         }
         Kind::Post => {
             let mut pending = None;
-            guard.update(tenant, &ev.session, |e| {
+            guard.update(tenant, &session, |e| {
                 pending = e.meta.remove(PENDING_CONTEXT)
             })?;
             Ok(pending.or_else(|| answer.context.clone()))

@@ -24,9 +24,13 @@
 //! applied (the hook registered in both the user and the project settings, a retry) is
 //! ignored, so each call counts once.
 
+use std::cell::Cell;
+
 use loopguard_core::{JsString, Mode, Value};
 use loopguard_events::{Action, Decision, Effect, Event, EventKind, Payload};
-use loopguard_guard::{Guard, GuardError, LogDecision, LogRow, SessionEntry, RESTARTED};
+use loopguard_guard::{
+    Guard, GuardError, LogDecision, LogRow, ParentLink, SessionEntry, RESTARTED,
+};
 
 use crate::protocol::{AgentEvent, Answer, CallOutcome, Decided, Kind, ToolUse};
 
@@ -49,72 +53,42 @@ pub(crate) fn apply_event(
     }
     if ev.kind == Kind::End {
         // The session's runs are over: its state and decision log go, and its sub-agents'.
-        let key = loopguard_guard::session_key(tenant, &ev.session);
-        let subagents = guard
-            .store()
-            .load(&key)?
-            .and_then(|e| e.meta.get(SUBAGENTS).cloned())
-            .unwrap_or_default();
-        for sub in subagents.split('\n').filter(|s| !s.is_empty()) {
-            guard.forget(tenant, &format!("{}/{sub}", ev.session))?;
-        }
         guard.forget(tenant, &ev.session)?;
         return Ok(Answer::default());
     }
-    if let (Some(sub), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
-        return apply_subagent(guard, tenant, ev, sub, agent, config, now, notes);
+    if let (Some(_), Kind::Pre | Kind::Post | Kind::Batch) = (&ev.subagent, ev.kind) {
+        return apply_subagent(guard, tenant, ev, agent, config, now, notes);
     }
-    apply_to(guard, tenant, ev, agent, config, now, notes, None)
+    if ev.subagent.is_some() && ev.kind == Kind::Prompt {
+        // A sub-agent's own prompt (Qwen Code sends one inside a subagent) is its task,
+        // part of the parent's prompt going on: no new run of the parent.
+        return Ok(Answer::default());
+    }
+    Ok(apply_to(guard, tenant, ev, agent, config, now, notes, None)?.0)
 }
 
 /// A sub-agent's call or outcome: applied to the sub-agent's own session
-/// (`SESSION/AGENT_ID`, its own loop state, so its calls never crowd the parent's history
-/// out of its window), in the parent's current prompt; the parent's session counts the
-/// sub-agent's calls that ran toward its `callsPerSession` budget, and the sub-agent's
-/// budget check starts from the parent's count.
+/// (`SESSION/SUB`, its own loop state, so its calls never crowd the parent's history out
+/// of its window), linked to its parent's as every front end links a `parentSession`
+/// ([`Guard::link_parent`]): it runs in the parent's current prompt, the parent's session
+/// counts the sub-agent's calls that ran toward its `callsPerSession` budget, and the
+/// sub-agent's budget check starts from the parent's count.
 #[allow(clippy::too_many_arguments)]
 fn apply_subagent(
     guard: &Guard,
     tenant: Option<&str>,
     ev: &AgentEvent<'_>,
-    sub: &str,
     agent: Option<&str>,
     config: &str,
     now: u64,
     notes: &mut Vec<String>,
 ) -> Result<Answer, GuardError> {
-    let key = loopguard_guard::session_key(tenant, &ev.session);
-    let parent = guard.store().load(&key)?;
-    let known = parent.as_ref().is_some_and(|p| {
-        p.meta
-            .get(SUBAGENTS)
-            .is_some_and(|list| list.split('\n').any(|s| s == sub))
-    });
-    let (run_seq, parent_calls) = parent.map_or((0, 0), |p| (p.run_seq, p.budgeted_calls()));
-    if !known {
-        // The parent remembers its sub-agents' sessions, to forget them with it.
-        guard.update(tenant, &ev.session, |e| {
-            let list = e.meta.entry(SUBAGENTS.into()).or_default();
-            let mut ids: Vec<&str> = list.split('\n').filter(|s| !s.is_empty()).collect();
-            ids.push(sub);
-            // Bounded: the oldest are left to the store's idle expiry.
-            let keep = ids.len().saturating_sub(MAX_SUBAGENTS);
-            *list = ids[keep..].join("\n");
-        })?;
-    }
     let mut child = ev.clone();
-    child.session = format!("{}/{sub}", ev.session);
-    let inherited = Some((run_seq, parent_calls));
-    let answer = apply_to(guard, tenant, &child, agent, config, now, notes, inherited)?;
-    let budgeted = !guard
-        .policy(agent.map(|a| JsString::from(a.to_string())).as_ref())
-        .escalation
-        .budgets
-        .is_empty();
-    if ev.kind == Kind::Pre && answer.deny.is_none() && budgeted {
-        guard.update(tenant, &ev.session, |e| {
-            e.attribute_subagent_call();
-        })?;
+    child.session = session_of(ev).into_owned();
+    let link = guard.link_parent(tenant, &ev.session, &child.session)?;
+    let (answer, counted) = apply_to(guard, tenant, &child, agent, config, now, notes, Some(link))?;
+    if counted {
+        guard.count_at_parent(tenant, &ev.session)?;
     }
     Ok(answer)
 }
@@ -128,18 +102,19 @@ fn apply_to(
     config: &str,
     now: u64,
     notes: &mut Vec<String>,
-    parent: Option<(u64, u64)>,
-) -> Result<Answer, GuardError> {
+    parent: Option<ParentLink>,
+) -> Result<(Answer, bool), GuardError> {
     let ctx = Ctx {
         guard,
         mode: guard.applier().mode,
         agent,
         now,
+        counted: Cell::new(false),
     };
-    guard.update(tenant, &ev.session, |entry| {
-        if let Some((run_seq, calls)) = parent {
-            entry.run_seq = run_seq;
-            entry.inherit_parent_calls(calls);
+    let answer = guard.update(tenant, &ev.session, |entry| {
+        if let Some(link) = parent {
+            entry.run_seq = link.run_seq;
+            entry.inherit_parent_calls(link.calls);
         }
         if let Some(note) = entry.meta.remove(RESTARTED) {
             notes.push(format!("loopguard: {note}"));
@@ -177,15 +152,19 @@ fn apply_to(
             .cloned()
             .collect();
         answer
-    })
+    })?;
+    // Whether the parent counts the call (a sub-agent's call that runs, under a budget).
+    Ok((answer, parent.is_some() && ctx.counted.get()))
 }
 
-/// The `meta` key of a session's sub-agents (their `agent_id`s, one per line, the newest
-/// last), whose sessions (`SESSION/<agent_id>`) are forgotten with it.
-pub const SUBAGENTS: &str = "subagents";
-
-/// Sub-agents a session remembers.
-const MAX_SUBAGENTS: usize = 256;
+/// The session an event's calls are applied to: a sub-agent's own (`SESSION/SUB`), else
+/// the event's.
+pub(crate) fn session_of<'e>(ev: &'e AgentEvent<'_>) -> std::borrow::Cow<'e, str> {
+    match &ev.subagent {
+        Some(sub) => format!("{}/{sub}", ev.session).into(),
+        None => ev.session.as_str().into(),
+    }
+}
 
 /// The `meta` key of the last `permission_mode` a payload carried.
 pub const PERMISSION_MODE: &str = "permission_mode";
@@ -195,6 +174,8 @@ struct Ctx<'c> {
     mode: Mode,
     agent: Option<&'c str>,
     now: u64,
+    /// The last call applied is one a parent counts ([`SessionEntry::parent_counts`]).
+    counted: Cell<bool>,
 }
 
 /// The run the event belongs to: each prompt is a run, and a subagent's calls are a run
@@ -297,6 +278,7 @@ fn apply(entry: &mut SessionEntry, ev: &AgentEvent<'_>, ctx: &Ctx<'_>) -> Answer
     let event = to_event(ev, &run, ctx);
     let policy = ctx.guard.policy(event.agent.as_ref());
     let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
+    ctx.counted.set(SessionEntry::parent_counts(&policy, &d));
     let mut answer = answer(entry, &d, &run, ctx);
     answer.decided.push(Decided::of(&d, ev, ctx.mode));
     if let Some(row) = entry.recent.back_mut() {
@@ -340,6 +322,7 @@ fn post_batch(entry: &mut SessionEntry, ev: &AgentEvent<'_>, run: &str, ctx: &Ct
             payload: Some(Payload::Result(response.clone())),
             timestamp_ms: ctx.now,
             usage: None,
+            parent_session: None,
         };
         let policy = ctx.guard.policy(event.agent.as_ref());
         let d = entry.apply(&policy, ctx.guard.applier(), &event, 0, ctx.now);
@@ -391,6 +374,7 @@ fn to_event<'p>(ev: &'p AgentEvent<'p>, run: &str, ctx: &Ctx<'_>) -> Event<'p> {
         payload: result,
         timestamp_ms: ctx.now,
         usage: None,
+        parent_session: None,
     }
 }
 

@@ -1037,3 +1037,64 @@ fn the_log_names_the_agents_own_tool() {
         );
     }
 }
+
+/// Sub-agents in Codex and Qwen Code: a payload sent from inside a sub-agent carries its
+/// `agent_id` (Codex 0.171's input schemas, the sub-agent's thread id; Qwen Code 0.24's
+/// `createBaseInput`) beside the session's `session_id`. The sub-agent's loop is its own:
+/// its 21st identical failing command is denied, while the parent running the same command
+/// afterwards is not part of it; the parent's session counts the sub-agent's calls that ran
+/// for its `callsPerSession` budget.
+#[test]
+fn codex_and_qwen_subagent_loops_are_their_own_and_counted_at_the_parent() {
+    let cfg = r#"{ tools: { loopDetection: { enabled: true } },
+                   loopguard: { budgets: { callsPerSession: 100 } } }"#;
+    for (agent, session, agent_type) in [
+        (Agent::Codex, "codex:019a-codex", "worker"),
+        (Agent::Qwen, "qwen:qwen-1", "general-purpose"),
+    ] {
+        let mut h = Harness::with_config(agent, config(cfg));
+        let mut denied = Vec::new();
+        for i in 1..=22 {
+            let (mut pre, mut post) = shell_call(agent, i);
+            for p in [&mut pre, &mut post] {
+                p["agent_id"] = json!("sub-1");
+                p["agent_type"] = json!(agent_type);
+                p["tool_use_id"] = json!(format!("sub_{i}"));
+                if p.get("tool_call_id").is_some() {
+                    p["tool_call_id"] = json!(format!("sub_{i}"));
+                }
+            }
+            let a = out(&h.send(&pre));
+            let deny = a["hookSpecificOutput"]["permissionDecision"] == "deny";
+            denied.push(deny);
+            if !deny {
+                h.send(&post);
+            }
+        }
+        let expected: Vec<bool> = (1..=22).map(|i| i > 20).collect();
+        assert_eq!(denied, expected, "{agent:?}");
+        // The parent runs the same command itself: its own history holds none of the
+        // sub-agent's calls.
+        let (pre, post) = shell_call(agent, 100);
+        assert_eq!(out(&h.send(&pre)), Value::Null, "{agent:?}");
+        h.send(&post);
+        let load = |id: &str| {
+            h.guard
+                .store()
+                .load(&loopguard_guard::session_key(None, id))
+                .unwrap()
+                .unwrap_or_else(|| panic!("{agent:?}: no session {id}"))
+        };
+        let parent = load(session);
+        assert_eq!(parent.stats.calls, 1, "{agent:?}");
+        assert_eq!(parent.stats.blocks, 0, "{agent:?}");
+        // Its budget counted the sub-agent's 20 calls that ran and its own.
+        assert_eq!(parent.budgeted_calls(), 21, "{agent:?}");
+        assert_eq!(
+            parent.subagents().collect::<Vec<_>>(),
+            [format!("{session}/sub-1")]
+        );
+        let sub = load(&format!("{session}/sub-1"));
+        assert_eq!(sub.stats.blocks, 2, "{agent:?}");
+    }
+}

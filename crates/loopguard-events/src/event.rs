@@ -52,6 +52,10 @@ pub struct Event<'a> {
     pub kind: EventKind,
     /// `session`, when given.
     pub session: Option<JsString<'a>>,
+    /// `parentSession` (an optional extension): the session of the agent that launched
+    /// this one (a sub-agent, a hand-off). The event is still decided in its own session;
+    /// the parent's counts its calls for the budgets and forgets it with itself.
+    pub parent_session: Option<JsString<'a>>,
     /// `run` as given (not trimmed).
     pub run: Option<JsString<'a>>,
     /// `agent`
@@ -71,12 +75,13 @@ pub struct Event<'a> {
     pub usage: Option<Usage>,
 }
 
-impl Event<'_> {
+impl<'a> Event<'a> {
     /// A copy that owns all its data.
     pub fn into_owned(self) -> Event<'static> {
         Event {
             kind: self.kind,
             session: self.session.map(JsString::into_owned),
+            parent_session: self.parent_session.map(JsString::into_owned),
             run: self.run.map(JsString::into_owned),
             agent: self.agent.map(JsString::into_owned),
             call_id: self.call_id.map(JsString::into_owned),
@@ -89,6 +94,26 @@ impl Event<'_> {
             timestamp_ms: self.timestamp_ms,
             usage: self.usage,
         }
+    }
+
+    /// The parent session this event links its session to: `parentSession`, unless it is
+    /// empty or names the event's own session (`"default"` when it has none), which link
+    /// nothing.
+    ///
+    /// ```
+    /// use loopguard_events::parse_event;
+    /// let e = parse_event(br#"{"type":"call","session":"s/a1","parentSession":"s","tool":"t"}"#, 1).unwrap();
+    /// assert_eq!(e.linked_parent().and_then(|p| p.as_str()), Some("s"));
+    /// let e = parse_event(br#"{"type":"call","parentSession":"default","tool":"t"}"#, 1).unwrap();
+    /// assert!(e.linked_parent().is_none());
+    /// ```
+    pub fn linked_parent(&self) -> Option<&JsString<'a>> {
+        let parent = self.parent_session.as_ref()?;
+        let own = self
+            .session
+            .as_ref()
+            .map_or(&b"default"[..], JsString::as_wtf8);
+        (!parent.as_wtf8().is_empty() && parent.as_wtf8() != own).then_some(parent)
     }
 
     /// Appends the event as one line of the events.md format (with the newline); reading
@@ -109,6 +134,7 @@ impl Event<'_> {
         out.push(b'"');
         let fields = [
             ("session", &self.session),
+            ("parentSession", &self.parent_session),
             ("run", &self.run),
             ("agent", &self.agent),
             ("callId", &self.call_id),
@@ -207,7 +233,7 @@ fn json_error(line: u64, e: &ParseError) -> EventError {
 pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError> {
     // The envelope's fields are read into their slots; a repeated field keeps its last
     // value, as with `JSON.parse`. Type checks come after, so the last value is checked.
-    let mut slots: [Option<Value<'_>>; 11] = Default::default();
+    let mut slots: [Option<Value<'_>>; 12] = Default::default();
     let parsed = parse_object_fields(line_bytes, &mut slots, |k| {
         Some(match k {
             b"type" => 0,
@@ -221,10 +247,11 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
             b"error" => 8,
             b"ts" => 9,
             b"usage" => 10,
+            b"parentSession" => 11,
             _ => return None,
         })
     });
-    let [kind, session, run, agent, call_id, tool, args, result, error, ts, usage] = slots;
+    let [kind, session, run, agent, call_id, tool, args, result, error, ts, usage, parent] = slots;
     let ts = match ts {
         Some(Value::Number(n)) if n.is_finite() && n >= 0.0 => n as u64,
         _ => 0,
@@ -245,6 +272,10 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
     let usage = usage.map(|v| read_usage(&v, line)).transpose()?.flatten();
     let session = session
         .map(|v| opt_string(v, line, "session"))
+        .transpose()?
+        .flatten();
+    let parent_session = parent
+        .map(|v| opt_string(v, line, "parentSession"))
         .transpose()?
         .flatten();
     let run = run
@@ -329,6 +360,7 @@ pub fn parse_event(line_bytes: &[u8], line: u64) -> Result<Event<'_>, EventError
     Ok(Event {
         kind,
         session,
+        parent_session,
         run,
         agent,
         call_id,
@@ -512,5 +544,38 @@ mod tests {
             let got = e(bad).unwrap_err();
             assert_eq!(got.field, Some("usage"), "{bad}: {got}");
         }
+    }
+
+    #[test]
+    fn parent_session_is_read_checked_and_written_back() {
+        let ev = e(r#"{"type":"call","session":"s/a1","parentSession":"s","tool":"x"}"#).unwrap();
+        assert_eq!(
+            ev.parent_session.as_ref().and_then(|p| p.as_str()),
+            Some("s")
+        );
+        let mut out = Vec::new();
+        ev.write_json(&mut out);
+        assert_eq!(
+            out,
+            b"{\"type\":\"call\",\"session\":\"s/a1\",\"parentSession\":\"s\",\"tool\":\"x\",\"args\":{}}\n"
+        );
+        assert_eq!(parse_event(out.trim_ascii_end(), 1).unwrap(), ev);
+        // Absent or null: no parent, and the line is written as before.
+        for line in [
+            r#"{"type":"call","tool":"x"}"#,
+            r#"{"type":"call","tool":"x","parentSession":null}"#,
+        ] {
+            let ev = e(line).unwrap();
+            assert!(ev.parent_session.is_none());
+            let mut out = Vec::new();
+            ev.write_json(&mut out);
+            assert_eq!(out, b"{\"type\":\"call\",\"tool\":\"x\",\"args\":{}}\n");
+        }
+        let got = e(r#"{"type":"call","tool":"x","parentSession":7}"#).unwrap_err();
+        assert_eq!(got.field, Some("parentSession"));
+        assert_eq!(
+            got.to_string(),
+            "line 3: field `parentSession`: expected a string, found a number"
+        );
     }
 }

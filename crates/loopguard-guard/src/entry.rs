@@ -431,6 +431,13 @@ struct Header {
     blocks: Vec<PendingBlock>,
 }
 
+/// The [`SessionEntry::meta`] key of a session's sub-agents ([`SessionEntry::subagents`]):
+/// their sessions, one per line, the newest last.
+pub const SUBAGENTS: &str = "subagents";
+
+/// Sub-agents a session remembers ([`SessionEntry::adopt_subagent`]).
+const MAX_SUBAGENTS: usize = 256;
+
 /// The [`SessionEntry::meta`] key under which a store notes that it found the session's
 /// stored entry unreadable and started it afresh; the front end reports it and removes it.
 pub const RESTARTED: &str = "loopguard.restarted";
@@ -661,6 +668,42 @@ impl SessionEntry {
     /// session's.
     pub fn inherit_parent_calls(&mut self, parent_calls: u64) {
         self.escalation.inherit_session_calls(parent_calls);
+    }
+
+    /// Whether a decision of a sub-agent's session, taken under `policy`, is a call its
+    /// parent counts ([`SessionEntry::attribute_subagent_call`]): a call that may run,
+    /// when the policy sets a budget (without one nothing is counted, and the parent's
+    /// entry is left as it was).
+    pub fn parent_counts(policy: &Policy, d: &Decision<'_>) -> bool {
+        d.kind == EventKind::Call
+            && matches!(d.action, Action::Allow | Action::Warn | Action::Ask)
+            && !policy.escalation.budgets.is_empty()
+    }
+
+    /// The sessions of this session's sub-agents: those whose events named it as their
+    /// parent (`parentSession`), the newest last. They are forgotten with it.
+    pub fn subagents(&self) -> impl Iterator<Item = &str> {
+        self.meta
+            .get(SUBAGENTS)
+            .map(String::as_str)
+            .unwrap_or_default()
+            .split('\n')
+            .filter(|s| !s.is_empty())
+    }
+
+    /// Remembers `child` as one of this session's sub-agents; `false` when it already was.
+    /// Bounded: beyond 256 the oldest is dropped from the list (its session is
+    /// then left to the store's idle expiry).
+    pub fn adopt_subagent(&mut self, child: &str) -> bool {
+        if self.subagents().any(|s| s == child) {
+            return false;
+        }
+        let mut ids: Vec<&str> = self.subagents().collect();
+        ids.push(child);
+        let keep = ids.len().saturating_sub(MAX_SUBAGENTS);
+        let list = ids[keep..].join("\n");
+        self.meta.insert(SUBAGENTS.into(), list);
+        true
     }
 
     /// Calls that ran in the session and its sub-agents, as the budgets count them (0 when

@@ -422,17 +422,25 @@ impl Guard {
         mut answer: impl FnMut(Decision<'e>) -> R,
     ) -> Result<R, GuardError> {
         let input = input.into();
-        let job = self.job(tenant, input.event());
+        let mut job = self.job(tenant, input.event());
         // Checked before the update, so that a declined event leaves the session untouched.
         if input.needs_values(self.applier.profile, &job.policy) {
             return Err(GuardError::NeedsValues);
         }
+        let parent = parent_of(input.event());
+        if let Some((parent, child)) = &parent {
+            job.parent_calls = Some(self.link_parent(tenant, parent, child)?.calls);
+        }
         let mut out = None;
+        let mut counted = false;
         self.store.update_at(
             &job.key,
             job.now,
-            &mut self.applying(&job, input, &mut answer, &mut out),
+            &mut self.applying(&job, input, &mut answer, &mut out, &mut counted),
         )?;
+        if let (Some((parent, _)), true) = (&parent, counted) {
+            self.count_at_parent(tenant, parent)?;
+        }
         job.done(out)
     }
 
@@ -468,17 +476,42 @@ impl Guard {
             return self.apply(tenant, input, answer);
         };
         let input = input.into();
-        let job = self.job(tenant, input.event());
+        let mut job = self.job(tenant, input.event());
         if input.needs_values(self.applier.profile, &job.policy) {
             return Err(GuardError::NeedsValues);
         }
+        let parent = parent_of(input.event());
+        if let Some((parent, child)) = &parent {
+            let key = session_key(tenant, parent);
+            let entry = store.load(&key).await?;
+            let link = ParentLink::of(entry.as_ref());
+            if !entry.is_some_and(|e| e.subagents().any(|s| s == child)) {
+                store
+                    .update(&key, &mut |e| {
+                        self.prepare(e, &key);
+                        e.adopt_subagent(child);
+                    })
+                    .await?;
+            }
+            job.parent_calls = Some(link.calls);
+        }
         let mut out = None;
+        let mut counted = false;
         store
             .update(
                 &job.key,
-                &mut self.applying(&job, input, &mut answer, &mut out),
+                &mut self.applying(&job, input, &mut answer, &mut out, &mut counted),
             )
             .await?;
+        if let (Some((parent, _)), true) = (&parent, counted) {
+            let key = session_key(tenant, parent);
+            store
+                .update(&key, &mut |e| {
+                    self.prepare(e, &key);
+                    e.attribute_subagent_call();
+                })
+                .await?;
+        }
         job.done(out)
     }
 
@@ -496,6 +529,7 @@ impl Guard {
                 Some(_) => JobPolicy::Agent(self.policy(event.agent.as_ref())),
             },
             now: now_ms(),
+            parent_calls: None,
         }
     }
 
@@ -507,6 +541,7 @@ impl Guard {
         input: Input<'e>,
         answer: &'a mut F,
         out: &'a mut Option<R>,
+        counted: &'a mut bool,
     ) -> impl FnMut(&mut SessionEntry) + 'a + use<'a, 'e, R, F>
     where
         'e: 'a,
@@ -514,10 +549,59 @@ impl Guard {
     {
         move |entry| {
             self.begin(entry, &job.key);
+            if let Some(calls) = job.parent_calls {
+                // A sub-agent's budget check sees its parent's whole count.
+                entry.inherit_parent_calls(calls);
+            }
             // A prehashed input that needs its values was turned away before the update.
             let d = entry.apply_accepted(&job.policy, &self.applier, input, 0, job.now);
+            *counted = job.parent_calls.is_some() && SessionEntry::parent_counts(&job.policy, &d);
             *out = Some(answer(d));
         }
+    }
+
+    /// Links a sub-agent's session (`child`) to its parent's, the one way every front end
+    /// does it (an event's `parentSession`, a hook's sub-agent): the parent remembers the
+    /// child, to forget it with itself ([`Guard::forget`]), and the link returned is what
+    /// the child's session starts from. The child keeps its own loop state; after each of
+    /// its calls that runs, [`Guard::count_at_parent`] counts it at the parent when
+    /// [`SessionEntry::parent_counts`] says so.
+    ///
+    /// ```
+    /// use loopguard_events::parse_event;
+    /// use loopguard_guard::Guard;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let guard = Guard::builder().build();
+    /// let call = parse_event(br#"{"type":"call","session":"task/a1","parentSession":"task","tool":"read"}"#, 1)?;
+    /// guard.apply(None, &call, |d| d.session.to_string())?;
+    /// // Applying the event linked the sub-agent's session to its parent's: forgetting the
+    /// // parent forgets the sub-agent too.
+    /// assert!(guard.forget(None, "task")?);
+    /// assert!(guard.session(None, "task/a1")?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn link_parent(
+        &self,
+        tenant: Option<&str>,
+        parent: &str,
+        child: &str,
+    ) -> Result<ParentLink, GuardError> {
+        let key = session_key(tenant, parent);
+        let entry = self.store.load(&key)?;
+        let link = ParentLink::of(entry.as_ref());
+        if !entry.is_some_and(|e| e.subagents().any(|s| s == child)) {
+            self.update(tenant, parent, |e| e.adopt_subagent(child))?;
+        }
+        Ok(link)
+    }
+
+    /// Counts a call a sub-agent ran at its parent's session, for the parent's
+    /// `callsPerSession` budget ([`SessionEntry::attribute_subagent_call`]).
+    pub fn count_at_parent(&self, tenant: Option<&str>, parent: &str) -> Result<(), GuardError> {
+        self.update(tenant, parent, |e| {
+            e.attribute_subagent_call();
+        })
     }
 
     /// Parses one events.md line, applies it, and returns its decision record as JSON
@@ -585,9 +669,28 @@ impl Guard {
         Ok(self.store.load(&key)?.map(|e| SessionInfo::of(&key, &e)))
     }
 
-    /// Forgets a session; `true` when it existed.
+    /// Forgets a session, and with it the sessions of its sub-agents
+    /// ([`SessionEntry::subagents`], theirs too); `true` when it existed.
     pub fn forget(&self, tenant: Option<&str>, session: &str) -> Result<bool, GuardError> {
-        Ok(self.store.delete(&session_key(tenant, session))?)
+        self.forget_nested(tenant, session, 0)
+    }
+
+    fn forget_nested(
+        &self,
+        tenant: Option<&str>,
+        session: &str,
+        depth: usize,
+    ) -> Result<bool, GuardError> {
+        let key = session_key(tenant, session);
+        // Bounded: sub-agents of sub-agents, but a cycle of parents must not recurse forever.
+        if depth < MAX_NESTING {
+            if let Some(entry) = self.store.load(&key)? {
+                for child in entry.subagents().filter(|c| *c != session) {
+                    self.forget_nested(tenant, child, depth + 1)?;
+                }
+            }
+        }
+        Ok(self.store.delete(&key)?)
     }
 
     /// Every session of the store (all tenants), most recently used first where the store
@@ -630,7 +733,36 @@ impl Guard {
         let Some(store) = self.store.as_async() else {
             return self.forget(tenant, session);
         };
-        Ok(store.delete(&session_key(tenant, session)).await?)
+        // The sessions to delete, the sub-agents' found level by level (bounded as in
+        // `forget`), then deleted.
+        let mut level = vec![session.to_string()];
+        let mut all: Vec<String> = Vec::new();
+        for _ in 0..MAX_NESTING {
+            let mut next = Vec::new();
+            for s in &level {
+                if let Some(entry) = store.load(&session_key(tenant, s)).await? {
+                    next.extend(
+                        entry
+                            .subagents()
+                            .filter(|c| !all.iter().any(|a| a == c))
+                            .map(String::from),
+                    );
+                }
+            }
+            all.append(&mut level);
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        let mut existed = false;
+        for (i, s) in all.iter().enumerate() {
+            let deleted = store.delete(&session_key(tenant, s)).await?;
+            if i == 0 {
+                existed = deleted;
+            }
+        }
+        Ok(existed)
     }
 
     /// [`Guard::ping`], awaiting the store when it has an awaitable side.
@@ -647,6 +779,42 @@ struct Job<'g> {
     key: String,
     policy: JobPolicy<'g>,
     now: u64,
+    /// A sub-agent's event: its parent's count of calls ([`ParentLink::calls`]).
+    parent_calls: Option<u64>,
+}
+
+/// Levels of sub-agents [`Guard::forget`] follows.
+const MAX_NESTING: usize = 16;
+
+/// What a sub-agent's session takes from its parent's ([`Guard::link_parent`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParentLink {
+    /// The parent's run counter ([`SessionEntry::run_seq`]: the hooks number their prompts
+    /// with it, and a sub-agent's calls belong to its parent's prompt).
+    pub run_seq: u64,
+    /// The calls the parent's budgets counted, its sub-agents' included
+    /// ([`SessionEntry::budgeted_calls`]).
+    pub calls: u64,
+}
+
+impl ParentLink {
+    fn of(parent: Option<&SessionEntry>) -> ParentLink {
+        parent.map_or_else(ParentLink::default, |p| ParentLink {
+            run_seq: p.run_seq,
+            calls: p.budgeted_calls(),
+        })
+    }
+}
+
+/// The parent and the child session of a sub-agent's event ([`Event::linked_parent`]).
+fn parent_of(event: &Event<'_>) -> Option<(String, String)> {
+    let parent = event.linked_parent()?.to_string_lossy().into_owned();
+    let child = event
+        .session
+        .as_ref()
+        .map_or_else(|| "default".into(), JsString::to_string_lossy);
+    Some((parent, child.into_owned()))
 }
 
 /// The policy of a [`Job`]: the guard's global one, borrowed, or an agent's.

@@ -60,10 +60,11 @@ mod store;
 pub use duration::parse_duration;
 pub use entry::{
     AbortedRun, Applier, EntryError, Input, LogRow, Prehashed, SessionEntry, Stats, RESTARTED,
+    SUBAGENTS,
 };
 pub use guard::{
     enabled_config, session_key, session_key_wtf8, split_key, Guard, GuardBuilder, GuardError,
-    SessionInfo,
+    ParentLink, SessionInfo,
 };
 pub use logged::LogDecision;
 pub use loops::{

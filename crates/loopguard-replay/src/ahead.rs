@@ -56,6 +56,7 @@ const RUN: usize = 1;
 const AGENT: usize = 2;
 const CALL_ID: usize = 3;
 const TOOL: usize = 4;
+const PARENT: usize = 5;
 
 /// An event a worker parsed and hashed.
 struct Ready {
@@ -65,8 +66,8 @@ struct Ready {
     kind: EventKind,
     timestamp_ms: u64,
     usage: Option<loopguard_events::Usage>,
-    /// Session, run, agent, call id and tool, in [`Batch::strings`].
-    strings: [Option<(Range<usize>, Shape)>; 5],
+    /// Session, run, agent, call id, tool and parent session, in [`Batch::strings`].
+    strings: [Option<(Range<usize>, Shape)>; 6],
     /// `None`: the engine parses the line itself.
     pre: Option<Prehashed>,
 }
@@ -100,13 +101,14 @@ impl Batch {
 
     /// Adds a parsed line of [`Batch::text`].
     fn push(&mut self, number: u64, line: Range<usize>, event: &Event<'_>, pre: Option<Prehashed>) {
-        let mut strings: [Option<(Range<usize>, Shape)>; 5] = Default::default();
+        let mut strings: [Option<(Range<usize>, Shape)>; 6] = Default::default();
         let fields = [
             &event.session,
             &event.run,
             &event.agent,
             &event.call_id,
             &event.tool,
+            &event.parent_session,
         ];
         for (slot, field) in strings.iter_mut().zip(fields) {
             if let Some(s) = field {
@@ -522,6 +524,7 @@ fn apply_ready<E>(
     let event = Event {
         kind: ready.kind,
         session: string(SESSION),
+        parent_session: string(PARENT),
         run: string(RUN),
         agent: string(AGENT),
         call_id: string(CALL_ID),

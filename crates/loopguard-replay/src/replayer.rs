@@ -114,25 +114,38 @@ impl Replayer {
         pre: &'e Prehashed,
         line: u64,
     ) -> Option<Decision<'e>> {
-        self.with_entry(event, |policy, entry, applier| {
-            let input = Input::Prehashed(event, pre);
-            entry.apply_input(policy, applier, input, line, event.timestamp_ms)
-        })
+        self.with_entry(
+            event,
+            |policy, entry, applier| {
+                let input = Input::Prehashed(event, pre);
+                entry.apply_input(policy, applier, input, line, event.timestamp_ms)
+            },
+            |policy, d| {
+                d.as_ref()
+                    .is_some_and(|d| SessionEntry::parent_counts(policy, d))
+            },
+        )
     }
 
     /// Applies one event and returns its decision.
     pub fn process<'e>(&mut self, event: &'e Event<'e>, line: u64) -> Decision<'e> {
-        self.with_entry(event, |policy, entry, applier| {
-            entry.apply(policy, applier, event, line, event.timestamp_ms)
-        })
+        self.with_entry(
+            event,
+            |policy, entry, applier| entry.apply(policy, applier, event, line, event.timestamp_ms),
+            SessionEntry::parent_counts,
+        )
     }
 
     /// Calls `f` with the policy of the event's agent, the entry of its session (created if
-    /// new) and the applier.
+    /// new) and the applier. A sub-agent's event (`parentSession`) is linked to its parent
+    /// as the live guard links it (`Guard::link_parent`): its session starts from the
+    /// parent's count of calls, and a call that `counts` (given `f`'s result) is counted at
+    /// the parent.
     fn with_entry<R>(
         &mut self,
         event: &Event<'_>,
         f: impl FnOnce(&Policy, &mut SessionEntry, &Applier) -> R,
+        counts: impl FnOnce(&Policy, &R) -> bool,
     ) -> R {
         let session_name = event
             .session
@@ -151,6 +164,9 @@ impl Replayer {
                 &self.policies[key]
             }
         };
+        let parent = event.linked_parent().map(JsString::as_wtf8);
+        let parent_calls =
+            parent.map(|p| self.sessions.get(p).map_or(0, SessionEntry::budgeted_calls));
         let entry = match self.sessions.get_mut(session_name) {
             Some(s) => s,
             None => {
@@ -160,7 +176,22 @@ impl Replayer {
                 self.sessions.entry(session_name.into()).or_insert(entry)
             }
         };
-        f(policy, entry, &self.applier)
+        if let Some(calls) = parent_calls {
+            entry.inherit_parent_calls(calls);
+        }
+        let out = f(policy, entry, &self.applier);
+        if let Some(parent) = parent.filter(|_| counts(policy, &out)) {
+            let hashing = &self.hashing;
+            self.sessions
+                .entry(parent.into())
+                .or_insert_with(|| {
+                    let mut entry = SessionEntry::new(String::from_utf8_lossy(parent).into_owned());
+                    entry.session.set_hashing(hashing.clone());
+                    entry
+                })
+                .attribute_subagent_call();
+        }
+        out
     }
 }
 

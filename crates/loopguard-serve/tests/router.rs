@@ -252,3 +252,73 @@ async fn a_body_over_the_limit_is_refused_with_json() {
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{text}");
     assert!(json(&text)["error"].is_string(), "{text}");
 }
+
+/// `POST /v1/events` with `parentSession`: the sub-agent's loop is decided in its own
+/// session (blocked at its 21st identical call), the parent's session keeps its own state,
+/// the parent's `callsPerSession` budget counts the sub-agent's calls that ran, and
+/// `DELETE` of the parent forgets the sub-agent's session with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_events_are_linked_to_the_parent_session() {
+    let config = OpenClawConfig::load_for_run(
+        r#"{"tools":{"loopDetection":{"enabled":true}},"loopguard":{"budgets":{"callsPerSession":22}}}"#,
+    )
+    .expect("a valid config")
+    .config;
+    let router = Server::builder()
+        .listen("127.0.0.1:0".parse().expect("an address"))
+        .store("memory")
+        .config(config)
+        .build()
+        .expect("the server builds")
+        .router();
+    let sub_call = r#"{"type":"call","session":"task-a1","parentSession":"task","tool":"exec","args":{"command":"npm test"}}"#;
+    let sub_outcome = r#"{"type":"outcome","session":"task-a1","parentSession":"task","tool":"exec","args":{"command":"npm test"},"result":"1 failing"}"#;
+    let mut decisions = Vec::new();
+    for _ in 1..=21 {
+        let (status, body) = send(&router, post_event(sub_call, None)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let d = json(&body);
+        assert_eq!(d["session"], "task-a1", "{body}");
+        decisions.push(d["decision"].as_str().unwrap_or_default().to_string());
+        if d["decision"] != "block" {
+            send(&router, post_event(sub_outcome, None)).await;
+        }
+    }
+    assert_eq!(decisions[20], "block");
+    assert!(
+        decisions[..20].iter().all(|d| d != "block"),
+        "{decisions:?}"
+    );
+    // The parent runs the same command: not the sub-agent's loop, but its session's budget
+    // counted the sub-agent's 20 calls (21 of 22: past 80%), and the next is past the cap.
+    let parent_call =
+        r#"{"type":"call","session":"task","tool":"exec","args":{"command":"npm test"}}"#;
+    let parent_outcome = r#"{"type":"outcome","session":"task","tool":"exec","args":{"command":"npm test"},"result":"1 failing"}"#;
+    let mut parent = Vec::new();
+    for _ in 0..3 {
+        let (_, body) = send(&router, post_event(parent_call, None)).await;
+        let d = json(&body);
+        parent.push(format!(
+            "{} {}",
+            d["decision"].as_str().unwrap_or_default(),
+            d["detector"].as_str().unwrap_or("-")
+        ));
+        send(&router, post_event(parent_outcome, None)).await;
+    }
+    assert_eq!(parent, ["warn budget", "allow -", "block budget"]);
+    let get = |s: &str| {
+        Request::get(format!("/v1/sessions/{s}"))
+            .body(Body::empty())
+            .expect("a request")
+    };
+    let (status, body) = send(&router, get("task")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(json(&body)["calls"], 3, "{body}");
+    let delete = Request::delete("/v1/sessions/task")
+        .body(Body::empty())
+        .expect("a request");
+    let (status, body) = send(&router, delete).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, body) = send(&router, get("task-a1")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}

@@ -1,7 +1,8 @@
 //! Budgets in replay: a Claude Code transcript with a sub-agent's sidechain, replayed with
-//! `loopguard.budgets`, shows the parent session's budget: the sub-agent's calls (its own run,
-//! `sidechain-<agentId>`) count toward `callsPerSession`, while `callsPerRun` counts each
-//! run's own calls. The transcript is the hand-written Claude Code fixture of
+//! `loopguard.budgets`, shows the parent session's budget: the sub-agent's calls (its own
+//! session, `SESSION/<agentId>`, linked to the transcript's as the hook links it, and its own
+//! run, `sidechain-<agentId>`) count toward `callsPerSession`, while `callsPerRun` counts
+//! each run's own calls. The transcript is the hand-written Claude Code fixture of
 //! `tests/fixtures/transcripts/claude-code/healthy.jsonl` (Claude Code 2.0.46's shape).
 
 use std::path::Path;
@@ -28,7 +29,8 @@ fn a_sidechain_counts_toward_the_sessions_budget() {
         .filter(|d| d["type"] == "call")
         .map(|d| {
             format!(
-                "{} {} {} {}",
+                "{} {} {} {} {}",
+                d["session"].as_str().unwrap(),
                 d["run"].as_str().unwrap(),
                 d["tool"].as_str().unwrap(),
                 d["decision"].as_str().unwrap(),
@@ -39,18 +41,18 @@ fn a_sidechain_counts_toward_the_sessions_budget() {
     assert_eq!(
         calls,
         [
-            "run-1 Glob allow -",
-            "run-1 Read allow -",
-            "run-1 Read allow -",
-            // The sub-agent's call: its own run, counted for the session (4 of 6).
-            "sidechain-7c1d2e3f Grep allow -",
+            "healthy run-1 Glob allow -",
+            "healthy run-1 Read allow -",
+            "healthy run-1 Read allow -",
+            // The sub-agent's call: its own session and run, counted for the parent's (4 of 6).
+            "healthy/7c1d2e3f sidechain-7c1d2e3f Grep allow -",
             // The fourth call of run-1 reaches 80% of callsPerRun (4).
-            "run-1 Task warn budget",
+            "healthy run-1 Task warn budget",
             // The fifth is past it.
-            "run-1 mcp__github__get_issue block budget",
+            "healthy run-1 mcp__github__get_issue block budget",
             // A new run: its own count, but the session's sixth call (sub-agent included)
             // reaches 80% of callsPerSession (6).
-            "run-2 Edit warn budget",
+            "healthy run-2 Edit warn budget",
         ]
     );
 }

@@ -9,7 +9,11 @@
 //! `hookSpecificOutput.permissionDecision: "deny"` with `permissionDecisionReason` (shown
 //! to the model) and `additionalContext`; any event `continue: false` with `stopReason`.
 //!
-//! Session: `session_id` (the thread). Runs: `UserPromptSubmit`. Compaction:
+//! Session: `session_id`. Sub-agents: inside a thread-spawned sub-agent (`spawn_agent`)
+//! the tool, prompt and compaction hooks also carry `agent_id` (the sub-agent's thread id,
+//! `thread_spawn_subagent_hook_context` in `codex-rs/core`) and `agent_type` (its role),
+//! the input schemas' optional fields; its calls go to the sub-agent's own session, linked
+//! to `session_id`'s. Runs: `UserPromptSubmit`. Compaction:
 //! `PostCompact` arms the post-compaction guard (`PreCompact` is ignored: the compaction
 //! has not happened yet). Polls: `write_stdin` with empty `chars`.
 //!
@@ -28,7 +32,11 @@ impl Protocol for Codex {
     }
 
     fn read<'a>(&self, f: &Fields<'_, 'a>) -> Result<AgentEvent<'a>, AgentError> {
-        super::claude_like(f, &["PostCompact"])
+        let mut ev = super::claude_like(f, &["PostCompact"])?;
+        // A thread-spawned sub-agent's hooks carry `agent_id` (its thread id) and
+        // `agent_type` beside the session's `session_id`: its calls are the sub-agent's.
+        ev.subagent = f.str_of(&["agent_id"]).filter(|a| !a.is_empty());
+        Ok(ev)
     }
 
     fn render(&self, ev: &AgentEvent<'_>, a: &Answer) -> Rendered {

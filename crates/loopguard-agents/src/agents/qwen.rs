@@ -16,7 +16,9 @@
 //!
 //! Session: `session_id`. Runs: `UserPromptSubmit` with a non-empty `prompt` (Qwen Code
 //! also sends it, empty, before each turn that carries tool results). Compaction:
-//! `PostCompact`.
+//! `PostCompact`. Sub-agents: a payload sent from inside a subagent carries its `agent_id`
+//! (Qwen Code 0.24's `createBaseInput` adds the id of the agent context the hook fires
+//! in); its calls go to the sub-agent's own session, linked to `session_id`'s.
 //!
 //! Stopping: Qwen Code 0.24 checks a `PreToolUse` deny before `continue: false`, and on
 //! every tool event it only turns `continue: false` into the call's error; the turn goes
@@ -49,6 +51,11 @@ impl Protocol for Qwen {
         if ev.kind == Kind::Prompt && f.get("prompt").and_then(Value::as_str) == Some("") {
             ev.kind = Kind::Continuation;
         }
+        // Inside a subagent (the `agent` tool), every hook payload carries the subagent's
+        // `agent_id` beside the parent's `session_id` (`createBaseInput` in its
+        // hookEventHandler, from the agent context the subagent runs in): its calls are the
+        // sub-agent's, linked to the session as Claude Code's are.
+        ev.subagent = f.str_of(&["agent_id"]).filter(|a| !a.is_empty());
         Ok(ev)
     }
 
