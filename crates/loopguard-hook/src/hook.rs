@@ -300,7 +300,7 @@ fn handle(
         config: &source,
         now: opts.now(),
     };
-    let mut reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
+    let reply = loopguard_agents::answer_event(protocol, &guard, &ev, &scope, notes)?;
     // The loop history's steps of the decisions with a finding (the alerts' input), keyed
     // as `serve` keys them.
     let loops: Vec<_> = reply

@@ -103,7 +103,7 @@ fn one_alert_per_loop_reaches_a_webhook_and_the_configs_slack_target() {
 /// denied.
 #[test]
 fn a_loop_posted_to_a_hook_endpoint_is_one_alert() {
-    let (hook, hook_bodies) = receiver();
+    let (hook, hook_bodies) = webhook_receiver();
     let server = Serve::start(&["--alert-webhook", &hook]);
     let agent = agent();
     let mut denied = 0;
