@@ -181,123 +181,292 @@ fn ended(body: &str) -> Ended {
     }
 }
 
+/// `true` for a Cline or Roo Code panel log (`ui_messages.json`): an array of
+/// `{ts, type: "say" | "ask", say | ask, …}` records.
+pub(crate) fn is_panel_log(v: &Value<'_>) -> bool {
+    let Value::Array(items) = v else {
+        return false;
+    };
+    !items.is_empty()
+        && items.iter().take(8).all(|m| {
+            m.get("ts").and_then(Value::as_f64).is_some()
+                && match str_field(m, "type") {
+                    Some(kind @ ("say" | "ask")) => str_field(m, kind).is_some(),
+                    _ => false,
+                }
+        })
+}
+
+/// Why a panel log alone is not replayed.
+const PANEL_ALONE: &str = "this is a Cline / Roo Code panel log (ui_messages.json): it shows \
+the calls as the panel words them (`ask: \"tool\"` under the panel's own tool names, no result \
+of a file tool), not as the model made them; replay api_conversation_history.json from the \
+same task folder instead (its token and cost figures are then read from this file)";
+
+/// The usage of one API request of a panel log (`say: "api_req_started"`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Request {
+    /// All tokens of the request: `tokensIn + tokensOut + cacheWrites + cacheReads`.
+    tokens: u64,
+    /// `cost`, in the provider's currency (0 when not given).
+    cost: f64,
+}
+
+/// The API requests of a panel log, in order. `Err` when the document is not a panel log;
+/// a request whose `text` is not Cline's JSON is counted without figures, with a
+/// diagnostic (line 0: the history's lines are numbered, not the panel's records).
+fn panel_requests(doc: &[u8], diags: &mut Vec<Diagnostic>) -> Result<Vec<Request>, String> {
+    let value = loopguard_core::json::parse(doc).map_err(|e| {
+        format!(
+            "not JSON ({}): its token and cost figures are not read",
+            document_error(doc, &e)
+        )
+    })?;
+    if !is_panel_log(&value) {
+        return Err("not a Cline panel log: its token and cost figures are not read".into());
+    }
+    let Value::Array(records) = &value else {
+        return Err("not an array".into());
+    };
+    let mut requests = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        if str_field(r, "say") != Some("api_req_started") {
+            continue;
+        }
+        let info = str_field(r, "text")
+            .and_then(|t| loopguard_core::json::parse(t.as_bytes()).ok())
+            .filter(|v| v.as_object().is_some());
+        let Some(info) = info else {
+            diags.push(Diagnostic::new(
+                0,
+                DiagnosticKind::BadField,
+                format!(
+                    "ui_messages.json record {}: `text` of an api_req_started is not a JSON object; the request counts without tokens or cost",
+                    i + 1
+                ),
+            ));
+            requests.push(Request {
+                tokens: 0,
+                cost: 0.0,
+            });
+            continue;
+        };
+        let num = |k: &str| {
+            info.get(k)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .unwrap_or(0.0)
+        };
+        let tokens = ["tokensIn", "tokensOut", "cacheWrites", "cacheReads"]
+            .iter()
+            .map(|k| num(k))
+            .sum::<f64>();
+        requests.push(Request {
+            tokens: tokens as u64,
+            cost: num("cost"),
+        });
+    }
+    Ok(requests)
+}
+
+/// Gives each call the usage of the API request that produced it: the `n`-th request of
+/// the panel log answered the `n`-th assistant message of the history (`assistants`, by
+/// message number), shared evenly among that message's calls. When the counts differ the
+/// requests cannot be placed: nothing is attached and a diagnostic says why.
+fn attach_usage(adapted: &mut Adapted, assistants: &[u64], panel: &[u8]) {
+    let mut diags = Vec::new();
+    let requests = match panel_requests(panel, &mut diags) {
+        Ok(r) => r,
+        Err(why) => {
+            adapted.diagnostics.push(Diagnostic::new(
+                0,
+                DiagnosticKind::BadField,
+                format!("ui_messages.json beside it: {why}"),
+            ));
+            return;
+        }
+    };
+    adapted.diagnostics.extend(diags);
+    if requests.len() != assistants.len() {
+        adapted.diagnostics.push(Diagnostic::new(
+            0,
+            DiagnosticKind::Partial,
+            format!(
+                "ui_messages.json beside it records {} API requests, the history {} answers: a request cannot be matched to its answer, so no call gets its tokens or cost from it",
+                requests.len(),
+                assistants.len()
+            ),
+        ));
+        return;
+    }
+    let calls_of = |line: u64, events: &[crate::SourcedEvent]| {
+        events
+            .iter()
+            .filter(|e| e.line == line && e.event.kind == loopguard_events::EventKind::Call)
+            .count() as u64
+    };
+    let per_line: Vec<(u64, u64, Request)> = assistants
+        .iter()
+        .zip(&requests)
+        .map(|(line, r)| (*line, calls_of(*line, &adapted.events), *r))
+        .filter(|(_, n, _)| *n > 0)
+        .collect();
+    for e in &mut adapted.events {
+        if e.event.kind != loopguard_events::EventKind::Call {
+            continue;
+        }
+        if let Some((_, n, r)) = per_line.iter().find(|(line, _, _)| *line == e.line) {
+            let tokens = r.tokens / n;
+            e.tokens = Some(tokens);
+            e.event.usage = Some(loopguard_events::Usage {
+                tokens,
+                cost: r.cost / *n as f64,
+            });
+        }
+    }
+}
+
 impl DocumentAdapter for ClineHistory {
     fn adapt(&self, doc: &[u8], ctx: &Context) -> Result<Adapted, Diagnostic> {
-        let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
-        let Value::Array(messages) = &value else {
-            return Err(Diagnostic::new(
-                1,
-                DiagnosticKind::BadField,
-                "expected an array of messages",
-            ));
-        };
-        let mut log = AgentLog::new("cline", ctx);
-        let mut adapted = Adapted::default();
-        let out = &mut adapted.events;
-        for (i, m) in messages.iter().enumerate() {
-            let no = i as u64 + 1;
-            let ts = m
-                .get("ts")
-                .and_then(Value::as_f64)
-                .filter(|t| *t >= 0.0)
-                .map_or(0, |t| t as u64);
-            match str_field(m, "role") {
-                Some("assistant") => {
-                    let mut calls: Vec<(Option<String>, String, Value<'static>)> = Vec::new();
-                    match m.get("content") {
-                        Some(Value::Array(blocks)) => {
-                            for (j, b) in blocks.iter().enumerate() {
-                                match str_field(b, "type") {
-                                    Some("tool_use") => match str_field(b, "name") {
-                                        Some(name) => calls.push((
-                                            str_field(b, "id").map(str::to_string),
-                                            name.to_string(),
-                                            b.get("input")
-                                                .cloned()
-                                                .unwrap_or(Value::Null)
-                                                .into_owned(),
-                                        )),
-                                        None => adapted.diagnostics.push(Diagnostic::new(
-                                            no,
-                                            DiagnosticKind::BadField,
-                                            format!(
-                                                "content[{j}]: a tool_use without `name`; skipped"
-                                            ),
-                                        )),
-                                    },
-                                    Some("text") => {
-                                        let text = str_field(b, "text").unwrap_or("");
-                                        calls.extend(
-                                            xml_calls(text).into_iter().map(|(n, a)| (None, n, a)),
-                                        );
-                                    }
-                                    _ => {}
-                                }
-                            }
-                        }
-                        Some(Value::String(s)) => {
-                            let text = s.to_string_lossy();
-                            calls.extend(xml_calls(&text).into_iter().map(|(n, a)| (None, n, a)));
-                        }
-                        _ => {}
-                    }
-                    let total = m.get("metrics").and_then(|x| x.get("tokens")).map(|t| {
-                        ["prompt", "completion"]
-                            .iter()
-                            .filter_map(|k| t.get(k).and_then(Value::as_f64))
-                            .sum::<f64>()
-                    });
-                    let tokens = tokens_per_call(total, calls.len());
-                    for (id, name, args) in calls {
-                        log.call(no, id, &name, &args, ts, tokens, out);
-                    }
-                }
-                Some("user") => {
-                    let mut results = false;
-                    if let Some(Value::Array(blocks)) = m.get("content") {
-                        for b in blocks {
-                            if str_field(b, "type") != Some("tool_result") {
-                                continue;
-                            }
-                            results = true;
-                            let text = crate::common::content_text(
-                                b.get("content").unwrap_or(&Value::Null),
-                            );
-                            let end = if b.get("is_error").and_then(Value::as_bool) == Some(true) {
-                                Ended::Failed(text)
-                            } else {
-                                ended(&text)
-                            };
-                            let id = str_field(b, "tool_use_id");
-                            log.ended(no, id, end, ts, out);
-                        }
-                    }
-                    for t in user_texts(m) {
-                        if let Some((_, body)) = result_header(t) {
-                            results = true;
-                            log.ended(no, None, ended(body), ts, out);
-                        } else if t.starts_with("Tool [") && t.contains("] was not executed") {
-                            // A second call in one message, which Cline refuses to run.
-                            results = true;
-                            log.ended(no, None, Ended::Failed(t.to_string()), ts, out);
-                        }
-                    }
-                    if !results {
-                        log.prompt(out);
-                    }
-                }
-                _ => adapted.diagnostics.push(Diagnostic::new(
-                    no,
-                    DiagnosticKind::BadField,
-                    "field `role`: missing or neither `user` nor `assistant`; skipped",
-                )),
-            }
-        }
-        let diags = log.finish(out);
-        adapted.diagnostics.extend(diags);
-        adapted.diagnostics.sort_by_key(|d| d.line);
-        Ok(adapted)
+        adapt_task(doc, None, ctx)
     }
+}
+
+/// Reads a Cline or Roo Code task history, with the task's panel log (`ui_messages.json`
+/// of the same folder) when there is one: each call then carries the `usage` (tokens and
+/// cost) of the API request that produced it. A panel log given as the history is
+/// refused with an error that says to read the history instead.
+///
+/// ```
+/// use loopguard_adapters::{cline::adapt_task, Context};
+/// let history = br#"[{"role":"user","content":[{"type":"text","text":"<task>\nfix it\n</task>"}]},
+///  {"role":"assistant","content":[{"type":"text","text":"<execute_command>\n<command>make</command>\n</execute_command>"}]},
+///  {"role":"user","content":[{"type":"text","text":"[execute_command for 'make'] Result:\nok"}]}]"#;
+/// let panel = br#"[{"ts":1,"type":"say","say":"task","text":"fix it"},
+///  {"ts":2,"type":"say","say":"api_req_started","text":"{\"tokensIn\":90,\"tokensOut\":10,\"cost\":0.5}"},
+///  {"ts":3,"type":"ask","ask":"command","text":"make"}]"#;
+/// let a = adapt_task(history, Some(panel), &Context::default()).unwrap();
+/// let usage = a.events[0].event.usage.unwrap();
+/// assert_eq!((usage.tokens, usage.cost), (100, 0.5));
+/// assert!(adapt_task(panel, None, &Context::default()).is_err());
+/// ```
+pub fn adapt_task(doc: &[u8], panel: Option<&[u8]>, ctx: &Context) -> Result<Adapted, Diagnostic> {
+    let value = loopguard_core::json::parse(doc).map_err(|e| document_error(doc, &e))?;
+    if is_panel_log(&value) {
+        return Err(Diagnostic::new(1, DiagnosticKind::BadField, PANEL_ALONE));
+    }
+    let Value::Array(messages) = &value else {
+        return Err(Diagnostic::new(
+            1,
+            DiagnosticKind::BadField,
+            "expected an array of messages",
+        ));
+    };
+    let mut log = AgentLog::new("cline", ctx);
+    let mut adapted = Adapted::default();
+    let mut assistants = Vec::new();
+    let out = &mut adapted.events;
+    for (i, m) in messages.iter().enumerate() {
+        let no = i as u64 + 1;
+        let ts = m
+            .get("ts")
+            .and_then(Value::as_f64)
+            .filter(|t| *t >= 0.0)
+            .map_or(0, |t| t as u64);
+        match str_field(m, "role") {
+            Some("assistant") => {
+                assistants.push(no);
+                let mut calls: Vec<(Option<String>, String, Value<'static>)> = Vec::new();
+                match m.get("content") {
+                    Some(Value::Array(blocks)) => {
+                        for (j, b) in blocks.iter().enumerate() {
+                            match str_field(b, "type") {
+                                Some("tool_use") => match str_field(b, "name") {
+                                    Some(name) => calls.push((
+                                        str_field(b, "id").map(str::to_string),
+                                        name.to_string(),
+                                        b.get("input").cloned().unwrap_or(Value::Null).into_owned(),
+                                    )),
+                                    None => adapted.diagnostics.push(Diagnostic::new(
+                                        no,
+                                        DiagnosticKind::BadField,
+                                        format!("content[{j}]: a tool_use without `name`; skipped"),
+                                    )),
+                                },
+                                Some("text") => {
+                                    let text = str_field(b, "text").unwrap_or("");
+                                    calls.extend(
+                                        xml_calls(text).into_iter().map(|(n, a)| (None, n, a)),
+                                    );
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    Some(Value::String(s)) => {
+                        let text = s.to_string_lossy();
+                        calls.extend(xml_calls(&text).into_iter().map(|(n, a)| (None, n, a)));
+                    }
+                    _ => {}
+                }
+                let total = m.get("metrics").and_then(|x| x.get("tokens")).map(|t| {
+                    ["prompt", "completion"]
+                        .iter()
+                        .filter_map(|k| t.get(k).and_then(Value::as_f64))
+                        .sum::<f64>()
+                });
+                let tokens = tokens_per_call(total, calls.len());
+                for (id, name, args) in calls {
+                    log.call(no, id, &name, &args, ts, tokens, out);
+                }
+            }
+            Some("user") => {
+                let mut results = false;
+                if let Some(Value::Array(blocks)) = m.get("content") {
+                    for b in blocks {
+                        if str_field(b, "type") != Some("tool_result") {
+                            continue;
+                        }
+                        results = true;
+                        let text =
+                            crate::common::content_text(b.get("content").unwrap_or(&Value::Null));
+                        let end = if b.get("is_error").and_then(Value::as_bool) == Some(true) {
+                            Ended::Failed(text)
+                        } else {
+                            ended(&text)
+                        };
+                        let id = str_field(b, "tool_use_id");
+                        log.ended(no, id, end, ts, out);
+                    }
+                }
+                for t in user_texts(m) {
+                    if let Some((_, body)) = result_header(t) {
+                        results = true;
+                        log.ended(no, None, ended(body), ts, out);
+                    } else if t.starts_with("Tool [") && t.contains("] was not executed") {
+                        // A second call in one message, which Cline refuses to run.
+                        results = true;
+                        log.ended(no, None, Ended::Failed(t.to_string()), ts, out);
+                    }
+                }
+                if !results {
+                    log.prompt(out);
+                }
+            }
+            _ => adapted.diagnostics.push(Diagnostic::new(
+                no,
+                DiagnosticKind::BadField,
+                "field `role`: missing or neither `user` nor `assistant`; skipped",
+            )),
+        }
+    }
+    let diags = log.finish(out);
+    adapted.diagnostics.extend(diags);
+    if let Some(panel) = panel {
+        attach_usage(&mut adapted, &assistants, panel);
+    }
+    adapted.diagnostics.sort_by_key(|d| d.line);
+    Ok(adapted)
 }
 
 #[cfg(test)]

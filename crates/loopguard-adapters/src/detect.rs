@@ -67,11 +67,14 @@ pub enum Format {
     Opencode,
     /// Cline's and Roo Code's task history (`api_conversation_history.json`).
     Cline,
+    /// A session of opencode's older JSON storage (`storage/session/<project>/<id>.json`,
+    /// read with its messages and parts).
+    OpencodeStorage,
 }
 
 impl Format {
     /// Every format, in the order `--format` lists them.
-    pub const ALL: [Format; 28] = [
+    pub const ALL: [Format; 29] = [
         Format::Events,
         Format::OpenClaw,
         Format::OpenClawSqlite,
@@ -100,6 +103,7 @@ impl Format {
         Format::Factory,
         Format::Opencode,
         Format::Cline,
+        Format::OpencodeStorage,
     ];
 
     /// The name used by `--format`.
@@ -133,6 +137,7 @@ impl Format {
             Format::Factory => "factory",
             Format::Opencode => "opencode",
             Format::Cline => "cline",
+            Format::OpencodeStorage => "opencode-json",
         }
     }
 
@@ -166,7 +171,8 @@ impl Format {
             Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
             Format::Factory => "Factory Droid session JSONL",
             Format::Opencode => "opencode SQLite database (opencode.db: session, message, part)",
-            Format::Cline => "Cline / Roo Code task history (api_conversation_history.json)",
+            Format::Cline => "Cline / Roo Code task history (api_conversation_history.json; ui_messages.json beside it adds usage)",
+            Format::OpencodeStorage => "opencode session of the older JSON storage (storage/session/<project>/<id>.json)",
         }
     }
 
@@ -544,8 +550,11 @@ fn export_document(v: &Value<'_>) -> Option<Format> {
 }
 
 fn classify_document(v: &Value<'_>) -> Option<Format> {
+    if crate::opencode::is_storage_session(v) {
+        return Some(Format::OpencodeStorage);
+    }
     // Before Anthropic's messages, which Cline's are in shape.
-    if crate::cline::is_task_history(v) {
+    if crate::cline::is_task_history(v) || crate::cline::is_panel_log(v) {
         return Some(Format::Cline);
     }
     if crate::gemini_chat::is_chat_file(v) {

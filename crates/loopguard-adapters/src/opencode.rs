@@ -293,6 +293,168 @@ fn serde_json_string(s: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| "\"\"".into())
 }
 
+/// `true` for a session of opencode's older JSON storage
+/// (`storage/session/<project>/<id>.json`): an object with `id`, `projectID`, `title` and
+/// `time.created` (a message has `sessionID` and `role` instead, a project `worktree`).
+pub(crate) fn is_storage_session(v: &Value<'_>) -> bool {
+    v.as_object().is_some()
+        && str_field(v, "id").is_some()
+        && str_field(v, "projectID").is_some()
+        && str_field(v, "title").is_some()
+        && v.get("role").is_none()
+        && v.get("time")
+            .and_then(|t| t.get("created"))
+            .and_then(Value::as_f64)
+            .is_some()
+}
+
+/// A JSON file of the storage, parsed; the error names the file.
+fn storage_object(path: &std::path::Path) -> Result<(String, Value<'static>), String> {
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let value = loopguard_core::json::parse(&text)
+        .map_err(|e| {
+            format!(
+                "{}: {}",
+                path.display(),
+                crate::common::document_error(&text, &e)
+            )
+        })?
+        .into_owned();
+    if value.as_object().is_none() {
+        return Err(format!("{}: not a JSON object", path.display()));
+    }
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    Ok((text, value))
+}
+
+/// The `*.json` files of `dir`, by name; an empty list when `dir` does not exist.
+fn json_files(dir: &std::path::Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut files = Vec::new();
+    for e in entries {
+        let path = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The session id of a session file of opencode's JSON storage, and the storage folder it
+/// lies in (`<storage>/session/<project>/<id>.json`).
+pub fn storage_session(path: &std::path::Path) -> Result<(String, std::path::PathBuf), String> {
+    let (_, session) = storage_object(path)?;
+    if !is_storage_session(&session) {
+        return Err("not an opencode session (`id`, `projectID`, `title`, `time.created`)".into());
+    }
+    let id = str_field(&session, "id").unwrap_or_default().to_string();
+    let root = path
+        .parent()
+        .and_then(std::path::Path::parent)
+        .filter(|d| d.file_name().is_some_and(|n| n == "session"))
+        .and_then(std::path::Path::parent)
+        .filter(|root| root.join("message").is_dir())
+        .ok_or_else(|| {
+            format!(
+                "session {id}: not in opencode's storage (`<storage>/session/<project>/<id>.json` beside `<storage>/message`), so its messages cannot be found"
+            )
+        })?;
+    Ok((id, root.to_path_buf()))
+}
+
+/// Reads one session of opencode's older JSON storage (`storage/message/<session>/*.json`,
+/// `storage/part/<message>/*.json`), its messages in the order of `time.created` (then id)
+/// and each message's parts by id (opencode's ids ascend), each part with its message as
+/// the one record [`OpencodeAdapter`] reads, as the SQLite reader does. Handing and
+/// stopping as [`read_session_with`]; a file that cannot be read or parsed is a
+/// diagnostic naming it.
+pub fn read_storage_session_with(
+    path: &std::path::Path,
+    ctx: Context,
+    on_event: &mut dyn FnMut(SourcedEvent) -> bool,
+) -> Result<Vec<Diagnostic>, String> {
+    let (id, root) = storage_session(path)?;
+    let mut diagnostics = Vec::new();
+    let mut messages = Vec::new();
+    for file in json_files(&root.join("message").join(&id))? {
+        match storage_object(&file) {
+            Ok((text, m)) => {
+                let created = m
+                    .get("time")
+                    .and_then(|t| t.get("created"))
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                match str_field(&m, "id") {
+                    Some(mid) => messages.push((created, mid.to_string(), text)),
+                    None => diagnostics.push(Diagnostic::new(
+                        0,
+                        DiagnosticKind::BadField,
+                        format!("{}: field `id` missing; message skipped", file.display()),
+                    )),
+                }
+            }
+            Err(e) => diagnostics.push(Diagnostic::new(
+                0,
+                DiagnosticKind::NotJson,
+                format!("{e}; message skipped"),
+            )),
+        }
+    }
+    if messages.is_empty() && diagnostics.is_empty() {
+        diagnostics.push(Diagnostic::new(
+            0,
+            DiagnosticKind::Partial,
+            format!(
+                "session {id}: no message in {}",
+                root.join("message").join(&id).display()
+            ),
+        ));
+    }
+    messages.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let mut adapter = OpencodeAdapter::new(ctx);
+    let mut out = Vec::new();
+    let mut no = 0u64;
+    for (_, mid, message) in &messages {
+        for file in json_files(&root.join("part").join(mid))? {
+            no += 1;
+            let part = match storage_object(&file) {
+                Ok((text, _)) => text,
+                Err(e) => {
+                    diagnostics.push(Diagnostic::new(
+                        no,
+                        DiagnosticKind::NotJson,
+                        format!("{e}; part skipped"),
+                    ));
+                    continue;
+                }
+            };
+            let record = format!(r#"{{"message":{message},"part":{part}}}"#);
+            if let Err(mut d) = adapter.line(no, record.as_bytes(), &mut out) {
+                d.message = format!("{}: {}", file.display(), d.message);
+                diagnostics.push(d);
+            }
+            for e in out.drain(..) {
+                if !on_event(e) {
+                    return Ok(diagnostics);
+                }
+            }
+        }
+    }
+    diagnostics.extend(adapter.finish(&mut out));
+    for e in out.drain(..) {
+        if !on_event(e) {
+            break;
+        }
+    }
+    diagnostics.sort_by_key(|d| d.line);
+    Ok(diagnostics)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

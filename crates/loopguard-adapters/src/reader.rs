@@ -340,6 +340,15 @@ impl Source {
         sink: &mut dyn FnMut(Item) -> Flow,
     ) -> Result<u64, ReadError> {
         let path = self.path.clone();
+        if format == Format::OpencodeStorage {
+            if !self.regular {
+                return Err(ReadError::Sqlite {
+                    path,
+                    message: "an opencode session file must be a regular file in its storage folder, not a pipe".into(),
+                });
+            }
+            return read_opencode_storage(&path, ctx, sink);
+        }
         if matches!(format, Format::OpenClawSqlite | Format::Opencode) {
             if !self.regular {
                 return Err(ReadError::Sqlite {
@@ -354,9 +363,7 @@ impl Source {
         }
         let mut calls = 0u64;
         let mut counting = |item: Item| {
-            if let Item::Event(e) = &item {
-                calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
-            }
+            if let Item::Event(e) = &item {}
             sink(item)
         };
         if format.is_line_based() {
@@ -404,14 +411,36 @@ impl Source {
         };
         while self.fill(1 << 20).map_err(io_err(&path))? {}
         let doc = std::mem::take(&mut self.head);
-        let adapted = adapter
-            .adapt(&doc, ctx)
-            .map_err(|diagnostic| ReadError::Document {
-                path: path.clone(),
-                diagnostic,
-            })?;
+        let mut notes = Vec::new();
+        let adapted = if format == Format::Cline && self.regular {
+            // A task folder's panel log gives the calls their tokens and cost.
+            let panel_path = path.with_file_name("ui_messages.json");
+            let panel = match std::fs::read(&panel_path) {
+                Ok(bytes) if panel_path != path => Some(bytes),
+                Ok(_) => None,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    notes.push(Diagnostic::new(
+                        0,
+                        DiagnosticKind::Partial,
+                        format!(
+                            "{}: {e}; no call gets its tokens or cost from it",
+                            panel_path.display()
+                        ),
+                    ));
+                    None
+                }
+            };
+            crate::cline::adapt_task(&doc, panel.as_deref(), ctx)
+        } else {
+            adapter.adapt(&doc, ctx)
+        }
+        .map_err(|diagnostic| ReadError::Document {
+            path: path.clone(),
+            diagnostic,
+        })?;
         let records = adapted.events.len() as u64;
-        for d in adapted.diagnostics {
+        for d in notes.into_iter().chain(adapted.diagnostics) {
             if counting(Item::Diagnostic(d)) == Flow::Stop {
                 return Err(ReadError::Stopped);
             }
@@ -735,6 +764,48 @@ fn read_opencode(
             if sink(Item::Diagnostic(d)) == Flow::Stop {
                 return Err(ReadError::Stopped);
             }
+        }
+    }
+    Ok(records)
+}
+
+/// One session of opencode's older JSON storage, from its session file, part by part, named
+/// as `ctx` names it (the session id when it names none). A message or part file that
+/// cannot be read is a diagnostic naming it; a session file outside the storage layout is
+/// an error.
+fn read_opencode_storage(
+    path: &Path,
+    ctx: &Context,
+    sink: &mut dyn FnMut(Item) -> Flow,
+) -> Result<u64, ReadError> {
+    let fail = |message| ReadError::Sqlite {
+        path: path.to_path_buf(),
+        message,
+    };
+    let (id, _) = crate::opencode::storage_session(path).map_err(fail)?;
+    let session_ctx = Context {
+        session: if ctx.session.is_empty() {
+            id
+        } else {
+            ctx.session.clone()
+        },
+        agent: ctx.agent.clone(),
+    };
+    let mut records = 0;
+    let mut stopped = false;
+    let diagnostics = crate::opencode::read_storage_session_with(path, session_ctx, &mut |e| {
+        records += 1;
+        calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
+        stopped = sink(Item::Event(e)) == Flow::Stop;
+        !stopped
+    })
+    .map_err(fail)?;
+    if stopped {
+        return Err(ReadError::Stopped);
+    }
+    for d in diagnostics {
+        if sink(Item::Diagnostic(d)) == Flow::Stop {
+            return Err(ReadError::Stopped);
         }
     }
     Ok(records)
