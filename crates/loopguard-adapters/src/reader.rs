@@ -363,7 +363,9 @@ impl Source {
         }
         let mut calls = 0u64;
         let mut counting = |item: Item| {
-            if let Item::Event(e) = &item {}
+            if let Item::Event(e) = &item {
+                calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
+            }
             sink(item)
         };
         if format.is_line_based() {
@@ -795,7 +797,6 @@ fn read_opencode_storage(
     let mut stopped = false;
     let diagnostics = crate::opencode::read_storage_session_with(path, session_ctx, &mut |e| {
         records += 1;
-        calls += u64::from(e.event.kind == loopguard_events::EventKind::Call);
         stopped = sink(Item::Event(e)) == Flow::Stop;
         !stopped
     })

@@ -9,7 +9,7 @@
 //! | `qwen` | `~/.qwen/projects` | `*.jsonl` in `chats` folders |
 //! | `copilot` | `~/.copilot/session-state` | `events.jsonl` |
 //! | `factory` | `~/.factory/sessions` | `*.jsonl` |
-//! | `opencode` | `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` | `opencode.db` |
+//! | `opencode` | `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` | `opencode.db`, and the sessions of the older JSON storage (`storage/session/<project>/*.json`) |
 //! | `cline` | VS Code's global storage: `~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks` | `api_conversation_history.json` |
 //! | `roo-code` | `~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks` | `api_conversation_history.json` |
 //!
@@ -36,8 +36,13 @@ pub const AGENTS: &[&str] = &[
 struct Place {
     /// The folder, from the environment (`home` is HOME).
     dir: PathBuf,
-    /// `true` for a session log's file name, given whether its folder is named `chats`.
-    wanted: fn(&str, bool) -> bool,
+    /// `true` for a session log's file name, given its folder.
+    wanted: fn(&str, &Path) -> bool,
+}
+
+/// `true` for a folder named `chats` (Gemini CLI's and Qwen Code's sessions).
+fn in_chats(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == "chats")
 }
 
 fn place(agent: &str, home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Option<Place> {
@@ -47,7 +52,7 @@ fn place(agent: &str, home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Opti
             .map(|v| PathBuf::from(v).join(sub))
             .unwrap_or_else(|| home.join(default).join(sub))
     };
-    let jsonl = |n: &str, _: bool| n.ends_with(".jsonl");
+    let jsonl = |n: &str, _: &Path| n.ends_with(".jsonl");
     Some(match agent {
         "claude-code" => Place {
             dir: from("CLAUDE_CONFIG_DIR", ".claude", "projects"),
@@ -59,15 +64,15 @@ fn place(agent: &str, home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Opti
         },
         "gemini" => Place {
             dir: home.join(".gemini/tmp"),
-            wanted: |n, chats| {
-                chats
+            wanted: |n, dir| {
+                in_chats(dir)
                     && n.starts_with("session-")
                     && (n.ends_with(".jsonl") || n.ends_with(".json"))
             },
         },
         "qwen" => Place {
             dir: home.join(".qwen/projects"),
-            wanted: |n, chats| chats && n.ends_with(".jsonl"),
+            wanted: |n, dir| in_chats(dir) && n.ends_with(".jsonl"),
         },
         "copilot" => Place {
             dir: home.join(".copilot/session-state"),
@@ -79,7 +84,19 @@ fn place(agent: &str, home: &Path, env: &dyn Fn(&str) -> Option<String>) -> Opti
         },
         "opencode" => Place {
             dir: from("XDG_DATA_HOME", ".local/share", "opencode"),
-            wanted: |n, _| n == "opencode.db",
+            // The database, or a session of the JSON storage older versions kept.
+            wanted: |n, dir| {
+                n == "opencode.db"
+                    || (n.ends_with(".json")
+                        && dir
+                            .parent()
+                            .and_then(Path::file_name)
+                            .is_some_and(|d| d == "session")
+                        && dir
+                            .parent()
+                            .and_then(Path::parent)
+                            .is_some_and(|s| s.file_name().is_some_and(|n| n == "storage")))
+            },
         },
         "cline" => Place {
             dir: home.join(".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"),
@@ -152,14 +169,13 @@ pub fn find(
 
 fn walk(
     dir: &Path,
-    wanted: fn(&str, bool) -> bool,
+    wanted: fn(&str, &Path) -> bool,
     since: Option<SystemTime>,
     out: &mut Vec<(PathBuf, SystemTime)>,
 ) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let chats = dir.file_name().is_some_and(|n| n == "chats");
     for e in entries.flatten() {
         let Ok(kind) = e.file_type() else {
             continue;
@@ -169,7 +185,7 @@ fn walk(
             walk(&path, wanted, since, out);
         } else if kind.is_file() {
             let name = e.file_name();
-            if !wanted(&name.to_string_lossy(), chats) {
+            if !wanted(&name.to_string_lossy(), dir) {
                 continue;
             }
             let modified = e

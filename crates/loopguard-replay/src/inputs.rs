@@ -243,6 +243,28 @@ fn not_a_session(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Files another input reads with it: a Cline or Roo Code panel log beside its task
+/// history (which reads its token and cost figures), and the records of opencode's older
+/// JSON storage other than sessions (a session file reads its messages and parts).
+fn read_with_another(path: &Path) -> Option<&'static str> {
+    let dir = path.parent()?;
+    if path.file_name()? == "ui_messages.json"
+        && dir.join("api_conversation_history.json").is_file()
+    {
+        return Some(
+            "a Cline / Roo Code panel log, read with the api_conversation_history.json beside it",
+        );
+    }
+    // `<storage>/message/<session>/<id>.json`, `<storage>/part/<message>/<id>.json`, …
+    let root = path.ancestors().skip(2).take(2).find(|r| {
+        ["session", "message", "part"]
+            .iter()
+            .all(|d| r.join(d).is_dir())
+    })?;
+    (!path.strip_prefix(root).ok()?.starts_with("session"))
+        .then_some("a record of opencode's JSON storage, read with its session file")
+}
+
 fn walk(dir: &Path, out: &mut Resolved) {
     match std::fs::read_dir(dir) {
         Ok(entries) => walk_entries(entries, dir, out),
@@ -292,7 +314,8 @@ fn walk_entries(entries: std::fs::ReadDir, dir: &Path, out: &mut Resolved) {
                     .is_some_and(|e| EXTENSIONS.contains(&e));
                 if !known {
                     out.skipped.push(skip(SkipReason::Extension));
-                } else if let Some(what) = not_a_session(&name) {
+                } else if let Some(what) = not_a_session(&name).or_else(|| read_with_another(&path))
+                {
                     out.skipped.push(skip(SkipReason::NotASession(what)));
                 } else {
                     out.inputs.push(Input::File(path));
