@@ -473,6 +473,85 @@ pub fn adapt_task(doc: &[u8], panel: Option<&[u8]>, ctx: &Context) -> Result<Ada
 mod tests {
     use super::*;
 
+    const HISTORY: &[u8] = br#"[{"role":"user","content":[{"type":"text","text":"<task>\nrun\n</task>"}]},
+        {"role":"assistant","content":[{"type":"text","text":"<execute_command>\n<command>make</command>\n</execute_command>"}]},
+        {"role":"user","content":[{"type":"text","text":"[execute_command for 'make'] Result:\nok"}]},
+        {"role":"assistant","content":[{"type":"text","text":"<execute_command>\n<command>make</command>\n</execute_command>"}]},
+        {"role":"user","content":[{"type":"text","text":"[execute_command for 'make'] Result:\nok"}]}]"#;
+
+    fn panel(requests: &[&str]) -> Vec<u8> {
+        let mut records = vec![r#"{"ts":1,"type":"say","say":"task","text":"run"}"#.to_string()];
+        for (i, text) in requests.iter().enumerate() {
+            records.push(format!(
+                r#"{{"ts":{},"type":"say","say":"api_req_started","text":{}}}"#,
+                i + 2,
+                serde_json_string(text)
+            ));
+        }
+        format!("[{}]", records.join(",")).into_bytes()
+    }
+
+    fn serde_json_string(s: &str) -> String {
+        let mut out = Vec::new();
+        crate::common::write_value(&mut out, &Value::from(s.to_string()));
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn usage_is_attached_only_when_requests_and_answers_match() {
+        let ctx = Context::default();
+        let both = panel(&[
+            r#"{"tokensIn":10,"tokensOut":5,"cacheReads":100,"cost":0.25}"#,
+            r#"{"tokensIn":20,"tokensOut":5,"cost":0.5}"#,
+        ]);
+        let a = adapt_task(HISTORY, Some(&both), &ctx).unwrap();
+        assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics);
+        let usage: Vec<_> = a
+            .events
+            .iter()
+            .filter_map(|e| e.event.usage)
+            .map(|u| (u.tokens, u.cost))
+            .collect();
+        assert_eq!(usage, [(115, 0.25), (25, 0.5)]);
+        // One request fewer than answers: nothing attached, and it says so.
+        let short = panel(&[r#"{"tokensIn":10,"tokensOut":5}"#]);
+        let a = adapt_task(HISTORY, Some(&short), &ctx).unwrap();
+        assert!(a.events.iter().all(|e| e.event.usage.is_none()));
+        assert_eq!(a.diagnostics.len(), 1);
+        assert_eq!(a.diagnostics[0].kind, DiagnosticKind::Partial);
+        assert!(a.diagnostics[0]
+            .message
+            .contains("1 API requests, the history 2"));
+        // A request whose text is not JSON counts, without figures, named by its record.
+        let bad = panel(&[r#"{"tokensIn":10}"#, "not json"]);
+        let a = adapt_task(HISTORY, Some(&bad), &ctx).unwrap();
+        assert_eq!(a.diagnostics.len(), 1, "{:?}", a.diagnostics);
+        assert_eq!(a.diagnostics[0].kind, DiagnosticKind::BadField);
+        assert!(
+            a.diagnostics[0].message.contains("record 3"),
+            "{}",
+            a.diagnostics[0].message
+        );
+        let usage: Vec<_> = a.events.iter().filter_map(|e| e.event.usage).collect();
+        assert_eq!(usage.len(), 2);
+        assert_eq!(usage[1].tokens, 0);
+        // A panel log that is not one: the history is read, the panel's problem reported.
+        let a = adapt_task(HISTORY, Some(b"{\"nope\":1}"), &ctx).unwrap();
+        assert_eq!(a.events.len(), 4);
+        assert!(a.diagnostics[0].message.contains("not a Cline panel log"));
+        let a = adapt_task(HISTORY, Some(b"[{\"ts\":1,"), &ctx).unwrap();
+        assert!(
+            a.diagnostics[0].message.contains("not JSON"),
+            "{}",
+            a.diagnostics[0].message
+        );
+        // The panel log read as the history: refused, naming the file to read instead.
+        let e = adapt_task(&both, None, &ctx).unwrap_err();
+        assert!(e.message.contains("api_conversation_history.json"));
+        assert!(is_panel_log(&Value::parse(&both).unwrap()));
+        assert!(!is_panel_log(&Value::parse(HISTORY).unwrap()));
+    }
+
     #[test]
     fn headers_and_xml_calls() {
         assert_eq!(

@@ -472,3 +472,192 @@ fn a_gemini_0_20_chat_file_is_read_completely() {
         );
     }
 }
+
+/// Everything `path` gives read as `format`: events and diagnostics.
+fn read_all(
+    path: &std::path::Path,
+    format: Format,
+    session: &str,
+) -> (Vec<SourcedEvent>, Vec<Diagnostic>) {
+    use loopguard_adapters::reader::{self, Flow, Item, ReadOptions};
+    let mut events = Vec::new();
+    let mut diags = Vec::new();
+    let ctx = Context {
+        session: session.into(),
+        agent: None,
+    };
+    reader::read_file(path, format, &ctx, &ReadOptions::default(), &mut |i| {
+        match i {
+            Item::Event(e) => events.push(e),
+            Item::Diagnostic(d) => diags.push(d),
+        }
+        Flow::Continue
+    })
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (events, diags)
+}
+
+/// opencode before its SQLite database kept the same session, message and part objects as
+/// JSON files (`storage/session/<project>/<id>.json`, `storage/message/<session>/<id>.json`,
+/// `storage/part/<message>/<id>.json`). The fixture holds the rows of `loop-1.18.33.db`
+/// laid out that way (tests/fixtures/transcripts/opencode/README.md): the session file is
+/// recognised from its content and replays event for event as the database does.
+#[test]
+fn opencode_json_storage_reads_as_the_database_does() {
+    use loopguard_adapters::reader::{Detected, Source};
+    let storage = support::fixture_path("opencode", "storage-1.18.33/storage");
+    let session = storage.join("session/global/ses_dadd4052dffe6VdGBbLM7oq61e.json");
+    assert_eq!(
+        Source::open(&session).unwrap().detect().unwrap(),
+        Detected::Format(Format::OpencodeStorage)
+    );
+    // A message or a part alone is not a session.
+    let message =
+        storage.join("message/ses_dadd4052dffe6VdGBbLM7oq61e/msg_2522c053c001aGb2INR4bl0jEh.json");
+    assert_ne!(
+        Source::open(&message).unwrap().detect().unwrap(),
+        Detected::Format(Format::OpencodeStorage)
+    );
+    let (from_files, diags) = read_all(&session, Format::OpencodeStorage, "");
+    assert!(diags.is_empty(), "{diags:?}");
+    let db = support::fixture_path("opencode", "loop-1.18.33.db");
+    let (from_db, diags) = read_all(&db, Format::Opencode, "");
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(from_files.len(), 50);
+    assert_eq!(from_files, from_db);
+    let decided = call_decisions(&from_files);
+    assert_eq!(decided.len(), 25);
+    for (i, d) in decided.iter().enumerate() {
+        assert_eq!(*d, repeat_decision(i + 1), "call {}", i + 1);
+    }
+}
+
+/// A broken part or message file is a diagnostic naming it, the rest of the session is
+/// read; a session file outside the storage layout is an error saying why.
+#[test]
+fn opencode_json_storage_names_the_files_it_cannot_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = dir.path().join("storage");
+    let write = |rel: &str, text: &str| {
+        let p = storage.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "session/prj/ses_1.json",
+        r#"{"id":"ses_1","projectID":"prj","title":"t","time":{"created":1,"updated":2}}"#,
+    );
+    write(
+        "message/ses_1/msg_1.json",
+        r#"{"id":"msg_1","sessionID":"ses_1","role":"assistant","time":{"created":5},"tokens":{"total":8}}"#,
+    );
+    write("message/ses_1/msg_2.json", r#"{"role":"assistant""#);
+    write(
+        "part/msg_1/prt_1.json",
+        r#"{"id":"prt_1","type":"tool","tool":"bash","callID":"c1","state":{"status":"completed","input":{"command":"ls"},"output":"a\n"}}"#,
+    );
+    write("part/msg_1/prt_2.json", "[1]");
+    write("part/msg_1/prt_3.json", r#"{"id":"prt_3","type":"tool"}"#);
+    let session = storage.join("session/prj/ses_1.json");
+    let (events, diags) = read_all(&session, Format::OpencodeStorage, "");
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0].tokens, Some(8));
+    let messages: Vec<_> = diags.iter().map(|d| d.to_string()).collect();
+    assert_eq!(diags.len(), 3, "{messages:?}");
+    assert!(
+        messages.iter().any(|m| m.contains("msg_2.json")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("prt_2.json") && m.contains("not a JSON object")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("prt_3.json") && m.contains("without `tool`")),
+        "{messages:?}"
+    );
+    // The same session file elsewhere: its messages cannot be found, and it says so.
+    let alone = dir.path().join("ses_1.json");
+    std::fs::copy(&session, &alone).unwrap();
+    let err = loopguard_adapters::reader::read_file(
+        &alone,
+        Format::OpencodeStorage,
+        &Context::default(),
+        &loopguard_adapters::reader::ReadOptions::default(),
+        &mut |_| loopguard_adapters::reader::Flow::Continue,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("ses_1.json") && err.contains("messages cannot be found"),
+        "{err}"
+    );
+}
+
+/// A Cline task folder holding both files: the history gives the calls, the panel log's
+/// `api_req_started` records their tokens and cost (request `n` answered by assistant
+/// message `n`), so replay's budgets see what the task spent. The panel log alone is
+/// refused with an error that says which file to replay.
+#[test]
+fn cline_panel_log_gives_the_calls_their_usage() {
+    use loopguard_adapters::reader::{Detected, ReadError, Source};
+    let dir = support::fixture_path("cline", "task-with-panel");
+    let history = dir.join("api_conversation_history.json");
+    let panel = dir.join("ui_messages.json");
+    let (events, diags) = read_all(&history, Format::Cline, "task");
+    assert!(diags.is_empty(), "{diags:?}");
+    let calls: Vec<_> = events
+        .iter()
+        .filter(|e| e.event.kind == EventKind::Call)
+        .collect();
+    assert_eq!(calls.len(), 12);
+    // An independent count from the panel log: every request's figures, in order.
+    let ui: serde_json::Value = serde_json::from_slice(&std::fs::read(&panel).unwrap()).unwrap();
+    let requests: Vec<(u64, f64)> = ui
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["say"] == "api_req_started")
+        .map(|r| {
+            let t: serde_json::Value = serde_json::from_str(r["text"].as_str().unwrap()).unwrap();
+            let n = |k: &str| t[k].as_u64().unwrap_or(0);
+            (
+                n("tokensIn") + n("tokensOut") + n("cacheWrites") + n("cacheReads"),
+                t["cost"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(requests.len(), 12);
+    for (call, (tokens, cost)) in calls.iter().zip(&requests) {
+        let usage = call.event.usage.expect("usage from the panel log");
+        assert_eq!((usage.tokens, usage.cost), (*tokens, *cost));
+        assert_eq!(call.tokens, Some(*tokens));
+    }
+    // The history alone (copied away from its panel log) has no usage.
+    let away = tempfile::tempdir().unwrap();
+    let lone = away.path().join("api_conversation_history.json");
+    std::fs::copy(&history, &lone).unwrap();
+    let (events, _) = read_all(&lone, Format::Cline, "task");
+    assert!(events.iter().all(|e| e.event.usage.is_none()));
+    // The panel log alone: recognised, and refused with the way out.
+    let mut source = Source::open(&panel).unwrap();
+    assert_eq!(source.detect().unwrap(), Detected::Format(Format::Cline));
+    let err = source
+        .read(
+            Format::Cline,
+            &Context::default(),
+            &Default::default(),
+            &mut |_| loopguard_adapters::reader::Flow::Continue,
+        )
+        .unwrap_err();
+    assert!(matches!(err, ReadError::Document { .. }));
+    let text = err.to_string();
+    assert!(
+        text.contains("ui_messages.json") && text.contains("api_conversation_history.json"),
+        "{text}"
+    );
+}

@@ -304,7 +304,12 @@ fn a_folder_of_every_format_reads_every_call() {
     // Every format but the databases is in the folder.
     for f in Format::ALL {
         assert!(
-            formats.contains(&f) || matches!(f, Format::OpenClawSqlite | Format::Opencode),
+            formats.contains(&f)
+                // Stores: a database, a folder of JSON files (tests/agent_logs.rs).
+                || matches!(
+                    f,
+                    Format::OpenClawSqlite | Format::Opencode | Format::OpencodeStorage
+                ),
             "{f} has no file"
         );
     }
