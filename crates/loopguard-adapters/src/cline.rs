@@ -222,7 +222,7 @@ fn panel_requests(doc: &[u8], diags: &mut Vec<Diagnostic>) -> Result<Vec<Request
             document_error(doc, &e)
         )
     })?;
-    if !is_panel_log(&value) {
+    if !is_panel_log(&value) && value.as_array().is_none_or(|a| !a.is_empty()) {
         return Err("not a Cline panel log: its token and cost figures are not read".into());
     }
     let Value::Array(records) = &value else {
@@ -287,6 +287,10 @@ fn attach_usage(adapted: &mut Adapted, assistants: &[u64], panel: &[u8]) {
         }
     };
     adapted.diagnostics.extend(diags);
+    // An empty panel log (`[]`, a task opened but never sent) has no figures to give.
+    if requests.is_empty() && panel.trim_ascii() == b"[]" {
+        return;
+    }
     if requests.len() != assistants.len() {
         adapted.diagnostics.push(Diagnostic::new(
             0,

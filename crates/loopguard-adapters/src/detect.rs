@@ -171,8 +171,10 @@ impl Format {
             Format::Copilot => "GitHub Copilot CLI session events (events.jsonl)",
             Format::Factory => "Factory Droid session JSONL",
             Format::Opencode => "opencode SQLite database (opencode.db: session, message, part)",
-            Format::Cline => "Cline / Roo Code task history (api_conversation_history.json; ui_messages.json beside it adds usage)",
-            Format::OpencodeStorage => "opencode session of the older JSON storage (storage/session/<project>/<id>.json)",
+            Format::Cline => "Cline / Roo Code task history (api_conversation_history.json)",
+            Format::OpencodeStorage => {
+                "opencode session of the older JSON storage (storage/session/<project>/<id>.json)"
+            }
         }
     }
 

@@ -221,3 +221,121 @@ fn since_keeps_the_recent_logs_and_says_when_there_are_none() {
     let out = replay(home.path(), &["--agent", "nope"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Older opencode versions kept each session as JSON files under `storage/` (the
+/// 1.18.33 database's rows laid out that way): `--agent opencode` finds the session files
+/// under the data folder, and replaying the storage folder itself reads each session once,
+/// its messages and parts with it, as the database's loop is read (blocked from call 21).
+#[test]
+fn opencode_json_storage_is_found_and_read_session_by_session() {
+    let home = tempfile::tempdir().unwrap();
+    let storage = home.path().join("xdg-data/opencode/storage");
+    copy_tree(
+        &root().join("tests/fixtures/transcripts/opencode/storage-1.18.33/storage"),
+        &storage,
+    );
+    // Other records of the storage are not sessions.
+    std::fs::create_dir_all(storage.join("session_diff")).unwrap();
+    std::fs::write(
+        storage.join("session_diff/ses_dadd4052dffe6VdGBbLM7oq61e.json"),
+        "[]",
+    )
+    .unwrap();
+    let session = storage.join("session/global/ses_dadd4052dffe6VdGBbLM7oq61e.json");
+    let out = replay(home.path(), &["--agent", "opencode", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: reading as opencode-json (",
+            session.display()
+        )),
+        "{stderr}"
+    );
+    let found = sessions(&out);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].1, 5, "{found:?}");
+    let by_agent = replay(home.path(), &["--agent", "opencode"]);
+    assert!(String::from_utf8_lossy(&by_agent.stdout).contains("opencode"));
+    // The storage folder by path: one session, no message or part read on its own.
+    let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+        .args(["replay", "--json"])
+        .arg(&storage)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Each message and part file is named as read with its session, none as unknown.
+    assert!(
+        stderr.contains("msg_2522c053c001aGb2INR4bl0jEh.json: skipped: a record of opencode's JSON storage, read with its session file"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not a transcript format"), "{stderr}");
+    assert_eq!(sessions(&out).len(), 1, "{stderr}");
+    assert_eq!(sessions(&out)[0].1, 5, "{stderr}");
+}
+
+/// A Cline task folder with its panel log: the `api_req_started` figures are the calls'
+/// usage, so `costPerRun` stops the run where its spend reaches the cap; the same history
+/// without its panel log has no cost to count.
+#[test]
+fn a_cline_panel_log_gives_the_budgets_the_tasks_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("budget.json5");
+    std::fs::write(&config, "{ loopguard: { budgets: { costPerRun: 0.05 } } }").unwrap();
+    let task = root().join("tests/fixtures/transcripts/cline/task-with-panel");
+    let decide = |input: &Path| -> Vec<String> {
+        let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+            .args(["replay", "--json", "--config"])
+            .arg(&config)
+            .arg(input)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|d| d["type"] == "call")
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["decision"].as_str().unwrap(),
+                    d["detector"].as_str().unwrap_or("-")
+                )
+            })
+            .collect()
+    };
+    // The folder: the history is read, the panel log with it.
+    let with_panel = decide(&task);
+    assert_eq!(with_panel.len(), 12, "{with_panel:?}");
+    // 0.0125 a request: the fourth request brings the run's spend to the cap of 0.05
+    // (past 80% and 100% at once), so its call and every later one is refused.
+    let mut expected = vec!["allow -".to_string(); 3];
+    expected.extend(std::iter::repeat_n("block budget".to_string(), 9));
+    assert_eq!(with_panel, expected);
+    let alone = dir.path().join("api_conversation_history.json");
+    std::fs::copy(task.join("api_conversation_history.json"), &alone).unwrap();
+    let without = decide(&alone);
+    assert_eq!(without.len(), 12);
+    assert!(
+        without.iter().all(|d| !d.ends_with("budget")),
+        "{without:?}"
+    );
+}
