@@ -25,8 +25,8 @@
 //! | [`qwen`] | Qwen Code chat records |
 //! | [`copilot_session`] | GitHub Copilot CLI session events (`events.jsonl`) |
 //! | [`factory`] | Factory Droid sessions |
-//! | [`opencode`] | opencode's SQLite database (sessions, messages, parts) |
-//! | [`cline`] | Cline's and Roo Code's task history (`api_conversation_history.json`) |
+//! | [`opencode`] | opencode's SQLite database (sessions, messages, parts), and the older JSON storage of the same objects |
+//! | [`cline`] | Cline's and Roo Code's task history (`api_conversation_history.json`, with `ui_messages.json` for usage) |
 //! | [`otlp`] | OpenTelemetry traces: OTLP JSON, flat span dumps, Phoenix span exports (tool spans via [`spans`]) |
 //!
 //! Line-based formats implement [`LineAdapter`] and stream: memory does not grow with the

@@ -22,6 +22,12 @@
 //! | `compaction` | a compaction |
 //! | `step-start`, `step-finish`, `reasoning`, `patch`, `snapshot`, `file`, `agent`, `subtask`, `retry`, other text | ignored |
 //!
+//! Older opencode versions kept the same objects as JSON files (`storage/session/<project>/
+//! <id>.json`, `storage/message/<session>/<id>.json`, `storage/part/<message>/<id>.json`,
+//! each with its `id`). A session file is recognised by its content and read with
+//! [`read_storage_session_with`]: its messages by `time.created`, each message's parts by
+//! id, each part with its message as the same record, through the same adapter.
+//!
 //! Tools are taken as given, as the opencode plugin (`plugins/opencode`) hands them to the
 //! guard: `bash {command, description}` and the plugin's result `{content: [{type: "text",
 //! text: output}]}`. Tokens: the message's `tokens.total`, shared among its tool parts.

@@ -10,7 +10,7 @@
 //! | `copilot` | `~/.copilot/session-state` | `events.jsonl` |
 //! | `factory` | `~/.factory/sessions` | `*.jsonl` |
 //! | `opencode` | `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode` | `opencode.db`, and the sessions of the older JSON storage (`storage/session/<project>/*.json`) |
-//! | `cline` | VS Code's global storage: `~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks` | `api_conversation_history.json` |
+//! | `cline` | VS Code's global storage: `~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks` | `api_conversation_history.json` (its reader reads the `ui_messages.json` beside it) |
 //! | `roo-code` | `~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks` | `api_conversation_history.json` |
 //!
 //! The files are found by walking the folder (symbolic links are not followed); which
