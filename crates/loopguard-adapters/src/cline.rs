@@ -7,9 +7,9 @@
 //! `{role, content: [blocks], ts?, modelInfo?, metrics?}`; `ui_messages.json` is the panel's
 //! copy of the same task (`{ts, type: "say" | "ask", …}`). Read beside the history
 //! ([`adapt_task`]), the panel log's `api_req_started` records give the calls their
-//! `usage`: the `n`-th request produced the `n`-th assistant message (`tokensIn + tokensOut
-//! + cacheWrites + cacheReads` and `cost`, shared among its calls), attached only when the
-//! counts agree. On its own the panel log is refused: it words calls as the panel shows them
+//! `usage`: the `n`-th request produced the `n`-th assistant message (the sum of
+//! `tokensIn`, `tokensOut`, `cacheWrites`, `cacheReads`, and `cost`, shared among its
+//! calls), attached only when the counts agree. On its own the panel log is refused: it words calls as the panel shows them
 //! (its own tool names, no file tool results), not as the model made them and the hook saw
 //! them. The history is recognised by its shape: a user message opening with Cline's `<task>` block or its
 //! `<environment_details>`, or a tool result in Cline's words (`[NAME for '…'] Result:`).
