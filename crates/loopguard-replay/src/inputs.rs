@@ -256,13 +256,20 @@ fn read_with_another(path: &Path) -> Option<&'static str> {
         );
     }
     // `<storage>/message/<session>/<id>.json`, `<storage>/part/<message>/<id>.json`, …
-    let root = path.ancestors().skip(2).take(2).find(|r| {
-        ["session", "message", "part"]
-            .iter()
-            .all(|d| r.join(d).is_dir())
-    })?;
+    let root = path
+        .ancestors()
+        .skip(2)
+        .take(2)
+        .find(|r| is_opencode_storage(r))?;
     (!path.strip_prefix(root).ok()?.starts_with("session"))
         .then_some("a record of opencode's JSON storage, read with its session file")
+}
+
+/// `true` for opencode's older JSON storage folder (it has `session`, `message` and `part`).
+fn is_opencode_storage(dir: &Path) -> bool {
+    ["session", "message", "part"]
+        .iter()
+        .all(|d| dir.join(d).is_dir())
 }
 
 fn walk(dir: &Path, out: &mut Resolved) {
@@ -306,6 +313,13 @@ fn walk_entries(entries: std::fs::ReadDir, dir: &Path, out: &mut Resolved) {
             Err(e) => out
                 .skipped
                 .push(skip(SkipReason::Unreadable(e.to_string()))),
+            // opencode's storage: its other folders (messages, parts, diffs) are read with
+            // the session files, listed once rather than file by file.
+            Ok(m) if m.is_dir() && name != "session" && is_opencode_storage(dir) => {
+                out.skipped.push(skip(SkipReason::NotASession(
+                    "records of opencode's JSON storage, read with its session files",
+                )))
+            }
             Ok(m) if m.is_dir() => walk(&path, out),
             Ok(_) => {
                 let known = path
