@@ -432,6 +432,57 @@ mod tests {
     use super::*;
 
     #[test]
+    fn files_read_with_another_are_listed_not_replayed() {
+        let dir = std::env::temp_dir().join(format!("lg-inputs-with-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let task = dir.join("tasks/1");
+        let lone = dir.join("tasks/2");
+        let storage = dir.join("storage");
+        for d in [
+            &task,
+            &lone,
+            &storage.join("session/prj"),
+            &storage.join("message/ses_1"),
+            &storage.join("part/msg_1"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        for f in [
+            task.join("api_conversation_history.json"),
+            task.join("ui_messages.json"),
+            lone.join("ui_messages.json"),
+            storage.join("session/prj/ses_1.json"),
+            storage.join("message/ses_1/msg_1.json"),
+            storage.join("part/msg_1/prt_1.json"),
+        ] {
+            std::fs::write(f, "{}").unwrap();
+        }
+        let found = resolve(std::slice::from_ref(&dir)).unwrap();
+        assert_eq!(
+            found.inputs,
+            [
+                Input::File(storage.join("session/prj/ses_1.json")),
+                Input::File(task.join("api_conversation_history.json")),
+                // Alone, the panel log is read, and its reader says what to read instead.
+                Input::File(lone.join("ui_messages.json")),
+            ]
+        );
+        let skipped: Vec<_> = found.skipped.iter().map(|s| s.path.clone()).collect();
+        assert_eq!(
+            skipped,
+            [
+                storage.join("message"),
+                storage.join("part"),
+                task.join("ui_messages.json"),
+            ]
+        );
+        // A part file named in a walk of its own folder is still not a session.
+        let found = resolve(&[storage.join("part")]);
+        assert!(found.is_err(), "{found:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn session_names_are_unique() {
         let a = Path::new("/x/agents/main/sessions/abc.jsonl");
         let b = Path::new("/x/agents/ops/sessions/abc.jsonl");
