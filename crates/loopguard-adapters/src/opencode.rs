@@ -482,6 +482,21 @@ mod tests {
     }
 
     #[test]
+    fn storage_sessions_are_recognised_on_one_line_or_many() {
+        use crate::Format;
+        let one = br#"{"id":"ses_1","projectID":"p","title":"t","time":{"created":1,"updated":2}}"#;
+        assert_eq!(crate::detect("x.json", one), Some(Format::OpencodeStorage));
+        let pretty = b"{\n  \"id\": \"ses_1\",\n  \"version\": \"0.5.0\",\n  \"projectID\": \"global\",\n  \"title\": \"t\",\n  \"time\": {\n    \"created\": 1\n  }\n}\n";
+        assert_eq!(crate::detect("x", pretty), Some(Format::OpencodeStorage));
+        // A message of the storage is not a session.
+        let message = br#"{"id":"msg_1","sessionID":"ses_1","role":"user","projectID":"p","title":"t","time":{"created":1}}"#;
+        assert_ne!(
+            crate::detect("x.json", message),
+            Some(Format::OpencodeStorage)
+        );
+    }
+
+    #[test]
     fn unknown_states_and_parts_without_a_type_are_reported() {
         let mut a = OpencodeAdapter::new(Context::default());
         let (events, diags) = crate::feed_lines(
