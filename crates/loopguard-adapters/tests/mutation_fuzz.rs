@@ -36,6 +36,7 @@ const FILES: &[&str] = &[
     "transcripts/copilot/guarded-loop.events.jsonl",
     "transcripts/factory/guarded-loop.jsonl",
     "transcripts/cline/card-architecture-1769064454592.api_conversation_history.json",
+    "transcripts/cline/task-with-panel/api_conversation_history.json",
 ];
 
 /// At most this much of a fixture is mutated (keeps a case fast; a cut is a mutation too).
@@ -175,6 +176,22 @@ proptest! {
         if forced != Format::OpenClawSqlite {
             let _ = read_as(&bytes, forced);
         }
+    }
+
+    /// A Cline task's panel log, mutated, read beside its history (and, refused, alone):
+    /// no panic.
+    #[test]
+    fn no_mutated_panel_log_panics_the_cline_reader(
+        mutations in prop::collection::vec(mutation(), 1..4),
+    ) {
+        let history = fixture("transcripts/cline/task-with-panel/api_conversation_history.json");
+        let mut panel = fixture("transcripts/cline/task-with-panel/ui_messages.json");
+        for m in &mutations {
+            apply(&mut panel, m);
+        }
+        let ctx = Context::default();
+        let _ = loopguard_adapters::cline::adapt_task(&history, Some(&panel), &ctx);
+        let _ = loopguard_adapters::cline::adapt_task(&panel, None, &ctx);
     }
 
     /// opencode's parts, as its database reader hands them to the part reader (each part
