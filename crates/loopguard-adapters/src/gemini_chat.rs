@@ -22,13 +22,25 @@
 //! call the hook refused (`Tool execution blocked: CRITICAL: …`) is a refusal (see
 //! `agent_log`). Tokens: the message's `tokens.total`, split between its calls.
 //!
+//! **Sub-agents.** Gemini CLI 0.61 writes a sub-agent's chat to a file of its own,
+//! `chats/<parent session id>/<agent id>.jsonl`, whose header says `kind: "subagent"` and
+//! whose `sessionId` is the agent's id; the header does not name the parent, the folder does.
+//! Such a file's calls are a session of their own, `PARENT/<agent id>`, linked to the parent
+//! (`parentSession` = `PARENT`), as Claude Code's sidechains are: the sub-agent keeps its own
+//! loop state and the parent's budgets count its calls. `PARENT` is the name replay gives the
+//! parent's own file, `chats/session-<time>-<first 8 characters of the id>.jsonl`, its name
+//! without `.jsonl` (the one such file beside the folder), else the parent's session id (the
+//! folder's name). Read without its path (standard input), a sub-agent's chat keeps the
+//! session it was given and says so.
+//!
 //! Older Gemini CLI versions wrote the same messages as one JSON document, `{sessionId,
 //! projectHash, startTime, lastUpdated, messages: […]}` (`session-*.json`):
 //! [`GeminiChatFile`] reads it with the same rules, `line` being the message's number.
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-use loopguard_core::Value;
+use loopguard_core::{JsString, Value};
 
 use crate::agent_log::{tokens_per_call, AgentLog, Ended};
 use crate::common::object_line;
@@ -57,6 +69,10 @@ pub struct GeminiChatAdapter {
     done: HashSet<String>,
     /// Calls written without their result yet.
     waiting: Vec<Waiting>,
+    /// The file read, whose folder names a sub-agent's parent.
+    file: Option<PathBuf>,
+    /// A sub-agent's chat: its session and its parent's.
+    link: Option<(String, String)>,
 }
 
 /// A call written without its result yet.
@@ -77,6 +93,46 @@ impl GeminiChatAdapter {
             log: AgentLog::new("gemini", &ctx),
             done: HashSet::new(),
             waiting: Vec::new(),
+            file: None,
+            link: None,
+        }
+    }
+
+    /// The same, reading the file at `path`: a sub-agent's chat there is linked to its
+    /// parent by its folder (see the module's documentation).
+    pub fn in_file(mut self, path: &Path) -> Self {
+        self.file = Some(path.to_path_buf());
+        self
+    }
+
+    /// A header: a sub-agent's links its calls to the parent's session.
+    fn header(&mut self, no: u64, v: &Value<'_>) -> Result<(), Diagnostic> {
+        if str_field(v, "kind") != Some("subagent") {
+            return Ok(());
+        }
+        let agent = id_field(v, "sessionId").unwrap_or_else(|| "subagent".into());
+        match self.file.as_deref().and_then(subagent_parent) {
+            Some(parent) => {
+                self.link = Some((format!("{parent}/{agent}"), parent));
+                Ok(())
+            }
+            None => Err(Diagnostic::new(
+                no,
+                DiagnosticKind::Partial,
+                format!(
+                    "sub-agent {agent}: its parent session is named by the folder its chat lies in (`chats/<parent>/<agent>.jsonl`), which is not known here; its calls stay in this session"
+                ),
+            )),
+        }
+    }
+
+    /// Moves the events of a sub-agent's chat to its own session, linked to its parent's.
+    fn linked(&self, events: &mut [SourcedEvent]) {
+        if let Some((session, parent)) = &self.link {
+            for e in events {
+                e.event.session = Some(JsString::from(session.clone()));
+                e.event.parent_session = Some(JsString::from(parent.clone()));
+            }
         }
     }
 
@@ -199,6 +255,32 @@ fn response_of<'v>(c: &'v Value<'v>) -> Option<&'v Value<'v>> {
         .get("response")
 }
 
+/// The session a sub-agent chat at `path` (`chats/<parent id>/<agent>.jsonl`) is linked to:
+/// the name of the parent's own file beside the folder (`chats/session-*-<first 8
+/// characters of the parent id>.jsonl`, without `.jsonl`) when exactly one is there, else the
+/// parent id. `None` for a file in no folder.
+pub fn subagent_parent(path: &Path) -> Option<String> {
+    let folder = path.parent()?;
+    let id = folder.file_name()?.to_string_lossy().into_owned();
+    let short: String = id.chars().take(8).collect();
+    let found: Vec<String> = folder
+        .parent()
+        .and_then(|chats| std::fs::read_dir(chats).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".jsonl")?;
+            (stem.starts_with("session-") && stem.ends_with(&format!("-{short}")))
+                .then(|| stem.to_string())
+        })
+        .collect();
+    Some(match <[String; 1]>::try_from(found) {
+        Ok([stem]) => stem,
+        Err(_) => id,
+    })
+}
+
 /// `true` for a record of Gemini CLI's chat files: the header, a `$set` update, or a
 /// message of one of its types.
 pub(crate) fn is_record(v: &Value<'_>) -> bool {
@@ -225,17 +307,23 @@ impl LineAdapter for GeminiChatAdapter {
         };
         if let Some(set) = v.get("$set") {
             if let Some(messages) = set.get("messages").and_then(Value::as_array) {
+                let start = out.len();
                 for m in messages {
                     self.message(no, m, out);
                 }
+                self.linked(&mut out[start..]);
             }
             return Ok(());
         }
         if v.get("projectHash").is_some() && v.get("sessionId").is_some() {
-            return Ok(());
+            return self.header(no, &v);
         }
         match str_field(&v, "type") {
-            Some("gemini" | "user") => self.message(no, &v, out),
+            Some("gemini" | "user") => {
+                let start = out.len();
+                self.message(no, &v, out);
+                self.linked(&mut out[start..]);
+            }
             Some("info" | "error" | "warning") => {}
             other => {
                 return Err(Diagnostic::new(
@@ -249,8 +337,11 @@ impl LineAdapter for GeminiChatAdapter {
     }
 
     fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        let start = out.len();
         self.flush_waiting(out);
-        self.log.finish(out)
+        let diagnostics = self.log.finish(out);
+        self.linked(&mut out[start..]);
+        diagnostics
     }
 }
 
@@ -344,5 +435,101 @@ mod tests {
                 (1, DiagnosticKind::Unanswered)
             ]
         );
+    }
+
+    /// A parent chat and its sub-agent's, laid out as Gemini CLI 0.61 writes them.
+    fn chats(dir: &Path, parent_file: bool) -> PathBuf {
+        let parent = "9f1c2d3e-1111-4222-8333-444455556666";
+        let chats = dir.join("chats");
+        std::fs::create_dir_all(chats.join(parent)).unwrap();
+        if parent_file {
+            std::fs::write(chats.join("session-2026-12-07T17-53-9f1c2d3e.jsonl"), "").unwrap();
+        }
+        // Another session's file, which must not be taken for the parent's.
+        std::fs::write(chats.join("session-2026-12-07T17-50-0a0b0c0d.jsonl"), "").unwrap();
+        chats.join(parent).join("a7e0.jsonl")
+    }
+
+    fn subagent_lines() -> Vec<String> {
+        vec![
+            r#"{"sessionId":"a7e0","projectHash":"h","startTime":"2026-12-07T17:54:00.000Z","lastUpdated":"2026-12-07T17:54:00.000Z","kind":"subagent","directories":["/w"]}"#.to_string(),
+            r#"{"id":"u1","timestamp":"2026-12-07T17:54:00.000Z","type":"user","content":[{"text":"investigate"}]}"#.to_string(),
+            gemini("m1", "c1", None),
+            gemini("m1", "c1", Some("x")),
+            gemini("m2", "c2", None),
+        ]
+    }
+
+    fn sessions(events: &[SourcedEvent]) -> Vec<(String, Option<String>)> {
+        let s = |v: &Option<JsString>| v.as_ref().map(|s| s.to_string());
+        events
+            .iter()
+            .map(|e| (s(&e.event.session).unwrap(), s(&e.event.parent_session)))
+            .collect()
+    }
+
+    #[test]
+    fn a_subagent_chat_is_a_session_of_its_own_linked_to_its_parents_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = chats(dir.path(), true);
+        let lines = subagent_lines();
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ctx = Context {
+            session: "a7e0".into(),
+            agent: None,
+        };
+        let mut a = GeminiChatAdapter::new(ctx).in_file(&path);
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        let parent = "session-2026-12-07T17-53-9f1c2d3e";
+        let linked = (format!("{parent}/a7e0"), Some(parent.to_string()));
+        // c1's call and outcome, then c2 replayed alone at the end (reported).
+        assert_eq!(sessions(&events), vec![linked.clone(); 3]);
+        assert_eq!(
+            diags.iter().map(|d| d.kind).collect::<Vec<_>>(),
+            [DiagnosticKind::Unanswered]
+        );
+    }
+
+    #[test]
+    fn without_the_parents_file_the_folder_names_the_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = chats(dir.path(), false);
+        let lines = subagent_lines();
+        let lines: Vec<&str> = lines[..4].iter().map(String::as_str).collect();
+        let mut a = GeminiChatAdapter::new(Context::default()).in_file(&path);
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        assert!(diags.is_empty(), "{diags:?}");
+        let parent = "9f1c2d3e-1111-4222-8333-444455556666";
+        assert_eq!(
+            sessions(&events),
+            vec![(format!("{parent}/a7e0"), Some(parent.to_string())); 2]
+        );
+    }
+
+    #[test]
+    fn a_main_chat_and_a_subagent_chat_without_its_path_stay_unlinked() {
+        let mut lines = subagent_lines();
+        lines.truncate(4);
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let ctx = || Context {
+            session: "s".into(),
+            agent: None,
+        };
+        let mut a = GeminiChatAdapter::new(ctx());
+        let (events, diags) = crate::feed_lines(&mut a, &lines);
+        assert_eq!(sessions(&events), vec![("s".to_string(), None); 2]);
+        assert_eq!(
+            diags.iter().map(|d| (d.line, d.kind)).collect::<Vec<_>>(),
+            [(1, DiagnosticKind::Partial)]
+        );
+        // A main session's header links nothing, even read from a sub-agent folder's path.
+        let mut main = lines.clone();
+        let header = main[0].replace(r#""kind":"subagent""#, r#""kind":"main""#);
+        main[0] = &header;
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = GeminiChatAdapter::new(ctx()).in_file(&chats(dir.path(), true));
+        let (events, diags) = crate::feed_lines(&mut a, &main);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(sessions(&events), vec![("s".to_string(), None); 2]);
     }
 }

@@ -124,7 +124,9 @@ fn line_adapter<'a>(
             Box::new(crate::openhands::OpenHandsEventsAdapter::new(ctx.clone()))
         }
         Format::OpenHandsEval => Box::new(crate::openhands::OpenHandsEvalAdapter::new(ctx.clone())),
-        Format::Gemini => Box::new(crate::gemini_chat::GeminiChatAdapter::new(ctx.clone())),
+        Format::Gemini => {
+            Box::new(crate::gemini_chat::GeminiChatAdapter::new(ctx.clone()).in_file(path))
+        }
         Format::Qwen => Box::new(crate::qwen::QwenAdapter::new(ctx.clone())),
         Format::Copilot => Box::new(crate::copilot_session::CopilotSessionAdapter::new(
             ctx.clone(),
