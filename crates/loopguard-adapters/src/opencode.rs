@@ -28,6 +28,12 @@
 //! [`read_storage_session_with`]: its messages by `time.created`, each message's parts by
 //! id, each part with its message as the same record, through the same adapter.
 //!
+//! **Sub-agents.** A session with a parent (`parent_id` in the database, `parentID` in a
+//! storage session file) is a sub-agent's, run by the parent's `task` tool: its events carry
+//! `parentSession`, the parent's session named as this reader names sessions (the session's
+//! own name with its id replaced by the parent's: `NAME/<parent id>`, or the parent id), so
+//! the sub-agent keeps its own loop state and the parent's budgets count its calls.
+//!
 //! Tools are taken as given, as the opencode plugin (`plugins/opencode`) hands them to the
 //! guard: `bash {command, description}` and the plugin's result `{content: [{type: "text",
 //! text: output}]}`. Tokens: the message's `tokens.total`, shared among its tool parts.
@@ -57,6 +63,8 @@ pub struct OpencodeAdapter {
     runs: Runs,
     /// The last user message that started a run.
     prompt: Option<String>,
+    /// The parent's session, for a sub-agent's.
+    parent: Option<loopguard_core::JsString<'static>>,
 }
 
 impl OpencodeAdapter {
@@ -66,7 +74,32 @@ impl OpencodeAdapter {
             tracker: Tracker::new(&ctx),
             runs: Runs::new("run"),
             prompt: None,
+            parent: None,
         }
+    }
+
+    /// The same for a sub-agent's session: every event names `parent` as its
+    /// `parentSession`.
+    pub fn with_parent(mut self, parent: Option<String>) -> Self {
+        self.parent = parent.map(loopguard_core::JsString::from);
+        self
+    }
+
+    fn linked(&self, events: &mut [SourcedEvent]) {
+        if let Some(parent) = &self.parent {
+            for e in events {
+                e.event.parent_session = Some(parent.clone());
+            }
+        }
+    }
+}
+
+/// The name of the parent `parent` of the session `id` named `name`: `name` with its id
+/// replaced by the parent's (`NAME/<id>` gives `NAME/<parent>`), else the parent's id.
+fn parent_name(name: &str, id: &str, parent: &str) -> String {
+    match name.strip_suffix(id) {
+        Some(base) if base.is_empty() || base.ends_with('/') => format!("{base}{parent}"),
+        _ => parent.to_string(),
     }
 }
 
@@ -87,6 +120,28 @@ fn without_plugin_note(output: &str) -> &str {
 
 impl LineAdapter for OpencodeAdapter {
     fn line(
+        &mut self,
+        no: u64,
+        text: &[u8],
+        out: &mut Vec<SourcedEvent>,
+    ) -> Result<(), Diagnostic> {
+        let start = out.len();
+        let read = self.part(no, text, out);
+        self.linked(&mut out[start..]);
+        read
+    }
+
+    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
+        let start = out.len();
+        let diagnostics = self.tracker.finish(out);
+        self.linked(&mut out[start..]);
+        diagnostics
+    }
+}
+
+impl OpencodeAdapter {
+    /// One part with its message.
+    fn part(
         &mut self,
         no: u64,
         text: &[u8],
@@ -180,10 +235,6 @@ impl LineAdapter for OpencodeAdapter {
         }
         Ok(())
     }
-
-    fn finish(&mut self, out: &mut Vec<SourcedEvent>) -> Vec<Diagnostic> {
-        self.tracker.finish(out)
-    }
 }
 
 /// The tables an opencode database has.
@@ -241,7 +292,8 @@ pub fn read_session_with(
         )
         .map_err(failed)?;
     let mut rows = stmt.query([session]).map_err(failed)?;
-    let mut adapter = OpencodeAdapter::new(ctx);
+    let parent = parent_of(&conn, session)?.map(|p| parent_name(&ctx.session, session, &p));
+    let mut adapter = OpencodeAdapter::new(ctx).with_parent(parent);
     let mut diagnostics = Vec::new();
     let mut out = Vec::new();
     let mut no = 0u64;
@@ -279,6 +331,19 @@ pub fn read_session_with(
     }
     diagnostics.sort_by_key(|d| d.line);
     Ok(diagnostics)
+}
+
+/// The parent of the session `id` (`session.parent_id`); `None` for a main session or a
+/// database without the column.
+fn parent_of(conn: &rusqlite::Connection, id: &str) -> Result<Option<String>, String> {
+    match conn.query_row("SELECT parent_id FROM session WHERE id = ?1", [id], |r| {
+        r.get::<_, Option<String>>(0)
+    }) {
+        Ok(parent) => Ok(parent.filter(|p| !p.is_empty())),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(e) if e.to_string().contains("no such column") => Ok(None),
+        Err(e) => Err(format!("reading `session` failed: {e}")),
+    }
 }
 
 /// The JSON object `data` with `"id": id` added first; `None` when `data` is not an object.
@@ -385,6 +450,12 @@ pub fn read_storage_session_with(
     on_event: &mut dyn FnMut(SourcedEvent) -> bool,
 ) -> Result<Vec<Diagnostic>, String> {
     let (id, root) = storage_session(path)?;
+    let parent = storage_object(path)?
+        .1
+        .get("parentID")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+        .map(|p| parent_name(&ctx.session, &id, p));
     let mut diagnostics = Vec::new();
     let mut messages = Vec::new();
     for file in json_files(&root.join("message").join(&id))? {
@@ -422,7 +493,7 @@ pub fn read_storage_session_with(
         ));
     }
     messages.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let mut adapter = OpencodeAdapter::new(ctx);
+    let mut adapter = OpencodeAdapter::new(ctx).with_parent(parent);
     let mut out = Vec::new();
     let mut no = 0u64;
     for (_, mid, message) in &messages {
@@ -530,5 +601,140 @@ mod tests {
             _ => None,
         };
         assert_eq!(refused.as_deref(), Some("tool-loop"));
+    }
+
+    const TOOL_PART: &str = r#"{"type":"tool","tool":"bash","callID":"CALL","state":{"status":"completed","input":{"command":"npm test"},"output":"1 failing","time":{"start":1,"end":2}}}"#;
+
+    fn read_db(path: &std::path::Path, id: &str, name: &str) -> Vec<(String, Option<String>)> {
+        let mut events = Vec::new();
+        let ctx = Context {
+            session: name.into(),
+            agent: None,
+        };
+        let diags = read_session_with(path, id, ctx, &mut |e| {
+            events.push(e);
+            true
+        })
+        .unwrap();
+        assert!(diags.is_empty(), "{diags:?}");
+        let s = |v: &Option<loopguard_core::JsString>| v.as_ref().map(|s| s.to_string());
+        events
+            .iter()
+            .map(|e| (s(&e.event.session).unwrap(), s(&e.event.parent_session)))
+            .collect()
+    }
+
+    #[test]
+    fn a_task_tools_session_in_the_database_is_linked_to_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opencode.db");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, parent_id TEXT, title TEXT, time_created INTEGER);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, data TEXT);
+             INSERT INTO session VALUES ('ses_p', NULL, 'main', 1), ('ses_c', 'ses_p', 'task', 2);",
+        )
+        .unwrap();
+        for (session, msg) in [("ses_p", "msg_p"), ("ses_c", "msg_c")] {
+            conn.execute(
+                "INSERT INTO message VALUES (?1, ?2, 1, '{\"role\":\"assistant\"}')",
+                [msg, session],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, 1, ?4)",
+                [
+                    &format!("prt_{session}"),
+                    msg,
+                    session,
+                    &TOOL_PART.replace("CALL", session),
+                ],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        assert_eq!(session_ids(&path).unwrap(), ["ses_p", "ses_c"]);
+        // Named as the reader names a database's sessions: `NAME/<id>`, or the id alone.
+        assert_eq!(
+            read_db(&path, "ses_p", "db/ses_p"),
+            vec![("db/ses_p".into(), None); 2]
+        );
+        assert_eq!(
+            read_db(&path, "ses_c", "db/ses_c"),
+            vec![("db/ses_c".into(), Some("db/ses_p".into())); 2]
+        );
+        assert_eq!(
+            read_db(&path, "ses_c", "ses_c"),
+            vec![("ses_c".into(), Some("ses_p".into())); 2]
+        );
+        assert_eq!(parent_name("mine", "ses_c", "ses_p"), "ses_p");
+        assert_eq!(parent_name("x-ses_c", "ses_c", "ses_p"), "ses_p");
+    }
+
+    #[test]
+    fn a_task_tools_session_file_in_the_storage_is_linked_to_its_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("storage");
+        let write = |rel: &str, text: &str| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let mut files = Vec::new();
+        for (id, parent) in [("ses_p", ""), ("ses_c", r#","parentID":"ses_p""#)] {
+            files.push(write(
+                &format!("session/proj/{id}.json"),
+                &format!(r#"{{"id":"{id}","projectID":"proj","title":"t"{parent},"time":{{"created":1}}}}"#),
+            ));
+            write(
+                &format!("message/{id}/msg_{id}.json"),
+                &format!(
+                    r#"{{"id":"msg_{id}","sessionID":"{id}","role":"assistant","time":{{"created":1}}}}"#
+                ),
+            );
+            write(
+                &format!("part/msg_{id}/prt_{id}.json"),
+                &TOOL_PART
+                    .replace("CALL", id)
+                    .replacen('{', &format!(r#"{{"id":"prt_{id}","#), 1),
+            );
+        }
+        let read = |path: &std::path::Path, name: &str| {
+            let mut events = Vec::new();
+            let ctx = Context {
+                session: name.into(),
+                agent: None,
+            };
+            let diags = read_storage_session_with(path, ctx, &mut |e| {
+                events.push(e);
+                true
+            })
+            .unwrap();
+            assert!(diags.is_empty(), "{diags:?}");
+            events
+                .iter()
+                .map(|e| {
+                    (
+                        e.event.session.as_ref().unwrap().to_string(),
+                        e.event.parent_session.as_ref().map(|s| s.to_string()),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            read(&files[0], "ses_p"),
+            vec![("ses_p".to_string(), None); 2]
+        );
+        assert_eq!(
+            read(&files[1], "ses_c"),
+            vec![("ses_c".to_string(), Some("ses_p".to_string())); 2]
+        );
+        // A name lengthened by its folders keeps them for the parent, as replay names it.
+        assert_eq!(
+            read(&files[1], "proj/ses_c"),
+            vec![("proj/ses_c".to_string(), Some("proj/ses_p".to_string())); 2]
+        );
     }
 }
