@@ -174,6 +174,37 @@ fn a_gemini_subagents_chat_replays_in_a_session_of_its_own_named_after_its_paren
         ],
         "{calls:?}"
     );
+    // Replay decides each file with an engine of its own; converted to events and replayed
+    // as one stream, the sub-agent's calls count at the parent's budget: six different
+    // reads, three per session, and only the parent's budget refuses any (the 5th and 6th).
+    let mut events = Vec::new();
+    for file in [&main, &sub] {
+        let out = Command::new(env!("CARGO_BIN_EXE_loopguard"))
+            .arg("convert")
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        events.extend(out.stdout);
+    }
+    let stream = dir.path().join("events.jsonl");
+    std::fs::write(&stream, events).unwrap();
+    let calls = replay_files(&cfg, &[&stream]);
+    let refused: Vec<usize> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, d, det))| d == "block" && det == "budget")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(refused, [4, 5], "{calls:?}");
+    assert!(
+        calls[3..].iter().all(|c| c.0.ends_with("/a7e0")),
+        "{calls:?}"
+    );
 }
 
 /// `replay --json` of `files` with the config file `cfg`: each call's session, decision and
