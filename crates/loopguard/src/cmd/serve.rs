@@ -76,7 +76,7 @@ pub struct ServeArgs {
     loop_retention: String,
     /// Send an alert (generic JSON) to this URL when a loop is blocked or ends its run, once
     /// per loop; repeatable. `loopguard.alerts` in the config file sets Slack and PagerDuty
-    /// targets too (docs/serve.md, "Alerts").
+    /// targets too (docs/alerts.md).
     #[arg(long, value_name = "URL")]
     alert_webhook: Vec<String>,
 }
